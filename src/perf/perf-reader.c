@@ -1,0 +1,1012 @@
+/* perf-reader.c - read perf.data files (PERFILE2, perf.data directories and
+ * pipe-mode streams stored in a file).  See perf-data.h.
+ *
+ * All multi-byte values are read with memcpy (the file may be hostile and
+ * its offsets unaligned); every offset/length is checked with overflow-safe
+ * arithmetic before the mapping is touched.
+ */
+#include "perf-data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PERF_MAGIC2		0x32454c4946524550ULL	/* "PERFILE2" */
+#define FILE_HDR_SIZE		104
+#define PIPE_HDR_SIZE		16
+#define RELEASE_STEP		(8ULL << 20)
+#define ATTR_MAX		((uint32_t)sizeof(struct perf_event_attr))
+
+G_DEFINE_QUARK(vt-perf-error-quark, vt_perf_error)
+
+struct file_header {
+	uint64_t magic, size, attr_size;
+	struct vt_perf_file_section attrs, data, event_types;
+	uint64_t features[4];
+};
+G_STATIC_ASSERT(sizeof(struct file_header) == FILE_HDR_SIZE);
+
+struct id_map {
+	uint64_t id;
+	guint idx;
+};
+
+struct VtPerfFile {
+	char *path;
+	int fd;
+	uint8_t *map;
+	uint64_t size;
+	gboolean rdwr, pipe;
+	uint64_t data_off, data_size;
+	VtPerfAttr *attrs;
+	guint n_attrs;
+	struct id_map *ids;
+	guint n_ids;
+	GPtrArray *owned;
+	uint64_t feat_bits[VT_PERF_FEAT_BITS / 64];
+	struct vt_perf_file_section feat[VT_PERF_FEAT_BITS];
+};
+
+static inline uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* [off, off + len) lies within [0, limit) -- without overflowing. */
+static inline gboolean range_ok(uint64_t off, uint64_t len, uint64_t limit)
+{
+	return off <= limit && len <= limit - off;
+}
+
+static uint64_t page_size(void)
+{
+	static uint64_t pg;
+
+	if (!pg) {
+		long v = sysconf(_SC_PAGESIZE);
+
+		pg = v > 0 ? (uint64_t)v : 4096;
+	}
+	return pg;
+}
+
+static gboolean G_GNUC_PRINTF(4, 5)
+fail(GError **error, int code, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error(error, VT_PERF_ERROR, code, "%s: %s", path, msg);
+	g_free(msg);
+	return FALSE;
+}
+
+/* ------------------------------------------------------------- names */
+
+static const char *const kernel_rec_names[] = {
+	[PERF_RECORD_MMAP] = "MMAP",
+	[PERF_RECORD_LOST] = "LOST",
+	[PERF_RECORD_COMM] = "COMM",
+	[PERF_RECORD_EXIT] = "EXIT",
+	[PERF_RECORD_THROTTLE] = "THROTTLE",
+	[PERF_RECORD_UNTHROTTLE] = "UNTHROTTLE",
+	[PERF_RECORD_FORK] = "FORK",
+	[PERF_RECORD_READ] = "READ",
+	[PERF_RECORD_SAMPLE] = "SAMPLE",
+	[PERF_RECORD_MMAP2] = "MMAP2",
+	[PERF_RECORD_AUX] = "AUX",
+	[PERF_RECORD_ITRACE_START] = "ITRACE_START",
+	[PERF_RECORD_LOST_SAMPLES] = "LOST_SAMPLES",
+	[PERF_RECORD_SWITCH] = "SWITCH",
+	[PERF_RECORD_SWITCH_CPU_WIDE] = "SWITCH_CPU_WIDE",
+	[PERF_RECORD_NAMESPACES] = "NAMESPACES",
+	[17] = "KSYMBOL",
+	[18] = "BPF_EVENT",
+	[19] = "CGROUP",
+	[20] = "TEXT_POKE",
+	[21] = "AUX_OUTPUT_HW_ID",
+};
+
+static const char *const user_rec_names[] = {
+	"ATTR", "EVENT_TYPE", "TRACING_DATA", "BUILD_ID", "FINISHED_ROUND",
+	"ID_INDEX", "AUXTRACE_INFO", "AUXTRACE", "AUXTRACE_ERROR", "THREAD_MAP",
+	"CPU_MAP", "STAT_CONFIG", "STAT", "STAT_ROUND", "EVENT_UPDATE",
+	"TIME_CONV", "FEATURE", "COMPRESSED", "FINISHED_INIT",
+};
+
+const char *vt_perf_record_name(uint32_t type)
+{
+	const char *n = NULL;
+
+	if (type < G_N_ELEMENTS(kernel_rec_names))
+		n = kernel_rec_names[type];
+	else if (type >= VT_PERF_RECORD_HEADER_ATTR &&
+		 type - VT_PERF_RECORD_HEADER_ATTR < G_N_ELEMENTS(user_rec_names))
+		n = user_rec_names[type - VT_PERF_RECORD_HEADER_ATTR];
+	return n ? n : "UNKNOWN";
+}
+
+static const char *const feat_names[VT_PERF_FEAT_LAST] = {
+	[VT_PERF_FEAT_TRACING_DATA] = "tracing_data",
+	[VT_PERF_FEAT_BUILD_ID] = "build_id",
+	[VT_PERF_FEAT_HOSTNAME] = "hostname",
+	[VT_PERF_FEAT_OSRELEASE] = "osrelease",
+	[VT_PERF_FEAT_VERSION] = "version",
+	[VT_PERF_FEAT_ARCH] = "arch",
+	[VT_PERF_FEAT_NRCPUS] = "nrcpus",
+	[VT_PERF_FEAT_CPUDESC] = "cpudesc",
+	[VT_PERF_FEAT_CPUID] = "cpuid",
+	[VT_PERF_FEAT_TOTAL_MEM] = "total_mem",
+	[VT_PERF_FEAT_CMDLINE] = "cmdline",
+	[VT_PERF_FEAT_EVENT_DESC] = "event_desc",
+	[VT_PERF_FEAT_CPU_TOPOLOGY] = "cpu_topology",
+	[VT_PERF_FEAT_NUMA_TOPOLOGY] = "numa_topology",
+	[VT_PERF_FEAT_BRANCH_STACK] = "branch_stack",
+	[VT_PERF_FEAT_PMU_MAPPINGS] = "pmu_mappings",
+	[VT_PERF_FEAT_GROUP_DESC] = "group_desc",
+	[VT_PERF_FEAT_AUXTRACE] = "auxtrace",
+	[VT_PERF_FEAT_STAT] = "stat",
+	[VT_PERF_FEAT_CACHE] = "cache",
+	[VT_PERF_FEAT_SAMPLE_TIME] = "sample_time",
+	[VT_PERF_FEAT_MEM_TOPOLOGY] = "mem_topology",
+	[VT_PERF_FEAT_CLOCKID] = "clockid",
+	[VT_PERF_FEAT_DIR_FORMAT] = "dir_format",
+	[VT_PERF_FEAT_BPF_PROG_INFO] = "bpf_prog_info",
+	[VT_PERF_FEAT_BPF_BTF] = "bpf_btf",
+	[VT_PERF_FEAT_COMPRESSED] = "compressed",
+	[VT_PERF_FEAT_CPU_PMU_CAPS] = "cpu_pmu_caps",
+	[VT_PERF_FEAT_CLOCK_DATA] = "clock_data",
+	[VT_PERF_FEAT_HYBRID_TOPOLOGY] = "hybrid_topology",
+	[VT_PERF_FEAT_PMU_CAPS] = "pmu_caps",
+};
+
+const char *vt_perf_feature_name(guint bit)
+{
+	return bit < VT_PERF_FEAT_LAST ? feat_names[bit] : NULL;
+}
+
+/* ------------------------------------------------------------- attrs */
+
+static int calc_id_hdr_size(const struct perf_event_attr *attr)
+{
+	uint64_t t = attr->sample_type;
+	int n = 0;
+
+	if (!attr->sample_id_all)
+		return 0;
+	n += (t & PERF_SAMPLE_TID) ? 8 : 0;
+	n += (t & PERF_SAMPLE_TIME) ? 8 : 0;
+	n += (t & PERF_SAMPLE_ID) ? 8 : 0;
+	n += (t & PERF_SAMPLE_STREAM_ID) ? 8 : 0;
+	n += (t & PERF_SAMPLE_CPU) ? 8 : 0;
+	n += (t & PERF_SAMPLE_IDENTIFIER) ? 8 : 0;
+	return n;
+}
+
+/* Parse an on-disk perf_event_attr of at most `avail` bytes. */
+static gboolean parse_attr(VtPerfFile *f, const uint8_t *p, uint64_t avail, guint idx,
+			   VtPerfAttr *a, GError **error)
+{
+	uint32_t sz;
+
+	if (avail < PERF_ATTR_SIZE_VER0)
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "attr %u is truncated (%" PRIu64 " bytes)", idx, avail);
+	sz = rd32(p + 4);
+	if (sz < PERF_ATTR_SIZE_VER0)
+		return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			    "attr %u size %u is smaller than %d", idx, sz, PERF_ATTR_SIZE_VER0);
+	if (sz > ATTR_MAX)
+		return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			    "attr %u size %u is larger than %u", idx, sz, ATTR_MAX);
+	if (sz > avail)
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "attr %u size %u exceeds its %" PRIu64 " bytes of space", idx, sz, avail);
+	memset(a, 0, sizeof(*a));
+	memcpy(&a->attr, p, sz);
+	a->on_disk_size = sz;
+	a->id_hdr_size = calc_id_hdr_size(&a->attr);
+	return TRUE;
+}
+
+static const uint64_t *own_ids(VtPerfFile *f, const uint8_t *p, uint64_t n)
+{
+	uint64_t *ids;
+
+	if (!n)
+		return NULL;
+	ids = g_memdup2(p, n * sizeof(uint64_t));
+	g_ptr_array_add(f->owned, ids);
+	return ids;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct id_map *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static void build_id_map(VtPerfFile *f)
+{
+	uint64_t total = 0;
+	guint i, n = 0;
+
+	for (i = 0; i < f->n_attrs; i++)
+		total += f->attrs[i].nr_ids;
+	if (!total || total > G_MAXUINT)
+		return;
+	f->ids = g_new(struct id_map, total);
+	for (i = 0; i < f->n_attrs; i++) {
+		const uint8_t *ids = (const uint8_t *)f->attrs[i].ids;
+		uint64_t j;
+
+		for (j = 0; j < f->attrs[i].nr_ids; j++) {
+			f->ids[n].id = rd64(ids + j * 8);
+			f->ids[n++].idx = i;
+		}
+	}
+	qsort(f->ids, n, sizeof(*f->ids), cmp_id);
+	f->n_ids = n;
+}
+
+/* --------------------------------------------------------- iteration */
+
+static int read_record(const VtPerfFile *f, uint64_t pos, uint64_t end, VtPerfRecord *rec,
+		       uint64_t *next, GError **error)
+{
+	const uint8_t *p;
+	uint32_t type;
+	uint16_t size;
+	uint64_t n;
+
+	if (pos >= end)
+		return 0;
+	if (pos % 8) {
+		fail(error, VT_PERF_ERROR_FORMAT, f->path,
+		     "record at offset %" PRIu64 " is not 8-byte aligned", pos);
+		return -1;
+	}
+	if (end - pos < sizeof(struct perf_event_header)) {
+		fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+		     "record header at offset %" PRIu64 " extends past end of data (%" PRIu64 ")",
+		     pos, end);
+		return -1;
+	}
+	p = f->map + pos;
+	type = rd32(p);
+	size = rd16(p + 6);
+	if (size < sizeof(struct perf_event_header)) {
+		fail(error, VT_PERF_ERROR_FORMAT, f->path,
+		     "record at offset %" PRIu64 " (type %u) has invalid size %u", pos, type, size);
+		return -1;
+	}
+	if (size > end - pos) {
+		fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+		     "record at offset %" PRIu64 " (%s, size %u) extends past end of data (%" PRIu64 ")",
+		     pos, vt_perf_record_name(type), size, end);
+		return -1;
+	}
+	n = pos + size;
+	if (type == VT_PERF_RECORD_AUXTRACE) {
+		uint64_t psz;
+
+		if (size < 48) {
+			fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			     "AUXTRACE record at offset %" PRIu64 " is too short (%u bytes)", pos, size);
+			return -1;
+		}
+		psz = rd64(p + 8);
+		if (psz > end - n) {
+			fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			     "AUXTRACE payload at offset %" PRIu64 " (%" PRIu64
+			     " bytes) extends past end of data (%" PRIu64 ")", n, psz, end);
+			return -1;
+		}
+		n += psz;
+	}
+	rec->file_offset = pos;
+	rec->hdr = (const struct perf_event_header *)p;
+	rec->data = p;
+	rec->type = type;
+	rec->size = size;
+	*next = n;
+	return 1;
+}
+
+void vt_perf_iter_init(VtPerfIter *it, const VtPerfFile *f)
+{
+	it->f = f;
+	it->pos = f->data_off;
+	it->end = f->data_off + f->data_size;
+	it->released = f->data_off;
+}
+
+int vt_perf_iter_next(VtPerfIter *it, VtPerfRecord *rec, GError **error)
+{
+	uint64_t next;
+	int r;
+
+	if (it->pos > it->released && it->pos - it->released >= RELEASE_STEP) {
+		vt_perf_file_release(it->f, it->released, it->pos - it->released);
+		it->released = it->pos & ~(page_size() - 1);
+	}
+	r = read_record(it->f, it->pos, it->end, rec, &next, error);
+	if (r > 0)
+		it->pos = next;
+	return r;
+}
+
+/* ------------------------------------------------------------- open */
+
+static gboolean open_file_header(VtPerfFile *f, GError **error)
+{
+	struct file_header h;
+	uint64_t end;
+	guint i, bit, nfeat = 0;
+
+	if (f->size < FILE_HDR_SIZE)
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "file too short for header (%" PRIu64 " bytes)", f->size);
+	memcpy(&h, f->map, sizeof(h));
+	if (h.size != FILE_HDR_SIZE)
+		return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			    "unsupported header size %" PRIu64, h.size);
+	if (!range_ok(h.attrs.offset, h.attrs.size, f->size))
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "attr section (offset %" PRIu64 ", size %" PRIu64
+			    ") extends past end of file (%" PRIu64 " bytes)",
+			    h.attrs.offset, h.attrs.size, f->size);
+	if (!range_ok(h.data.offset, h.data.size, f->size))
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "data section (offset %" PRIu64 ", size %" PRIu64
+			    ") extends past end of file (%" PRIu64 " bytes)",
+			    h.data.offset, h.data.size, f->size);
+	if (h.data.size == 0)
+		return fail(error, VT_PERF_ERROR_FORMAT, f->path, "data section is empty");
+	if (h.data.offset < FILE_HDR_SIZE || h.data.offset % 8)
+		return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			    "bad data section offset %" PRIu64, h.data.offset);
+	f->data_off = h.data.offset;
+	f->data_size = h.data.size;
+
+	if (h.attrs.size) {
+		uint64_t n;
+
+		if (h.attr_size < 16 + PERF_ATTR_SIZE_VER0 || h.attrs.size % h.attr_size)
+			return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+				    "bad attr_size %" PRIu64 " for attr section of %" PRIu64 " bytes",
+				    h.attr_size, h.attrs.size);
+		n = h.attrs.size / h.attr_size;
+		f->attrs = g_new0(VtPerfAttr, n);
+		for (i = 0; i < n; i++) {
+			const uint8_t *p = f->map + h.attrs.offset + i * h.attr_size;
+			VtPerfAttr *a = &f->attrs[i];
+			uint64_t ioff, isz;
+
+			if (!parse_attr(f, p, h.attr_size, i, a, error))
+				return FALSE;
+			f->n_attrs = i + 1;
+			if ((uint64_t)a->on_disk_size + 16 != h.attr_size)
+				return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+					    "attr %u size %u does not match header attr_size %" PRIu64,
+					    i, a->on_disk_size, h.attr_size);
+			ioff = rd64(p + a->on_disk_size);
+			isz = rd64(p + a->on_disk_size + 8);
+			if (isz % 8)
+				return fail(error, VT_PERF_ERROR_FORMAT, f->path,
+					    "attr %u ids section size %" PRIu64 " is not a multiple of 8",
+					    i, isz);
+			if (!range_ok(ioff, isz, f->size))
+				return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+					    "attr %u ids section (offset %" PRIu64 ", size %" PRIu64
+					    ") extends past end of file", i, ioff, isz);
+			a->nr_ids = isz / 8;
+			if (!a->nr_ids)
+				a->ids = NULL;
+			else if (ioff % 8)
+				a->ids = own_ids(f, f->map + ioff, a->nr_ids);
+			else
+				a->ids = (const uint64_t *)(const void *)(f->map + ioff);
+		}
+	}
+
+	/* Feature table right after the data section. */
+	for (i = 0; i < G_N_ELEMENTS(h.features); i++) {
+		f->feat_bits[i] = h.features[i];
+		nfeat += __builtin_popcountll(h.features[i]);
+	}
+	end = h.data.offset + h.data.size;
+	if (!range_ok(end, (uint64_t)nfeat * 16, f->size))
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "feature table (%u entries at offset %" PRIu64
+			    ") extends past end of file (%" PRIu64 " bytes)", nfeat, end, f->size);
+	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++) {
+		struct vt_perf_file_section *s = &f->feat[bit];
+		const char *name;
+
+		if (!vt_perf_file_has_feature(f, bit))
+			continue;
+		s->offset = rd64(f->map + end);
+		s->size = rd64(f->map + end + 8);
+		end += 16;
+		if (!range_ok(s->offset, s->size, f->size)) {
+			name = vt_perf_feature_name(bit);
+			return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+				    "feature %u (%s) section (offset %" PRIu64 ", size %" PRIu64
+				    ") extends past end of file (%" PRIu64 " bytes)", bit,
+				    name ? name : "unknown", s->offset, s->size, f->size);
+		}
+	}
+	return TRUE;
+}
+
+/* Pipe-mode file: attrs (and features) come from records in the data. */
+static gboolean open_pipe(VtPerfFile *f, GError **error)
+{
+	GArray *attrs = g_array_new(FALSE, TRUE, sizeof(VtPerfAttr));
+	uint64_t pos, end, next;
+	VtPerfRecord rec;
+	gboolean ok = TRUE;
+
+	f->pipe = TRUE;
+	f->data_off = PIPE_HDR_SIZE;
+	f->data_size = f->size - PIPE_HDR_SIZE;
+	if (!f->data_size) {
+		g_array_free(attrs, TRUE);
+		return fail(error, VT_PERF_ERROR_FORMAT, f->path, "pipe-mode file has no data");
+	}
+	end = f->size;
+	/* A malformed record ends the scan; the iterator reports it later. */
+	for (pos = f->data_off; read_record(f, pos, end, &rec, &next, NULL) > 0; pos = next) {
+		if (rec.type == VT_PERF_RECORD_HEADER_ATTR) {
+			VtPerfAttr a;
+			uint64_t avail = rec.size - 8;
+
+			if (!parse_attr(f, rec.data + 8, avail, attrs->len, &a, error)) {
+				ok = FALSE;
+				break;
+			}
+			a.nr_ids = (avail - a.on_disk_size) / 8;
+			a.ids = own_ids(f, rec.data + 8 + a.on_disk_size, a.nr_ids);
+			g_array_append_val(attrs, a);
+		} else if (rec.type == VT_PERF_RECORD_HEADER_FEATURE && rec.size >= 16) {
+			uint64_t bit = rd64(rec.data + 8);
+
+			if (bit < VT_PERF_FEAT_BITS) {
+				f->feat_bits[bit / 64] |= 1ULL << (bit % 64);
+				f->feat[bit].offset = pos + 16;
+				f->feat[bit].size = rec.size - 16;
+			}
+		}
+	}
+	vt_perf_file_release(f, f->data_off, f->data_size);
+	f->n_attrs = attrs->len;
+	f->attrs = (VtPerfAttr *)(void *)g_array_free(attrs, FALSE);
+	return ok;
+}
+
+VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **error)
+{
+	VtPerfFile *f = g_new0(VtPerfFile, 1);
+	gboolean rdwr = !!(flags & VT_PERF_OPEN_RDWR);
+	struct stat st;
+	uint64_t magic;
+
+	f->fd = -1;
+	f->owned = g_ptr_array_new_with_free_func(g_free);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		f->path = g_build_filename(path, "data", NULL);
+	else
+		f->path = g_strdup(path);
+	f->rdwr = rdwr;
+	f->fd = open(f->path, (rdwr ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (f->fd < 0) {
+		fail(error, VT_PERF_ERROR_IO, f->path, "cannot open: %s", g_strerror(errno));
+		goto err;
+	}
+	if (fstat(f->fd, &st) < 0) {
+		fail(error, VT_PERF_ERROR_IO, f->path, "cannot stat: %s", g_strerror(errno));
+		goto err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fail(error, VT_PERF_ERROR_IO, f->path, "not a regular file");
+		goto err;
+	}
+	f->size = (uint64_t)st.st_size;
+	if (f->size < 8 || f->size > SIZE_MAX) {
+		fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+		     "file too short (%" PRIu64 " bytes)", f->size);
+		goto err;
+	}
+	f->map = mmap(NULL, f->size, rdwr ? PROT_READ | PROT_WRITE : PROT_READ,
+		      rdwr ? MAP_SHARED : MAP_PRIVATE, f->fd, 0);
+	if (f->map == MAP_FAILED) {
+		f->map = NULL;
+		fail(error, VT_PERF_ERROR_IO, f->path, "cannot mmap: %s", g_strerror(errno));
+		goto err;
+	}
+	magic = rd64(f->map);
+	if (magic == GUINT64_SWAP_LE_BE(PERF_MAGIC2)) {
+		fail(error, VT_PERF_ERROR_UNSUPPORTED, f->path,
+		     "byte-swapped (foreign-endian) perf.data files are not supported");
+		goto err;
+	}
+	if (magic != PERF_MAGIC2) {
+		fail(error, VT_PERF_ERROR_MAGIC, f->path, "not a perf.data file (bad magic)");
+		goto err;
+	}
+	if (f->size >= PIPE_HDR_SIZE && rd64(f->map + 8) == PIPE_HDR_SIZE) {
+		if (!open_pipe(f, error))
+			goto err;
+	} else if (!open_file_header(f, error)) {
+		goto err;
+	}
+	build_id_map(f);
+	return f;
+err:
+	vt_perf_file_close(f);
+	return NULL;
+}
+
+void vt_perf_file_close(VtPerfFile *f)
+{
+	if (!f)
+		return;
+	if (f->map)
+		munmap(f->map, f->size);
+	if (f->fd >= 0)
+		close(f->fd);
+	g_ptr_array_free(f->owned, TRUE);
+	g_free(f->attrs);
+	g_free(f->ids);
+	g_free(f->path);
+	g_free(f);
+}
+
+/* -------------------------------------------------------- accessors */
+
+const char *vt_perf_file_path(const VtPerfFile *f) { return f->path; }
+uint64_t vt_perf_file_size(const VtPerfFile *f) { return f->size; }
+gboolean vt_perf_file_is_pipe(const VtPerfFile *f) { return f->pipe; }
+uint64_t vt_perf_file_data_offset(const VtPerfFile *f) { return f->data_off; }
+uint64_t vt_perf_file_data_size(const VtPerfFile *f) { return f->data_size; }
+guint vt_perf_file_n_attrs(const VtPerfFile *f) { return f->n_attrs; }
+
+const VtPerfAttr *vt_perf_file_attr(const VtPerfFile *f, guint i)
+{
+	return i < f->n_attrs ? &f->attrs[i] : NULL;
+}
+
+const VtPerfAttr *vt_perf_file_attr_by_id(const VtPerfFile *f, uint64_t id)
+{
+	guint lo = 0, hi = f->n_ids;
+
+	while (lo < hi) {		/* first entry with .id >= id */
+		guint mid = lo + (hi - lo) / 2;
+
+		if (f->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < f->n_ids && f->ids[lo].id == id)
+		return &f->attrs[f->ids[lo].idx];
+	return NULL;
+}
+
+gboolean vt_perf_file_has_feature(const VtPerfFile *f, guint bit)
+{
+	return bit < VT_PERF_FEAT_BITS && ((f->feat_bits[bit / 64] >> (bit % 64)) & 1);
+}
+
+gboolean vt_perf_file_feature(const VtPerfFile *f, guint bit, const uint8_t **data, uint64_t *size)
+{
+	if (!vt_perf_file_has_feature(f, bit))
+		return FALSE;
+	*data = f->map + f->feat[bit].offset;	/* validated at open */
+	*size = f->feat[bit].size;
+	return TRUE;
+}
+
+char *vt_perf_file_feature_string(const VtPerfFile *f, guint bit)
+{
+	const uint8_t *p;
+	uint64_t sz;
+	uint32_t len;
+
+	if (!vt_perf_file_feature(f, bit, &p, &sz) || sz < 4)
+		return NULL;
+	len = rd32(p);
+	if (len > sz - 4 || !memchr(p + 4, 0, len))
+		return NULL;
+	return g_strdup((const char *)p + 4);
+}
+
+struct vt_perf_file_section *vt_perf_file_auxtrace_index(const VtPerfFile *f, guint *n,
+							  GError **error)
+{
+	struct vt_perf_file_section *out;
+	uint64_t sz, nr, i, dend = f->data_off + f->data_size;
+	const uint8_t *p;
+
+	*n = 0;
+	if (!vt_perf_file_feature(f, VT_PERF_FEAT_AUXTRACE, &p, &sz))
+		return NULL;
+	if (sz < 8) {
+		fail(error, VT_PERF_ERROR_FORMAT, f->path, "auxtrace index is too short");
+		return NULL;
+	}
+	nr = rd64(p);
+	if (nr > (sz - 8) / 16 || nr > G_MAXUINT) {
+		fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+		     "auxtrace index claims %" PRIu64 " entries but has room for %" PRIu64,
+		     nr, (sz - 8) / 16);
+		return NULL;
+	}
+	if (!nr)
+		return NULL;
+	out = g_new(struct vt_perf_file_section, nr);
+	for (i = 0; i < nr; i++) {
+		uint8_t hdr[16];
+
+		out[i].offset = rd64(p + 8 + i * 16);
+		out[i].size = rd64(p + 16 + i * 16);
+		if (out[i].offset < f->data_off || !range_ok(out[i].offset, out[i].size, dend)) {
+			fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			     "auxtrace index entry %" PRIu64 " (offset %" PRIu64 ", size %" PRIu64
+			     ") is outside the data section", i, out[i].offset, out[i].size);
+			goto err;
+		}
+		/* pread: keeps the pages out of this process on huge files */
+		if (out[i].size < 48 ||
+		    pread(f->fd, hdr, sizeof(hdr), (off_t)out[i].offset) != (ssize_t)sizeof(hdr) ||
+		    rd32(hdr) != VT_PERF_RECORD_AUXTRACE || rd16(hdr + 6) != out[i].size ||
+		    !range_ok(out[i].offset + out[i].size, rd64(hdr + 8), dend)) {
+			fail(error, VT_PERF_ERROR_FORMAT, f->path,
+			     "auxtrace index entry %" PRIu64 " (offset %" PRIu64
+			     ") is not a valid AUXTRACE record", i, out[i].offset);
+			goto err;
+		}
+	}
+	*n = (guint)nr;
+	return out;
+err:
+	g_free(out);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ mapping */
+
+const uint8_t *vt_perf_file_map(const VtPerfFile *f, uint64_t off, uint64_t len)
+{
+	return range_ok(off, len, f->size) ? f->map + off : NULL;
+}
+
+uint8_t *vt_perf_file_map_rw(VtPerfFile *f, uint64_t off, uint64_t len)
+{
+	return f->rdwr && range_ok(off, len, f->size) ? f->map + off : NULL;
+}
+
+void vt_perf_file_release(const VtPerfFile *f, uint64_t off, uint64_t len)
+{
+	uint64_t pg = page_size(), start, end;
+
+	if (off >= f->size)
+		return;
+	if (len > f->size - off)
+		len = f->size - off;
+	start = (off + pg - 1) & ~(pg - 1);
+	end = (off + len) & ~(pg - 1);
+	if (end > start)
+		madvise(f->map + start, end - start, MADV_DONTNEED);
+}
+
+void vt_perf_file_prefetch(const VtPerfFile *f, uint64_t off, uint64_t len)
+{
+	uint64_t pg = page_size(), start;
+
+	if (off >= f->size || !len)
+		return;
+	if (len > f->size - off)
+		len = f->size - off;
+	start = off & ~(pg - 1);
+	madvise(f->map + start, off + len - start, MADV_WILLNEED);
+}
+
+gboolean vt_perf_file_sync(VtPerfFile *f, GError **error)
+{
+	if (f->rdwr && msync(f->map, f->size, MS_SYNC) < 0)
+		return fail(error, VT_PERF_ERROR_IO, f->path, "msync failed: %s", g_strerror(errno));
+	return TRUE;
+}
+
+/* ---------------------------------------------------------- records */
+
+gboolean vt_perf_record_sample_id(const VtPerfFile *f, const VtPerfRecord *rec, VtPerfSampleId *sid)
+{
+	const VtPerfAttr *a;
+	const uint8_t *p;
+	uint64_t t;
+
+	memset(sid, 0, sizeof(*sid));
+	if (!f->n_attrs || rec->type == PERF_RECORD_SAMPLE || rec->type >= VT_PERF_RECORD_HEADER_ATTR)
+		return FALSE;
+	a = &f->attrs[0];
+	if (f->n_attrs > 1 && a->attr.sample_id_all &&
+	    (a->attr.sample_type & PERF_SAMPLE_IDENTIFIER) && rec->size >= 16) {
+		const VtPerfAttr *b = vt_perf_file_attr_by_id(f, rd64(rec->data + rec->size - 8));
+
+		if (b)
+			a = b;
+	}
+	if (!a->attr.sample_id_all || rec->size < 8 + (uint32_t)a->id_hdr_size)
+		return FALSE;
+	t = a->attr.sample_type;
+	p = rec->data + rec->size - a->id_hdr_size;
+	if (t & PERF_SAMPLE_TID) {
+		sid->pid = rd32(p);
+		sid->tid = rd32(p + 4);
+		sid->has_tid = 1;
+		p += 8;
+	}
+	if (t & PERF_SAMPLE_TIME) {
+		sid->time = rd64(p);
+		sid->has_time = 1;
+		p += 8;
+	}
+	if (t & PERF_SAMPLE_ID) {
+		sid->id = rd64(p);
+		sid->has_id = 1;
+		p += 8;
+	}
+	if (t & PERF_SAMPLE_STREAM_ID) {
+		sid->stream_id = rd64(p);
+		sid->has_stream_id = 1;
+		p += 8;
+	}
+	if (t & PERF_SAMPLE_CPU) {
+		sid->cpu = rd32(p);
+		sid->has_cpu = 1;
+		p += 8;
+	}
+	if (t & PERF_SAMPLE_IDENTIFIER) {
+		sid->identifier = rd64(p);
+		sid->has_identifier = 1;
+	}
+	return TRUE;
+}
+
+static gboolean check_rec(const VtPerfRecord *rec, uint32_t type, uint32_t alt, uint32_t min,
+			  GError **error)
+{
+	if (rec->type != type && rec->type != alt) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "record at offset %" PRIu64 " is %s (type %u), not %s",
+			    rec->file_offset, vt_perf_record_name(rec->type), rec->type,
+			    vt_perf_record_name(type));
+		return FALSE;
+	}
+	if (rec->size < min) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s record at offset %" PRIu64 " is too short (%u < %u bytes)",
+			    vt_perf_record_name(rec->type), rec->file_offset, rec->size, min);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* NUL-terminated string at rec->data + off, within the record. */
+static const char *rec_string(const VtPerfRecord *rec, uint32_t off, GError **error)
+{
+	const char *s = (const char *)rec->data + off;
+
+	if (off >= rec->size || !memchr(s, 0, rec->size - off)) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s record at offset %" PRIu64 " has an unterminated string",
+			    vt_perf_record_name(rec->type), rec->file_offset);
+		return NULL;
+	}
+	return s;
+}
+
+gboolean vt_perf_record_auxtrace(const VtPerfRecord *rec, VtPerfAuxtrace *out, GError **error)
+{
+	const uint8_t *p = rec->data;
+
+	if (!check_rec(rec, VT_PERF_RECORD_AUXTRACE, VT_PERF_RECORD_AUXTRACE, 48, error))
+		return FALSE;
+	out->size = rd64(p + 8);
+	out->offset = rd64(p + 16);
+	out->reference = rd64(p + 24);
+	out->idx = rd32(p + 32);
+	out->tid = rd32(p + 36);
+	out->cpu = rd32(p + 40);
+	out->reserved = rd32(p + 44);
+	out->payload_file_offset = rec->file_offset + rec->size;
+	return TRUE;
+}
+
+gboolean vt_perf_record_auxtrace_info(const VtPerfRecord *rec, VtPerfAuxtraceInfo *out,
+				      GError **error)
+{
+	if (!check_rec(rec, VT_PERF_RECORD_AUXTRACE_INFO, VT_PERF_RECORD_AUXTRACE_INFO, 16, error))
+		return FALSE;
+	out->type = rd32(rec->data + 8);
+	out->reserved = rd32(rec->data + 12);
+	out->nr_priv = (rec->size - 16) / 8;
+	out->priv = out->nr_priv ? (const uint64_t *)(const void *)(rec->data + 16) : NULL;
+	return TRUE;
+}
+
+gboolean vt_perf_record_time_conv(const VtPerfRecord *rec, VtPerfTimeConv *out, GError **error)
+{
+	const uint8_t *p = rec->data;
+
+	if (!check_rec(rec, VT_PERF_RECORD_TIME_CONV, VT_PERF_RECORD_TIME_CONV, 8 + 24, error))
+		return FALSE;
+	memset(out, 0, sizeof(*out));
+	out->time_shift = rd64(p + 8);
+	out->time_mult = rd64(p + 16);
+	out->time_zero = rd64(p + 24);
+	/* the extended record is 56 bytes in all (header included) */
+	if (rec->size >= 56) {
+		out->has_ext = TRUE;
+		out->time_cycles = rd64(p + 32);
+		out->time_mask = rd64(p + 40);
+		out->cap_user_time_zero = p[48];
+		out->cap_user_time_short = p[49];
+	} else {
+		/* perf only emits TIME_CONV when cap_user_time_zero is set */
+		out->cap_user_time_zero = 1;
+	}
+	return TRUE;
+}
+
+gboolean vt_perf_record_comm(const VtPerfRecord *rec, VtPerfComm *out, GError **error)
+{
+	if (!check_rec(rec, PERF_RECORD_COMM, PERF_RECORD_COMM, 17, error))
+		return FALSE;
+	out->pid = rd32(rec->data + 8);
+	out->tid = rd32(rec->data + 12);
+	out->exec = !!(rec->hdr->misc & PERF_RECORD_MISC_COMM_EXEC);
+	out->comm = rec_string(rec, 16, error);
+	return out->comm != NULL;
+}
+
+gboolean vt_perf_record_itrace_start(const VtPerfRecord *rec, VtPerfItraceStart *out,
+				     GError **error)
+{
+	if (!check_rec(rec, PERF_RECORD_ITRACE_START, PERF_RECORD_ITRACE_START, 16, error))
+		return FALSE;
+	out->pid = rd32(rec->data + 8);
+	out->tid = rd32(rec->data + 12);
+	return TRUE;
+}
+
+gboolean vt_perf_record_mmap2(const VtPerfRecord *rec, VtPerfMmap2 *out, GError **error)
+{
+	const uint8_t *p = rec->data;
+
+	/* pid,tid,addr,len,pgoff, 24 bytes maj/min/ino/gen or build id, prot,flags */
+	if (!check_rec(rec, PERF_RECORD_MMAP2, PERF_RECORD_MMAP2, 73, error))
+		return FALSE;
+	out->pid = rd32(p + 8);
+	out->tid = rd32(p + 12);
+	out->addr = rd64(p + 16);
+	out->len = rd64(p + 24);
+	out->pgoff = rd64(p + 32);
+	out->prot = rd32(p + 64);
+	out->flags = rd32(p + 68);
+	out->filename = rec_string(rec, 72, error);
+	return out->filename != NULL;
+}
+
+gboolean vt_perf_record_switch(const VtPerfRecord *rec, VtPerfSwitch *out, GError **error)
+{
+	gboolean wide = rec->type == PERF_RECORD_SWITCH_CPU_WIDE;
+
+	if (!check_rec(rec, PERF_RECORD_SWITCH, PERF_RECORD_SWITCH_CPU_WIDE, wide ? 16 : 8, error))
+		return FALSE;
+	memset(out, 0, sizeof(*out));
+	out->out = !!(rec->hdr->misc & PERF_RECORD_MISC_SWITCH_OUT);
+	out->preempt = !!(rec->hdr->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
+	out->cpu_wide = wide;
+	if (wide) {
+		out->next_prev_pid = rd32(rec->data + 8);
+		out->next_prev_tid = rd32(rec->data + 12);
+	}
+	return TRUE;
+}
+
+VtPerfIdIndexEntry *vt_perf_record_id_index(const VtPerfRecord *rec, guint *n, GError **error)
+{
+	VtPerfIdIndexEntry *e;
+	uint64_t nr, i, room;
+	const uint8_t *p;
+
+	*n = 0;
+	if (!check_rec(rec, VT_PERF_RECORD_ID_INDEX, VT_PERF_RECORD_ID_INDEX, 16, error))
+		return NULL;
+	nr = rd64(rec->data + 8);
+	room = rec->size - 16;
+	if (nr > room / 32) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "ID_INDEX record at offset %" PRIu64 " claims %" PRIu64
+			    " entries but has room for %" PRIu64, rec->file_offset, nr, room / 32);
+		return NULL;
+	}
+	e = g_new0(VtPerfIdIndexEntry, nr ? nr : 1);
+	p = rec->data + 16;
+	for (i = 0; i < nr; i++, p += 32) {
+		e[i].id = rd64(p);
+		e[i].idx = rd64(p + 8);
+		e[i].cpu = rd64(p + 16);
+		e[i].tid = rd64(p + 24);
+	}
+	if (nr && room - nr * 32 >= nr * 16) {
+		for (i = 0; i < nr; i++, p += 16) {
+			e[i].has_vm = TRUE;
+			e[i].machine_pid = rd64(p);
+			e[i].vcpu = rd64(p + 8);
+		}
+	}
+	*n = (guint)nr;
+	return e;
+}
+
+/* ------------------------------------------------------------- time */
+
+uint64_t vt_perf_tsc_to_time(uint64_t cyc, const VtPerfTimeConv *tc)
+{
+	uint64_t shift = tc->time_shift, quot, rem;
+
+	if (tc->cap_user_time_short)
+		cyc = tc->time_cycles + ((cyc - tc->time_cycles) & tc->time_mask);
+	if (shift >= 64)
+		return tc->time_zero;
+	quot = cyc >> shift;
+	rem = cyc & ((1ULL << shift) - 1);
+	return tc->time_zero + quot * tc->time_mult + ((rem * tc->time_mult) >> shift);
+}
+
+uint64_t vt_perf_time_to_tsc(uint64_t ns, const VtPerfTimeConv *tc)
+{
+	uint64_t t = ns - tc->time_zero, quot, rem;
+
+	if (!tc->time_mult || tc->time_shift >= 64)
+		return 0;
+	quot = t / tc->time_mult;
+	rem = t % tc->time_mult;
+	return (quot << tc->time_shift) + (rem << tc->time_shift) / tc->time_mult;
+}

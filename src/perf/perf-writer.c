@@ -1,0 +1,470 @@
+/* perf-writer.c - write PERFILE2 perf.data files.  See perf-data.h.
+ *
+ * Layout: 104-byte header (written last), the ids arrays of all attrs, the
+ * attr section, the data section (8-byte aligned), then the feature table
+ * and the feature payloads.  Everything goes through a small write buffer
+ * into "<final>.tmp.XXXXXX"; large AUX payloads bypass the buffer.
+ */
+#include "perf-data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PERF_MAGIC2		0x32454c4946524550ULL	/* "PERFILE2" */
+#define FILE_HDR_SIZE		104
+#define WBUF_SIZE		(256u << 10)
+#define AUXTRACE_REC_SIZE	48
+#define PERF_DIR_VERSION	1
+
+struct wattr {
+	struct perf_event_attr attr;
+	uint64_t *ids;
+	guint nr_ids;
+	uint64_t ids_off;
+};
+
+struct VtPerfWriter {
+	char *path;		/* final file name (PATH or PATH/data) */
+	char *dir;		/* PATH when writing a perf.data directory */
+	char *tmp;		/* temporary file, NULL once renamed */
+	int fd;
+	gboolean as_dir, started, finished;
+	uint8_t *buf;
+	size_t buf_len;
+	uint64_t pos;		/* logical offset of the next byte */
+	uint64_t attrs_off, data_off;
+	GArray *attrs;		/* struct wattr */
+	GArray *aux_index;	/* struct vt_perf_file_section */
+	GByteArray *feat[VT_PERF_FEAT_BITS];
+};
+
+static gboolean werr(VtPerfWriter *w, GError **error, const char *what)
+{
+	int e = errno;
+
+	g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, "%s: %s: %s",
+		    w->path, what, g_strerror(e));
+	return FALSE;
+}
+
+static gboolean write_all(VtPerfWriter *w, const void *p, size_t n, GError **error)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t r = write(w->fd, b, n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return werr(w, error, "write failed");
+		}
+		b += r;
+		n -= (size_t)r;
+	}
+	return TRUE;
+}
+
+static gboolean w_flush(VtPerfWriter *w, GError **error)
+{
+	gboolean ok = write_all(w, w->buf, w->buf_len, error);
+
+	w->buf_len = 0;
+	return ok;
+}
+
+static gboolean w_put(VtPerfWriter *w, const void *p, uint64_t n, GError **error)
+{
+	if (!n)
+		return TRUE;
+	if (w->buf_len + n > WBUF_SIZE) {
+		if (!w_flush(w, error))
+			return FALSE;
+		if (n >= WBUF_SIZE) {
+			const uint8_t *b = p;
+			uint64_t left = n;
+
+			while (left) {		/* stream large payloads directly */
+				size_t chunk = left > (1u << 30) ? (1u << 30) : (size_t)left;
+
+				if (!write_all(w, b, chunk, error))
+					return FALSE;
+				b += chunk;
+				left -= chunk;
+			}
+			w->pos += n;
+			return TRUE;
+		}
+	}
+	memcpy(w->buf + w->buf_len, p, n);
+	w->buf_len += n;
+	w->pos += n;
+	return TRUE;
+}
+
+static gboolean w_pad8(VtPerfWriter *w, GError **error)
+{
+	static const uint8_t zero[8];
+
+	return w_put(w, zero, (8 - (w->pos & 7)) & 7, error);
+}
+
+static uint64_t attr_size_of(const VtPerfWriter *w)
+{
+	if (!w->attrs->len)
+		return sizeof(struct perf_event_attr) + 16;
+	return g_array_index(w->attrs, struct wattr, 0).attr.size + 16;
+}
+
+/* Where the data section will start (ids and attrs come first). */
+static uint64_t data_start(const VtPerfWriter *w)
+{
+	uint64_t off = FILE_HDR_SIZE;
+	guint i;
+
+	for (i = 0; i < w->attrs->len; i++)
+		off += g_array_index(w->attrs, struct wattr, i).nr_ids * 8;
+	off += w->attrs->len * attr_size_of(w);
+	return (off + 7) & ~7ULL;
+}
+
+/* Emit the ids arrays and the attr section before the first record. */
+static gboolean w_start(VtPerfWriter *w, GError **error)
+{
+	guint i;
+
+	if (w->started)
+		return TRUE;
+	w->started = TRUE;
+	for (i = 0; i < w->attrs->len; i++) {
+		struct wattr *a = &g_array_index(w->attrs, struct wattr, i);
+
+		a->ids_off = w->pos;
+		if (!w_put(w, a->ids, a->nr_ids * 8ULL, error))
+			return FALSE;
+	}
+	w->attrs_off = w->pos;
+	for (i = 0; i < w->attrs->len; i++) {
+		struct wattr *a = &g_array_index(w->attrs, struct wattr, i);
+		uint64_t sec[2] = { a->ids_off, a->nr_ids * 8ULL };
+
+		if (!w_put(w, &a->attr, a->attr.size, error) || !w_put(w, sec, sizeof(sec), error))
+			return FALSE;
+	}
+	if (!w_pad8(w, error))
+		return FALSE;
+	w->data_off = w->pos;
+	return TRUE;
+}
+
+VtPerfWriter *vt_perf_writer_new(const char *path, gboolean as_dir, GError **error)
+{
+	VtPerfWriter *w = g_new0(VtPerfWriter, 1);
+	static const uint8_t zero[FILE_HDR_SIZE];
+
+	w->fd = -1;
+	w->as_dir = as_dir;
+	w->attrs = g_array_new(FALSE, TRUE, sizeof(struct wattr));
+	w->aux_index = g_array_new(FALSE, FALSE, sizeof(struct vt_perf_file_section));
+	w->buf = g_malloc(WBUF_SIZE);
+	if (as_dir) {
+		struct stat st;
+
+		w->dir = g_strdup(path);
+		w->path = g_build_filename(path, "data", NULL);
+		if (mkdir(path, 0755) < 0 &&
+		    (errno != EEXIST || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
+			if (errno == EEXIST)
+				errno = ENOTDIR;
+			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO,
+				    "%s: cannot create directory: %s", path, g_strerror(errno));
+			goto err;
+		}
+	} else {
+		w->path = g_strdup(path);
+	}
+	w->tmp = g_strconcat(w->path, ".tmp.XXXXXX", NULL);
+	w->fd = g_mkstemp_full(w->tmp, O_RDWR | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		werr(w, error, "cannot create temporary file");
+		g_clear_pointer(&w->tmp, g_free);
+		goto err;
+	}
+	if (!w_put(w, zero, sizeof(zero), error))	/* header placeholder */
+		goto err;
+	return w;
+err:
+	vt_perf_writer_free(w);
+	return NULL;
+}
+
+gboolean vt_perf_writer_add_attr(VtPerfWriter *w, const struct perf_event_attr *attr,
+				 const uint64_t *ids, guint nr_ids, GError **error)
+{
+	struct wattr a;
+
+	if (w->started || w->finished) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: attrs must be added before the first record", w->path);
+		return FALSE;
+	}
+	if (attr->size < PERF_ATTR_SIZE_VER0 || attr->size > sizeof(struct perf_event_attr)) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: attr size %u is not in [%d, %zu]", w->path, attr->size,
+			    PERF_ATTR_SIZE_VER0, sizeof(struct perf_event_attr));
+		return FALSE;
+	}
+	if (w->attrs->len && attr->size + 16 != attr_size_of(w)) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: attr size %u differs from the first attr's size %u", w->path,
+			    attr->size, (unsigned)(attr_size_of(w) - 16));
+		return FALSE;
+	}
+	memset(&a, 0, sizeof(a));
+	memcpy(&a.attr, attr, attr->size);
+	a.nr_ids = nr_ids;
+	a.ids = nr_ids ? g_memdup2(ids, nr_ids * sizeof(uint64_t)) : NULL;
+	g_array_append_val(w->attrs, a);
+	return TRUE;
+}
+
+gboolean vt_perf_writer_write_record(VtPerfWriter *w, const void *rec, GError **error)
+{
+	struct perf_event_header h;
+
+	memcpy(&h, rec, sizeof(h));
+	if (w->finished || h.size < sizeof(h) || h.size % 8 || h.type == VT_PERF_RECORD_AUXTRACE) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: cannot write record type %u size %u%s", w->path, h.type, h.size,
+			    h.type == VT_PERF_RECORD_AUXTRACE ? " (use vt_perf_writer_write_auxtrace)" : "");
+		return FALSE;
+	}
+	return w_start(w, error) && w_put(w, rec, h.size, error);
+}
+
+gboolean vt_perf_writer_write_auxtrace(VtPerfWriter *w, const VtPerfAuxtrace *aux,
+				       const void *payload, uint64_t len,
+				       uint64_t *payload_off, GError **error)
+{
+	static const uint8_t zero[8];
+	struct perf_event_header h = { VT_PERF_RECORD_AUXTRACE, 0, AUXTRACE_REC_SIZE };
+	struct vt_perf_file_section ent;
+	uint8_t r[AUXTRACE_REC_SIZE];
+	uint64_t padded;
+
+	if (w->finished || len > UINT64_MAX - 7) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: cannot write AUXTRACE record", w->path);
+		return FALSE;
+	}
+	if (!w_start(w, error))
+		return FALSE;
+	padded = (len + 7) & ~7ULL;
+	memcpy(r, &h, 8);
+	memcpy(r + 8, &padded, 8);
+	memcpy(r + 16, &aux->offset, 8);
+	memcpy(r + 24, &aux->reference, 8);
+	memcpy(r + 32, &aux->idx, 4);
+	memcpy(r + 36, &aux->tid, 4);
+	memcpy(r + 40, &aux->cpu, 4);
+	memcpy(r + 44, &aux->reserved, 4);
+	ent.offset = w->pos;
+	ent.size = AUXTRACE_REC_SIZE;
+	if (!w_put(w, r, sizeof(r), error) || !w_put(w, payload, len, error) ||
+	    !w_put(w, zero, padded - len, error))
+		return FALSE;
+	g_array_append_val(w->aux_index, ent);
+	if (payload_off)
+		*payload_off = ent.offset + AUXTRACE_REC_SIZE;
+	return TRUE;
+}
+
+gboolean vt_perf_writer_set_feature(VtPerfWriter *w, guint bit, const void *data, uint64_t size,
+				    GError **error)
+{
+	if (bit == 0 || bit >= VT_PERF_FEAT_BITS || size > G_MAXUINT || w->finished) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: cannot set feature %u (%" PRIu64 " bytes)", w->path, bit, size);
+		return FALSE;
+	}
+	if (w->feat[bit])
+		g_byte_array_set_size(w->feat[bit], 0);
+	else
+		w->feat[bit] = g_byte_array_sized_new((guint)size);
+	g_byte_array_append(w->feat[bit], data, (guint)size);
+	return TRUE;
+}
+
+gboolean vt_perf_writer_set_feature_string(VtPerfWriter *w, guint bit, const char *s,
+					   GError **error)
+{
+	size_t n = strlen(s) + 1;
+	uint32_t len = (uint32_t)((n + 63) & ~(size_t)63);
+	uint8_t *p;
+	gboolean ok;
+
+	if (n > G_MAXUINT32 - 68) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: feature string too long", w->path);
+		return FALSE;
+	}
+	p = g_malloc0(4 + (size_t)len);
+	memcpy(p, &len, 4);
+	memcpy(p + 4, s, n);
+	ok = vt_perf_writer_set_feature(w, bit, p, 4 + (uint64_t)len, error);
+	g_free(p);
+	return ok;
+}
+
+/* perf 6.1 refuses a perf.data directory without any data.N file, and
+ * stale data.N files of an earlier recording would be merged into ours:
+ * remove them and leave one empty data.0. */
+static gboolean finish_dir(VtPerfWriter *w, GError **error)
+{
+	GDir *d = g_dir_open(w->dir, 0, NULL);
+	const char *name;
+	char *p;
+	int fd;
+
+	while (d && (name = g_dir_read_name(d))) {
+		if (g_str_has_prefix(name, "data.") && name[5] &&
+		    strspn(name + 5, "0123456789") == strlen(name + 5)) {
+			p = g_build_filename(w->dir, name, NULL);
+			unlink(p);
+			g_free(p);
+		}
+	}
+	if (d)
+		g_dir_close(d);
+	p = g_build_filename(w->dir, "data.0", NULL);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	g_free(p);
+	if (fd < 0)
+		return werr(w, error, "cannot create data.0");
+	close(fd);
+	return TRUE;
+}
+
+gboolean vt_perf_writer_finish(VtPerfWriter *w, GError **error)
+{
+	struct {
+		uint64_t magic, size, attr_size;
+		struct vt_perf_file_section attrs, data, event_types;
+		uint64_t features[4];
+	} h;
+	struct vt_perf_file_section sec;
+	uint64_t data_end;
+	guint bit, nfeat = 0;
+	ssize_t r;
+
+	G_STATIC_ASSERT(sizeof(h) == FILE_HDR_SIZE);
+	if (w->finished || w->fd < 0) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+			    "%s: writer already finished or failed", w->path);
+		return FALSE;
+	}
+	if (!w_start(w, error))
+		return FALSE;
+	data_end = w->pos;
+
+	if (w->aux_index->len) {
+		uint64_t nr = w->aux_index->len;
+
+		if (!vt_perf_writer_set_feature(w, VT_PERF_FEAT_AUXTRACE, &nr, 8, error))
+			return FALSE;
+		g_byte_array_append(w->feat[VT_PERF_FEAT_AUXTRACE], (const guint8 *)w->aux_index->data,
+				    w->aux_index->len * (guint)sizeof(sec));
+	}
+	if (w->as_dir && !w->feat[VT_PERF_FEAT_DIR_FORMAT]) {
+		uint64_t v = PERF_DIR_VERSION;	/* perf refuses directories without it */
+
+		if (!vt_perf_writer_set_feature(w, VT_PERF_FEAT_DIR_FORMAT, &v, 8, error))
+			return FALSE;
+	}
+
+	memset(&h, 0, sizeof(h));
+	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++) {
+		if (w->feat[bit]) {
+			h.features[bit / 64] |= 1ULL << (bit % 64);
+			nfeat++;
+		}
+	}
+	sec.offset = data_end + nfeat * 16ULL;
+	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++) {
+		if (!w->feat[bit])
+			continue;
+		sec.size = w->feat[bit]->len;
+		if (!w_put(w, &sec, sizeof(sec), error))
+			return FALSE;
+		sec.offset += sec.size;
+	}
+	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++)
+		if (w->feat[bit] && !w_put(w, w->feat[bit]->data, w->feat[bit]->len, error))
+			return FALSE;
+	if (!w_flush(w, error))
+		return FALSE;
+
+	h.magic = PERF_MAGIC2;
+	h.size = FILE_HDR_SIZE;
+	h.attr_size = attr_size_of(w);
+	h.attrs.offset = w->attrs_off;
+	h.attrs.size = w->attrs->len * h.attr_size;
+	h.data.offset = w->data_off;
+	h.data.size = data_end - w->data_off;
+	do
+		r = pwrite(w->fd, &h, sizeof(h), 0);
+	while (r < 0 && errno == EINTR);
+	if (r != (ssize_t)sizeof(h)) {
+		if (r >= 0)
+			errno = EIO;
+		return werr(w, error, "cannot write header");
+	}
+	if (fsync(w->fd) < 0)
+		return werr(w, error, "fsync failed");
+	if (close(w->fd) < 0) {
+		w->fd = -1;
+		return werr(w, error, "close failed");
+	}
+	w->fd = -1;
+	if (w->dir && !finish_dir(w, error))
+		return FALSE;
+	if (rename(w->tmp, w->path) < 0)
+		return werr(w, error, "cannot rename temporary file into place");
+	g_clear_pointer(&w->tmp, g_free);
+	w->finished = TRUE;
+	return TRUE;
+}
+
+void vt_perf_writer_free(VtPerfWriter *w)
+{
+	guint i;
+
+	if (!w)
+		return;
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->tmp && !w->finished)
+		unlink(w->tmp);
+	for (i = 0; i < w->attrs->len; i++)
+		g_free(g_array_index(w->attrs, struct wattr, i).ids);
+	for (i = 0; i < VT_PERF_FEAT_BITS; i++)
+		if (w->feat[i])
+			g_byte_array_unref(w->feat[i]);
+	g_array_free(w->attrs, TRUE);
+	g_array_free(w->aux_index, TRUE);
+	g_free(w->buf);
+	g_free(w->tmp);
+	g_free(w->dir);
+	g_free(w->path);
+	g_free(w);
+}
+
+uint64_t vt_perf_writer_tell(const VtPerfWriter *w)
+{
+	return w->started ? w->pos : data_start(w);
+}

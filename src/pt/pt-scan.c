@@ -1,0 +1,975 @@
+/* pt-scan.c - fast Intel PT packet scanner.  See pt-scan.h.
+ *
+ * One packet per call, dispatched on the first byte through a 256-entry
+ * class table (and a second table for the byte after the 0x02 extended
+ * opcode), so the hot path is one indirect jump plus a few well-predicted
+ * bounds checks.  Nothing allocates, nothing prints.
+ *
+ * Packet boundaries, payloads and error codes follow libipt 2.0.5's packet
+ * decoder (pt_pkt_next) byte for byte, including the order in which it
+ * reports a truncated packet (-eos) versus an invalid one (-bad_packet):
+ *
+ *   - IP packets with IPBytes 5 or 7, and PTWRITE with a payload-size code
+ *     of 2 or 3, are bad packets even when cut off (the size is unknown);
+ *   - PSB, TNT-64, MODE and TMA are checked for completeness first;
+ *   - TNT-64 with payload 0 or 1 (no branch bits) is a bad packet;
+ *   - MODE with a leaf other than Exec/TSX is a bad packet; CS.L=CS.D=1 and
+ *     TSX InTX=TXAbort=1 are accepted (perf rejects both);
+ *   - TMA with a non-zero reserved byte or FC bits 15:9 is a bad packet;
+ *   - CYC stops after 8 extension bytes: a 9th extension byte makes it a
+ *     bad packet (perf accepts one more byte);
+ *   - CBR's second payload byte is ignored.
+ *
+ * Packets libipt 2.0.5 does not know (BBP, BIP, BEP, CFE, EVD) are decoded
+ * as perf does (intel-pt-pkt-decoder.c), including perf's packet context
+ * for BIP: after a BBP, a byte with bits 2:0 = 100b is a BIP (not a TNT-8)
+ * until a packet that ends the block context (see CTX_* below).
+ *
+ * Payload layout of the "misc" packets (u.misc):
+ *   MNT     payload = 8-byte payload                       extra = 0
+ *   PTW     payload = 4- or 8-byte payload                 extra = 2nd byte
+ *           (bit 7 = IP, bits 6:5 = payload size code)
+ *   EXSTOP  payload = 0                                    extra = 2nd byte
+ *           (0x62, or 0xe2 with IP)
+ *   MWAIT   payload = hints (bits 31:0) | ext << 32        extra = 0
+ *   PWRE    payload = 2-byte payload                       extra = 0
+ *   PWRX    payload = 5-byte payload                       extra = 0
+ *   BBP     payload = 3rd byte (bit 7: 4-byte items, bits 4:0 type)
+ *                                                          extra = 0
+ *   BIP     payload = 4- or 8-byte value                   extra = ID
+ *   BEP     payload = 0                                    extra = 2nd byte
+ *           (0x33, or 0xb3 with IP)
+ *   CFE     payload = vector (4th byte)                    extra = 3rd byte
+ *           (bit 7 = IP, bits 4:0 = type)
+ *   EVD     payload = 8-byte payload                       extra = 3rd byte
+ *           (bits 5:0 = type)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE		/* memmem */
+#endif
+#include "pt-scan.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+#define HOT_INLINE	static inline __attribute__((always_inline))
+#else
+#define likely(x)	(x)
+#define unlikely(x)	(x)
+#define HOT_INLINE	static inline
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Little-endian loads (the buffer may be unaligned). */
+
+static inline uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+/* n constant after inlining: the compiler emits one or two plain loads. */
+static inline uint64_t ldn(const uint8_t *p, unsigned int n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t v = 0;
+
+	memcpy(&v, p, n);
+	return v;
+#else
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+#endif
+}
+
+/* Variable-length load for the rare tail case. */
+static uint64_t ldvar(const uint8_t *p, unsigned int n)
+{
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* ---------------------------------------------------------------------- */
+/* First-byte classes. */
+
+enum {
+	C_BAD = 0,
+	C_PAD,
+	C_EXT,
+	C_TNT8,
+	C_CYC,
+	C_IP,
+	C_TSC,
+	C_MTC,
+	C_MODE,
+};
+
+/* Same decision order as libipt's pt_df_fetch (and perf's decoder). */
+#define CLS(b)								\
+	((b) == 0x00 ? C_PAD :						\
+	 (b) == 0x02 ? C_EXT :						\
+	 (b) == 0x19 ? C_TSC :						\
+	 (b) == 0x59 ? C_MTC :						\
+	 (b) == 0x99 ? C_MODE :						\
+	 !((b) & 1) ? C_TNT8 :						\
+	 ((b) & 3) == 3 ? C_CYC :					\
+	 (((b) & 0x1f) == 0x0d || ((b) & 0x1f) == 0x1d ||		\
+	  ((b) & 0x1f) == 0x11 || ((b) & 0x1f) == 0x01) ? C_IP :	\
+	 C_BAD)
+
+#define T4(M, n)	M(n), M((n) + 1), M((n) + 2), M((n) + 3)
+#define T16(M, n)	T4(M, n), T4(M, (n) + 4), T4(M, (n) + 8), T4(M, (n) + 12)
+#define T64(M, n)	T16(M, n), T16(M, (n) + 16), T16(M, (n) + 32), T16(M, (n) + 48)
+#define T256(M)		T64(M, 0), T64(M, 64), T64(M, 128), T64(M, 192)
+
+static const uint8_t cls_tab[256] = { T256(CLS) };
+
+/* Packet type of an IP-class header byte. */
+#define IPT(b)								\
+	(((b) & 0x1f) == 0x0d ? VT_PT_TIP :				\
+	 ((b) & 0x1f) == 0x11 ? VT_PT_TIP_PGE :				\
+	 ((b) & 0x1f) == 0x01 ? VT_PT_TIP_PGD :				\
+	 ((b) & 0x1f) == 0x1d ? VT_PT_FUP : VT_PT_BAD)
+
+static const uint8_t iptype_tab[256] = { T256(IPT) };
+
+/* Second-byte classes after 0x02. */
+enum {
+	X_BAD = 0,
+	X_PSB,
+	X_PSBEND,
+	X_TNT64,
+	X_PIP,
+	X_CBR,
+	X_TMA,
+	X_VMCS,
+	X_OVF,
+	X_STOP,
+	X_EXT2,
+	X_EXSTOP,
+	X_MWAIT,
+	X_PWRE,
+	X_PWRX,
+	X_PTW,
+	X_BBP,
+	X_BEP,
+	X_CFE,
+	X_EVD,
+};
+
+#define XCLS(b)								\
+	((b) == 0x82 ? X_PSB :						\
+	 (b) == 0x23 ? X_PSBEND :					\
+	 (b) == 0xa3 ? X_TNT64 :					\
+	 (b) == 0x43 ? X_PIP :						\
+	 (b) == 0x03 ? X_CBR :						\
+	 (b) == 0x73 ? X_TMA :						\
+	 (b) == 0xc8 ? X_VMCS :						\
+	 (b) == 0xf3 ? X_OVF :						\
+	 (b) == 0x83 ? X_STOP :						\
+	 (b) == 0xc3 ? X_EXT2 :						\
+	 ((b) == 0x62 || (b) == 0xe2) ? X_EXSTOP :			\
+	 (b) == 0xc2 ? X_MWAIT :					\
+	 (b) == 0x22 ? X_PWRE :						\
+	 (b) == 0xa2 ? X_PWRX :						\
+	 ((b) & 0x1f) == 0x12 ? X_PTW :				\
+	 (b) == 0x63 ? X_BBP :						\
+	 ((b) == 0x33 || (b) == 0xb3) ? X_BEP :				\
+	 (b) == 0x13 ? X_CFE :						\
+	 (b) == 0x53 ? X_EVD :						\
+	 X_BAD)
+
+static const uint8_t xcls_tab[256] = { T256(XCLS) };
+
+/* IP payload sizes and masks by IPBytes; 0xff = invalid (5, 7). */
+static const uint8_t ip_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
+static const uint64_t ip_mask[8] = {
+	0, 0xffffULL, 0xffffffffULL, 0xffffffffffffULL, 0xffffffffffffULL,
+	0, ~0ULL, 0,
+};
+/* Bits of the last IP kept by an update (ipc 3 is special-cased). */
+static const uint64_t ip_keep[8] = {
+	~0ULL, ~0xffffULL, ~0xffffffffULL, 0, ~0xffffffffffffULL,
+	~0ULL, 0, ~0ULL,
+};
+
+#define PSB_WORD	0x8202820282028202ULL	/* 02 82 02 82 02 82 02 82 */
+
+/* BIP block context (perf's INTEL_PT_BLK_4_CTX / _8_CTX): the packets
+ * after which it ends.  PAD, TSC, TMA, MTC, FUP, CYC, CBR, MNT, EXSTOP,
+ * PWRE, PWRX and BIP keep it; BBP sets it; everything else clears it. */
+
+/* ---------------------------------------------------------------------- */
+
+void vt_pt_scan_init(struct vt_pt_scanner *s, const uint8_t *buf, size_t len,
+		     uint64_t base)
+{
+	if (!s)
+		return;
+	s->begin = buf;
+	s->end = buf ? buf + len : buf;
+	s->pos = buf;
+	s->base = base;
+	s->last_ip = 0;
+	s->have_last_ip = 0;
+	s->bip_ctx = 0;
+}
+
+/* Slow paths kept out of line so the hot function stays small. */
+static int __attribute__((noinline, cold))
+fail(struct vt_pt_packet *pkt, int err)
+{
+	pkt->type = VT_PT_BAD;
+	pkt->size = 0;
+	return -err;
+}
+
+static int __attribute__((noinline))
+scan_cyc_long(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+	      const uint8_t *p, size_t left)
+{
+	uint64_t value = p[0] >> 3;
+	unsigned int shl = 5, i = 1;
+	uint8_t more = p[0] & 4;
+
+	/* libipt: an extension byte that would start at bit 68 or above
+	 * makes the packet bad; a missing byte is -eos first. */
+	while (more) {
+		uint64_t bits;
+
+		if (i >= left)
+			return fail(pkt, vt_pte_eos);
+		bits = p[i++];
+		more = bits & 1;
+		bits >>= 1;
+		bits <<= shl;
+		shl += 7;
+		if (shl > 64)
+			return fail(pkt, vt_pte_bad_packet);
+		value |= bits;
+	}
+	pkt->type = VT_PT_CYC;
+	pkt->size = (uint8_t)i;
+	pkt->u.cyc = value;
+	s->pos = p + i;
+	return (int)i;
+}
+
+static int __attribute__((noinline))
+scan_ip_tail(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+	     const uint8_t *p, size_t left)
+{
+	uint8_t b = p[0];
+	unsigned int ipc = b >> 5, n = ip_len[ipc];
+	uint64_t raw, ip, last;
+	uint8_t have;
+
+	if (n == 0xff)
+		return fail(pkt, vt_pte_bad_packet);
+	if (left < n + 1)
+		return fail(pkt, vt_pte_eos);
+	raw = ldvar(p + 1, n);
+	last = s->last_ip;
+	ip = ipc == 3 ? (uint64_t)((int64_t)(raw << 16) >> 16)
+		      : (last & ip_keep[ipc]) | raw;
+	have = s->have_last_ip | (ipc == 3 || ipc == 6);
+	s->last_ip = ip;
+	s->have_last_ip = have;
+	pkt->type = (enum vt_pt_packet_type)iptype_tab[b];
+	pkt->size = (uint8_t)(n + 1);
+	pkt->u.ip.ipc = (uint8_t)ipc;
+	pkt->u.ip.raw = raw;
+	pkt->u.ip.ip = ipc ? ip : 0;
+	pkt->u.ip.suppressed = !ipc || !have;
+	if (pkt->type != VT_PT_FUP)
+		s->bip_ctx = 0;
+	s->pos = p + n + 1;
+	return (int)(n + 1);
+}
+
+static int __attribute__((noinline))
+scan_bip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+	 const uint8_t *p, size_t left)
+{
+	unsigned int n = s->bip_ctx;
+
+	if (left < n + 1u)
+		return fail(pkt, vt_pte_eos);
+	pkt->type = VT_PT_BIP;
+	pkt->size = (uint8_t)(n + 1);
+	pkt->u.misc.payload = n == 8 ? ld64(p + 1) : ldn(p + 1, 4);
+	pkt->u.misc.extra = p[0] >> 3;
+	s->pos = p + n + 1;
+	return (int)(n + 1);
+}
+
+static int scan_ext(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+		    const uint8_t *p, size_t left);
+
+/* The general decoder: every packet, every context, buffer tails.
+ * Returns the packet size or a negative error; advances s->pos on success
+ * only.  pkt->offset has been set by the caller. */
+static int __attribute__((noinline))
+scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
+{
+	const uint8_t *p = s->pos;
+	size_t left = (size_t)(s->end - p);
+	uint8_t b;
+
+	if (unlikely(!left))
+		return fail(pkt, vt_pte_eos);
+	b = p[0];
+	if (unlikely(s->bip_ctx) && (b & 7) == 4)
+		return scan_bip(s, pkt, p, left);
+
+	switch (cls_tab[b]) {
+	case C_TNT8: {
+		unsigned int v = (unsigned int)b >> 1;	/* 2..127 */
+		unsigned int hb = 31u - (unsigned int)__builtin_clz(v);
+
+		pkt->type = VT_PT_TNT_8;
+		pkt->size = 1;
+		pkt->u.tnt.payload = v ^ (1u << hb);
+		pkt->u.tnt.bit_size = (uint8_t)hb;
+		s->bip_ctx = 0;
+		s->pos = p + 1;
+		return 1;
+	}
+	case C_PAD:
+		pkt->type = VT_PT_PAD;
+		pkt->size = 1;
+		s->pos = p + 1;
+		return 1;
+	case C_IP: {
+		unsigned int ipc = (unsigned int)b >> 5;
+		unsigned int n = ip_len[ipc];
+		uint64_t raw, ip, sx;
+		uint8_t have, type;
+
+		if (unlikely(left < 9))
+			return scan_ip_tail(s, pkt, p, left);
+		if (unlikely(n == 0xff))
+			return fail(pkt, vt_pte_bad_packet);
+		raw = ld64(p + 1) & ip_mask[ipc];
+		ip = (s->last_ip & ip_keep[ipc]) | raw;
+		sx = (uint64_t)((int64_t)(raw << 16) >> 16);
+		ip = ipc == 3 ? sx : ip;
+		have = s->have_last_ip | (ipc == 3 || ipc == 6);
+		s->last_ip = ip;
+		s->have_last_ip = have;
+		type = iptype_tab[b];
+		pkt->type = (enum vt_pt_packet_type)type;
+		pkt->size = (uint8_t)(n + 1);
+		pkt->u.ip.ipc = (uint8_t)ipc;
+		pkt->u.ip.raw = raw;
+		pkt->u.ip.ip = ipc ? ip : 0;
+		pkt->u.ip.suppressed = !ipc || !have;
+		s->bip_ctx = type == VT_PT_FUP ? s->bip_ctx : 0;
+		s->pos = p + n + 1;
+		return (int)(n + 1);
+	}
+	case C_CYC:
+		if (likely(!(b & 4))) {
+			pkt->type = VT_PT_CYC;
+			pkt->size = 1;
+			pkt->u.cyc = b >> 3;
+			s->pos = p + 1;
+			return 1;
+		}
+		return scan_cyc_long(s, pkt, p, left);
+	case C_MTC:
+		if (unlikely(left < 2))
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_MTC;
+		pkt->size = 2;
+		pkt->u.mtc = p[1];
+		s->pos = p + 2;
+		return 2;
+	case C_TSC:
+		if (unlikely(left < 8))
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_TSC;
+		pkt->size = 8;
+		pkt->u.tsc = ld64(p) >> 8;
+		s->pos = p + 8;
+		return 8;
+	case C_MODE: {
+		uint8_t m;
+
+		if (unlikely(left < 2))
+			return fail(pkt, vt_pte_eos);
+		m = p[1];
+		switch (m >> 5) {
+		case 0:
+			pkt->type = VT_PT_MODE_EXEC;
+			break;
+		case 1:
+			pkt->type = VT_PT_MODE_TSX;
+			break;
+		default:
+			return fail(pkt, vt_pte_bad_packet);
+		}
+		pkt->size = 2;
+		pkt->u.mode.bits = m & 0x1f;
+		s->bip_ctx = 0;
+		s->pos = p + 2;
+		return 2;
+	}
+	case C_EXT:
+		return scan_ext(s, pkt, p, left);
+	default:
+		return fail(pkt, vt_pte_bad_opc);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Tables of the branch-free fast path (vt_pt_scan_fast in pt-scan.h).
+ *
+ * For the packets that dominate real traces and need no bounds checks
+ * once 16 bytes are left (TNT-8, PAD, one-byte CYC, TIP/TIP.PGE/TIP.PGD/
+ * FUP, MTC, TSC), everything is looked up from one table entry indexed by
+ * the first byte: size, type, and masks that extract the payload from the
+ * two unaligned words at p and p + 1.  The last-IP update is computed for
+ * every packet (non-IP packets have an all-zero IP mask, which leaves it
+ * unchanged), so the only data-dependent branch is "fast entry or not".
+ * The union is written as four 64-bit words; the static asserts below pin
+ * the layout this relies on.
+ */
+#define F_SEXT		VT_PT__F_SEXT
+#define F_FULL		VT_PT__F_FULL
+#define F_NOIP		VT_PT__F_NOIP
+
+/* Highest set bit of a 7-bit value >= 2 (TNT-8 stop bit). */
+#define HB7(v)	((v) >= 64 ? 6 : (v) >= 32 ? 5 : (v) >= 16 ? 4 :	\
+		 (v) >= 8 ? 3 : (v) >= 4 ? 2 : 1)
+#define IPC(b)		((b) >> 5)
+#define IPLEN(b)	(IPC(b) == 0 ? 0 : IPC(b) == 1 ? 2 : IPC(b) == 2 ? 4 :	\
+			 IPC(b) <= 4 ? 6 : IPC(b) == 6 ? 8 : 0xff)
+#define IPMASK(b)	(IPLEN(b) == 8 ? ~0ULL :				\
+			 IPLEN(b) == 0xff ? 0ULL :				\
+			 (1ULL << (8 * IPLEN(b))) - 1)
+
+#define FSIZE(b)							\
+	(CLS(b) == C_TNT8 || CLS(b) == C_PAD ? 1 :			\
+	 CLS(b) == C_CYC ? (((b) & 4) ? 0 : 1) :			\
+	 CLS(b) == C_IP ? (IPLEN(b) == 0xff ? 0 : 1 + IPLEN(b)) :	\
+	 CLS(b) == C_MTC ? 2 : CLS(b) == C_TSC ? 8 : 0)
+#define FTYPE(b)							\
+	(CLS(b) == C_TNT8 ? VT_PT_TNT_8 : CLS(b) == C_PAD ? VT_PT_PAD :	\
+	 CLS(b) == C_CYC ? VT_PT_CYC : CLS(b) == C_IP ? IPT(b) :		\
+	 CLS(b) == C_MTC ? VT_PT_MTC : CLS(b) == C_TSC ? VT_PT_TSC :	\
+	 VT_PT_BAD)
+#define FC0(b)								\
+	(CLS(b) == C_TNT8 ? (uint64_t)(((b) >> 1) ^ (1 << HB7((b) >> 1))) : \
+	 CLS(b) == C_CYC ? (uint64_t)((b) >> 3) :			\
+	 CLS(b) == C_IP ? (uint64_t)IPC(b) : 0)
+#define FM0(b)								\
+	(CLS(b) == C_TSC ? 0x00ffffffffffffffULL :			\
+	 CLS(b) == C_MTC ? 0xffULL : 0)
+#define FM8(b)		(CLS(b) == C_IP ? IPMASK(b) : 0)
+#define FC8(b)		(CLS(b) == C_TNT8 ? HB7((b) >> 1) : 0)
+#define FFLAGS(b)							\
+	(CLS(b) != C_IP ? 0 :						\
+	 IPC(b) == 0 ? F_NOIP :						\
+	 IPC(b) == 3 ? F_SEXT | F_FULL :				\
+	 IPC(b) == 6 ? F_FULL : 0)
+#define FENT(b)								\
+	{ FC0(b), FM0(b), FM8(b), FTYPE(b), FC8(b), FFLAGS(b) }
+
+const uint8_t vt_pt__fast_size[256] = { T256(FSIZE) };
+const struct vt_pt__fast_ent vt_pt__fast_tab[256] = { T256(FENT) };
+
+_Static_assert(sizeof(((struct vt_pt_packet *)0)->u) == 32, "union size");
+_Static_assert(offsetof(struct vt_pt_packet, u.ip.ipc) ==
+	       offsetof(struct vt_pt_packet, u), "ip.ipc");
+_Static_assert(offsetof(struct vt_pt_packet, u.ip.raw) ==
+	       offsetof(struct vt_pt_packet, u) + 8, "ip.raw");
+_Static_assert(offsetof(struct vt_pt_packet, u.ip.ip) ==
+	       offsetof(struct vt_pt_packet, u) + 16, "ip.ip");
+_Static_assert(offsetof(struct vt_pt_packet, u.ip.suppressed) ==
+	       offsetof(struct vt_pt_packet, u) + 24, "ip.suppressed");
+_Static_assert(offsetof(struct vt_pt_packet, u.tnt.bit_size) ==
+	       offsetof(struct vt_pt_packet, u) + 8, "tnt.bit_size");
+
+/* The hot path.  Returns the packet size or a negative error; advances
+ * s->pos on success only. */
+HOT_INLINE int scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
+{
+	int n = vt_pt_scan_fast(s, pkt);
+
+	if (likely(n > 0))
+		return n;
+	pkt->offset = s->base + (uint64_t)(s->pos - s->begin);
+	return scan_full(s, pkt);
+}
+
+/* 0x02-extended packets: less frequent, kept out of the hot function but
+ * still a single table-driven switch. */
+static int scan_ext(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+		    const uint8_t *p, size_t left)
+{
+	unsigned int n;
+	uint8_t b1;
+
+	if (unlikely(left < 2))
+		return fail(pkt, vt_pte_eos);
+	b1 = p[1];
+
+	switch (xcls_tab[b1]) {
+	case X_PSB:
+		if (left < 16)
+			return fail(pkt, vt_pte_eos);
+		if (ld64(p) != PSB_WORD || ld64(p + 8) != PSB_WORD)
+			return fail(pkt, vt_pte_bad_packet);
+		pkt->type = VT_PT_PSB;
+		s->last_ip = 0;
+		s->have_last_ip = 1;
+		s->bip_ctx = 0;
+		n = 16;
+		break;
+	case X_PSBEND:
+		pkt->type = VT_PT_PSBEND;
+		s->bip_ctx = 0;
+		n = 2;
+		break;
+	case X_TNT64: {
+		uint64_t v;
+		unsigned int hb;
+
+		if (left < 8)
+			return fail(pkt, vt_pte_eos);
+		v = ld64(p) >> 16;
+		if (v < 2)
+			return fail(pkt, vt_pte_bad_packet);
+		hb = 63u - (unsigned int)__builtin_clzll(v);
+		pkt->type = VT_PT_TNT_64;
+		pkt->u.tnt.payload = v ^ (1ULL << hb);
+		pkt->u.tnt.bit_size = (uint8_t)hb;
+		s->bip_ctx = 0;
+		n = 8;
+		break;
+	}
+	case X_PIP: {
+		uint64_t v;
+
+		if (left < 8)
+			return fail(pkt, vt_pte_eos);
+		v = ld64(p) >> 16;
+		pkt->type = VT_PT_PIP;
+		pkt->u.pip.cr3 = (v >> 1) << 5;
+		pkt->u.pip.nr = v & 1;
+		s->bip_ctx = 0;
+		n = 8;
+		break;
+	}
+	case X_CBR:
+		if (left < 4)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_CBR;
+		pkt->u.cbr = p[2];
+		n = 4;
+		break;
+	case X_TMA:
+		if (left < 7)
+			return fail(pkt, vt_pte_eos);
+		if (p[4] || (p[6] & 0xfe))
+			return fail(pkt, vt_pte_bad_packet);
+		pkt->type = VT_PT_TMA;
+		pkt->u.tma.ctc = (uint16_t)(p[2] | p[3] << 8);
+		pkt->u.tma.fc = (uint16_t)(p[5] | (p[6] & 1) << 8);
+		n = 7;
+		break;
+	case X_VMCS:
+		if (left < 7)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_VMCS;
+		pkt->u.vmcs = ldn(p + 2, 5);
+		s->bip_ctx = 0;
+		n = 7;
+		break;
+	case X_OVF:
+		pkt->type = VT_PT_OVF;
+		s->bip_ctx = 0;
+		n = 2;
+		break;
+	case X_STOP:
+		pkt->type = VT_PT_STOP;
+		s->bip_ctx = 0;
+		n = 2;
+		break;
+	case X_EXT2:
+		if (left < 3)
+			return fail(pkt, vt_pte_eos);
+		if (p[2] != 0x88)
+			return fail(pkt, vt_pte_bad_opc);
+		if (left < 11)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_MNT;
+		pkt->u.misc.payload = ld64(p + 3);
+		pkt->u.misc.extra = 0;
+		n = 11;
+		break;
+	case X_EXSTOP:
+		pkt->type = VT_PT_EXSTOP;
+		pkt->u.misc.payload = 0;
+		pkt->u.misc.extra = b1;
+		n = 2;
+		break;
+	case X_MWAIT:
+		if (left < 10)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_MWAIT;
+		pkt->u.misc.payload = ld64(p + 2);
+		pkt->u.misc.extra = 0;
+		s->bip_ctx = 0;
+		n = 10;
+		break;
+	case X_PWRE:
+		if (left < 4)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_PWRE;
+		pkt->u.misc.payload = ldn(p + 2, 2);
+		pkt->u.misc.extra = 0;
+		n = 4;
+		break;
+	case X_PWRX:
+		if (left < 7)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_PWRX;
+		pkt->u.misc.payload = ldn(p + 2, 5);
+		pkt->u.misc.extra = 0;
+		n = 7;
+		break;
+	case X_PTW: {
+		unsigned int plc = (b1 >> 5) & 3;
+
+		if (plc > 1)
+			return fail(pkt, vt_pte_bad_packet);
+		n = plc ? 10 : 6;
+		if (left < n)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_PTW;
+		pkt->u.misc.payload = plc ? ld64(p + 2) : ldn(p + 2, 4);
+		pkt->u.misc.extra = b1;
+		s->bip_ctx = 0;
+		break;
+	}
+	case X_BBP:
+		if (left < 3)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_BBP;
+		pkt->u.misc.payload = p[2];
+		pkt->u.misc.extra = 0;
+		s->bip_ctx = (p[2] & 0x80) ? 4 : 8;
+		n = 3;
+		break;
+	case X_BEP:
+		pkt->type = VT_PT_BEP;
+		pkt->u.misc.payload = 0;
+		pkt->u.misc.extra = b1;
+		s->bip_ctx = 0;
+		n = 2;
+		break;
+	case X_CFE:
+		if (left < 4)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_CFE;
+		pkt->u.misc.payload = p[3];
+		pkt->u.misc.extra = p[2];
+		s->bip_ctx = 0;
+		n = 4;
+		break;
+	case X_EVD:
+		if (left < 11)
+			return fail(pkt, vt_pte_eos);
+		pkt->type = VT_PT_EVD;
+		pkt->u.misc.payload = ld64(p + 3);
+		pkt->u.misc.extra = p[2];
+		s->bip_ctx = 0;
+		n = 11;
+		break;
+	default:
+		return fail(pkt, vt_pte_bad_opc);
+	}
+	pkt->size = (uint8_t)n;
+	s->pos = p + n;
+	return (int)n;
+}
+
+int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
+{
+	if (unlikely(!s || !pkt))
+		return -vt_pte_invalid;
+	return scan_next(s, pkt);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Synchronisation.
+ *
+ * libipt's pt_sync_forward looks at aligned 8-byte words of PSB pattern,
+ * extends the in-phase run of "02 82" pairs containing the word to its end
+ * and takes the last 16 bytes of that run as the PSB.  The equivalent
+ * here: find the first run of at least eight "02 82" pairs whose last 16
+ * bytes start at or after @start; the PSB is the last 16 bytes of the run
+ * (a longer run is a PSB preceded by stray pattern bytes).
+ */
+static const uint8_t *find_psb(const uint8_t *q, const uint8_t *end,
+			       const uint8_t *excl)
+{
+	static const uint8_t pat[4] = { 0x02, 0x82, 0x02, 0x82 };
+
+	while (end - q >= 16) {
+		const uint8_t *x, *e;
+
+		x = memmem(q, (size_t)(end - q), pat, sizeof(pat));
+		if (!x)
+			return NULL;
+		e = x + 4;
+		while (end - e >= 2 && e[0] == 0x02 && e[1] == 0x82)
+			e += 2;
+		if (e - x >= 16 && e - 16 != excl)
+			return e - 16;
+		q = e;
+	}
+	return NULL;
+}
+
+int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok)
+{
+	const uint8_t *start, *r;
+
+	if (!s)
+		return -vt_pte_invalid;
+
+	if (at_ok) {
+		start = s->pos;
+		r = find_psb(start, s->end, NULL);
+	} else {
+		/* Like pt_pkt_sync_forward: also find a PSB that a
+		 * mis-decoded packet before s->pos partially consumed. */
+		size_t back = (size_t)(s->pos - s->begin);
+
+		if (back > 15)
+			back = 15;
+		start = s->pos - back;
+		r = find_psb(start, s->end, s->pos);
+	}
+
+	s->last_ip = 0;
+	s->bip_ctx = 0;
+	if (!r) {
+		s->pos = s->end;
+		s->have_last_ip = 0;
+		return -vt_pte_nosync;
+	}
+	s->pos = r;
+	s->have_last_ip = 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Names and descriptions. */
+
+const char *vt_pt_errstr(int code)
+{
+	if (code < 0)
+		code = -code;
+	switch (code) {
+	case vt_pte_ok:
+		return "success";
+	case vt_pte_eos:
+		return "end of trace buffer";
+	case vt_pte_bad_opc:
+		return "unknown opcode";
+	case vt_pte_bad_packet:
+		return "unknown packet payload";
+	case vt_pte_nosync:
+		return "no PSB found";
+	case vt_pte_invalid:
+		return "invalid argument";
+	default:
+		return "unknown error";
+	}
+}
+
+static const char *const pkt_names[VT_PT_NTYPES] = {
+	[VT_PT_BAD] = "Bad Packet!",
+	[VT_PT_PAD] = "PAD",
+	[VT_PT_PSB] = "PSB",
+	[VT_PT_PSBEND] = "PSBEND",
+	[VT_PT_TNT_8] = "TNT.8",
+	[VT_PT_TNT_64] = "TNT.64",
+	[VT_PT_TIP] = "TIP",
+	[VT_PT_TIP_PGE] = "TIP.PGE",
+	[VT_PT_TIP_PGD] = "TIP.PGD",
+	[VT_PT_FUP] = "FUP",
+	[VT_PT_MODE_EXEC] = "MODE.Exec",
+	[VT_PT_MODE_TSX] = "MODE.TSX",
+	[VT_PT_TSC] = "TSC",
+	[VT_PT_TMA] = "TMA",
+	[VT_PT_MTC] = "MTC",
+	[VT_PT_CYC] = "CYC",
+	[VT_PT_CBR] = "CBR",
+	[VT_PT_PIP] = "PIP",
+	[VT_PT_VMCS] = "VMCS",
+	[VT_PT_OVF] = "OVF",
+	[VT_PT_STOP] = "TraceSTOP",
+	[VT_PT_MNT] = "MNT",
+	[VT_PT_PTW] = "PTWRITE",
+	[VT_PT_EXSTOP] = "EXSTOP",
+	[VT_PT_MWAIT] = "MWAIT",
+	[VT_PT_PWRE] = "PWRE",
+	[VT_PT_PWRX] = "PWRX",
+	[VT_PT_BBP] = "BBP",
+	[VT_PT_BIP] = "BIP",
+	[VT_PT_BEP] = "BEP",
+	[VT_PT_CFE] = "CFE",
+	[VT_PT_EVD] = "EVD",
+};
+
+const char *vt_pt_packet_name(enum vt_pt_packet_type t)
+{
+	if ((unsigned int)t >= VT_PT_NTYPES)
+		return "unknown";
+	return pkt_names[t];
+}
+
+/* snprintf that tolerates len == 0 / NULL buffer like snprintf itself. */
+#define DESC(...)	snprintf(buf, len, __VA_ARGS__)
+
+int vt_pt_packet_desc(const struct vt_pt_packet *pkt, char *buf, size_t len)
+{
+	const char *name;
+	uint64_t v;
+
+	if (!pkt)
+		return -vt_pte_invalid;
+	if (!buf)
+		len = 0;
+	name = vt_pt_packet_name(pkt->type);
+
+	switch (pkt->type) {
+	case VT_PT_BAD:
+	case VT_PT_PAD:
+	case VT_PT_PSB:
+	case VT_PT_PSBEND:
+	case VT_PT_STOP:
+	case VT_PT_OVF:
+		return DESC("%s", name);
+	case VT_PT_TNT_8:
+	case VT_PT_TNT_64: {
+		/* "TNT TNNT (4)": oldest (most significant) branch first. */
+		char bits[64];
+		unsigned int i, n = pkt->u.tnt.bit_size;
+
+		if (n > 63)
+			n = 63;
+		for (i = 0; i < n; i++)
+			bits[i] = (pkt->u.tnt.payload >> (n - 1 - i)) & 1 ?
+				  'T' : 'N';
+		bits[n] = '\0';
+		return DESC("TNT %s (%u)", bits, n);
+	}
+	case VT_PT_TIP:
+	case VT_PT_TIP_PGE:
+	case VT_PT_TIP_PGD:
+	case VT_PT_FUP:
+		if (!pkt->u.ip.ipc)
+			return DESC("%s no ip", name);
+		return DESC("%s 0x%" PRIx64, name, pkt->u.ip.raw);
+	case VT_PT_CYC:
+		return DESC("%s 0x%" PRIx64, name, pkt->u.cyc);
+	case VT_PT_VMCS:
+		return DESC("%s 0x%" PRIx64, name, pkt->u.vmcs);
+	case VT_PT_MTC:
+		return DESC("%s 0x%x", name, (unsigned int)pkt->u.mtc);
+	case VT_PT_MNT:
+		return DESC("%s 0x%" PRIx64, name, pkt->u.misc.payload);
+	case VT_PT_CBR:
+		return DESC("%s 0x%x", name, (unsigned int)pkt->u.cbr);
+	case VT_PT_TSC:
+		return DESC("%s 0x%" PRIx64, name, pkt->u.tsc);
+	case VT_PT_TMA:
+		return DESC("%s CTC 0x%x FC 0x%x", name,
+			    (unsigned int)pkt->u.tma.ctc,
+			    (unsigned int)pkt->u.tma.fc);
+	case VT_PT_MODE_EXEC: {
+		/* CS.L=CS.D=1 is reserved: perf rejects it, libipt calls it
+		 * "unknown"; print 0 bits then. */
+		static const int width[4] = { 16, 64, 32, 0 };
+
+		return DESC("%s IF:%d %d", name, (pkt->u.mode.bits >> 2) & 1,
+			    width[pkt->u.mode.bits & 3]);
+	}
+	case VT_PT_MODE_TSX:
+		return DESC("%s TXAbort:%u InTX:%u", name,
+			    (unsigned int)(pkt->u.mode.bits >> 1) & 1,
+			    (unsigned int)pkt->u.mode.bits & 1);
+	case VT_PT_PIP:
+		return DESC("%s 0x%" PRIx64 " (NR=%d)", name,
+			    pkt->u.pip.cr3 >> 5, pkt->u.pip.nr ? 1 : 0);
+	case VT_PT_PTW:
+		return DESC("%s 0x%" PRIx64 " IP:%u", name,
+			    pkt->u.misc.payload,
+			    (unsigned int)(pkt->u.misc.extra >> 7) & 1);
+	case VT_PT_EXSTOP:
+	case VT_PT_BEP:
+		return DESC("%s IP:%u", name,
+			    (unsigned int)(pkt->u.misc.extra >> 7) & 1);
+	case VT_PT_MWAIT:
+		v = pkt->u.misc.payload;
+		return DESC("%s 0x%" PRIx64 " Hints 0x%x Extensions 0x%x", name,
+			    v, (unsigned int)(v & 0xff),
+			    (unsigned int)((v >> 32) & 0x3));
+	case VT_PT_PWRE:
+		v = pkt->u.misc.payload;
+		return DESC("%s 0x%" PRIx64 " HW:%u CState:%u Sub-CState:%u",
+			    name, v, (unsigned int)!!(v & 0x80),
+			    (unsigned int)((v >> 12) & 0xf),
+			    (unsigned int)((v >> 8) & 0xf));
+	case VT_PT_PWRX:
+		v = pkt->u.misc.payload;
+		return DESC("%s 0x%" PRIx64
+			    " Last CState:%u Deepest CState:%u Wake Reason 0x%x",
+			    name, v, (unsigned int)((v >> 4) & 0xf),
+			    (unsigned int)(v & 0xf),
+			    (unsigned int)((v >> 8) & 0xf));
+	case VT_PT_BBP:
+		v = pkt->u.misc.payload;
+		return DESC("%s SZ %s-byte Type 0x%x", name,
+			    (v & 0x80) ? "4" : "8", (unsigned int)(v & 0x1f));
+	case VT_PT_BIP:
+		return DESC("%s ID 0x%02x Value 0x%" PRIx64, name,
+			    (unsigned int)pkt->u.misc.extra,
+			    pkt->u.misc.payload);
+	case VT_PT_CFE:
+		return DESC("%s IP:%u Type 0x%02x Vector 0x%" PRIx64, name,
+			    (unsigned int)(pkt->u.misc.extra >> 7) & 1,
+			    (unsigned int)(pkt->u.misc.extra & 0x1f),
+			    pkt->u.misc.payload);
+	case VT_PT_EVD:
+		return DESC("%s Type 0x%02x Payload 0x%" PRIx64, name,
+			    (unsigned int)(pkt->u.misc.extra & 0x3f),
+			    pkt->u.misc.payload);
+	default:
+		return DESC("%s", name);
+	}
+}

@@ -1,0 +1,242 @@
+/* pt-scan.h - Intel PT packet scanner.
+ *
+ * A fast, allocation-free scanner over a contiguous buffer of Intel PT
+ * bytes (an AUX payload, usually straight out of the file mapping).  It
+ * yields one packet at a time with its offset, size and decoded payload,
+ * and reconstructs full IPs for TIP/TIP.PGE/TIP.PGD/FUP from the last-IP
+ * state (reset at PSB).  Packet boundaries and payloads agree with libipt's
+ * packet decoder (pt_pkt_next); tests/test-pt-scan cross-checks that.
+ *
+ * Errors follow libipt's convention: negative return codes
+ * (enum vt_pt_error_code) with a string table (vt_pt_errstr).  Nothing here
+ * prints, allocates or exits.
+ */
+#ifndef VT_PT_SCAN_H
+#define VT_PT_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum vt_pt_error_code {
+	vt_pte_ok = 0,
+	vt_pte_eos = 1,          /* end of buffer (clean, or packet cut short) */
+	vt_pte_bad_opc = 2,      /* unknown opcode */
+	vt_pte_bad_packet = 3,   /* known opcode, invalid payload (e.g. TMA reserved bits) */
+	vt_pte_nosync = 4,       /* no PSB found */
+	vt_pte_invalid = 5,      /* bad argument */
+};
+
+const char *vt_pt_errstr(int code);   /* takes the positive or negative code */
+
+enum vt_pt_packet_type {
+	VT_PT_BAD = 0,
+	VT_PT_PAD,
+	VT_PT_PSB,
+	VT_PT_PSBEND,
+	VT_PT_TNT_8,
+	VT_PT_TNT_64,
+	VT_PT_TIP,
+	VT_PT_TIP_PGE,
+	VT_PT_TIP_PGD,
+	VT_PT_FUP,
+	VT_PT_MODE_EXEC,
+	VT_PT_MODE_TSX,
+	VT_PT_TSC,
+	VT_PT_TMA,
+	VT_PT_MTC,
+	VT_PT_CYC,
+	VT_PT_CBR,
+	VT_PT_PIP,
+	VT_PT_VMCS,
+	VT_PT_OVF,
+	VT_PT_STOP,
+	VT_PT_MNT,
+	VT_PT_PTW,
+	VT_PT_EXSTOP,
+	VT_PT_MWAIT,
+	VT_PT_PWRE,
+	VT_PT_PWRX,
+	VT_PT_BBP,
+	VT_PT_BIP,
+	VT_PT_BEP,
+	VT_PT_CFE,
+	VT_PT_EVD,
+	VT_PT_NTYPES
+};
+
+const char *vt_pt_packet_name(enum vt_pt_packet_type t);   /* "TSC", "PIP", ... */
+
+struct vt_pt_packet {
+	enum vt_pt_packet_type type;
+	uint8_t size;            /* bytes of this packet */
+	uint64_t offset;         /* offset of the first byte within the buffer (+ base) */
+	union {
+		/* TSC: 56-bit value */
+		uint64_t tsc;
+		/* TMA */
+		struct { uint16_t ctc; uint16_t fc; } tma;
+		/* MTC: 8-bit CTC payload */
+		uint8_t mtc;
+		/* CYC: cycle count */
+		uint64_t cyc;
+		/* CBR: core:bus ratio */
+		uint8_t cbr;
+		/* PIP: cr3 (bits 51:5, low 5 bits zero, as libipt) and NR bit */
+		struct { uint64_t cr3; uint8_t nr; } pip;
+		/* VMCS: raw 40-bit payload (= VMCS base >> 12, as perf prints it) */
+		uint64_t vmcs;
+		/* TIP / TIP.PGE / TIP.PGD / FUP */
+		struct {
+			uint8_t ipc;        /* IPBytes field: 0,1,2,3,4,6 */
+			uint64_t raw;       /* payload as in the packet (libipt's ip.ip) */
+			uint64_t ip;        /* reconstructed full IP (valid unless suppressed) */
+			uint8_t suppressed; /* ipc 0 or last-IP not yet known for partial update */
+		} ip;
+		/* TNT-8 / TNT-64: bits excluding the stop bit; oldest branch is MSB */
+		struct { uint64_t payload; uint8_t bit_size; } tnt;
+		/* MODE.Exec: csl/csd bits (bit1:0 = CS.D/CS.L as in the packet), if: bit2 */
+		struct { uint8_t bits; } mode;
+		/* MNT, PTW, EXSTOP, MWAIT, PWRE, PWRX, BBP, BIP, BEP, CFE, EVD: raw */
+		struct { uint64_t payload; uint32_t extra; } misc;
+	} u;
+};
+
+/* Scanner state.  Initialise with vt_pt_scan_init; the buffer must stay
+ * valid while scanning. */
+struct vt_pt_scanner {
+	const uint8_t *begin, *end, *pos;
+	uint64_t base;           /* added to every reported offset (e.g. file offset of begin) */
+	uint64_t last_ip;        /* last-IP compression state */
+	uint8_t have_last_ip;
+	uint8_t bip_ctx;         /* 0, or 4/8: size of BIP items after a BBP */
+};
+
+void vt_pt_scan_init(struct vt_pt_scanner *s, const uint8_t *buf, size_t len, uint64_t base);
+
+/* Decode the packet at the current position.  Returns the packet size
+ * (> 0) and advances, or a negative vt_pt_error_code:
+ *   -vt_pte_eos        no more bytes (or the last packet is cut off: then
+ *                      pkt->offset is set to where it starts),
+ *   -vt_pte_bad_opc / -vt_pte_bad_packet   at pkt->offset; the scanner
+ *                      does not advance: call vt_pt_scan_sync_forward.
+ * Unlike perf, PAD bytes are returned as separate 1-byte packets. */
+int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt);
+
+/* Move to the next PSB strictly after the current position (or at it if
+ * `at_ok`).  Resets last-IP.  Returns 0 or -vt_pte_nosync (position is then
+ * at end). */
+int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok);
+
+static inline uint64_t vt_pt_scan_offset(const struct vt_pt_scanner *s)
+{
+	return s->base + (uint64_t)(s->pos - s->begin);
+}
+
+/* ---- Inline fast path (implementation detail; use vt_pt_scan_next_inline).
+ *
+ * TNT-8, PAD, one-byte CYC, TIP/TIP.PGE/TIP.PGD/FUP, MTC and TSC are
+ * decoded from one table entry indexed by the first byte, without
+ * data-dependent branches, when at least 16 bytes are left and no BIP
+ * context is active; everything else goes to vt_pt_scan_next.  Inlining
+ * this into the caller's loop keeps the position in a register, which is
+ * what bounds the per-packet cost.  The tables live in pt-scan.c. */
+struct vt_pt__fast_ent {
+	uint64_t c0;	/* constant part of union word 0 */
+	uint64_t m0;	/* mask applied to (load64(p) >> 8) for word 0 */
+	uint64_t m8;	/* mask applied to load64(p + 1): IP payload */
+	uint8_t type;
+	uint8_t c8;	/* constant union word 1 (TNT bit size) */
+	uint8_t flags;	/* VT_PT__F_* */
+};
+enum {
+	VT_PT__F_SEXT = 1,	/* IPBytes 3: sign-extend 48-bit payload */
+	VT_PT__F_FULL = 2,	/* IPBytes 3 or 6: last IP fully known */
+	VT_PT__F_NOIP = 4,	/* IPBytes 0: IP suppressed */
+};
+extern const uint8_t vt_pt__fast_size[256];	/* 0: not on the fast path */
+extern const struct vt_pt__fast_ent vt_pt__fast_tab[256];
+
+static inline uint64_t vt_pt__ld64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+/* Decode the packet at s->pos if it is on the fast path: returns its size
+ * (> 0) and advances, exactly like vt_pt_scan_next; returns 0 (pkt and s
+ * untouched) otherwise. */
+static inline int vt_pt_scan_fast(struct vt_pt_scanner *s,
+				  struct vt_pt_packet *pkt)
+{
+	const uint8_t *p = s->pos;
+	const struct vt_pt__fast_ent *e;
+	uint64_t raw, ip, sx, m8, sel, noip, w;
+	unsigned char *u;
+	unsigned int n;
+	uint8_t f, have;
+
+	if (s->end - p < 16 || s->bip_ctx)
+		return 0;
+	n = vt_pt__fast_size[p[0]];
+	if (!n)
+		return 0;
+	e = &vt_pt__fast_tab[p[0]];
+	f = e->flags;
+	m8 = e->m8;
+	u = (unsigned char *)&pkt->u;
+	/* Masks instead of conditionals, so that the compiler does not
+	 * branch on the packet type. */
+	sel = 0 - (uint64_t)(f & VT_PT__F_SEXT);
+	noip = 0 - (uint64_t)((f & VT_PT__F_NOIP) >> 2);
+	raw = vt_pt__ld64(p + 1) & m8;
+	ip = (s->last_ip & ~m8) | raw;
+	sx = (uint64_t)((int64_t)(raw << 16) >> 16);
+	ip = (sx & sel) | (ip & ~sel);
+	have = (uint8_t)(s->have_last_ip | ((f & VT_PT__F_FULL) >> 1));
+	s->last_ip = ip;
+	s->have_last_ip = have;
+	pkt->offset = s->base + (uint64_t)(p - s->begin);
+	pkt->type = (enum vt_pt_packet_type)e->type;
+	pkt->size = (uint8_t)n;
+	/* The union as four 64-bit words (layout asserted in pt-scan.c). */
+	w = e->c0 | ((vt_pt__ld64(p) >> 8) & e->m0);
+	memcpy(u, &w, 8);
+	w = e->c8 | raw;
+	memcpy(u + 8, &w, 8);
+	w = ip & ~noip;
+	memcpy(u + 16, &w, 8);
+	w = (noip | (uint64_t)(have ^ 1)) & 1;
+	memcpy(u + 24, &w, 8);
+	s->pos = p + n;
+	return (int)n;
+}
+
+/* Same contract as vt_pt_scan_next; use this in scanning loops. */
+static inline int vt_pt_scan_next_inline(struct vt_pt_scanner *s,
+					 struct vt_pt_packet *pkt)
+{
+	int n = vt_pt_scan_fast(s, pkt);
+
+	return n > 0 ? n : vt_pt_scan_next(s, pkt);
+}
+
+/* Format a packet as one line like perf script -D's description part
+ * ("TSC 0x1234", "PIP 0x... (NR=1)", "VMCS 0x...", "TMA CTC 0x.. FC 0x..").
+ * Returns bytes written (snprintf semantics). */
+int vt_pt_packet_desc(const struct vt_pt_packet *pkt, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,884 @@
+/* gen.c - synthetic Intel PT recordings of KVM guests (see synth.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <intel-pt.h>
+
+#include "perf/perf-data.h"
+#include "synth/synth.h"
+
+G_DEFINE_QUARK(vt-synth-error-quark, vt_synth_error)
+
+#define SEVEN_BYTES 0x00ffffffffffffffULL
+#define PT_PMU_TYPE 8
+#define CBR_RATIO 30                 /* 3.0 GHz at a 100 MHz bus: CYC == TSC ticks */
+#define TIME_SHIFT 10
+#define TIME_MULT 341                /* perf time ~ TSC / 3 (a 3 GHz TSC) */
+#define HOST_CR3 0x1000000ULL
+#define HOST_IP_BASE 0xffffffffc0a00000ULL
+#define GUEST_IP_BASE 0xffffffff81000000ULL
+#define T0 0x100000000000ULL         /* host TSC at the start of the recording */
+
+void vt_synth_config_init(VtSynthConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nvcpus = 4;
+	cfg->nvms = 1;
+	cfg->per_cpu = FALSE;
+	cfg->ncpus = 0;              /* 0: min(nvcpus, 4) */
+	cfg->cyc = FALSE;
+	cfg->mtc = TRUE;
+	cfg->mtc_period = 3;
+	cfg->psb_period = 3;
+	cfg->tsc_ctc_n = 168;
+	cfg->tsc_ctc_d = 2;
+	cfg->size = 4 << 20;
+	cfg->buffer_size = 256 << 10;
+	cfg->seed = 1;
+	cfg->guest_percent = 60;
+}
+
+guint64 vt_synth_vmcs(guint v)
+{
+	return 0x12340ULL + 0x111ULL * v;
+}
+
+guint vt_synth_vm_of_vcpu(const VtSynthConfig *cfg, guint v)
+{
+	guint per = (cfg->nvcpus + cfg->nvms - 1) / cfg->nvms;
+
+	return MIN(v / per, cfg->nvms - 1);
+}
+
+guint64 vt_synth_vm_offset(const VtSynthConfig *cfg, guint vm)
+{
+	guint64 x;
+
+	if (vm < VT_SYNTH_MAX_VMS && cfg->have_offset[vm])
+		return cfg->vm_offset[vm];
+	/* A negative offset (guest booted after the host), different per VM
+	 * and per seed, as KVM gives: -(host TSC at VM creation). */
+	x = (cfg->seed * 0x9e3779b97f4a7c15ULL + (vm + 1) * 0x2545f4914f6cdd1dULL) >> 24;
+	return -(0x10000000000ULL + (x & 0xffffffffffULL));
+}
+
+gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
+{
+#define BAD(...) do { g_set_error(error, VT_SYNTH_ERROR, 0, __VA_ARGS__); return FALSE; } while (0)
+	if (cfg->nvcpus < 1 || cfg->nvcpus > VT_SYNTH_MAX_VCPUS)
+		BAD("--vcpus must be 1..%d (got %u)", VT_SYNTH_MAX_VCPUS, cfg->nvcpus);
+	if (cfg->nvms < 1 || cfg->nvms > VT_SYNTH_MAX_VMS || cfg->nvms > cfg->nvcpus)
+		BAD("--vms must be 1..%d and at most --vcpus (got %u)", VT_SYNTH_MAX_VMS, cfg->nvms);
+	if (cfg->per_cpu && cfg->ncpus > cfg->nvcpus)
+		BAD("--cpus (%u) must not exceed --vcpus (%u)", cfg->ncpus, cfg->nvcpus);
+	if (cfg->mtc_period > 15)
+		BAD("--mtc-period must be 0..15 (got %u)", cfg->mtc_period);
+	if (cfg->psb_period > 15)
+		BAD("--psb-period must be 0..15 (got %u)", cfg->psb_period);
+	if (!cfg->tsc_ctc_d || !cfg->tsc_ctc_n)
+		BAD("--tsc-ctc-ratio needs a non-zero numerator and denominator");
+	if (cfg->tsc_ctc_n / cfg->tsc_ctc_d > 511 || cfg->tsc_ctc_n < cfg->tsc_ctc_d)
+		BAD("--tsc-ctc-ratio must be between 1 and 511 TSC ticks per CTC tick");
+	if (cfg->size < 4096 || cfg->size > (64ULL << 30))
+		BAD("--size must be 4 KiB..64 GiB");
+	if (cfg->buffer_size < 4096 || cfg->buffer_size > (1ULL << 30))
+		BAD("--buffer-size must be 4 KiB..1 GiB");
+	if (cfg->guest_percent > 95)
+		BAD("--guest-percent must be 0..95");
+	if (cfg->have_change && (cfg->change_vm >= cfg->nvms || cfg->change_at <= 0 || cfg->change_at >= 1))
+		BAD("--offset-change needs a VM index < --vms and a fraction in (0,1)");
+	return TRUE;
+#undef BAD
+}
+
+/* ------------------------------------------------------------------ */
+
+typedef struct {
+	guint idx;
+	guint32 cpu, tid;            /* AUXTRACE cpu/tid (-1 when n/a) */
+	guint64 pt_id, dummy_id;
+	GRand *rng;
+	struct pt_encoder *enc;
+	guint8 *buf;
+	gsize cap, len;
+	guint64 t;                   /* host TSC now */
+	guint64 ctc_prev;            /* CTC at the previous packet */
+	guint64 since_cyc;           /* cycles since the last CYC */
+	guint64 last_ip;
+	gboolean have_last_ip;
+	guint64 since_psb;
+	guint64 psb_bytes;
+	gboolean in_guest;
+	gint vcpu;                   /* vCPU loaded on this queue, -1 none */
+	guint64 ip_host, ip_guest;
+	guint64 aux_offset;
+	guint64 bytes, target;
+	guint64 guest_tsc, host_tsc, entries;
+	guint64 slice;
+	gboolean done;
+	/* sideband generated while producing the current chunk */
+	GArray *sb;                  /* of guint8, whole records */
+} Queue;
+
+typedef struct {
+	const VtSynthConfig *cfg;
+	guint ncpus;
+	guint64 t_end_est;           /* estimated end time, for the offset change */
+	guint64 slice_ticks;         /* per-CPU scheduling slice */
+	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
+	guint64 vcpu_guest_tsc[VT_SYNTH_MAX_VCPUS];
+	GError *err;
+} Gen;
+
+static guint32 vcpu_tid(const Gen *g, guint v)
+{
+	guint vm = vt_synth_vm_of_vcpu(g->cfg, v);
+	guint first = 0;
+
+	while (first < v && vt_synth_vm_of_vcpu(g->cfg, first) != vm)
+		first++;
+	return g->qemu_pid[vm] + 10 + (v - first);
+}
+
+static guint vcpu_index_in_vm(const Gen *g, guint v)
+{
+	guint vm = vt_synth_vm_of_vcpu(g->cfg, v), first = 0;
+
+	while (first < v && vt_synth_vm_of_vcpu(g->cfg, first) != vm)
+		first++;
+	return v - first;
+}
+
+static guint64 offset_at(const Gen *g, guint vm, guint64 t)
+{
+	const VtSynthConfig *c = g->cfg;
+
+	if (c->have_change && vm == c->change_vm &&
+	    t >= T0 + (guint64)(c->change_at * (double)(g->t_end_est - T0)))
+		return c->change_offset;
+	return vt_synth_vm_offset(c, vm);
+}
+
+static guint64 ctc_of(const Gen *g, guint64 t)
+{
+	/* CTC = floor(t * d / n), computed without overflow */
+	const VtSynthConfig *c = g->cfg;
+	unsigned __int128 x = (unsigned __int128)t * c->tsc_ctc_d;
+
+	return (guint64)(x / c->tsc_ctc_n);
+}
+
+static guint64 ctc_to_tsc(const Gen *g, guint64 ctc)
+{
+	const VtSynthConfig *c = g->cfg;
+	unsigned __int128 x = (unsigned __int128)ctc * c->tsc_ctc_n;
+
+	return (guint64)(x / c->tsc_ctc_d);
+}
+
+static gboolean emit(Gen *g, Queue *q, struct pt_packet *p)
+{
+	int n = pt_enc_next(q->enc, p);
+
+	if (n < 0) {
+		if (!g->err)
+			g_set_error(&g->err, VT_SYNTH_ERROR, 0, "libipt encoder: %s (packet type %d)",
+				    pt_errstr(pt_errcode(n)), p->type);
+		return FALSE;
+	}
+	q->len += n;
+	q->since_psb += n;
+	q->bytes += n;
+	return TRUE;
+}
+
+static void pkt_simple(Gen *g, Queue *q, enum pt_packet_type type)
+{
+	struct pt_packet p = { .type = type };
+
+	emit(g, q, &p);
+}
+
+/* Emit an IP packet with the smallest compression that the last-IP state allows. */
+static void pkt_ip(Gen *g, Queue *q, enum pt_packet_type type, guint64 ip)
+{
+	struct pt_packet p = { .type = type };
+	guint64 top = ip >> 47;
+
+	if (q->have_last_ip && (ip >> 16) == (q->last_ip >> 16)) {
+		p.payload.ip.ipc = pt_ipc_update_16;
+		p.payload.ip.ip = ip & 0xffff;
+	} else if (q->have_last_ip && (ip >> 32) == (q->last_ip >> 32)) {
+		p.payload.ip.ipc = pt_ipc_update_32;
+		p.payload.ip.ip = ip & 0xffffffff;
+	} else if (top == 0 || top == 0x1ffff) {
+		p.payload.ip.ipc = pt_ipc_sext_48;
+		p.payload.ip.ip = ip & 0xffffffffffffULL;
+	} else {
+		p.payload.ip.ipc = pt_ipc_full;
+		p.payload.ip.ip = ip;
+	}
+	q->last_ip = ip;
+	q->have_last_ip = TRUE;
+	emit(g, q, &p);
+}
+
+static void pkt_pip(Gen *g, Queue *q, guint64 cr3, gboolean nr)
+{
+	struct pt_packet p = { .type = ppt_pip };
+
+	p.payload.pip.cr3 = cr3;
+	p.payload.pip.nr = nr;
+	emit(g, q, &p);
+}
+
+static void pkt_vmcs(Gen *g, Queue *q, guint64 payload)
+{
+	struct pt_packet p = { .type = ppt_vmcs };
+
+	p.payload.vmcs.base = payload << 12;
+	emit(g, q, &p);
+}
+
+static void pkt_mode64(Gen *g, Queue *q)
+{
+	struct pt_packet p = { .type = ppt_mode };
+
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	p.payload.mode.bits.exec.csd = 0;
+	emit(g, q, &p);
+}
+
+static guint64 guest_cr3(guint vm)
+{
+	return 0x1a2b000ULL + ((guint64)vm << 20);
+}
+
+static guint64 cur_cr3(const Gen *g, const Queue *q)
+{
+	return q->in_guest ? guest_cr3(vt_synth_vm_of_vcpu(g->cfg, q->vcpu)) : HOST_CR3;
+}
+
+/* Advance time by `dt` ticks; emit the MTCs for every CTC boundary crossed
+ * and, with cyc, a CYC for the elapsed cycles. */
+static void advance(Gen *g, Queue *q, guint64 dt, gboolean cyc_now)
+{
+	const VtSynthConfig *c = g->cfg;
+	guint64 ctc;
+
+	q->t += dt;
+	q->since_cyc += dt;
+	if (!c->timeless && c->mtc) {
+		ctc = ctc_of(g, q->t);
+		guint64 b = (q->ctc_prev >> c->mtc_period) + 1;
+		guint64 e = ctc >> c->mtc_period;
+		for (; b <= e; b++) {
+			struct pt_packet p = { .type = ppt_mtc };
+
+			p.payload.mtc.ctc = (guint8)b;
+			emit(g, q, &p);
+		}
+		q->ctc_prev = ctc;
+	}
+	if (c->cyc && cyc_now && q->since_cyc) {
+		struct pt_packet p = { .type = ppt_cyc };
+
+		p.payload.cyc.value = q->since_cyc;
+		q->since_cyc = 0;
+		emit(g, q, &p);
+	}
+}
+
+static void psb_plus(Gen *g, Queue *q)
+{
+	const VtSynthConfig *c = g->cfg;
+	struct pt_packet p;
+
+	pkt_simple(g, q, ppt_psb);
+	q->have_last_ip = FALSE;
+	if (!c->timeless) {
+		guint64 tsc = q->t;
+
+		if (q->in_guest) {
+			tsc = (q->t + offset_at(g, vt_synth_vm_of_vcpu(c, q->vcpu), q->t)) & SEVEN_BYTES;
+			q->guest_tsc++;
+			g->vcpu_guest_tsc[q->vcpu]++;
+		} else {
+			q->host_tsc++;
+		}
+		memset(&p, 0, sizeof(p));
+		p.type = ppt_tsc;
+		p.payload.tsc.tsc = tsc & SEVEN_BYTES;
+		emit(g, q, &p);
+		if (c->mtc) {
+			guint64 ctc = ctc_of(g, q->t);
+
+			memset(&p, 0, sizeof(p));
+			p.type = ppt_tma;
+			p.payload.tma.ctc = (guint16)ctc;
+			p.payload.tma.fc = (guint16)(q->t - ctc_to_tsc(g, ctc));
+			emit(g, q, &p);
+		}
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = ppt_cbr;
+	p.payload.cbr.ratio = CBR_RATIO;
+	emit(g, q, &p);
+	if (q->vcpu >= 0)
+		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
+	pkt_pip(g, q, cur_cr3(g, q), q->in_guest);
+	pkt_mode64(g, q);
+	pkt_ip(g, q, ppt_fup, q->in_guest ? q->ip_guest : q->ip_host);
+	pkt_simple(g, q, ppt_psbend);
+	q->since_psb = 0;
+}
+
+/* One step of code: some cycles, then a TNT or a TIP. */
+static void step(Gen *g, Queue *q)
+{
+	guint32 r = g_rand_int(q->rng);
+	guint64 *ip = q->in_guest ? &q->ip_guest : &q->ip_host;
+	guint64 base = q->in_guest ? GUEST_IP_BASE : HOST_IP_BASE;
+
+	advance(g, q, 8 + (r & 0x3f), TRUE);
+	if ((r >> 8) % 4 != 0) {
+		struct pt_packet p = { .type = ppt_tnt_8 };
+
+		p.payload.tnt.bit_size = 1 + (r >> 12) % 6;
+		p.payload.tnt.payload = (r >> 16) & ((1u << p.payload.tnt.bit_size) - 1);
+		emit(g, q, &p);
+	} else {
+		/* mostly near jumps (16-bit update), sometimes far (32-bit) */
+		if ((r >> 16) % 8)
+			*ip = (*ip & ~0xffffULL) | ((r >> 20) & 0xfff0);
+		else
+			*ip = base + ((guint64)((r >> 12) & 0xfff) << 12);
+		pkt_ip(g, q, ppt_tip, *ip);
+	}
+	if (q->since_psb >= q->psb_bytes)
+		psb_plus(g, q);
+}
+
+static void put_u32(GArray *a, guint32 v) { g_array_append_vals(a, &v, 4); }
+static void put_u64(GArray *a, guint64 v) { g_array_append_vals(a, &v, 8); }
+
+static guint64 perf_time(guint64 tsc)
+{
+	VtPerfTimeConv tc = { .time_shift = TIME_SHIFT, .time_mult = TIME_MULT, .time_zero = 0 };
+
+	return vt_perf_tsc_to_time(tsc, &tc);
+}
+
+/* sample_id trailer for sample_type IP|TID|TIME|CPU|IDENTIFIER */
+static void put_sample_id(GArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
+{
+	put_u32(a, pid);
+	put_u32(a, tid);
+	put_u64(a, perf_time(tsc));
+	put_u32(a, cpu);
+	put_u32(a, 0);
+	put_u64(a, id);
+}
+
+static void finish_record(GArray *a, gsize start, guint32 type, guint16 misc)
+{
+	struct perf_event_header *h = (struct perf_event_header *)(a->data + start);
+
+	h->type = type;
+	h->misc = misc;
+	h->size = a->len - start;
+}
+
+static gsize begin_record(GArray *a)
+{
+	struct perf_event_header h = { 0 };
+	gsize start = a->len;
+
+	g_array_append_vals(a, &h, sizeof(h));
+	return start;
+}
+
+static void rec_comm(GArray *a, guint32 pid, guint32 tid, const char *comm, guint64 tsc, guint64 id)
+{
+	gsize s = begin_record(a);
+	char name[16] = { 0 };
+	gsize n = (strlen(comm) + 1 + 7) & ~7UL;
+	char pad[24] = { 0 };
+
+	g_strlcpy(name, comm, sizeof(name));
+	put_u32(a, pid);
+	put_u32(a, tid);
+	memcpy(pad, name, strlen(name));
+	g_array_append_vals(a, pad, n);
+	put_sample_id(a, pid, tid, tsc, 0, id);
+	finish_record(a, s, PERF_RECORD_COMM, 0);
+}
+
+static void rec_itrace_start(GArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
+{
+	gsize s = begin_record(a);
+
+	put_u32(a, pid);
+	put_u32(a, tid);
+	put_sample_id(a, pid, tid, tsc, cpu, id);
+	finish_record(a, s, PERF_RECORD_ITRACE_START, 0);
+}
+
+static void rec_switch(GArray *a, gboolean out, guint32 pid, guint32 tid, guint32 np_pid, guint32 np_tid,
+		       guint64 tsc, guint32 cpu, guint64 id)
+{
+	gsize s = begin_record(a);
+
+	put_u32(a, np_pid);
+	put_u32(a, np_tid);
+	put_sample_id(a, pid, tid, tsc, cpu, id);
+	finish_record(a, s, PERF_RECORD_SWITCH_CPU_WIDE, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
+}
+
+static guint64 bytes_per_tick_inv(void)
+{
+	/* Rough ticks per trace byte of this model (for the offset-change
+	 * time estimate only). */
+	return 20;
+}
+
+static void load_vcpu(Gen *g, Queue *q, gint v)
+{
+	const VtSynthConfig *c = g->cfg;
+	guint32 old = q->vcpu >= 0 ? vcpu_tid(g, q->vcpu) : 0;
+	guint32 oldpid = q->vcpu >= 0 ? g->qemu_pid[vt_synth_vm_of_vcpu(c, q->vcpu)] : 0;
+	guint32 nt = vcpu_tid(g, v), np = g->qemu_pid[vt_synth_vm_of_vcpu(c, v)];
+
+	if (c->per_cpu && q->vcpu >= 0) {
+		/* schedule out the old vCPU thread, in the new one */
+		advance(g, q, 200 + (g_rand_int(q->rng) & 0x3ff), TRUE);
+		rec_switch(q->sb, TRUE, oldpid, old, np, nt, q->t, q->cpu, q->dummy_id);
+		advance(g, q, 100, TRUE);
+		rec_switch(q->sb, FALSE, np, nt, oldpid, old, q->t, q->cpu, q->dummy_id);
+		pkt_ip(g, q, ppt_tip, HOST_IP_BASE + 0x8000);
+		q->ip_host = HOST_IP_BASE + 0x8000;
+	}
+	q->vcpu = v;
+	/* VMPTRLD */
+	pkt_vmcs(g, q, vt_synth_vmcs(v));
+}
+
+static void vm_entry(Gen *g, Queue *q)
+{
+	guint vm = vt_synth_vm_of_vcpu(g->cfg, q->vcpu);
+
+	advance(g, q, 300 + (g_rand_int(q->rng) & 0xff), TRUE);
+	q->in_guest = TRUE;
+	pkt_pip(g, q, guest_cr3(vm), TRUE);
+	pkt_mode64(g, q);
+	pkt_ip(g, q, ppt_tip, q->ip_guest);
+	q->entries++;
+}
+
+static void vm_exit(Gen *g, Queue *q)
+{
+	advance(g, q, 400 + (g_rand_int(q->rng) & 0xff), TRUE);
+	pkt_ip(g, q, ppt_fup, q->ip_guest);
+	q->in_guest = FALSE;
+	pkt_pip(g, q, HOST_CR3, FALSE);
+	q->ip_host = HOST_IP_BASE + 0x1230 + (g_rand_int(q->rng) & 0xff0);
+	pkt_ip(g, q, ppt_tip, q->ip_host);
+}
+
+/* Produce trace into q->buf until the chunk is full or the queue is done.
+ * Chunks end at packet boundaries outside PSB+. */
+static void fill_chunk(Gen *g, Queue *q)
+{
+	const VtSynthConfig *c = g->cfg;
+	gsize limit = g->cfg->buffer_size;
+
+	while (!q->done && q->len + 256 < limit && !g->err) {
+		/* a host stretch: KVM run loop */
+		if (q->bytes >= q->target) {
+			q->done = TRUE;
+			break;
+		}
+		if (c->per_cpu) {
+			guint64 slice = (q->t - T0) / g->slice_ticks;
+
+			if (slice != q->slice) {
+				q->slice = slice;
+				load_vcpu(g, q, (q->cpu + slice) % c->nvcpus);
+			}
+		}
+		guint nhost = 2 + g_rand_int_range(q->rng, 0, 20);
+		for (guint i = 0; i < nhost; i++)
+			step(g, q);
+		if (g_rand_int_range(q->rng, 0, 100) < (gint)c->guest_percent || c->guest_percent >= 50) {
+			guint nguest = 2 + g_rand_int_range(q->rng, 0, 20) * c->guest_percent / 25;
+
+			vm_entry(g, q);
+			for (guint i = 0; i < nguest; i++)
+				step(g, q);
+			vm_exit(g, q);
+		}
+	}
+}
+
+static gboolean write_chunk(Gen *g, VtPerfWriter *w, Queue *q, GError **error)
+{
+	VtPerfAuxtrace aux = { 0 };
+
+	if (!q->len)
+		return TRUE;
+	aux.offset = q->aux_offset;
+	aux.reference = q->t + 1000;    /* perf record's rdtsc when it copied the data */
+	aux.idx = q->idx;
+	aux.tid = q->tid;
+	aux.cpu = q->cpu;
+	if (!vt_perf_writer_write_auxtrace(w, &aux, q->buf, q->len, NULL, error))
+		return FALSE;
+	q->aux_offset += (q->len + 7) & ~7UL;
+	q->len = 0;
+	pt_enc_sync_set(q->enc, 0);
+	return TRUE;
+}
+
+static void json_hex(GString *s, const char *key, guint64 v, gboolean comma)
+{
+	g_string_append_printf(s, "\"%s\": \"0x%" G_GINT64_MODIFIER "x\"%s", key, v, comma ? ", " : "");
+}
+
+static guint64 sext56(guint64 v)
+{
+	v &= SEVEN_BYTES;
+	return (v & (1ULL << 55)) ? (v | ~SEVEN_BYTES) : v;
+}
+
+static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const VtSynthStats *st,
+			    GError **error)
+{
+	const VtSynthConfig *c = g->cfg;
+	GString *s = g_string_new("{\n");
+	gboolean ok;
+
+	g_string_append_printf(s, "  \"generator\": \"vmtrace synth\",\n  \"config\": {\"vcpus\": %u, \"vms\": %u, "
+			       "\"mode\": \"%s\", \"cpus\": %u, \"cyc\": %s, \"mtc\": %s, \"mtc_period\": %u, "
+			       "\"psb_period\": %u, \"tsc_ctc_n\": %u, \"tsc_ctc_d\": %u, \"size\": %" G_GUINT64_FORMAT
+			       ", \"buffer_size\": %" G_GUINT64_FORMAT ", \"seed\": %" G_GUINT64_FORMAT
+			       ", \"timeless\": %s},\n",
+			       c->nvcpus, c->nvms, c->per_cpu ? "per-cpu" : "per-thread", c->per_cpu ? g->ncpus : 0,
+			       c->cyc ? "true" : "false", c->mtc ? "true" : "false", c->mtc_period, c->psb_period,
+			       c->tsc_ctc_n, c->tsc_ctc_d, c->size, c->buffer_size, c->seed,
+			       c->timeless ? "true" : "false");
+	g_string_append(s, "  \"vms\": [\n");
+	for (guint vm = 0; vm < c->nvms; vm++) {
+		g_string_append_printf(s, "    {\"vm\": %u, \"qemu_pid\": %u, ", vm, g->qemu_pid[vm]);
+		json_hex(s, "tsc_offset", vt_synth_vm_offset(c, vm), TRUE);
+		json_hex(s, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)), FALSE);
+		if (c->have_change && vm == c->change_vm) {
+			g_string_append(s, ", \"offset_change\": {");
+			json_hex(s, "new_tsc_offset", c->change_offset, TRUE);
+			json_hex(s, "at_tsc", T0 + (guint64)(c->change_at * (double)(g->t_end_est - T0)), FALSE);
+			g_string_append(s, "}");
+		}
+		g_string_append_printf(s, "}%s\n", vm + 1 < c->nvms ? "," : "");
+	}
+	g_string_append(s, "  ],\n  \"vcpus\": [\n");
+	for (guint v = 0; v < c->nvcpus; v++) {
+		guint vm = vt_synth_vm_of_vcpu(c, v);
+
+		g_string_append_printf(s, "    {\"vcpu\": %u, \"vm\": %u, \"comm\": \"CPU %u/KVM\", \"tid\": %u, ",
+				       vcpu_index_in_vm(g, v), vm, vcpu_index_in_vm(g, v), vcpu_tid(g, v));
+		json_hex(s, "vmcs", vt_synth_vmcs(v), TRUE);
+		json_hex(s, "tsc_offset", vt_synth_vm_offset(c, vm), TRUE);
+		json_hex(s, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)), TRUE);
+		g_string_append_printf(s, "\"guest_tsc_packets\": %" G_GUINT64_FORMAT "}%s\n",
+				       g->vcpu_guest_tsc[v], v + 1 < c->nvcpus ? "," : "");
+	}
+	g_string_append(s, "  ],\n  \"queues\": [\n");
+	for (guint i = 0; i < nq; i++) {
+		Queue *q = &qs[i];
+
+		g_string_append_printf(s, "    {\"idx\": %u, \"cpu\": %d, \"tid\": %d, \"bytes\": %" G_GUINT64_FORMAT
+				       ", \"guest_tsc_packets\": %" G_GUINT64_FORMAT ", \"host_tsc_packets\": %"
+				       G_GUINT64_FORMAT ", \"vm_entries\": %" G_GUINT64_FORMAT "}%s\n",
+				       q->idx, (gint32)q->cpu, (gint32)q->tid, q->bytes, q->guest_tsc, q->host_tsc,
+				       q->entries, i + 1 < nq ? "," : "");
+	}
+	g_string_append_printf(s, "  ],\n  \"totals\": {\"aux_bytes\": %" G_GUINT64_FORMAT ", \"guest_tsc_packets\": %"
+			       G_GUINT64_FORMAT ", \"host_tsc_packets\": %" G_GUINT64_FORMAT ", \"vm_entries\": %"
+			       G_GUINT64_FORMAT "}\n}\n",
+			       st->aux_bytes, st->guest_tsc_packets, st->host_tsc_packets, st->vm_entries);
+	ok = g_file_set_contents(path, s->str, s->len, error);
+	g_string_free(s, TRUE);
+	return ok;
+}
+
+static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_event_attr *dummy)
+{
+	const VtSynthConfig *c = g->cfg;
+
+	memset(pt, 0, sizeof(*pt));
+	pt->type = PT_PMU_TYPE;
+	pt->size = PERF_ATTR_SIZE_VER7;
+	pt->config = 0x1 | 0x2000 | ((guint64)c->psb_period << 24);
+	if (c->cyc)
+		pt->config |= 0x2;
+	if (!c->timeless) {
+		pt->config |= 0x400;
+		if (c->mtc)
+			pt->config |= 0x200 | ((guint64)c->mtc_period << 14);
+	}
+	pt->sample_period = 1;
+	pt->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			  PERF_SAMPLE_IDENTIFIER;
+	pt->exclude_user = 1;
+	pt->exclude_hv = 1;
+	pt->sample_id_all = 1;
+	pt->disabled = 1;
+	pt->enable_on_exec = 0;
+	pt->aux_watermark = 0;
+
+	memset(dummy, 0, sizeof(*dummy));
+	dummy->type = PERF_TYPE_SOFTWARE;
+	dummy->config = PERF_COUNT_SW_DUMMY;
+	dummy->size = PERF_ATTR_SIZE_VER7;
+	dummy->sample_period = 1;
+	dummy->sample_type = pt->sample_type;
+	dummy->exclude_user = 1;
+	dummy->exclude_hv = 1;
+	dummy->sample_id_all = 1;
+	dummy->comm = 1;
+	dummy->task = 1;
+	dummy->mmap = 1;
+	dummy->mmap2 = 1;
+	dummy->comm_exec = 1;
+	dummy->context_switch = g->cfg->per_cpu;
+}
+
+gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean as_dir, const char *truth,
+			   VtSynthStats *stats_out, GError **error)
+{
+	Gen g = { .cfg = cfg };
+	VtSynthStats st = { 0 };
+	VtPerfWriter *w = NULL;
+	Queue *qs = NULL;
+	guint nq, i;
+	struct perf_event_attr pt_attr, dummy_attr;
+	guint64 *pt_ids, *dummy_ids;
+	GArray *sb = g_array_new(FALSE, TRUE, 1);
+	gboolean ok = FALSE;
+
+	if (!vt_synth_config_check(cfg, error))
+		goto out_free;
+	g.ncpus = cfg->per_cpu ? (cfg->ncpus ? cfg->ncpus : MIN(cfg->nvcpus, 4)) : 0;
+	nq = cfg->per_cpu ? g.ncpus : cfg->nvcpus;
+	for (i = 0; i < cfg->nvms; i++)
+		g.qemu_pid[i] = 4000 + 100 * i;
+	g.t_end_est = T0 + cfg->size / nq * bytes_per_tick_inv();
+	/* each CPU runs every vCPU about three times */
+	g.slice_ticks = MAX((g.t_end_est - T0) / (3 * cfg->nvcpus), 1ULL << 16);
+
+	qs = g_new0(Queue, nq);
+	pt_ids = g_new0(guint64, nq);
+	dummy_ids = g_new0(guint64, nq);
+	for (i = 0; i < nq; i++) {
+		Queue *q = &qs[i];
+		struct pt_config pc;
+		guint32 seed[3] = { (guint32)cfg->seed, (guint32)(cfg->seed >> 32), i };
+
+		q->idx = i;
+		q->pt_id = pt_ids[i] = 1000 + i;
+		q->dummy_id = dummy_ids[i] = 2000 + i;
+		q->cpu = cfg->per_cpu ? i : (guint32)-1;
+		q->rng = g_rand_new_with_seed_array(seed, 3);
+		q->cap = cfg->buffer_size + 4096;
+		q->buf = g_malloc0(q->cap);
+		pt_config_init(&pc);
+		pc.begin = q->buf;
+		pc.end = q->buf + q->cap;
+		q->enc = pt_alloc_encoder(&pc);
+		q->t = T0 + g_rand_int_range(q->rng, 0, 5000);
+		q->ctc_prev = ctc_of(&g, q->t);
+		q->psb_bytes = 2048ULL << cfg->psb_period;
+		q->target = cfg->size / nq;
+		q->vcpu = -1;
+		q->ip_host = HOST_IP_BASE + 0x1000;
+		q->ip_guest = GUEST_IP_BASE + 0x2000 + 0x1000 * (i % 16);
+		q->sb = g_array_new(FALSE, TRUE, 1);
+		q->slice = 0;
+		if (!q->enc) {
+			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot allocate libipt encoder");
+			goto out_free;
+		}
+	}
+
+	w = vt_perf_writer_new(out, as_dir, error);
+	if (!w)
+		goto out_free;
+	perf_attrs(&g, &pt_attr, &dummy_attr);
+	if (!vt_perf_writer_add_attr(w, &pt_attr, pt_ids, nq, error) ||
+	    !vt_perf_writer_add_attr(w, &dummy_attr, dummy_ids, nq, error))
+		goto out_free;
+
+	/* TIME_CONV */
+	{
+		gsize s = begin_record(sb);
+
+		put_u64(sb, TIME_SHIFT);
+		put_u64(sb, TIME_MULT);
+		put_u64(sb, 0);
+		put_u64(sb, 0);
+		put_u64(sb, 0);
+		put_u64(sb, 1);   /* cap_user_time_zero=1, cap_user_time_short=0, reserved */
+		finish_record(sb, s, VT_PERF_RECORD_TIME_CONV, 0);
+	}
+	/* AUXTRACE_INFO for intel_pt */
+	{
+		gsize s = begin_record(sb);
+		guint64 priv[18] = { 0 };
+
+		put_u32(sb, VT_PERF_AUXTRACE_INTEL_PT);
+		put_u32(sb, 0);
+		priv[VT_PT_INFO_PMU_TYPE] = PT_PMU_TYPE;
+		priv[VT_PT_INFO_TIME_SHIFT] = TIME_SHIFT;
+		priv[VT_PT_INFO_TIME_MULT] = TIME_MULT;
+		priv[VT_PT_INFO_TIME_ZERO] = 0;
+		priv[VT_PT_INFO_CAP_USER_TIME_ZERO] = 1;
+		priv[VT_PT_INFO_TSC_BIT] = 0x400;
+		priv[VT_PT_INFO_NORETCOMP_BIT] = 0x800;
+		priv[VT_PT_INFO_HAVE_SCHED_SWITCH] = cfg->per_cpu ? 3 : 0;
+		priv[VT_PT_INFO_SNAPSHOT_MODE] = 0;
+		priv[VT_PT_INFO_PER_CPU_MMAPS] = cfg->per_cpu;
+		priv[VT_PT_INFO_MTC_BIT] = 0x200;
+		priv[VT_PT_INFO_MTC_FREQ_BITS] = 0x3c000;
+		priv[VT_PT_INFO_TSC_CTC_N] = cfg->tsc_ctc_n;
+		priv[VT_PT_INFO_TSC_CTC_D] = cfg->tsc_ctc_d;
+		priv[VT_PT_INFO_CYC_BIT] = 0x2;
+		priv[VT_PT_INFO_MAX_NONTURBO_RATIO] = CBR_RATIO;
+		priv[VT_PT_INFO_FILTER_STR_LEN] = 0;
+		priv[17] = 0;     /* cap_event_trace */
+		g_array_append_vals(sb, priv, sizeof(priv));
+		finish_record(sb, s, VT_PERF_RECORD_AUXTRACE_INFO, 0);
+	}
+	/* COMM of the QEMU processes and their vCPU threads */
+	for (guint vm = 0; vm < cfg->nvms; vm++)
+		rec_comm(sb, g.qemu_pid[vm], g.qemu_pid[vm], "qemu-system-x86", T0 - 100000, dummy_ids[0]);
+	for (guint v = 0; v < cfg->nvcpus; v++) {
+		char name[32];
+
+		g_snprintf(name, sizeof(name), "CPU %u/KVM", vcpu_index_in_vm(&g, v));
+		rec_comm(sb, g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)], vcpu_tid(&g, v), name, T0 - 90000,
+			 dummy_ids[0]);
+	}
+	/* Queues start with their vCPU loaded, in the host, PSB+ first. */
+	for (i = 0; i < nq; i++) {
+		Queue *q = &qs[i];
+		guint v = cfg->per_cpu ? i % cfg->nvcpus : i;
+		guint32 pid = g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)];
+
+		q->vcpu = v;
+		q->tid = cfg->per_cpu ? (guint32)-1 : vcpu_tid(&g, v);
+		rec_itrace_start(sb, pid, vcpu_tid(&g, v), q->t, cfg->per_cpu ? q->cpu : 0, q->pt_id);
+		psb_plus(&g, q);
+	}
+	{
+		gsize s = begin_record(sb);
+
+		finish_record(sb, s, VT_PERF_RECORD_FINISHED_INIT, 0);
+	}
+	for (gsize off = 0; off < sb->len;) {
+		const struct perf_event_header *h = (const void *)(sb->data + off);
+
+		if (!vt_perf_writer_write_record(w, h, error))
+			goto out_free;
+		off += h->size;
+	}
+	g_array_set_size(sb, 0);
+
+	/* Rounds: each queue produces one chunk; its sideband goes first. */
+	for (;;) {
+		gboolean any = FALSE;
+
+		for (i = 0; i < nq; i++) {
+			Queue *q = &qs[i];
+
+			fill_chunk(&g, q);
+			if (g.err) {
+				g_propagate_error(error, g.err);
+				g.err = NULL;
+				goto out_free;
+			}
+			for (gsize off = 0; off < q->sb->len;) {
+				const struct perf_event_header *h = (const void *)(q->sb->data + off);
+
+				if (!vt_perf_writer_write_record(w, h, error))
+					goto out_free;
+				off += h->size;
+			}
+			g_array_set_size(q->sb, 0);
+			if (q->len) {
+				any = TRUE;
+				if (!write_chunk(&g, w, q, error))
+					goto out_free;
+			}
+		}
+		if (!any)
+			break;
+		{
+			struct perf_event_header fr = { .type = VT_PERF_RECORD_FINISHED_ROUND, .size = 8 };
+
+			if (!vt_perf_writer_write_record(w, &fr, error))
+				goto out_free;
+		}
+	}
+
+	if (!vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_OSRELEASE, "6.1.0-synthetic", error) ||
+	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_HOSTNAME, "vmtrace-synth", error) ||
+	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_ARCH, "x86_64", error) ||
+	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_CPUID, "GenuineIntel,6,85,4", error) ||
+	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_VERSION, "vmtrace synth " PACKAGE_VERSION, error))
+		goto out_free;
+	{
+		guint32 nr[2] = { MAX(g.ncpus, 1), MAX(g.ncpus, 1) };
+
+		if (!cfg->per_cpu)
+			nr[0] = nr[1] = 2;
+		if (!vt_perf_writer_set_feature(w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error))
+			goto out_free;
+	}
+	if (!vt_perf_writer_finish(w, error))
+		goto out_free;
+
+	st.nqueues = nq;
+	for (i = 0; i < nq; i++) {
+		st.aux_bytes += qs[i].bytes;
+		st.guest_tsc_packets += qs[i].guest_tsc;
+		st.host_tsc_packets += qs[i].host_tsc;
+		st.vm_entries += qs[i].entries;
+	}
+	if (truth && !write_truth(&g, truth, qs, nq, &st, error))
+		goto out_free;
+	if (stats_out)
+		*stats_out = st;
+	ok = TRUE;
+out_free:
+	if (w)
+		vt_perf_writer_free(w);
+	if (qs) {
+		for (i = 0; i < nq; i++) {
+			if (qs[i].enc)
+				pt_free_encoder(qs[i].enc);
+			g_free(qs[i].buf);
+			if (qs[i].rng)
+				g_rand_free(qs[i].rng);
+			if (qs[i].sb)
+				g_array_free(qs[i].sb, TRUE);
+		}
+		g_free(qs);
+		g_free(pt_ids);
+		g_free(dummy_ids);
+	}
+	g_array_free(sb, TRUE);
+	if (g.err)
+		g_error_free(g.err);
+	return ok;
+}

@@ -1,0 +1,76 @@
+/* synth.h - synthetic host-side Intel PT recordings of KVM guests.
+ *
+ * Generates, with libipt's packet encoder, the trace that Intel PT in
+ * system-wide (pt_mode=0) host tracing would emit for a QEMU/KVM guest:
+ * host KVM code, VM entries (PIP NR=1, MODE.Exec, TIP), guest kernel code,
+ * VM exits (FUP, PIP NR=0, TIP), VMPTRLD (VMCS) on vCPU switches, PSB+
+ * with TSC/TMA/CBR/PIP/VMCS/MODE/FUP, MTC and CYC.  Guest TSC packets carry
+ * the VM's TSC offset.  The result is a perf.data that perf accepts plus a
+ * ground truth.  Same configuration -> same bytes.
+ */
+#ifndef VT_SYNTH_H
+#define VT_SYNTH_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define VT_SYNTH_MAX_VMS 16
+#define VT_SYNTH_MAX_VCPUS 256
+
+typedef struct {
+	guint nvcpus;              /* total vCPUs (over all VMs) */
+	guint nvms;                /* VMs; vCPUs are split into contiguous blocks */
+	gboolean per_cpu;          /* per-CPU AUX queues (else per-thread) */
+	guint ncpus;               /* host CPUs traced in per-CPU mode (<= nvcpus) */
+	gboolean cyc;
+	gboolean mtc;              /* MTC packets (config bit mtc) */
+	guint mtc_period;          /* 0..15: MTC every 2^n CTC ticks */
+	guint psb_period;          /* 0..15: PSB every 2K << n bytes */
+	guint32 tsc_ctc_n, tsc_ctc_d;   /* CPUID.15H EBX / EAX */
+	guint64 size;              /* total AUX bytes, all queues */
+	guint64 buffer_size;       /* bytes per AUXTRACE record */
+	guint64 seed;
+	gboolean timeless;         /* tsc=0, mtc=0 */
+	guint64 vm_offset[VT_SYNTH_MAX_VMS];   /* VMX TSC offset per VM */
+	gboolean have_offset[VT_SYNTH_MAX_VMS];
+	/* Offset change: VM `change_vm` switches to `change_offset` at
+	 * `change_at` (fraction 0..1 of the recording). */
+	gboolean have_change;
+	guint change_vm;
+	guint64 change_offset;
+	double change_at;
+	guint guest_percent;       /* share of time spent in guests (0..100) */
+} VtSynthConfig;
+
+void vt_synth_config_init(VtSynthConfig *cfg);
+/* Checks ranges and consistency; error names the bad option. */
+gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error);
+
+/* VMCS payload (VMCS address >> 12) used for vCPU `v`. */
+guint64 vt_synth_vmcs(guint v);
+/* Guest TSC offset of VM `vm` (configured or derived from the seed). */
+guint64 vt_synth_vm_offset(const VtSynthConfig *cfg, guint vm);
+guint vt_synth_vm_of_vcpu(const VtSynthConfig *cfg, guint v);
+
+typedef struct {
+	guint64 aux_bytes;
+	guint64 records;
+	guint64 guest_tsc_packets;
+	guint64 host_tsc_packets;
+	guint64 vm_entries;
+	guint nqueues;
+} VtSynthStats;
+
+/* Write the perf.data to `out` (a file; a directory DIR/data when
+ * `as_dir`) and the ground truth JSON to `truth` (NULL: none). */
+gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean as_dir,
+			   const char *truth, VtSynthStats *stats, GError **error);
+
+#define VT_SYNTH_ERROR (vt_synth_error_quark())
+GQuark vt_synth_error_quark(void);
+
+G_END_DECLS
+
+#endif

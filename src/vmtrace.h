@@ -1,0 +1,33 @@
+/* vmtrace.h - shared declarations of the vmtrace commands (bpftool style:
+ * one source file per subcommand, dispatched from main.c). */
+#ifndef VMTRACE_H
+#define VMTRACE_H
+
+#include <glib.h>
+
+/* Exit codes shared by all commands (documented in vmtrace(1)). */
+enum {
+	VT_EXIT_OK = 0,
+	VT_EXIT_FAILURE = 1,      /* I/O or internal error */
+	VT_EXIT_USAGE = 2,        /* bad command line */
+	VT_EXIT_BAD_INPUT = 3,    /* unreadable or malformed input file */
+	VT_EXIT_NO_TIME = 4,      /* correlate: trace has no time information */
+	VT_EXIT_UNRESOLVED = 5,   /* correlate: some VMCS undetermined/inconsistent */
+	VT_EXIT_NO_GUEST = 6,     /* correlate: no VMCS (no guest) in the trace */
+};
+
+typedef int (*vt_cmd_fn)(int argc, char **argv);
+
+int cmd_synth(int argc, char **argv);
+int cmd_correlate(int argc, char **argv);
+
+/* Print "vmtrace <cmd>: <message>" on stderr. */
+void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Parse sizes like 512M, 4K, 1G, 123 (bytes). */
+gboolean vt_parse_size(const char *s, guint64 *out);
+/* Parse an unsigned 64-bit number (0x.. hex or decimal), the whole string. */
+gboolean vt_parse_u64(const char *s, guint64 *out);
+/* JSON string escaping. */
+void vt_json_str(GString *out, const char *s);
+
+#endif

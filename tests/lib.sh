@@ -1,0 +1,25 @@
+# tests/lib.sh - shared helpers for the shell tests (sourced).
+# Each test script runs a few focused checks, prints TAP-like lines and
+# exits 0 (all passed), 1 (some failed) or 77 (skipped, with the reason).
+set -u
+: "${VMTRACE:?VMTRACE must point at the vmtrace binary (run through make check)}"
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+PERF=${PERF:-$(command -v perf || true)}
+PYTHON3=${PYTHON3:-$(command -v python3 || true)}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+n=0
+fails=0
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+fail() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
+# check DESCRIPTION COMMAND...: passes when COMMAND succeeds
+check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
+finish() { echo "# $n checks, $fails failed"; [ "$fails" -eq 0 ] && exit 0; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+need_perf() { [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1 || skip "perf not installed (apt-get install linux-perf)"; }
+need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
+
+
+# perf's dry run (always under timeout: perf hangs on some inputs)
+perf_dry_run() { timeout 120 "$PERF" inject -i "$1" --vm-time-correlation=dry-run 2>&1 >/dev/null; }

@@ -1,0 +1,30 @@
+#!/bin/sh
+# Command line: help, version, usage errors and their exit codes.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+rc() { "$@" >"$TMP/out" 2>"$TMP/err"; echo $?; }
+
+check "vmtrace --help lists the commands" sh -c '"$VMTRACE" --help | grep -q "correlate" && "$VMTRACE" --help | grep -q synth'
+check "vmtrace --version names libipt" sh -c '"$VMTRACE" --version | grep -q "vmtrace .* (libipt 2\."'
+check "no command: usage, exit 2" test "$(rc "$VMTRACE")" = 2
+check "unknown command: exit 2" test "$(rc "$VMTRACE" frobnicate)" = 2
+check "unknown command: message names it" grep -q "unknown command 'frobnicate'" "$TMP/err"
+for c in synth correlate; do
+	check "$c --help teaches (examples, exit status)" sh -c "\"\$VMTRACE\" $c --help | grep -q Examples"
+	check "$c: unknown option: exit 2" test "$(rc "$VMTRACE" $c --no-such-option)" = 2
+	check "$c: unknown option: one line on stderr" test "$(wc -l <"$TMP/err")" = 1
+done
+check "correlate without FILE: exit 2" test "$(rc "$VMTRACE" correlate --dry-run)" = 2
+check "correlate --format=xml: exit 2" test "$(rc "$VMTRACE" correlate --dry-run --format=xml x)" = 2
+check "correlate without --dry-run says so: exit 2" test "$(rc "$VMTRACE" correlate x.data)" = 2
+check "correlate missing file: exit 3" test "$(rc "$VMTRACE" correlate --dry-run "$TMP/nope.data")" = 3
+check "correlate missing file: message names the file" grep -q "nope.data" "$TMP/err"
+check "synth without -o: exit 2" test "$(rc "$VMTRACE" synth)" = 2
+check "synth --vcpus 0: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --vcpus 0)" = 2
+check "synth --mtc-period 16: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --mtc-period 16)" = 2
+check "synth --size 12Q: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --size 12Q)" = 2
+check "synth --offset zz: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --offset zz)" = 2
+check "synth --tsc-ctc-ratio 1/0: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --tsc-ctc-ratio 1/0)" = 2
+check "failed synth leaves no file" test ! -e "$TMP/x"
+check "synth into a missing directory: exit 1, names it" sh -c '"$VMTRACE" synth -o "$TMP/no/dir/x.data" 2>&1 >/dev/null | grep -q "no/dir"; test $? -eq 0'
+finish

@@ -1,0 +1,33 @@
+#!/bin/sh
+# perf accepts every kind of file vmtrace synth writes: perf script -D shows
+# no bad packets and the same number of TSC/PIP/VMCS packets vmtrace counts;
+# perf report --header-only works.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_perf
+need_python
+
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	f="$TMP/$name.data"
+	# shellcheck disable=SC2086
+	"$VMTRACE" synth -o "$f" --truth "$TMP/$name.json" --size 1M $opts 2>/dev/null || { fail "$name: synth"; continue; }
+	[ -d "$f" ] && data="$f/data" || data="$f"
+	timeout 120 "$PERF" script -D -i "$f" >"$TMP/dump" 2>"$TMP/dump.err"
+	check "$name: perf script -D exit 0" test $? -eq 0
+	check "$name: no Bad packet" sh -c "! grep -q 'Bad packet' '$TMP/dump'"
+	check "$name: no perf errors" sh -c "! grep -qi 'error\|failed\|invalid' '$TMP/dump.err'"
+	# TSC packet count in perf's dump == synth's ground truth
+	want=$("$PYTHON3" -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]; print(t["guest_tsc_packets"]+t["host_tsc_packets"])' "$TMP/$name.json")
+	got=$(grep -c ' TSC 0x' "$TMP/dump")
+	check "$name: perf sees $want TSC packets (got $got)" test "$got" = "$want"
+	timeout 60 "$PERF" report --header-only -i "$f" >"$TMP/hdr" 2>&1
+	check "$name: perf report --header-only" sh -c "grep -q 'os release : 6.1.0-synthetic' '$TMP/hdr' && grep -q 'intel_pt\|type = 8\|type: 8' '$TMP/hdr'"
+done <<'M'
+thread        --vcpus 2
+cpu           --per-cpu --vcpus 4 --cyc
+dir           --vcpus 2 --dir
+timeless      --vcpus 2 --timeless --cyc
+nomtc         --vcpus 1 --no-mtc
+two-vms       --vms 2 --vcpus 2 --per-cpu
+M
+finish

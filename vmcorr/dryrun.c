@@ -1,0 +1,1065 @@
+/* dryrun.c - find each VMCS's TSC offset, as perf's VM Time Correlation does.
+ *
+ * Per AUX queue, a packet-only state machine follows the decisions of
+ * perf 6.1's intel_pt_vm_time_correlation(): expected host TSC from the
+ * last TMA plus MTC-accumulated CTC ticks, PIP.NR for guest/host, offsets
+ * learned from guest TSCs in PSB+ after an earlier TSC of the same stream.
+ *
+ * Parallelism.  perf decodes queues one after another (in the pop order of
+ * its auxtrace heap, all queues having ordinal 1) and shares one VMCS table,
+ * so a queue can depend on offsets learned by earlier queues.  We decode
+ * every queue concurrently against a private table ("speculation") and
+ * then replay them in perf's order against the shared table.  A
+ * speculative result is kept only if nothing it depended on differs: every
+ * VMCS it touched was either untouched by earlier queues, or already known
+ * to earlier queues with exactly the 7-byte offset this queue used for all
+ * of that VMCS's TSCs.  Otherwise the queue is decoded again, sequentially,
+ * against the shared table.  Either way the output equals perf's.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "pt/pt-scan.h"
+#include "vmcorr/vmcorr.h"
+#include "vmcorr/session.h"
+
+G_DEFINE_QUARK(vmcorr-error-quark, vmcorr_error)
+
+#define SEVEN_BYTES VMCORR_SEVEN_BYTES
+#define NO_VMCS VMCORR_NO_VMCS
+#define RELEASE_CHUNK (8u << 20)
+
+const char *vmcorr_status_name(VmcorrStatus s)
+{
+	switch (s) {
+	case VMCORR_OK: return "ok";
+	case VMCORR_UNDETERMINED: return "undetermined";
+	case VMCORR_INCONSISTENT: return "inconsistent";
+	}
+	return "?";
+}
+
+void vmcorr_options_init(VmcorrOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+/* ------------------------------------------------------------ tables */
+
+typedef struct {
+	uint64_t vmcs;
+	/* perf's VMCS info */
+	uint64_t tsc_offset;
+	gboolean reliable;
+	/* speculation bookkeeping: offsets this queue translated with */
+	gboolean used_set, used_mixed, untranslated;
+	uint64_t used7;
+	/* statistics (per queue; summed at the end) */
+	uint64_t n_guest_tsc, n_est;
+	gboolean have_est;
+	uint64_t est_first;
+	int64_t est_lo, est_hi;     /* relative to est_first */
+	gboolean have_time;
+	uint64_t first_time;        /* host TSC of the first guest TSC */
+} Entry;
+
+typedef struct {
+	GHashTable *h;              /* vmcs -> Entry* */
+} Table;
+
+static void table_init(Table *t)
+{
+	t->h = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+}
+
+static void table_clear(Table *t)
+{
+	if (t->h)
+		g_hash_table_destroy(t->h);
+	t->h = NULL;
+}
+
+static Entry *table_get(Table *t, uint64_t vmcs)
+{
+	return g_hash_table_lookup(t->h, &vmcs);
+}
+
+static Entry *table_findnew(Table *t, uint64_t vmcs)
+{
+	Entry *e = table_get(t, vmcs);
+
+	if (!e) {
+		e = g_new0(Entry, 1);
+		e->vmcs = vmcs;
+		g_hash_table_insert(t->h, &e->vmcs, e);
+	}
+	return e;
+}
+
+/* ------------------------------------------------------- queue decoder */
+
+typedef struct {
+	gboolean tsc, tma, pip, vmcs, psbend;
+	uint16_t tma_ctc, tma_fc;
+	uint8_t pip_nr;
+	uint64_t vmcs_payload;
+	uint64_t ctc_delta;
+	uint32_t last_ctc;
+} Look;
+
+typedef struct {
+	uint64_t vmcs, offset;
+	gboolean reliable;
+} Assign;
+
+typedef struct {
+	const VmcorrSession *s;
+	const VmcorrQueue *q;
+	Table *table;               /* perf's VMCS table (private or shared) */
+	Table stats;                /* this queue's statistics, by VMCS */
+	GArray *assigns;            /* Assign: every change of an entry, in order */
+	GPtrArray *errors;          /* perf ERROR lines (once each) */
+	gboolean shared;            /* decoding against the shared table */
+	GPtrArray *lines;           /* shared mode: where to print VMCS lines */
+
+	/* timing (perf's names) */
+	uint64_t timestamp, tsc_timestamp, ctc_timestamp, ref_timestamp, buf_timestamp;
+	uint64_t ctc_delta;
+	uint32_t last_ctc;
+	uint32_t last_mtc;
+	gboolean have_tma;
+	uint64_t ctc_rem_mask;
+	guint mtc_shift;
+	uint64_t n, d, mult;
+
+	/* context */
+	gboolean in_psb, pge, continuous, same_buf, reliable_flag;
+	uint8_t pip_nr;
+	uint64_t vmcs;
+	uint64_t last_reliable_timestamp;
+	Look psb;                   /* lookahead data of the current PSB+ */
+	gboolean oor_printed, unknown_vmcs_printed;
+
+	/* counters */
+	uint64_t n_tsc, n_guest, n_host, n_bad;
+	uint64_t first_bad;         /* file offset of the first bad packet */
+} Dec;
+
+static void dec_error_once(Dec *d, const char *msg)
+{
+	for (guint i = 0; i < d->errors->len; i++)
+		if (strcmp(d->errors->pdata[i], msg) == 0)
+			return;
+	g_ptr_array_add(d->errors, g_strdup(msg));
+}
+
+static uint64_t ctc_to_tsc(const Dec *d, uint64_t ctc)
+{
+	if (d->mult)
+		return ctc * d->mult;
+	return (ctc / d->d) * d->n + ((ctc % d->d) * d->n) / d->d;
+}
+
+static uint64_t tsc_8b(uint64_t t, uint64_t ref)
+{
+	t |= ref & (0xffULL << 56);
+	if (t < ref) {
+		if (ref - t > (1ULL << 55))
+			t += 1ULL << 56;
+	} else if (t - ref > (1ULL << 55)) {
+		t -= 1ULL << 56;
+	}
+	return t;
+}
+
+static gboolean in_range(const Dec *d, uint64_t t)
+{
+	/* perf computes a fallback upper bound when buf_timestamp is 0 but
+	 * then compares against buf_timestamp anyway: reproduced. */
+	return t >= d->last_reliable_timestamp && t < d->buf_timestamp;
+}
+
+static void calc_tsc_timestamp(Dec *d, uint64_t payload)
+{
+	uint64_t ts;
+	gboolean bad = FALSE;
+
+	d->have_tma = FALSE;
+	if (d->ref_timestamp) {
+		ts = tsc_8b(payload, d->ref_timestamp);
+		d->tsc_timestamp = ts;
+		d->timestamp = ts;
+		d->ref_timestamp = 0;
+	} else if (d->timestamp) {
+		ts = payload | (d->timestamp & (0xffULL << 56));
+		d->tsc_timestamp = ts;
+		if (ts < d->timestamp && d->timestamp - ts < 0x10000)
+			ts = d->timestamp;      /* backwards slip suppressed */
+		if (ts < d->timestamp) {
+			if (!d->buf_timestamp || ts + (1ULL << 56) < d->buf_timestamp) {
+				ts += 1ULL << 56;
+				d->tsc_timestamp = ts;
+			} else {
+				ts = d->timestamp;
+				bad = TRUE;
+			}
+		}
+		if ((bad || !in_range(d, ts)) && !d->oor_printed) {
+			d->oor_printed = TRUE;
+			dec_error_once(d, "Timestamp out of range");
+		}
+		d->timestamp = ts;
+	}
+}
+
+static void calc_tma(Dec *d, uint16_t ctc, uint16_t fc)
+{
+	uint32_t rem = ctc & d->ctc_rem_mask;
+
+	if (!d->d)
+		return;
+	d->last_mtc = (ctc >> d->mtc_shift) & 0xff;
+	d->last_ctc = ctc - rem;
+	d->ctc_timestamp = d->tsc_timestamp - fc - ctc_to_tsc(d, rem);
+	d->ctc_delta = 0;
+	d->have_tma = TRUE;
+}
+
+static void calc_mtc(Dec *d, uint8_t mtc)
+{
+	uint32_t delta;
+	uint64_t ts;
+
+	if (!d->have_tma)
+		return;
+	/* (mtc_shift > 8 high-bit fix-up not needed: MTC periods are <= 15
+	 * but perf only fixes up for shifts > 8; we reproduce it below.) */
+	if (mtc > d->last_mtc)
+		delta = mtc - d->last_mtc;
+	else
+		delta = mtc + 256 - d->last_mtc;
+	d->ctc_delta += (uint64_t)delta << d->mtc_shift;
+	ts = d->ctc_timestamp + ctc_to_tsc(d, d->ctc_delta);
+	if (ts >= d->timestamp)
+		d->timestamp = ts;
+	d->last_mtc = mtc;
+}
+
+static uint64_t expected_tsc(const Dec *d, const Look *l)
+{
+	uint64_t last_mtc_ctc = (uint64_t)l->last_ctc + l->ctc_delta;
+	uint64_t delta = (uint64_t)(int64_t)(int16_t)((uint16_t)l->tma_ctc - (uint16_t)last_mtc_ctc);
+
+	return d->ctc_timestamp + ctc_to_tsc(d, l->ctc_delta + delta) + l->tma_fc;
+}
+
+/* Record which offset this queue translated a TSC of `e` with. */
+static void note_used(Entry *e, gboolean translated, uint64_t off)
+{
+	if (!translated) {
+		e->untranslated = TRUE;
+		return;
+	}
+	off &= SEVEN_BYTES;
+	if (!e->used_set) {
+		e->used_set = TRUE;
+		e->used7 = off;
+	} else if (e->used7 != off) {
+		e->used_mixed = TRUE;
+	}
+}
+
+static uint64_t translate(uint64_t p, uint64_t off)
+{
+	return (p - off) & SEVEN_BYTES;
+}
+
+static void assign(Dec *d, Entry *info, uint64_t off, gboolean rel)
+{
+	if (info->tsc_offset == off && info->reliable == rel)
+		return;
+	if (d->shared && info->tsc_offset != off)
+		g_ptr_array_add(d->lines, g_strdup_printf("VMCS: %#" G_GINT64_MODIFIER "x  TSC Offset %#"
+							  G_GINT64_MODIFIER "x", info->vmcs, off));
+	info->tsc_offset = off;
+	info->reliable = rel;
+	if (!d->shared) {
+		Assign a = { info->vmcs, off, rel };
+
+		g_array_append_val(d->assigns, a);
+	}
+}
+
+static void stats_guest(Dec *d, uint64_t vmcs, gboolean est_ok, uint64_t est, uint64_t host_time)
+{
+	Entry *st = table_findnew(&d->stats, vmcs);
+
+	st->n_guest_tsc++;
+	if (!st->have_time) {
+		st->have_time = TRUE;
+		st->first_time = host_time;
+	}
+	if (!est_ok)
+		return;
+	st->n_est++;
+	if (!st->have_est) {
+		st->have_est = TRUE;
+		st->est_first = est;
+		st->est_lo = st->est_hi = 0;
+	} else {
+		int64_t dv = (int64_t)(est - st->est_first);
+
+		st->est_lo = MIN(st->est_lo, dv);
+		st->est_hi = MAX(st->est_hi, dv);
+	}
+}
+
+/* perf's intel_pt_vm_tm_corr_first_tsc */
+static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64_t host_tsc, uint64_t vmcs)
+{
+	if (!d->in_psb) {
+		dec_error_once(d, "ERROR: First TSC is not in PSB+");
+		return p;
+	}
+	if (l->pip) {
+		if (l->pip_nr) {
+			d->n_guest++;
+			if (info && info->tsc_offset) {
+				stats_guest(d, vmcs, FALSE, 0, translate(p, info->tsc_offset));
+				note_used(info, TRUE, info->tsc_offset);
+				p = translate(p, info->tsc_offset);
+				d->reliable_flag = info->reliable;
+			} else {
+				if (info) {
+					stats_guest(d, vmcs, FALSE, 0, p);
+					note_used(info, FALSE, 0);
+				}
+				dec_error_once(d, "ERROR: First TSC, unknown TSC Offset");
+				d->reliable_flag = FALSE;
+			}
+		} else {
+			d->n_host++;
+			d->reliable_flag = TRUE;
+		}
+		return p;
+	}
+	d->reliable_flag = FALSE;
+	if (in_range(d, host_tsc)) {
+		d->n_host++;
+		return p;
+	}
+	if (info && info->tsc_offset) {
+		d->n_guest++;
+		note_used(info, TRUE, info->tsc_offset);
+		stats_guest(d, vmcs, FALSE, 0, translate(p, info->tsc_offset));
+		return translate(p, info->tsc_offset);
+	}
+	dec_error_once(d, "ERROR: First TSC, no PIP, unknown TSC Offset");
+	return p;
+}
+
+/* Look ahead (within this buffer) for a TMA after a TSC outside PSB+:
+ * up to 16 MTC/CYC packets may come first. */
+static void tma_lookahead(const struct vt_pt_scanner *sc, Look *l)
+{
+	struct vt_pt_scanner t = *sc;
+	struct vt_pt_packet p;
+	int n = 0;
+
+	while (vt_pt_scan_next(&t, &p) > 0) {
+		if (p.type == VT_PT_PAD)
+			continue;
+		if (p.type == VT_PT_TMA) {
+			l->tma = TRUE;
+			l->tma_ctc = p.u.tma.ctc;
+			l->tma_fc = p.u.tma.fc;
+			return;
+		}
+		if ((p.type != VT_PT_MTC && p.type != VT_PT_CYC) || ++n > 16)
+			return;
+	}
+}
+
+/* perf's intel_pt_vm_tm_corr_tsc: returns the (possibly translated) payload */
+static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t p)
+{
+	Look local, *l;
+	uint64_t vmcs, ref, host_tsc, expected, off;
+	gboolean reliable = TRUE, assign_it = FALSE, assign_rel = FALSE;
+	Entry *info;
+
+	if (!d->in_psb) {
+		memset(&local, 0, sizeof(local));
+		local.ctc_delta = d->ctc_delta;
+		local.last_ctc = d->last_ctc;
+		if (d->pge) {
+			/* in context: the last PIP (none yet: payload 0, host) */
+			local.pip = TRUE;
+			local.pip_nr = d->pip_nr;
+		}
+		tma_lookahead(sc, &local);
+		l = &local;
+	} else {
+		l = &d->psb;
+	}
+	if (!l->tma) {
+		dec_error_once(d, "ERROR: TSC without TMA");
+		return p;
+	}
+	vmcs = l->vmcs ? l->vmcs_payload : d->vmcs;
+	if (vmcs == NO_VMCS)
+		vmcs = 0;
+	info = vmcs ? table_findnew(d->table, vmcs) : NULL;
+	ref = d->timestamp ? d->timestamp : d->buf_timestamp;
+	host_tsc = tsc_8b(p, ref);
+
+	if (!d->ctc_timestamp)
+		return first_tsc(d, l, info, p, host_tsc, vmcs);
+
+	expected = expected_tsc(d, l);
+	off = host_tsc - expected;
+
+	if (l->pip) {
+		if (l->pip_nr) {
+			if (!info) {
+				dec_error_once(d, "ERROR: Missing VMCS");
+				d->n_guest++;
+				d->reliable_flag = FALSE;
+				return translate(p, off);
+			}
+			goto guest;
+		}
+		d->n_host++;
+		d->last_reliable_timestamp = host_tsc;
+		d->reliable_flag = TRUE;
+		return p;
+	}
+	reliable = FALSE;
+	if (d->in_psb) {
+		if (!off) {
+			d->n_host++;
+			return p;
+		}
+		if (info && (off & SEVEN_BYTES) == (info->tsc_offset & SEVEN_BYTES))
+			goto guest;
+	}
+	if (host_tsc >= expected && in_range(d, host_tsc)) {
+		d->n_host++;
+		d->reliable_flag = FALSE;
+		return p;
+	}
+guest:
+	d->n_guest++;
+	/* statistics: only estimates perf would call reliable */
+	stats_guest(d, vmcs, l->pip && d->in_psb && d->reliable_flag && d->continuous && d->same_buf, off,
+		    info && info->tsc_offset ? translate(p, info->tsc_offset) : translate(p, off));
+	if (info && info->vmcs) {
+		if (info->tsc_offset && info->reliable) {
+			/* keep */
+		} else if (d->in_psb && l->pip && d->reliable_flag && d->continuous && d->same_buf) {
+			assign_it = TRUE;
+			assign_rel = TRUE;
+		} else if (d->in_psb && l->pip && d->same_buf) {
+			assign_it = TRUE;
+			assign_rel = FALSE;
+		}
+	}
+	if (assign_it)
+		assign(d, info, off, assign_rel);
+	if (info && info->tsc_offset) {
+		note_used(info, TRUE, info->tsc_offset);
+		p = translate(p, info->tsc_offset);
+		if (!info->reliable)
+			reliable = FALSE;
+	} else {
+		reliable = FALSE;
+		if (info) {
+			char *m = g_strdup_printf("ERROR: Unknown TSC Offset for VMCS %#" G_GINT64_MODIFIER "x",
+						  info->vmcs);
+
+			dec_error_once(d, m);
+			g_free(m);
+		} else if (!d->unknown_vmcs_printed) {
+			d->unknown_vmcs_printed = TRUE;
+			dec_error_once(d, "ERROR: Unknown VMCS");
+		}
+		if (info)
+			note_used(info, TRUE, off);
+		p = translate(p, off);
+	}
+	d->reliable_flag = reliable;
+	return p;
+}
+
+/* PSB+ lookahead: TSC/TMA/PIP/VMCS up to PSBEND. */
+static void psb_lookahead(Dec *d, const struct vt_pt_scanner *sc)
+{
+	struct vt_pt_scanner t = *sc;
+	struct vt_pt_packet p;
+	Look *l = &d->psb;
+
+	memset(l, 0, sizeof(*l));
+	l->ctc_delta = d->ctc_delta;
+	l->last_ctc = d->last_ctc;
+	while (vt_pt_scan_next(&t, &p) > 0) {
+		switch (p.type) {
+		case VT_PT_PAD: case VT_PT_MNT: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
+		case VT_PT_MTC: case VT_PT_FUP: case VT_PT_CYC: case VT_PT_CBR:
+			break;
+		case VT_PT_TSC:
+			l->tsc = TRUE;
+			break;
+		case VT_PT_TMA:
+			l->tma = TRUE;
+			l->tma_ctc = p.u.tma.ctc;
+			l->tma_fc = p.u.tma.fc;
+			break;
+		case VT_PT_PIP:
+			l->pip = TRUE;
+			l->pip_nr = p.u.pip.nr;
+			break;
+		case VT_PT_VMCS:
+			l->vmcs = TRUE;
+			l->vmcs_payload = p.u.vmcs;
+			break;
+		case VT_PT_PSBEND:
+			l->psbend = TRUE;
+			return;
+		default:
+			return;
+		}
+	}
+}
+
+/* After OVF: PacketEn iff the first packet that is not CYC/MTC/TSC (looking
+ * at no more than 16 of those) is a FUP. */
+static gboolean ovf_fup_follows(const struct vt_pt_scanner *sc)
+{
+	struct vt_pt_scanner t = *sc;
+	struct vt_pt_packet p;
+	int n = 0;
+
+	while (vt_pt_scan_next(&t, &p) > 0) {
+		if (p.type == VT_PT_PAD)
+			continue;
+		if (p.type == VT_PT_CYC || p.type == VT_PT_MTC || p.type == VT_PT_TSC) {
+			if (++n > 16)
+				return FALSE;
+			continue;
+		}
+		return p.type == VT_PT_FUP;
+	}
+	return FALSE;
+}
+
+static void handle(Dec *d, struct vt_pt_scanner *sc, struct vt_pt_packet *pkt)
+{
+	switch (pkt->type) {
+	case VT_PT_PSB:
+		psb_lookahead(d, sc);
+		if (d->psb.tsc && !d->psb.psbend)
+			dec_error_once(d, "ERROR: PSB without PSBEND");
+		d->in_psb = d->psb.psbend;
+		break;
+	case VT_PT_PSBEND:
+		d->in_psb = FALSE;
+		break;
+	case VT_PT_PIP:
+		d->pip_nr = pkt->u.pip.nr;
+		break;
+	case VT_PT_VMCS:
+		if (pkt->u.vmcs != NO_VMCS)
+			d->vmcs = pkt->u.vmcs;
+		break;
+	case VT_PT_TNT_8: case VT_PT_TNT_64: case VT_PT_TIP: case VT_PT_TIP_PGE:
+		d->pge = TRUE;
+		break;
+	case VT_PT_TIP_PGD:
+		d->pge = FALSE;
+		d->continuous = FALSE;
+		break;
+	case VT_PT_FUP:
+		if (d->in_psb)
+			d->pge = TRUE;
+		break;
+	case VT_PT_STOP:
+		d->pge = FALSE;
+		d->continuous = FALSE;
+		d->have_tma = FALSE;
+		break;
+	case VT_PT_OVF:
+		d->in_psb = FALSE;
+		d->pge = ovf_fup_follows(sc);
+		if (!d->pge)
+			d->continuous = FALSE;
+		break;
+	case VT_PT_MTC:
+		calc_mtc(d, pkt->u.mtc);
+		break;
+	case VT_PT_TMA:
+		calc_tma(d, pkt->u.tma.ctc, pkt->u.tma.fc);
+		break;
+	case VT_PT_TSC: {
+		uint64_t p;
+
+		d->n_tsc++;
+		p = vm_tm_corr_tsc(d, sc, pkt->u.tsc);
+		calc_tsc_timestamp(d, p);
+		d->same_buf = TRUE;
+		d->continuous = d->pge;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void dec_init(Dec *d, const VmcorrSession *s, const VmcorrQueue *q, Table *table, gboolean shared,
+		     GPtrArray *lines)
+{
+	memset(d, 0, sizeof(*d));
+	d->s = s;
+	d->q = q;
+	d->table = table;
+	d->shared = shared;
+	d->lines = lines;
+	table_init(&d->stats);
+	d->assigns = g_array_new(FALSE, FALSE, sizeof(Assign));
+	d->errors = g_ptr_array_new_with_free_func(g_free);
+	d->n = s->tsc_ctc_n;
+	d->d = s->tsc_ctc_d;
+	d->mult = (d->d && d->n % d->d == 0) ? d->n / d->d : 0;
+	d->mtc_shift = s->mtc_period;
+	d->ctc_rem_mask = (1u << d->mtc_shift) - 1;
+	d->vmcs = NO_VMCS;
+}
+
+static void dec_free(Dec *d)
+{
+	table_clear(&d->stats);
+	if (d->assigns)
+		g_array_free(d->assigns, TRUE);
+	if (d->errors)
+		g_ptr_array_free(d->errors, TRUE);
+}
+
+/* Decode one queue: all its buffers, in order.  Consecutive buffers form
+ * one stream (full-trace mode); a packet split across two buffers is
+ * decoded from a small stitch buffer, as perf does. */
+static void dec_run(Dec *d)
+{
+	const VmcorrQueue *q = d->q;
+	const VtPerfFile *f = d->s->f;
+	guint8 stitch[64];
+	gsize carry = 0;                /* bytes of a cut packet carried over */
+
+	for (guint bi = 0; bi < q->bufs->len; bi++) {
+		const VmcorrBuffer *b = &g_array_index(q->bufs, VmcorrBuffer, bi);
+		const uint8_t *data = vt_perf_file_map(f, b->payload_off, b->size);
+		struct vt_pt_scanner sc;
+		struct vt_pt_packet pkt;
+		gboolean consecutive = bi > 0 && !d->s->snapshot;
+		uint64_t released = 0;
+		int r;
+
+		if (!data)
+			continue;       /* the session validated payloads; defensive */
+		d->buf_timestamp = b->reference;
+		if (!consecutive) {
+			d->timestamp = 0;
+			d->have_tma = FALSE;
+			d->same_buf = FALSE;
+			d->ref_timestamp = b->reference;
+			carry = 0;
+		}
+		vt_pt_scan_init(&sc, data, b->size, b->payload_off);
+		if (carry) {
+			/* finish the packet cut at the end of the previous buffer */
+			gsize take = MIN((gsize)b->size, sizeof(stitch) - carry - 16);
+			struct vt_pt_scanner st;
+
+			memcpy(stitch + carry, data, take);
+			memset(stitch + carry + take, 0, 16);
+			vt_pt_scan_init(&st, stitch, carry + take, 0);
+			r = vt_pt_scan_next(&st, &pkt);
+			if (r > 0 && (gsize)r > carry) {
+				/* lookahead sees nothing beyond the stitched packet */
+				vt_pt_scan_init(&st, stitch, r, 0);
+				vt_pt_scan_next(&st, &pkt);
+				handle(d, &st, &pkt);
+				sc.pos += r - carry;
+			} else {
+				d->n_bad++;
+			}
+			carry = 0;
+		}
+		if (!consecutive || sc.pos == sc.begin) {
+			if (!consecutive && vt_pt_scan_sync_forward(&sc, 1) < 0)
+				continue;
+			if (!consecutive && !d->timestamp)
+				d->timestamp = 1;
+		}
+		for (;;) {
+			r = vt_pt_scan_next(&sc, &pkt);
+			if (r < 0) {
+				if (r == -vt_pte_eos) {
+					gsize left = sc.end - sc.pos;
+
+					if (left && left < 32) {
+						memcpy(stitch, sc.pos, left);
+						carry = left;
+					}
+					break;
+				}
+				/* bad packet: perf resynchronises at the next PSB */
+				if (!d->n_bad++)
+					d->first_bad = pkt.offset;
+				d->in_psb = FALSE;
+				d->pge = FALSE;
+				d->continuous = FALSE;
+				if (vt_pt_scan_sync_forward(&sc, 0) < 0)
+					break;
+				continue;
+			}
+			handle(d, &sc, &pkt);
+			if (G_UNLIKELY((uint64_t)(sc.pos - sc.begin) - released > RELEASE_CHUNK)) {
+				uint64_t upto = (uint64_t)(sc.pos - sc.begin) - 4096;
+
+				vt_perf_file_release(f, b->payload_off + released, upto - released);
+				released = upto;
+			}
+		}
+		vt_perf_file_release(f, b->payload_off + released, b->size - released);
+	}
+}
+
+/* ------------------------------------------------------ perf's queue order */
+
+/* Order in which perf's auxtrace min-heap pops n queues that all have
+ * ordinal 1 (inserted in index order): on ties the sift-down prefers the
+ * right child. */
+static void perf_queue_order(guint n, guint *order)
+{
+	guint *heap = g_new(guint, MAX(n, 1));
+	guint cnt = 0;
+
+	for (guint i = 0; i < n; i++)
+		heap[cnt++] = i;   /* equal ordinals: sift-up never moves */
+	for (guint k = 0; k < n; k++) {
+		guint pos = 0;
+
+		order[k] = heap[0];
+		cnt--;
+		for (;;) {
+			guint left = 2 * pos + 1, right = left + 1;
+
+			if (left >= cnt + 1)
+				break;
+			if (right >= cnt + 1) {
+				heap[pos] = heap[left];
+				goto popped;
+			}
+			/* left.ordinal < right.ordinal is never true on ties */
+			heap[pos] = heap[right];
+			pos = right;
+		}
+		/* move the last element into the hole (sift-up is a no-op on ties) */
+		heap[pos] = heap[cnt];
+popped:
+		;
+	}
+	g_free(heap);
+}
+
+/* --------------------------------------------------------------- driver */
+
+typedef struct {
+	VmcorrSession *s;
+	Dec *decs;
+	Table *tables;
+	gint next;
+	guint n;
+} Work;
+
+static gpointer worker(gpointer p)
+{
+	Work *w = p;
+	gint i;
+
+	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n)
+		dec_run(&w->decs[i]);
+	return NULL;
+}
+
+/* Can queue d's speculative decode stand, given the shared table? */
+static gboolean speculation_holds(Dec *d, Table *shared)
+{
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, d->table->h);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		Entry *local = v, *sh = table_get(shared, local->vmcs);
+		uint64_t known;
+
+		if (!sh || (!sh->tsc_offset && !sh->reliable))
+			continue;          /* untouched by earlier queues */
+		if (!sh->reliable)
+			return FALSE;
+		known = sh->tsc_offset & SEVEN_BYTES;
+		if (local->untranslated || local->used_mixed || (local->used_set && local->used7 != known))
+			return FALSE;
+		for (guint i = 0; i < d->assigns->len; i++) {
+			Assign *a = &g_array_index(d->assigns, Assign, i);
+
+			if (a->vmcs == local->vmcs && (a->offset & SEVEN_BYTES) != known)
+				return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+static void replay(Dec *d, Table *shared, GPtrArray *lines)
+{
+	for (guint i = 0; i < d->assigns->len; i++) {
+		Assign *a = &g_array_index(d->assigns, Assign, i);
+		Entry *e = table_findnew(shared, a->vmcs);
+
+		if (e->reliable && e->tsc_offset)
+			continue;      /* known reliably before: perf keeps it */
+		if (e->tsc_offset != a->offset)
+			g_ptr_array_add(lines, g_strdup_printf("VMCS: %#" G_GINT64_MODIFIER "x  TSC Offset %#"
+							       G_GINT64_MODIFIER "x", a->vmcs, a->offset));
+		e->tsc_offset = a->offset;
+		e->reliable = a->reliable;
+	}
+	/* VMCS entries created without assignment */
+	GHashTableIter it;
+	gpointer v;
+
+	g_hash_table_iter_init(&it, d->table->h);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		table_findnew(shared, ((Entry *)v)->vmcs);
+}
+
+static gint cmp_vmcs(gconstpointer a, gconstpointer b)
+{
+	const VmcorrVmcs *x = a, *y = b;
+
+	return x->vmcs < y->vmcs ? -1 : x->vmcs > y->vmcs;
+}
+
+static void add_errors(GPtrArray *dst, GPtrArray *src)
+{
+	for (guint i = 0; i < src->len; i++) {
+		gboolean dup = FALSE;
+
+		for (guint j = 0; j < dst->len && !dup; j++)
+			dup = strcmp(dst->pdata[j], src->pdata[i]) == 0;
+		if (!dup)
+			g_ptr_array_add(dst, g_strdup(src->pdata[i]));
+	}
+}
+
+void vmcorr_result_free(VmcorrResult *r)
+{
+	if (!r)
+		return;
+	g_array_free(r->vmcs, TRUE);
+	g_ptr_array_free(r->perf_lines, TRUE);
+	g_ptr_array_free(r->perf_errors, TRUE);
+	g_free(r);
+}
+
+static gboolean check_time(const VmcorrSession *s, GError **error)
+{
+	const char *p = vt_perf_file_path(s->f);
+
+	if (!s->have_tsc) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NO_TIME,
+			    "%s: the trace has no time information (recorded without TSC packets, e.g. "
+			    "intel_pt/tsc=0/); VM time correlation is impossible - decode it timeless, per "
+			    "thread, instead", p);
+		return FALSE;
+	}
+	if (!s->have_mtc) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NO_TIME,
+			    "%s: MTC packets were not enabled (intel_pt/mtc=0/); VM time correlation needs "
+			    "them - re-record with mtc=1 or decode timeless, per thread", p);
+		return FALSE;
+	}
+	if (!s->tsc_ctc_d || !s->tsc_ctc_n) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NO_TIME,
+			    "%s: the recording has no TSC:CTC ratio (CPUID leaf 0x15 was 0), so MTC "
+			    "packets cannot be converted to TSC time; decode timeless instead", p);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error)
+{
+	VmcorrSession *s;
+	VmcorrResult *r;
+	Table shared;
+	guint nq, *order, jobs;
+	Dec *decs;
+	Table *tables;
+	GHashTable *agg;
+
+	s = vmcorr_session_open(path, VT_PERF_OPEN_RDONLY, error);
+	if (!s)
+		return NULL;
+	if (!check_time(s, error)) {
+		vmcorr_session_free(s);
+		return NULL;
+	}
+	nq = s->queues->len;
+	r = g_new0(VmcorrResult, 1);
+	r->vmcs = g_array_new(FALSE, TRUE, sizeof(VmcorrVmcs));
+	r->perf_lines = g_ptr_array_new_with_free_func(g_free);
+	r->perf_errors = g_ptr_array_new_with_free_func(g_free);
+	r->nqueues = nq;
+	r->per_cpu = s->per_cpu;
+	r->aux_bytes = s->aux_bytes;
+	r->tsc_ctc_n = s->tsc_ctc_n;
+	r->tsc_ctc_d = s->tsc_ctc_d;
+	r->mtc_period = s->mtc_period;
+	r->tolerance = opt->tolerance ? opt->tolerance
+				      : 2 * ((s->tsc_ctc_n + s->tsc_ctc_d - 1) / s->tsc_ctc_d) + 2;
+
+	decs = g_new0(Dec, nq);
+	tables = g_new0(Table, nq);
+	for (guint i = 0; i < nq; i++) {
+		table_init(&tables[i]);
+		dec_init(&decs[i], s, &g_array_index(s->queues, VmcorrQueue, i), &tables[i], FALSE, NULL);
+	}
+	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
+	jobs = MIN(jobs, MAX(nq, 1));
+	{
+		Work w = { s, decs, tables, 0, nq };
+		GThread **th = g_new0(GThread *, jobs);
+
+		for (guint j = 1; j < jobs; j++)
+			th[j] = g_thread_new("vmcorr", worker, &w);
+		worker(&w);
+		for (guint j = 1; j < jobs; j++)
+			g_thread_join(th[j]);
+		g_free(th);
+	}
+
+	/* Replay in perf's order against the shared table. */
+	table_init(&shared);
+	order = g_new(guint, MAX(nq, 1));
+	perf_queue_order(nq, order);
+	for (guint k = 0; k < nq; k++) {
+		Dec *d = &decs[order[k]];
+
+		if (speculation_holds(d, &shared)) {
+			replay(d, &shared, r->perf_lines);
+		} else {
+			Dec again;
+
+			dec_init(&again, s, d->q, &shared, TRUE, r->perf_lines);
+			dec_run(&again);
+			dec_free(d);
+			*d = again;
+			r->reruns++;
+		}
+		add_errors(r->perf_errors, d->errors);
+	}
+
+	/* Aggregate statistics per VMCS. */
+	agg = g_hash_table_new(g_int64_hash, g_int64_equal);
+	{
+		GHashTableIter it;
+		gpointer v;
+
+		g_hash_table_iter_init(&it, shared.h);
+		while (g_hash_table_iter_next(&it, NULL, &v)) {
+			Entry *e = v;
+			VmcorrVmcs m = { 0 };
+
+			m.vmcs = e->vmcs;
+			m.offset = e->tsc_offset;
+			m.reliable = e->reliable;
+			m.vcpu = -1;
+			g_array_append_val(r->vmcs, m);
+		}
+	}
+	g_array_sort(r->vmcs, cmp_vmcs);
+	for (guint i = 0; i < r->vmcs->len; i++) {
+		VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
+
+		g_hash_table_insert(agg, &m->vmcs, m);
+	}
+	for (guint k = 0; k < nq; k++) {
+		Dec *d = &decs[order[k]];
+		GHashTableIter it;
+		gpointer v;
+
+		r->n_tsc += d->n_tsc;
+		r->n_guest_tsc += d->n_guest;
+		r->n_host_tsc += d->n_host;
+		if (d->n_bad && (!r->n_bad_packets || d->first_bad < r->first_bad_offset))
+			r->first_bad_offset = d->first_bad;
+		r->n_bad_packets += d->n_bad;
+		g_hash_table_iter_init(&it, d->stats.h);
+		while (g_hash_table_iter_next(&it, NULL, &v)) {
+			Entry *st = v;
+			VmcorrVmcs *m = g_hash_table_lookup(agg, &st->vmcs);
+
+			if (!m)
+				continue;
+			m->n_guest_tsc += st->n_guest_tsc;
+			if (st->have_est) {
+				int64_t lo = (int64_t)(st->est_first - m->offset) + st->est_lo;
+				int64_t hi = (int64_t)(st->est_first - m->offset) + st->est_hi;
+
+				if (!m->n_est) {
+					m->est_min = lo;
+					m->est_max = hi;
+				} else {
+					m->est_min = MIN(m->est_min, lo);
+					m->est_max = MAX(m->est_max, hi);
+				}
+				m->n_est += st->n_est;
+			}
+			if (!m->tid && st->have_time) {
+				uint32_t tid = s->per_cpu ? vmcorr_session_thread_at(s, d->q->cpu, st->first_time)
+							  : d->q->tid;
+				const VmcorrThread *t = tid && tid != (uint32_t)-1 ? vmcorr_session_thread(s, tid)
+										   : NULL;
+
+				if (t) {
+					m->tid = tid;
+					m->pid = t->pid;
+					m->vcpu = t->vcpu;
+				}
+			}
+		}
+	}
+	for (guint i = 0; i < r->vmcs->len; i++) {
+		VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
+
+		m->spread = m->n_est ? m->est_max - m->est_min : 0;
+		if (!m->offset)
+			m->status = VMCORR_UNDETERMINED;
+		else if ((uint64_t)m->spread > r->tolerance)
+			m->status = VMCORR_INCONSISTENT;
+		else
+			m->status = VMCORR_OK;
+	}
+	g_hash_table_destroy(agg);
+	for (guint i = 0; i < nq; i++) {
+		dec_free(&decs[i]);
+		table_clear(&tables[i]);
+	}
+	g_free(decs);
+	g_free(tables);
+	g_free(order);
+	table_clear(&shared);
+	vmcorr_session_free(s);
+	return r;
+}

@@ -1,0 +1,296 @@
+/* session.c - index an Intel PT perf.data into AUX queues and sideband. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "vmcorr/vmcorr.h"
+#include "vmcorr/session.h"
+
+static void thread_free(gpointer p)
+{
+	VmcorrThread *t = p;
+
+	g_free(t->comm);
+	g_free(t);
+}
+
+static void switches_free(gpointer p)
+{
+	g_array_free(p, TRUE);
+}
+
+static int parse_vcpu(const char *comm)
+{
+	unsigned v;
+	char tail[8];
+
+	/* QEMU names vCPU threads "CPU %u/KVM" (debug-threads=on); not an ABI. */
+	if (sscanf(comm, "CPU %u/%7s", &v, tail) == 2 && strcmp(tail, "KVM") == 0)
+		return (int)v;
+	return -1;
+}
+
+static gint cmp_queue(gconstpointer a, gconstpointer b)
+{
+	const VmcorrQueue *x = a, *y = b;
+
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static gint cmp_switch(gconstpointer a, gconstpointer b)
+{
+	const VmcorrSwitch *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* Remember that sid's task runs on sid's CPU from sid's time on. */
+static void add_switch(VmcorrSession *s, const VtPerfSampleId *sid)
+{
+	GArray *a;
+	VmcorrSwitch e;
+
+	if (!sid->has_cpu || !sid->has_time || !sid->has_tid)
+		return;
+	a = g_hash_table_lookup(s->switches, GUINT_TO_POINTER(sid->cpu));
+	if (!a) {
+		a = g_array_new(FALSE, FALSE, sizeof(VmcorrSwitch));
+		g_hash_table_insert(s->switches, GUINT_TO_POINTER(sid->cpu), a);
+	}
+	e.time = sid->time;
+	e.pid = sid->pid;
+	e.tid = sid->tid;
+	g_array_append_val(a, e);
+}
+
+static gboolean add_aux(VmcorrSession *s, GHashTable *byidx, const VtPerfAuxtrace *aux, GError **error)
+{
+	VmcorrQueue *q = g_hash_table_lookup(byidx, GUINT_TO_POINTER(aux->idx));
+	VmcorrBuffer b = { aux->payload_file_offset, aux->size, aux->reference, aux->offset };
+
+	if (!q) {
+		q = g_new0(VmcorrQueue, 1);
+		q->idx = aux->idx;
+		q->cpu = aux->cpu;
+		q->tid = aux->tid;
+		q->bufs = g_array_new(FALSE, FALSE, sizeof(VmcorrBuffer));
+		g_hash_table_insert(byidx, GUINT_TO_POINTER(aux->idx), q);
+	} else if (q->cpu != aux->cpu || q->tid != aux->tid) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
+			    "%s: AUX queue %u conflict: cpu %d, tid %d vs cpu %d, tid %d",
+			    vt_perf_file_path(s->f), aux->idx, (int)q->cpu, (int)q->tid, (int)aux->cpu,
+			    (int)aux->tid);
+		return FALSE;
+	}
+	if (aux->size) {
+		g_array_append_val(q->bufs, b);
+		q->bytes += aux->size;
+		s->aux_bytes += aux->size;
+	}
+	return TRUE;
+}
+
+VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GError **error)
+{
+	VmcorrSession *s = g_new0(VmcorrSession, 1);
+	GHashTable *byidx = g_hash_table_new(g_direct_hash, g_direct_equal);
+	VtPerfIter it;
+	VtPerfRecord rec;
+	gboolean have_info = FALSE;
+	int r;
+
+	s->threads = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, thread_free);
+	s->switches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, switches_free);
+	s->queues = g_array_new(FALSE, FALSE, sizeof(VmcorrQueue));
+	s->f = vt_perf_file_open(path, flags, error);
+	if (!s->f)
+		goto fail;
+
+	vt_perf_iter_init(&it, s->f);
+	while ((r = vt_perf_iter_next(&it, &rec, error)) > 0) {
+		switch (rec.type) {
+		case VT_PERF_RECORD_AUXTRACE_INFO: {
+			VtPerfAuxtraceInfo info;
+
+			if (!vt_perf_record_auxtrace_info(&rec, &info, error))
+				goto fail;
+			if (info.type != VT_PERF_AUXTRACE_INTEL_PT) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
+					    "%s: AUXTRACE_INFO type %u is not Intel PT", vt_perf_file_path(s->f),
+					    info.type);
+				goto fail;
+			}
+			if (info.nr_priv < 10) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
+					    "%s: Intel PT AUXTRACE_INFO has %u words, need at least 10",
+					    vt_perf_file_path(s->f), info.nr_priv);
+				goto fail;
+			}
+			s->nr_priv = MIN(info.nr_priv, G_N_ELEMENTS(s->priv));
+			memcpy(s->priv, info.priv, s->nr_priv * 8);
+			have_info = TRUE;
+			break;
+		}
+		case VT_PERF_RECORD_AUXTRACE: {
+			VtPerfAuxtrace aux;
+
+			if (!vt_perf_record_auxtrace(&rec, &aux, error) || !add_aux(s, byidx, &aux, error))
+				goto fail;
+			break;
+		}
+		case VT_PERF_RECORD_TIME_CONV:
+			if (!vt_perf_record_time_conv(&rec, &s->tc, error))
+				goto fail;
+			s->have_tc = TRUE;
+			break;
+		case PERF_RECORD_COMM: {
+			VtPerfComm c;
+			VmcorrThread *t;
+
+			if (!vt_perf_record_comm(&rec, &c, NULL))
+				break;     /* sideband problems are not fatal */
+			t = g_new0(VmcorrThread, 1);
+			t->pid = c.pid;
+			t->comm = g_strdup(c.comm);
+			t->vcpu = parse_vcpu(c.comm);
+			g_hash_table_replace(s->threads, GUINT_TO_POINTER(c.tid), t);
+			break;
+		}
+		case PERF_RECORD_ITRACE_START: {
+			/* the task on the CPU when tracing started (per-CPU mode) */
+			VtPerfSampleId sid;
+
+			if (vt_perf_record_sample_id(s->f, &rec, &sid))
+				add_switch(s, &sid);
+			break;
+		}
+		case PERF_RECORD_SWITCH_CPU_WIDE:
+		case PERF_RECORD_SWITCH: {
+			VtPerfSwitch sw;
+			VtPerfSampleId sid;
+
+			if (vt_perf_record_switch(&rec, &sw, NULL) && !sw.out &&
+			    vt_perf_record_sample_id(s->f, &rec, &sid))
+				add_switch(s, &sid);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	if (r < 0)
+		goto fail;
+	if (!have_info) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
+			    "%s: no Intel PT data (no AUXTRACE_INFO record); record with -e intel_pt//",
+			    vt_perf_file_path(s->f));
+		goto fail;
+	}
+	for (guint i = 0; i < vt_perf_file_n_attrs(s->f); i++) {
+		const VtPerfAttr *a = vt_perf_file_attr(s->f, i);
+
+		if (a->attr.type == s->priv[VT_PT_INFO_PMU_TYPE]) {
+			s->pt_attr = a;
+			break;
+		}
+	}
+	if (!s->pt_attr) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
+			    "%s: no event of the intel_pt PMU type %" G_GUINT64_FORMAT " in the attrs",
+			    vt_perf_file_path(s->f), s->priv[VT_PT_INFO_PMU_TYPE]);
+		goto fail;
+	}
+	{
+		uint64_t cfg = s->pt_attr->attr.config;
+		uint64_t tsc_bit = s->priv[VT_PT_INFO_TSC_BIT];
+		gboolean have_cyc_words = s->nr_priv > VT_PT_INFO_CYC_BIT;
+		uint64_t mtc_bit = have_cyc_words ? s->priv[VT_PT_INFO_MTC_BIT] : 0;
+		uint64_t freq_bits = have_cyc_words ? s->priv[VT_PT_INFO_MTC_FREQ_BITS] : 0;
+
+		s->have_tsc = (cfg & tsc_bit) && s->priv[VT_PT_INFO_CAP_USER_TIME_ZERO] &&
+			      (s->pt_attr->attr.sample_type & PERF_SAMPLE_TIME);
+		s->have_mtc = mtc_bit && (cfg & mtc_bit);
+		s->mtc_period = freq_bits ? (guint)((cfg & freq_bits) >> __builtin_ctzll(freq_bits)) : 0;
+		s->tsc_ctc_n = have_cyc_words ? s->priv[VT_PT_INFO_TSC_CTC_N] : 0;
+		s->tsc_ctc_d = have_cyc_words ? s->priv[VT_PT_INFO_TSC_CTC_D] : 0;
+		s->per_cpu = s->priv[VT_PT_INFO_PER_CPU_MMAPS] != 0;
+		s->snapshot = s->priv[VT_PT_INFO_SNAPSHOT_MODE] != 0;
+	}
+	{
+		GHashTableIter hi;
+		gpointer v;
+
+		g_hash_table_iter_init(&hi, byidx);
+		while (g_hash_table_iter_next(&hi, NULL, &v)) {
+			VmcorrQueue *q = v;
+
+			if (q->bufs->len)
+				g_array_append_val(s->queues, *q);
+			else
+				g_array_free(q->bufs, TRUE);
+			g_free(q);
+		}
+		g_array_sort(s->queues, cmp_queue);
+		g_hash_table_iter_init(&hi, s->switches);
+		while (g_hash_table_iter_next(&hi, NULL, &v))
+			g_array_sort(v, cmp_switch);
+	}
+	g_hash_table_destroy(byidx);
+	return s;
+fail:
+	{
+		GHashTableIter hi;
+		gpointer v;
+
+		g_hash_table_iter_init(&hi, byidx);
+		while (g_hash_table_iter_next(&hi, NULL, &v)) {
+			g_array_free(((VmcorrQueue *)v)->bufs, TRUE);
+			g_free(v);
+		}
+		g_hash_table_destroy(byidx);
+	}
+	vmcorr_session_free(s);
+	return NULL;
+}
+
+void vmcorr_session_free(VmcorrSession *s)
+{
+	if (!s)
+		return;
+	for (guint i = 0; i < s->queues->len; i++)
+		g_array_free(g_array_index(s->queues, VmcorrQueue, i).bufs, TRUE);
+	g_array_free(s->queues, TRUE);
+	g_hash_table_destroy(s->threads);
+	g_hash_table_destroy(s->switches);
+	if (s->f)
+		vt_perf_file_close(s->f);
+	g_free(s);
+}
+
+uint32_t vmcorr_session_thread_at(const VmcorrSession *s, uint32_t cpu, uint64_t tsc)
+{
+	GArray *a = g_hash_table_lookup(s->switches, GUINT_TO_POINTER(cpu));
+	uint64_t t;
+	guint lo = 0, hi;
+
+	if (!a || !a->len || !s->have_tc)
+		return 0;
+	t = vt_perf_tsc_to_time(tsc, &s->tc);
+	/* last switch-in at or before t */
+	hi = a->len;
+	while (lo < hi) {
+		guint mid = (lo + hi) / 2;
+
+		if (g_array_index(a, VmcorrSwitch, mid).time <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? g_array_index(a, VmcorrSwitch, lo - 1).tid : 0;
+}
+
+const VmcorrThread *vmcorr_session_thread(const VmcorrSession *s, uint32_t tid)
+{
+	return g_hash_table_lookup(s->threads, GUINT_TO_POINTER(tid));
+}

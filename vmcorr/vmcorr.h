@@ -1,0 +1,93 @@
+/* vmcorr.h - VM time correlation: find each VMCS's TSC offset in a host
+ * Intel PT recording (perf.data) from PIP/VMCS/TSC/TMA/MTC packets.
+ *
+ * The offset discovery reproduces perf's VM Time Correlation decisions
+ * (tools/perf intel-pt decoder, perf 6.1) so `--format=perf` output matches
+ * `perf inject --vm-time-correlation=dry-run` line for line, and adds
+ * per-VMCS statistics (packets used, spread of the per-packet estimates,
+ * vCPU mapping, status).  AUX queues are decoded in parallel; see
+ * vmcorr/dryrun.c for how the result is kept identical to perf's
+ * sequential queue order.
+ *
+ * No printing, no exiting: errors are GErrors (VMCORR_ERROR or
+ * VT_PERF_ERROR).
+ */
+#ifndef VMCORR_H
+#define VMCORR_H
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "perf/perf-data.h"
+
+G_BEGIN_DECLS
+
+#define VMCORR_ERROR (vmcorr_error_quark())
+GQuark vmcorr_error_quark(void);
+
+typedef enum {
+	VMCORR_ERROR_NOT_PT,        /* no Intel PT AUXTRACE_INFO / attr */
+	VMCORR_ERROR_NO_TIME,       /* timeless trace, no MTC, or no TSC:CTC ratio */
+	VMCORR_ERROR_BAD_INPUT,     /* inconsistent queues etc. */
+	VMCORR_ERROR_INTERNAL,
+} VmcorrErrorCode;
+
+#define VMCORR_NO_VMCS 0xffffffffffULL
+#define VMCORR_SEVEN_BYTES 0x00ffffffffffffffULL
+
+typedef enum {
+	VMCORR_OK = 0,
+	VMCORR_UNDETERMINED,     /* guest TSCs seen, no offset learned */
+	VMCORR_INCONSISTENT,     /* estimates spread more than the tolerance */
+} VmcorrStatus;
+
+const char *vmcorr_status_name(VmcorrStatus s);
+
+typedef struct {
+	uint64_t vmcs;           /* raw VMCS packet payload (VMCS address >> 12) */
+	uint64_t offset;         /* learned TSC offset as perf prints it (0: unknown) */
+	gboolean reliable;
+	uint64_t n_guest_tsc;    /* TSC packets classified as this VMCS's guest */
+	uint64_t n_est;          /* reliable per-packet estimates */
+	int64_t spread;          /* max - min of the estimates (ticks) */
+	int64_t est_min, est_max;/* estimates relative to `offset` */
+	/* vCPU, from the sideband (COMM "CPU n/KVM", ITRACE_START, switches) */
+	int vcpu;                /* -1: unknown */
+	uint32_t pid, tid;       /* QEMU pid, vCPU thread tid (0: unknown) */
+	VmcorrStatus status;
+} VmcorrVmcs;
+
+typedef struct {
+	guint jobs;              /* worker threads; 0 = number of CPUs */
+	uint64_t tolerance;      /* max spread for "ok"; 0 = default (2 CTC ticks) */
+} VmcorrOptions;
+
+void vmcorr_options_init(VmcorrOptions *o);
+
+typedef struct {
+	GArray *vmcs;            /* VmcorrVmcs, sorted by vmcs value */
+	GPtrArray *perf_lines;   /* "VMCS: %#lx  TSC Offset %#lx" in perf's order */
+	GPtrArray *perf_errors;  /* perf's ERROR lines that perf would print (deduplicated) */
+	uint64_t n_tsc, n_guest_tsc, n_host_tsc;
+	uint64_t n_bad_packets;
+	uint64_t first_bad_offset; /* file offset of the first bad packet */
+	uint64_t aux_bytes;
+	guint nqueues;
+	guint reruns;            /* queues re-decoded sequentially (see dryrun.c) */
+	gboolean per_cpu;
+	uint64_t tsc_ctc_n, tsc_ctc_d;
+	guint mtc_period;
+	uint64_t tolerance;
+} VmcorrResult;
+
+void vmcorr_result_free(VmcorrResult *r);
+
+/* Dry run: discover every VMCS and its TSC offset.  Returns NULL with
+ * `error` set for unreadable/malformed input (VT_PERF_ERROR), a file
+ * without Intel PT (VMCORR_ERROR_NOT_PT) or without time information
+ * (VMCORR_ERROR_NO_TIME). */
+VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error);
+
+G_END_DECLS
+
+#endif
