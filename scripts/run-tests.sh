@@ -1,0 +1,36 @@
+#!/bin/bash
+# Run the whole vmtrace test suite (builds first if needed) and print
+#   N passed, N failed[, N skipped]
+# counting every individual check of every test program and script.
+#   scripts/run-tests.sh                 normal build in the source tree
+#   scripts/run-tests.sh --sanitizers    separate ASan+UBSan build in build-asan/
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+if [ "${1:-}" = --sanitizers ]; then
+	scripts/setup-and-demo.sh --no-demo >/dev/null || exit 1
+	[ -f Makefile ] && make -s distclean >/dev/null 2>&1
+	mkdir -p build-asan && cd build-asan
+	[ -f Makefile ] || "$top/configure" -q --enable-sanitizers --enable-werror CC=clang || exit 1
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+else
+	scripts/setup-and-demo.sh --no-demo || exit 1
+fi
+make -s -j"$(nproc)" check >/dev/null 2>&1
+status=$?
+passed=0; failed=0; skipped=0
+for trs in tests/*.trs; do
+	log=${trs%.trs}.log
+	res=$(sed -n 's/^:test-result: //p' "$trs" | head -1)
+	p=$(grep -c '^ok ' "$log"); f=$(grep -c '^not ok ' "$log")
+	case $res in
+	PASS) passed=$((passed + p)); failed=$((failed + f)); [ "$p" = 0 ] && passed=$((passed + 1)) ;;
+	SKIP) skipped=$((skipped + 1)); echo "SKIP: ${trs%.trs}: $(grep -m1 '^SKIP' "$log")" ;;
+	*) passed=$((passed + p)); failed=$((failed + (f > 0 ? f : 1)))
+	   echo "FAIL: ${trs%.trs}"; grep -E '^not ok|ERROR|Assertion|Sanitizer|runtime error' "$log" | head -20 ;;
+	esac
+done
+[ -n "$(ls tests/*.trs 2>/dev/null)" ] || { echo "no test results (make check failed to build?)"; failed=$((failed + 1)); }
+[ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed -eq 0 ]

@@ -7,6 +7,7 @@ set -u
 PERF=${PERF:-$(command -v perf || true)}
 PYTHON3=${PYTHON3:-$(command -v python3 || true)}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-test.XXXXXX")
+export TMP PERF PYTHON3 VMTRACE
 trap 'rm -rf "$TMP"' EXIT
 n=0
 fails=0

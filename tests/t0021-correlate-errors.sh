@@ -25,5 +25,5 @@ check "good trace: vCPU names come from CPU n/KVM" grep -q "^0x12340 *0 (tid 401
 check "good trace: nothing on stderr" test ! -s "$TMP/err"
 check "--json parses and has 2 VMCS" sh -c '"$VMTRACE" correlate --dry-run --json "$TMP/ok.data" | "$PYTHON3" -c "import json,sys; d=json.load(sys.stdin); assert len(d[\"vmcs\"])==2 and all(v[\"status\"]==\"ok\" for v in d[\"vmcs\"])"'
 check "directory input (DIR/data) works" sh -c '"$VMTRACE" synth -o "$TMP/d" --dir --size 256K 2>/dev/null && "$VMTRACE" correlate --dry-run "$TMP/d" >/dev/null'
-check "--jobs 1 and --jobs 2 print the same" sh -c '"$VMTRACE" correlate --dry-run -J1 "$TMP/ok.data" >"$TMP/j1" && "$VMTRACE" correlate --dry-run -J2 "$TMP/ok.data" >"$TMP/j2" && cmp -s "$TMP/j1" "$TMP/j2"'
+check "--jobs 1 and --jobs 2 print the same" sh -c '"$VMTRACE" correlate --dry-run -J 1 "$TMP/ok.data" >"$TMP/j1" && "$VMTRACE" correlate --dry-run -J 2 "$TMP/ok.data" >"$TMP/j2" && cmp -s "$TMP/j1" "$TMP/j2"'
 finish

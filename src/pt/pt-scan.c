@@ -485,6 +485,7 @@ scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 	(CLS(b) == C_TSC ? 0x00ffffffffffffffULL :			\
 	 CLS(b) == C_MTC ? 0xffULL : 0)
 #define FM8(b)		(CLS(b) == C_IP ? IPMASK(b) : 0)
+#define FKEEP(b)	(CLS(b) == C_IP && IPC(b) == 3 ? 0 : ~FM8(b))
 #define FC8(b)		(CLS(b) == C_TNT8 ? HB7((b) >> 1) : 0)
 #define FFLAGS(b)							\
 	(CLS(b) != C_IP ? 0 :						\
@@ -492,7 +493,7 @@ scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 	 IPC(b) == 3 ? F_SEXT | F_FULL :				\
 	 IPC(b) == 6 ? F_FULL : 0)
 #define FENT(b)								\
-	{ FC0(b), FM0(b), FM8(b), FTYPE(b), FC8(b), FFLAGS(b) }
+	{ FC0(b), FM0(b), FM8(b), FKEEP(b), FTYPE(b), FC8(b), FFLAGS(b) }
 
 const uint8_t vt_pt__fast_size[256] = { T256(FSIZE) };
 const struct vt_pt__fast_ent vt_pt__fast_tab[256] = { T256(FENT) };

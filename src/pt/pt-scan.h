@@ -149,6 +149,7 @@ struct vt_pt__fast_ent {
 	uint64_t c0;	/* constant part of union word 0 */
 	uint64_t m0;	/* mask applied to (load64(p) >> 8) for word 0 */
 	uint64_t m8;	/* mask applied to load64(p + 1): IP payload */
+	uint64_t keep;	/* bits of the last IP that survive the update */
 	uint8_t type;
 	uint8_t c8;	/* constant union word 1 (TNT bit size) */
 	uint8_t flags;	/* VT_PT__F_* */
@@ -180,7 +181,7 @@ static inline int vt_pt_scan_fast(struct vt_pt_scanner *s,
 {
 	const uint8_t *p = s->pos;
 	const struct vt_pt__fast_ent *e;
-	uint64_t raw, ip, sx, m8, sel, noip, w;
+	uint64_t raw, ip, sx, sel, noip, w;
 	unsigned char *u;
 	unsigned int n;
 	uint8_t f, have;
@@ -192,16 +193,15 @@ static inline int vt_pt_scan_fast(struct vt_pt_scanner *s,
 		return 0;
 	e = &vt_pt__fast_tab[p[0]];
 	f = e->flags;
-	m8 = e->m8;
 	u = (unsigned char *)&pkt->u;
 	/* Masks instead of conditionals, so that the compiler does not
-	 * branch on the packet type. */
+	 * branch on the packet type; the chain through the last IP is just
+	 * an AND and an OR. */
 	sel = 0 - (uint64_t)(f & VT_PT__F_SEXT);
 	noip = 0 - (uint64_t)((f & VT_PT__F_NOIP) >> 2);
-	raw = vt_pt__ld64(p + 1) & m8;
-	ip = (s->last_ip & ~m8) | raw;
+	raw = vt_pt__ld64(p + 1) & e->m8;
 	sx = (uint64_t)((int64_t)(raw << 16) >> 16);
-	ip = (sx & sel) | (ip & ~sel);
+	ip = (s->last_ip & e->keep) | raw | (sx & sel);
 	have = (uint8_t)(s->have_last_ip | ((f & VT_PT__F_FULL) >> 1));
 	s->last_ip = ip;
 	s->have_last_ip = have;

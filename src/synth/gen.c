@@ -612,6 +612,33 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 	return ok;
 }
 
+/* perf's string format in feature sections: u32 len (padded to 64) + bytes */
+static void put_perf_string(GArray *a, const char *str)
+{
+	guint32 len = (strlen(str) + 1 + 63) & ~63u;
+	char *pad = g_malloc0(len);
+
+	memcpy(pad, str, strlen(str));
+	put_u32(a, len);
+	g_array_append_vals(a, pad, len);
+	g_free(pad);
+}
+
+/* HEADER_EVENT_DESC: u32 nr, u32 attr size; per event: attr, u32 nr_ids,
+ * name (perf string), u64 ids[] */
+static void event_desc(GArray *a, const struct perf_event_attr *attrs[], const char *names[],
+		       guint64 *ids[], guint nids, guint n)
+{
+	put_u32(a, n);
+	put_u32(a, sizeof(struct perf_event_attr));
+	for (guint i = 0; i < n; i++) {
+		g_array_append_vals(a, attrs[i], sizeof(struct perf_event_attr));
+		put_u32(a, nids);
+		put_perf_string(a, names[i]);
+		g_array_append_vals(a, ids[i], nids * sizeof(guint64));
+	}
+}
+
 static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_event_attr *dummy)
 {
 	const VtSynthConfig *c = g->cfg;
@@ -837,6 +864,27 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_CPUID, "GenuineIntel,6,85,4", error) ||
 	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_VERSION, "vmtrace synth " PACKAGE_VERSION, error))
 		goto out_free;
+	{
+		const struct perf_event_attr *attrs[2] = { &pt_attr, &dummy_attr };
+		const char *names[2] = { "intel_pt//k", "dummy:k" };
+		guint64 *ids[2] = { pt_ids, dummy_ids };
+		GArray *fa = g_array_new(FALSE, TRUE, 1);
+		gboolean fok;
+
+		event_desc(fa, attrs, names, ids, nq, 2);
+		fok = vt_perf_writer_set_feature(w, VT_PERF_FEAT_EVENT_DESC, fa->data, fa->len, error);
+		g_array_set_size(fa, 0);
+		/* HEADER_PMU_MAPPINGS: u32 nr; {u32 type; string name} */
+		put_u32(fa, 2);
+		put_u32(fa, PT_PMU_TYPE);
+		put_perf_string(fa, "intel_pt");
+		put_u32(fa, PERF_TYPE_SOFTWARE);
+		put_perf_string(fa, "software");
+		fok = fok && vt_perf_writer_set_feature(w, VT_PERF_FEAT_PMU_MAPPINGS, fa->data, fa->len, error);
+		g_array_free(fa, TRUE);
+		if (!fok)
+			goto out_free;
+	}
 	{
 		guint32 nr[2] = { MAX(g.ncpus, 1), MAX(g.ncpus, 1) };
 
