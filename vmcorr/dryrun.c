@@ -701,7 +701,7 @@ static void dec_run(Dec *d)
 				d->timestamp = 1;
 		}
 		for (;;) {
-			r = vt_pt_scan_next(&sc, &pkt);
+			r = vt_pt_scan_next_inline(&sc, &pkt);
 			if (r < 0) {
 				if (r == -vt_pte_eos) {
 					gsize left = sc.end - sc.pos;

@@ -1,9 +1,12 @@
 /* pt-scan.c - fast Intel PT packet scanner.  See pt-scan.h.
  *
- * One packet per call, dispatched on the first byte through a 256-entry
- * class table (and a second table for the byte after the 0x02 extended
- * opcode), so the hot path is one indirect jump plus a few well-predicted
- * bounds checks.  Nothing allocates, nothing prints.
+ * One packet per call.  The common packets (TNT-8, PAD, one-byte CYC,
+ * TIP/TIP.PGE/TIP.PGD/FUP, MTC, TSC) take a branch-free path driven by a
+ * 256-entry table indexed by the first byte (vt_pt_scan_fast in
+ * pt-scan.h, also inlinable into callers).  Everything else goes through
+ * scan_full: a 256-entry class table and a switch on the first byte, and a
+ * second 256-entry table and switch for the byte after the 0x02 extended
+ * opcode.  Nothing allocates, nothing prints.
  *
  * Packet boundaries, payloads and error codes follow libipt 2.0.5's packet
  * decoder (pt_pkt_next) byte for byte, including the order in which it
@@ -23,7 +26,8 @@
  * Packets libipt 2.0.5 does not know (BBP, BIP, BEP, CFE, EVD) are decoded
  * as perf does (intel-pt-pkt-decoder.c), including perf's packet context
  * for BIP: after a BBP, a byte with bits 2:0 = 100b is a BIP (not a TNT-8)
- * until a packet that ends the block context (see CTX_* below).
+ * until a packet that ends the block context (see "BIP block context"
+ * below).
  *
  * Payload layout of the "misc" packets (u.misc):
  *   MNT     payload = 8-byte payload                       extra = 0
@@ -65,35 +69,25 @@
 #endif
 
 /* ---------------------------------------------------------------------- */
-/* Little-endian loads (the buffer may be unaligned). */
+/* Little-endian loads (the buffer may be unaligned).  Intel PT is x86-only
+ * and the fast path writes the packet union as 64-bit words. */
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "pt-scan.c assumes a little-endian host"
+#endif
 
 static inline uint64_t ld64(const uint8_t *p)
 {
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
+	return vt_pt_fastpath_ld64(p);
 }
 
 /* n constant after inlining: the compiler emits one or two plain loads. */
 static inline uint64_t ldn(const uint8_t *p, unsigned int n)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	uint64_t v = 0;
 
 	memcpy(&v, p, n);
 	return v;
-#else
-	uint64_t v = 0;
-	unsigned int i;
-
-	for (i = 0; i < n; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-#endif
 }
 
 /* Variable-length load for the rare tail case. */
@@ -199,12 +193,8 @@ enum {
 
 static const uint8_t xcls_tab[256] = { T256(XCLS) };
 
-/* IP payload sizes and masks by IPBytes; 0xff = invalid (5, 7). */
+/* IP payload sizes by IPBytes; 0xff = invalid (5, 7). */
 static const uint8_t ip_len[8] = { 0, 2, 4, 6, 6, 0xff, 8, 0xff };
-static const uint64_t ip_mask[8] = {
-	0, 0xffffULL, 0xffffffffULL, 0xffffffffffffULL, 0xffffffffffffULL,
-	0, ~0ULL, 0,
-};
 /* Bits of the last IP kept by an update (ipc 3 is special-cased). */
 static const uint64_t ip_keep[8] = {
 	~0ULL, ~0xffffULL, ~0xffffffffULL, 0, ~0xffffffffffffULL,
@@ -273,16 +263,17 @@ scan_cyc_long(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
 	return (int)i;
 }
 
+/* IP packets off the fast path (buffer tail, BIP context). */
 static int __attribute__((noinline))
-scan_ip_tail(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
-	     const uint8_t *p, size_t left)
+scan_ip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+	const uint8_t *p, size_t left)
 {
 	uint8_t b = p[0];
 	unsigned int ipc = b >> 5, n = ip_len[ipc];
 	uint64_t raw, ip, last;
 	uint8_t have;
 
-	if (n == 0xff)
+	if (n == 0xff)		/* checked before the size, as libipt */
 		return fail(pkt, vt_pte_bad_packet);
 	if (left < n + 1)
 		return fail(pkt, vt_pte_eos);
@@ -358,34 +349,8 @@ scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 		pkt->size = 1;
 		s->pos = p + 1;
 		return 1;
-	case C_IP: {
-		unsigned int ipc = (unsigned int)b >> 5;
-		unsigned int n = ip_len[ipc];
-		uint64_t raw, ip, sx;
-		uint8_t have, type;
-
-		if (unlikely(left < 9))
-			return scan_ip_tail(s, pkt, p, left);
-		if (unlikely(n == 0xff))
-			return fail(pkt, vt_pte_bad_packet);
-		raw = ld64(p + 1) & ip_mask[ipc];
-		ip = (s->last_ip & ip_keep[ipc]) | raw;
-		sx = (uint64_t)((int64_t)(raw << 16) >> 16);
-		ip = ipc == 3 ? sx : ip;
-		have = s->have_last_ip | (ipc == 3 || ipc == 6);
-		s->last_ip = ip;
-		s->have_last_ip = have;
-		type = iptype_tab[b];
-		pkt->type = (enum vt_pt_packet_type)type;
-		pkt->size = (uint8_t)(n + 1);
-		pkt->u.ip.ipc = (uint8_t)ipc;
-		pkt->u.ip.raw = raw;
-		pkt->u.ip.ip = ipc ? ip : 0;
-		pkt->u.ip.suppressed = !ipc || !have;
-		s->bip_ctx = type == VT_PT_FUP ? s->bip_ctx : 0;
-		s->pos = p + n + 1;
-		return (int)(n + 1);
-	}
+	case C_IP:
+		return scan_ip(s, pkt, p, left);
 	case C_CYC:
 		if (likely(!(b & 4))) {
 			pkt->type = VT_PT_CYC;
@@ -453,24 +418,24 @@ scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
  * The union is written as four 64-bit words; the static asserts below pin
  * the layout this relies on.
  */
-#define F_SEXT		VT_PT__F_SEXT
-#define F_FULL		VT_PT__F_FULL
-#define F_NOIP		VT_PT__F_NOIP
+#define F_SEXT		VT_PT_FASTPATH_SEXT
+#define F_FULL		VT_PT_FASTPATH_FULL
+#define F_NOIP		VT_PT_FASTPATH_NOIP
 
 /* Highest set bit of a 7-bit value >= 2 (TNT-8 stop bit). */
 #define HB7(v)	((v) >= 64 ? 6 : (v) >= 32 ? 5 : (v) >= 16 ? 4 :	\
 		 (v) >= 8 ? 3 : (v) >= 4 ? 2 : 1)
 #define IPC(b)		((b) >> 5)
-#define IPLEN(b)	(IPC(b) == 0 ? 0 : IPC(b) == 1 ? 2 : IPC(b) == 2 ? 4 :	\
-			 IPC(b) <= 4 ? 6 : IPC(b) == 6 ? 8 : 0xff)
+#define IPOK(b)		(IPC(b) != 5 && IPC(b) != 7)
+#define IPLEN(b)	(IPC(b) == 1 ? 2 : IPC(b) == 2 ? 4 :		\
+			 IPC(b) == 3 || IPC(b) == 4 ? 6 : IPC(b) == 6 ? 8 : 0)
 #define IPMASK(b)	(IPLEN(b) == 8 ? ~0ULL :				\
-			 IPLEN(b) == 0xff ? 0ULL :				\
-			 (1ULL << (8 * IPLEN(b))) - 1)
+			 (1ULL << (8 * (IPLEN(b) & 7))) - 1)
 
 #define FSIZE(b)							\
 	(CLS(b) == C_TNT8 || CLS(b) == C_PAD ? 1 :			\
 	 CLS(b) == C_CYC ? (((b) & 4) ? 0 : 1) :			\
-	 CLS(b) == C_IP ? (IPLEN(b) == 0xff ? 0 : 1 + IPLEN(b)) :	\
+	 CLS(b) == C_IP ? (IPOK(b) ? 1 + IPLEN(b) : 0) :		\
 	 CLS(b) == C_MTC ? 2 : CLS(b) == C_TSC ? 8 : 0)
 #define FTYPE(b)							\
 	(CLS(b) == C_TNT8 ? VT_PT_TNT_8 : CLS(b) == C_PAD ? VT_PT_PAD :	\
@@ -495,8 +460,8 @@ scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 #define FENT(b)								\
 	{ FC0(b), FM0(b), FM8(b), FKEEP(b), FTYPE(b), FC8(b), FFLAGS(b) }
 
-const uint8_t vt_pt__fast_size[256] = { T256(FSIZE) };
-const struct vt_pt__fast_ent vt_pt__fast_tab[256] = { T256(FENT) };
+const uint8_t vt_pt_fastpath_size[256] = { T256(FSIZE) };
+const struct vt_pt_fastpath_ent vt_pt_fastpath_tab[256] = { T256(FENT) };
 
 _Static_assert(sizeof(((struct vt_pt_packet *)0)->u) == 32, "union size");
 _Static_assert(offsetof(struct vt_pt_packet, u.ip.ipc) ==

@@ -1,0 +1,486 @@
+/* fuzz-pt-scan.c - libFuzzer target for the Intel PT packet scanner.
+ *
+ * Scans the input like a consumer would (sync forward, next until -eos,
+ * resync after errors) and checks, aborting on any violation:
+ *   - the scanner's own invariants (bounds, sizes, offsets, no advance on
+ *     errors, descriptions format);
+ *   - the inline fast path and vt_pt_scan_next agree;
+ *   - packet by packet agreement with libipt's packet decoder (offsets,
+ *     sizes, payloads, error kinds, resync points), like tests/test-pt-scan;
+ *   - the reconstructed IPs against an independent last-IP model.
+ *
+ * Build: clang -fsanitize=fuzzer,address,undefined -Isrc \
+ *        src/pt/pt-scan.c fuzz/fuzz-pt-scan.c -lipt
+ * With -DVT_FUZZ_STANDALONE it gets a main() that runs the files named on
+ * the command line (for builds without libFuzzer).
+ */
+#include "pt/pt-scan.h"
+
+#include <intel-pt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLACK 32	/* libipt 2.0.5 reads past config.end (fixed in 2.0.6) */
+
+#define CHECK(cond)							\
+	do {								\
+		if (!(cond)) {						\
+			fprintf(stderr, "%s:%d: check failed: %s\n",	\
+				__FILE__, __LINE__, #cond);		\
+			abort();					\
+		}							\
+	} while (0)
+
+static int unknown_cb(struct pt_packet_unknown *unknown,
+		      const struct pt_config *config, const uint8_t *pos,
+		      void *context)
+{
+	(void)unknown;
+	(void)config;
+	(void)context;
+	if (pos[0] != 0x02)
+		return -pte_bad_opc;
+	switch (pos[1]) {
+	case 0x13:	/* CFE */
+		return 4;
+	case 0x53:	/* EVD */
+		return 11;
+	case 0x63:	/* BBP */
+		return 3;
+	case 0x33:	/* BEP */
+	case 0xb3:
+		return 2;
+	default:
+		return -pte_bad_opc;
+	}
+}
+
+static int lib_code(int r)
+{
+	switch (-r) {
+	case pte_eos:
+		return -vt_pte_eos;
+	case pte_bad_opc:
+		return -vt_pte_bad_opc;
+	case pte_bad_packet:
+		return -vt_pte_bad_packet;
+	default:
+		fprintf(stderr, "unexpected libipt error %d\n", r);
+		abort();
+	}
+}
+
+static int same_packet(const struct vt_pt_packet *a,
+		       const struct vt_pt_packet *b)
+{
+	if (a->type != b->type || a->size != b->size || a->offset != b->offset)
+		return 0;
+	switch (a->type) {
+	case VT_PT_TIP:
+	case VT_PT_TIP_PGE:
+	case VT_PT_TIP_PGD:
+	case VT_PT_FUP:
+		return a->u.ip.ipc == b->u.ip.ipc && a->u.ip.raw == b->u.ip.raw &&
+		       a->u.ip.ip == b->u.ip.ip &&
+		       a->u.ip.suppressed == b->u.ip.suppressed;
+	case VT_PT_TNT_8:
+	case VT_PT_TNT_64:
+		return a->u.tnt.payload == b->u.tnt.payload &&
+		       a->u.tnt.bit_size == b->u.tnt.bit_size;
+	case VT_PT_TSC:
+	case VT_PT_CYC:
+	case VT_PT_VMCS:
+		return a->u.tsc == b->u.tsc;
+	case VT_PT_MTC:
+		return a->u.mtc == b->u.mtc;
+	case VT_PT_CBR:
+		return a->u.cbr == b->u.cbr;
+	case VT_PT_MODE_EXEC:
+	case VT_PT_MODE_TSX:
+		return a->u.mode.bits == b->u.mode.bits;
+	case VT_PT_TMA:
+		return a->u.tma.ctc == b->u.tma.ctc && a->u.tma.fc == b->u.tma.fc;
+	case VT_PT_PIP:
+		return a->u.pip.cr3 == b->u.pip.cr3 && a->u.pip.nr == b->u.pip.nr;
+	case VT_PT_PAD:
+	case VT_PT_PSB:
+	case VT_PT_PSBEND:
+	case VT_PT_OVF:
+	case VT_PT_STOP:
+		return 1;
+	default:
+		return a->u.misc.payload == b->u.misc.payload &&
+		       a->u.misc.extra == b->u.misc.extra;
+	}
+}
+
+static void cmp_lib(const struct vt_pt_packet *v, const struct pt_packet *l)
+{
+	uint64_t p = v->u.misc.payload;
+	uint32_t x = v->u.misc.extra;
+
+	CHECK(v->size == l->size);
+	switch (l->type) {
+	case ppt_pad:
+		CHECK(v->type == VT_PT_PAD);
+		break;
+	case ppt_psb:
+		CHECK(v->type == VT_PT_PSB);
+		break;
+	case ppt_psbend:
+		CHECK(v->type == VT_PT_PSBEND);
+		break;
+	case ppt_ovf:
+		CHECK(v->type == VT_PT_OVF);
+		break;
+	case ppt_stop:
+		CHECK(v->type == VT_PT_STOP);
+		break;
+	case ppt_fup:
+		CHECK(v->type == VT_PT_FUP);
+		goto ip;
+	case ppt_tip:
+		CHECK(v->type == VT_PT_TIP);
+		goto ip;
+	case ppt_tip_pge:
+		CHECK(v->type == VT_PT_TIP_PGE);
+		goto ip;
+	case ppt_tip_pgd:
+		CHECK(v->type == VT_PT_TIP_PGD);
+ip:
+		CHECK(v->u.ip.ipc == (unsigned int)l->payload.ip.ipc);
+		CHECK(v->u.ip.raw == l->payload.ip.ip);
+		break;
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+		CHECK(v->type == (l->type == ppt_tnt_8 ? VT_PT_TNT_8
+						       : VT_PT_TNT_64));
+		CHECK(v->u.tnt.bit_size == l->payload.tnt.bit_size);
+		CHECK(v->u.tnt.payload == l->payload.tnt.payload);
+		break;
+	case ppt_mode:
+		if (l->payload.mode.leaf == pt_mol_exec) {
+			CHECK(v->type == VT_PT_MODE_EXEC);
+			CHECK((v->u.mode.bits & 1u) ==
+			      l->payload.mode.bits.exec.csl);
+			CHECK(((v->u.mode.bits >> 1) & 1u) ==
+			      l->payload.mode.bits.exec.csd);
+		} else {
+			CHECK(v->type == VT_PT_MODE_TSX);
+			CHECK((v->u.mode.bits & 1u) ==
+			      l->payload.mode.bits.tsx.intx);
+			CHECK(((v->u.mode.bits >> 1) & 1u) ==
+			      l->payload.mode.bits.tsx.abrt);
+		}
+		break;
+	case ppt_pip:
+		CHECK(v->type == VT_PT_PIP);
+		CHECK(v->u.pip.cr3 == l->payload.pip.cr3);
+		CHECK(v->u.pip.nr == l->payload.pip.nr);
+		break;
+	case ppt_vmcs:
+		CHECK(v->type == VT_PT_VMCS);
+		CHECK(v->u.vmcs << 12 == l->payload.vmcs.base);
+		break;
+	case ppt_cbr:
+		CHECK(v->type == VT_PT_CBR);
+		CHECK(v->u.cbr == l->payload.cbr.ratio);
+		break;
+	case ppt_tsc:
+		CHECK(v->type == VT_PT_TSC);
+		CHECK(v->u.tsc == l->payload.tsc.tsc);
+		break;
+	case ppt_tma:
+		CHECK(v->type == VT_PT_TMA);
+		CHECK(v->u.tma.ctc == l->payload.tma.ctc);
+		CHECK(v->u.tma.fc == l->payload.tma.fc);
+		break;
+	case ppt_mtc:
+		CHECK(v->type == VT_PT_MTC);
+		CHECK(v->u.mtc == l->payload.mtc.ctc);
+		break;
+	case ppt_cyc:
+		CHECK(v->type == VT_PT_CYC);
+		CHECK(v->u.cyc == l->payload.cyc.value);
+		break;
+	case ppt_mnt:
+		CHECK(v->type == VT_PT_MNT);
+		CHECK(p == l->payload.mnt.payload);
+		break;
+	case ppt_exstop:
+		CHECK(v->type == VT_PT_EXSTOP);
+		CHECK((x >> 7) == l->payload.exstop.ip);
+		break;
+	case ppt_mwait:
+		CHECK(v->type == VT_PT_MWAIT);
+		CHECK((uint32_t)p == l->payload.mwait.hints);
+		CHECK((p >> 32) == l->payload.mwait.ext);
+		break;
+	case ppt_pwre:
+		CHECK(v->type == VT_PT_PWRE);
+		CHECK(((p >> 12) & 0xf) == l->payload.pwre.state);
+		CHECK(((p >> 8) & 0xf) == l->payload.pwre.sub_state);
+		CHECK(!!(p & 0x8) == l->payload.pwre.hw);
+		break;
+	case ppt_pwrx:
+		CHECK(v->type == VT_PT_PWRX);
+		CHECK(((p >> 4) & 0xf) == l->payload.pwrx.last);
+		CHECK((p & 0xf) == l->payload.pwrx.deepest);
+		CHECK(!!(p & 0x100) == l->payload.pwrx.interrupt);
+		CHECK(!!(p & 0x400) == l->payload.pwrx.store);
+		CHECK(!!(p & 0x800) == l->payload.pwrx.autonomous);
+		break;
+	case ppt_ptw:
+		CHECK(v->type == VT_PT_PTW);
+		CHECK(p == l->payload.ptw.payload);
+		CHECK(((x >> 5) & 3) == l->payload.ptw.plc);
+		CHECK((x >> 7) == l->payload.ptw.ip);
+		break;
+	case ppt_unknown:
+		CHECK(v->type == VT_PT_CFE || v->type == VT_PT_EVD ||
+		      v->type == VT_PT_BBP || v->type == VT_PT_BEP);
+		break;
+	default:
+		CHECK(!"unexpected libipt packet type");
+	}
+}
+
+struct ip_model {
+	uint64_t ip;
+	int known;
+};
+
+static void model_check(struct ip_model *m, const struct vt_pt_packet *v)
+{
+	uint64_t raw = v->u.ip.raw, ip = m->ip;
+
+	switch (v->u.ip.ipc) {
+	case 0:
+		CHECK(v->u.ip.suppressed == 1);
+		CHECK(v->u.ip.ip == 0);
+		return;
+	case 1:
+		ip = (ip & ~0xffffULL) | raw;
+		break;
+	case 2:
+		ip = (ip & ~0xffffffffULL) | raw;
+		break;
+	case 3:
+		ip = (raw & 0x800000000000ULL) ? raw | 0xffff000000000000ULL
+					       : raw;
+		m->known = 1;
+		break;
+	case 4:
+		ip = (ip & 0xffff000000000000ULL) | raw;
+		break;
+	case 6:
+		ip = raw;
+		m->known = 1;
+		break;
+	default:
+		CHECK(!"bad ipc");
+	}
+	m->ip = ip;
+	CHECK(v->u.ip.ip == ip);
+	CHECK(v->u.ip.suppressed == !m->known);
+}
+
+/* Scan alone; check invariants and inline/out-of-line agreement. */
+static void scan_self(const uint8_t *buf, size_t len)
+{
+	struct vt_pt_scanner s, t;
+	struct vt_pt_packet v, w;
+	uint64_t last_err = 0;
+	int have_err = 0, r, q;
+	char desc[160];
+
+	vt_pt_scan_init(&s, buf, len, 0x1000);
+	vt_pt_scan_init(&t, buf, len, 0x1000);
+	r = vt_pt_scan_sync_forward(&s, 1);
+	q = vt_pt_scan_sync_forward(&t, 1);
+	CHECK(r == q && s.pos == t.pos);
+	if (r < 0) {
+		CHECK(r == -vt_pte_nosync && s.pos == s.end);
+		return;
+	}
+	for (;;) {
+		const uint8_t *before = s.pos;
+
+		CHECK(s.pos >= s.begin && s.pos <= s.end);
+		r = vt_pt_scan_next(&s, &v);
+		q = vt_pt_scan_next_inline(&t, &w);
+		CHECK(r == q);
+		CHECK(s.pos == t.pos && s.last_ip == t.last_ip &&
+		      s.have_last_ip == t.have_last_ip &&
+		      s.bip_ctx == t.bip_ctx);
+		CHECK(v.offset == 0x1000 + (uint64_t)(before - buf));
+		CHECK(w.offset == v.offset);
+		if (r > 0) {
+			CHECK(same_packet(&v, &w));
+			CHECK(r == v.size && v.size <= 16);
+			CHECK(s.pos == before + r && s.pos <= s.end);
+			CHECK(v.type > VT_PT_BAD && v.type < VT_PT_NTYPES);
+			CHECK(vt_pt_packet_desc(&v, desc, sizeof(desc)) > 0);
+			CHECK(strlen(desc) < sizeof(desc) - 1);
+			continue;
+		}
+		CHECK(s.pos == before);
+		CHECK(r == -vt_pte_eos || r == -vt_pte_bad_opc ||
+		      r == -vt_pte_bad_packet);
+		CHECK(vt_pt_errstr(r) != NULL);
+		if (r == -vt_pte_eos)
+			break;
+		/* resync: never back before the previous failure */
+		if (have_err)
+			CHECK(v.offset > last_err);
+		last_err = v.offset;
+		have_err = 1;
+		r = vt_pt_scan_sync_forward(&s, 0);
+		q = vt_pt_scan_sync_forward(&t, 0);
+		CHECK(r == q && s.pos == t.pos);
+		if (r < 0) {
+			CHECK(s.pos == s.end);
+			break;
+		}
+		/* at most 15 bytes back, and the PSB reaches past it */
+		CHECK(s.pos + 15 >= before);
+		CHECK(s.pos != before);
+	}
+}
+
+/* Packet-by-packet comparison with libipt (as tests/test-pt-scan.c). */
+static void scan_vs_libipt(uint8_t *buf, size_t len)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *d;
+	struct vt_pt_scanner s;
+	struct vt_pt_packet v;
+	struct pt_packet l;
+	struct ip_model m = { 0, 1 };
+	uint64_t lo, ls, sync_set_at = UINT64_MAX;
+	int rl, rv;
+
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + len;
+	cfg.decode.callback = unknown_cb;
+	d = pt_pkt_alloc_decoder(&cfg);
+	CHECK(d);
+	vt_pt_scan_init(&s, buf, len, 0);
+
+	rl = pt_pkt_sync_forward(d);
+	rv = vt_pt_scan_sync_forward(&s, 1);
+	if (rl < 0) {
+		CHECK(rl == -pte_eos && rv == -vt_pte_nosync);
+		goto out;
+	}
+	CHECK(rv == 0);
+	for (;;) {
+		CHECK(pt_pkt_get_offset(d, &lo) == 0);
+		CHECK(lo == vt_pt_scan_offset(&s));
+		rv = vt_pt_scan_next(&s, &v);
+		if (rv > 0 && v.type == VT_PT_BIP) {
+			sync_set_at = v.offset + v.size;
+			CHECK(pt_pkt_sync_set(d, sync_set_at) == 0);
+			continue;
+		}
+		if (rv == -vt_pte_eos && s.bip_ctx && s.pos < s.end &&
+		    (*s.pos & 7) == 4)
+			break;
+		rl = pt_pkt_next(d, &l, sizeof(l));
+		if (rv > 0 && rl > 0) {
+			CHECK(v.offset == lo);
+			cmp_lib(&v, &l);
+			if (v.type == VT_PT_PSB) {
+				m.ip = 0;
+				m.known = 1;
+			} else if (v.type >= VT_PT_TIP && v.type <= VT_PT_FUP) {
+				model_check(&m, &v);
+			}
+			continue;
+		}
+		CHECK(rv < 0 && rl < 0);
+		CHECK(rv == lib_code(rl));
+		CHECK(v.offset == lo);
+		if (rv == -vt_pte_eos)
+			break;
+		CHECK(pt_pkt_get_sync_offset(d, &ls) == 0);
+		rl = pt_pkt_sync_forward(d);
+		if (ls == lo) {
+			/* libipt restarts right after its sync point */
+			CHECK(ls == sync_set_at);
+			s.pos = s.begin + lo + 1;
+			rv = vt_pt_scan_sync_forward(&s, 1);
+		} else {
+			rv = vt_pt_scan_sync_forward(&s, 0);
+		}
+		if (rl < 0) {
+			CHECK(rl == -pte_eos && rv == -vt_pte_nosync);
+			break;
+		}
+		CHECK(rv == 0);
+		m.ip = 0;
+		m.known = 1;
+	}
+out:
+	pt_pkt_free_decoder(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned int align = (unsigned int)(size % 8);
+	uint8_t *mem;
+
+	if (size > (1u << 20))
+		return 0;
+	/* An exact-size copy, so that ASan sees any read past the end. */
+	mem = calloc(size ? size : 1, 1);
+	CHECK(mem);
+	if (size)
+		memcpy(mem, data, size);
+	scan_self(mem, size);
+	free(mem);
+
+	/* libipt needs slack after the end; vary the alignment, which its
+	 * PSB search depends on (ours must not). */
+	mem = calloc(1, size + SLACK + 8);
+	CHECK(mem);
+	if (size)
+		memcpy(mem + align, data, size);
+	scan_vs_libipt(mem + align, size);
+	free(mem);
+	return 0;
+}
+
+#ifdef VT_FUZZ_STANDALONE
+int main(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		FILE *f = fopen(argv[i], "rb");
+		uint8_t *buf;
+		long n;
+
+		if (!f) {
+			perror(argv[i]);
+			return 1;
+		}
+		fseek(f, 0, SEEK_END);
+		n = ftell(f);
+		fseek(f, 0, SEEK_SET);
+		buf = malloc(n > 0 ? (size_t)n : 1);
+		if (!buf || (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
+			perror(argv[i]);
+			return 1;
+		}
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, n > 0 ? (size_t)n : 0);
+		free(buf);
+	}
+	return 0;
+}
+#endif
