@@ -114,6 +114,16 @@ typedef struct {
 } Assign;
 
 typedef struct {
+	guint bi;                   /* next buffer */
+	gboolean open;
+	const VmcorrBuffer *b;
+	struct vt_pt_scanner sc;
+	uint64_t released;          /* bytes of b already released */
+	guint8 stitch[64];
+	gsize carry;                /* bytes of a cut packet carried over */
+} Cursor;
+
+typedef struct {
 	const VmcorrSession *s;
 	const VmcorrQueue *q;
 	Table *table;               /* perf's VMCS table (private or shared) */
@@ -140,6 +150,8 @@ typedef struct {
 	uint64_t last_reliable_timestamp;
 	Look psb;                   /* lookahead data of the current PSB+ */
 	gboolean oor_printed, unknown_vmcs_printed;
+
+	Cursor cur;
 
 	/* counters */
 	uint64_t n_tsc, n_guest, n_host, n_bad;
@@ -644,94 +656,195 @@ static void dec_free(Dec *d)
 		g_ptr_array_free(d->errors, TRUE);
 }
 
-/* Decode one queue: all its buffers, in order.  Consecutive buffers form
- * one stream (full-trace mode); a packet split across two buffers is
- * decoded from a small stitch buffer, as perf does. */
-static void dec_run(Dec *d)
+/* ------------------------------------------------------- queue cursor
+ *
+ * A queue is decoded buffer by buffer.  Consecutive buffers form one stream
+ * (full-trace mode); a packet split across two buffers is decoded from a
+ * small stitch buffer, as perf does.  The cursor is resumable so that one
+ * thread can interleave two queues (dec_run_pair). */
+
+/* Open the next buffer of the queue; FALSE when there is none left. */
+static gboolean cur_open_next(Dec *d)
 {
-	const VmcorrQueue *q = d->q;
+	Cursor *c = &d->cur;
 	const VtPerfFile *f = d->s->f;
-	guint8 stitch[64];
-	gsize carry = 0;                /* bytes of a cut packet carried over */
 
-	for (guint bi = 0; bi < q->bufs->len; bi++) {
-		const VmcorrBuffer *b = &g_array_index(q->bufs, VmcorrBuffer, bi);
+	while (c->bi < d->q->bufs->len) {
+		const VmcorrBuffer *b = &g_array_index(d->q->bufs, VmcorrBuffer, c->bi);
 		const uint8_t *data = vt_perf_file_map(f, b->payload_off, b->size);
-		struct vt_pt_scanner sc;
+		gboolean consecutive = c->bi > 0 && !d->s->snapshot;
 		struct vt_pt_packet pkt;
-		gboolean consecutive = bi > 0 && !d->s->snapshot;
-		uint64_t released = 0;
-		int r;
 
+		c->bi++;
 		if (!data)
 			continue;       /* the session validated payloads; defensive */
+		c->b = b;
+		c->released = 0;
 		d->buf_timestamp = b->reference;
 		if (!consecutive) {
 			d->timestamp = 0;
 			d->have_tma = FALSE;
 			d->same_buf = FALSE;
 			d->ref_timestamp = b->reference;
-			carry = 0;
+			c->carry = 0;
 		}
-		vt_pt_scan_init(&sc, data, b->size, b->payload_off);
-		if (carry) {
+		vt_pt_scan_init(&c->sc, data, b->size, b->payload_off);
+		if (c->carry) {
 			/* finish the packet cut at the end of the previous buffer */
-			gsize take = MIN((gsize)b->size, sizeof(stitch) - carry - 16);
+			gsize take = MIN((gsize)b->size, sizeof(c->stitch) - c->carry - 16);
 			struct vt_pt_scanner st;
+			int r;
 
-			memcpy(stitch + carry, data, take);
-			memset(stitch + carry + take, 0, 16);
-			vt_pt_scan_init(&st, stitch, carry + take, 0);
+			memcpy(c->stitch + c->carry, data, take);
+			memset(c->stitch + c->carry + take, 0, 16);
+			vt_pt_scan_init(&st, c->stitch, c->carry + take, 0);
 			r = vt_pt_scan_next(&st, &pkt);
-			if (r > 0 && (gsize)r > carry) {
+			if (r > 0 && (gsize)r > c->carry) {
 				/* lookahead sees nothing beyond the stitched packet */
-				vt_pt_scan_init(&st, stitch, r, 0);
+				vt_pt_scan_init(&st, c->stitch, r, 0);
 				vt_pt_scan_next(&st, &pkt);
 				handle(d, &st, &pkt);
-				sc.pos += r - carry;
+				c->sc.pos += r - c->carry;
 			} else {
 				d->n_bad++;
 			}
-			carry = 0;
+			c->carry = 0;
 		}
-		if (!consecutive || sc.pos == sc.begin) {
-			if (!consecutive && vt_pt_scan_sync_forward(&sc, 1) < 0)
+		if (!consecutive) {
+			if (vt_pt_scan_sync_forward(&c->sc, 1) < 0) {
+				vt_perf_file_release(f, b->payload_off, b->size);
 				continue;
-			if (!consecutive && !d->timestamp)
+			}
+			if (!d->timestamp)
 				d->timestamp = 1;
 		}
-		for (;;) {
-			r = vt_pt_scan_next_inline(&sc, &pkt);
-			if (r < 0) {
-				if (r == -vt_pte_eos) {
-					gsize left = sc.end - sc.pos;
-
-					if (left && left < 32) {
-						memcpy(stitch, sc.pos, left);
-						carry = left;
-					}
-					break;
-				}
-				/* bad packet: perf resynchronises at the next PSB */
-				if (!d->n_bad++)
-					d->first_bad = pkt.offset;
-				d->in_psb = FALSE;
-				d->pge = FALSE;
-				d->continuous = FALSE;
-				if (vt_pt_scan_sync_forward(&sc, 0) < 0)
-					break;
-				continue;
-			}
-			handle(d, &sc, &pkt);
-			if (G_UNLIKELY((uint64_t)(sc.pos - sc.begin) - released > RELEASE_CHUNK)) {
-				uint64_t upto = (uint64_t)(sc.pos - sc.begin) - 4096;
-
-				vt_perf_file_release(f, b->payload_off + released, upto - released);
-				released = upto;
-			}
-		}
-		vt_perf_file_release(f, b->payload_off + released, b->size - released);
+		c->open = TRUE;
+		return TRUE;
 	}
+	return FALSE;
+}
+
+static void cur_close(Dec *d)
+{
+	Cursor *c = &d->cur;
+
+	vt_perf_file_release(d->s->f, c->b->payload_off + c->released, c->b->size - c->released);
+	c->open = FALSE;
+}
+
+/* Is there something left to decode?  Opens buffers as needed. */
+static inline gboolean dec_ready(Dec *d)
+{
+	return d->cur.open || cur_open_next(d);
+}
+
+/* Decode and handle one packet of the open buffer; closes the buffer at
+ * its end. */
+static inline void dec_step(Dec *d)
+{
+	Cursor *c = &d->cur;
+	struct vt_pt_packet pkt;
+	int r = vt_pt_scan_next_inline(&c->sc, &pkt);
+
+	if (G_UNLIKELY(r < 0)) {
+		if (r == -vt_pte_eos) {
+			gsize left = c->sc.end - c->sc.pos;
+
+			if (left && left < 32) {
+				memcpy(c->stitch, c->sc.pos, left);
+				c->carry = left;
+			}
+			cur_close(d);
+			return;
+		}
+		/* bad packet: perf resynchronises at the next PSB */
+		if (!d->n_bad++)
+			d->first_bad = pkt.offset;
+		d->in_psb = FALSE;
+		d->pge = FALSE;
+		d->continuous = FALSE;
+		if (vt_pt_scan_sync_forward(&c->sc, 0) < 0)
+			cur_close(d);
+		return;
+	}
+	handle(d, &c->sc, &pkt);
+	if (G_UNLIKELY((uint64_t)(c->sc.pos - c->sc.begin) - c->released > RELEASE_CHUNK)) {
+		uint64_t upto = (uint64_t)(c->sc.pos - c->sc.begin) - 4096;
+
+		vt_perf_file_release(d->s->f, c->b->payload_off + c->released, upto - c->released);
+		c->released = upto;
+	}
+}
+
+/* MTCs may be skipped (accumulated) while a TMA is known, as calc_mtc
+ * would then only add up their ticks; mtc_shift > 8 needs perf's fix-up. */
+static inline struct vt_pt_mtc_acc *mtc_acc_begin(Dec *d, struct vt_pt_mtc_acc *acc)
+{
+	if (!d->have_tma || d->mtc_shift > 8)
+		return NULL;
+	acc->last = d->last_mtc;
+	acc->ticks = 0;
+	acc->count = 0;
+	return acc;
+}
+
+/* Apply skipped MTCs: the same state calc_mtc leaves after each of them
+ * (its timestamp update is monotonic, so the last one decides). */
+static inline void mtc_acc_end(Dec *d, const struct vt_pt_mtc_acc *acc)
+{
+	uint64_t ts;
+
+	if (!acc || !acc->count)
+		return;
+	d->ctc_delta += acc->ticks << d->mtc_shift;
+	d->last_mtc = acc->last;
+	ts = d->ctc_timestamp + ctc_to_tsc(d, d->ctc_delta);
+	if (ts >= d->timestamp)
+		d->timestamp = ts;
+}
+
+/* While PacketEn is known, TNT/TIP/FUP/PAD/CYC change nothing here. */
+static inline void dec_skip(Dec *d)
+{
+	struct vt_pt_mtc_acc acc, *a;
+
+	if (!d->pge)
+		return;
+	a = mtc_acc_begin(d, &acc);
+	vt_pt_scan_skip_flow(&d->cur.sc, a);
+	mtc_acc_end(d, a);
+}
+
+/* Decode one queue to the end. */
+static void dec_run(Dec *d)
+{
+	while (dec_ready(d)) {
+		dec_skip(d);
+		dec_step(d);
+	}
+}
+
+/* Decode two queues to the end, interleaved: skipping control-flow
+ * packets is bound by load latency, and two independent streams overlap. */
+static void dec_run_pair(Dec *a, Dec *b)
+{
+	while (dec_ready(a) && dec_ready(b)) {
+		int stopped = 3;
+
+		if (a->pge && b->pge) {
+			struct vt_pt_mtc_acc acca, accb, *pa = mtc_acc_begin(a, &acca), *pb = mtc_acc_begin(b, &accb);
+
+			stopped = vt_pt_scan_skip_flow2(&a->cur.sc, pa, &b->cur.sc, pb);
+			mtc_acc_end(a, pa);
+			mtc_acc_end(b, pb);
+		}
+		if (stopped & 1)
+			dec_step(a);
+		if (stopped & 2)
+			dec_step(b);
+	}
+	dec_run(a);
+	dec_run(b);
 }
 
 /* ------------------------------------------------------ perf's queue order */
@@ -787,8 +900,14 @@ static gpointer worker(gpointer p)
 	Work *w = p;
 	gint i;
 
-	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n)
-		dec_run(&w->decs[i]);
+	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n) {
+		gint j = g_atomic_int_add(&w->next, 1);
+
+		if (j < (gint)w->n)
+			dec_run_pair(&w->decs[i], &w->decs[j]);
+		else
+			dec_run(&w->decs[i]);
+	}
 	return NULL;
 }
 

@@ -688,6 +688,138 @@ int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 }
 
 /* ---------------------------------------------------------------------- */
+/* ---------------------------------------------------------------------- */
+/* Skipping control-flow packets (see vt_pt_scan_skip_flow). */
+
+#define FLOW_IPLEN(b)	((((b) >> 5) == 5 || ((b) >> 5) == 7) ? 0 : 1 + (0x08066420u >> (4 * ((b) >> 5)) & 0xf))
+/* Bytes to skip for a packet starting with b, or 0 to stop; 0x80 marks IP
+ * packets (whose skipping makes the last IP unknown), 0x40 MTC (skipped
+ * only with an accumulator), 0x20 MODE (skipped if its leaf is valid),
+ * 0x10 a CYC with extension bytes (length from cyc_long_len). */
+#define SKIP(b)								\
+	(CLS(b) == C_PAD || CLS(b) == C_TNT8 ? 1 :			\
+	 CLS(b) == C_CYC ? (((b) & 4) ? 0x10 : 1) :			\
+	 CLS(b) == C_IP && IPT(b) != VT_PT_TIP_PGD && FLOW_IPLEN(b) ?	\
+		(0x80 | FLOW_IPLEN(b)) :				\
+	 CLS(b) == C_MTC ? (0x40 | 2) :					\
+	 CLS(b) == C_MODE ? (0x20 | 2) : 0)
+
+static const uint8_t skip_tab[256] = { T256(SKIP) };
+
+/* Length of a CYC with extension bytes, 0 if it is invalid (more than 8
+ * extension bytes: scan_cyc_long's limit).  Reads at most p[8]. */
+static inline unsigned int cyc_long_len(const uint8_t *p)
+{
+	unsigned int i = 1;
+
+	while (p[i] & 1)
+		if (++i > 8)
+			return 0;
+	return i + 1;
+}
+
+/* Length to skip for table entry t at p, or 0 to stop.  CYCs of up to four
+ * bytes (the common case) are sized without branches; half the packets of
+ * a cyc=1 trace are CYC, so a mispredicted branch here would dominate. */
+static inline unsigned int skip_len(uint8_t t, const uint8_t *p, uint8_t mtc_mask)
+{
+	unsigned int e1 = p[1] & 1, e2 = e1 & p[2], e3 = e2 & p[3];
+	unsigned int cyc = 2 + e1 + e2 + e3;
+	unsigned int n = (t & 0x10) ? cyc : (t & 0x0f);
+
+	if (__builtin_expect(!t || (t & mtc_mask) || ((t & 0x20) && (p[1] >> 5) > 1), 0))
+		return 0;
+	if (__builtin_expect((t & 0x10) && (e3 & p[4]), 0))
+		return cyc_long_len(p);
+	return n;
+}
+
+/* Add an MTC payload to the accumulator (a zero difference is a full wrap). */
+static inline void mtc_add(struct vt_pt_mtc_acc *acc, uint8_t m)
+{
+	acc->ticks += m > acc->last ? (unsigned)(m - acc->last) : (unsigned)m + 256 - acc->last;
+	acc->last = m;
+	acc->count++;
+}
+
+size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
+{
+	const uint8_t *p = s->pos, *end;
+	const uint8_t *start = p;
+	uint8_t flags = 0;
+	uint8_t mtc_mask = acc ? 0 : 0x40;
+
+	if (s->bip_ctx || s->end - p < 32)
+		return 0;
+	end = s->end - 16;
+	while (p < end) {
+		uint8_t t = skip_tab[*p];
+		unsigned int n = skip_len(t, p, mtc_mask);
+
+		if (!n)
+			break;
+		if (t & 0x40)
+			mtc_add(acc, p[1]);
+		flags |= t;
+		p += n;
+	}
+	if (flags & 0x80)
+		s->have_last_ip = 0;
+	s->pos = p;
+	return (size_t)(p - start);
+}
+
+int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
+			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb)
+{
+	const uint8_t *pa = a->pos, *pb = b->pos, *ea, *eb;
+	uint8_t fa = 0, fb = 0;
+	uint8_t ma = acca ? 0 : 0x40, mb = accb ? 0 : 0x40;
+	unsigned int na = 0, nb = 0;
+	int stopped = 0;
+
+	if (a->bip_ctx || a->end - pa < 32)
+		stopped |= 1;
+	if (b->bip_ctx || b->end - pb < 32)
+		stopped |= 2;
+	if (stopped)
+		return stopped;
+	ea = a->end - 16;
+	eb = b->end - 16;
+	/* Two independent dependency chains: the CPU overlaps their loads. */
+	for (;;) {
+		uint8_t ta = skip_tab[*pa], tb = skip_tab[*pb];
+
+		na = skip_len(ta, pa, ma);
+		nb = skip_len(tb, pb, mb);
+		if (!na || !nb)
+			break;
+		if (__builtin_expect(((ta | tb) & 0x40) != 0, 0)) {
+			if (ta & 0x40)
+				mtc_add(acca, pa[1]);
+			if (tb & 0x40)
+				mtc_add(accb, pb[1]);
+		}
+		fa |= ta;
+		fb |= tb;
+		pa += na;
+		pb += nb;
+		if (pa >= ea || pb >= eb)
+			break;
+	}
+	if (!na || pa >= ea)
+		stopped |= 1;
+	if (!nb || pb >= eb)
+		stopped |= 2;
+	if (fa & 0x80)
+		a->have_last_ip = 0;
+	if (fb & 0x80)
+		b->have_last_ip = 0;
+	a->pos = pa;
+	b->pos = pb;
+	return stopped;
+}
+
 /* Synchronisation.
  *
  * libipt's pt_sync_forward looks at aligned 8-byte words of PSB pattern,

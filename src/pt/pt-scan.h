@@ -139,6 +139,32 @@ int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt);
  * (position is then at end). */
 int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok);
 
+/* MTC accumulator for vt_pt_scan_skip_flow: the sum of the CTC steps of
+ * skipped MTC packets, in MTC periods, each step being (payload - previous
+ * payload) mod 256 with a zero difference counted as 256 (a full wrap, as
+ * perf's decoder assumes).  Set `last` to the previous MTC payload first. */
+struct vt_pt_mtc_acc {
+	uint8_t last;
+	uint64_t ticks;
+	uint32_t count;
+};
+
+/* Skip, without decoding, packets that only report control flow: PAD,
+ * TNT-8, CYC, TIP, TIP.PGE and FUP (not TIP.PGD), valid MODE, and MTC when
+ * `acc` is given (accumulating them), stopping before any other packet,
+ * before an invalid one, or 16 bytes before the end.  For consumers that
+ * only track timing and context (VM time correlation) while tracing is
+ * known to be enabled.  If an IP packet was skipped, the last IP becomes
+ * unknown (later partial IPs report suppressed).  Returns the number of
+ * bytes skipped. */
+size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc);
+/* The same on two independent streams at once (their load chains overlap),
+ * until either stops.  Returns a bit mask of the scanners that stopped
+ * (1: a, 2: b); the other may be in the middle of a run of skippable
+ * packets, which is fine to resume.  Accumulators may be NULL. */
+int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
+			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb);
+
 static inline uint64_t vt_pt_scan_offset(const struct vt_pt_scanner *s)
 {
 	return s->base + (uint64_t)(s->pos - s->begin);

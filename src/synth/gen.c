@@ -508,11 +508,13 @@ static void fill_chunk(Gen *g, Queue *q)
 				load_vcpu(g, q, (q->cpu + slice) % c->nvcpus);
 			}
 		}
-		guint nhost = 2 + g_rand_int_range(q->rng, 0, 20);
+		/* A few hundred branches of KVM code, then (share permitting)
+		 * the guest for about guest_percent of the time. */
+		guint nhost = 20 + g_rand_int_range(q->rng, 0, 200);
 		for (guint i = 0; i < nhost; i++)
 			step(g, q);
-		if (g_rand_int_range(q->rng, 0, 100) < (gint)c->guest_percent || c->guest_percent >= 50) {
-			guint nguest = 2 + g_rand_int_range(q->rng, 0, 20) * c->guest_percent / 25;
+		if (c->guest_percent) {
+			guint nguest = 2 + nhost * c->guest_percent / (100 - c->guest_percent);
 
 			vm_entry(g, q);
 			for (guint i = 0; i < nguest; i++)
