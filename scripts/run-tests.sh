@@ -16,8 +16,11 @@ if [ "${1:-}" = --sanitizers ]; then
 else
 	scripts/setup-and-demo.sh --no-demo || exit 1
 fi
-make -s -j"$(nproc)" check >/dev/null 2>&1
+make -s -j"$(nproc)" check >make-check.log 2>&1
 status=$?
+if [ $status -ne 0 ] && ! ls tests/*.trs >/dev/null 2>&1; then
+	echo "make check failed before running tests:"; grep -E "error|Error" make-check.log | head -20
+fi
 passed=0; failed=0; skipped=0
 for trs in tests/*.trs; do
 	log=${trs%.trs}.log

@@ -112,7 +112,7 @@ int cmd_correlate(int argc, char **argv)
 		{ "jobs", 'J', 0, G_OPTION_ARG_INT, &jobs, "Decode N AUX queues in parallel (default: number of CPUs)", "N" },
 		{ "tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance, "Largest spread (TSC ticks) of a VMCS's estimates still called consistent (default: 2 CTC ticks)", "TICKS" },
 		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Also print the ERROR lines perf would print, on stderr", NULL },
-		{ NULL }
+		G_OPTION_ENTRY_NULL
 	};
 	GOptionContext *ctx = g_option_context_new("--dry-run FILE - find each VMCS's TSC offset");
 	const char *path;

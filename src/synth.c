@@ -90,7 +90,7 @@ int cmd_synth(int argc, char **argv)
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
 		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print a JSON summary on stdout", NULL },
-		{ NULL }
+		G_OPTION_ENTRY_NULL
 	};
 	GOptionContext *ctx = g_option_context_new("- write a synthetic host Intel PT recording of KVM guests");
 

@@ -52,6 +52,7 @@ typedef struct {
 	/* perf's VMCS info */
 	uint64_t tsc_offset;
 	gboolean reliable;
+	gboolean seen;              /* looked up while decoding (not only given) */
 	/* speculation bookkeeping: offsets this queue translated with */
 	gboolean used_set, used_mixed, untranslated;
 	uint64_t used7;
@@ -66,11 +67,37 @@ typedef struct {
 
 typedef struct {
 	GHashTable *h;              /* vmcs -> Entry* */
+	uint64_t dflt;              /* default offset for new entries (0: none) */
 } Table;
 
-static void table_init(Table *t)
+static Entry *table_findnew(Table *t, uint64_t vmcs);
+
+/* A table as perf starts it: the command line's `off:vmcs` entries
+ * (reliable unless 0) and its default offset for every other VMCS. */
+static void table_init(Table *t, const VmcorrOptions *opt)
 {
 	t->h = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+	t->dflt = opt && opt->have_default ? opt->default_offset : 0;
+	for (guint i = 0; opt && opt->offsets && i < opt->offsets->len; i++) {
+		const VmcorrOffset *o = &g_array_index(opt->offsets, VmcorrOffset, i);
+		Entry *e = table_findnew(t, o->vmcs);
+
+		e->tsc_offset = o->offset;
+		e->reliable = o->offset != 0;
+	}
+}
+
+/* The state an entry has before any queue touched it. */
+static void table_initial(const Table *t, const VmcorrOptions *opt, uint64_t vmcs, uint64_t *off, gboolean *rel)
+{
+	*off = t->dflt;
+	for (guint i = 0; opt && opt->offsets && i < opt->offsets->len; i++) {
+		const VmcorrOffset *o = &g_array_index(opt->offsets, VmcorrOffset, i);
+
+		if (o->vmcs == vmcs)
+			*off = o->offset;
+	}
+	*rel = *off != 0;
 }
 
 static void table_clear(Table *t)
@@ -92,8 +119,22 @@ static Entry *table_findnew(Table *t, uint64_t vmcs)
 	if (!e) {
 		e = g_new0(Entry, 1);
 		e->vmcs = vmcs;
+		e->tsc_offset = t->dflt;
+		e->reliable = t->dflt != 0;
 		g_hash_table_insert(t->h, &e->vmcs, e);
 	}
+	return e;
+}
+
+/* perf's intel_pt_findnew_vmcs_info: VMCS 0 ("none seen") only with a default. */
+static Entry *table_lookup_vmcs(Table *t, uint64_t vmcs)
+{
+	Entry *e;
+
+	if (!vmcs && !t->dflt)
+		return NULL;
+	e = table_findnew(t, vmcs);
+	e->seen = TRUE;
 	return e;
 }
 
@@ -152,6 +193,8 @@ typedef struct {
 	gboolean oor_printed, unknown_vmcs_printed;
 
 	Cursor cur;
+	GArray *patches;            /* VmcorrPatch: translated TSC payloads (apply) */
+	gboolean stitching;         /* decoding a packet split across buffers */
 
 	/* counters */
 	uint64_t n_tsc, n_guest, n_host, n_bad;
@@ -422,7 +465,7 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t 
 	vmcs = l->vmcs ? l->vmcs_payload : d->vmcs;
 	if (vmcs == NO_VMCS)
 		vmcs = 0;
-	info = vmcs ? table_findnew(d->table, vmcs) : NULL;
+	info = table_lookup_vmcs(d->table, vmcs);
 	ref = d->timestamp ? d->timestamp : d->buf_timestamp;
 	host_tsc = tsc_8b(p, ref);
 
@@ -617,6 +660,13 @@ static void handle(Dec *d, struct vt_pt_scanner *sc, struct vt_pt_packet *pkt)
 
 		d->n_tsc++;
 		p = vm_tm_corr_tsc(d, sc, pkt->u.tsc);
+		/* perf writes translations into the mapped file, except for a
+		 * TSC split across two buffers (decoded from a copy) */
+		if (d->patches && p != pkt->u.tsc && !d->stitching) {
+			VmcorrPatch pa = { pkt->offset + 1, p };
+
+			g_array_append_val(d->patches, pa);
+		}
 		calc_tsc_timestamp(d, p);
 		d->same_buf = TRUE;
 		d->continuous = d->pge;
@@ -628,7 +678,7 @@ static void handle(Dec *d, struct vt_pt_scanner *sc, struct vt_pt_packet *pkt)
 }
 
 static void dec_init(Dec *d, const VmcorrSession *s, const VmcorrQueue *q, Table *table, gboolean shared,
-		     GPtrArray *lines)
+		     GPtrArray *lines, gboolean opt_patches)
 {
 	memset(d, 0, sizeof(*d));
 	d->s = s;
@@ -636,7 +686,8 @@ static void dec_init(Dec *d, const VmcorrSession *s, const VmcorrQueue *q, Table
 	d->table = table;
 	d->shared = shared;
 	d->lines = lines;
-	table_init(&d->stats);
+	table_init(&d->stats, NULL);
+	d->patches = opt_patches ? g_array_new(FALSE, FALSE, sizeof(VmcorrPatch)) : NULL;
 	d->assigns = g_array_new(FALSE, FALSE, sizeof(Assign));
 	d->errors = g_ptr_array_new_with_free_func(g_free);
 	d->n = s->tsc_ctc_n;
@@ -654,6 +705,8 @@ static void dec_free(Dec *d)
 		g_array_free(d->assigns, TRUE);
 	if (d->errors)
 		g_ptr_array_free(d->errors, TRUE);
+	if (d->patches)
+		g_array_free(d->patches, TRUE);
 }
 
 /* ------------------------------------------------------- queue cursor
@@ -703,7 +756,9 @@ static gboolean cur_open_next(Dec *d)
 				/* lookahead sees nothing beyond the stitched packet */
 				vt_pt_scan_init(&st, c->stitch, r, 0);
 				vt_pt_scan_next(&st, &pkt);
+				d->stitching = TRUE;
 				handle(d, &st, &pkt);
+				d->stitching = FALSE;
 				c->sc.pos += r - c->carry;
 			} else {
 				d->n_bad++;
@@ -912,7 +967,7 @@ static gpointer worker(gpointer p)
 }
 
 /* Can queue d's speculative decode stand, given the shared table? */
-static gboolean speculation_holds(Dec *d, Table *shared)
+static gboolean speculation_holds(Dec *d, Table *shared, const VmcorrOptions *opt)
 {
 	GHashTableIter it;
 	gpointer v;
@@ -920,9 +975,11 @@ static gboolean speculation_holds(Dec *d, Table *shared)
 	g_hash_table_iter_init(&it, d->table->h);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		Entry *local = v, *sh = table_get(shared, local->vmcs);
-		uint64_t known;
+		uint64_t known, init_off;
+		gboolean init_rel;
 
-		if (!sh || (!sh->tsc_offset && !sh->reliable))
+		table_initial(shared, opt, local->vmcs, &init_off, &init_rel);
+		if (!sh || (sh->tsc_offset == init_off && sh->reliable == init_rel))
 			continue;          /* untouched by earlier queues */
 		if (!sh->reliable)
 			return FALSE;
@@ -959,7 +1016,8 @@ static void replay(Dec *d, Table *shared, GPtrArray *lines)
 
 	g_hash_table_iter_init(&it, d->table->h);
 	while (g_hash_table_iter_next(&it, NULL, &v))
-		table_findnew(shared, ((Entry *)v)->vmcs);
+		if (((Entry *)v)->seen)
+			table_findnew(shared, ((Entry *)v)->vmcs)->seen = TRUE;
 }
 
 static gint cmp_vmcs(gconstpointer a, gconstpointer b)
@@ -988,6 +1046,9 @@ void vmcorr_result_free(VmcorrResult *r)
 	g_array_free(r->vmcs, TRUE);
 	g_ptr_array_free(r->perf_lines, TRUE);
 	g_ptr_array_free(r->perf_errors, TRUE);
+	g_array_free(r->unknown_vmcs, TRUE);
+	if (r->patches)
+		g_array_free(r->patches, TRUE);
 	g_free(r);
 }
 
@@ -1017,9 +1078,15 @@ static gboolean check_time(const VmcorrSession *s, GError **error)
 	return TRUE;
 }
 
-VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error)
+static gint cmp_patch(gconstpointer a, gconstpointer b)
 {
-	VmcorrSession *s;
+	const VmcorrPatch *x = a, *y = b;
+
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GError **error)
+{
 	VmcorrResult *r;
 	Table shared;
 	guint nq, *order, jobs;
@@ -1027,18 +1094,16 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 	Table *tables;
 	GHashTable *agg;
 
-	s = vmcorr_session_open(path, VT_PERF_OPEN_RDONLY, error);
-	if (!s)
+	if (!check_time(s, error))
 		return NULL;
-	if (!check_time(s, error)) {
-		vmcorr_session_free(s);
-		return NULL;
-	}
 	nq = s->queues->len;
 	r = g_new0(VmcorrResult, 1);
 	r->vmcs = g_array_new(FALSE, TRUE, sizeof(VmcorrVmcs));
 	r->perf_lines = g_ptr_array_new_with_free_func(g_free);
 	r->perf_errors = g_ptr_array_new_with_free_func(g_free);
+	r->unknown_vmcs = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	if (opt->collect_patches)
+		r->patches = g_array_new(FALSE, FALSE, sizeof(VmcorrPatch));
 	r->nqueues = nq;
 	r->per_cpu = s->per_cpu;
 	r->aux_bytes = s->aux_bytes;
@@ -1051,8 +1116,9 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 	decs = g_new0(Dec, nq);
 	tables = g_new0(Table, nq);
 	for (guint i = 0; i < nq; i++) {
-		table_init(&tables[i]);
-		dec_init(&decs[i], s, &g_array_index(s->queues, VmcorrQueue, i), &tables[i], FALSE, NULL);
+		table_init(&tables[i], opt);
+		dec_init(&decs[i], s, &g_array_index(s->queues, VmcorrQueue, i), &tables[i], FALSE, NULL,
+			 opt->collect_patches);
 	}
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
@@ -1069,18 +1135,18 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 	}
 
 	/* Replay in perf's order against the shared table. */
-	table_init(&shared);
+	table_init(&shared, opt);
 	order = g_new(guint, MAX(nq, 1));
 	perf_queue_order(nq, order);
 	for (guint k = 0; k < nq; k++) {
 		Dec *d = &decs[order[k]];
 
-		if (speculation_holds(d, &shared)) {
+		if (speculation_holds(d, &shared, opt)) {
 			replay(d, &shared, r->perf_lines);
 		} else {
 			Dec again;
 
-			dec_init(&again, s, d->q, &shared, TRUE, r->perf_lines);
+			dec_init(&again, s, d->q, &shared, TRUE, r->perf_lines, opt->collect_patches);
 			dec_run(&again);
 			dec_free(d);
 			*d = again;
@@ -1100,6 +1166,11 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 			Entry *e = v;
 			VmcorrVmcs m = { 0 };
 
+			if (!e->seen) {
+				/* given on the command line, never in the trace */
+				g_array_append_val(r->unknown_vmcs, e->vmcs);
+				continue;
+			}
 			m.vmcs = e->vmcs;
 			m.offset = e->tsc_offset;
 			m.reliable = e->reliable;
@@ -1118,6 +1189,8 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 		GHashTableIter it;
 		gpointer v;
 
+		if (r->patches && d->patches)
+			g_array_append_vals(r->patches, d->patches->data, d->patches->len);
 		r->n_tsc += d->n_tsc;
 		r->n_guest_tsc += d->n_guest;
 		r->n_host_tsc += d->n_host;
@@ -1179,6 +1252,19 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 	g_free(tables);
 	g_free(order);
 	table_clear(&shared);
+	if (r->patches)
+		g_array_sort(r->patches, cmp_patch);
+	return r;
+}
+
+VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error)
+{
+	VmcorrSession *s = vmcorr_session_open(path, VT_PERF_OPEN_RDONLY, error);
+	VmcorrResult *r;
+
+	if (!s)
+		return NULL;
+	r = vmcorr_run_session(s, opt, error);
 	vmcorr_session_free(s);
 	return r;
 }

@@ -33,7 +33,7 @@ typedef struct {
 	uint32_t pid, tid;       /* task switched in */
 } VmcorrSwitch;
 
-typedef struct {
+typedef struct VmcorrSessionS {
 	VtPerfFile *f;
 	uint64_t priv[32];
 	guint nr_priv;

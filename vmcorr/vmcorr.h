@@ -57,9 +57,27 @@ typedef struct {
 	VmcorrStatus status;
 } VmcorrVmcs;
 
+/* An offset given for a VMCS (perf's `off:vmcs`). */
+typedef struct {
+	uint64_t vmcs;
+	uint64_t offset;
+} VmcorrOffset;
+
+/* One translated TSC packet: its 7 payload bytes at `offset` in the file
+ * become the low 7 bytes of `value` (little-endian). */
+typedef struct {
+	uint64_t offset;
+	uint64_t value;
+} VmcorrPatch;
+
 typedef struct {
 	guint jobs;              /* worker threads; 0 = number of CPUs */
 	uint64_t tolerance;      /* max spread for "ok"; 0 = default (2 CTC ticks) */
+	/* Offsets as perf's --vm-time-correlation takes them. */
+	GArray *offsets;         /* VmcorrOffset, or NULL */
+	gboolean have_default;
+	uint64_t default_offset; /* for every VMCS not in `offsets` (and "no VMCS") */
+	gboolean collect_patches;/* fill VmcorrResult.patches */
 } VmcorrOptions;
 
 void vmcorr_options_init(VmcorrOptions *o);
@@ -68,6 +86,8 @@ typedef struct {
 	GArray *vmcs;            /* VmcorrVmcs, sorted by vmcs value */
 	GPtrArray *perf_lines;   /* "VMCS: %#lx  TSC Offset %#lx" in perf's order */
 	GPtrArray *perf_errors;  /* perf's ERROR lines that perf would print (deduplicated) */
+	GArray *unknown_vmcs;    /* uint64_t: given in the options but not in the trace */
+	GArray *patches;         /* VmcorrPatch sorted by offset (collect_patches) */
 	uint64_t n_tsc, n_guest_tsc, n_host_tsc;
 	uint64_t n_bad_packets;
 	uint64_t first_bad_offset; /* file offset of the first bad packet */
@@ -87,6 +107,10 @@ void vmcorr_result_free(VmcorrResult *r);
  * without Intel PT (VMCORR_ERROR_NOT_PT) or without time information
  * (VMCORR_ERROR_NO_TIME). */
 VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error);
+
+struct VmcorrSessionS;
+/* The same on an open session (vmcorr/session.h). */
+VmcorrResult *vmcorr_run_session(struct VmcorrSessionS *s, const VmcorrOptions *opt, GError **error);
 
 G_END_DECLS
 
