@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "vmcorr/vmcorr.h"
+#include "vmcorr/session.h"
 #include "vmtrace.h"
 
 static int exit_code_for(const GError *e)
@@ -36,7 +39,7 @@ static void print_table(const char *path, const VmcorrResult *r)
 		const VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
 		g_autofree char *v = vcpu_str(m);
 		g_autofree char *off = m->offset ? g_strdup_printf("%#018" G_GINT64_MODIFIER "x", m->offset)
-						 : g_strdup("unknown");
+				       : g_strdup(m->status == VMCORR_ZERO ? "0" : "unknown");
 
 		printf("%#-14" G_GINT64_MODIFIER "x %-16s %-20s %10" G_GUINT64_FORMAT " %8" G_GINT64_FORMAT "  %s\n",
 		       m->vmcs, v, off, m->n_guest_tsc, m->spread, vmcorr_status_name(m->status));
@@ -95,10 +98,168 @@ static void print_json(const char *path, const VmcorrResult *r)
 	g_string_free(s, TRUE);
 }
 
+static void print_apply_json(const char *path, const char *out, const VmcorrResult *r, const GArray *offs)
+{
+	GString *s = g_string_new("{\"file\": ");
+
+	vt_json_str(s, path);
+	g_string_append(s, ", \"output\": ");
+	vt_json_str(s, out ? out : path);
+	g_string_append_printf(s, ", \"in_place\": %s, \"tsc_packets_corrected\": %u, \"offsets\": [",
+			       out ? "false" : "true", r->patches->len);
+	for (guint i = 0; offs && i < offs->len; i++) {
+		const VmcorrOffset *o = &g_array_index(offs, VmcorrOffset, i);
+
+		g_string_append_printf(s, "%s{\"vmcs\": \"%#" G_GINT64_MODIFIER "x\", \"tsc_offset\": \"%#"
+				       G_GINT64_MODIFIER "x\"}", i ? ", " : "", o->vmcs, o->offset);
+	}
+	g_string_append(s, "]}\n");
+	fputs(s->str, stdout);
+	g_string_free(s, TRUE);
+}
+
+/* Offsets to apply, from a discovery run: every VMCS must be resolved. */
+static int offsets_from_discovery(const char *path, const VmcorrResult *r, VmcorrOptions *apply)
+{
+	guint zero = 0;
+
+	if (!r->vmcs->len) {
+		vt_err("correlate", "%s: no VMCS packets: the trace shows no guest; nothing to correct", path);
+		return VT_EXIT_NO_GUEST;
+	}
+	apply->offsets = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
+	for (guint i = 0; i < r->vmcs->len; i++) {
+		const VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
+		VmcorrOffset o = { m->vmcs, m->offset };
+
+		if (m->status == VMCORR_ZERO) {
+			zero++;
+			continue;
+		}
+		if (m->status != VMCORR_OK) {
+			vt_err("correlate", "%s: VMCS %#" G_GINT64_MODIFIER "x has no consistent TSC offset (%s); "
+			       "see --dry-run, and give it with --offset OFF:%#" G_GINT64_MODIFIER "x",
+			       path, m->vmcs, vmcorr_status_name(m->status), m->vmcs);
+			return VT_EXIT_UNRESOLVED;
+		}
+		g_array_append_val(apply->offsets, o);
+	}
+	if (zero == r->vmcs->len) {
+		vt_err("correlate", "%s: guest TSC packets already show host time (corrected before?); nothing to do",
+		       path);
+		return VT_EXIT_NOTHING;
+	}
+	return VT_EXIT_OK;
+}
+
+static int do_apply(const char *path, const char *out, gboolean force, gboolean json, VmcorrOptions *opt)
+{
+	g_autofree char *marker = NULL;
+	VmcorrSession *s = NULL;
+	VmcorrResult *disc = NULL, *r = NULL;
+	VmcorrOptions apply = *opt;
+	GError *err = NULL;
+	int rc = VT_EXIT_OK;
+
+	if (vmcorr_journal_pending(path)) {
+		vt_err("correlate", "%s: an interrupted in-place correction left a journal; run `vmtrace correlate "
+		       "--recover %s` first", path, path);
+		return VT_EXIT_FAILURE;
+	}
+	marker = vmcorr_marker_read(path, NULL);
+	if (marker && !force) {
+		vt_err("correlate", "%s: already corrected by vmtrace (%s); correcting again would subtract the "
+		       "offsets twice - use --force to do it anyway", path, marker);
+		return VT_EXIT_NOTHING;
+	}
+	s = vmcorr_session_open(path, VT_PERF_OPEN_RDONLY, &err);
+	if (!s)
+		goto fail;
+	if (!opt->offsets && !opt->have_default) {
+		/* one step: discover, then apply what was found */
+		disc = vmcorr_run_session(s, opt, &err);
+		if (!disc)
+			goto fail;
+		rc = offsets_from_discovery(path, disc, &apply);
+		if (rc != VT_EXIT_OK)
+			goto done;
+	}
+	apply.collect_patches = TRUE;
+	r = vmcorr_run_session(s, &apply, &err);
+	if (!r)
+		goto fail;
+	if (r->unknown_vmcs->len) {
+		vt_err("correlate", "%s: VMCS %#" G_GINT64_MODIFIER "x was given an offset but does not occur in "
+		       "the trace (see vmtrace correlate --dry-run); nothing written", path,
+		       g_array_index(r->unknown_vmcs, uint64_t, 0));
+		rc = VT_EXIT_UNKNOWN_VMCS;
+		goto done;
+	}
+	if (r->n_bad_packets) {
+		vt_err("correlate", "%s: %" G_GUINT64_FORMAT " bad Intel PT packets (first at file offset %#"
+		       G_GINT64_MODIFIER "x); nothing written", path, r->n_bad_packets, r->first_bad_offset);
+		rc = VT_EXIT_BAD_INPUT;
+		goto done;
+	}
+	vmcorr_session_free(s);
+	s = NULL;
+	if (!vmcorr_apply_patches(path, out, r, apply.offsets, &err))
+		goto fail;
+	if (json) {
+		print_apply_json(path, out, r, apply.offsets);
+	} else {
+		printf("%s: corrected %u guest TSC packet%s of %u VMCS to host time", out ? out : path,
+		       r->patches->len, r->patches->len == 1 ? "" : "s", apply.offsets ? apply.offsets->len : 0);
+		if (apply.have_default)
+			printf(" (default offset %#" G_GINT64_MODIFIER "x)", apply.default_offset);
+		printf("\n");
+		for (guint i = 0; apply.offsets && i < apply.offsets->len; i++) {
+			const VmcorrOffset *o = &g_array_index(apply.offsets, VmcorrOffset, i);
+
+			printf("  VMCS %#" G_GINT64_MODIFIER "x  TSC offset %#" G_GINT64_MODIFIER "x\n", o->vmcs,
+			       o->offset);
+		}
+	}
+	goto done;
+fail:
+	vt_err("correlate", "%s", err->message);
+	rc = err->domain == VMCORR_ERROR && err->code == VMCORR_ERROR_NO_TIME ? VT_EXIT_NO_TIME
+	     : err->domain == VT_PERF_ERROR && err->code == VT_PERF_ERROR_IO && strstr(err->message, "write")
+		     ? VT_EXIT_FAILURE
+		     : VT_EXIT_BAD_INPUT;
+done:
+	if (apply.offsets != opt->offsets && apply.offsets)
+		g_array_free(apply.offsets, TRUE);
+	g_clear_error(&err);
+	vmcorr_result_free(disc);
+	vmcorr_result_free(r);
+	vmcorr_session_free(s);
+	return rc;
+}
+
+static int do_recover(const char *path)
+{
+	GError *err = NULL;
+	gboolean found;
+	uint64_t n;
+
+	if (!vmcorr_recover(path, &found, &n, &err)) {
+		vt_err("correlate", "%s", err->message);
+		g_error_free(err);
+		return VT_EXIT_FAILURE;
+	}
+	if (found)
+		printf("%s: completed an interrupted correction (%" G_GUINT64_FORMAT " TSC packets)\n", path, n);
+	else
+		printf("%s: no interrupted correction to complete; the file is as it was\n", path);
+	return VT_EXIT_OK;
+}
+
 int cmd_correlate(int argc, char **argv)
 {
-	gboolean dry_run = FALSE, json = FALSE, verbose = FALSE;
-	char *format = NULL;
+	gboolean dry_run = FALSE, json = FALSE, verbose = FALSE, in_place = FALSE, force = FALSE, recover = FALSE;
+	char *format = NULL, *out = NULL, *perf_arg = NULL;
+	char **offsets = NULL;
 	gint jobs = 0;
 	char *tolerance = NULL;
 	GError *err = NULL;
@@ -107,39 +268,52 @@ int cmd_correlate(int argc, char **argv)
 	int rc = VT_EXIT_USAGE;
 	GOptionEntry entries[] = {
 		{ "dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run, "Only find and report the offsets; change nothing", NULL },
-		{ "format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output: table (default), perf (perf inject's lines), json", "FMT" },
-		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Same as --format=json", NULL },
+		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Write the corrected recording to OUT (a new file; a directory for directory input)", "OUT" },
+		{ "in-place", 'i', 0, G_OPTION_ARG_NONE, &in_place, "Correct FILE itself, crash-safely (see --recover)", NULL },
+		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "Use this TSC offset for these VMCS (or for all others if none are listed) instead of discovering it; repeatable", "OFF[:VMCS[,VMCS...]]" },
+		{ "vm-time-correlation", 0, 0, G_OPTION_ARG_STRING, &perf_arg, "perf inject's argument, as a drop-in: \"[dry-run] [OFF[:VMCS[,VMCS]...]]...\"", "STRING" },
+		{ "force", 0, 0, G_OPTION_ARG_NONE, &force, "Correct a file that vmtrace has corrected before (subtracts again)", NULL },
+		{ "recover", 0, 0, G_OPTION_ARG_NONE, &recover, "Complete an interrupted --in-place correction of FILE", NULL },
+		{ "format", 'f', 0, G_OPTION_ARG_STRING, &format, "Dry-run output: table (default), perf (perf inject's lines), json", "FMT" },
+		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "JSON output (same as --format=json)", NULL },
 		{ "jobs", 'J', 0, G_OPTION_ARG_INT, &jobs, "Decode N AUX queues in parallel (default: number of CPUs)", "N" },
 		{ "tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance, "Largest spread (TSC ticks) of a VMCS's estimates still called consistent (default: 2 CTC ticks)", "TICKS" },
 		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Also print the ERROR lines perf would print, on stderr", NULL },
 		G_OPTION_ENTRY_NULL
 	};
-	GOptionContext *ctx = g_option_context_new("--dry-run FILE - find each VMCS's TSC offset");
+	GOptionContext *ctx = g_option_context_new("FILE - find each VMCS's TSC offset and correct guest TSC packets");
 	const char *path;
 
 	g_option_context_set_summary(ctx,
-		"Reads a host Intel PT recording of KVM guests (perf.data file or directory)\n"
-		"and finds, for every VMCS (one per vCPU), the VMX TSC offset that the guest's\n"
-		"TSC packets carry: each guest TSC packet is compared with the host time that\n"
-		"the MTC/TMA packets (driven by the crystal clock, which VMX does not offset)\n"
-		"predict.  The decisions follow perf's `perf inject --vm-time-correlation`,\n"
-		"so --format=perf prints exactly perf's lines.\n\n"
-		"TSC packets have 7 bytes: offsets are reported as the 56-bit difference\n"
-		"sign-extended to 64 bits, as perf does; the top byte of the real VMX\n"
-		"TSC_OFFSET cannot be seen in the trace and does not matter for correction.");
+		"Reads a host Intel PT recording of KVM guests (perf.data file or directory),\n"
+		"finds for every VMCS (one per vCPU) the VMX TSC offset that the guest's TSC\n"
+		"packets carry, and rewrites those packets to host time - in one step, where\n"
+		"perf needs a dry run and a second run with the copied offsets.\n\n"
+		"Each guest TSC packet is compared with the host time that the MTC/TMA packets\n"
+		"(driven by the crystal clock, which VMX does not offset) predict.  The\n"
+		"decisions follow perf's `perf inject --vm-time-correlation`: --format=perf\n"
+		"prints exactly perf's lines, and the rewritten data section is byte for byte\n"
+		"what perf writes given the same offsets.  A marker after the file's sections\n"
+		"records the correction, so a second correction is refused.\n\n"
+		"TSC packets have 7 bytes: offsets are the 56-bit difference sign-extended to\n"
+		"64 bits, as perf prints them; the top byte does not matter for correction.");
 	g_option_context_set_description(ctx,
-		"Output columns: VMCS (VMCS packet payload), VCPU (from the QEMU thread\n"
-		"name \"CPU n/KVM\"), TSC-OFFSET, GUEST-TSC (guest TSC packets), SPREAD\n"
-		"(max-min of the per-packet estimates, TSC ticks), STATUS (ok, undetermined,\n"
-		"inconsistent).\n\n"
-		"Exit status: 0 every VMCS has a consistent offset; 2 usage error; 3 bad input\n"
-		"file; 4 no time information (recorded with tsc=0 or mtc=0: decode it timeless,\n"
-		"per thread, instead); 5 some VMCS undetermined or inconsistent; 6 no VMCS found.\n\n"
+		"Exit status: 0 ok; 1 failure (I/O, or an interrupted correction to --recover);\n"
+		"2 usage error (incl. bad offset strings); 3 bad input file; 4 no time\n"
+		"information (recorded with tsc=0 or mtc=0: decode it timeless, per thread);\n"
+		"5 some VMCS undetermined or inconsistent; 6 no VMCS found; 7 already\n"
+		"corrected (nothing to do); 8 a VMCS given with --offset is not in the trace.\n"
+		"Nothing is written unless the exit status is 0.\n\n"
 		"Examples:\n"
 		"  vmtrace correlate --dry-run perf.data.kvm\n"
 		"  vmtrace correlate --dry-run --format=perf perf.data.kvm\n"
-		"  vmtrace correlate --dry-run --json perf.data.kvm | jq '.vmcs[].tsc_offset'\n");
+		"  vmtrace correlate perf.data.kvm -o perf.data.corrected\n"
+		"  vmtrace correlate --in-place perf.data.kvm\n"
+		"  vmtrace correlate --in-place --offset 0xfffffe3c8291b532:0x12340,0x12451 perf.data.kvm\n"
+		"  vmtrace correlate --vm-time-correlation=\"dry-run\" perf.data.kvm\n"
+		"  vmtrace correlate --recover perf.data.kvm\n");
 	g_option_context_add_main_entries(ctx, entries, NULL);
+	vmcorr_options_init(&opt);
 	if (!g_option_context_parse(ctx, &argc, &argv, &err))
 		goto usage_err;
 	if (argc != 2) {
@@ -148,6 +322,10 @@ int cmd_correlate(int argc, char **argv)
 		goto usage_err;
 	}
 	path = argv[1];
+	if (recover) {
+		rc = do_recover(path);
+		goto done;
+	}
 	if (json) {
 		g_free(format);
 		format = g_strdup("json");
@@ -161,16 +339,43 @@ int cmd_correlate(int argc, char **argv)
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--jobs must be 1..1024");
 		goto usage_err;
 	}
-	vmcorr_options_init(&opt);
 	opt.jobs = jobs;
 	if (tolerance && !vt_parse_u64(tolerance, &opt.tolerance)) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--tolerance '%s': expected a number", tolerance);
 		goto usage_err;
 	}
-	if (!dry_run) {
+	if (perf_arg) {
+		gboolean perf_dry;
+
+		if (!vmcorr_parse_perf_arg(perf_arg, &perf_dry, &opt, &err))
+			goto usage_err;
+		dry_run = dry_run || perf_dry;
+	}
+	for (char **o = offsets; o && *o; o++)
+		if (!vmcorr_parse_offset_token(*o, &opt, &err))
+			goto usage_err;
+	if (!dry_run && !in_place && !out) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "rewriting the trace is not implemented yet; use --dry-run to find the offsets");
+			    "say where the correction goes: -o OUT, or --in-place (or use --dry-run)");
 		goto usage_err;
+	}
+	if ((dry_run && (in_place || out)) || (in_place && out)) {
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "--dry-run, -o and --in-place exclude each other");
+		goto usage_err;
+	}
+	if (out) {
+		struct stat a, b;
+
+		if (stat(path, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+				    "-o names the input itself; use --in-place to correct it in place");
+			goto usage_err;
+		}
+	}
+	if (!dry_run) {
+		rc = do_apply(path, out, force, format && !strcmp(format, "json"), &opt);
+		goto done;
 	}
 
 	r = vmcorr_dry_run(path, &opt, &err);
@@ -193,9 +398,12 @@ int cmd_correlate(int argc, char **argv)
 	rc = VT_EXIT_OK;
 	if (!r->vmcs->len)
 		rc = VT_EXIT_NO_GUEST;
-	for (guint i = 0; i < r->vmcs->len; i++)
-		if (g_array_index(r->vmcs, VmcorrVmcs, i).status != VMCORR_OK)
+	for (guint i = 0; i < r->vmcs->len; i++) {
+		VmcorrStatus st = g_array_index(r->vmcs, VmcorrVmcs, i).status;
+
+		if (st != VMCORR_OK && st != VMCORR_ZERO)
 			rc = VT_EXIT_UNRESOLVED;
+	}
 	if (r->n_bad_packets) {
 		/* decoding went on after resynchronising, but the input is damaged */
 		vt_err("correlate", "%s: %" G_GUINT64_FORMAT " bad Intel PT packet%s (first at file offset %#"
@@ -219,5 +427,10 @@ done:
 	g_option_context_free(ctx);
 	g_free(format);
 	g_free(tolerance);
+	g_free(out);
+	g_free(perf_arg);
+	g_strfreev(offsets);
+	if (opt.offsets)
+		g_array_free(opt.offsets, TRUE);
 	return rc;
 }

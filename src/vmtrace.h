@@ -14,6 +14,8 @@ enum {
 	VT_EXIT_NO_TIME = 4,      /* correlate: trace has no time information */
 	VT_EXIT_UNRESOLVED = 5,   /* correlate: some VMCS undetermined/inconsistent */
 	VT_EXIT_NO_GUEST = 6,     /* correlate: no VMCS (no guest) in the trace */
+	VT_EXIT_NOTHING = 7,      /* correlate: already corrected, nothing to do */
+	VT_EXIT_UNKNOWN_VMCS = 8, /* correlate: a VMCS given with --offset is not in the trace */
 };
 
 typedef int (*vt_cmd_fn)(int argc, char **argv);

@@ -6,32 +6,9 @@
 need_perf
 need_python
 
-# name | synth options
-cat >"$TMP/matrix" <<'M'
-thread-1vcpu         --vcpus 1
-thread-4vcpu         --vcpus 4
-thread-16vcpu        --vcpus 16 --size 4M
-cpu-4vcpu            --per-cpu --vcpus 4
-cpu-16vcpu-migrate   --per-cpu --vcpus 16 --cpus 4 --size 4M
-cpu-8vcpu-2cpus      --per-cpu --vcpus 8 --cpus 2
-thread-cyc           --vcpus 4 --cyc
-cpu-cyc              --per-cpu --vcpus 4 --cyc
-mtc0                 --vcpus 2 --mtc-period 0
-mtc6                 --vcpus 2 --mtc-period 6
-mtc6-cpu-cyc         --per-cpu --vcpus 4 --mtc-period 6 --cyc
-psb0                 --vcpus 2 --psb-period 0
-psb5                 --vcpus 2 --psb-period 5 --size 4M
-ratio100             --vcpus 4 --tsc-ctc-ratio 100/1
-ratio100-cpu         --per-cpu --vcpus 4 --tsc-ctc-ratio 100/1 --mtc-period 0
-two-vms-thread       --vms 2 --vcpus 4 --offset 0xffffff8000000000:0 --offset 0x0000000123456789:1
-two-vms-cpu          --per-cpu --vms 2 --vcpus 6 --cpus 3 --offset 0xfffffe0000001000:0 --offset 0xffffffffff000000:1
-top-byte             --vcpus 2 --offset 0x0123456789abcdef
-top-byte-neg         --per-cpu --vcpus 2 --offset 0xfe80000000000001
-seed7-buffers        --vcpus 3 --seed 7 --buffer-size 16K --cyc
-M
 
 while read -r name opts; do
-	[ -n "$name" ] || continue
+	case $name in ""|\#*) continue ;; esac
 	f="$TMP/$name.data"
 	# shellcheck disable=SC2086
 	if ! "$VMTRACE" synth -o "$f" --truth "$TMP/$name.json" --size 2M $opts 2>"$TMP/synth.err"; then
@@ -51,5 +28,5 @@ while read -r name opts; do
 	else
 		fail "$name: mismatch"; cat "$TMP/cmp"
 	fi
-done <"$TMP/matrix"
+done <"$top_srcdir/tests/matrix.txt"
 finish

@@ -36,6 +36,7 @@ const char *vmcorr_status_name(VmcorrStatus s)
 	case VMCORR_OK: return "ok";
 	case VMCORR_UNDETERMINED: return "undetermined";
 	case VMCORR_INCONSISTENT: return "inconsistent";
+	case VMCORR_ZERO: return "no-offset";
 	}
 	return "?";
 }
@@ -1236,7 +1237,10 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
 
 		m->spread = m->n_est ? m->est_max - m->est_min : 0;
-		if (!m->offset)
+		if (!m->offset && m->n_est && (uint64_t)ABS(m->est_min) <= r->tolerance &&
+		    (uint64_t)ABS(m->est_max) <= r->tolerance)
+			m->status = VMCORR_ZERO;  /* e.g. corrected already */
+		else if (!m->offset)
 			m->status = VMCORR_UNDETERMINED;
 		else if ((uint64_t)m->spread > r->tolerance)
 			m->status = VMCORR_INCONSISTENT;

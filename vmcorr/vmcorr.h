@@ -30,6 +30,7 @@ typedef enum {
 	VMCORR_ERROR_NO_TIME,       /* timeless trace, no MTC, or no TSC:CTC ratio */
 	VMCORR_ERROR_BAD_INPUT,     /* inconsistent queues etc. */
 	VMCORR_ERROR_INTERNAL,
+	VMCORR_ERROR_BAD_OFFSET,    /* an offset/VMCS string that does not parse */
 } VmcorrErrorCode;
 
 #define VMCORR_NO_VMCS 0xffffffffffULL
@@ -39,6 +40,7 @@ typedef enum {
 	VMCORR_OK = 0,
 	VMCORR_UNDETERMINED,     /* guest TSCs seen, no offset learned */
 	VMCORR_INCONSISTENT,     /* estimates spread more than the tolerance */
+	VMCORR_ZERO,             /* guest TSCs already show host time (offset 0) */
 } VmcorrStatus;
 
 const char *vmcorr_status_name(VmcorrStatus s);
@@ -111,6 +113,25 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
 struct VmcorrSessionS;
 /* The same on an open session (vmcorr/session.h). */
 VmcorrResult *vmcorr_run_session(struct VmcorrSessionS *s, const VmcorrOptions *opt, GError **error);
+
+/* --- offsets given on the command line (offsets.c) */
+/* One `OFF` or `OFF:VMCS[,VMCS...]` token into opt (default or per VMCS). */
+gboolean vmcorr_parse_offset_token(const char *tok, VmcorrOptions *opt, GError **error);
+/* perf's --vm-time-correlation string: [dry-run] [OFF[:VMCS[,VMCS]...]]... */
+gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions *opt, GError **error);
+
+/* --- writing the correction (apply.c) */
+/* Write r->patches: to `out` (a new file, or directory for directory
+ * input), or in place with a journal when out is NULL.  Appends the
+ * "corrected" marker with `offsets`. */
+gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrResult *r, const GArray *offsets,
+			      GError **error);
+/* The marker JSON if vmtrace corrected the file, else NULL. */
+char *vmcorr_marker_read(const char *path, GError **error);
+/* An interrupted in-place correction left a journal. */
+gboolean vmcorr_journal_pending(const char *path);
+/* Complete an interrupted in-place correction (roll the journal forward). */
+gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, GError **error);
 
 G_END_DECLS
 

@@ -1,0 +1,531 @@
+/* apply.c - rewrite guest TSC packets to host time.
+ *
+ * The patches (file offset, new 7 payload bytes) come from the correlation
+ * pass (dryrun.c with collect_patches); this file only writes them.
+ *
+ * To a new file (-o): the input is copied to a temporary file next to the
+ * output, patched, marked, fsync'ed and renamed over the output.
+ *
+ * In place: before the first byte of the trace changes, a journal
+ * (FILE.vmtrace-journal: every patch with its old and new bytes, and the
+ * marker) is written to a temporary name, fsync'ed and renamed, so it
+ * exists either whole or not at all.  Then the patches and the marker are
+ * written (only those bytes), the file is fsync'ed and the journal removed.
+ * If the process dies in between, `vmtrace correlate --recover FILE` rolls
+ * the journal forward: the file is then exactly the corrected one.  Without
+ * a journal the file was never touched.
+ *
+ * The marker is a trailer after the last section of the file (perf reads
+ * sections by offset and ignores it): "\nVMTRACE-CORRECTED " + JSON + "\n",
+ * then the u64 length of that text and the 16 bytes "VMTRACE-CORR-END".
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <glib/gstdio.h>
+
+#include "vmcorr/vmcorr.h"
+
+#define MARK_END "VMTRACE-CORR-END"
+#define MARK_HEAD "\nVMTRACE-CORRECTED "
+#define JOURNAL_MAGIC "VMTRACE-JOURNAL1"
+#define JOURNAL_SUFFIX ".vmtrace-journal"
+
+static gboolean io_error(GError **error, const char *path, const char *what)
+{
+	int e = errno;
+
+	g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, "%s: %s: %s", path, what, g_strerror(e));
+	return FALSE;
+}
+
+static gboolean pwrite_all(int fd, const void *buf, size_t len, off_t off, const char *path, GError **error)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(error, path, "write");
+		}
+		p += n;
+		len -= n;
+		off += n;
+	}
+	return TRUE;
+}
+
+static gboolean pread_all(int fd, void *buf, size_t len, off_t off, const char *path, GError **error)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return io_error(error, path, "read");
+		if (n == 0) {
+			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_TRUNCATED, "%s: unexpected end of file", path);
+			return FALSE;
+		}
+		p += n;
+		len -= n;
+		off += n;
+	}
+	return TRUE;
+}
+
+static gboolean fsync_dir_of(const char *path, GError **error)
+{
+	g_autofree char *dir = g_path_get_dirname(path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return io_error(error, dir, "open directory");
+	if (fsync(fd) < 0 && errno != EINVAL) {
+		close(fd);
+		return io_error(error, dir, "fsync directory");
+	}
+	close(fd);
+	return TRUE;
+}
+
+/* perf.data directory -> DIR/data */
+static char *data_file(const char *path)
+{
+	if (g_file_test(path, G_FILE_TEST_IS_DIR))
+		return g_build_filename(path, "data", NULL);
+	return g_strdup(path);
+}
+
+/* ------------------------------------------------------------ marker */
+
+char *vmcorr_marker_read(const char *path, GError **error)
+{
+	g_autofree char *file = data_file(path);
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	uint8_t tail[24];
+	uint64_t len;
+	char *text = NULL;
+
+	if (fd < 0) {
+		io_error(error, file, "open");
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || st.st_size < 24 || !pread_all(fd, tail, 24, st.st_size - 24, file, NULL) ||
+	    memcmp(tail + 8, MARK_END, 16)) {
+		close(fd);
+		return NULL;
+	}
+	memcpy(&len, tail, 8);
+	if (len > 1 << 20 || len + 24 > (uint64_t)st.st_size) {
+		close(fd);
+		return NULL;
+	}
+	text = g_malloc0(len + 1);
+	if (!pread_all(fd, text, len, st.st_size - 24 - len, file, NULL) ||
+	    strncmp(text, MARK_HEAD, strlen(MARK_HEAD))) {
+		g_free(text);
+		text = NULL;
+	} else {
+		memmove(text, text + strlen(MARK_HEAD), len - strlen(MARK_HEAD) + 1);
+		g_strchomp(text);
+	}
+	close(fd);
+	return text;
+}
+
+static GBytes *marker_build(const char *source, const VmcorrResult *r, const GArray *offsets)
+{
+	GString *s = g_string_new(MARK_HEAD);
+	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	g_autofree char *when = g_date_time_format_iso8601(now);
+	uint64_t len;
+
+	g_string_append_printf(s, "{\"vmtrace\": \"%s\", \"corrected\": \"%s\", \"tsc_packets\": %u, \"offsets\": [",
+			       PACKAGE_VERSION, when, r->patches->len);
+	for (guint i = 0; offsets && i < offsets->len; i++) {
+		const VmcorrOffset *o = &g_array_index(offsets, VmcorrOffset, i);
+
+		g_string_append_printf(s, "%s{\"vmcs\": \"%#" G_GINT64_MODIFIER "x\", \"offset\": \"%#"
+				       G_GINT64_MODIFIER "x\"}", i ? ", " : "", o->vmcs, o->offset);
+	}
+	g_string_append(s, "]}\n");
+	(void)source;
+	len = s->len;
+	g_string_append_len(s, (const char *)&len, 8);
+	g_string_append_len(s, MARK_END, 16);
+	return g_string_free_to_bytes(s);
+}
+
+/* ------------------------------------------------------------ patching */
+
+static void patch_bytes(const VmcorrPatch *p, uint8_t out[7])
+{
+	for (int i = 0; i < 7; i++)
+		out[i] = (uint8_t)(p->value >> (8 * i));
+}
+
+/* Delay between patch writes, for the crash-safety test only. */
+static guint test_delay_us(void)
+{
+	const char *e = g_getenv("VMTRACE_TEST_APPLY_DELAY_US");
+
+	return e ? (guint)g_ascii_strtoull(e, NULL, 10) : 0;
+}
+
+static gboolean write_patches(int fd, const char *path, const GArray *patches, GError **error)
+{
+	guint delay = test_delay_us();
+
+	for (guint i = 0; i < patches->len; i++) {
+		uint8_t b[7];
+
+		patch_bytes(&g_array_index(patches, VmcorrPatch, i), b);
+		if (!pwrite_all(fd, b, 7, g_array_index(patches, VmcorrPatch, i).offset, path, error))
+			return FALSE;
+		if (delay)
+			g_usleep(delay);
+	}
+	return TRUE;
+}
+
+static gboolean copy_fd(int in, int out, uint64_t size, const char *path, GError **error)
+{
+	uint64_t done = 0;
+	char *buf = NULL;
+
+	while (done < size) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, size - done, 0);
+
+		if (n > 0) {
+			done += n;
+			continue;
+		}
+		if (n == 0)
+			break;
+		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+			return io_error(error, path, "copy");
+		/* fall back to read/write */
+		buf = g_malloc(1 << 20);
+		while (done < size) {
+			ssize_t r = pread(in, buf, MIN(1 << 20, size - done), done);
+
+			if (r <= 0 || !pwrite_all(out, buf, r, done, path, error)) {
+				g_free(buf);
+				return r <= 0 ? io_error(error, path, "read") : FALSE;
+			}
+			done += r;
+		}
+		g_free(buf);
+	}
+	if (done != size) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_TRUNCATED, "%s: input shrank while copying", path);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* Write a corrected copy of `in_file` to `out_file` (temp + rename). */
+static gboolean apply_to_copy(const char *in_file, const char *out_file, const VmcorrResult *r, GBytes *marker,
+			      GError **error)
+{
+	g_autofree char *dir = g_path_get_dirname(out_file);
+	g_autofree char *base = g_path_get_basename(out_file);
+	g_autofree char *tmpl = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+	int in = -1, out = -1;
+	struct stat st;
+	gsize mlen;
+	const void *m = g_bytes_get_data(marker, &mlen);
+	gboolean ok = FALSE;
+
+	in = open(in_file, O_RDONLY | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0) {
+		io_error(error, in_file, "open");
+		goto out;
+	}
+	out = g_mkstemp_full(tmpl, O_RDWR | O_CLOEXEC, 0600);
+	if (out < 0) {
+		io_error(error, out_file, "create");
+		goto out;
+	}
+	if (!copy_fd(in, out, st.st_size, out_file, error) || !write_patches(out, out_file, r->patches, error) ||
+	    !pwrite_all(out, m, mlen, st.st_size, out_file, error))
+		goto out;
+	if (fsync(out) < 0) {
+		io_error(error, out_file, "fsync");
+		goto out;
+	}
+	if (rename(tmpl, out_file) < 0) {
+		io_error(error, out_file, "rename");
+		goto out;
+	}
+	ok = fsync_dir_of(out_file, error);
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (!ok)
+		unlink(tmpl);
+	return ok;
+}
+
+/* ------------------------------------------------------------ journal */
+
+/* Journal: magic[16], u64 size_before, u64 n, n * {u64 off, u8 old[7], u8 new[7], u8 pad[2]},
+ * u64 marker_len, marker, then a SHA-256 of everything before (32 bytes). */
+static GBytes *journal_build(int fd, const char *path, uint64_t size_before, const GArray *patches, GBytes *marker,
+			     GError **error)
+{
+	GByteArray *j = g_byte_array_new();
+	GChecksum *ck = g_checksum_new(G_CHECKSUM_SHA256);
+	uint64_t n = patches->len;
+	gsize mlen, dlen = 32;
+	const uint8_t *m = g_bytes_get_data(marker, &mlen);
+	uint64_t ml = mlen;
+	uint8_t digest[32];
+
+	g_byte_array_append(j, (const guint8 *)JOURNAL_MAGIC, 16);
+	g_byte_array_append(j, (const guint8 *)&size_before, 8);
+	g_byte_array_append(j, (const guint8 *)&n, 8);
+	for (guint i = 0; i < patches->len; i++) {
+		const VmcorrPatch *p = &g_array_index(patches, VmcorrPatch, i);
+		uint8_t rec[24] = { 0 };
+
+		memcpy(rec, &p->offset, 8);
+		if (!pread_all(fd, rec + 8, 7, p->offset, path, error)) {
+			g_byte_array_unref(j);
+			g_checksum_free(ck);
+			return NULL;
+		}
+		patch_bytes(p, rec + 15);
+		g_byte_array_append(j, rec, 24);
+	}
+	g_byte_array_append(j, (const guint8 *)&ml, 8);
+	g_byte_array_append(j, m, mlen);
+	g_checksum_update(ck, j->data, j->len);
+	g_checksum_get_digest(ck, digest, &dlen);
+	g_byte_array_append(j, digest, 32);
+	g_checksum_free(ck);
+	return g_byte_array_free_to_bytes(j);
+}
+
+static char *journal_path(const char *file)
+{
+	return g_strconcat(file, JOURNAL_SUFFIX, NULL);
+}
+
+static gboolean write_file_durably(const char *path, GBytes *b, GError **error)
+{
+	g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
+	gsize len;
+	const void *data = g_bytes_get_data(b, &len);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return io_error(error, tmp, "create");
+	if (!pwrite_all(fd, data, len, 0, tmp, error) || fsync(fd) < 0) {
+		close(fd);
+		unlink(tmp);
+		return error && *error ? FALSE : io_error(error, tmp, "fsync");
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		unlink(tmp);
+		return io_error(error, path, "rename");
+	}
+	return fsync_dir_of(path, error);
+}
+
+/* Roll a journal forward onto `file`.  *found says whether there was one. */
+static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npatches, GError **error)
+{
+	g_autofree char *jp = journal_path(file);
+	g_autofree char *jtmp = g_strconcat(jp, ".tmp", NULL);
+	g_autofree uint8_t *j = NULL;
+	gsize len, dlen = 32;
+	uint64_t size_before, n, ml;
+	uint8_t digest[32];
+	GChecksum *ck;
+	int fd;
+	gboolean ok = FALSE;
+
+	*found = FALSE;
+	unlink(jtmp);          /* an unfinished journal: the file was not touched */
+	if (!g_file_get_contents(jp, (char **)&j, &len, NULL))
+		return TRUE;
+	*found = TRUE;
+	if (len < 16 + 8 + 8 + 8 + 32 || memcmp(j, JOURNAL_MAGIC, 16)) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: not a vmtrace journal", jp);
+		return FALSE;
+	}
+	ck = g_checksum_new(G_CHECKSUM_SHA256);
+	g_checksum_update(ck, j, len - 32);
+	g_checksum_get_digest(ck, digest, &dlen);
+	g_checksum_free(ck);
+	memcpy(&size_before, j + 16, 8);
+	memcpy(&n, j + 24, 8);
+	if (memcmp(digest, j + len - 32, 32) || n > (len - 72) / 24) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: journal is damaged (checksum)", jp);
+		return FALSE;
+	}
+	memcpy(&ml, j + 32 + n * 24, 8);
+	if (32 + n * 24 + 8 + ml + 32 != len) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: journal is damaged (size)", jp);
+		return FALSE;
+	}
+	fd = open(file, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return io_error(error, file, "open");
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *rec = j + 32 + i * 24;
+		uint64_t off;
+
+		memcpy(&off, rec, 8);
+		if (!pwrite_all(fd, rec + 15, 7, off, file, error))
+			goto out;
+	}
+	if (!pwrite_all(fd, j + 32 + n * 24 + 8, ml, size_before, file, error))
+		goto out;
+	if (ftruncate(fd, size_before + ml) < 0 || fsync(fd) < 0) {
+		io_error(error, file, "truncate/fsync");
+		goto out;
+	}
+	if (unlink(jp) < 0 || !fsync_dir_of(file, error))
+		goto out;
+	*npatches = n;
+	ok = TRUE;
+out:
+	close(fd);
+	return ok;
+}
+
+gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, GError **error)
+{
+	g_autofree char *file = data_file(path);
+
+	*npatches = 0;
+	return journal_replay(file, found, npatches, error);
+}
+
+gboolean vmcorr_journal_pending(const char *path)
+{
+	g_autofree char *file = data_file(path);
+	g_autofree char *jp = journal_path(file);
+
+	return g_file_test(jp, G_FILE_TEST_EXISTS);
+}
+
+static gboolean apply_in_place(const char *file, const VmcorrResult *r, GBytes *marker, GError **error)
+{
+	g_autofree char *jp = journal_path(file);
+	int fd = open(file, O_RDWR | O_CLOEXEC);
+	struct stat st;
+	GBytes *journal = NULL;
+	gsize mlen;
+	const void *m = g_bytes_get_data(marker, &mlen);
+	gboolean ok = FALSE;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return io_error(error, file, "open for writing");
+	journal = journal_build(fd, file, st.st_size, r->patches, marker, error);
+	if (!journal || !write_file_durably(jp, journal, error))
+		goto out;
+	/* from here on, `vmtrace correlate --recover` completes the job */
+	if (!write_patches(fd, file, r->patches, error) || !pwrite_all(fd, m, mlen, st.st_size, file, error))
+		goto out;
+	if (fsync(fd) < 0) {
+		io_error(error, file, "fsync");
+		goto out;
+	}
+	if (unlink(jp) < 0) {
+		io_error(error, jp, "remove");
+		goto out;
+	}
+	ok = fsync_dir_of(file, error);
+out:
+	if (journal)
+		g_bytes_unref(journal);
+	close(fd);
+	return ok;
+}
+
+/* ------------------------------------------------------------ directories */
+
+static gboolean copy_tree(const char *from, const char *to, const char *skip, GError **error)
+{
+	GDir *d = g_dir_open(from, 0, error);
+	const char *name;
+	gboolean ok = TRUE;
+
+	if (!d)
+		return FALSE;
+	if (g_mkdir(to, 0700) < 0 && errno != EEXIST) {
+		g_dir_close(d);
+		return io_error(error, to, "mkdir");
+	}
+	while (ok && (name = g_dir_read_name(d))) {
+		g_autofree char *src = g_build_filename(from, name, NULL);
+		g_autofree char *dst = g_build_filename(to, name, NULL);
+
+		if (skip && !strcmp(name, skip))
+			continue;
+		if (g_file_test(src, G_FILE_TEST_IS_SYMLINK))
+			continue;
+		if (g_file_test(src, G_FILE_TEST_IS_DIR)) {
+			ok = copy_tree(src, dst, NULL, error);
+		} else {
+			int in = open(src, O_RDONLY | O_CLOEXEC), out;
+			struct stat st;
+
+			if (in < 0 || fstat(in, &st) < 0) {
+				ok = io_error(error, src, "open");
+				if (in >= 0)
+					close(in);
+				break;
+			}
+			out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
+			ok = out >= 0 ? copy_fd(in, out, st.st_size, dst, error) : io_error(error, dst, "create");
+			if (out >= 0)
+				close(out);
+			close(in);
+		}
+	}
+	g_dir_close(d);
+	return ok;
+}
+
+/* ------------------------------------------------------------ entry */
+
+gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrResult *r, const GArray *offsets,
+			      GError **error)
+{
+	g_autofree char *in_file = data_file(path);
+	GBytes *marker = marker_build(path, r, offsets);
+	gboolean ok;
+
+	if (!out) {
+		ok = apply_in_place(in_file, r, marker, error);
+	} else if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+		/* perf.data directory: copy everything else, then write data */
+		g_autofree char *out_data = g_build_filename(out, "data", NULL);
+
+		ok = copy_tree(path, out, "data", error) && apply_to_copy(in_file, out_data, r, marker, error);
+	} else {
+		ok = apply_to_copy(in_file, out, r, marker, error);
+	}
+	g_bytes_unref(marker);
+	return ok;
+}

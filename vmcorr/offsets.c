@@ -1,0 +1,113 @@
+/* offsets.c - parse TSC offsets given on the command line.
+ *
+ * perf's grammar (--vm-time-correlation): [dry-run] [<off>[:<vmcs>[,<vmcs>]...]]...
+ * Tokens are separated by spaces; numbers are C literals (0x hex, 0 octal,
+ * decimal) as strtoull(..., 0) reads them.  A bare <off> is the default for
+ * every VMCS not listed (and for "no VMCS seen"); the last one wins.  perf
+ * loops forever on a token it cannot read; here any bad token is an error
+ * that names it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "vmcorr/vmcorr.h"
+
+static gboolean parse_number(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!*s || !g_ascii_isdigit(*s))
+		return FALSE;    /* no sign, no space: strtoull would accept them */
+	errno = 0;
+	*out = g_ascii_strtoull(s, &end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 :
+					 s[0] == '0' && s[1] ? 8 : 10);
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && end == s + 2)
+		return FALSE;
+	return errno == 0 && *end == '\0';
+}
+
+static void set_offset(VmcorrOptions *opt, uint64_t vmcs, uint64_t off)
+{
+	if (!opt->offsets)
+		opt->offsets = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
+	for (guint i = 0; i < opt->offsets->len; i++) {
+		VmcorrOffset *o = &g_array_index(opt->offsets, VmcorrOffset, i);
+
+		if (o->vmcs == vmcs) {
+			o->offset = off;      /* perf: the later one wins */
+			return;
+		}
+	}
+	g_array_append_val(opt->offsets, ((VmcorrOffset){ vmcs, off }));
+}
+
+/* One token: OFF or OFF:VMCS[,VMCS...] */
+gboolean vmcorr_parse_offset_token(const char *tok, VmcorrOptions *opt, GError **error)
+{
+	g_auto(GStrv) parts = g_strsplit(tok, ":", 2);
+	uint64_t off, vmcs;
+
+	if (!parse_number(parts[0], &off)) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+			    "'%s': '%s' is not a TSC offset (a number such as 0xfffffe3c8291b532)", tok, parts[0]);
+		return FALSE;
+	}
+	if (parts[1] && !*parts[1]) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+			    "'%s': ':' must be followed by one or more VMCS, separated by ','", tok);
+		return FALSE;
+	}
+	if (!parts[1]) {
+		opt->have_default = TRUE;
+		opt->default_offset = off;
+		return TRUE;
+	}
+	{
+		g_auto(GStrv) v = g_strsplit(parts[1], ",", -1);
+
+		for (guint i = 0; v[i]; i++) {
+			if (!parse_number(v[i], &vmcs)) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+					    "'%s': '%s' is not a VMCS (a number such as 0x12340, as `vmtrace "
+					    "correlate --dry-run` prints it)", tok, v[i]);
+				return FALSE;
+			}
+			if (!vmcs || vmcs >= VMCORR_NO_VMCS) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+					    "'%s': VMCS %s is out of range (1..0xfffffffffe: the 40-bit VMCS packet "
+					    "payload)", tok, v[i]);
+				return FALSE;
+			}
+			set_offset(opt, vmcs, off);
+		}
+	}
+	return TRUE;
+}
+
+gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions *opt, GError **error)
+{
+	g_auto(GStrv) toks = g_strsplit_set(arg, " \t", -1);
+	guint i = 0;
+
+	*dry_run = FALSE;
+	while (toks[i] && !*toks[i])
+		i++;
+	if (toks[i] && !strcmp(toks[i], "dry-run")) {
+		*dry_run = TRUE;
+		i++;
+	}
+	for (; toks[i]; i++) {
+		if (!*toks[i])
+			continue;
+		if (!strcmp(toks[i], "dry-run")) {
+			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+				    "'dry-run' must come first in '%s'", arg);
+			return FALSE;
+		}
+		if (!vmcorr_parse_offset_token(toks[i], opt, error))
+			return FALSE;
+	}
+	return TRUE;
+}
