@@ -149,7 +149,9 @@ char *vmcorr_marker_read(const char *path, GError **error)
 static GBytes *marker_build(const char *source, const VmcorrResult *r, const GArray *offsets)
 {
 	GString *s = g_string_new(MARK_HEAD);
-	g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+	const char *epoch = g_getenv("SOURCE_DATE_EPOCH");   /* reproducible output */
+	g_autoptr(GDateTime) now = epoch ? g_date_time_new_from_unix_utc(g_ascii_strtoll(epoch, NULL, 10))
+					 : g_date_time_new_now_utc();
 	g_autofree char *when = g_date_time_format_iso8601(now);
 	uint64_t len;
 
