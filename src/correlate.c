@@ -43,6 +43,14 @@ static void print_table(const char *path, const VmcorrResult *r)
 
 		printf("%#-14" G_GINT64_MODIFIER "x %-16s %-20s %10" G_GUINT64_FORMAT " %8" G_GINT64_FORMAT "  %s\n",
 		       m->vmcs, v, off, m->n_guest_tsc, m->spread, vmcorr_status_name(m->status));
+		if (m->epochs && m->epochs->len > 1)
+			for (guint k = 0; k < m->epochs->len; k++) {
+				const VmcorrEpoch *e = &g_array_index(m->epochs, VmcorrEpoch, k);
+
+				printf("  epoch %u: offset %#018" G_GINT64_MODIFIER "x from host TSC %#" G_GINT64_MODIFIER
+				       "x to %#" G_GINT64_MODIFIER "x, %" G_GUINT64_FORMAT " estimates, spread %"
+				       G_GINT64_FORMAT "\n", k + 1, e->offset, e->t_first, e->t_last, e->n, e->spread);
+			}
 	}
 	if (!r->vmcs->len)
 		printf("(no VMCS found: the trace shows no guest activity)\n");
@@ -75,6 +83,16 @@ static void print_json(const char *path, const VmcorrResult *r)
 					       G_GINT64_FORMAT ", ", m->offset, (gint64)m->offset);
 		else
 			g_string_append(s, "\"tsc_offset\": null, ");
+		g_string_append(s, "\"epochs\": [");
+		for (guint k = 0; m->epochs && k < m->epochs->len; k++) {
+			const VmcorrEpoch *e = &g_array_index(m->epochs, VmcorrEpoch, k);
+
+			g_string_append_printf(s, "%s{\"tsc_offset\": \"%#" G_GINT64_MODIFIER "x\", \"first_tsc\": \"%#"
+					       G_GINT64_MODIFIER "x\", \"last_tsc\": \"%#" G_GINT64_MODIFIER
+					       "x\", \"estimates\": %" G_GUINT64_FORMAT ", \"spread\": %" G_GINT64_FORMAT "}",
+					       k ? ", " : "", e->offset, e->t_first, e->t_last, e->n, e->spread);
+		}
+		g_string_append(s, "], ");
 		g_string_append_printf(s, "\"reliable\": %s, \"guest_tsc_packets\": %" G_GUINT64_FORMAT
 				       ", \"estimates\": %" G_GUINT64_FORMAT ", \"spread\": %" G_GINT64_FORMAT
 				       ", \"status\": \"%s\"}",
@@ -128,12 +146,24 @@ static int offsets_from_discovery(const char *path, const VmcorrResult *r, Vmcor
 		return VT_EXIT_NO_GUEST;
 	}
 	apply->offsets = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
+	apply->epochs = NULL;
 	for (guint i = 0; i < r->vmcs->len; i++) {
 		const VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
 		VmcorrOffset o = { m->vmcs, m->offset };
 
 		if (m->status == VMCORR_ZERO) {
 			zero++;
+			continue;
+		}
+		if (m->status == VMCORR_CHANGES) {
+			/* each epoch's offset is a candidate (perf cannot do this) */
+			if (!apply->epochs)
+				apply->epochs = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
+			for (guint k = 0; k < m->epochs->len; k++) {
+				VmcorrOffset e = { m->vmcs, g_array_index(m->epochs, VmcorrEpoch, k).offset };
+
+				g_array_append_val(apply->epochs, e);
+			}
 			continue;
 		}
 		if (m->status != VMCORR_OK) {
@@ -144,7 +174,7 @@ static int offsets_from_discovery(const char *path, const VmcorrResult *r, Vmcor
 		}
 		g_array_append_val(apply->offsets, o);
 	}
-	if (zero == r->vmcs->len) {
+	if (zero == r->vmcs->len && !apply->epochs) {
 		vt_err("correlate", "%s: guest TSC packets already show host time (corrected before?); nothing to do",
 		       path);
 		return VT_EXIT_NOTHING;
@@ -203,8 +233,20 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 	}
 	vmcorr_session_free(s);
 	s = NULL;
-	if (!vmcorr_apply_patches(path, out, r, apply.offsets, &err))
-		goto fail;
+	{
+		/* the marker lists every offset used, epochs included */
+		GArray *all = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
+		gboolean ok;
+
+		if (apply.offsets)
+			g_array_append_vals(all, apply.offsets->data, apply.offsets->len);
+		if (apply.epochs)
+			g_array_append_vals(all, apply.epochs->data, apply.epochs->len);
+		ok = vmcorr_apply_patches(path, out, r, all, &err);
+		g_array_free(all, TRUE);
+		if (!ok)
+			goto fail;
+	}
 	if (json) {
 		print_apply_json(path, out, r, apply.offsets);
 	} else {
@@ -219,6 +261,12 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 			printf("  VMCS %#" G_GINT64_MODIFIER "x  TSC offset %#" G_GINT64_MODIFIER "x\n", o->vmcs,
 			       o->offset);
 		}
+		for (guint i = 0; apply.epochs && i < apply.epochs->len; i++) {
+			const VmcorrOffset *o = &g_array_index(apply.epochs, VmcorrOffset, i);
+
+			printf("  VMCS %#" G_GINT64_MODIFIER "x  TSC offset %#" G_GINT64_MODIFIER "x (one of its epochs)\n",
+			       o->vmcs, o->offset);
+		}
 	}
 	goto done;
 fail:
@@ -230,6 +278,8 @@ fail:
 done:
 	if (apply.offsets != opt->offsets && apply.offsets)
 		g_array_free(apply.offsets, TRUE);
+	if (apply.epochs != opt->epochs && apply.epochs)
+		g_array_free(apply.epochs, TRUE);
 	g_clear_error(&err);
 	vmcorr_result_free(disc);
 	vmcorr_result_free(r);
@@ -259,7 +309,7 @@ int cmd_correlate(int argc, char **argv)
 {
 	gboolean dry_run = FALSE, json = FALSE, verbose = FALSE, in_place = FALSE, force = FALSE, recover = FALSE;
 	char *format = NULL, *out = NULL, *perf_arg = NULL;
-	char **offsets = NULL;
+	char **offsets = NULL, **scales = NULL;
 	gint jobs = 0;
 	char *tolerance = NULL;
 	GError *err = NULL;
@@ -272,6 +322,7 @@ int cmd_correlate(int argc, char **argv)
 		{ "in-place", 'i', 0, G_OPTION_ARG_NONE, &in_place, "Correct FILE itself, crash-safely (see --recover)", NULL },
 		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "Use this TSC offset for these VMCS (or for all others if none are listed) instead of discovering it; repeatable", "OFF[:VMCS[,VMCS...]]" },
 		{ "vm-time-correlation", 0, 0, G_OPTION_ARG_STRING, &perf_arg, "perf inject's argument, as a drop-in: \"[dry-run] [OFF[:VMCS[,VMCS]...]]...\"", "STRING" },
+		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "The guests use VMX TSC scaling: guest TSC = (host TSC * RATIO >> FRAC) + offset (FRAC default 48, as on VMX); for the listed VMCS or all; repeatable", "RATIO[/FRAC][:VMCS[,VMCS...]]" },
 		{ "force", 0, 0, G_OPTION_ARG_NONE, &force, "Correct a file that vmtrace has corrected before (subtracts again)", NULL },
 		{ "recover", 0, 0, G_OPTION_ARG_NONE, &recover, "Complete an interrupted --in-place correction of FILE", NULL },
 		{ "format", 'f', 0, G_OPTION_ARG_STRING, &format, "Dry-run output: table (default), perf (perf inject's lines), json", "FMT" },
@@ -354,6 +405,9 @@ int cmd_correlate(int argc, char **argv)
 	for (char **o = offsets; o && *o; o++)
 		if (!vmcorr_parse_offset_token(*o, &opt, &err))
 			goto usage_err;
+	for (char **o = scales; o && *o; o++)
+		if (!vmcorr_parse_scale_token(*o, &opt, &err))
+			goto usage_err;
 	if (!dry_run && !in_place && !out) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
 			    "say where the correction goes: -o OUT, or --in-place (or use --dry-run)");
@@ -401,7 +455,7 @@ int cmd_correlate(int argc, char **argv)
 	for (guint i = 0; i < r->vmcs->len; i++) {
 		VmcorrStatus st = g_array_index(r->vmcs, VmcorrVmcs, i).status;
 
-		if (st != VMCORR_OK && st != VMCORR_ZERO)
+		if (st != VMCORR_OK && st != VMCORR_ZERO && st != VMCORR_CHANGES)
 			rc = VT_EXIT_UNRESOLVED;
 	}
 	if (r->n_bad_packets) {
@@ -430,7 +484,10 @@ done:
 	g_free(out);
 	g_free(perf_arg);
 	g_strfreev(offsets);
+	g_strfreev(scales);
 	if (opt.offsets)
 		g_array_free(opt.offsets, TRUE);
+	if (opt.scales)
+		g_array_free(opt.scales, TRUE);
 	return rc;
 }

@@ -24,6 +24,24 @@ static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **err
 	return TRUE;
 }
 
+static gboolean parse_scale_opt(VtSynthConfig *cfg, const char *s, GError **error)
+{
+	/* RATIO[/FRAC][:VM] */
+	g_auto(GStrv) parts = g_strsplit(s, ":", 2);
+	g_auto(GStrv) rf = g_strsplit(parts[0], "/", 2);
+	guint64 ratio, frac = 48, vm = 0;
+
+	if (!vt_parse_u64(rf[0], &ratio) || !ratio || (rf[1] && (!vt_parse_u64(rf[1], &frac) || frac > 63)) ||
+	    (parts[1] && (!vt_parse_u64(parts[1], &vm) || vm >= VT_SYNTH_MAX_VMS))) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--tsc-scale '%s': expected RATIO[/FRAC_BITS][:VM], e.g. 0x1400000000000/48:0 for 1.25", s);
+		return FALSE;
+	}
+	cfg->vm_ratio[vm] = ratio;
+	cfg->vm_frac[vm] = frac;
+	return TRUE;
+}
+
 static gboolean parse_change_opt(VtSynthConfig *cfg, const char *s, GError **error)
 {
 	/* [VM:]OFFSET@FRACTION */
@@ -65,7 +83,7 @@ int cmd_synth(int argc, char **argv)
 	gboolean per_cpu = FALSE, per_thread = FALSE, cyc = FALSE, no_mtc = FALSE, timeless = FALSE;
 	gboolean as_dir = FALSE, json = FALSE;
 	char *ratio = NULL, *size = NULL, *bufsize = NULL, *seed = NULL, *out = NULL, *truth = NULL;
-	char **offsets = NULL, *change = NULL;
+	char **offsets = NULL, *change = NULL, **scales = NULL;
 	GError *err = NULL;
 	int rc = VT_EXIT_USAGE;
 	GOptionEntry entries[] = {
@@ -88,6 +106,7 @@ int cmd_synth(int argc, char **argv)
 		{ "seed", 0, 0, G_OPTION_ARG_STRING, &seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
 		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "TSC offset of VM (default 0); repeatable (default: derived from the seed)", "OFF[:VM]" },
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
+		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
 		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
@@ -159,6 +178,9 @@ int cmd_synth(int argc, char **argv)
 			goto usage_err;
 	if (change && !parse_change_opt(&cfg, change, &err))
 		goto usage_err;
+	for (char **o = scales; o && *o; o++)
+		if (!parse_scale_opt(&cfg, *o, &err))
+			goto usage_err;
 	if (!vt_synth_config_check(&cfg, &err))
 		goto usage_err;
 
@@ -202,5 +224,6 @@ done:
 	g_free(truth);
 	g_free(change);
 	g_strfreev(offsets);
+	g_strfreev(scales);
 	return rc;
 }

@@ -37,6 +37,7 @@ const char *vmcorr_status_name(VmcorrStatus s)
 	case VMCORR_UNDETERMINED: return "undetermined";
 	case VMCORR_INCONSISTENT: return "inconsistent";
 	case VMCORR_ZERO: return "no-offset";
+	case VMCORR_CHANGES: return "changes";
 	}
 	return "?";
 }
@@ -54,6 +55,9 @@ typedef struct {
 	uint64_t tsc_offset;
 	gboolean reliable;
 	gboolean seen;              /* looked up while decoding (not only given) */
+	GArray *cands;              /* uint64_t: offsets of the epochs (vmtrace extension) */
+	uint64_t ratio;             /* TSC scaling: guest = (host * ratio >> frac) + offset */
+	guint frac;
 	/* speculation bookkeeping: offsets this queue translated with */
 	gboolean used_set, used_mixed, untranslated;
 	uint64_t used7;
@@ -64,11 +68,26 @@ typedef struct {
 	int64_t est_lo, est_hi;     /* relative to est_first */
 	gboolean have_time;
 	uint64_t first_time;        /* host TSC of the first guest TSC */
+	GArray *ests;               /* VmcorrEst: reliable estimates with their host time */
 } Entry;
+
+static void entry_free(gpointer p)
+{
+	Entry *e = p;
+
+	if (e->cands)
+		g_array_free(e->cands, TRUE);
+	if (e->ests)
+		g_array_free(e->ests, TRUE);
+	g_free(e);
+}
 
 typedef struct {
 	GHashTable *h;              /* vmcs -> Entry* */
 	uint64_t dflt;              /* default offset for new entries (0: none) */
+	uint64_t dflt_ratio;        /* default TSC scaling for new entries (0: none) */
+	guint dflt_frac;
+	const VmcorrOptions *opt;
 } Table;
 
 static Entry *table_findnew(Table *t, uint64_t vmcs);
@@ -77,14 +96,36 @@ static Entry *table_findnew(Table *t, uint64_t vmcs);
  * (reliable unless 0) and its default offset for every other VMCS. */
 static void table_init(Table *t, const VmcorrOptions *opt)
 {
-	t->h = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, g_free);
+	memset(t, 0, sizeof(*t));
+	t->h = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, entry_free);
 	t->dflt = opt && opt->have_default ? opt->default_offset : 0;
+	t->opt = opt;
+	for (guint i = 0; opt && opt->scales && i < opt->scales->len; i++) {
+		const VmcorrScale *sc = &g_array_index(opt->scales, VmcorrScale, i);
+
+		if (!sc->vmcs) {
+			t->dflt_ratio = sc->ratio;
+			t->dflt_frac = sc->frac;
+		}
+	}
 	for (guint i = 0; opt && opt->offsets && i < opt->offsets->len; i++) {
 		const VmcorrOffset *o = &g_array_index(opt->offsets, VmcorrOffset, i);
 		Entry *e = table_findnew(t, o->vmcs);
 
 		e->tsc_offset = o->offset;
 		e->reliable = o->offset != 0;
+	}
+	/* epochs: every offset of a VMCS is a candidate, the first is the default */
+	for (guint i = 0; opt && opt->epochs && i < opt->epochs->len; i++) {
+		const VmcorrOffset *o = &g_array_index(opt->epochs, VmcorrOffset, i);
+		Entry *e = table_findnew(t, o->vmcs);
+
+		if (!e->cands) {
+			e->cands = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+			e->tsc_offset = o->offset;
+			e->reliable = TRUE;
+		}
+		g_array_append_val(e->cands, o->offset);
 	}
 }
 
@@ -122,6 +163,16 @@ static Entry *table_findnew(Table *t, uint64_t vmcs)
 		e->vmcs = vmcs;
 		e->tsc_offset = t->dflt;
 		e->reliable = t->dflt != 0;
+		e->ratio = t->dflt_ratio;
+		e->frac = t->dflt_frac;
+		for (guint i = 0; t->opt && t->opt->scales && i < t->opt->scales->len; i++) {
+			const VmcorrScale *sc = &g_array_index(t->opt->scales, VmcorrScale, i);
+
+			if (sc->vmcs == vmcs) {
+				e->ratio = sc->ratio;
+				e->frac = sc->frac;
+			}
+		}
 		g_hash_table_insert(t->h, &e->vmcs, e);
 	}
 	return e;
@@ -187,6 +238,7 @@ typedef struct {
 
 	/* context */
 	gboolean in_psb, pge, continuous, same_buf, reliable_flag;
+	gboolean anchor_host;       /* the last TSC was a host TSC */
 	uint8_t pip_nr;
 	uint64_t vmcs;
 	uint64_t last_reliable_timestamp;
@@ -326,9 +378,47 @@ static void note_used(Entry *e, gboolean translated, uint64_t off)
 	}
 }
 
-static uint64_t translate(uint64_t p, uint64_t off)
+/* guest TSC -> host TSC: (p - off) mod 2^56, and with TSC scaling the exact
+ * inverse of guest = (host * ratio >> frac) + off: the smallest host value
+ * that scales to it (unique when ratio >= 2^frac). */
+static uint64_t translate(const Entry *info, uint64_t p, uint64_t off)
 {
-	return (p - off) & SEVEN_BYTES;
+	uint64_t x = (p - off) & SEVEN_BYTES;
+
+	if (info && info->ratio) {
+		unsigned __int128 num = (unsigned __int128)x << info->frac;
+
+		x = (uint64_t)((num + info->ratio - 1) / info->ratio) & SEVEN_BYTES;
+	}
+	return x;
+}
+
+/* host TSC -> guest TSC without offset (TSC scaling) */
+static uint64_t scale_tsc(const Entry *info, uint64_t host)
+{
+	if (!info || !info->ratio)
+		return host;
+	return (uint64_t)(((unsigned __int128)host * info->ratio) >> info->frac);
+}
+
+/* The offset to translate with: with several epochs, the one nearest to
+ * this packet's own estimate. */
+static uint64_t pick_offset(const Entry *info, gboolean have_est, uint64_t est)
+{
+	uint64_t best = info->tsc_offset, bestd = G_MAXUINT64;
+
+	if (!info->cands || !have_est)
+		return best;
+	for (guint i = 0; i < info->cands->len; i++) {
+		uint64_t c = g_array_index(info->cands, uint64_t, i);
+		uint64_t dd = (uint64_t)ABS((int64_t)(((est - c) & SEVEN_BYTES) << 8) >> 8);
+
+		if (dd < bestd) {
+			bestd = dd;
+			best = c;
+		}
+	}
+	return best;
 }
 
 static void assign(Dec *d, Entry *info, uint64_t off, gboolean rel)
@@ -358,6 +448,9 @@ static void stats_guest(Dec *d, uint64_t vmcs, gboolean est_ok, uint64_t est, ui
 	}
 	if (!est_ok)
 		return;
+	if (!st->ests)
+		st->ests = g_array_new(FALSE, FALSE, sizeof(VmcorrEst));
+	g_array_append_val(st->ests, ((VmcorrEst){ host_time, est }));
 	st->n_est++;
 	if (!st->have_est) {
 		st->have_est = TRUE;
@@ -382,10 +475,11 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 		if (l->pip_nr) {
 			d->n_guest++;
 			if (info && info->tsc_offset) {
-				stats_guest(d, vmcs, FALSE, 0, translate(p, info->tsc_offset));
+				stats_guest(d, vmcs, FALSE, 0, translate(info, p, info->tsc_offset));
 				note_used(info, TRUE, info->tsc_offset);
-				p = translate(p, info->tsc_offset);
+				p = translate(info, p, info->tsc_offset);
 				d->reliable_flag = info->reliable;
+				d->anchor_host = FALSE;
 			} else {
 				if (info) {
 					stats_guest(d, vmcs, FALSE, 0, p);
@@ -397,6 +491,7 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 		} else {
 			d->n_host++;
 			d->reliable_flag = TRUE;
+			d->anchor_host = TRUE;
 		}
 		return p;
 	}
@@ -407,9 +502,10 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 	}
 	if (info && info->tsc_offset) {
 		d->n_guest++;
+		d->anchor_host = FALSE;
 		note_used(info, TRUE, info->tsc_offset);
-		stats_guest(d, vmcs, FALSE, 0, translate(p, info->tsc_offset));
-		return translate(p, info->tsc_offset);
+		stats_guest(d, vmcs, FALSE, 0, translate(info, p, info->tsc_offset));
+		return translate(info, p, info->tsc_offset);
 	}
 	dec_error_once(d, "ERROR: First TSC, no PIP, unknown TSC Offset");
 	return p;
@@ -474,7 +570,7 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t 
 		return first_tsc(d, l, info, p, host_tsc, vmcs);
 
 	expected = expected_tsc(d, l);
-	off = host_tsc - expected;
+	off = host_tsc - scale_tsc(info, expected);
 
 	if (l->pip) {
 		if (l->pip_nr) {
@@ -482,13 +578,15 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t 
 				dec_error_once(d, "ERROR: Missing VMCS");
 				d->n_guest++;
 				d->reliable_flag = FALSE;
-				return translate(p, off);
+				d->anchor_host = FALSE;
+				return translate(NULL, p, off);
 			}
 			goto guest;
 		}
 		d->n_host++;
 		d->last_reliable_timestamp = host_tsc;
 		d->reliable_flag = TRUE;
+		d->anchor_host = TRUE;
 		return p;
 	}
 	reliable = FALSE;
@@ -507,9 +605,12 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t 
 	}
 guest:
 	d->n_guest++;
-	/* statistics: only estimates perf would call reliable */
-	stats_guest(d, vmcs, l->pip && d->in_psb && d->reliable_flag && d->continuous && d->same_buf, off,
-		    info && info->tsc_offset ? translate(p, info->tsc_offset) : translate(p, off));
+	/* statistics: estimates perf would call reliable, measured from a host
+	 * TSC (after a guest TSC translated with a stale offset, the next
+	 * estimate would repeat that offset and hide a change) */
+	stats_guest(d, vmcs, l->pip && d->in_psb && d->reliable_flag && d->continuous && d->same_buf &&
+		    d->anchor_host, off, expected);
+	d->anchor_host = FALSE;
 	if (info && info->vmcs) {
 		if (info->tsc_offset && info->reliable) {
 			/* keep */
@@ -524,8 +625,10 @@ guest:
 	if (assign_it)
 		assign(d, info, off, assign_rel);
 	if (info && info->tsc_offset) {
-		note_used(info, TRUE, info->tsc_offset);
-		p = translate(p, info->tsc_offset);
+		uint64_t o = pick_offset(info, TRUE, off);
+
+		note_used(info, TRUE, o);
+		p = translate(info, p, o);
 		if (!info->reliable)
 			reliable = FALSE;
 	} else {
@@ -542,7 +645,7 @@ guest:
 		}
 		if (info)
 			note_used(info, TRUE, off);
-		p = translate(p, off);
+		p = translate(info, p, off);
 	}
 	d->reliable_flag = reliable;
 	return p;
@@ -1021,6 +1124,54 @@ static void replay(Dec *d, Table *shared, GPtrArray *lines)
 			table_findnew(shared, ((Entry *)v)->vmcs)->seen = TRUE;
 }
 
+static gint cmp_est(gconstpointer a, gconstpointer b)
+{
+	const VmcorrEst *x = a, *y = b;
+
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int64_t sdiff56(uint64_t a, uint64_t b)
+{
+	return (int64_t)(((a - b) & SEVEN_BYTES) << 8) >> 8;
+}
+
+/* Split time-ordered estimates into epochs of a constant offset.  A single
+ * estimate that departs and is followed by a return is an outlier of the
+ * current epoch, not a new one. */
+static GArray *segment_epochs(GArray *ests, uint64_t tol)
+{
+	GArray *ep = g_array_new(FALSE, TRUE, sizeof(VmcorrEpoch));
+	VmcorrEpoch *cur = NULL;
+	int64_t lo = 0, hi = 0;
+
+	for (guint i = 0; i < ests->len; i++) {
+		const VmcorrEst *e = &g_array_index(ests, VmcorrEst, i);
+		gboolean same = cur && (uint64_t)ABS(sdiff56(e->est, cur->offset)) <= tol;
+
+		if (cur && !same && i + 1 < ests->len) {
+			const VmcorrEst *nx = &g_array_index(ests, VmcorrEst, i + 1);
+
+			if ((uint64_t)ABS(sdiff56(nx->est, cur->offset)) <= tol &&
+			    (uint64_t)ABS(sdiff56(nx->est, e->est)) > tol)
+				same = TRUE;      /* outlier */
+		}
+		if (!same) {
+			VmcorrEpoch n = { e->est, e->time, e->time, 0, 0 };
+
+			g_array_append_val(ep, n);
+			cur = &g_array_index(ep, VmcorrEpoch, ep->len - 1);
+			lo = hi = 0;
+		}
+		lo = MIN(lo, sdiff56(e->est, cur->offset));
+		hi = MAX(hi, sdiff56(e->est, cur->offset));
+		cur->spread = hi - lo;
+		cur->t_last = e->time;
+		cur->n++;
+	}
+	return ep;
+}
+
 static gint cmp_vmcs(gconstpointer a, gconstpointer b)
 {
 	const VmcorrVmcs *x = a, *y = b;
@@ -1044,6 +1195,9 @@ void vmcorr_result_free(VmcorrResult *r)
 {
 	if (!r)
 		return;
+	for (guint i = 0; i < r->vmcs->len; i++)
+		if (g_array_index(r->vmcs, VmcorrVmcs, i).epochs)
+			g_array_free(g_array_index(r->vmcs, VmcorrVmcs, i).epochs, TRUE);
 	g_array_free(r->vmcs, TRUE);
 	g_ptr_array_free(r->perf_lines, TRUE);
 	g_ptr_array_free(r->perf_errors, TRUE);
@@ -1206,6 +1360,11 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 			if (!m)
 				continue;
 			m->n_guest_tsc += st->n_guest_tsc;
+			if (st->ests) {
+				if (!m->epochs)
+					m->epochs = g_array_new(FALSE, FALSE, sizeof(VmcorrEst));
+				g_array_append_vals(m->epochs, st->ests->data, st->ests->len);
+			}
 			if (st->have_est) {
 				int64_t lo = (int64_t)(st->est_first - m->offset) + st->est_lo;
 				int64_t hi = (int64_t)(st->est_first - m->offset) + st->est_hi;
@@ -1237,7 +1396,25 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
 
 		m->spread = m->n_est ? m->est_max - m->est_min : 0;
-		if (!m->offset && m->n_est && (uint64_t)ABS(m->est_min) <= r->tolerance &&
+		if (m->epochs) {
+			/* m->epochs held the raw estimates until here */
+			GArray *ests = m->epochs;
+
+			g_array_sort(ests, cmp_est);
+			m->epochs = segment_epochs(ests, r->tolerance);
+			g_array_free(ests, TRUE);
+		} else {
+			m->epochs = g_array_new(FALSE, TRUE, sizeof(VmcorrEpoch));
+		}
+		if (m->epochs->len > 1) {
+			gboolean clean = TRUE;
+
+			/* a change is believed when each epoch is seen at least twice */
+			for (guint k = 0; k < m->epochs->len; k++)
+				clean = clean && (uint64_t)g_array_index(m->epochs, VmcorrEpoch, k).spread <= r->tolerance &&
+					g_array_index(m->epochs, VmcorrEpoch, k).n >= 2;
+			m->status = clean ? VMCORR_CHANGES : VMCORR_INCONSISTENT;
+		} else if (!m->offset && m->n_est && (uint64_t)ABS(m->est_min) <= r->tolerance &&
 		    (uint64_t)ABS(m->est_max) <= r->tolerance)
 			m->status = VMCORR_ZERO;  /* e.g. corrected already */
 		else if (!m->offset)

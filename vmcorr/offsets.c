@@ -111,3 +111,42 @@ gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions
 	}
 	return TRUE;
 }
+
+/* RATIO[/FRAC][:VMCS[,VMCS...]] */
+gboolean vmcorr_parse_scale_token(const char *tok, VmcorrOptions *opt, GError **error)
+{
+	g_auto(GStrv) parts = g_strsplit(tok, ":", 2);
+	g_auto(GStrv) rf = g_strsplit(parts[0], "/", 2);
+	uint64_t ratio, frac = 48, vmcs;
+
+	if (!parse_number(rf[0], &ratio) || !ratio || (rf[1] && (!parse_number(rf[1], &frac) || frac > 63))) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+			    "'%s': expected RATIO[/FRAC_BITS] with a non-zero ratio and at most 63 fraction bits "
+			    "(e.g. 0x1400000000000/48 for 1.25, KVM's tsc-scaling-ratio)", tok);
+		return FALSE;
+	}
+	if (!opt->scales)
+		opt->scales = g_array_new(FALSE, FALSE, sizeof(VmcorrScale));
+	if (!parts[1]) {
+		g_array_append_val(opt->scales, ((VmcorrScale){ 0, ratio, (guint)frac }));
+		return TRUE;
+	}
+	{
+		g_auto(GStrv) v = g_strsplit(parts[1], ",", -1);
+
+		if (!v[0]) {
+			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+				    "'%s': ':' must be followed by one or more VMCS", tok);
+			return FALSE;
+		}
+		for (guint i = 0; v[i]; i++) {
+			if (!parse_number(v[i], &vmcs) || !vmcs || vmcs >= VMCORR_NO_VMCS) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+					    "'%s': '%s' is not a VMCS", tok, v[i]);
+				return FALSE;
+			}
+			g_array_append_val(opt->scales, ((VmcorrScale){ vmcs, ratio, (guint)frac }));
+		}
+	}
+	return TRUE;
+}

@@ -41,7 +41,29 @@ typedef enum {
 	VMCORR_UNDETERMINED,     /* guest TSCs seen, no offset learned */
 	VMCORR_INCONSISTENT,     /* estimates spread more than the tolerance */
 	VMCORR_ZERO,             /* guest TSCs already show host time (offset 0) */
+	VMCORR_CHANGES,          /* the offset changes during the trace: epochs, each consistent */
 } VmcorrStatus;
+
+/* A reliable per-packet offset estimate and the host time it was made at. */
+typedef struct {
+	uint64_t time;
+	uint64_t est;
+} VmcorrEst;
+
+/* A stretch of the trace in which a VMCS's offset was constant. */
+typedef struct {
+	uint64_t offset;
+	uint64_t t_first, t_last;   /* host TSC of the first and last estimate */
+	uint64_t n;                 /* estimates */
+	int64_t spread;
+} VmcorrEpoch;
+
+/* TSC scaling of a VMCS (0: every VMCS): guest = (host * ratio >> frac) + offset. */
+typedef struct {
+	uint64_t vmcs;
+	uint64_t ratio;
+	guint frac;
+} VmcorrScale;
 
 const char *vmcorr_status_name(VmcorrStatus s);
 
@@ -57,6 +79,7 @@ typedef struct {
 	int vcpu;                /* -1: unknown */
 	uint32_t pid, tid;       /* QEMU pid, vCPU thread tid (0: unknown) */
 	VmcorrStatus status;
+	GArray *epochs;          /* VmcorrEpoch in time order (at least one if n_est) */
 } VmcorrVmcs;
 
 /* An offset given for a VMCS (perf's `off:vmcs`). */
@@ -79,6 +102,8 @@ typedef struct {
 	GArray *offsets;         /* VmcorrOffset, or NULL */
 	gboolean have_default;
 	uint64_t default_offset; /* for every VMCS not in `offsets` (and "no VMCS") */
+	GArray *epochs;          /* VmcorrOffset, several per VMCS: offsets of its epochs */
+	GArray *scales;          /* VmcorrScale, or NULL */
 	gboolean collect_patches;/* fill VmcorrResult.patches */
 } VmcorrOptions;
 
@@ -117,6 +142,8 @@ VmcorrResult *vmcorr_run_session(struct VmcorrSessionS *s, const VmcorrOptions *
 /* --- offsets given on the command line (offsets.c) */
 /* One `OFF` or `OFF:VMCS[,VMCS...]` token into opt (default or per VMCS). */
 gboolean vmcorr_parse_offset_token(const char *tok, VmcorrOptions *opt, GError **error);
+/* TSC scaling: RATIO[/FRAC][:VMCS[,VMCS...]] (FRAC defaults to 48, VMX's). */
+gboolean vmcorr_parse_scale_token(const char *tok, VmcorrOptions *opt, GError **error);
 /* perf's --vm-time-correlation string: [dry-run] [OFF[:VMCS[,VMCS]...]]... */
 gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions *opt, GError **error);
 

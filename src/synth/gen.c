@@ -94,6 +94,12 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 
 /* ------------------------------------------------------------------ */
 
+/* A guest TSC payload at `pos` in a chunk and the host TSC it stands for. */
+typedef struct {
+	gsize pos;
+	guint64 host;
+} Fix;
+
 typedef struct {
 	guint idx;
 	guint32 cpu, tid;            /* AUXTRACE cpu/tid (-1 when n/a) */
@@ -119,6 +125,7 @@ typedef struct {
 	gboolean done;
 	/* sideband generated while producing the current chunk */
 	GArray *sb;                  /* of guint8, whole records */
+	GArray *fix;                 /* Fix: guest TSC payloads of the current chunk */
 } Queue;
 
 typedef struct {
@@ -128,6 +135,8 @@ typedef struct {
 	guint64 slice_ticks;         /* per-CPU scheduling slice */
 	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
 	guint64 vcpu_guest_tsc[VT_SYNTH_MAX_VCPUS];
+	guint64 t_change;            /* host TSC of the offset change (0: not yet) */
+	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
 	GError *err;
 } Gen;
 
@@ -154,10 +163,20 @@ static guint64 offset_at(const Gen *g, guint vm, guint64 t)
 {
 	const VtSynthConfig *c = g->cfg;
 
-	if (c->have_change && vm == c->change_vm &&
-	    t >= T0 + (guint64)(c->change_at * (double)(g->t_end_est - T0)))
+	if (c->have_change && vm == c->change_vm && g->t_change && t >= g->t_change)
 		return c->change_offset;
 	return vt_synth_vm_offset(c, vm);
+}
+
+/* The guest TSC a VM's vCPU reads at host TSC t (VMX offsetting and scaling). */
+static guint64 guest_tsc(const Gen *g, guint vm, guint64 t)
+{
+	const VtSynthConfig *c = g->cfg;
+	guint64 scaled = t;
+
+	if (c->vm_ratio[vm])
+		scaled = (guint64)(((unsigned __int128)t * c->vm_ratio[vm]) >> c->vm_frac[vm]);
+	return scaled + offset_at(g, vm, t);
 }
 
 static guint64 ctc_of(const Gen *g, guint64 t)
@@ -302,7 +321,9 @@ static void psb_plus(Gen *g, Queue *q)
 		guint64 tsc = q->t;
 
 		if (q->in_guest) {
-			tsc = (q->t + offset_at(g, vt_synth_vm_of_vcpu(c, q->vcpu), q->t)) & SEVEN_BYTES;
+			tsc = guest_tsc(g, vt_synth_vm_of_vcpu(c, q->vcpu), q->t) & SEVEN_BYTES;
+			/* remember where, and what a correction must write there */
+			g_array_append_val(q->fix, ((Fix){ q->len + 1, q->t & SEVEN_BYTES }));
 			q->guest_tsc++;
 			g->vcpu_guest_tsc[q->vcpu]++;
 		} else {
@@ -500,6 +521,8 @@ static void fill_chunk(Gen *g, Queue *q)
 			q->done = TRUE;
 			break;
 		}
+		if (c->have_change && !g->t_change && q->bytes >= c->change_at * q->target)
+			g->t_change = q->t;
 		if (c->per_cpu) {
 			guint64 slice = (q->t - T0) / g->slice_ticks;
 
@@ -537,6 +560,21 @@ static gboolean write_chunk(Gen *g, VtPerfWriter *w, Queue *q, GError **error)
 	aux.cpu = q->cpu;
 	if (!vt_perf_writer_write_auxtrace(w, &aux, q->buf, q->len, NULL, error))
 		return FALSE;
+	{
+		/* the same chunk as a correct correction leaves it (padded to 8 like the file) */
+		guint8 *fixed = g_malloc0((q->len + 7) & ~7UL);
+
+		memcpy(fixed, q->buf, q->len);
+		for (guint i = 0; i < q->fix->len; i++) {
+			const Fix *f = &g_array_index(q->fix, Fix, i);
+
+			for (int k = 0; k < 7; k++)
+				fixed[f->pos + k] = (guint8)(f->host >> (8 * k));
+		}
+		g_checksum_update(g->corrected, fixed, (q->len + 7) & ~7UL);
+		g_free(fixed);
+		g_array_set_size(q->fix, 0);
+	}
 	q->aux_offset += (q->len + 7) & ~7UL;
 	q->len = 0;
 	pt_enc_sync_set(q->enc, 0);
@@ -575,10 +613,13 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 		g_string_append_printf(s, "    {\"vm\": %u, \"qemu_pid\": %u, ", vm, g->qemu_pid[vm]);
 		json_hex(s, "tsc_offset", vt_synth_vm_offset(c, vm), TRUE);
 		json_hex(s, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)), FALSE);
+		if (c->vm_ratio[vm])
+			g_string_append_printf(s, ", \"tsc_scaling_ratio\": %" G_GUINT64_FORMAT
+					       ", \"tsc_scaling_frac_bits\": %u", c->vm_ratio[vm], c->vm_frac[vm]);
 		if (c->have_change && vm == c->change_vm) {
 			g_string_append(s, ", \"offset_change\": {");
 			json_hex(s, "new_tsc_offset", c->change_offset, TRUE);
-			json_hex(s, "at_tsc", T0 + (guint64)(c->change_at * (double)(g->t_end_est - T0)), FALSE);
+			json_hex(s, "at_tsc", g->t_change, FALSE);
 			g_string_append(s, "}");
 		}
 		g_string_append_printf(s, "}%s\n", vm + 1 < c->nvms ? "," : "");
@@ -605,7 +646,9 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 				       q->idx, (gint32)q->cpu, (gint32)q->tid, q->bytes, q->guest_tsc, q->host_tsc,
 				       q->entries, i + 1 < nq ? "," : "");
 	}
-	g_string_append_printf(s, "  ],\n  \"totals\": {\"aux_bytes\": %" G_GUINT64_FORMAT ", \"guest_tsc_packets\": %"
+	g_string_append_printf(s, "  ],\n  \"corrected_aux_sha256\": \"%s\",\n",
+			       g_checksum_get_string(g->corrected));
+	g_string_append_printf(s, "  \"totals\": {\"aux_bytes\": %" G_GUINT64_FORMAT ", \"guest_tsc_packets\": %"
 			       G_GUINT64_FORMAT ", \"host_tsc_packets\": %" G_GUINT64_FORMAT ", \"vm_entries\": %"
 			       G_GUINT64_FORMAT "}\n}\n",
 			       st->aux_bytes, st->guest_tsc_packets, st->host_tsc_packets, st->vm_entries);
@@ -699,6 +742,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	if (!vt_synth_config_check(cfg, error))
 		goto out_free;
 	g.ncpus = cfg->per_cpu ? (cfg->ncpus ? cfg->ncpus : MIN(cfg->nvcpus, 4)) : 0;
+	g.corrected = g_checksum_new(G_CHECKSUM_SHA256);
 	nq = cfg->per_cpu ? g.ncpus : cfg->nvcpus;
 	for (i = 0; i < cfg->nvms; i++)
 		g.qemu_pid[i] = 4000 + 100 * i;
@@ -733,6 +777,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->ip_host = HOST_IP_BASE + 0x1000;
 		q->ip_guest = GUEST_IP_BASE + 0x2000 + 0x1000 * (i % 16);
 		q->sb = g_array_new(FALSE, TRUE, 1);
+		q->fix = g_array_new(FALSE, FALSE, sizeof(Fix));
 		q->slice = 0;
 		if (!q->enc) {
 			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot allocate libipt encoder");
@@ -922,12 +967,16 @@ out_free:
 				g_rand_free(qs[i].rng);
 			if (qs[i].sb)
 				g_array_free(qs[i].sb, TRUE);
+			if (qs[i].fix)
+				g_array_free(qs[i].fix, TRUE);
 		}
 		g_free(qs);
 		g_free(pt_ids);
 		g_free(dummy_ids);
 	}
 	g_array_free(sb, TRUE);
+	if (g.corrected)
+		g_checksum_free(g.corrected);
 	if (g.err)
 		g_error_free(g.err);
 	return ok;

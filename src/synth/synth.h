@@ -42,6 +42,9 @@ typedef struct {
 	guint64 change_offset;
 	double change_at;
 	guint guest_percent;       /* share of time spent in guests (0..100) */
+	/* TSC scaling per VM: guest = (host * ratio >> frac) + offset; ratio 0: none */
+	guint64 vm_ratio[VT_SYNTH_MAX_VMS];
+	guint vm_frac[VT_SYNTH_MAX_VMS];
 } VtSynthConfig;
 
 void vt_synth_config_init(VtSynthConfig *cfg);
