@@ -4,7 +4,11 @@
 # `vmtrace correlate --dry-run` and `perf inject --vm-time-correlation=dry-run`
 # alternately RUNS times each (default 3) under /usr/bin/time -v, and prints
 # median wall time, the perf/vmtrace ratio and both peak RSS values.
-# Goals (issue 2): >= 10x faster than perf, <= 64 MiB peak RSS.
+# Then, on the default trace, the correction itself: `vmtrace correlate
+# --in-place` (discovery + rewrite in one step) against perf's in-place
+# rewrite `perf inject --vm-time-correlation=<offsets> --force` (given the
+# offsets), each on a fresh copy.
+# Goals: dry run >= 10x faster than perf, correction >= 5x, <= 64 MiB peak RSS.
 #   scripts/bench.sh [--size 512M] [--runs 3] [--dir DIR] [--keep]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +56,24 @@ for cfg in "default:" "cyc:--cyc"; do
 	ratio=$(awk -v a="$perf_s" -v b="$vt_s" 'BEGIN { printf "%.1fx", (b > 0 ? a / b : 0) }')
 	awk -v n="$name" -v a="$vt_s" -v b="$perf_s" -v r="$ratio" -v x="$vt_rss" -v y="$perf_rss" \
 		'BEGIN { printf "%-10s %10s %10s %8s %9.1f MiB %9.1f MiB\n", n, a, b, r, x / 1024, y / 1024 }'
+	if [ "$name" = default ]; then
+		offs=$("$VMTRACE" correlate --dry-run --format=perf "$f" | awk '{print $4 ":" $2}' | tr '\n' ' ')
+		rm -f "$dir/vt.times" "$dir/perf.times"
+		for _ in $(seq "$runs"); do
+			cp "$f" "$dir/copy.data"
+			measure "$dir/vt" "$VMTRACE" correlate --in-place "$dir/copy.data"
+			cp "$f" "$dir/copy.data"
+			measure "$dir/perf" timeout 600 "$PERF" inject -i "$dir/copy.data" --vm-time-correlation="$offs" --force
+		done
+		rm -f "$dir/copy.data"
+		vt_a=$(cut -d' ' -f1 "$dir/vt.times" | median); perf_a=$(cut -d' ' -f1 "$dir/perf.times" | median)
+		vt_arss=$(cut -d' ' -f2 "$dir/vt.times" | sort -n | tail -1); perf_arss=$(cut -d' ' -f2 "$dir/perf.times" | sort -n | tail -1)
+		apply_line=$(awk -v a="$vt_a" -v b="$perf_a" -v x="$vt_arss" -v y="$perf_arss" \
+			'BEGIN { printf "%-10s %10s %10s %7.1fx %9.1f MiB %9.1f MiB", "apply", a, b, (a > 0 ? b / a : 0), x / 1024, y / 1024 }')
+	fi
 	rm -f "$f"
 done
-echo "(trace size $size, $runs runs each, median wall time; peak RSS is the maximum over runs; $(nproc) CPUs)"
+[ -n "${apply_line:-}" ] && echo "$apply_line"
+echo "(trace size $size, $runs runs each, median wall time; peak RSS is the maximum over runs; $(nproc) CPUs;"
+echo " dry run = vmtrace correlate --dry-run vs perf inject --vm-time-correlation=dry-run;"
+echo " apply = vmtrace correlate --in-place (discovers + rewrites) vs perf's in-place rewrite given the offsets)"

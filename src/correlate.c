@@ -116,6 +116,17 @@ static void print_json(const char *path, const VmcorrResult *r)
 	g_string_free(s, TRUE);
 }
 
+/* Bytes this process has written so far (write syscalls), -1 if unknown. */
+static gint64 process_bytes_written(void)
+{
+	g_autofree char *io = NULL;
+	const char *w;
+
+	if (!g_file_get_contents("/proc/self/io", &io, NULL, NULL) || !(w = strstr(io, "wchar:")))
+		return -1;
+	return g_ascii_strtoll(w + 6, NULL, 10);
+}
+
 static void print_apply_json(const char *path, const char *out, const VmcorrResult *r, const GArray *offs)
 {
 	GString *s = g_string_new("{\"file\": ");
@@ -131,7 +142,7 @@ static void print_apply_json(const char *path, const char *out, const VmcorrResu
 		g_string_append_printf(s, "%s{\"vmcs\": \"%#" G_GINT64_MODIFIER "x\", \"tsc_offset\": \"%#"
 				       G_GINT64_MODIFIER "x\"}", i ? ", " : "", o->vmcs, o->offset);
 	}
-	g_string_append(s, "]}\n");
+	g_string_append_printf(s, "], \"process_bytes_written\": %" G_GINT64_FORMAT "}\n", process_bytes_written());
 	fputs(s->str, stdout);
 	g_string_free(s, TRUE);
 }

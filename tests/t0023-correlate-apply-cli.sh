@@ -24,6 +24,13 @@ check "--in-place result == -o result" cmp -s -n "$size" "$TMP/a.corr" "$TMP/b.d
 check "--in-place and -o add only the marker" test "$(stat -c %s "$TMP/b.data")" = "$(stat -c %s "$TMP/a.corr")"
 corrected=$(sum "$TMP/b.data")
 check "--in-place leaves no journal" test ! -e "$TMP/b.data.vmtrace-journal"
+cp "$TMP/orig.data" "$TMP/w.data"
+"$VMTRACE" correlate --in-place --json "$TMP/w.data" >"$TMP/w.json"
+check "--in-place writes only the changed bytes, marker and journal (< 64 KiB of a 1 MiB file)" "$PYTHON3" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = d["process_bytes_written"]
+assert 0 < w < 65536 and w >= 7 * d["tsc_packets_corrected"], d' "$TMP/w.json"
 check "correcting again is refused: exit 7" test "$(rc "$VMTRACE" correlate --in-place "$TMP/b.data")" = 7
 check "refusal explains and names --force" grep -q "already corrected by vmtrace.*--force" "$TMP/err"
 check "refused file is unchanged" test "$(sum "$TMP/b.data")" = "$corrected"
