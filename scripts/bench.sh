@@ -57,7 +57,7 @@ for cfg in "default:" "cyc:--cyc"; do
 	awk -v n="$name" -v a="$vt_s" -v b="$perf_s" -v r="$ratio" -v x="$vt_rss" -v y="$perf_rss" \
 		'BEGIN { printf "%-10s %10s %10s %8s %9.1f MiB %9.1f MiB\n", n, a, b, r, x / 1024, y / 1024 }'
 	if [ "$name" = default ]; then
-		offs=$("$VMTRACE" correlate --dry-run --format=perf "$f" | awk '{print $4 ":" $2}' | tr '\n' ' ')
+		offs=$("$VMTRACE" correlate --dry-run --format=perf "$f" | awk '{print $5 ":" $2}' | tr '\n' ' ')
 		rm -f "$dir/vt.times" "$dir/perf.times"
 		for _ in $(seq "$runs"); do
 			cp "$f" "$dir/copy.data"

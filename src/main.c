@@ -14,6 +14,7 @@ static const struct {
 	vt_cmd_fn fn;
 	const char *summary;
 } commands[] = {
+	{ "check", cmd_check, "is this host (and a libvirt domain) ready for host Intel PT tracing of guests?" },
 	{ "correlate", cmd_correlate, "find (and later apply) each VMCS's TSC offset in a host Intel PT trace" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
 };

@@ -22,6 +22,7 @@ typedef int (*vt_cmd_fn)(int argc, char **argv);
 
 int cmd_synth(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Print "vmtrace <cmd>: <message>" on stderr. */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

@@ -1,0 +1,289 @@
+/* domain.c - libvirt domain -> QEMU pid -> vCPU threads (see domain.h). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/libvirt-qemu.h>
+#include <libvirt/virterror.h>
+
+#include "host/domain.h"
+#include "host/host.h"
+
+G_DEFINE_QUARK(vt-domain-error-quark, vt_domain_error)
+
+static void silent(void *ud, virErrorPtr e)
+{
+	(void)ud;
+	(void)e;
+}
+
+static const char *state_name(int s)
+{
+	switch (s) {
+	case VIR_DOMAIN_RUNNING: return "running";
+	case VIR_DOMAIN_BLOCKED: return "blocked";
+	case VIR_DOMAIN_PAUSED: return "paused";
+	case VIR_DOMAIN_SHUTDOWN: return "shutting down";
+	case VIR_DOMAIN_SHUTOFF: return "shut off";
+	case VIR_DOMAIN_CRASHED: return "crashed";
+	case VIR_DOMAIN_PMSUSPENDED: return "suspended";
+	default: return "unknown";
+	}
+}
+
+static char *domain_list(virConnectPtr c)
+{
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(c, &doms, 0);
+	GString *s = g_string_new(NULL);
+
+	for (int i = 0; i < n; i++) {
+		g_string_append_printf(s, "%s%s", i ? ", " : "", virDomainGetName(doms[i]));
+		virDomainFree(doms[i]);
+	}
+	free(doms);
+	return g_string_free(s, FALSE);
+}
+
+static int cmp_vcpu(gconstpointer a, gconstpointer b)
+{
+	return ((const VtVcpu *)a)->vcpu - ((const VtVcpu *)b)->vcpu;
+}
+
+/* kvm/<pid>-<fd>/vcpuN/pid */
+static void vcpus_from_debugfs(VtDomain *d)
+{
+	g_autofree char *kvm = vt_host_path("/sys/kernel/debug/kvm");
+	g_autofree char *prefix = g_strdup_printf("%u-", d->pid);
+	GDir *dir = g_dir_open(kvm, 0, NULL);
+	const char *name;
+
+	while (dir && (name = g_dir_read_name(dir))) {
+		if (!g_str_has_prefix(name, prefix))
+			continue;
+		d->kvm_dir = g_build_filename("/sys/kernel/debug/kvm", name, NULL);
+		break;
+	}
+	if (dir)
+		g_dir_close(dir);
+	if (!d->kvm_dir)
+		return;
+	for (guint v = 0; v < 4096; v++) {
+		g_autofree char *p = g_strdup_printf("%s/vcpu%u/pid", d->kvm_dir, v);
+		gint64 tid;
+
+		if (!vt_host_read_int(p, &tid))
+			break;
+		g_array_append_val(d->vcpus, ((VtVcpu){ .vcpu = v, .tid = (uint32_t)tid, .source = "debugfs" }));
+	}
+}
+
+/* /proc/<pid>/task/<tid>/comm == "CPU n/KVM" (QEMU's debug-threads=on names) */
+static void vcpus_from_comm(VtDomain *d)
+{
+	g_autofree char *task = g_strdup_printf("%s/proc/%u/task", vt_host_root(), d->pid);
+	GDir *dir = g_dir_open(task, 0, NULL);
+	const char *name;
+
+	while (dir && (name = g_dir_read_name(dir))) {
+		g_autofree char *p = g_strdup_printf("/proc/%u/task/%s/comm", d->pid, name);
+		g_autofree char *comm = vt_host_read(p);
+		unsigned v;
+		char accel[8];
+
+		if (comm && sscanf(comm, "CPU %u/%7s", &v, accel) == 2)
+			g_array_append_val(d->vcpus, ((VtVcpu){ .vcpu = (int)v, .tid = (uint32_t)atoi(name),
+								.source = "thread name" }));
+	}
+	if (dir)
+		g_dir_close(dir);
+	g_array_sort(d->vcpus, cmp_vcpu);
+}
+
+static void vcpus_from_qmp(VtDomain *d, virDomainPtr dom)
+{
+	char *reply = NULL;
+	GRegex *re;
+	GMatchInfo *mi;
+
+	if (virDomainQemuMonitorCommand(dom, "{\"execute\":\"query-cpus-fast\"}", &reply, 0) < 0 || !reply)
+		return;
+	/* {"thread-id": 123, ..., "cpu-index": 0, ...} objects */
+	re = g_regex_new("\\{[^{}]*?\"thread-id\":\\s*(\\d+)[^{}]*?\"cpu-index\":\\s*(\\d+)", 0, 0, NULL);
+	g_regex_match(re, reply, 0, &mi);
+	while (g_match_info_matches(mi)) {
+		g_autofree char *tid = g_match_info_fetch(mi, 1);
+		g_autofree char *idx = g_match_info_fetch(mi, 2);
+
+		g_array_append_val(d->vcpus, ((VtVcpu){ .vcpu = atoi(idx), .tid = (uint32_t)atoll(tid), .source = "qmp" }));
+		g_match_info_next(mi, NULL);
+	}
+	g_match_info_free(mi);
+	g_regex_unref(re);
+	free(reply);
+	g_array_sort(d->vcpus, cmp_vcpu);
+}
+
+void vt_domain_threads(VtDomain *d)
+{
+	gboolean unknown = FALSE;
+
+	g_array_set_size(d->vcpus, 0);
+	g_clear_pointer(&d->kvm_dir, g_free);
+	vcpus_from_debugfs(d);
+	for (guint i = 0; i < d->vcpus->len; i++)
+		unknown = unknown || !g_array_index(d->vcpus, VtVcpu, i).tid;
+	if (!d->vcpus->len) {
+		vcpus_from_comm(d);
+	} else if (unknown) {
+		/* KVM reports pid 0 until a vCPU first runs: ask the thread names */
+		GArray *dbg = d->vcpus;
+
+		d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtVcpu));
+		vcpus_from_comm(d);
+		for (guint i = 0; i < dbg->len; i++) {
+			VtVcpu *v = &g_array_index(dbg, VtVcpu, i);
+
+			for (guint j = 0; !v->tid && j < d->vcpus->len; j++)
+				if (g_array_index(d->vcpus, VtVcpu, j).vcpu == v->vcpu) {
+					v->tid = g_array_index(d->vcpus, VtVcpu, j).tid;
+					v->source = "debugfs + thread name";
+				}
+		}
+		g_array_free(d->vcpus, TRUE);
+		d->vcpus = dbg;
+	}
+}
+
+gboolean vt_domain_from_pid(uint32_t pid, VtDomain *d, GError **error)
+{
+	g_autofree char *p = g_strdup_printf("/proc/%u/comm", pid);
+	g_autofree char *comm = NULL;
+
+	memset(d, 0, sizeof(*d));
+	d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtVcpu));
+	comm = vt_host_read(p);
+	if (!comm) {
+		g_set_error(error, VT_DOMAIN_ERROR, VT_DOMAIN_ERROR_NO_PROCESS, "no process %u (%s%s)", pid,
+			    vt_host_root(), p);
+		return FALSE;
+	}
+	d->pid = pid;
+	d->name = g_strdup_printf("pid %u (%s)", pid, comm);
+	d->uri = g_strdup("(no libvirt)");
+	d->driver = g_strdup("process");
+	d->state = g_strdup("running");
+	d->running = TRUE;
+	vt_domain_threads(d);
+	d->nvcpus = d->vcpus->len;
+	d->kvm = d->kvm_dir != NULL;
+	for (guint i = 0; !d->kvm && i < d->vcpus->len; i++) {
+		g_autofree char *c = g_strdup_printf("/proc/%u/task/%u/comm", pid,
+						     g_array_index(d->vcpus, VtVcpu, i).tid);
+		g_autofree char *name = vt_host_read(c);
+
+		d->kvm = name && g_str_has_suffix(name, "/KVM");
+	}
+	vt_domain_read_kvm(d);
+	return TRUE;
+}
+
+void vt_domain_read_kvm(VtDomain *d)
+{
+	for (guint i = 0; d->kvm_dir && i < d->vcpus->len; i++) {
+		VtVcpu *v = &g_array_index(d->vcpus, VtVcpu, i);
+		g_autofree char *base = g_strdup_printf("%s/vcpu%d/", d->kvm_dir, v->vcpu);
+		g_autofree char *off = g_strconcat(base, "tsc-offset", NULL);
+		g_autofree char *ratio = g_strconcat(base, "tsc-scaling-ratio", NULL);
+		g_autofree char *frac = g_strconcat(base, "tsc-scaling-ratio-frac-bits", NULL);
+		g_autofree char *gm = g_strconcat(base, "guest_mode", NULL);
+		gint64 x;
+
+		v->have_kvm = vt_host_read_int(off, &x);
+		v->tsc_offset = v->have_kvm ? x : 0;
+		v->have_scaling = vt_host_read_int(ratio, &x);
+		v->tsc_scaling_ratio = v->have_scaling ? (uint64_t)x : 0;
+		v->tsc_scaling_frac_bits = vt_host_read_int(frac, &x) ? (guint)x : 0;
+		v->guest_mode = vt_host_read_int(gm, &x) ? (int)x : -1;
+	}
+}
+
+gboolean vt_domain_find(const char *name, const char *uri, gboolean qmp, VtDomain *d, GError **error)
+{
+	virConnectPtr c;
+	virDomainPtr dom;
+	virDomainInfo info;
+	const char *u = uri ? uri : g_getenv("LIBVIRT_DEFAULT_URI");
+
+	memset(d, 0, sizeof(*d));
+	d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtVcpu));
+	d->name = g_strdup(name);
+	d->uri = g_strdup(u && *u ? u : "qemu:///system");
+	virSetErrorFunc(NULL, silent);
+	c = qmp ? virConnectOpen(d->uri) : virConnectOpenReadOnly(d->uri);
+	if (!c) {
+		g_set_error(error, VT_DOMAIN_ERROR, VT_DOMAIN_ERROR_CONNECT,
+			    "cannot connect to %s: %s (is libvirtd running? try --connect URI)", d->uri,
+			    virGetLastErrorMessage());
+		return FALSE;
+	}
+	d->driver = g_strdup(virConnectGetType(c));
+	dom = virDomainLookupByName(c, name);
+	if (!dom) {
+		g_autofree char *all = domain_list(c);
+
+		g_set_error(error, VT_DOMAIN_ERROR, VT_DOMAIN_ERROR_NOT_FOUND,
+			    "no domain named '%s' on %s (domains: %s)", name, d->uri, *all ? all : "none");
+		virConnectClose(c);
+		return FALSE;
+	}
+	if (virDomainGetInfo(dom, &info) == 0) {
+		d->state = g_strdup(state_name(info.state));
+		d->running = info.state == VIR_DOMAIN_RUNNING || info.state == VIR_DOMAIN_BLOCKED ||
+			     info.state == VIR_DOMAIN_PAUSED;
+		d->nvcpus = info.nrVirtCpu;
+	}
+	if (!d->running) {
+		g_set_error(error, VT_DOMAIN_ERROR, VT_DOMAIN_ERROR_NOT_RUNNING,
+			    "domain '%s' is not running (%s); start it: virsh -c %s start %s", name,
+			    d->state ? d->state : "unknown state", d->uri, name);
+		virDomainFree(dom);
+		virConnectClose(c);
+		return FALSE;
+	}
+	{
+		char *xml = virDomainGetXMLDesc(dom, 0);
+
+		d->kvm = xml && strstr(xml, "type='kvm'") != NULL;
+		free(xml);
+	}
+	if (!g_ascii_strcasecmp(d->driver, "QEMU")) {
+		g_autofree char *pf = g_strdup_printf("/run/libvirt/qemu/%s.pid", name);
+		gint64 pid;
+
+		if (vt_host_read_int(pf, &pid))
+			d->pid = (uint32_t)pid;
+	}
+	if (d->pid)
+		vt_domain_threads(d);
+	if (!d->vcpus->len && qmp)
+		vcpus_from_qmp(d, dom);
+	vt_domain_read_kvm(d);
+	virDomainFree(dom);
+	virConnectClose(c);
+	return TRUE;
+}
+
+void vt_domain_clear(VtDomain *d)
+{
+	g_free(d->name);
+	g_free(d->uri);
+	g_free(d->driver);
+	g_free(d->state);
+	g_free(d->kvm_dir);
+	if (d->vcpus)
+		g_array_free(d->vcpus, TRUE);
+	memset(d, 0, sizeof(*d));
+}

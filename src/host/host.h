@@ -1,0 +1,55 @@
+/* host.h - facts about the host that recording depends on, read from
+ * sysfs, procfs, debugfs and /dev through one root prefix (so tests can
+ * point it at a prepared tree).  No printing, no exiting. */
+#ifndef VT_HOST_H
+#define VT_HOST_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+/* Root prefix for every path below ("" or NULL: the real system).  Also
+ * taken from the environment variable VMTRACE_SYSROOT when not set. */
+void vt_host_set_root(const char *root);
+const char *vt_host_root(void);
+/* root + path (path is absolute, like "/sys/bus/..."); newly allocated. */
+char *vt_host_path(const char *path);
+/* Read a small text file under the root, stripped; NULL if unreadable. */
+char *vt_host_read(const char *path);
+/* Read an integer file; FALSE if missing or not a number. */
+gboolean vt_host_read_int(const char *path, gint64 *out);
+
+typedef enum { VT_CHECK_OK, VT_CHECK_WARN, VT_CHECK_FAIL } VtCheckLevel;
+const char *vt_check_level_name(VtCheckLevel l);
+
+typedef struct {
+	char *name;      /* "intel_pt", "pt_mode", ... */
+	VtCheckLevel level;
+	char *what;      /* one line: what was found */
+	char *fix;       /* the exact fix, or NULL */
+} VtCheck;
+
+void vt_check_free(gpointer c);
+/* Append a check (takes the strings' ownership via printf-style args). */
+void vt_check_add(GPtrArray *checks, const char *name, VtCheckLevel level, const char *fix, const char *fmt, ...)
+	G_GNUC_PRINTF(5, 6);
+
+/* Host checks for Intel PT tracing of KVM guests (issue: record/check). */
+void vt_host_check(GPtrArray *checks);
+
+/* intel_pt PMU */
+typedef struct {
+	gboolean present;
+	guint type;                 /* perf_event_attr.type */
+	GHashTable *caps;           /* name -> value string */
+	GHashTable *format;         /* name -> "config:a-b" */
+} VtIntelPt;
+gboolean vt_host_intel_pt(VtIntelPt *pt);
+void vt_intel_pt_clear(VtIntelPt *pt);
+/* Config bits of a format field ("config:10" or "config:14-17"): mask and shift. */
+gboolean vt_intel_pt_field(const VtIntelPt *pt, const char *name, uint64_t *mask, guint *shift);
+
+G_END_DECLS
+
+#endif
