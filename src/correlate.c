@@ -127,7 +127,7 @@ static gint64 process_bytes_written(void)
 	return g_ascii_strtoll(w + 6, NULL, 10);
 }
 
-static void print_apply_json(const char *path, const char *out, const VmcorrResult *r, const GArray *offs)
+static void print_apply_json(const char *path, const char *out, const VmcorrResult *r, const GArray *offs, int passes)
 {
 	GString *s = g_string_new("{\"file\": ");
 
@@ -142,7 +142,8 @@ static void print_apply_json(const char *path, const char *out, const VmcorrResu
 		g_string_append_printf(s, "%s{\"vmcs\": \"%#" G_GINT64_MODIFIER "x\", \"tsc_offset\": \"%#"
 				       G_GINT64_MODIFIER "x\"}", i ? ", " : "", o->vmcs, o->offset);
 	}
-	g_string_append_printf(s, "], \"process_bytes_written\": %" G_GINT64_FORMAT "}\n", process_bytes_written());
+	g_string_append_printf(s, "], \"decode_passes\": %d, \"process_bytes_written\": %" G_GINT64_FORMAT "}\n",
+			       passes, process_bytes_written());
 	fputs(s->str, stdout);
 	g_string_free(s, TRUE);
 }
@@ -200,7 +201,7 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 	VmcorrResult *disc = NULL, *r = NULL;
 	VmcorrOptions apply = *opt;
 	GError *err = NULL;
-	int rc = VT_EXIT_OK;
+	int rc = VT_EXIT_OK, passes = 1;
 
 	if (vmcorr_journal_pending(path)) {
 		vt_err("correlate", "%s: an interrupted in-place correction left a journal; run `vmtrace correlate "
@@ -218,15 +219,26 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 		goto fail;
 	if (!opt->offsets && !opt->have_default) {
 		/* one step: discover, then apply what was found */
-		disc = vmcorr_run_session(s, opt, &err);
+		VmcorrOptions dopt = *opt;
+
+		dopt.collect_patches = TRUE;
+		disc = vmcorr_run_session(s, &dopt, &err);
 		if (!disc)
 			goto fail;
 		rc = offsets_from_discovery(path, disc, &apply);
 		if (rc != VT_EXIT_OK)
 			goto done;
+		if (!g_getenv("VMTRACE_TWO_PASS") && vmcorr_patches_reusable(disc, &apply)) {
+			/* discovery already translated every guest TSC with its final offset */
+			r = disc;
+			disc = NULL;
+		}
 	}
 	apply.collect_patches = TRUE;
-	r = vmcorr_run_session(s, &apply, &err);
+	if (!r) {
+		passes += disc != NULL;
+		r = vmcorr_run_session(s, &apply, &err);
+	}
 	if (!r)
 		goto fail;
 	if (r->unknown_vmcs->len) {
@@ -259,7 +271,7 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 			goto fail;
 	}
 	if (json) {
-		print_apply_json(path, out, r, apply.offsets);
+		print_apply_json(path, out, r, apply.offsets, passes);
 	} else {
 		printf("%s: corrected %u guest TSC packet%s of %u VMCS to host time", out ? out : path,
 		       r->patches->len, r->patches->len == 1 ? "" : "s", apply.offsets ? apply.offsets->len : 0);

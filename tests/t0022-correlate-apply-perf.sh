@@ -27,6 +27,8 @@ while read -r name opts; do
 	else
 		fail "$name: differs from perf's rewrite (or perf changed nothing)"; cmp -n "$size" "$TMP/vt.data" "$TMP/perf.data" | head -3
 	fi
+	VMTRACE_TWO_PASS=1 "$VMTRACE" correlate "$f" -o "$TMP/vt2.data" >/dev/null 2>&1
+	check "$name: single-pass and two-pass corrections agree" cmp -s -n "$size" "$TMP/vt.data" "$TMP/vt2.data"
 	"$VMTRACE" correlate --dry-run --json "$TMP/vt.data" >"$TMP/again.json" 2>/dev/null
 	rc=$?
 	check "$name: second dry run: exit 0, every VMCS no-offset" sh -c "[ $rc -eq 0 ] && '$PYTHON3' -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"vmcs\"] and all(v[\"status\"]==\"no-offset\" for v in d[\"vmcs\"])' '$TMP/again.json'"

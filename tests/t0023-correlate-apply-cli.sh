@@ -31,6 +31,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 w = d["process_bytes_written"]
 assert 0 < w < 65536 and w >= 7 * d["tsc_packets_corrected"], d' "$TMP/w.json"
+check "one-step correction decodes once (discovery translations reused)" grep -q '"decode_passes": 1' "$TMP/w.json"
 check "correcting again is refused: exit 7" test "$(rc "$VMTRACE" correlate --in-place "$TMP/b.data")" = 7
 check "refusal explains and names --force" grep -q "already corrected by vmtrace.*--force" "$TMP/err"
 check "refused file is unchanged" test "$(sum "$TMP/b.data")" = "$corrected"

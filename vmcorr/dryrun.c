@@ -248,6 +248,7 @@ typedef struct {
 	Cursor cur;
 	GArray *patches;            /* VmcorrPatch: translated TSC payloads (apply) */
 	gboolean stitching;         /* decoding a packet split across buffers */
+	gboolean ooc_unknown;       /* an out-of-context TSC met a VMCS of unknown offset */
 
 	/* counters */
 	uint64_t n_tsc, n_guest, n_host, n_bad;
@@ -381,6 +382,10 @@ static void note_used(Entry *e, gboolean translated, uint64_t off)
 /* guest TSC -> host TSC: (p - off) mod 2^56, and with TSC scaling the exact
  * inverse of guest = (host * ratio >> frac) + off: the smallest host value
  * that scales to it (unique when ratio >= 2^frac). */
+/* Record a translation decision for `info`, in the table (speculation) and
+ * in this queue's statistics (single-pass correction). */
+static void track(Dec *d, Entry *info, gboolean translated, uint64_t off);
+
 static uint64_t translate(const Entry *info, uint64_t p, uint64_t off)
 {
 	uint64_t x = (p - off) & SEVEN_BYTES;
@@ -464,6 +469,12 @@ static void stats_guest(Dec *d, uint64_t vmcs, gboolean est_ok, uint64_t est, ui
 	}
 }
 
+static void track(Dec *d, Entry *info, gboolean translated, uint64_t off)
+{
+	note_used(info, translated, off);
+	note_used(table_findnew(&d->stats, info->vmcs), translated, off);
+}
+
 /* perf's intel_pt_vm_tm_corr_first_tsc */
 static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64_t host_tsc, uint64_t vmcs)
 {
@@ -476,14 +487,14 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 			d->n_guest++;
 			if (info && info->tsc_offset) {
 				stats_guest(d, vmcs, FALSE, 0, translate(info, p, info->tsc_offset));
-				note_used(info, TRUE, info->tsc_offset);
+				track(d, info, TRUE, info->tsc_offset);
 				p = translate(info, p, info->tsc_offset);
 				d->reliable_flag = info->reliable;
 				d->anchor_host = FALSE;
 			} else {
 				if (info) {
 					stats_guest(d, vmcs, FALSE, 0, p);
-					note_used(info, FALSE, 0);
+					track(d, info, FALSE, 0);
 				}
 				dec_error_once(d, "ERROR: First TSC, unknown TSC Offset");
 				d->reliable_flag = FALSE;
@@ -503,10 +514,12 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 	if (info && info->tsc_offset) {
 		d->n_guest++;
 		d->anchor_host = FALSE;
-		note_used(info, TRUE, info->tsc_offset);
+		track(d, info, TRUE, info->tsc_offset);
 		stats_guest(d, vmcs, FALSE, 0, translate(info, p, info->tsc_offset));
 		return translate(info, p, info->tsc_offset);
 	}
+	if (info)
+		track(d, info, FALSE, 0);   /* with the offset known it would be translated */
 	dec_error_once(d, "ERROR: First TSC, no PIP, unknown TSC Offset");
 	return p;
 }
@@ -590,6 +603,8 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t 
 		return p;
 	}
 	reliable = FALSE;
+	if (info && !info->tsc_offset)
+		d->ooc_unknown = TRUE;      /* the guess would differ with the offset known */
 	if (d->in_psb) {
 		if (!off) {
 			d->n_host++;
@@ -627,7 +642,7 @@ guest:
 	if (info && info->tsc_offset) {
 		uint64_t o = pick_offset(info, TRUE, off);
 
-		note_used(info, TRUE, o);
+		track(d, info, TRUE, o);
 		p = translate(info, p, o);
 		if (!info->reliable)
 			reliable = FALSE;
@@ -644,7 +659,7 @@ guest:
 			dec_error_once(d, "ERROR: Unknown VMCS");
 		}
 		if (info)
-			note_used(info, TRUE, off);
+			track(d, info, TRUE, off);
 		p = translate(info, p, off);
 	}
 	d->reliable_flag = reliable;
@@ -1349,6 +1364,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		r->n_tsc += d->n_tsc;
 		r->n_guest_tsc += d->n_guest;
 		r->n_host_tsc += d->n_host;
+		r->ooc_unknown = r->ooc_unknown || d->ooc_unknown;
 		if (d->n_bad && (!r->n_bad_packets || d->first_bad < r->first_bad_offset))
 			r->first_bad_offset = d->first_bad;
 		r->n_bad_packets += d->n_bad;
@@ -1360,6 +1376,13 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 			if (!m)
 				continue;
 			m->n_guest_tsc += st->n_guest_tsc;
+			/* translations, for reusing these patches as the correction's */
+			m->trans_missing = m->trans_missing || st->untranslated || st->used_mixed ||
+					   (st->used_set && m->trans_set && (st->used7 != m->trans7));
+			if (st->used_set && !m->trans_set) {
+				m->trans_set = TRUE;
+				m->trans7 = st->used7;
+			}
 			if (st->ests) {
 				if (!m->epochs)
 					m->epochs = g_array_new(FALSE, FALSE, sizeof(VmcorrEst));
@@ -1436,6 +1459,29 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	if (r->patches)
 		g_array_sort(r->patches, cmp_patch);
 	return r;
+}
+
+gboolean vmcorr_patches_reusable(const VmcorrResult *disc, const VmcorrOptions *apply)
+{
+	if (!disc->patches || disc->ooc_unknown || apply->epochs || apply->scales || apply->have_default)
+		return FALSE;
+	for (guint i = 0; i < disc->vmcs->len; i++) {
+		const VmcorrVmcs *m = &g_array_index(disc->vmcs, VmcorrVmcs, i);
+		gboolean listed = FALSE;
+
+		for (guint k = 0; apply->offsets && k < apply->offsets->len; k++) {
+			const VmcorrOffset *o = &g_array_index(apply->offsets, VmcorrOffset, k);
+
+			if (o->vmcs != m->vmcs)
+				continue;
+			listed = TRUE;
+			if (m->trans_missing || (m->trans_set && m->trans7 != (o->offset & SEVEN_BYTES)))
+				return FALSE;
+		}
+		if (!listed && m->offset)
+			return FALSE;       /* learned but not applied: not the same run */
+	}
+	return TRUE;
 }
 
 VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error)

@@ -80,6 +80,9 @@ typedef struct {
 	uint32_t pid, tid;       /* QEMU pid, vCPU thread tid (0: unknown) */
 	VmcorrStatus status;
 	GArray *epochs;          /* VmcorrEpoch in time order (at least one if n_est) */
+	/* how its guest TSCs were translated (see vmcorr_patches_reusable) */
+	gboolean trans_set, trans_missing;
+	uint64_t trans7;
 } VmcorrVmcs;
 
 /* An offset given for a VMCS (perf's `off:vmcs`). */
@@ -121,6 +124,7 @@ typedef struct {
 	uint64_t aux_bytes;
 	guint nqueues;
 	guint reruns;            /* queues re-decoded sequentially (see dryrun.c) */
+	gboolean ooc_unknown;    /* a TSC out of context met a VMCS of unknown offset */
 	gboolean per_cpu;
 	uint64_t tsc_ctc_n, tsc_ctc_d;
 	guint mtc_period;
@@ -134,6 +138,11 @@ void vmcorr_result_free(VmcorrResult *r);
  * without Intel PT (VMCORR_ERROR_NOT_PT) or without time information
  * (VMCORR_ERROR_NO_TIME). */
 VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError **error);
+
+/* A discovery run's patches (collect_patches) are exactly what a run with
+ * `apply` would produce: every guest TSC of every VMCS was translated with
+ * the offset `apply` gives it. */
+gboolean vmcorr_patches_reusable(const VmcorrResult *disc, const VmcorrOptions *apply);
 
 struct VmcorrSessionS;
 /* The same on an open session (vmcorr/session.h). */
