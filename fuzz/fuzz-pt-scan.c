@@ -17,6 +17,8 @@
 #include "pt/pt-scan.h"
 
 #include <intel-pt.h>
+
+#include "../tests/ipt-unknown.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,29 +34,7 @@
 		}							\
 	} while (0)
 
-static int unknown_cb(struct pt_packet_unknown *unknown,
-		      const struct pt_config *config, const uint8_t *pos,
-		      void *context)
-{
-	(void)unknown;
-	(void)config;
-	(void)context;
-	if (pos[0] != 0x02)
-		return -pte_bad_opc;
-	switch (pos[1]) {
-	case 0x13:	/* CFE */
-		return 4;
-	case 0x53:	/* EVD */
-		return 11;
-	case 0x63:	/* BBP */
-		return 3;
-	case 0x33:	/* BEP */
-	case 0xb3:
-		return 2;
-	default:
-		return -pte_bad_opc;
-	}
-}
+#define unknown_cb vt_ipt_unknown_cb
 
 static int lib_code(int r)
 {

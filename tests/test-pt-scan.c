@@ -26,6 +26,8 @@
 
 #include <glib.h>
 #include <intel-pt.h>
+
+#include "ipt-unknown.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,32 +73,7 @@ static uint64_t rng_bits(unsigned int bits)
 /* ---------------------------------------------------------------------- */
 /* libipt side. */
 
-static int unknown_cb(struct pt_packet_unknown *unknown,
-		      const struct pt_config *config, const uint8_t *pos,
-		      void *context)
-{
-	(void)unknown;
-	(void)config;
-	(void)context;
-
-	/* Only called for opcodes libipt 2.0.5 does not know; pos[1] is
-	 * in bounds for 0x02 (pt_df_fetch checked it). */
-	if (pos[0] != 0x02)
-		return -pte_bad_opc;
-	switch (pos[1]) {
-	case 0x13:	/* CFE */
-		return 4;
-	case 0x53:	/* EVD */
-		return 11;
-	case 0x63:	/* BBP */
-		return 3;
-	case 0x33:	/* BEP */
-	case 0xb3:
-		return 2;
-	default:
-		return -pte_bad_opc;
-	}
-}
+#define unknown_cb vt_ipt_unknown_cb
 
 static struct pt_packet_decoder *lib_alloc(uint8_t *buf, size_t len)
 {
