@@ -15,7 +15,7 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{ "check", cmd_check, "is this host (and a libvirt domain) ready for host Intel PT tracing of guests?" },
-	{ "correlate", cmd_correlate, "find (and later apply) each VMCS's TSC offset in a host Intel PT trace" },
+	{ "correlate", cmd_correlate, "find each VMCS's TSC offset in a host Intel PT trace and correct guest TSC packets" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
 };
 
@@ -97,7 +97,8 @@ static void usage(FILE *f)
 	fprintf(f, "\n  vmtrace COMMAND --help    options of a command\n"
 		   "  vmtrace --version         versions of vmtrace and libipt\n\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage error, 3 bad input file; correlate adds\n"
-		   "4 (no time information), 5 (VMCS undetermined/inconsistent), 6 (no guest found).\n"
+		   "4 (no time information), 5 (VMCS undetermined/inconsistent), 6 (no guest found),\n"
+		   "7 (already corrected), 8 (a VMCS given with --offset is not in the trace).\n"
 		   "See vmtrace(1).\n");
 }
 
@@ -121,8 +122,12 @@ int main(int argc, char **argv)
 		return VT_EXIT_OK;
 	}
 	for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
-		if (!strcmp(cmd, commands[i].name))
+		if (!strcmp(cmd, commands[i].name)) {
+			g_autofree char *prg = g_strdup_printf("vmtrace %s", cmd);
+
+			g_set_prgname(prg);      /* "Usage: vmtrace correlate ..." */
 			return commands[i].fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "vmtrace: unknown command '%s'\n\n", cmd);
 	usage(stderr);
 	return VT_EXIT_USAGE;
