@@ -147,6 +147,13 @@ gboolean vt_intel_pt_field(const VtIntelPt *pt, const char *name, uint64_t *mask
 	return TRUE;
 }
 
+static gboolean host_is_dir(const char *path)
+{
+	g_autofree char *p = vt_host_path(path);
+
+	return g_file_test(p, G_FILE_TEST_IS_DIR);
+}
+
 /* IA32_VMX_MISC (0x485) bit 14: Intel PT can be used in VMX operation. */
 static void check_vmx_misc(GPtrArray *checks)
 {
@@ -221,7 +228,7 @@ void vt_host_check(GPtrArray *checks)
 				     "stop all VMs, then: modprobe -r kvm_intel && modprobe kvm_intel pt_mode=0",
 				     "kvm_intel pt_mode=%" G_GINT64_FORMAT ": Intel PT is handed to guests, the host "
 				     "trace hides them", v);
-	} else if (g_file_test(vt_host_path("/sys/module/kvm_intel"), G_FILE_TEST_IS_DIR)) {
+	} else if (host_is_dir("/sys/module/kvm_intel")) {
 		vt_check_add(checks, "pt_mode", VT_CHECK_OK, NULL, "kvm_intel has no pt_mode parameter (system mode)");
 	} else {
 		vt_check_add(checks, "pt_mode", VT_CHECK_WARN, "modprobe kvm_intel (on an Intel host)",
@@ -266,7 +273,7 @@ void vt_host_check(GPtrArray *checks)
 			     "kernel lockdown=confidentiality: /proc/kcore and kernel tracing are blocked");
 
 	/* debugfs, for KVM's per-vCPU pid/tsc-offset files */
-	if (g_file_test(vt_host_path("/sys/kernel/debug/kvm"), G_FILE_TEST_IS_DIR))
+	if (host_is_dir("/sys/kernel/debug/kvm"))
 		vt_check_add(checks, "debugfs", VT_CHECK_OK, NULL, "debugfs mounted, KVM entries present");
 	else
 		vt_check_add(checks, "debugfs", VT_CHECK_WARN, "sudo mount -t debugfs none /sys/kernel/debug",
