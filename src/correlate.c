@@ -28,7 +28,19 @@ static char *vcpu_str(const VmcorrVmcs *m)
 	return g_strdup("?");
 }
 
-static void print_table(const char *path, const VmcorrResult *r)
+/* KVM's own view of the vCPU behind VMCS m, from the recording's metadata. */
+static const VmcorrKvmVcpu *kvm_vcpu(const VmcorrKvmMeta *meta, const VmcorrVmcs *m)
+{
+	return meta ? vmcorr_kvm_meta_vcpu(meta, m->tid) : NULL;
+}
+
+static gboolean kvm_agrees(const VmcorrKvmVcpu *k, const VmcorrVmcs *m)
+{
+	return k && k->have_start && m->offset &&
+	       (((uint64_t)k->tsc_offset_start - m->offset) & VMCORR_SEVEN_BYTES) == 0;
+}
+
+static void print_table(const char *path, const VmcorrResult *r, const VmcorrKvmMeta *meta)
 {
 	printf("%s: %u %s AUX queue%s, %.1f MiB, TSC:CTC %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
 	       ", MTC period %u, %" G_GUINT64_FORMAT " TSC packets (%" G_GUINT64_FORMAT " guest)\n",
@@ -54,9 +66,24 @@ static void print_table(const char *path, const VmcorrResult *r)
 	}
 	if (!r->vmcs->len)
 		printf("(no VMCS found: the trace shows no guest activity)\n");
+	if (meta) {
+		printf("KVM metadata %s:\n", meta->path);
+		for (guint i = 0; i < r->vmcs->len; i++) {
+			const VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
+			const VmcorrKvmVcpu *k = kvm_vcpu(meta, m);
+
+			if (!k || !k->have_start)
+				continue;
+			printf("  VMCS %#" G_GINT64_MODIFIER "x = vCPU %d: KVM tsc-offset %" G_GINT64_FORMAT " (%#"
+			       G_GINT64_MODIFIER "x)%s - %s\n", m->vmcs, k->vcpu, k->tsc_offset_start,
+			       (uint64_t)k->tsc_offset_start,
+			       k->have_end && k->tsc_offset_end != k->tsc_offset_start ? ", changed by the end" : "",
+			       kvm_agrees(k, m) ? "agrees with the trace" : "DIFFERS from the trace");
+		}
+	}
 }
 
-static void print_json(const char *path, const VmcorrResult *r)
+static void print_json(const char *path, const VmcorrResult *r, const VmcorrKvmMeta *meta)
 {
 	GString *s = g_string_new("{\"file\": ");
 
@@ -83,6 +110,10 @@ static void print_json(const char *path, const VmcorrResult *r)
 					       G_GINT64_FORMAT ", ", m->offset, (gint64)m->offset);
 		else
 			g_string_append(s, "\"tsc_offset\": null, ");
+		if (kvm_vcpu(meta, m) && kvm_vcpu(meta, m)->have_start)
+			g_string_append_printf(s, "\"kvm_tsc_offset\": \"%#" G_GINT64_MODIFIER "x\", \"kvm_agrees\": %s, ",
+					       (uint64_t)kvm_vcpu(meta, m)->tsc_offset_start,
+					       kvm_agrees(kvm_vcpu(meta, m), m) ? "true" : "false");
 		g_string_append(s, "\"epochs\": [");
 		for (guint k = 0; m->epochs && k < m->epochs->len; k++) {
 			const VmcorrEpoch *e = &g_array_index(m->epochs, VmcorrEpoch, k);
@@ -332,7 +363,8 @@ int cmd_correlate(int argc, char **argv)
 {
 	gboolean dry_run = FALSE, json = FALSE, verbose = FALSE, in_place = FALSE, force = FALSE, recover = FALSE;
 	char *format = NULL, *out = NULL, *perf_arg = NULL;
-	char **offsets = NULL, **scales = NULL;
+	char **offsets = NULL, **scales = NULL, *meta_path = NULL;
+	VmcorrKvmMeta *meta = NULL;
 	gint jobs = 0;
 	char *tolerance = NULL;
 	GError *err = NULL;
@@ -346,6 +378,7 @@ int cmd_correlate(int argc, char **argv)
 		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "Use this TSC offset for these VMCS (or for all others if none are listed) instead of discovering it; repeatable", "OFF[:VMCS[,VMCS...]]" },
 		{ "vm-time-correlation", 0, 0, G_OPTION_ARG_STRING, &perf_arg, "perf inject's argument, as a drop-in: \"[dry-run] [OFF[:VMCS[,VMCS]...]]...\"", "STRING" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "The guests use VMX TSC scaling: guest TSC = (host TSC * RATIO >> FRAC) + offset (FRAC default 48, as on VMX); for the listed VMCS or all; repeatable", "RATIO[/FRAC][:VMCS[,VMCS...]]" },
+		{ "kvm-metadata", 0, 0, G_OPTION_ARG_FILENAME, &meta_path, "KVM time metadata (default: DIR/vmtrace-kvm.ini or FILE.vmtrace-kvm.ini, as vmtrace record writes it)", "FILE" },
 		{ "force", 0, 0, G_OPTION_ARG_NONE, &force, "Correct a file that vmtrace has corrected before (subtracts again)", NULL },
 		{ "recover", 0, 0, G_OPTION_ARG_NONE, &recover, "Complete an interrupted --in-place correction of FILE", NULL },
 		{ "format", 'f', 0, G_OPTION_ARG_STRING, &format, "Dry-run output: table (default), perf (perf inject's lines), json", "FMT" },
@@ -431,6 +464,28 @@ int cmd_correlate(int argc, char **argv)
 	for (char **o = scales; o && *o; o++)
 		if (!vmcorr_parse_scale_token(*o, &opt, &err))
 			goto usage_err;
+	meta = vmcorr_kvm_meta_load(path, meta_path, &err);
+	if (err) {
+		vt_err("correlate", "%s", err->message);
+		rc = VT_EXIT_BAD_INPUT;
+		goto done;
+	}
+	if (meta && !opt.scales) {
+		uint64_t ratio;
+		guint frac;
+		gboolean uniform;
+
+		if (vmcorr_kvm_meta_scaling(meta, &ratio, &frac, &uniform)) {
+			if (uniform) {
+				/* KVM scales every vCPU alike: use it for all VMCS */
+				opt.scales = g_array_new(FALSE, FALSE, sizeof(VmcorrScale));
+				g_array_append_val(opt.scales, ((VmcorrScale){ 0, ratio, frac }));
+			} else {
+				vt_err("correlate", "%s: the vCPUs have different TSC scaling ratios; give each VMCS its "
+				       "--tsc-scale", meta->path);
+			}
+		}
+	}
 	if (!dry_run && !in_place && !out) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
 			    "say where the correction goes: -o OUT, or --in-place (or use --dry-run)");
@@ -468,9 +523,18 @@ int cmd_correlate(int argc, char **argv)
 		for (guint i = 0; i < r->perf_lines->len; i++)
 			printf("%s\n", (char *)r->perf_lines->pdata[i]);
 	} else if (format && !strcmp(format, "json")) {
-		print_json(path, r);
+		print_json(path, r, meta);
 	} else {
-		print_table(path, r);
+		print_table(path, r, meta);
+	}
+	for (guint i = 0; meta && i < r->vmcs->len; i++) {
+		const VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
+		const VmcorrKvmVcpu *k = kvm_vcpu(meta, m);
+
+		if (k && k->have_start && m->offset && !kvm_agrees(k, m))
+			vt_err("correlate", "%s: VMCS %#" G_GINT64_MODIFIER "x: the trace shows TSC offset %#"
+			       G_GINT64_MODIFIER "x, but KVM reported %#" G_GINT64_MODIFIER "x for vCPU %d (tid %u)",
+			       path, m->vmcs, m->offset, (uint64_t)k->tsc_offset_start, k->vcpu, k->tid);
 	}
 	rc = VT_EXIT_OK;
 	if (!r->vmcs->len)
@@ -508,6 +572,8 @@ done:
 	g_free(perf_arg);
 	g_strfreev(offsets);
 	g_strfreev(scales);
+	g_free(meta_path);
+	vmcorr_kvm_meta_free(meta);
 	if (opt.offsets)
 		g_array_free(opt.offsets, TRUE);
 	if (opt.scales)

@@ -169,6 +169,31 @@ gboolean vmcorr_journal_pending(const char *path);
 /* Complete an interrupted in-place correction (roll the journal forward). */
 gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, GError **error);
 
+/* --- KVM time metadata stored with a recording (kvmmeta.c) */
+typedef struct {
+	int vcpu;
+	uint32_t tid;
+	gboolean have_start, have_end, have_scaling;
+	int64_t tsc_offset_start, tsc_offset_end;   /* KVM debugfs tsc-offset */
+	uint64_t tsc_scaling_ratio;
+	guint tsc_scaling_frac_bits;
+} VmcorrKvmVcpu;
+
+typedef struct {
+	char *path;
+	char *domain;
+	uint32_t qemu_pid;
+	GArray *vcpus;           /* VmcorrKvmVcpu */
+} VmcorrKvmMeta;
+
+/* Load DIR/vmtrace-kvm.ini or FILE.vmtrace-kvm.ini (or explicit_path).
+ * NULL without error when there is none. */
+VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path, GError **error);
+void vmcorr_kvm_meta_free(VmcorrKvmMeta *m);
+const VmcorrKvmVcpu *vmcorr_kvm_meta_vcpu(const VmcorrKvmMeta *m, uint32_t tid);
+/* The vCPUs' TSC scaling, if any vCPU is scaled; *uniform: all the same. */
+gboolean vmcorr_kvm_meta_scaling(const VmcorrKvmMeta *m, uint64_t *ratio, guint *frac, gboolean *uniform);
+
 G_END_DECLS
 
 #endif
