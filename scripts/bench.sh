@@ -60,9 +60,9 @@ for cfg in "default:" "cyc:--cyc"; do
 		offs=$("$VMTRACE" correlate --dry-run --format=perf "$f" | awk '{print $5 ":" $2}' | tr '\n' ' ')
 		rm -f "$dir/vt.times" "$dir/perf.times"
 		for _ in $(seq "$runs"); do
-			cp "$f" "$dir/copy.data"
+			cp "$f" "$dir/copy.data"; sync
 			measure "$dir/vt" "$VMTRACE" correlate --in-place "$dir/copy.data"
-			cp "$f" "$dir/copy.data"
+			cp "$f" "$dir/copy.data"; sync
 			measure "$dir/perf" timeout 600 "$PERF" inject -i "$dir/copy.data" --vm-time-correlation="$offs" --force
 		done
 		rm -f "$dir/copy.data"
