@@ -36,20 +36,7 @@
 
 #define unknown_cb vt_ipt_unknown_cb
 
-static int lib_code(int r)
-{
-	switch (-r) {
-	case pte_eos:
-		return -vt_pte_eos;
-	case pte_bad_opc:
-		return -vt_pte_bad_opc;
-	case pte_bad_packet:
-		return -vt_pte_bad_packet;
-	default:
-		fprintf(stderr, "unexpected libipt error %d\n", r);
-		abort();
-	}
-}
+#define lib_code vt_ipt_code
 
 static int same_packet(const struct vt_pt_packet *a,
 		       const struct vt_pt_packet *b)

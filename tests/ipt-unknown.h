@@ -4,7 +4,11 @@
 #ifndef VT_IPT_UNKNOWN_H
 #define VT_IPT_UNKNOWN_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <intel-pt.h>
+
+#include "pt/pt-scan.h"
 
 static inline int vt_ipt_unknown_cb(struct pt_packet_unknown *unknown, const struct pt_config *config,
 				    const uint8_t *pos, void *context)
@@ -29,6 +33,22 @@ static inline int vt_ipt_unknown_cb(struct pt_packet_unknown *unknown, const str
 		return 2;
 	default:
 		return -pte_bad_opc;
+	}
+}
+
+/* libipt's error code -> the scanner's (the ones a packet decoder returns). */
+static inline int vt_ipt_code(int r)
+{
+	switch (-r) {
+	case pte_eos:
+		return -vt_pte_eos;
+	case pte_bad_opc:
+		return -vt_pte_bad_opc;
+	case pte_bad_packet:
+		return -vt_pte_bad_packet;
+	default:
+		fprintf(stderr, "unexpected libipt error %d (%s)\n", r, pt_errstr(pt_errcode(r)));
+		abort();
 	}
 }
 

@@ -89,21 +89,7 @@ static struct pt_packet_decoder *lib_alloc(uint8_t *buf, size_t len)
 	return d;
 }
 
-static int lib_code(int r)
-{
-	switch (-r) {
-	case pte_eos:
-		return -vt_pte_eos;
-	case pte_bad_opc:
-		return -vt_pte_bad_opc;
-	case pte_bad_packet:
-		return -vt_pte_bad_packet;
-	default:
-		g_error("unexpected libipt error %d (%s)", r,
-			pt_errstr(pt_errcode(r)));
-		return 0;
-	}
-}
+#define lib_code vt_ipt_code
 
 /* Compare one successfully decoded packet. */
 static void cmp_packet(const struct vt_pt_packet *v, const struct pt_packet *l,
