@@ -10,12 +10,11 @@
 #include "vmcorr/session.h"
 #include "vmtrace.h"
 
+/* Exit code for an error while reading the input. */
 static int exit_code_for(const GError *e)
 {
 	if (e->domain == VMCORR_ERROR && e->code == VMCORR_ERROR_NO_TIME)
 		return VT_EXIT_NO_TIME;
-	if (e->domain == VT_PERF_ERROR && e->code == VT_PERF_ERROR_IO)
-		return VT_EXIT_BAD_INPUT;
 	return VT_EXIT_BAD_INPUT;
 }
 
@@ -298,8 +297,12 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 			g_array_append_vals(all, apply.epochs->data, apply.epochs->len);
 		ok = vmcorr_apply_patches(path, out, r, all, &err);
 		g_array_free(all, TRUE);
-		if (!ok)
-			goto fail;
+		if (!ok) {
+			/* writing the output failed: not the input's fault */
+			vt_err("correlate", "%s", err->message);
+			rc = VT_EXIT_FAILURE;
+			goto done;
+		}
 	}
 	if (json) {
 		print_apply_json(path, out, r, apply.offsets, passes);
@@ -325,10 +328,7 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 	goto done;
 fail:
 	vt_err("correlate", "%s", err->message);
-	rc = err->domain == VMCORR_ERROR && err->code == VMCORR_ERROR_NO_TIME ? VT_EXIT_NO_TIME
-	     : err->domain == VT_PERF_ERROR && err->code == VT_PERF_ERROR_IO && strstr(err->message, "write")
-		     ? VT_EXIT_FAILURE
-		     : VT_EXIT_BAD_INPUT;
+	rc = exit_code_for(err);
 done:
 	if (apply.offsets != opt->offsets && apply.offsets)
 		g_array_free(apply.offsets, TRUE);

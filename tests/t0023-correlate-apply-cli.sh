@@ -71,6 +71,20 @@ mkdir -p "$TMP/dir/kcore_dir" && echo kallsyms >"$TMP/dir/kcore_dir/kallsyms"
 dsize=$(stat -c %s "$TMP/dir/data")
 check "directory -o: exit 0" test "$(rc "$VMTRACE" correlate "$TMP/dir" -o "$TMP/dir.corr")" = 0
 check "directory -o: data corrected, other files copied" sh -c "test -s '$TMP/dir.corr/data' && cmp -s '$TMP/dir/kcore_dir/kallsyms' '$TMP/dir.corr/kcore_dir/kallsyms'"
+mkdir -p "$TMP/busy"
+check "directory -o to an existing directory: refused (exit 1)" test "$(rc "$VMTRACE" correlate "$TMP/dir" -o "$TMP/busy")" = 1
+check "  ... says it exists, leaves it empty and no temporary behind" sh -c "grep -q 'already exists' '$TMP/err' && [ -z \"\$(ls -A '$TMP/busy')\" ] && ! ls -a '$TMP' | grep -q '^\.busy\.'"
+# an unreadable file in the input makes the copy fail half way (run as an
+# unprivileged user when we are root, who could read it anyway)
+as_user=""
+[ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && as_user="setpriv --reuid=65534 --regid=65534 --clear-groups"
+chmod 0000 "$TMP/dir/kcore_dir/kallsyms"; chmod a+rwx "$TMP"; chmod -R a+rX "$TMP/dir"; chmod 0000 "$TMP/dir/kcore_dir/kallsyms"
+if [ -n "$as_user" ] || [ "$(id -u)" != 0 ]; then
+	check "directory -o with an unreadable file: fails (exit 1)" test "$(rc $as_user "$VMTRACE" correlate "$TMP/dir" -o "$TMP/half")" = 1
+	check "  ... names the file" grep -q "kallsyms" "$TMP/err"
+	check "  ... leaves no partial output" sh -c "[ ! -e '$TMP/half' ] && ! ls -a '$TMP' | grep -q '^\.half\.'"
+fi
+chmod 0644 "$TMP/dir/kcore_dir/kallsyms"; chmod 0755 "$TMP/dir/kcore_dir"
 check "directory --in-place: exit 0" test "$(rc "$VMTRACE" correlate --in-place "$TMP/dir")" = 0
 check "directory: both ways agree" cmp -s -n "$dsize" "$TMP/dir/data" "$TMP/dir.corr/data"
 finish

@@ -509,6 +509,55 @@ static gboolean copy_tree(const char *from, const char *to, const char *skip, GE
 	return ok;
 }
 
+static void remove_tree(const char *path)
+{
+	GDir *d = g_dir_open(path, 0, NULL);
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d))) {
+		g_autofree char *p = g_build_filename(path, name, NULL);
+
+		if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+			remove_tree(p);
+		else
+			unlink(p);
+	}
+	if (d)
+		g_dir_close(d);
+	rmdir(path);
+}
+
+/* perf.data directory: build the corrected copy in a temporary directory
+ * next to OUT (everything else copied, then data) and rename it to OUT, so
+ * OUT appears complete or not at all.  OUT must not exist. */
+static gboolean apply_to_dir(const char *path, const char *in_file, const char *out, const VmcorrResult *r,
+			     GBytes *marker, GError **error)
+{
+	g_autofree char *dir = g_path_get_dirname(out);
+	g_autofree char *base = g_path_get_basename(out);
+	g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+	g_autofree char *tmp_data = NULL;
+
+	if (g_file_test(out, G_FILE_TEST_EXISTS)) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO,
+			    "%s: already exists; a corrected perf.data directory is written as a new directory", out);
+		return FALSE;
+	}
+	if (!g_mkdtemp_full(tmp, 0700))
+		return io_error(error, out, "create a temporary directory");
+	tmp_data = g_build_filename(tmp, "data", NULL);
+	if (!copy_tree(path, tmp, "data", error) || !apply_to_copy(in_file, tmp_data, r, marker, error))
+		goto fail;
+	if (rename(tmp, out) < 0) {
+		io_error(error, out, "rename");
+		goto fail;
+	}
+	return fsync_dir_of(out, error);
+fail:
+	remove_tree(tmp);
+	return FALSE;
+}
+
 /* ------------------------------------------------------------ entry */
 
 gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrResult *r, const GArray *offsets,
@@ -521,10 +570,7 @@ gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrRes
 	if (!out) {
 		ok = apply_in_place(in_file, r, marker, error);
 	} else if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-		/* perf.data directory: copy everything else, then write data */
-		g_autofree char *out_data = g_build_filename(out, "data", NULL);
-
-		ok = copy_tree(path, out, "data", error) && apply_to_copy(in_file, out_data, r, marker, error);
+		ok = apply_to_dir(path, in_file, out, r, marker, error);
 	} else {
 		ok = apply_to_copy(in_file, out, r, marker, error);
 	}
