@@ -19,6 +19,10 @@
 #include <intel-pt.h>
 
 #include "../tests/ipt-unknown.h"
+
+#define XC_FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
+#define XC_EQ(a, b) do { if ((uint64_t)(a) != (uint64_t)(b)) XC_FAIL("%s != %s", #a, #b); } while (0)
+#include "../tests/pt-crosscheck.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,176 +86,7 @@ static int same_packet(const struct vt_pt_packet *a,
 	}
 }
 
-static void cmp_lib(const struct vt_pt_packet *v, const struct pt_packet *l)
-{
-	uint64_t p = v->u.misc.payload;
-	uint32_t x = v->u.misc.extra;
 
-	CHECK(v->size == l->size);
-	switch (l->type) {
-	case ppt_pad:
-		CHECK(v->type == VT_PT_PAD);
-		break;
-	case ppt_psb:
-		CHECK(v->type == VT_PT_PSB);
-		break;
-	case ppt_psbend:
-		CHECK(v->type == VT_PT_PSBEND);
-		break;
-	case ppt_ovf:
-		CHECK(v->type == VT_PT_OVF);
-		break;
-	case ppt_stop:
-		CHECK(v->type == VT_PT_STOP);
-		break;
-	case ppt_fup:
-		CHECK(v->type == VT_PT_FUP);
-		goto ip;
-	case ppt_tip:
-		CHECK(v->type == VT_PT_TIP);
-		goto ip;
-	case ppt_tip_pge:
-		CHECK(v->type == VT_PT_TIP_PGE);
-		goto ip;
-	case ppt_tip_pgd:
-		CHECK(v->type == VT_PT_TIP_PGD);
-ip:
-		CHECK(v->u.ip.ipc == (unsigned int)l->payload.ip.ipc);
-		CHECK(v->u.ip.raw == l->payload.ip.ip);
-		break;
-	case ppt_tnt_8:
-	case ppt_tnt_64:
-		CHECK(v->type == (l->type == ppt_tnt_8 ? VT_PT_TNT_8
-						       : VT_PT_TNT_64));
-		CHECK(v->u.tnt.bit_size == l->payload.tnt.bit_size);
-		CHECK(v->u.tnt.payload == l->payload.tnt.payload);
-		break;
-	case ppt_mode:
-		if (l->payload.mode.leaf == pt_mol_exec) {
-			CHECK(v->type == VT_PT_MODE_EXEC);
-			CHECK((v->u.mode.bits & 1u) ==
-			      l->payload.mode.bits.exec.csl);
-			CHECK(((v->u.mode.bits >> 1) & 1u) ==
-			      l->payload.mode.bits.exec.csd);
-		} else {
-			CHECK(v->type == VT_PT_MODE_TSX);
-			CHECK((v->u.mode.bits & 1u) ==
-			      l->payload.mode.bits.tsx.intx);
-			CHECK(((v->u.mode.bits >> 1) & 1u) ==
-			      l->payload.mode.bits.tsx.abrt);
-		}
-		break;
-	case ppt_pip:
-		CHECK(v->type == VT_PT_PIP);
-		CHECK(v->u.pip.cr3 == l->payload.pip.cr3);
-		CHECK(v->u.pip.nr == l->payload.pip.nr);
-		break;
-	case ppt_vmcs:
-		CHECK(v->type == VT_PT_VMCS);
-		CHECK(v->u.vmcs << 12 == l->payload.vmcs.base);
-		break;
-	case ppt_cbr:
-		CHECK(v->type == VT_PT_CBR);
-		CHECK(v->u.cbr == l->payload.cbr.ratio);
-		break;
-	case ppt_tsc:
-		CHECK(v->type == VT_PT_TSC);
-		CHECK(v->u.tsc == l->payload.tsc.tsc);
-		break;
-	case ppt_tma:
-		CHECK(v->type == VT_PT_TMA);
-		CHECK(v->u.tma.ctc == l->payload.tma.ctc);
-		CHECK(v->u.tma.fc == l->payload.tma.fc);
-		break;
-	case ppt_mtc:
-		CHECK(v->type == VT_PT_MTC);
-		CHECK(v->u.mtc == l->payload.mtc.ctc);
-		break;
-	case ppt_cyc:
-		CHECK(v->type == VT_PT_CYC);
-		CHECK(v->u.cyc == l->payload.cyc.value);
-		break;
-	case ppt_mnt:
-		CHECK(v->type == VT_PT_MNT);
-		CHECK(p == l->payload.mnt.payload);
-		break;
-	case ppt_exstop:
-		CHECK(v->type == VT_PT_EXSTOP);
-		CHECK((x >> 7) == l->payload.exstop.ip);
-		break;
-	case ppt_mwait:
-		CHECK(v->type == VT_PT_MWAIT);
-		CHECK((uint32_t)p == l->payload.mwait.hints);
-		CHECK((p >> 32) == l->payload.mwait.ext);
-		break;
-	case ppt_pwre:
-		CHECK(v->type == VT_PT_PWRE);
-		CHECK(((p >> 12) & 0xf) == l->payload.pwre.state);
-		CHECK(((p >> 8) & 0xf) == l->payload.pwre.sub_state);
-		CHECK(!!(p & 0x8) == l->payload.pwre.hw);
-		break;
-	case ppt_pwrx:
-		CHECK(v->type == VT_PT_PWRX);
-		CHECK(((p >> 4) & 0xf) == l->payload.pwrx.last);
-		CHECK((p & 0xf) == l->payload.pwrx.deepest);
-		CHECK(!!(p & 0x100) == l->payload.pwrx.interrupt);
-		CHECK(!!(p & 0x400) == l->payload.pwrx.store);
-		CHECK(!!(p & 0x800) == l->payload.pwrx.autonomous);
-		break;
-	case ppt_ptw:
-		CHECK(v->type == VT_PT_PTW);
-		CHECK(p == l->payload.ptw.payload);
-		CHECK(((x >> 5) & 3) == l->payload.ptw.plc);
-		CHECK((x >> 7) == l->payload.ptw.ip);
-		break;
-	case ppt_unknown:
-		CHECK(v->type == VT_PT_CFE || v->type == VT_PT_EVD ||
-		      v->type == VT_PT_BBP || v->type == VT_PT_BEP);
-		break;
-	default:
-		CHECK(!"unexpected libipt packet type");
-	}
-}
-
-struct ip_model {
-	uint64_t ip;
-	int known;
-};
-
-static void model_check(struct ip_model *m, const struct vt_pt_packet *v)
-{
-	uint64_t raw = v->u.ip.raw, ip = m->ip;
-
-	switch (v->u.ip.ipc) {
-	case 0:
-		CHECK(v->u.ip.suppressed == 1);
-		CHECK(v->u.ip.ip == 0);
-		return;
-	case 1:
-		ip = (ip & ~0xffffULL) | raw;
-		break;
-	case 2:
-		ip = (ip & ~0xffffffffULL) | raw;
-		break;
-	case 3:
-		ip = (raw & 0x800000000000ULL) ? raw | 0xffff000000000000ULL
-					       : raw;
-		m->known = 1;
-		break;
-	case 4:
-		ip = (ip & 0xffff000000000000ULL) | raw;
-		break;
-	case 6:
-		ip = raw;
-		m->known = 1;
-		break;
-	default:
-		CHECK(!"bad ipc");
-	}
-	m->ip = ip;
-	CHECK(v->u.ip.ip == ip);
-	CHECK(v->u.ip.suppressed == !m->known);
-}
 
 /* Scan alone; check invariants and inline/out-of-line agreement. */
 static void scan_self(const uint8_t *buf, size_t len)
@@ -358,7 +193,7 @@ static void scan_vs_libipt(uint8_t *buf, size_t len)
 		rl = pt_pkt_next(d, &l, sizeof(l));
 		if (rv > 0 && rl > 0) {
 			CHECK(v.offset == lo);
-			cmp_lib(&v, &l);
+			cmp_packet(&v, &l, lo);
 			if (v.type == VT_PT_PSB) {
 				m.ip = 0;
 				m.known = 1;
