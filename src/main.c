@@ -16,6 +16,7 @@ static const struct {
 } commands[] = {
 	{ "check", cmd_check, "is this host (and a libvirt domain) ready for host Intel PT tracing of guests?" },
 	{ "correlate", cmd_correlate, "find each VMCS's TSC offset in a host Intel PT trace and correct guest TSC packets" },
+	{ "record", cmd_record, "trace a libvirt domain's vCPU threads with Intel PT into a perf.data directory" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
 };
 

@@ -16,6 +16,7 @@ enum {
 	VT_EXIT_NO_GUEST = 6,     /* correlate: no VMCS (no guest) in the trace */
 	VT_EXIT_NOTHING = 7,      /* correlate: already corrected, nothing to do */
 	VT_EXIT_UNKNOWN_VMCS = 8, /* correlate: a VMCS given with --offset is not in the trace */
+	VT_EXIT_NO_PT = 9,        /* record: this machine cannot trace (no Intel PT) */
 };
 
 typedef int (*vt_cmd_fn)(int argc, char **argv);
@@ -23,6 +24,7 @@ typedef int (*vt_cmd_fn)(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 
 /* Print "vmtrace <cmd>: <message>" on stderr. */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

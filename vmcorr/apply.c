@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <glib/gstdio.h>
 
+#include "host/fsutil.h"
 #include "vmcorr/vmcorr.h"
 
 #define MARK_END "VMTRACE-CORR-END"
@@ -509,24 +510,6 @@ static gboolean copy_tree(const char *from, const char *to, const char *skip, GE
 	return ok;
 }
 
-static void remove_tree(const char *path)
-{
-	GDir *d = g_dir_open(path, 0, NULL);
-	const char *name;
-
-	while (d && (name = g_dir_read_name(d))) {
-		g_autofree char *p = g_build_filename(path, name, NULL);
-
-		if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
-			remove_tree(p);
-		else
-			unlink(p);
-	}
-	if (d)
-		g_dir_close(d);
-	rmdir(path);
-}
-
 /* perf.data directory: build the corrected copy in a temporary directory
  * next to OUT (everything else copied, then data) and rename it to OUT, so
  * OUT appears complete or not at all.  OUT must not exist. */
@@ -554,7 +537,7 @@ static gboolean apply_to_dir(const char *path, const char *in_file, const char *
 	}
 	return fsync_dir_of(out, error);
 fail:
-	remove_tree(tmp);
+	vt_fs_remove_tree(tmp);
 	return FALSE;
 }
 

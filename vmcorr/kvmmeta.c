@@ -17,6 +17,11 @@
  *   end.tsc_offset=-1941282476750
  *   tsc_scaling_ratio=281474976710656 (optional, with tsc_scaling_frac_bits)
  *   tsc_scaling_frac_bits=48
+ *   start.guest_mode=0                (optional, also end.guest_mode)
+ *
+ *   [tsc-offset-writes]               (when kvm:kvm_write_tsc_offset was recorded)
+ *   count=1
+ *   w0=TIME;TID;VCPU;PREVIOUS;NEXT    (perf clock ns; offsets as u64)
  */
 #include "config.h"
 
@@ -38,7 +43,61 @@ void vmcorr_kvm_meta_free(VmcorrKvmMeta *m)
 	g_free(m->path);
 	g_free(m->domain);
 	g_array_free(m->vcpus, TRUE);
+	g_array_free(m->writes, TRUE);
 	g_free(m);
+}
+
+VmcorrKvmMeta *vmcorr_kvm_meta_new(void)
+{
+	VmcorrKvmMeta *m = g_new0(VmcorrKvmMeta, 1);
+
+	m->vcpus = g_array_new(FALSE, TRUE, sizeof(VmcorrKvmVcpu));
+	m->writes = g_array_new(FALSE, TRUE, sizeof(VmcorrTscWrite));
+	return m;
+}
+
+gboolean vmcorr_kvm_meta_save(const VmcorrKvmMeta *m, const char *path, GError **error)
+{
+	g_autoptr(GKeyFile) kf = g_key_file_new();
+	g_autofree char *data = NULL;
+	gsize len;
+
+	g_key_file_set_integer(kf, "vmtrace-kvm", "version", 1);
+	if (m->domain)
+		g_key_file_set_string(kf, "vmtrace-kvm", "domain", m->domain);
+	g_key_file_set_uint64(kf, "vmtrace-kvm", "qemu_pid", m->qemu_pid);
+	for (guint i = 0; i < m->vcpus->len; i++) {
+		const VmcorrKvmVcpu *v = &g_array_index(m->vcpus, VmcorrKvmVcpu, i);
+		g_autofree char *g = g_strdup_printf("vcpu%d", v->vcpu);
+
+		g_key_file_set_uint64(kf, g, "tid", v->tid);
+		if (v->have_start)
+			g_key_file_set_int64(kf, g, "start.tsc_offset", v->tsc_offset_start);
+		if (v->have_end)
+			g_key_file_set_int64(kf, g, "end.tsc_offset", v->tsc_offset_end);
+		if (v->have_scaling) {
+			g_key_file_set_uint64(kf, g, "tsc_scaling_ratio", v->tsc_scaling_ratio);
+			g_key_file_set_uint64(kf, g, "tsc_scaling_frac_bits", v->tsc_scaling_frac_bits);
+		}
+		if (v->have_guest_mode_start)
+			g_key_file_set_integer(kf, g, "start.guest_mode", v->guest_mode_start);
+		if (v->have_guest_mode_end)
+			g_key_file_set_integer(kf, g, "end.guest_mode", v->guest_mode_end);
+	}
+	if (m->have_writes) {
+		g_key_file_set_uint64(kf, "tsc-offset-writes", "count", m->writes->len);
+		for (guint i = 0; i < m->writes->len; i++) {
+			const VmcorrTscWrite *w = &g_array_index(m->writes, VmcorrTscWrite, i);
+			g_autofree char *k = g_strdup_printf("w%u", i);
+			g_autofree char *v = g_strdup_printf("%" G_GUINT64_FORMAT ";%u;%u;%" G_GUINT64_FORMAT
+							     ";%" G_GUINT64_FORMAT, w->time, w->tid, w->vcpu,
+							     w->previous, w->next);
+
+			g_key_file_set_string(kf, "tsc-offset-writes", k, v);
+		}
+	}
+	data = g_key_file_to_data(kf, &len, NULL);
+	return g_file_set_contents_full(path, data, (gssize)len, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
 }
 
 VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path, GError **error)
@@ -61,12 +120,35 @@ VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path
 			    "%s: not vmtrace KVM metadata (need [vmtrace-kvm] version=1)", path);
 		return NULL;
 	}
-	m = g_new0(VmcorrKvmMeta, 1);
+	m = vmcorr_kvm_meta_new();
 	m->path = g_strdup(path);
 	m->domain = g_key_file_get_string(kf, "vmtrace-kvm", "domain", NULL);
 	m->qemu_pid = (uint32_t)g_key_file_get_uint64(kf, "vmtrace-kvm", "qemu_pid", NULL);
-	m->vcpus = g_array_new(FALSE, TRUE, sizeof(VmcorrKvmVcpu));
 	groups = g_key_file_get_groups(kf, NULL);
+	if (g_key_file_has_group(kf, "tsc-offset-writes")) {
+		guint64 count = g_key_file_get_uint64(kf, "tsc-offset-writes", "count", NULL);
+
+		m->have_writes = TRUE;
+		for (guint64 i = 0; i < count && i < 1000000; i++) {
+			g_autofree char *k = g_strdup_printf("w%" G_GUINT64_FORMAT, i);
+			g_autofree char *v = g_key_file_get_string(kf, "tsc-offset-writes", k, NULL);
+			g_auto(GStrv) f = v ? g_strsplit(v, ";", -1) : NULL;
+			VmcorrTscWrite w;
+
+			if (!f || g_strv_length(f) != 5) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
+					    "%s: [tsc-offset-writes] %s: need TIME;TID;VCPU;PREVIOUS;NEXT", path, k);
+				vmcorr_kvm_meta_free(m);
+				return NULL;
+			}
+			w.time = g_ascii_strtoull(f[0], NULL, 10);
+			w.tid = (uint32_t)g_ascii_strtoull(f[1], NULL, 10);
+			w.vcpu = (uint32_t)g_ascii_strtoull(f[2], NULL, 10);
+			w.previous = g_ascii_strtoull(f[3], NULL, 10);
+			w.next = g_ascii_strtoull(f[4], NULL, 10);
+			g_array_append_val(m->writes, w);
+		}
+	}
 	for (guint i = 0; groups[i]; i++) {
 		VmcorrKvmVcpu v = { 0 };
 		char *end;
@@ -87,6 +169,10 @@ VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path
 		v.have_scaling = g_key_file_has_key(kf, groups[i], "tsc_scaling_ratio", NULL);
 		v.tsc_scaling_ratio = g_key_file_get_uint64(kf, groups[i], "tsc_scaling_ratio", NULL);
 		v.tsc_scaling_frac_bits = (guint)g_key_file_get_uint64(kf, groups[i], "tsc_scaling_frac_bits", NULL);
+		v.have_guest_mode_start = g_key_file_has_key(kf, groups[i], "start.guest_mode", NULL);
+		v.guest_mode_start = g_key_file_get_integer(kf, groups[i], "start.guest_mode", NULL);
+		v.have_guest_mode_end = g_key_file_has_key(kf, groups[i], "end.guest_mode", NULL);
+		v.guest_mode_end = g_key_file_get_integer(kf, groups[i], "end.guest_mode", NULL);
 		if (v.have_scaling && (!v.tsc_scaling_ratio || v.tsc_scaling_frac_bits > 63)) {
 			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT, "%s: [%s]: bad TSC scaling values",
 				    path, groups[i]);

@@ -177,19 +177,33 @@ typedef struct {
 	int64_t tsc_offset_start, tsc_offset_end;   /* KVM debugfs tsc-offset */
 	uint64_t tsc_scaling_ratio;
 	guint tsc_scaling_frac_bits;
+	gboolean have_guest_mode_start, have_guest_mode_end;
+	int guest_mode_start, guest_mode_end;
 } VmcorrKvmVcpu;
+
+/* A kvm:kvm_write_tsc_offset event recorded with the trace. */
+typedef struct {
+	uint64_t time;           /* perf clock, ns */
+	uint32_t tid, vcpu;
+	uint64_t previous, next;
+} VmcorrTscWrite;
 
 typedef struct {
 	char *path;
 	char *domain;
 	uint32_t qemu_pid;
 	GArray *vcpus;           /* VmcorrKvmVcpu */
+	gboolean have_writes;    /* the tracepoint was recorded (writes may be empty) */
+	GArray *writes;          /* VmcorrTscWrite */
 } VmcorrKvmMeta;
 
 /* Load DIR/vmtrace-kvm.ini or FILE.vmtrace-kvm.ini (or explicit_path).
  * NULL without error when there is none. */
 VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path, GError **error);
 void vmcorr_kvm_meta_free(VmcorrKvmMeta *m);
+VmcorrKvmMeta *vmcorr_kvm_meta_new(void);
+/* Write the metadata to `path` (GKeyFile, format in kvmmeta.c), mode 0644. */
+gboolean vmcorr_kvm_meta_save(const VmcorrKvmMeta *m, const char *path, GError **error);
 const VmcorrKvmVcpu *vmcorr_kvm_meta_vcpu(const VmcorrKvmMeta *m, uint32_t tid);
 /* The vCPUs' TSC scaling, if any vCPU is scaled; *uniform: all the same. */
 gboolean vmcorr_kvm_meta_scaling(const VmcorrKvmMeta *m, uint64_t *ratio, guint *frac, gboolean *uniform);

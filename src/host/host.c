@@ -280,3 +280,33 @@ void vt_host_check(GPtrArray *checks)
 			     "KVM debugfs not found (%s/sys/kernel/debug/kvm): vCPU threads fall back to thread names "
 			     "and TSC offsets are not recorded", vt_host_root());
 }
+
+GArray *vt_host_online_cpus(void)
+{
+	GArray *cpus = g_array_new(FALSE, FALSE, sizeof(int));
+	g_autofree char *s = vt_host_read("/sys/devices/system/cpu/online");
+	g_auto(GStrv) parts = s ? g_strsplit(s, ",", -1) : NULL;
+
+	for (guint i = 0; parts && parts[i]; i++) {
+		char *end;
+		guint64 a = g_ascii_strtoull(parts[i], &end, 10), b = a;
+
+		if (end == parts[i])
+			continue;
+		if (*end == '-')
+			b = g_ascii_strtoull(end + 1, NULL, 10);
+		for (guint64 c = a; c <= b && c < 8192; c++) {
+			int v = (int)c;
+
+			g_array_append_val(cpus, v);
+		}
+	}
+	if (!cpus->len) {
+		for (long c = 0; c < sysconf(_SC_NPROCESSORS_ONLN); c++) {
+			int v = (int)c;
+
+			g_array_append_val(cpus, v);
+		}
+	}
+	return cpus;
+}

@@ -19,6 +19,8 @@ char *vt_host_path(const char *path);
 char *vt_host_read(const char *path);
 /* Read an integer file; FALSE if missing or not a number. */
 gboolean vt_host_read_int(const char *path, gint64 *out);
+/* Online CPUs (int), from /sys/devices/system/cpu/online under the root. */
+GArray *vt_host_online_cpus(void);
 
 typedef enum { VT_CHECK_OK, VT_CHECK_WARN, VT_CHECK_FAIL } VtCheckLevel;
 const char *vt_check_level_name(VtCheckLevel l);

@@ -325,6 +325,10 @@ gboolean vt_perf_writer_write_record(VtPerfWriter *w, const void *rec, GError **
 gboolean vt_perf_writer_write_auxtrace(VtPerfWriter *w, const VtPerfAuxtrace *aux,
 				       const void *payload, uint64_t len,
 				       uint64_t *payload_off, GError **error);
+/* The same with the payload in two pieces (AUX data that wraps a ring). */
+gboolean vt_perf_writer_write_auxtrace2(VtPerfWriter *w, const VtPerfAuxtrace *aux,
+					const void *a, uint64_t alen, const void *b, uint64_t blen,
+					uint64_t *payload_off, GError **error);
 
 /* Feature sections (written after the data section by _finish). */
 gboolean vt_perf_writer_set_feature(VtPerfWriter *w, guint bit, const void *data, uint64_t size,

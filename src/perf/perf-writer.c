@@ -251,13 +251,20 @@ gboolean vt_perf_writer_write_auxtrace(VtPerfWriter *w, const VtPerfAuxtrace *au
 				       const void *payload, uint64_t len,
 				       uint64_t *payload_off, GError **error)
 {
+	return vt_perf_writer_write_auxtrace2(w, aux, payload, len, NULL, 0, payload_off, error);
+}
+
+gboolean vt_perf_writer_write_auxtrace2(VtPerfWriter *w, const VtPerfAuxtrace *aux,
+					const void *a, uint64_t alen, const void *b, uint64_t blen,
+					uint64_t *payload_off, GError **error)
+{
 	static const uint8_t zero[8];
 	struct perf_event_header h = { VT_PERF_RECORD_AUXTRACE, 0, AUXTRACE_REC_SIZE };
 	struct vt_perf_file_section ent;
 	uint8_t r[AUXTRACE_REC_SIZE];
-	uint64_t padded;
+	uint64_t padded, len = alen + blen;
 
-	if (w->finished || len > UINT64_MAX - 7) {
+	if (w->finished || alen > UINT64_MAX - 7 - blen) {
 		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
 			    "%s: cannot write AUXTRACE record", w->path);
 		return FALSE;
@@ -275,8 +282,8 @@ gboolean vt_perf_writer_write_auxtrace(VtPerfWriter *w, const VtPerfAuxtrace *au
 	memcpy(r + 44, &aux->reserved, 4);
 	ent.offset = w->pos;
 	ent.size = AUXTRACE_REC_SIZE;
-	if (!w_put(w, r, sizeof(r), error) || !w_put(w, payload, len, error) ||
-	    !w_put(w, zero, padded - len, error))
+	if (!w_put(w, r, sizeof(r), error) || !w_put(w, a, alen, error) ||
+	    (blen && !w_put(w, b, blen, error)) || !w_put(w, zero, padded - len, error))
 		return FALSE;
 	g_array_append_val(w->aux_index, ent);
 	if (payload_off)

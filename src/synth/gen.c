@@ -136,6 +136,7 @@ typedef struct {
 	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
 	guint64 vcpu_guest_tsc[VT_SYNTH_MAX_VCPUS];
 	guint64 t_change;            /* host TSC of the offset change (0: not yet) */
+	guint64 t0;                  /* host TSC at the start (cfg->t0 or T0) */
 	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
 	GError *err;
 } Gen;
@@ -145,6 +146,8 @@ static guint32 vcpu_tid(const Gen *g, guint v)
 	guint vm = vt_synth_vm_of_vcpu(g->cfg, v);
 	guint first = 0;
 
+	if (g->cfg->tids[v])
+		return g->cfg->tids[v];
 	while (first < v && vt_synth_vm_of_vcpu(g->cfg, first) != vm)
 		first++;
 	return g->qemu_pid[vm] + 10 + (v - first);
@@ -524,7 +527,7 @@ static void fill_chunk(Gen *g, Queue *q)
 		if (c->have_change && !g->t_change && q->bytes >= c->change_at * q->target)
 			g->t_change = q->t;
 		if (c->per_cpu) {
-			guint64 slice = (q->t - T0) / g->slice_ticks;
+			guint64 slice = (q->t - g->t0) / g->slice_ticks;
 
 			if (slice != q->slice) {
 				q->slice = slice;
@@ -745,10 +748,11 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	g.corrected = g_checksum_new(G_CHECKSUM_SHA256);
 	nq = cfg->per_cpu ? g.ncpus : cfg->nvcpus;
 	for (i = 0; i < cfg->nvms; i++)
-		g.qemu_pid[i] = 4000 + 100 * i;
-	g.t_end_est = T0 + cfg->size / nq * bytes_per_tick_inv();
+		g.qemu_pid[i] = cfg->qemu_pid[i] ? cfg->qemu_pid[i] : 4000 + 100 * i;
+	g.t0 = cfg->t0 ? cfg->t0 : T0;
+	g.t_end_est = g.t0 + cfg->size / nq * bytes_per_tick_inv();
 	/* each CPU runs every vCPU about three times */
-	g.slice_ticks = MAX((g.t_end_est - T0) / (3 * cfg->nvcpus), 1ULL << 16);
+	g.slice_ticks = MAX((g.t_end_est - g.t0) / (3 * cfg->nvcpus), 1ULL << 16);
 
 	qs = g_new0(Queue, nq);
 	pt_ids = g_new0(guint64, nq);
@@ -769,7 +773,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		pc.begin = q->buf;
 		pc.end = q->buf + q->cap;
 		q->enc = pt_alloc_encoder(&pc);
-		q->t = T0 + g_rand_int_range(q->rng, 0, 5000);
+		q->t = g.t0 + g_rand_int_range(q->rng, 0, 5000);
 		q->ctc_prev = ctc_of(&g, q->t);
 		q->psb_bytes = 2048ULL << cfg->psb_period;
 		q->target = cfg->size / nq;
@@ -835,12 +839,12 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	}
 	/* COMM of the QEMU processes and their vCPU threads */
 	for (guint vm = 0; vm < cfg->nvms; vm++)
-		rec_comm(sb, g.qemu_pid[vm], g.qemu_pid[vm], "qemu-system-x86", T0 - 100000, dummy_ids[0]);
+		rec_comm(sb, g.qemu_pid[vm], g.qemu_pid[vm], "qemu-system-x86", g.t0 - 100000, dummy_ids[0]);
 	for (guint v = 0; v < cfg->nvcpus; v++) {
 		char name[32];
 
 		g_snprintf(name, sizeof(name), "CPU %u/KVM", vcpu_index_in_vm(&g, v));
-		rec_comm(sb, g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)], vcpu_tid(&g, v), name, T0 - 90000,
+		rec_comm(sb, g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)], vcpu_tid(&g, v), name, g.t0 - 90000,
 			 dummy_ids[0]);
 	}
 	/* Queues start with their vCPU loaded, in the host, PSB+ first. */

@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 #define VT_SYNTH_MAX_VMS 16
 #define VT_SYNTH_MAX_VCPUS 256
 
-typedef struct {
+typedef struct VtSynthConfig {
 	guint nvcpus;              /* total vCPUs (over all VMs) */
 	guint nvms;                /* VMs; vCPUs are split into contiguous blocks */
 	gboolean per_cpu;          /* per-CPU AUX queues (else per-thread) */
@@ -45,6 +45,12 @@ typedef struct {
 	/* TSC scaling per VM: guest = (host * ratio >> frac) + offset; ratio 0: none */
 	guint64 vm_ratio[VT_SYNTH_MAX_VMS];
 	guint vm_frac[VT_SYNTH_MAX_VMS];
+	/* Identity of the simulated processes (0: defaults 4000 + 100 * vm,
+	 * pid + 10 + i, TSC 0x100000000000) - the synthetic capture source of
+	 * `vmtrace record` sets them to the real QEMU's pid, threads and TSC. */
+	guint64 t0;
+	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
+	guint32 tids[VT_SYNTH_MAX_VCPUS];
 } VtSynthConfig;
 
 void vt_synth_config_init(VtSynthConfig *cfg);

@@ -1,0 +1,19 @@
+/* fsutil.h - small file-system helpers shared by the commands. */
+#ifndef VT_FSUTIL_H
+#define VT_FSUTIL_H
+
+#include <glib.h>
+#include <sys/types.h>
+
+G_BEGIN_DECLS
+
+/* Remove a directory tree (symlinks are removed, not followed). */
+void vt_fs_remove_tree(const char *path);
+/* lchown every entry of a tree (the output of a command run under sudo). */
+gboolean vt_fs_chown_tree(const char *path, uid_t uid, gid_t gid, GError **error);
+/* Under sudo (real uid 0 with SUDO_UID/SUDO_GID set): the invoking user. */
+gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,223 @@
+/* capture-pt.c - the hardware trace source: perf_event_open on intel_pt.
+ *
+ * Everything here needs Intel PT hardware and cannot run on the machines
+ * vmtrace is tested on (see README, "What was verified how"): the config
+ * is built from sysfs format/ and caps/ (tested on prepared trees through
+ * vt_capture_pt_config), the events are opened and mapped with perfev.c,
+ * whose data-ring path is exercised by the real sideband events. */
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "host/host.h"
+#include "record/capture.h"
+#include "record/capture-pt.h"
+#include "record/perfev.h"
+
+typedef struct {
+	GArray *events;     /* VtPerfEvent; the first of each stream owns the ring */
+	GArray *owner;      /* guint: index into events of stream i's ring owner */
+} PtPriv;
+
+static gboolean set_field(const VtIntelPt *pt, uint64_t *config, const char *name, uint64_t value,
+			  GString *desc, GError **error)
+{
+	uint64_t mask;
+	guint shift;
+
+	if (!vt_intel_pt_field(pt, name, &mask, &shift)) {
+		if (!value)
+			return TRUE;
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
+			    "the intel_pt PMU has no '%s' format field (%s/sys/bus/event_source/devices/"
+			    "intel_pt/format/%s): this CPU or kernel cannot do it", name, vt_host_root(), name);
+		return FALSE;
+	}
+	if ((value << shift) & ~mask || value > (mask >> shift)) {
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG,
+			    "intel_pt %s=%" G_GUINT64_FORMAT " does not fit its format field", name, value);
+		return FALSE;
+	}
+	*config = (*config & ~mask) | (value << shift);
+	if (desc && value && strcmp(name, "pt") && strcmp(name, "branch"))
+		g_string_append_printf(desc, "%s%s=%" G_GUINT64_FORMAT, desc->len ? "," : "", name, value);
+	return TRUE;
+}
+
+static uint64_t field_mask(const VtIntelPt *pt, const char *name)
+{
+	uint64_t mask = 0;
+	guint shift;
+
+	return vt_intel_pt_field(pt, name, &mask, &shift) ? mask : 0;
+}
+
+static gboolean cap_bool(const VtIntelPt *pt, const char *name)
+{
+	const char *v = pt->caps ? g_hash_table_lookup(pt->caps, name) : NULL;
+
+	return v && strcmp(v, "0") != 0;
+}
+
+gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr *attr, uint64_t *info,
+			      char **event_name, GError **error)
+{
+	VtIntelPt pt = { 0 };
+	g_autoptr(GString) desc = g_string_new(NULL);
+	uint64_t config = 0, mtc_period = cfg->mtc_period >= 0 ? (uint64_t)cfg->mtc_period : 3;
+	gboolean mtc, ok;
+	const char *v;
+	uint32_t n = 0, d = 0;
+
+	if (!vt_host_intel_pt(&pt)) {
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
+			    "this machine has no Intel PT: no intel_pt PMU in %s/sys/bus/event_source/devices "
+			    "(run `vmtrace check` for what is missing)", vt_host_root());
+		return FALSE;
+	}
+	mtc = !cfg->timeless && cap_bool(&pt, "mtc");
+	if (cfg->cyc && !cap_bool(&pt, "psb_cyc")) {
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
+			    "--cyc: this CPU's Intel PT has no cycle-accurate mode (caps/psb_cyc is 0)");
+		vt_intel_pt_clear(&pt);
+		return FALSE;
+	}
+	if (cfg->mtc_period >= 0 && !cfg->timeless) {
+		v = pt.caps ? g_hash_table_lookup(pt.caps, "mtc_periods") : NULL;
+		if (!mtc || !v || !((g_ascii_strtoull(v, NULL, 16) >> mtc_period) & 1)) {
+			g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
+				    "--mtc-period %d: not supported by this CPU (caps/mtc=%s, caps/mtc_periods=%s)",
+				    cfg->mtc_period, mtc ? "1" : "0", v ? v : "missing");
+			vt_intel_pt_clear(&pt);
+			return FALSE;
+		}
+	}
+	ok = set_field(&pt, &config, "pt", 1, desc, error) &&
+	     set_field(&pt, &config, "branch", 1, desc, error) &&
+	     set_field(&pt, &config, "tsc", !cfg->timeless, desc, error) &&
+	     set_field(&pt, &config, "mtc", mtc, desc, error) &&
+	     (!mtc || set_field(&pt, &config, "mtc_period", mtc_period, desc, error)) &&
+	     set_field(&pt, &config, "cyc", cfg->cyc, desc, error);
+	if (!ok) {
+		vt_intel_pt_clear(&pt);
+		return FALSE;
+	}
+	memset(attr, 0, sizeof(*attr));
+	attr->type = pt.type;
+	attr->size = sizeof(*attr);
+	attr->config = config;
+	attr->sample_period = 1;
+	attr->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			    PERF_SAMPLE_IDENTIFIER;
+	attr->exclude_user = 1;   /* intel_pt//k */
+	attr->exclude_hv = 1;
+	attr->sample_id_all = 1;
+	attr->disabled = 1;
+
+	memset(info, 0, VT_PT_INFO_NR_FIXED * sizeof(*info));
+	info[VT_PT_INFO_PMU_TYPE] = pt.type;
+	info[VT_PT_INFO_TSC_BIT] = field_mask(&pt, "tsc");
+	info[VT_PT_INFO_NORETCOMP_BIT] = field_mask(&pt, "noretcomp");
+	info[VT_PT_INFO_HAVE_SCHED_SWITCH] = cfg->per_cpu ? 3 : 0;
+	info[VT_PT_INFO_SNAPSHOT_MODE] = cfg->snapshot;
+	info[VT_PT_INFO_PER_CPU_MMAPS] = cfg->per_cpu;
+	info[VT_PT_INFO_MTC_BIT] = field_mask(&pt, "mtc");
+	info[VT_PT_INFO_MTC_FREQ_BITS] = field_mask(&pt, "mtc_period");
+	if (vt_capture_tsc_ctc(&n, &d)) {
+		info[VT_PT_INFO_TSC_CTC_N] = n;
+		info[VT_PT_INFO_TSC_CTC_D] = d;
+	}
+	info[VT_PT_INFO_CYC_BIT] = field_mask(&pt, "cyc");
+	v = pt.caps ? g_hash_table_lookup(pt.caps, "max_nonturbo_ratio") : NULL;
+	info[VT_PT_INFO_MAX_NONTURBO_RATIO] = v ? g_ascii_strtoull(v, NULL, 0) : 0;
+	*event_name = g_strdup_printf("intel_pt/%s/k", desc->str);
+	vt_intel_pt_clear(&pt);
+	return TRUE;
+}
+
+static gboolean pt_open(VtCapture *c, GError **error)
+{
+	PtPriv *p = g_new0(PtPriv, 1);
+	const VtCaptureConfig *cfg = &c->cfg;
+
+	c->priv = p;
+	p->events = g_array_new(FALSE, TRUE, sizeof(VtPerfEvent));
+	if (!vt_capture_pt_config(cfg, &c->attr, c->info, &c->event_name, error))
+		return FALSE;
+	c->pmu_type = c->attr.type;
+	for (guint i = 0; i < c->streams->len; i++) {
+		VtCaptureStream *s = vt_capture_stream(c, i);
+		guint first = p->events->len;
+		/* per-thread: one event; per-CPU: one per traced thread on that CPU */
+		guint nev = cfg->per_cpu ? cfg->ntids : 1;
+
+		for (guint k = 0; k < nev; k++) {
+			VtPerfEvent ev;
+			pid_t pid = cfg->per_cpu ? cfg->tids[k] : s->tid;
+			g_autofree char *what = cfg->per_cpu
+				? g_strdup_printf("%s on thread %d, CPU %d", c->event_name, (int)pid, s->cpu)
+				: g_strdup_printf("%s on thread %d", c->event_name, (int)pid);
+
+			if (!vt_perfev_open(&ev, &c->attr, pid, s->cpu, what, error))
+				return FALSE;
+			g_array_append_val(p->events, ev);
+			if (k == 0) {
+				VtPerfEvent *o = &g_array_index(p->events, VtPerfEvent, first);
+
+				if (!vt_perfev_map(o, cfg->data_bytes, cfg->aux_bytes, cfg->snapshot, error))
+					return FALSE;
+				s->ring = &o->ring;
+				s->id = o->id;
+			} else if (!vt_perfev_redirect(&g_array_index(p->events, VtPerfEvent, p->events->len - 1),
+						       &g_array_index(p->events, VtPerfEvent, first), error)) {
+				return FALSE;
+			}
+		}
+	}
+	return TRUE;
+}
+
+static gboolean pt_enable(VtCapture *c, gboolean on, GError **error)
+{
+	PtPriv *p = c->priv;
+
+	for (guint i = 0; i < p->events->len; i++)
+		if (!vt_perfev_enable(&g_array_index(p->events, VtPerfEvent, i), on, error))
+			return FALSE;
+	return TRUE;
+}
+
+static void pt_wait(VtCapture *c, int timeout_ms)
+{
+	(void)c;
+	g_usleep((gulong)timeout_ms * 1000);
+}
+
+static gboolean pt_exhausted(VtCapture *c)
+{
+	(void)c;
+	return FALSE;
+}
+
+static void pt_close(VtCapture *c)
+{
+	PtPriv *p = c->priv;
+
+	if (!p)
+		return;
+	for (guint i = 0; i < p->events->len; i++)
+		vt_perfev_close(&g_array_index(p->events, VtPerfEvent, i));
+	g_array_free(p->events, TRUE);
+	g_free(p);
+	c->priv = NULL;
+}
+
+const VtCaptureOps vt_capture_pt_ops = {
+	.name = "intel_pt",
+	.open = pt_open,
+	.enable = pt_enable,
+	.wait = pt_wait,
+	.exhausted = pt_exhausted,
+	.close = pt_close,
+};

@@ -1,0 +1,69 @@
+/* capture.c - trace sources: common part. */
+#include "config.h"
+
+#include <string.h>
+#include <cpuid.h>
+
+#include "record/capture.h"
+
+G_DEFINE_QUARK(vt-capture-error-quark, vt_capture_error)
+
+VtCapture *vt_capture_new(const char *source, const VtCaptureConfig *cfg, GError **error)
+{
+	VtCapture *c;
+	const VtCaptureOps *ops;
+
+	if (!g_strcmp0(source, "intel_pt"))
+		ops = &vt_capture_pt_ops;
+	else if (!g_strcmp0(source, "synth"))
+		ops = &vt_capture_synth_ops;
+	else {
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG,
+			    "unknown trace source '%s' (intel_pt or synth)", source);
+		return NULL;
+	}
+	c = g_new0(VtCapture, 1);
+	c->ops = ops;
+	c->cfg = *cfg;
+	c->streams = g_array_new(FALSE, TRUE, sizeof(VtCaptureStream));
+	return c;
+}
+
+void vt_capture_add_stream(VtCapture *c, int32_t tid, int32_t cpu)
+{
+	VtCaptureStream s = { .idx = c->streams->len, .tid = tid, .cpu = cpu };
+
+	g_array_append_val(c->streams, s);
+}
+
+VtCaptureStream *vt_capture_stream(VtCapture *c, guint i)
+{
+	return &g_array_index(c->streams, VtCaptureStream, i);
+}
+
+void vt_capture_free(VtCapture *c)
+{
+	if (!c)
+		return;
+	if (c->ops && c->ops->close)
+		c->ops->close(c);
+	g_array_free(c->streams, TRUE);
+	g_free(c->event_name);
+	g_free(c);
+}
+
+gboolean vt_capture_tsc_ctc(uint32_t *n, uint32_t *d)
+{
+	unsigned int a, b, cx, dx;
+
+	if (__get_cpuid_max(0, NULL) < 0x15)
+		return FALSE;
+	__cpuid_count(0x15, 0, a, b, cx, dx);
+	(void)cx;
+	(void)dx;
+	if (!a || !b)
+		return FALSE;
+	*d = a;
+	*n = b;
+	return TRUE;
+}

@@ -1,0 +1,143 @@
+/* perfev.c - perf_event_open(2), mmap and ioctl. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "host/host.h"
+#include "record/perfev.h"
+
+G_DEFINE_QUARK(vt-perfev-error-quark, vt_perfev_error)
+
+gboolean vt_perfev_open(VtPerfEvent *ev, struct perf_event_attr *attr, pid_t pid, int cpu,
+			const char *what, GError **error)
+{
+	int code, e;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->fd = -1;
+	attr->size = sizeof(*attr);
+	ev->fd = (int)syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (ev->fd < 0) {
+		e = errno;
+		switch (e) {
+		case EACCES: case EPERM:
+			code = VT_PERFEV_ERROR_PERMISSION;
+			break;
+		case ESRCH:
+			code = VT_PERFEV_ERROR_NO_TARGET;
+			break;
+		case ENOENT: case EOPNOTSUPP: case EINVAL: case ENODEV:
+			code = VT_PERFEV_ERROR_UNSUPPORTED;
+			break;
+		default:
+			code = VT_PERFEV_ERROR_FAILED;
+		}
+		g_set_error(error, VT_PERFEV_ERROR, code, "perf_event_open (%s): %s%s", what, g_strerror(e),
+			    code == VT_PERFEV_ERROR_PERMISSION
+				    ? " (run as root, or lower kernel.perf_event_paranoid; see `vmtrace check`)"
+			    : code == VT_PERFEV_ERROR_NO_TARGET ? " (the thread has exited)" : "");
+		return FALSE;
+	}
+	if (ioctl(ev->fd, PERF_EVENT_IOC_ID, &ev->id) < 0) {
+		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED, "PERF_EVENT_IOC_ID (%s): %s", what,
+			    g_strerror(errno));
+		vt_perfev_close(ev);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean vt_perfev_map(VtPerfEvent *ev, uint64_t data_bytes, uint64_t aux_bytes, gboolean aux_overwrite,
+		       GError **error)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct perf_event_mmap_page *pg;
+
+	if (!data_bytes || (data_bytes & (data_bytes - 1)) || data_bytes % page ||
+	    (aux_bytes && ((aux_bytes & (aux_bytes - 1)) || aux_bytes % page))) {
+		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED,
+			    "ring sizes must be powers of two and whole pages (data %" G_GUINT64_FORMAT
+			    ", AUX %" G_GUINT64_FORMAT ")", data_bytes, aux_bytes);
+		return FALSE;
+	}
+	ev->base_len = page + data_bytes;
+	ev->base = mmap(NULL, ev->base_len, PROT_READ | PROT_WRITE, MAP_SHARED, ev->fd, 0);
+	if (ev->base == MAP_FAILED) {
+		ev->base = NULL;
+		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED,
+			    "cannot map a %" G_GUINT64_FORMAT " KiB perf ring: %s%s", data_bytes >> 10,
+			    g_strerror(errno),
+			    errno == EPERM ? " (over kernel.perf_event_mlock_kb? use smaller buffers or run as root)" : "");
+		return FALSE;
+	}
+	pg = ev->base;
+	if (aux_bytes) {
+		pg->aux_offset = ev->base_len;
+		pg->aux_size = aux_bytes;
+		ev->aux_len = aux_bytes;
+		ev->aux = mmap(NULL, aux_bytes, PROT_READ | (aux_overwrite ? 0 : PROT_WRITE), MAP_SHARED, ev->fd,
+			       (off_t)pg->aux_offset);
+		if (ev->aux == MAP_FAILED) {
+			ev->aux = NULL;
+			g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED,
+				    "cannot map a %" G_GUINT64_FORMAT " KiB AUX area: %s", aux_bytes >> 10,
+				    g_strerror(errno));
+			return FALSE;
+		}
+	}
+	vt_ring_init(&ev->ring, pg, (uint8_t *)ev->base + page, data_bytes, ev->aux, aux_bytes, aux_overwrite);
+	return TRUE;
+}
+
+gboolean vt_perfev_redirect(VtPerfEvent *ev, const VtPerfEvent *to, GError **error)
+{
+	if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, to->fd) < 0) {
+		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED, "PERF_EVENT_IOC_SET_OUTPUT: %s",
+			    g_strerror(errno));
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean vt_perfev_enable(VtPerfEvent *ev, gboolean on, GError **error)
+{
+	if (ioctl(ev->fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) < 0) {
+		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED, "cannot %s a perf event: %s",
+			    on ? "enable" : "disable", g_strerror(errno));
+		return FALSE;
+	}
+	return TRUE;
+}
+
+void vt_perfev_close(VtPerfEvent *ev)
+{
+	if (ev->base)
+		vt_ring_clear(&ev->ring);
+	if (ev->aux)
+		munmap(ev->aux, ev->aux_len);
+	if (ev->base)
+		munmap(ev->base, ev->base_len);
+	if (ev->fd >= 0)
+		close(ev->fd);
+	memset(ev, 0, sizeof(*ev));
+	ev->fd = -1;
+}
+
+gint64 vt_perfev_tracepoint_id(const char *system, const char *name)
+{
+	static const char *const roots[] = { "/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events" };
+	gint64 id;
+
+	for (guint i = 0; i < G_N_ELEMENTS(roots); i++) {
+		g_autofree char *p = g_strdup_printf("%s/%s/%s/id", roots[i], system, name);
+
+		if (vt_host_read_int(p, &id))
+			return id;
+	}
+	return -1;
+}
