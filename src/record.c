@@ -201,7 +201,7 @@ int cmd_record(int argc, char **argv)
 	g_autoptr(GArray) cpus = NULL;
 	uint64_t aux_bytes = 4ULL << 20, snap_bytes = 0;
 	gint64 t_start;
-	gboolean tty = isatty(2), interactive;
+	gboolean tty = isatty(2), interactive, handlers = FALSE;
 	struct sigaction sa_stop = { 0 }, sa_snap = { 0 }, old_int, old_term, old_usr2;
 	const GArray *writes;
 	const char *tp_why = NULL;
@@ -321,7 +321,20 @@ int cmd_record(int argc, char **argv)
 
 	if (!out)
 		out = g_strdup("perf.data");
-	interactive = !quiet && !json;
+	interactive = !quiet;
+
+	/* Signals first: a Ctrl-C or SIGUSR2 during the setup must not kill us
+	 * with a half-built output; it stops (or snapshots) cleanly instead. */
+	sa_stop.sa_handler = on_stop;
+	sigemptyset(&sa_stop.sa_mask);
+	sigaction(SIGINT, &sa_stop, &old_int);
+	sigaction(SIGTERM, &sa_stop, &old_term);
+	sa_snap.sa_handler = on_snapshot;
+	sigemptyset(&sa_snap.sa_mask);
+	sigaction(SIGUSR2, &sa_snap, &old_usr2);
+	stop_signal = 0;
+	snapshot_requests = 0;
+	handlers = TRUE;
 
 	/* 1. the domain and its vCPU threads */
 	if (domain ? !vt_domain_find(domain, uri, qmp, &d, &err) : !vt_domain_from_pid((uint32_t)pid, &d, &err)) {
@@ -427,15 +440,11 @@ int cmd_record(int argc, char **argv)
 		goto done;
 	}
 	/* 4. record */
-	sa_stop.sa_handler = on_stop;
-	sigemptyset(&sa_stop.sa_mask);
-	sigaction(SIGINT, &sa_stop, &old_int);
-	sigaction(SIGTERM, &sa_stop, &old_term);
-	sa_snap.sa_handler = on_snapshot;
-	sigemptyset(&sa_snap.sa_mask);
-	sigaction(SIGUSR2, &sa_snap, &old_usr2);
-	stop_signal = 0;
-	snapshot_requests = 0;
+	if (stop_signal) {
+		vt_err("record", "interrupted before the recording started; nothing written");
+		rc = VT_EXIT_FAILURE;
+		goto done;
+	}
 	if (!vt_recorder_start(rec, &err))
 		goto fail_restore;
 	t_start = g_get_monotonic_time();
@@ -476,9 +485,6 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!vt_recorder_finish(rec, &err))
 		goto fail_restore;
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGUSR2, &old_usr2, NULL);
 
 	/* 5. metadata, ownership, into place */
 	kvm_snapshot(&d, meta, FALSE);
@@ -580,9 +586,6 @@ int cmd_record(int argc, char **argv)
 	goto done;
 
 fail_restore:
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGUSR2, &old_usr2, NULL);
 	if (interactive && tty)
 		fputc('\n', stderr);
 	vt_err("record", "%s", err->message);
@@ -592,6 +595,11 @@ fail_restore:
 usage_err:
 	vt_err("record", "%s (see vmtrace record --help)", err->message);
 done:
+	if (handlers) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGUSR2, &old_usr2, NULL);
+	}
 	vt_recorder_free(rec);
 	vt_capture_free(cap);
 	if (tmpdir)

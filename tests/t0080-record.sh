@@ -1,0 +1,196 @@
+#!/bin/sh
+# vmtrace record: option errors, libvirt lookups (test driver), the
+# no-Intel-PT error, the intel_pt config built from a prepared sysfs tree,
+# and the full pipeline on a real QEMU process with the synthetic trace
+# source: real vCPU threads, real sideband (comm, context switches), real
+# KVM debugfs metadata and kvm_write_tsc_offset events -> perf.data
+# directory -> vmtrace correlate == perf inject -> perf script reads it.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_perf
+need_python
+cd "$TMP" || exit 1
+
+rec() { "$VMTRACE" record "$@"; }
+# started FILE: wait until a background record says it is recording
+started() { for _ in $(seq 300); do grep -q "Ctrl-C stops" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+code() { "$@" >"$TMP/out" 2>&1; echo $?; }
+
+# --- usage errors: exit 2, nothing written
+check "no --domain/--pid: exit 2" test "$(code rec -o u1)" = 2
+check "--domain and --pid: exit 2" test "$(code rec --domain a --pid 1 -o u1)" = 2
+check "--timeless --per-cpu: exit 2, says why" sh -c "[ $(code rec --pid 1 --timeless --per-cpu -o u1) = 2 ] && grep -q 'per-thread' '$TMP/out'"
+check "--aux-size not a power of two: exit 2" test "$(code rec --pid 1 --aux-size 3M -o u1)" = 2
+check "--mtc-period 16: exit 2" test "$(code rec --pid 1 --mtc-period 16 -o u1)" = 2
+check "--snapshot=junk: exit 2" test "$(code rec --pid 1 --snapshot=junk -o u1)" = 2
+check "--source bogus: exit 2" test "$(code rec --pid 1 --source bogus -o u1)" = 2
+check "usage errors wrote nothing" test ! -e u1
+check "--help teaches: examples, exit codes, synthetic source" sh -c '"$VMTRACE" record --help-all | grep -q "kill -USR2" && "$VMTRACE" record --help-all | grep -q "9 this machine cannot trace" && "$VMTRACE" record --help-all | grep -q -- "--source"'
+
+# --- libvirt lookups on the test driver
+check "unknown domain: exit 1, names it" sh -c "[ $(code rec --domain nosuch --connect test:///default -o u2) = 1 ] && grep -q \"no domain named 'nosuch'\" '$TMP/out'"
+cat >"$TMP/node.xml" <<'X'
+<node>
+  <domain type='test' xmlns:test='http://libvirt.org/schemas/domain/test/1.0'>
+    <name>stopped</name><memory>1048576</memory><vcpu>2</vcpu><os><type>hvm</type></os>
+    <test:runstate>5</test:runstate>
+  </domain>
+</node>
+X
+check "inactive domain: exit 1, how to start it" sh -c "[ $(code rec --domain stopped --connect test://$TMP/node.xml -o u2) = 1 ] && grep -q 'is not running (shut off); start it' '$TMP/out'"
+check "test driver domain: no QEMU process -> exit 1" test "$(code rec --domain test --connect test:///default -o u2)" = 1
+check "lookup errors wrote nothing" test ! -e u2
+
+command -v qemu-system-x86_64 >/dev/null || { echo "# no QEMU: skipping the process tests"; finish; }
+[ "$(id -u)" = 0 ] || { echo "# not root: perf events on other processes need root; skipping the rest"; finish; }
+
+# A QEMU with 2 vCPUs idling in the BIOS; KVM when usable (debugfs, tsc
+# writes), else TCG.  A monitor socket lets the test reset it.
+accel=tcg
+mounted=
+if [ -w /dev/kvm ]; then
+	accel=kvm
+	[ -d /sys/kernel/debug/kvm ] || { mount -t debugfs none /sys/kernel/debug 2>/dev/null && mounted=1; }
+fi
+tmounted=
+[ -d /sys/kernel/tracing/events ] || { mount -t tracefs none /sys/kernel/tracing 2>/dev/null && tmounted=1; }
+cpu=; [ $accel = kvm ] && cpu="-cpu qemu64"
+# shellcheck disable=SC2086
+qemu-system-x86_64 -name "vt-rec,debug-threads=on" -accel $accel $cpu -smp 2 -m 64 -nodefaults -no-user-config \
+	-display none -monitor "unix:$TMP/mon,server,nowait" >"$TMP/qemu.log" 2>&1 &
+qpid=$!
+cleanup() {
+	kill $qpid 2>/dev/null; wait $qpid 2>/dev/null
+	[ -n "$mounted" ] && umount /sys/kernel/debug 2>/dev/null
+	[ -n "$tmounted" ] && umount /sys/kernel/tracing 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+	[ "$(grep -l "CPU [01]/" /proc/$qpid/task/*/comm 2>/dev/null | wc -l)" = 2 ] &&
+		{ [ $accel = tcg ] || ! grep -qx 0 /sys/kernel/debug/kvm/$qpid-*/vcpu*/pid 2>/dev/null; } && break
+	sleep 0.1
+done
+if grep -q "failed to initialize kvm\|Could not access KVM" "$TMP/qemu.log"; then
+	echo "# KVM unusable: $(head -1 "$TMP/qemu.log")"; finish
+fi
+tids=$(for t in /proc/$qpid/task/*; do case $(cat $t/comm 2>/dev/null) in "CPU "*) echo ${t##*/};; esac; done | sort -n | paste -sd' ')
+echo "# QEMU ($accel) pid $qpid, vCPU threads: $tids"
+
+# --- no Intel PT here: a clear error, exit 9, nothing left behind
+if [ ! -d /sys/bus/event_source/devices/intel_pt ]; then
+	mkdir noPT && cd noPT || exit 1
+	check "no intel_pt: exit 9" test "$(code rec --pid $qpid -o out)" = 9
+	check "no intel_pt: says so and points at vmtrace check" grep -q "no Intel PT.*vmtrace check" "$TMP/out"
+	check "no intel_pt: the mapping was printed first" grep -q "vCPU 0 = tid" "$TMP/out"
+	check "no intel_pt: nothing left behind" test -z "$(ls -A)"
+	cd "$TMP" || exit 1
+fi
+
+# --- the intel_pt config from a prepared sysfs tree (VMTRACE_SYSROOT):
+# everything but the PMU is the real machine
+root=$TMP/root
+pmu=$root/sys/bus/event_source/devices/intel_pt
+mkdir -p "$pmu/format" "$pmu/caps" "$root/sys/kernel" "$root/sys/devices"
+ln -s /proc "$root/proc"; ln -s /sys/kernel/debug "$root/sys/kernel/debug"; ln -s /sys/devices/system "$root/sys/devices/system"
+echo 4242 >"$pmu/type"
+for f in pt:config:0 cyc:config:1 mtc:config:9 tsc:config:10 noretcomp:config:11 branch:config:13 mtc_period:config:14-17 psb_period:config:24-27; do
+	echo "${f#*:}" >"$pmu/format/${f%%:*}"
+done
+echo 1 >"$pmu/caps/mtc"; echo 249 >"$pmu/caps/mtc_periods"; echo 0 >"$pmu/caps/psb_cyc"
+mkdir cfg && cd cfg || exit 1
+VMTRACE_SYSROOT=$root rec --pid $qpid -o out --cyc >"$TMP/out" 2>&1; rc=$?
+check "prepared PMU without psb_cyc: --cyc refused (exit 9)" sh -c "[ $rc = 9 ] && grep -q 'no cycle-accurate mode' '$TMP/out'"
+VMTRACE_SYSROOT=$root rec --pid $qpid -o out --mtc-period 1 >"$TMP/out" 2>&1; rc=$?
+check "mtc_periods 0xf9 lacks period 1: refused (exit 9)" sh -c "[ $rc = 9 ] && grep -q 'mtc-period 1: not supported' '$TMP/out'"
+echo 1 >"$pmu/caps/psb_cyc"
+VMTRACE_SYSROOT=$root rec --pid $qpid -o out --cyc --mtc-period 6 >"$TMP/out" 2>&1; rc=$?
+check "config from format/: the kernel is asked for intel_pt/tsc=1,mtc=1,mtc_period=6,cyc=1/k" \
+	sh -c "[ $rc = 1 ] && grep -q 'perf_event_open (intel_pt/tsc=1,mtc=1,mtc_period=6,cyc=1/k on thread [0-9]*)' '$TMP/out'"
+VMTRACE_SYSROOT=$root rec --pid $qpid -o out --timeless >"$TMP/out" 2>&1
+check "timeless: intel_pt//k without tsc and mtc" grep -q 'perf_event_open (intel_pt//k on thread' "$TMP/out"
+check "failed opens left nothing behind" test -z "$(ls -A)"
+cd "$TMP" || exit 1
+
+# --- the pipeline with the synthetic source
+OFF=0x00fedcba98765432
+OFF7=fedcba98765432   # the 8th byte is perf's sign extension (see vmtrace-correlate(1))
+rec --pid $qpid --source synth --synth-size 6M --synth-offset $OFF -o pt.data --json >pt.json 2>pt.err
+check "per-thread record: exit 0" test $? = 0
+check "perf.data directory: data, data.0, vmtrace-kvm.ini" test -s pt.data/data -a -e pt.data/data.0 -a -s pt.data/vmtrace-kvm.ini
+check "no temporary directory left" test -z "$(ls -A | grep vmtrace-)"
+check "the vCPU mapping was printed" grep -q "QEMU pid $qpid, 2 vCPUs: vCPU 0 = tid" pt.err
+check "--json: the vCPU threads are this QEMU's" sh -c "$PYTHON3 -c 'import json,sys; j=json.load(open(\"pt.json\")); print(\" \".join(str(v[\"tid\"]) for v in j[\"vcpus\"]))' | grep -qx '$tids'"
+check "perf reads the header" sh -c "timeout 60 '$PERF' report -i pt.data --header-only 2>&1 | grep -q 'intel_pt//k'"
+timeout 120 "$PERF" inject -i pt.data --vm-time-correlation=dry-run 2>&1 | grep "^VMCS:" >perf.out
+"$VMTRACE" correlate --dry-run --format=perf pt.data >vt.out 2>vt.err
+check "correlate --format=perf == perf inject dry run (VMCS lines)" sh -c "test -s perf.out && cmp -s perf.out vt.out"
+check "both find the synthetic offset $OFF (7 bytes)" sh -c "[ \$(grep -c 'TSC Offset 0x[0-9a-f]*$OFF7' vt.out) = 2 ]"
+timeout 120 "$PERF" script -i pt.data --show-task-events --show-switch-events --itrace=e >script.out 2>&1
+for t in $tids; do
+	check "perf script: COMM of vCPU thread $t from the recorder" grep -q "PERF_RECORD_COMM: CPU [01]/[A-Z]*:$qpid/$t" script.out
+done
+check "perf script: real context switches of the vCPU threads (sideband)" sh -c "grep 'PERF_RECORD_SWITCH' script.out | grep -qE ' ($(echo $tids | tr ' ' '|')) '"
+check "perf script: ITRACE_START and decoded PT (psb) events" sh -c "timeout 60 '$PERF' script -i pt.data --itrace=p 2>/dev/null | grep -q 'psb:'"
+for t in $tids; do
+	check "metadata: vCPU thread $t" grep -qx "tid=$t" pt.data/vmtrace-kvm.ini
+done
+if [ $accel = kvm ] && [ -d /sys/kernel/debug/kvm ]; then
+	v0=$(cat /sys/kernel/debug/kvm/$qpid-*/vcpu0/tsc-offset)
+	check "metadata: start and end tsc-offset of vCPU 0 = debugfs ($v0)" sh -c "grep -A3 '^\[vcpu0\]' pt.data/vmtrace-kvm.ini | grep -qx 'start.tsc_offset=$v0' && grep -A3 '^\[vcpu0\]' pt.data/vmtrace-kvm.ini | grep -qx 'end.tsc_offset=$v0'"
+	check "correlate shows KVM's tsc-offset beside the trace's" grep -q "KVM reported" vt.err
+fi
+
+# per-CPU, cyc, MTC period 0
+rec --pid $qpid --source synth --synth-size 4M --synth-offset $OFF --per-cpu --cyc --mtc-period 0 -o pc.data -q
+check "per-CPU --cyc record: exit 0" test $? = 0
+timeout 120 "$PERF" inject -i pc.data --vm-time-correlation=dry-run 2>&1 | grep "^VMCS:" >perf.out
+"$VMTRACE" correlate --dry-run --format=perf pc.data >vt.out 2>/dev/null
+check "per-CPU: correlate == perf, offset $OFF" sh -c "cmp -s perf.out vt.out && grep -q 'TSC Offset 0x[0-9a-f]*$OFF7' vt.out"
+check "per-CPU: AUXTRACE_INFO says per-CPU mmaps, cyc in the config" sh -c "timeout 60 '$PERF' report -i pc.data -D 2>/dev/null | grep -q 'Per-cpu maps *1' && timeout 60 '$PERF' report -i pc.data --header-only | grep 'intel_pt' | grep -q 'config = 0x.*'"
+
+# timeless: correlate refuses with its exit code, perf decodes it
+rec --pid $qpid --source synth --synth-size 2M --timeless -o tl.data -q
+"$VMTRACE" correlate --dry-run tl.data >/dev/null 2>&1
+check "timeless record: correlate exit 4 (no time information)" test $? = 4
+check "timeless: perf reads it, tsc off in the config" sh -c "timeout 60 '$PERF' report -i tl.data -D 2>/dev/null | grep -q 'PERF_RECORD_AUXTRACE size' && ! timeout 60 '$PERF' report -i tl.data --header-only | grep 'name = intel_pt' | grep -q 'config = 0x[0-9a-f]*[4-7c-f][0-9a-f][0-9a-f],'"
+
+# an existing output becomes .old; Ctrl-C stops cleanly; SIGUSR2 snapshots
+rec --pid $qpid --source synth --synth-size 2M -o pt.data -q
+check "existing output moved to pt.data.old" test -s pt.data.old/data -a -s pt.data/data
+"$VMTRACE" record --pid $qpid --source synth --synth-size 16M --synth-rate 2M -t 60 -o int.data --json >int.json 2>int.err &
+rp=$!
+started int.err; sleep 0.5; kill -INT $rp; wait $rp
+check "SIGINT: exit 0 long before --duration" test $? = 0
+check "SIGINT: a complete recording perf reads" sh -c "timeout 60 '$PERF' report -i int.data --header-only >/dev/null 2>&1 && '$VMTRACE' correlate --dry-run int.data >/dev/null 2>&1"
+"$VMTRACE" record --pid $qpid --source synth --synth-size 16M --synth-rate 1M --snapshot=64K --aux-size 64K -t 60 -o snap.data --json >snap.json 2>snap.err &
+rp=$!
+started snap.err; sleep 0.5; kill -USR2 $rp; sleep 0.7; kill -USR2 $rp; sleep 0.7; kill -TERM $rp; wait $rp
+check "snapshot mode: SIGTERM exit 0" test $? = 0
+check "snapshot mode: 2 SIGUSR2 snapshots + 1 at the end" grep -q '"snapshots": 3' snap.json
+timeout 120 "$PERF" inject -i snap.data --vm-time-correlation=dry-run 2>&1 | grep "^VMCS:" >perf.out
+"$VMTRACE" correlate --dry-run --format=perf snap.data >vt.out 2>/dev/null
+check "snapshot recording: correlate == perf" cmp -s perf.out vt.out
+
+# under sudo the output belongs to the invoking user
+SUDO_UID=65534 SUDO_GID=65534 rec --pid $qpid --source synth --synth-size 1M -o sudo.data -q
+check "under sudo: output owned by SUDO_UID:SUDO_GID" test "$(find sudo.data ! -user 65534 | wc -l)" = 0
+
+# kvm_write_tsc_offset: a system_reset makes KVM write every vCPU's TSC offset
+if [ $accel = kvm ] && [ -e /sys/kernel/tracing/events/kvm/kvm_write_tsc_offset ]; then
+	rec --pid $qpid --source synth --synth-size 8M --synth-rate 1M -t 3 -o tsc.data -q &
+	rp=$!
+	sleep 1
+	"$PYTHON3" -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(0.2); s.sendall(b"system_reset\n"); time.sleep(0.5)' "$TMP/mon"
+	wait $rp
+	check "kvm_write_tsc_offset: writes of this QEMU recorded in the metadata" sh -c "grep -A1 '^\[tsc-offset-writes\]' tsc.data/vmtrace-kvm.ini | grep -q 'count=[1-9]'"
+else
+	echo "# no KVM tracepoint here: skipping the tsc-offset write test"
+fi
+
+# QEMU exits: the recording ends by itself, complete
+"$VMTRACE" record --pid $qpid --source synth --synth-size 16M --synth-rate 1M -t 60 -o exit.data 2>exit.err &
+rp=$!
+started exit.err; sleep 0.5; kill $qpid; wait $qpid 2>/dev/null
+wait $rp
+check "QEMU exited: record exit 0 with a complete file" sh -c "[ $? = 0 ] && timeout 60 '$PERF' report -i exit.data --header-only >/dev/null 2>&1"
+finish
