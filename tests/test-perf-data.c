@@ -513,7 +513,6 @@ static void test_directory(void)
 	GError *err = NULL;
 	SampleInfo info;
 	VtPerfFile *f;
-	guint64 v;
 	const guint8 *p;
 	guint64 sz;
 
@@ -524,15 +523,14 @@ static void test_directory(void)
 	f = vt_perf_file_open(dir, 0, &err);
 	g_assert_no_error(err);
 	g_assert_cmpstr(vt_perf_file_path(f), ==, data);
-	g_assert_true(vt_perf_file_feature(f, VT_PERF_FEAT_DIR_FORMAT, &p, &sz));
-	g_assert_cmpuint(sz, ==, 8);
-	memcpy(&v, p, 8);
-	g_assert_cmpuint(v, ==, 1);
+	/* like perf record --kcore: no HEADER_DIR_FORMAT (with it perf 6.1
+	 * takes the directory for a --threads recording and under-decodes AUX
+	 * data), and no data.N files */
+	g_assert_false(vt_perf_file_feature(f, VT_PERF_FEAT_DIR_FORMAT, &p, &sz));
 	vt_perf_file_close(f);
-	/* perf needs at least one data.N file */
 	g_free(stale);
 	stale = g_build_filename(dir, "data.0", NULL);
-	g_assert_true(g_file_test(stale, G_FILE_TEST_IS_REGULAR));
+	g_assert_false(g_file_test(stale, G_FILE_TEST_EXISTS));
 	g_free(stale);
 	/* rewriting an existing directory works and drops stale data.N */
 	stale = g_build_filename(dir, "data.3", NULL);

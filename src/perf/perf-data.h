@@ -302,8 +302,8 @@ const char *vt_perf_record_name(uint32_t type);   /* "AUXTRACE", "COMM", ... */
 typedef struct VtPerfWriter VtPerfWriter;
 
 /* Create PATH (a file), or PATH/data when `as_dir` (perf.data directory
- * layout; the directory is created, finish adds the DIR_FORMAT feature and
- * an empty PATH/data.0 -- perf needs both -- and removes stale data.N
+ * layout of `perf record --kcore`; the directory is created; no
+ * HEADER_DIR_FORMAT, see perf-writer.c; finish removes stale data.N
  * files).  Data is written to a temporary file
  * in the same directory and renamed over PATH by vt_perf_writer_finish, so
  * an interrupted run never leaves a half-written file under the final name. */

@@ -19,7 +19,6 @@
 #define FILE_HDR_SIZE		104
 #define WBUF_SIZE		(256u << 10)
 #define AUXTRACE_REC_SIZE	48
-#define PERF_DIR_VERSION	1
 
 struct wattr {
 	struct perf_event_attr attr;
@@ -328,16 +327,19 @@ gboolean vt_perf_writer_set_feature_string(VtPerfWriter *w, guint bit, const cha
 	return ok;
 }
 
-/* perf 6.1 refuses a perf.data directory without any data.N file, and
- * stale data.N files of an earlier recording would be merged into ours:
- * remove them and leave one empty data.0. */
+/* A perf.data directory as `perf record --kcore` writes it: DIR/data and no
+ * HEADER_DIR_FORMAT.  With that feature perf 6.1 reads the directory as a
+ * multi-file (--threads) recording, wants a data.N file, and never flushes
+ * its AUX decoders at the end: `perf script` then decodes almost nothing of
+ * an Intel PT trace (nothing at all of a timeless one).  Stale data.N files
+ * of an earlier recording are removed. */
 static gboolean finish_dir(VtPerfWriter *w, GError **error)
 {
 	GDir *d = g_dir_open(w->dir, 0, NULL);
 	const char *name;
 	char *p;
-	int fd;
 
+	(void)error;
 	while (d && (name = g_dir_read_name(d))) {
 		if (g_str_has_prefix(name, "data.") && name[5] &&
 		    strspn(name + 5, "0123456789") == strlen(name + 5)) {
@@ -348,12 +350,6 @@ static gboolean finish_dir(VtPerfWriter *w, GError **error)
 	}
 	if (d)
 		g_dir_close(d);
-	p = g_build_filename(w->dir, "data.0", NULL);
-	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	g_free(p);
-	if (fd < 0)
-		return werr(w, error, "cannot create data.0");
-	close(fd);
 	return TRUE;
 }
 
@@ -387,13 +383,6 @@ gboolean vt_perf_writer_finish(VtPerfWriter *w, GError **error)
 		g_byte_array_append(w->feat[VT_PERF_FEAT_AUXTRACE], (const guint8 *)w->aux_index->data,
 				    w->aux_index->len * (guint)sizeof(sec));
 	}
-	if (w->as_dir && !w->feat[VT_PERF_FEAT_DIR_FORMAT]) {
-		uint64_t v = PERF_DIR_VERSION;	/* perf refuses directories without it */
-
-		if (!vt_perf_writer_set_feature(w, VT_PERF_FEAT_DIR_FORMAT, &v, 8, error))
-			return FALSE;
-	}
-
 	memset(&h, 0, sizeof(h));
 	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++) {
 		if (w->feat[bit]) {
