@@ -24,3 +24,16 @@ need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
 
 # perf's dry run (always under timeout: perf hangs on some inputs)
 perf_dry_run() { timeout 120 "$PERF" inject -i "$1" --vm-time-correlation=dry-run 2>&1 >/dev/null; }
+
+# stopped_domain_xml FILE: a libvirt test-driver node (test://FILE) with one
+# defined, shut-off domain named "stopped"
+stopped_domain_xml() {
+	cat >"$1" <<'X'
+<node>
+  <domain type='test' xmlns:test='http://libvirt.org/schemas/domain/test/1.0'>
+    <name>stopped</name><memory>1048576</memory><vcpu>2</vcpu><os><type>hvm</type></os>
+    <test:runstate>5</test:runstate>
+  </domain>
+</node>
+X
+}

@@ -14,14 +14,7 @@ check "test:///default: no QEMU process -> FAIL" test "$(status qemu_pid)" = FAI
 "$VMTRACE" check --domain nosuch --connect test:///default >"$TMP/out" 2>&1
 check "unknown domain: exit 1" test $? -eq 1
 check "unknown domain: names it and lists the domains" grep -q "no domain named 'nosuch' on test:///default (domains: test)" "$TMP/out"
-cat >"$TMP/node.xml" <<'X'
-<node>
-  <domain type='test' xmlns:test='http://libvirt.org/schemas/domain/test/1.0'>
-    <name>stopped</name><memory>1048576</memory><vcpu>2</vcpu><os><type>hvm</type></os>
-    <test:runstate>5</test:runstate>
-  </domain>
-</node>
-X
+stopped_domain_xml "$TMP/node.xml"
 "$VMTRACE" check --domain stopped --connect "test://$TMP/node.xml" >"$TMP/out" 2>&1
 check "inactive domain: exit 1" test $? -eq 1
 check "inactive domain: says so and how to start it" grep -q "domain 'stopped' is not running (shut off); start it: virsh -c test://.* start stopped" "$TMP/out"

@@ -28,14 +28,7 @@ check "--help teaches: examples, exit codes, synthetic source" sh -c '"$VMTRACE"
 
 # --- libvirt lookups on the test driver
 check "unknown domain: exit 1, names it" sh -c "[ $(code rec --domain nosuch --connect test:///default -o u2) = 1 ] && grep -q \"no domain named 'nosuch'\" '$TMP/out'"
-cat >"$TMP/node.xml" <<'X'
-<node>
-  <domain type='test' xmlns:test='http://libvirt.org/schemas/domain/test/1.0'>
-    <name>stopped</name><memory>1048576</memory><vcpu>2</vcpu><os><type>hvm</type></os>
-    <test:runstate>5</test:runstate>
-  </domain>
-</node>
-X
+stopped_domain_xml "$TMP/node.xml"
 check "inactive domain: exit 1, how to start it" sh -c "[ $(code rec --domain stopped --connect test://$TMP/node.xml -o u2) = 1 ] && grep -q 'is not running (shut off); start it' '$TMP/out'"
 check "test driver domain: no QEMU process -> exit 1" test "$(code rec --domain test --connect test:///default -o u2)" = 1
 check "lookup errors wrote nothing" test ! -e u2

@@ -435,22 +435,27 @@ static void open_tracepoint(VtRecorder *r)
 
 /* --- draining */
 
+/* Count what the kernel says it lost: LOST records (sideband and trace
+ * rings) and AUX records with the truncated flag (trace rings). */
+static void count_losses(VtRecorder *r, const struct perf_event_header *h)
+{
+	uint64_t v;
+
+	if (h->type == PERF_RECORD_AUX && h->size >= 32) {
+		memcpy(&v, (const uint8_t *)h + 24, 8);   /* flags */
+		if (v & PERF_AUX_FLAG_TRUNCATED)
+			r->st.truncated++;
+	} else if (h->type == PERF_RECORD_LOST && h->size >= 24) {
+		memcpy(&v, (const uint8_t *)h + 16, 8);   /* lost */
+		r->st.lost += v;
+	}
+}
+
 static gboolean on_trace_record(const struct perf_event_header *h, void *user, GError **error)
 {
 	VtRecorder *r = user;
 
-	if (h->type == PERF_RECORD_AUX && h->size >= 32) {
-		uint64_t flags;
-
-		memcpy(&flags, (const uint8_t *)h + 24, 8);
-		if (flags & PERF_AUX_FLAG_TRUNCATED)
-			r->st.truncated++;
-	} else if (h->type == PERF_RECORD_LOST && h->size >= 24) {
-		uint64_t lost;
-
-		memcpy(&lost, (const uint8_t *)h + 16, 8);
-		r->st.lost += lost;
-	}
+	count_losses(r, h);
 	r->st.trace_records++;
 	return vt_perf_writer_write_record(r->w, h, error);
 }
@@ -459,12 +464,7 @@ static gboolean on_sideband_record(const struct perf_event_header *h, void *user
 {
 	VtRecorder *r = user;
 
-	if (h->type == PERF_RECORD_LOST && h->size >= 24) {
-		uint64_t lost;
-
-		memcpy(&lost, (const uint8_t *)h + 16, 8);
-		r->st.lost += lost;
-	}
+	count_losses(r, h);
 	r->st.sideband_records++;
 	return vt_perf_writer_write_record(r->w, h, error);
 }
