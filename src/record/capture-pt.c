@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "host/host.h"
@@ -114,6 +115,7 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 	attr->exclude_hv = 1;
 	attr->sample_id_all = 1;
 	attr->disabled = 1;
+	attr->aux_watermark = (uint32_t)MIN(cfg->aux_bytes / 4, (uint64_t)G_MAXUINT32);   /* wake us early */
 
 	memset(info, 0, VT_PT_INFO_NR_FIXED * sizeof(*info));
 	info[VT_PT_INFO_PMU_TYPE] = pt.type;
@@ -188,10 +190,24 @@ static gboolean pt_enable(VtCapture *c, gboolean on, GError **error)
 	return TRUE;
 }
 
+/* Sleep until a ring's watermark wakes us (the kernel signals POLLIN when
+ * the AUX area is half full, or the data ring has data), or timeout_ms. */
 static void pt_wait(VtCapture *c, int timeout_ms)
 {
-	(void)c;
-	g_usleep((gulong)timeout_ms * 1000);
+	PtPriv *p = c->priv;
+	g_autofree struct pollfd *fds = g_new0(struct pollfd, p->events->len);
+	nfds_t n = 0;
+
+	for (guint i = 0; i < p->events->len; i++) {
+		const VtPerfEvent *ev = &g_array_index(p->events, VtPerfEvent, i);
+
+		if (ev->base) {
+			fds[n].fd = ev->fd;
+			fds[n++].events = POLLIN;
+		}
+	}
+	if (poll(fds, n, timeout_ms) < 0 || !n)
+		g_usleep((gulong)timeout_ms * 1000);
 }
 
 static gboolean pt_exhausted(VtCapture *c)
