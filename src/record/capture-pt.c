@@ -206,7 +206,12 @@ static void pt_wait(VtCapture *c, int timeout_ms)
 			fds[n++].events = POLLIN;
 		}
 	}
-	if (poll(fds, n, timeout_ms) < 0 || !n)
+	int rc = n ? poll(fds, n, timeout_ms) : -1;
+	gboolean data = FALSE;
+
+	for (nfds_t i = 0; rc > 0 && i < n; i++)
+		data = data || (fds[i].revents & POLLIN);
+	if (!data && rc != 0)      /* error, or only POLLHUP of exited threads */
 		g_usleep((gulong)timeout_ms * 1000);
 }
 
