@@ -104,6 +104,12 @@ static void kvm_snapshot(VtDomain *d, VmcorrKvmMeta *m, gboolean start)
 			k->have_guest_mode_start = v->guest_mode >= 0;
 			k->guest_mode_start = v->guest_mode;
 		} else {
+			g_autofree char *pp = d->kvm_dir ? g_strdup_printf("%s/vcpu%d/pid", d->kvm_dir, v->vcpu) : NULL;
+			gint64 tid;
+
+			/* the thread that runs the vCPU now, if KVM says another */
+			if (pp && vt_host_read_int(pp, &tid) && tid > 0 && (uint32_t)tid != k->tid)
+				k->end_tid = (uint32_t)tid;
 			k->have_end = TRUE;
 			k->tsc_offset_end = v->tsc_offset;
 			k->have_guest_mode_end = v->guest_mode >= 0;

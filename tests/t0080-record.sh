@@ -180,6 +180,28 @@ else
 	echo "# no KVM tracepoint here: skipping the tsc-offset write test"
 fi
 
+# the sideband ring for real: a stand-in process whose "vCPU" threads rename
+# themselves (PR_SET_NAME) and sleep - COMM records and context switches that
+# happen during the recording must come through the recorder's dummy event
+"$PYTHON3" -c '
+import ctypes, threading, time
+libc = ctypes.CDLL(None)
+def vcpu(i):
+    for k in range(400):
+        libc.prctl(15, ("CPU %d/KVM" % i).encode() if k % 2 == 0 else ("vcpu-%d-%d" % (i, k)).encode())
+        time.sleep(0.02)
+for i in range(2):
+    threading.Thread(target=vcpu, args=(i,), daemon=True).start()
+time.sleep(12)' &
+spid=$!
+for _ in $(seq 50); do [ "$(grep -l "CPU [01]/KVM" /proc/$spid/task/*/comm 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.1; done
+stids=$(for t in /proc/$spid/task/*; do case $(cat $t/comm 2>/dev/null) in "CPU "*|vcpu-*) echo ${t##*/};; esac; done | sort -n | paste -sd' ')
+rec --pid $spid --source synth --synth-size 16M --synth-rate 4M -t 1.5 -o sb.data -q
+timeout 120 "$PERF" script -i sb.data --show-task-events --show-switch-events --itrace=e >sb.out 2>&1
+check "sideband: COMM records of renames during the recording ($stids)" sh -c "grep 'PERF_RECORD_COMM: vcpu-' sb.out | grep -qE ':$spid/($(echo $stids | tr ' ' '|'))\$'"
+check "sideband: context switches of those threads" sh -c "grep 'PERF_RECORD_SWITCH' sb.out | grep -qE ' ($(echo $stids | tr ' ' '|')) '"
+kill $spid 2>/dev/null
+
 # QEMU exits: the recording ends by itself, complete
 "$VMTRACE" record --pid $qpid --source synth --synth-size 16M --synth-rate 1M -t 60 -o exit.data 2>exit.err &
 rp=$!

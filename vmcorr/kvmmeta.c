@@ -13,6 +13,7 @@
  *
  *   [vcpu0]
  *   tid=4010
+ *   end.tid=4012                      (only when KVM's vcpuN/pid changed)
  *   start.tsc_offset=-1941282476750   (signed decimal, as debugfs prints it)
  *   end.tsc_offset=-1941282476750
  *   tsc_scaling_ratio=281474976710656 (optional, with tsc_scaling_frac_bits)
@@ -71,6 +72,8 @@ gboolean vmcorr_kvm_meta_save(const VmcorrKvmMeta *m, const char *path, GError *
 		g_autofree char *g = g_strdup_printf("vcpu%d", v->vcpu);
 
 		g_key_file_set_uint64(kf, g, "tid", v->tid);
+		if (v->end_tid)
+			g_key_file_set_uint64(kf, g, "end.tid", v->end_tid);
 		if (v->have_start)
 			g_key_file_set_int64(kf, g, "start.tsc_offset", v->tsc_offset_start);
 		if (v->have_end)
@@ -162,6 +165,7 @@ VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path
 			return NULL;
 		}
 		v.tid = (uint32_t)g_key_file_get_uint64(kf, groups[i], "tid", NULL);
+		v.end_tid = (uint32_t)g_key_file_get_uint64(kf, groups[i], "end.tid", NULL);
 		v.have_start = g_key_file_has_key(kf, groups[i], "start.tsc_offset", NULL);
 		v.tsc_offset_start = g_key_file_get_int64(kf, groups[i], "start.tsc_offset", NULL);
 		v.have_end = g_key_file_has_key(kf, groups[i], "end.tsc_offset", NULL);

@@ -173,6 +173,7 @@ gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, G
 typedef struct {
 	int vcpu;
 	uint32_t tid;
+	uint32_t end_tid;        /* KVM's vcpuN/pid at the end, when it changed (else 0) */
 	gboolean have_start, have_end, have_scaling;
 	int64_t tsc_offset_start, tsc_offset_end;   /* KVM debugfs tsc-offset */
 	uint64_t tsc_scaling_ratio;
