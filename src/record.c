@@ -202,7 +202,8 @@ int cmd_record(int argc, char **argv)
 	VtCapture *cap = NULL;
 	VtRecorder *rec = NULL;
 	VmcorrKvmMeta *meta = NULL;
-	g_autofree char *tmpdir = NULL, *cmdline = NULL;
+	g_autofree char *tmpdir = NULL;
+	g_auto(GStrv) cmdline = NULL;
 	g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(int32_t));
 	g_autoptr(GArray) cpus = NULL;
 	uint64_t aux_bytes = 4ULL << 20, snap_bytes = 0;
@@ -237,7 +238,10 @@ int cmd_record(int argc, char **argv)
 	tg = g_option_group_new("testing", "Testing without Intel PT:", "Show the synthetic trace source's options", NULL, NULL);
 	g_option_group_add_entries(tg, test_entries);
 	g_option_context_add_group(ctx, tg);
-	cmdline = g_strjoinv(" ", argv);
+	cmdline = g_new0(char *, argc + 2);
+	cmdline[0] = g_strdup("vmtrace");
+	for (int i = 0; i < argc; i++)
+		cmdline[i + 1] = g_strdup(argv[i]);
 	if (!g_option_context_parse(ctx, &argc, &argv, &err))
 		goto usage_err;
 	if (argc > 1) {
@@ -282,6 +286,11 @@ int cmd_record(int argc, char **argv)
 	if (snap_opt.snapshot && snap_opt.snapshot_arg &&
 	    (!vt_parse_size(snap_opt.snapshot_arg, &snap_bytes) || !snap_bytes)) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--snapshot='%s': expected a size like 16M",
+			    snap_opt.snapshot_arg);
+		goto usage_err;
+	}
+	if (snap_bytes > (1ULL << 30)) {
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--snapshot=%s: at most 1G per buffer",
 			    snap_opt.snapshot_arg);
 		goto usage_err;
 	}
@@ -332,6 +341,7 @@ int cmd_record(int argc, char **argv)
 	/* Signals first: a Ctrl-C or SIGUSR2 during the setup must not kill us
 	 * with a half-built output; it stops (or snapshots) cleanly instead. */
 	sa_stop.sa_handler = on_stop;
+	sa_stop.sa_flags = SA_RESETHAND;    /* a second Ctrl-C kills a stuck run */
 	sigemptyset(&sa_stop.sa_mask);
 	sigaction(SIGINT, &sa_stop, &old_int);
 	sigaction(SIGTERM, &sa_stop, &old_term);
@@ -395,6 +405,7 @@ int cmd_record(int argc, char **argv)
 	cap = vt_capture_new(source ? source : "intel_pt", &cc, &err);
 	if (!cap) {
 		vt_err("record", "%s", err->message);
+		rc = VT_EXIT_FAILURE;
 		goto done;
 	}
 	if (per_cpu) {
@@ -435,7 +446,7 @@ int cmd_record(int argc, char **argv)
 			.ntids = tids->len,
 			.tsc_tracepoint = !no_tp,
 			.snapshot_size = snap_bytes,
-			.cmdline = cmdline,
+			.argv = (const char *const *)cmdline,
 		};
 
 		rec = vt_recorder_new(cap, &ro, &err);
@@ -549,7 +560,7 @@ int cmd_record(int argc, char **argv)
 				cap->streams->len == 1 ? "" : "s", st->sideband_records, out,
 				writes ? "" : " (no kvm_write_tsc_offset: ", writes ? "" : tp_why, writes ? "" : ")");
 			if (st->lost || st->truncated)
-				fprintf(stderr, "vmtrace record: WARNING: %" G_GUINT64_FORMAT " sideband records lost, %"
+				fprintf(stderr, "vmtrace record: WARNING: %" G_GUINT64_FORMAT " records lost, %"
 					G_GUINT64_FORMAT " trace buffers truncated: use a larger --aux-size\n",
 					st->lost, st->truncated);
 			if (!timeless)

@@ -206,35 +206,86 @@ static void test_aux_wrap(void)
 	fx_clear(&f);
 }
 
+/* Snapshot mode as Intel PT does it: the producer overwrites, and aux_head
+ * is the write offset within the area. */
+static void produce_overwrite(Fixture *f, uint64_t *pos, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++)
+		f->aux[(*pos + i) % AUX_SIZE] = aux_byte(*pos + i) | 1;   /* never 0: shows the wrap */
+	*pos += len;
+	__atomic_store_n(&f->pg.aux_head, *pos % AUX_SIZE, __ATOMIC_RELEASE);
+}
+
+typedef struct {
+	GByteArray *bytes;
+	uint64_t pieces, offset;
+} SnapCheck;
+
+static gboolean snap_collect(const uint8_t *a, uint64_t alen, const uint8_t *b, uint64_t blen, uint64_t offset,
+			     void *user, GError **error)
+{
+	SnapCheck *c = user;
+
+	(void)error;
+	g_byte_array_append(c->bytes, a, (guint)alen);
+	if (blen)
+		g_byte_array_append(c->bytes, b, (guint)blen);
+	c->pieces += blen ? 2 : 1;
+	c->offset = offset;
+	return TRUE;
+}
+
+/* The snapshot holds the newest bytes the producer wrote, ending at `pos`. */
+static void assert_newest(const SnapCheck *c, uint64_t pos)
+{
+	for (guint i = 0; i < c->bytes->len; i++)
+		g_assert_cmpuint(c->bytes->data[i], ==, aux_byte(pos - c->bytes->len + i) | 1);
+}
+
+static gint64 snap(Fixture *f, uint64_t max, SnapCheck *c)
+{
+	g_byte_array_set_size(c->bytes, 0);
+	c->pieces = 0;
+	return vt_ring_snapshot_aux(&f->ring, max, snap_collect, c, NULL);
+}
+
 static void test_aux_snapshot(void)
 {
 	Fixture f;
-	AuxCheck c;
+	SnapCheck c = { .bytes = g_byte_array_new() };
+	uint64_t pos = 0;
 
 	fx_init(&f, TRUE);
-	/* less than the area: all of it */
-	produce_aux(&f, 1000, TRUE);
-	c = (AuxCheck){ .next = UINT64_MAX };
-	g_assert_cmpint(vt_ring_snapshot_aux(&f.ring, AUX_SIZE, check_aux, &c, NULL), ==, 1000);
-	g_assert_false(c.bad);
-	/* nothing new: nothing */
-	c = (AuxCheck){ .next = UINT64_MAX };
-	g_assert_cmpint(vt_ring_snapshot_aux(&f.ring, AUX_SIZE, check_aux, &c, NULL), ==, 0);
-	/* overwritten 3 times over: only the newest AUX_SIZE bytes, wrapping */
-	produce_aux(&f, 3 * AUX_SIZE + 123, TRUE);
-	c = (AuxCheck){ .next = UINT64_MAX };
-	g_assert_cmpint(vt_ring_snapshot_aux(&f.ring, AUX_SIZE, check_aux, &c, NULL), ==, AUX_SIZE);
-	g_assert_false(c.bad);
-	g_assert_cmpuint(c.next, ==, f.pg.aux_head);
-	g_assert_cmpuint(c.pieces, ==, 1);
+	/* not wrapped yet: everything from the start of the area to the head */
+	produce_overwrite(&f, &pos, 1000);
+	g_assert_cmpint(snap(&f, AUX_SIZE, &c), ==, 1000);
+	assert_newest(&c, pos);
+	g_assert_cmpuint(c.offset, ==, 0);
+	/* the head has not moved: nothing */
+	g_assert_cmpint(snap(&f, AUX_SIZE, &c), ==, 0);
+	/* more, still not wrapped: the whole area up to the head again (as perf) */
+	produce_overwrite(&f, &pos, 2000);
+	g_assert_cmpint(snap(&f, AUX_SIZE, &c), ==, 3000);
+	assert_newest(&c, pos);
+	g_assert_cmpuint(c.offset, ==, 1000);    /* offsets count the bytes passed */
+	/* overwritten 3 times over: the newest AUX_SIZE bytes, in two pieces */
+	produce_overwrite(&f, &pos, 3 * AUX_SIZE + 123);
+	g_assert_cmpint(snap(&f, AUX_SIZE, &c), ==, AUX_SIZE);
+	assert_newest(&c, pos);
+	g_assert_cmpuint(c.pieces, ==, 2);
 	/* a smaller snapshot size: the newest `max` bytes */
-	produce_aux(&f, 5000, TRUE);
-	c = (AuxCheck){ .next = UINT64_MAX };
-	g_assert_cmpint(vt_ring_snapshot_aux(&f.ring, 4096, check_aux, &c, NULL), ==, 4096);
-	g_assert_false(c.bad);
-	g_assert_cmpuint(c.next, ==, f.pg.aux_head);
-	/* the producer's tail is never written in overwrite mode */
+	produce_overwrite(&f, &pos, 5000);
+	g_assert_cmpint(snap(&f, 4096, &c), ==, 4096);
+	assert_newest(&c, pos);
+	/* the head at exactly the start of the area after a wrap */
+	produce_overwrite(&f, &pos, AUX_SIZE - pos % AUX_SIZE);
+	g_assert_cmpuint(f.pg.aux_head, ==, 0);
+	g_assert_cmpint(snap(&f, AUX_SIZE, &c), ==, AUX_SIZE);
+	assert_newest(&c, pos);
+	g_assert_cmpuint(c.pieces, ==, 1);
+	/* the consumer never writes aux_tail in overwrite mode */
 	g_assert_cmpuint(f.pg.aux_tail, ==, 0);
+	g_byte_array_free(c.bytes, TRUE);
 	fx_clear(&f);
 }
 

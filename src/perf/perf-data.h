@@ -343,6 +343,10 @@ gboolean vt_perf_writer_finish(VtPerfWriter *w, GError **error);
 /* Frees the writer; if not finished, removes the temporary file. */
 void vt_perf_writer_free(VtPerfWriter *w);
 
+/* Overwrite `len` bytes already written at file offset `off` (a record
+ * whose values are only known later, e.g. a refined TIME_CONV). */
+gboolean vt_perf_writer_patch(VtPerfWriter *w, uint64_t off, const void *data, uint64_t len, GError **error);
+
 /* Offset the next record will be written at (for callers that need it). */
 uint64_t vt_perf_writer_tell(const VtPerfWriter *w);
 

@@ -460,6 +460,32 @@ void vt_perf_writer_free(VtPerfWriter *w)
 	g_free(w);
 }
 
+gboolean vt_perf_writer_patch(VtPerfWriter *w, uint64_t off, const void *data, uint64_t len, GError **error)
+{
+	const uint8_t *b = data;
+
+	if (w->finished || !w->started || off < data_start(w) || off > w->pos || len > w->pos - off) {
+		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: cannot patch bytes not written yet",
+			    w->path);
+		return FALSE;
+	}
+	if (!w_flush(w, error))
+		return FALSE;
+	while (len) {
+		ssize_t r = pwrite(w->fd, b, len, (off_t)off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return werr(w, error, "write failed");
+		}
+		b += r;
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+	}
+	return TRUE;
+}
+
 uint64_t vt_perf_writer_tell(const VtPerfWriter *w)
 {
 	return w->started ? w->pos : data_start(w);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <errno.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -17,8 +18,7 @@
 #include "record/perfev.h"
 
 typedef struct {
-	GArray *events;     /* VtPerfEvent; the first of each stream owns the ring */
-	GArray *owner;      /* guint: index into events of stream i's ring owner */
+	GPtrArray *events;  /* VtPerfEvent *: every intel_pt event */
 } PtPriv;
 
 static gboolean set_field(const VtIntelPt *pt, uint64_t *config, const char *name, uint64_t value,
@@ -144,54 +144,38 @@ static gboolean pt_open(VtCapture *c, GError **error)
 	const VtCaptureConfig *cfg = &c->cfg;
 
 	c->priv = p;
-	p->events = g_array_new(FALSE, TRUE, sizeof(VtPerfEvent));
+	p->events = vt_perfev_array_new();
 	if (!vt_capture_pt_config(cfg, &c->attr, c->info, &c->event_name, error))
 		return FALSE;
 	c->pmu_type = c->attr.type;
+	c->cpuid = vt_capture_host_cpuid();
 	for (guint i = 0; i < c->streams->len; i++) {
 		VtCaptureStream *s = vt_capture_stream(c, i);
-		guint first = p->events->len;
-		/* per-thread: one event; per-CPU: one per traced thread on that CPU */
-		guint nev = cfg->per_cpu ? cfg->ntids : 1;
+		/* per-thread: the vCPU thread; per-CPU: every vCPU thread on that CPU */
+		VtPerfEvent *o = vt_perfev_open_stream(p->events, &c->attr, cfg->per_cpu ? cfg->tids : &s->tid,
+						       cfg->per_cpu ? cfg->ntids : 1, s->cpu, cfg->data_bytes,
+						       cfg->aux_bytes, cfg->snapshot, c->event_name, error);
 
-		for (guint k = 0; k < nev; k++) {
-			VtPerfEvent ev;
-			pid_t pid = cfg->per_cpu ? cfg->tids[k] : s->tid;
-			g_autofree char *what = cfg->per_cpu
-				? g_strdup_printf("%s on thread %d, CPU %d", c->event_name, (int)pid, s->cpu)
-				: g_strdup_printf("%s on thread %d", c->event_name, (int)pid);
+		if (!o)
+			return FALSE;
+		s->ring = &o->ring;     /* the event is heap-allocated: the pointer stays valid */
+		s->id = o->id;
+	}
+	for (guint i = 0; i < p->events->len; i++) {
+		uint64_t id = ((VtPerfEvent *)g_ptr_array_index(p->events, i))->id;
 
-			if (!vt_perfev_open(&ev, &c->attr, pid, s->cpu, what, error))
-				return FALSE;
-			g_array_append_val(p->events, ev);
-			if (k == 0) {
-				VtPerfEvent *o = &g_array_index(p->events, VtPerfEvent, first);
-
-				if (!vt_perfev_map(o, cfg->data_bytes, cfg->aux_bytes, cfg->snapshot, error))
-					return FALSE;
-				s->ring = &o->ring;
-				s->id = o->id;
-			} else if (!vt_perfev_redirect(&g_array_index(p->events, VtPerfEvent, p->events->len - 1),
-						       &g_array_index(p->events, VtPerfEvent, first), error)) {
-				return FALSE;
-			}
-		}
+		g_array_append_val(c->ids, id);
 	}
 	return TRUE;
 }
 
 static gboolean pt_enable(VtCapture *c, gboolean on, GError **error)
 {
-	PtPriv *p = c->priv;
-
-	for (guint i = 0; i < p->events->len; i++)
-		if (!vt_perfev_enable(&g_array_index(p->events, VtPerfEvent, i), on, error))
-			return FALSE;
-	return TRUE;
+	return vt_perfev_array_enable(((PtPriv *)c->priv)->events, on, error);
 }
 
 /* Sleep until a ring's watermark wakes us (the kernel signals POLLIN when
- * the AUX area is half full, or the data ring has data), or timeout_ms. */
+ * a quarter of the AUX area is full, or the data ring has data), or timeout_ms. */
 static void pt_wait(VtCapture *c, int timeout_ms)
 {
 	PtPriv *p = c->priv;
@@ -199,7 +183,7 @@ static void pt_wait(VtCapture *c, int timeout_ms)
 	nfds_t n = 0;
 
 	for (guint i = 0; i < p->events->len; i++) {
-		const VtPerfEvent *ev = &g_array_index(p->events, VtPerfEvent, i);
+		const VtPerfEvent *ev = g_ptr_array_index(p->events, i);
 
 		if (ev->base) {
 			fds[n].fd = ev->fd;
@@ -209,9 +193,11 @@ static void pt_wait(VtCapture *c, int timeout_ms)
 	int rc = n ? poll(fds, n, timeout_ms) : -1;
 	gboolean data = FALSE;
 
+	if (rc < 0 && errno == EINTR)
+		return;                 /* a signal: let the caller look at it */
 	for (nfds_t i = 0; rc > 0 && i < n; i++)
 		data = data || (fds[i].revents & POLLIN);
-	if (!data && rc != 0)      /* error, or only POLLHUP of exited threads */
+	if (!data && rc != 0)      /* only POLLHUP of exited threads */
 		g_usleep((gulong)timeout_ms * 1000);
 }
 
@@ -227,9 +213,7 @@ static void pt_close(VtCapture *c)
 
 	if (!p)
 		return;
-	for (guint i = 0; i < p->events->len; i++)
-		vt_perfev_close(&g_array_index(p->events, VtPerfEvent, i));
-	g_array_free(p->events, TRUE);
+	g_ptr_array_free(p->events, TRUE);
 	g_free(p);
 	c->priv = NULL;
 }

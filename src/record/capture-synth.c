@@ -4,8 +4,8 @@
  * `vmtrace synth` trace for the real QEMU process (its pid, its vCPU
  * threads, the current TSC and the real perf clock), then, each time the
  * recorder waits, writes the trace's bytes into the streams' AUX areas and
- * the records the kernel would write (PERF_RECORD_AUX, ITRACE_START,
- * SWITCH) into their data rings - respecting the consumer's tails, as the
+ * the records the kernel would write for the intel_pt event
+ * (PERF_RECORD_AUX, ITRACE_START) into their data rings - respecting the consumer's tails, as the
  * kernel does.  The recorder reads those rings exactly as it reads the
  * hardware's.
  */
@@ -24,6 +24,7 @@
 typedef struct {
 	struct perf_event_mmap_page *pg;
 	uint8_t *data, *aux;
+	uint64_t aux_pos;            /* bytes produced (aux_head, except in snapshot mode) */
 	VtRing ring;
 } SynthStream;
 
@@ -102,7 +103,7 @@ static gboolean route(VtCapture *c, SynthPriv *p, const VtPerfRecord *rec)
 		if (!vt_perf_record_auxtrace(rec, &a, NULL) || a.idx >= p->n)
 			return TRUE;
 		s = &p->ss[a.idx];
-		head = s->pg->aux_head;
+		head = s->aux_pos;
 		if (!c->cfg.snapshot &&
 		    ring_free(head, __atomic_load_n(&s->pg->aux_tail, __ATOMIC_ACQUIRE), s->ring.aux_size) < a.size)
 			return FALSE;
@@ -113,7 +114,10 @@ static gboolean route(VtCapture *c, SynthPriv *p, const VtPerfRecord *rec)
 		if (!payload || a.size > s->ring.aux_size)
 			return TRUE;
 		ring_put(s->aux, s->ring.aux_size, head, payload, a.size);
-		__atomic_store_n(&s->pg->aux_head, head + a.size, __ATOMIC_RELEASE);
+		s->aux_pos = head + a.size;
+		/* Intel PT in snapshot (overwrite) mode reports the offset in the area */
+		__atomic_store_n(&s->pg->aux_head, c->cfg.snapshot ? s->aux_pos & (s->ring.aux_size - 1) : s->aux_pos,
+				 __ATOMIC_RELEASE);
 		memset(&ar, 0, sizeof(ar));
 		ar.h.type = PERF_RECORD_AUX;
 		ar.h.size = sizeof(ar);
@@ -129,9 +133,8 @@ static gboolean route(VtCapture *c, SynthPriv *p, const VtPerfRecord *rec)
 		p->produced += a.size;
 		return TRUE;
 	}
-	if (rec->type != PERF_RECORD_ITRACE_START && rec->type != PERF_RECORD_SWITCH &&
-	    rec->type != PERF_RECORD_SWITCH_CPU_WIDE)
-		return TRUE;     /* COMM: the recorder writes the real ones */
+	if (rec->type != PERF_RECORD_ITRACE_START)
+		return TRUE;     /* COMM, context switches: the recorder records the real ones */
 	if (!vt_perf_record_sample_id(p->f, rec, &sid) || !sid.has_time || rec->size < 32 ||
 	    (q = stream_of(p, sid.identifier)) < 0)
 		return TRUE;
@@ -203,6 +206,7 @@ static gboolean synth_open(VtCapture *c, GError **error)
 	c->attr = vt_perf_file_attr(p->f, 0)->attr;
 	c->pmu_type = c->attr.type;
 	c->event_name = g_strdup("intel_pt//k");
+	c->cpuid = vt_perf_file_feature_string(p->f, VT_PERF_FEAT_CPUID);
 	/* the synth file's TIME_CONV and AUXTRACE_INFO */
 	vt_perf_iter_init(&p->it, p->f);
 	while ((r = vt_perf_iter_next(&p->it, &rec, error)) > 0 && rec.type != VT_PERF_RECORD_FINISHED_INIT) {
@@ -235,6 +239,7 @@ static gboolean synth_open(VtCapture *c, GError **error)
 		vt_ring_init(&s->ring, s->pg, s->data, cfg->data_bytes, s->aux, cfg->aux_bytes, cfg->snapshot);
 		cs->ring = &s->ring;
 		cs->id = SYNTH_ID_BASE + i;
+		g_array_append_val(c->ids, cs->id);
 	}
 	return TRUE;
 }

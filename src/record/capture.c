@@ -26,6 +26,7 @@ VtCapture *vt_capture_new(const char *source, const VtCaptureConfig *cfg, GError
 	c->ops = ops;
 	c->cfg = *cfg;
 	c->streams = g_array_new(FALSE, TRUE, sizeof(VtCaptureStream));
+	c->ids = g_array_new(FALSE, FALSE, sizeof(uint64_t));
 	return c;
 }
 
@@ -48,8 +49,30 @@ void vt_capture_free(VtCapture *c)
 	if (c->ops && c->ops->close)
 		c->ops->close(c);
 	g_array_free(c->streams, TRUE);
+	g_array_free(c->ids, TRUE);
 	g_free(c->event_name);
+	g_free(c->cpuid);
 	g_free(c);
+}
+
+char *vt_capture_host_cpuid(void)
+{
+	unsigned int a, b, c, d, family, model;
+	char vendor[13];
+
+	__cpuid(0, a, b, c, d);
+	memcpy(vendor, &b, 4);
+	memcpy(vendor + 4, &d, 4);
+	memcpy(vendor + 8, &c, 4);
+	vendor[12] = '\0';
+	__cpuid(1, a, b, c, d);
+	family = (a >> 8) & 0xf;
+	model = (a >> 4) & 0xf;
+	if (family == 0xf)
+		family += (a >> 20) & 0xff;
+	if (family == 0x6 || family >= 0xf)
+		model += ((a >> 16) & 0xf) << 4;
+	return g_strdup_printf("%s,%u,%u,%u", vendor, family, model, a & 0xf);
 }
 
 gboolean vt_capture_tsc_ctc(uint32_t *n, uint32_t *d)

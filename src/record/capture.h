@@ -83,6 +83,9 @@ struct VtCapture {
 	/* AUXTRACE_INFO priv[] (intel_pt layout); the time fields are the
 	 * recorder's (it fills VT_PT_INFO_TIME_* from the perf clock). */
 	uint64_t info[VT_PT_INFO_NR_FIXED];
+	GArray *ids;                 /* uint64_t: every trace event's id (several
+				      * per stream in per-CPU mode) */
+	char *cpuid;                 /* HEADER_CPUID: "GenuineIntel,6,85,4" */
 	void *priv;
 };
 
@@ -93,6 +96,8 @@ void vt_capture_add_stream(VtCapture *c, int32_t tid, int32_t cpu);
 VtCaptureStream *vt_capture_stream(VtCapture *c, guint i);
 void vt_capture_free(VtCapture *c);
 
+/* perf's HEADER_CPUID string of this CPU: "vendor,family,model,stepping". */
+char *vt_capture_host_cpuid(void);
 /* TSC:CTC ratio from CPUID leaf 0x15 (FALSE if the CPU has none). */
 gboolean vt_capture_tsc_ctc(uint32_t *n, uint32_t *d);
 

@@ -128,6 +128,55 @@ void vt_perfev_close(VtPerfEvent *ev)
 	ev->fd = -1;
 }
 
+static void perfev_free(gpointer p)
+{
+	vt_perfev_close(p);
+	g_free(p);
+}
+
+GPtrArray *vt_perfev_array_new(void)
+{
+	return g_ptr_array_new_with_free_func(perfev_free);
+}
+
+VtPerfEvent *vt_perfev_open_stream(GPtrArray *events, struct perf_event_attr *attr, const int32_t *tids,
+				   guint ntids, int cpu, uint64_t data_bytes, uint64_t aux_bytes,
+				   gboolean aux_overwrite, const char *what, GError **error)
+{
+	VtPerfEvent *owner = NULL;
+	guint n = tids ? ntids : 1;
+
+	for (guint k = 0; k < n; k++) {
+		VtPerfEvent *ev = g_new0(VtPerfEvent, 1);
+		pid_t pid = tids ? tids[k] : -1;
+		g_autofree char *w = !tids ? g_strdup_printf("%s on CPU %d", what, cpu)
+				     : cpu >= 0 ? g_strdup_printf("%s on thread %d, CPU %d", what, (int)pid, cpu)
+				     : g_strdup_printf("%s on thread %d", what, (int)pid);
+
+		if (!vt_perfev_open(ev, attr, pid, cpu, w, error)) {
+			g_free(ev);
+			return NULL;
+		}
+		g_ptr_array_add(events, ev);
+		if (!owner) {
+			if (!vt_perfev_map(ev, data_bytes, aux_bytes, aux_overwrite, error))
+				return NULL;
+			owner = ev;
+		} else if (!vt_perfev_redirect(ev, owner, error)) {
+			return NULL;
+		}
+	}
+	return owner;
+}
+
+gboolean vt_perfev_array_enable(GPtrArray *events, gboolean on, GError **error)
+{
+	for (guint i = 0; i < events->len; i++)
+		if (!vt_perfev_enable(g_ptr_array_index(events, i), on, error))
+			return FALSE;
+	return TRUE;
+}
+
 gint64 vt_perfev_tracepoint_id(const char *system, const char *name)
 {
 	static const char *const roots[] = { "/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events" };

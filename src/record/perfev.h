@@ -47,6 +47,19 @@ gboolean vt_perfev_redirect(VtPerfEvent *ev, const VtPerfEvent *to, GError **err
 gboolean vt_perfev_enable(VtPerfEvent *ev, gboolean on, GError **error);
 void vt_perfev_close(VtPerfEvent *ev);
 
+/* One ring for a stream: `attr` opened on each of `tids` (or all threads if
+ * tids is NULL) on `cpu` (-1: any); the first event maps the ring (data
+ * and AUX), the others send their records there (SET_OUTPUT).  The events
+ * are appended to `events` (VtPerfEvent *, owned by the array: use
+ * vt_perfev_array_new); returns the ring's owner, NULL on error. */
+VtPerfEvent *vt_perfev_open_stream(GPtrArray *events, struct perf_event_attr *attr, const int32_t *tids,
+				   guint ntids, int cpu, uint64_t data_bytes, uint64_t aux_bytes,
+				   gboolean aux_overwrite, const char *what, GError **error);
+/* An array for vt_perfev_open_stream: frees (closes) its events. */
+GPtrArray *vt_perfev_array_new(void);
+/* Enable or disable every event of the array. */
+gboolean vt_perfev_array_enable(GPtrArray *events, gboolean on, GError **error);
+
 /* A tracepoint's id from tracefs (events/SYSTEM/NAME/id), -1 if absent. */
 gint64 vt_perfev_tracepoint_id(const char *system, const char *name);
 

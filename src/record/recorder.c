@@ -23,19 +23,58 @@ typedef struct {
 	gboolean ok;
 } TscFormat;
 
+typedef struct {
+	uint64_t tsc, time, width;
+} CalPoint;
+
+/* Sideband events of one kind: their attr, every event, and the events
+ * that own a ring (the others send their records there). */
+typedef struct {
+	const char *name;           /* HEADER_EVENT_DESC name */
+	struct perf_event_attr attr;
+	GPtrArray *events;          /* VtPerfEvent * (owned) */
+	GPtrArray *rings;           /* VtPerfEvent * (not owned) */
+} EvGroup;
+
+static void group_init(EvGroup *g, const char *name)
+{
+	g->name = name;
+	g->events = vt_perfev_array_new();
+	g->rings = g_ptr_array_new();
+}
+
+static void group_clear(EvGroup *g)
+{
+	if (g->rings)
+		g_ptr_array_free(g->rings, TRUE);
+	if (g->events)
+		g_ptr_array_free(g->events, TRUE);
+	g->rings = g->events = NULL;
+}
+
+static uint64_t *group_ids(const EvGroup *g)
+{
+	uint64_t *ids = g_new0(uint64_t, MAX(g->events->len, 1));
+
+	for (guint i = 0; i < g->events->len; i++)
+		ids[i] = ((VtPerfEvent *)g_ptr_array_index(g->events, i))->id;
+	return ids;
+}
+
 struct VtRecorder {
 	VtCapture *cap;
 	VtRecorderOptions o;
 	char *out_dir;
 	VtPerfWriter *w;
-	GArray *sb;                 /* VtPerfEvent: sideband dummies */
-	GArray *sb_rings;           /* guint: indexes of sb that own a ring */
-	GArray *tp;                 /* VtPerfEvent: kvm_write_tsc_offset per CPU */
+	EvGroup sb;                 /* per-task dummy: comm, task, mmap (+ switches per-thread) */
+	EvGroup sw;                 /* per-CPU mode: CPU-wide context switches */
+	EvGroup tp;                 /* kvm_write_tsc_offset on every CPU (not in the file) */
 	GArray *tsc_writes;         /* VtTscWrite */
 	char *tp_why;
 	TscFormat tf;
-	struct perf_event_attr sb_attr, tp_attr;
 	VtPerfTimeConv tc;
+	CalPoint cal_start;         /* calibrated clock: the first point */
+	uint64_t time_conv_off, info_off;   /* where those records are in the file */
 	VtRecorderStats st;
 	gboolean started, finished;
 	GError *cb_error;
@@ -68,12 +107,10 @@ static gboolean read_time_conv(const struct perf_event_mmap_page *pg, VtPerfTime
 /* The kernel exports no TSC <-> perf clock conversion on some machines
  * (cap_user_time_zero = 0: e.g. when sched_clock is not the TSC, as in many
  * VMs).  Measure it instead: the perf time of COMM records this thread
- * causes (prctl PR_SET_NAME) against the TSC read around them, 100 ms apart.
- * Good to a few microseconds. */
-typedef struct {
-	uint64_t tsc, time, width;
-} CalPoint;
-
+ * causes (prctl PR_SET_NAME) against the TSC read around them.  Two points
+ * 100 ms apart start the recording (rate good to ~1e-5); at the end a third
+ * point, taken over the whole recording, refines the rate, and the
+ * TIME_CONV and AUXTRACE_INFO records are rewritten with it. */
 static gboolean cal_comm(const struct perf_event_header *h, void *user, GError **error)
 {
 	uint64_t *t = user;
@@ -84,38 +121,14 @@ static gboolean cal_comm(const struct perf_event_header *h, void *user, GError *
 	return TRUE;
 }
 
-static gboolean cal_point(VtPerfEvent *ev, CalPoint *best, GError **error)
-{
-	char old[17] = { 0 };
-
-	prctl(PR_GET_NAME, old);
-	best->width = UINT64_MAX;
-	for (int i = 0; i < 20; i++) {
-		uint64_t t1, t2, time = 0;
-
-		t1 = __rdtsc();
-		prctl(PR_SET_NAME, i & 1 ? "vmtrace-cal1" : "vmtrace-cal2");
-		t2 = __rdtsc();
-		if (vt_ring_read(&ev->ring, cal_comm, &time, error) < 0)
-			return FALSE;
-		if (time && t2 - t1 < best->width) {
-			best->width = t2 - t1;
-			best->tsc = t1 + (t2 - t1) / 2;
-			best->time = time;
-		}
-	}
-	prctl(PR_SET_NAME, old);
-	return best->width != UINT64_MAX;
-}
-
-static gboolean calibrate_time_conv(VtPerfTimeConv *tc, GError **error)
+/* The best of 20 (TSC, perf time) pairs: the narrowest rdtscp window. */
+static gboolean cal_point(CalPoint *best, GError **error)
 {
 	struct perf_event_attr a = { 0 };
 	VtPerfEvent ev;
-	CalPoint p1, p2;
-	long double ns_per_cyc;
-	unsigned shift = 31;
+	char old[17] = { 0 };
 	gboolean ok;
+	unsigned aux;
 
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_DUMMY;
@@ -125,19 +138,43 @@ static gboolean calibrate_time_conv(VtPerfTimeConv *tc, GError **error)
 	a.disabled = 1;
 	if (!vt_perfev_open(&ev, &a, 0, -1, "perf clock calibration", error))
 		return FALSE;
-	ok = vt_perfev_map(&ev, 16384, 0, FALSE, error) && vt_perfev_enable(&ev, TRUE, error) &&
-	     cal_point(&ev, &p1, error);
-	if (ok) {
-		g_usleep(100000);
-		ok = cal_point(&ev, &p2, error);
+	ok = vt_perfev_map(&ev, 16384, 0, FALSE, error) && vt_perfev_enable(&ev, TRUE, error);
+	prctl(PR_GET_NAME, old);
+	best->width = UINT64_MAX;
+	for (int i = 0; ok && i < 20; i++) {
+		uint64_t t1, t2, time = 0;
+
+		t1 = __rdtscp(&aux);
+		prctl(PR_SET_NAME, i & 1 ? "vmtrace-cal1" : "vmtrace-cal2");
+		t2 = __rdtscp(&aux);
+		ok = vt_ring_read(&ev.ring, cal_comm, &time, error) >= 0;
+		if (ok && time && t2 - t1 < best->width) {
+			best->width = t2 - t1;
+			best->tsc = t1 + (t2 - t1) / 2;
+			best->time = time;
+		}
 	}
+	prctl(PR_SET_NAME, old);
 	vt_perfev_close(&ev);
-	if (!ok || p2.tsc <= p1.tsc || p2.time <= p1.time) {
-		if (error && !*error)
-			g_set_error(error, VT_RECORDER_ERROR, 0, "cannot calibrate the perf clock against the TSC");
+	if (ok && best->width == UINT64_MAX) {
+		g_set_error(error, VT_RECORDER_ERROR, 0, "cannot calibrate the perf clock: no COMM records");
+		ok = FALSE;
+	}
+	return ok;
+}
+
+/* time = time_zero + tsc * mult >> shift through points p1 and p2. */
+static gboolean conv_from_points(const CalPoint *p1, const CalPoint *p2, VtPerfTimeConv *tc, GError **error)
+{
+	long double ns_per_cyc;
+	unsigned shift = 31;
+
+	if (p2->tsc <= p1->tsc || p2->time <= p1->time) {
+		g_set_error(error, VT_RECORDER_ERROR, 0, "cannot calibrate the perf clock against the TSC "
+			    "(they do not both advance)");
 		return FALSE;
 	}
-	ns_per_cyc = (long double)(p2.time - p1.time) / (long double)(p2.tsc - p1.tsc);
+	ns_per_cyc = (long double)(p2->time - p1->time) / (long double)(p2->tsc - p1->tsc);
 	while (shift > 0 && ns_per_cyc * (1ULL << shift) >= 4294967295.0L)
 		shift--;
 	memset(tc, 0, sizeof(*tc));
@@ -146,8 +183,13 @@ static gboolean calibrate_time_conv(VtPerfTimeConv *tc, GError **error)
 	tc->time_mult = (uint64_t)(ns_per_cyc * (1ULL << shift) + 0.5L);
 	tc->cap_user_time_zero = 1;
 	tc->time_zero = 0;
-	tc->time_zero = p2.time - vt_perf_tsc_to_time(p2.tsc, tc);
+	tc->time_zero = p2->time - vt_perf_tsc_to_time(p2->tsc, tc);
 	return TRUE;
+}
+
+static uint64_t first_sb_id(const VtRecorder *r)
+{
+	return ((VtPerfEvent *)g_ptr_array_index(r->sb.events, 0))->id;
 }
 
 /* --- helpers writing records */
@@ -171,13 +213,18 @@ static void put_sample_id(GByteArray *b, uint32_t pid, uint32_t tid, uint64_t ti
 	put_u64(b, id);
 }
 
-static gboolean write_rec(VtRecorder *r, GByteArray *b, uint32_t type, uint16_t misc, GError **error)
+static void rec_end(GByteArray *b, uint32_t type, uint16_t misc)
 {
 	struct perf_event_header *h = (void *)b->data;
 
 	h->type = type;
 	h->misc = misc;
 	h->size = (uint16_t)b->len;
+}
+
+static gboolean write_rec(VtRecorder *r, GByteArray *b, uint32_t type, uint16_t misc, GError **error)
+{
+	rec_end(b, type, misc);
 	return vt_perf_writer_write_record(r->w, b->data, error);
 }
 
@@ -190,9 +237,9 @@ static GByteArray *rec_begin(void)
 	return b;
 }
 
-static gboolean write_time_conv(VtRecorder *r, GError **error)
+static GByteArray *time_conv_rec(const VtRecorder *r)
 {
-	g_autoptr(GByteArray) b = rec_begin();
+	GByteArray *b = rec_begin();
 	uint8_t caps[8] = { r->tc.cap_user_time_zero, r->tc.cap_user_time_short };
 
 	put_u64(b, r->tc.time_shift);
@@ -201,12 +248,13 @@ static gboolean write_time_conv(VtRecorder *r, GError **error)
 	put_u64(b, r->tc.time_cycles);
 	put_u64(b, r->tc.time_mask);
 	put(b, caps, 8);
-	return write_rec(r, b, VT_PERF_RECORD_TIME_CONV, 0, error);
+	rec_end(b, VT_PERF_RECORD_TIME_CONV, 0);
+	return b;
 }
 
-static gboolean write_auxtrace_info(VtRecorder *r, GError **error)
+static GByteArray *auxtrace_info_rec(const VtRecorder *r)
 {
-	g_autoptr(GByteArray) b = rec_begin();
+	GByteArray *b = rec_begin();
 	uint64_t priv[VT_PT_INFO_NR_FIXED + 1];
 
 	memcpy(priv, r->cap->info, sizeof(r->cap->info));
@@ -219,7 +267,23 @@ static gboolean write_auxtrace_info(VtRecorder *r, GError **error)
 	put_u32(b, VT_PERF_AUXTRACE_INTEL_PT);
 	put_u32(b, 0);
 	put(b, priv, sizeof(priv));
-	return write_rec(r, b, VT_PERF_RECORD_AUXTRACE_INFO, 0, error);
+	rec_end(b, VT_PERF_RECORD_AUXTRACE_INFO, 0);
+	return b;
+}
+
+/* TIME_CONV and AUXTRACE_INFO; at `off` (rewrite) or appended (off 0). */
+static gboolean write_time_records(VtRecorder *r, gboolean patch, GError **error)
+{
+	g_autoptr(GByteArray) tc = time_conv_rec(r);
+	g_autoptr(GByteArray) info = auxtrace_info_rec(r);
+
+	if (patch)
+		return vt_perf_writer_patch(r->w, r->time_conv_off, tc->data, tc->len, error) &&
+		       vt_perf_writer_patch(r->w, r->info_off, info->data, info->len, error);
+	r->time_conv_off = vt_perf_writer_tell(r->w);
+	r->info_off = r->time_conv_off + tc->len;
+	return vt_perf_writer_write_record(r->w, tc->data, error) &&
+	       vt_perf_writer_write_record(r->w, info->data, error);
 }
 
 static gboolean write_comm(VtRecorder *r, uint32_t pid, uint32_t tid, const char *comm, GError **error)
@@ -233,7 +297,7 @@ static gboolean write_comm(VtRecorder *r, uint32_t pid, uint32_t tid, const char
 	put_u32(b, tid);
 	put(b, name, (len + 1 + 7) & ~7u);
 	/* time 0, as perf's synthesized events: they describe the state before the trace */
-	put_sample_id(b, pid, tid, 0, 0, g_array_index(r->sb, VtPerfEvent, 0).id);
+	put_sample_id(b, pid, tid, 0, 0, first_sb_id(r));
 	return write_rec(r, b, PERF_RECORD_COMM, 0, error);
 }
 
@@ -262,18 +326,61 @@ static gboolean write_comms(VtRecorder *r, GError **error)
 	return TRUE;
 }
 
-/* PERF_RECORD_MMAP of the kernel text, as perf synthesizes it, from the
- * addresses of _text and _etext in /proc/kallsyms (none when they are
- * hidden by kptr_restrict). */
-static gboolean write_kernel_mmap(VtRecorder *r, GError **error)
+static gboolean write_mmap(VtRecorder *r, uint64_t start, uint64_t len, uint64_t pgoff, const char *name,
+			   GError **error)
 {
-	g_autofree char *ks = NULL;
-	uint64_t text = 0, etext = 0;
-	static const char name[] = "[kernel.kallsyms]_text";
-	char fname[32] = { 0 };
+	g_autoptr(GByteArray) b = rec_begin();
+	gsize n = strlen(name) + 1, padded = (n + 7) & ~(gsize)7;
+	g_autofree char *fname = g_malloc0(padded);
 
-	if (!g_file_get_contents("/proc/kallsyms", &ks, NULL, NULL))
-		return TRUE;
+	memcpy(fname, name, n);
+	put_u32(b, (uint32_t)-1);
+	put_u32(b, 0);
+	put_u64(b, start);
+	put_u64(b, len);
+	put_u64(b, pgoff);
+	put(b, fname, (guint)padded);
+	put_sample_id(b, (uint32_t)-1, 0, 0, 0, first_sb_id(r));
+	return write_rec(r, b, PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL, error);
+}
+
+/* A module's file as perf names it: its path from modules.dep, else [name]. */
+static char *module_file(const char *release, const char *deps, const char *name)
+{
+	g_autofree char *want = g_strdelimit(g_strdup(name), "-", '_');
+
+	for (const char *l = deps; l && *l;) {
+		const char *colon = strchr(l, ':'), *nl = strchr(l, '\n');
+		g_autofree char *path = colon && (!nl || colon < nl) ? g_strndup(l, colon - l) : NULL;
+
+		if (path) {
+			g_autofree char *base = g_path_get_basename(path);
+			char *dot = strstr(base, ".ko");
+
+			if (dot) {
+				*dot = '\0';
+				g_strdelimit(base, "-", '_');
+				if (!strcmp(base, want))
+					return g_strdup_printf("/lib/modules/%s/%s", release, path);
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return g_strdup_printf("[%s]", name);
+}
+
+/* PERF_RECORD_MMAPs of the kernel text and the modules, as perf synthesizes
+ * them: [kernel.kallsyms]_text from _text to _etext (/proc/kallsyms), and
+ * each module from /proc/modules - kvm and kvm_intel are what a host trace
+ * of guests spends its host time in.  None when kptr_restrict hides the
+ * addresses. */
+static gboolean write_kernel_mmaps(VtRecorder *r, GError **error)
+{
+	g_autofree char *ks = vt_host_read("/proc/kallsyms");
+	g_autofree char *mods = vt_host_read("/proc/modules");
+	uint64_t text = 0, etext = 0;
+	struct utsname u;
+
 	for (char *line = ks, *next; line && *line; line = next) {
 		char *sp;
 		uint64_t a;
@@ -291,21 +398,31 @@ static gboolean write_kernel_mmap(VtRecorder *r, GError **error)
 		if (text && etext)
 			break;
 	}
-	if (!text || etext <= text)
-		return TRUE;
-	{
-		g_autoptr(GByteArray) b = rec_begin();
+	if (text && etext > text && !write_mmap(r, text, etext - text, text, "[kernel.kallsyms]_text", error))
+		return FALSE;
+	if (mods && uname(&u) == 0) {
+		g_autofree char *dp = g_strdup_printf("/lib/modules/%s/modules.dep", u.release);
+		g_autofree char *deps = vt_host_read(dp);
+		g_auto(GStrv) lines = g_strsplit(mods, "\n", -1);
 
-		memcpy(fname, name, sizeof(name));
-		put_u32(b, (uint32_t)-1);
-		put_u32(b, 0);
-		put_u64(b, text);
-		put_u64(b, etext - text);
-		put_u64(b, text);
-		put(b, fname, 24);
-		put_sample_id(b, (uint32_t)-1, 0, 0, 0, g_array_index(r->sb, VtPerfEvent, 0).id);
-		return write_rec(r, b, PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL, error);
+		for (guint i = 0; lines[i]; i++) {
+			/* name size refcount deps state address */
+			g_auto(GStrv) f = g_strsplit_set(lines[i], " \t", -1);
+			uint64_t size, addr;
+			g_autofree char *file = NULL;
+
+			if (g_strv_length(f) < 6)
+				continue;
+			size = g_ascii_strtoull(f[1], NULL, 10);
+			addr = g_ascii_strtoull(f[5], NULL, 16);
+			if (!size || !addr)
+				continue;
+			file = module_file(u.release, deps, f[0]);
+			if (!write_mmap(r, addr, size, 0, file, error))
+				return FALSE;
+		}
 	}
+	return TRUE;
 }
 
 /* --- sideband events */
@@ -330,34 +447,48 @@ static void sideband_attr(struct perf_event_attr *a, uint64_t sample_type)
 	a->disabled = 1;
 }
 
+/* The sideband, as perf records it: a dummy event on the traced threads
+ * (comm, task, mmap; context switches too in per-thread mode), and in
+ * per-CPU mode a dummy on every traced CPU recording all its context
+ * switches CPU-wide - perf's intel_pt decoder (have_sched_switch = 3)
+ * needs PERF_RECORD_SWITCH_CPU_WIDE to know which thread each per-CPU
+ * buffer was tracing. */
 static gboolean open_sideband(VtRecorder *r, GError **error)
 {
 	VtCapture *c = r->cap;
+	uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
 
-	sideband_attr(&r->sb_attr, PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-					   PERF_SAMPLE_IDENTIFIER);
+	sideband_attr(&r->sb.attr, st);
+	r->sb.attr.context_switch = !c->cfg.per_cpu;
 	for (guint i = 0; i < c->streams->len; i++) {
 		VtCaptureStream *s = vt_capture_stream(c, i);
-		guint nev = c->cfg.per_cpu ? r->o.ntids : 1, first = r->sb->len;
+		VtPerfEvent *o = vt_perfev_open_stream(r->sb.events, &r->sb.attr, c->cfg.per_cpu ? r->o.tids : &s->tid,
+						       c->cfg.per_cpu ? r->o.ntids : 1, s->cpu, SIDEBAND_RING, 0, FALSE,
+						       "sideband", error);
 
-		for (guint k = 0; k < nev; k++) {
-			VtPerfEvent ev;
-			pid_t pid = c->cfg.per_cpu ? r->o.tids[k] : s->tid;
-			g_autofree char *what = g_strdup_printf("sideband on thread %d", (int)pid);
+		if (!o)
+			return FALSE;
+		g_ptr_array_add(r->sb.rings, o);
+	}
+	if (!c->cfg.per_cpu)
+		return TRUE;
+	memset(&r->sw.attr, 0, sizeof(r->sw.attr));
+	r->sw.attr.type = PERF_TYPE_SOFTWARE;
+	r->sw.attr.config = PERF_COUNT_SW_DUMMY;
+	r->sw.attr.sample_period = 1;
+	r->sw.attr.sample_type = st;
+	r->sw.attr.sample_id_all = 1;
+	r->sw.attr.exclude_user = 1;
+	r->sw.attr.exclude_hv = 1;
+	r->sw.attr.context_switch = 1;
+	r->sw.attr.disabled = 1;
+	for (guint i = 0; i < c->streams->len; i++) {
+		VtPerfEvent *o = vt_perfev_open_stream(r->sw.events, &r->sw.attr, NULL, 0, vt_capture_stream(c, i)->cpu,
+						       SIDEBAND_RING, 0, FALSE, "context switches", error);
 
-			if (!vt_perfev_open(&ev, &r->sb_attr, pid, s->cpu, what, error))
-				return FALSE;
-			g_array_append_val(r->sb, ev);
-			if (k == 0) {
-				if (!vt_perfev_map(&g_array_index(r->sb, VtPerfEvent, first), SIDEBAND_RING, 0, FALSE,
-						   error))
-					return FALSE;
-				g_array_append_val(r->sb_rings, first);
-			} else if (!vt_perfev_redirect(&g_array_index(r->sb, VtPerfEvent, r->sb->len - 1),
-						       &g_array_index(r->sb, VtPerfEvent, first), error)) {
-				return FALSE;
-			}
-		}
+		if (!o)
+			return FALSE;
+		g_ptr_array_add(r->sw.rings, o);
 	}
 	return TRUE;
 }
@@ -369,10 +500,10 @@ static TscFormat tsc_format(void)
 
 	for (guint i = 0; i < G_N_ELEMENTS(roots) && !f.ok; i++) {
 		g_autofree char *p = g_strdup_printf("%s/kvm/kvm_write_tsc_offset/format", roots[i]);
-		g_autofree char *s = NULL;
+		g_autofree char *s = vt_host_read(p);
 		guint found = 0;
 
-		if (!g_file_get_contents(p, &s, NULL, NULL))
+		if (!s)
 			continue;
 		g_auto(GStrv) lines = g_strsplit(s, "\n", -1);
 
@@ -407,28 +538,25 @@ static void open_tracepoint(VtRecorder *r)
 				     "mounted? mount -t tracefs none /sys/kernel/tracing)");
 		return;
 	}
-	memset(&r->tp_attr, 0, sizeof(r->tp_attr));
-	r->tp_attr.type = PERF_TYPE_TRACEPOINT;
-	r->tp_attr.config = (uint64_t)id;
-	r->tp_attr.sample_period = 1;
-	r->tp_attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+	memset(&r->tp.attr, 0, sizeof(r->tp.attr));
+	r->tp.attr.type = PERF_TYPE_TRACEPOINT;
+	r->tp.attr.config = (uint64_t)id;
+	r->tp.attr.sample_period = 1;
+	r->tp.attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 				 PERF_SAMPLE_RAW;
-	r->tp_attr.disabled = 1;
+	r->tp.attr.disabled = 1;
 	for (guint i = 0; i < cpus->len; i++) {
-		VtPerfEvent ev;
-		int cpu = g_array_index(cpus, int, i);
-		g_autofree char *what = g_strdup_printf("kvm:kvm_write_tsc_offset on CPU %d", cpu);
+		VtPerfEvent *o = vt_perfev_open_stream(r->tp.events, &r->tp.attr, NULL, 0, g_array_index(cpus, int, i),
+						       TRACEPOINT_RING, 0, FALSE, "kvm:kvm_write_tsc_offset", &e);
 
-		if (!vt_perfev_open(&ev, &r->tp_attr, -1, cpu, what, &e) ||
-		    (g_array_append_val(r->tp, ev), !vt_perfev_map(&g_array_index(r->tp, VtPerfEvent, r->tp->len - 1),
-								   TRACEPOINT_RING, 0, FALSE, &e))) {
+		if (!o) {
 			r->tp_why = g_strdup(e->message);
 			g_clear_error(&e);
-			for (guint k = 0; k < r->tp->len; k++)
-				vt_perfev_close(&g_array_index(r->tp, VtPerfEvent, k));
-			g_array_set_size(r->tp, 0);
+			g_ptr_array_set_size(r->tp.rings, 0);
+			g_ptr_array_set_size(r->tp.events, 0);
 			return;
 		}
+		g_ptr_array_add(r->tp.rings, o);
 	}
 	r->tsc_writes = g_array_new(FALSE, TRUE, sizeof(VtTscWrite));
 }
@@ -485,7 +613,7 @@ static gboolean on_tracepoint_record(const struct perf_event_header *h, void *us
 	memcpy(&tid, p + 12, 4);
 	memcpy(&w.time, p + 16, 8);
 	memcpy(&rawsize, p + 32, 4);
-	if (36u + rawsize > h->size - 8u || rawsize < MAX(f->off_prev, f->off_next) + 8 || rawsize < f->off_vcpu + 4)
+	if (36ULL + rawsize > (uint64_t)h->size - 8 || rawsize < MAX(f->off_prev, f->off_next) + 8 || rawsize < f->off_vcpu + 4)
 		return TRUE;
 	if (r->o.qemu_pid && pid != r->o.qemu_pid)
 		return TRUE;     /* another VM */
@@ -533,14 +661,17 @@ static gboolean drain(VtRecorder *r, gboolean take_aux, GError **error)
 		if (take_aux && !c->cfg.snapshot && vt_ring_read_aux(s->ring, on_aux, &x, error) < 0)
 			return FALSE;
 	}
-	for (guint i = 0; i < r->sb_rings->len; i++) {
-		VtPerfEvent *ev = &g_array_index(r->sb, VtPerfEvent, g_array_index(r->sb_rings, guint, i));
-
-		if (vt_ring_read(&ev->ring, on_sideband_record, r, error) < 0)
+	for (guint i = 0; i < r->sb.rings->len; i++)
+		if (vt_ring_read(&((VtPerfEvent *)g_ptr_array_index(r->sb.rings, i))->ring, on_sideband_record, r,
+				 error) < 0)
 			return FALSE;
-	}
-	for (guint i = 0; i < r->tp->len; i++)
-		if (vt_ring_read(&g_array_index(r->tp, VtPerfEvent, i).ring, on_tracepoint_record, r, error) < 0)
+	for (guint i = 0; i < r->sw.rings->len; i++)
+		if (vt_ring_read(&((VtPerfEvent *)g_ptr_array_index(r->sw.rings, i))->ring, on_sideband_record, r,
+				 error) < 0)
+			return FALSE;
+	for (guint i = 0; i < r->tp.rings->len; i++)
+		if (vt_ring_read(&((VtPerfEvent *)g_ptr_array_index(r->tp.rings, i))->ring, on_tracepoint_record, r,
+				 error) < 0)
 			return FALSE;
 	if (vt_perf_writer_tell(r->w) != before) {
 		struct perf_event_header fr = { .type = VT_PERF_RECORD_FINISHED_ROUND, .size = 8 };
@@ -557,23 +688,28 @@ static gboolean drain(VtRecorder *r, gboolean take_aux, GError **error)
 VtRecorder *vt_recorder_new(VtCapture *cap, const VtRecorderOptions *o, GError **error)
 {
 	VtRecorder *r = g_new0(VtRecorder, 1);
-	g_autofree uint64_t *pt_ids = NULL, *sb_ids = NULL;
+	g_autofree uint64_t *sb_ids = NULL, *sw_ids = NULL;
 	gboolean ok;
 
 	r->cap = cap;
 	r->o = *o;
 	r->out_dir = g_strdup(o->out_dir);
-	r->sb = g_array_new(FALSE, TRUE, sizeof(VtPerfEvent));
-	r->sb_rings = g_array_new(FALSE, FALSE, sizeof(guint));
-	r->tp = g_array_new(FALSE, TRUE, sizeof(VtPerfEvent));
+	group_init(&r->sb, "dummy:k");
+	group_init(&r->sw, "dummy:k");
+	group_init(&r->tp, "kvm:kvm_write_tsc_offset");
 	if (!o->ntids || !cap->streams->len) {
 		g_set_error(error, VT_RECORDER_ERROR, 0, "nothing to trace: no vCPU threads");
 		goto fail;
 	}
 	if (!open_sideband(r, error))
 		goto fail;
-	if (!read_time_conv(g_array_index(r->sb, VtPerfEvent, 0).ring.pg, &r->tc)) {
-		if (!calibrate_time_conv(&r->tc, error))
+	if (!read_time_conv(((VtPerfEvent *)g_ptr_array_index(r->sb.rings, 0))->ring.pg, &r->tc)) {
+		CalPoint p2;
+
+		if (!cal_point(&r->cal_start, error))
+			goto fail;
+		g_usleep(100000);
+		if (!cal_point(&p2, error) || !conv_from_points(&r->cal_start, &p2, &r->tc, error))
 			goto fail;
 		r->st.time_calibrated = TRUE;
 	}
@@ -588,18 +724,16 @@ VtRecorder *vt_recorder_new(VtCapture *cap, const VtRecorderOptions *o, GError *
 	r->w = vt_perf_writer_new(o->out_dir, TRUE, error);
 	if (!r->w)
 		goto fail;
-	pt_ids = g_new0(uint64_t, cap->streams->len);
-	for (guint i = 0; i < cap->streams->len; i++)
-		pt_ids[i] = vt_capture_stream(cap, i)->id;
-	sb_ids = g_new0(uint64_t, r->sb->len);
-	for (guint i = 0; i < r->sb->len; i++)
-		sb_ids[i] = g_array_index(r->sb, VtPerfEvent, i).id;
+	sb_ids = group_ids(&r->sb);
+	sw_ids = group_ids(&r->sw);
 	cap->attr.size = PERF_ATTR_SIZE_VER7;
-	r->sb_attr.size = PERF_ATTR_SIZE_VER7;
-	ok = vt_perf_writer_add_attr(r->w, &cap->attr, pt_ids, cap->streams->len, error) &&
-	     vt_perf_writer_add_attr(r->w, &r->sb_attr, sb_ids, r->sb->len, error) &&
-	     write_time_conv(r, error) && write_auxtrace_info(r, error) && write_comms(r, error) &&
-	     write_kernel_mmap(r, error);
+	r->sb.attr.size = PERF_ATTR_SIZE_VER7;
+	r->sw.attr.size = PERF_ATTR_SIZE_VER7;
+	ok = vt_perf_writer_add_attr(r->w, &cap->attr, (const uint64_t *)cap->ids->data, cap->ids->len, error) &&
+	     vt_perf_writer_add_attr(r->w, &r->sb.attr, sb_ids, r->sb.events->len, error) &&
+	     (!r->sw.events->len || vt_perf_writer_add_attr(r->w, &r->sw.attr, sw_ids, r->sw.events->len, error)) &&
+	     write_time_records(r, FALSE, error) && write_comms(r, error) &&
+	     write_kernel_mmaps(r, error);
 	if (ok) {
 		struct perf_event_header fi = { .type = VT_PERF_RECORD_FINISHED_INIT, .size = 8 };
 
@@ -615,13 +749,8 @@ fail:
 
 static gboolean enable_all(VtRecorder *r, gboolean on, GError **error)
 {
-	for (guint i = 0; i < r->sb->len; i++)
-		if (!vt_perfev_enable(&g_array_index(r->sb, VtPerfEvent, i), on, error))
-			return FALSE;
-	for (guint i = 0; i < r->tp->len; i++)
-		if (!vt_perfev_enable(&g_array_index(r->tp, VtPerfEvent, i), on, error))
-			return FALSE;
-	return r->cap->ops->enable(r->cap, on, error);
+	return vt_perfev_array_enable(r->sb.events, on, error) && vt_perfev_array_enable(r->sw.events, on, error) &&
+	       vt_perfev_array_enable(r->tp.events, on, error) && r->cap->ops->enable(r->cap, on, error);
 }
 
 gboolean vt_recorder_start(VtRecorder *r, GError **error)
@@ -661,13 +790,32 @@ gboolean vt_recorder_snapshot(VtRecorder *r, GError **error)
 	       r->cap->ops->enable(r->cap, TRUE, error);
 }
 
+/* perf's string in feature sections: u32 length (NUL included, padded to
+ * 64), then the padded bytes. */
+static void put_perf_string(GByteArray *b, const char *str)
+{
+	uint32_t len = (uint32_t)((strlen(str) + 1 + 63) & ~63u);
+	g_autofree char *pad = g_malloc0(len);
+
+	memcpy(pad, str, strlen(str));
+	g_byte_array_append(b, (const guint8 *)&len, 4);
+	g_byte_array_append(b, (const guint8 *)pad, len);
+}
+
+static void put_event_desc(GByteArray *b, const struct perf_event_attr *attr, const char *name,
+			   const uint64_t *ids, uint32_t nids)
+{
+	g_byte_array_append(b, (const guint8 *)attr, sizeof(*attr));
+	g_byte_array_append(b, (const guint8 *)&nids, 4);
+	put_perf_string(b, name);
+	g_byte_array_append(b, (const guint8 *)ids, nids * 8);
+}
+
 static gboolean write_features(VtRecorder *r, GError **error)
 {
 	struct utsname u;
 	g_autoptr(GArray) cpus = vt_host_online_cpus();
 	uint32_t nr[2] = { (uint32_t)sysconf(_SC_NPROCESSORS_CONF), cpus->len };
-	const char *names[2] = { r->cap->event_name, "dummy:k" };
-	const struct perf_event_attr *attrs[2] = { &r->cap->attr, &r->sb_attr };
 	g_autoptr(GByteArray) b = g_byte_array_new();
 	gboolean ok = TRUE;
 
@@ -676,58 +824,43 @@ static gboolean write_features(VtRecorder *r, GError **error)
 		     vt_perf_writer_set_feature_string(r->w, VT_PERF_FEAT_OSRELEASE, u.release, error) &&
 		     vt_perf_writer_set_feature_string(r->w, VT_PERF_FEAT_ARCH, u.machine, error);
 	ok = ok && vt_perf_writer_set_feature_string(r->w, VT_PERF_FEAT_VERSION, "vmtrace " PACKAGE_VERSION, error) &&
-	     vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error);
-	if (ok && r->o.cmdline) {
-		/* HEADER_CMDLINE: u32 nr, then perf strings */
-		uint32_t n = 1, len = (uint32_t)((strlen(r->o.cmdline) + 1 + 63) & ~63u);
-		g_autofree char *pad = g_malloc0(len);
+	     vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error) &&
+	     (!r->cap->cpuid || vt_perf_writer_set_feature_string(r->w, VT_PERF_FEAT_CPUID, r->cap->cpuid, error));
+	if (ok && r->o.argv) {
+		/* HEADER_CMDLINE: u32 nr, then one perf string per argument */
+		uint32_t n = g_strv_length((char **)r->o.argv);
 
-		memcpy(pad, r->o.cmdline, strlen(r->o.cmdline));
-		g_byte_array_append(b, (void *)&n, 4);
-		g_byte_array_append(b, (void *)&len, 4);
-		g_byte_array_append(b, (void *)pad, len);
+		g_byte_array_append(b, (const guint8 *)&n, 4);
+		for (guint i = 0; i < n; i++)
+			put_perf_string(b, r->o.argv[i]);
 		ok = vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_CMDLINE, b->data, b->len, error);
 		g_byte_array_set_size(b, 0);
 	}
 	if (ok) {
 		/* HEADER_EVENT_DESC: u32 nr, u32 attr size; per event: attr,
-		 * u32 nr_ids, name (perf string), u64 ids[] */
-		uint32_t nev = 2, asz = sizeof(struct perf_event_attr);
-		VtCapture *c = r->cap;
+		 * u32 nr_ids, name, u64 ids[] */
+		uint32_t nev = r->sw.events->len ? 3 : 2, asz = sizeof(struct perf_event_attr);
+		g_autofree uint64_t *sb_ids = group_ids(&r->sb), *sw_ids = group_ids(&r->sw);
 
-		g_byte_array_append(b, (void *)&nev, 4);
-		g_byte_array_append(b, (void *)&asz, 4);
-		for (guint e = 0; e < 2; e++) {
-			uint32_t nids = e == 0 ? c->streams->len : r->sb->len;
-			uint32_t len = (uint32_t)((strlen(names[e]) + 1 + 63) & ~63u);
-			g_autofree char *pad = g_malloc0(len);
-
-			memcpy(pad, names[e], strlen(names[e]));
-			g_byte_array_append(b, (const void *)attrs[e], asz);
-			g_byte_array_append(b, (void *)&nids, 4);
-			g_byte_array_append(b, (void *)&len, 4);
-			g_byte_array_append(b, (void *)pad, len);
-			for (guint i = 0; i < nids; i++) {
-				uint64_t id = e == 0 ? vt_capture_stream(c, i)->id : g_array_index(r->sb, VtPerfEvent, i).id;
-
-				g_byte_array_append(b, (void *)&id, 8);
-			}
-		}
+		g_byte_array_append(b, (const guint8 *)&nev, 4);
+		g_byte_array_append(b, (const guint8 *)&asz, 4);
+		put_event_desc(b, &r->cap->attr, r->cap->event_name, (const uint64_t *)r->cap->ids->data,
+			       r->cap->ids->len);
+		put_event_desc(b, &r->sb.attr, r->sb.name, sb_ids, r->sb.events->len);
+		if (r->sw.events->len)
+			put_event_desc(b, &r->sw.attr, r->sw.name, sw_ids, r->sw.events->len);
 		ok = vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_EVENT_DESC, b->data, b->len, error);
 		g_byte_array_set_size(b, 0);
 	}
 	if (ok) {
-		/* HEADER_PMU_MAPPINGS: u32 nr; {u32 type; perf string name} */
-		uint32_t n = 2, t = r->cap->pmu_type, sw = PERF_TYPE_SOFTWARE, l = 64;
-		char s1[64] = "intel_pt", s2[64] = "software";
+		/* HEADER_PMU_MAPPINGS: u32 nr; {u32 type; name} */
+		uint32_t n = 2, t = r->cap->pmu_type, sw = PERF_TYPE_SOFTWARE;
 
-		g_byte_array_append(b, (void *)&n, 4);
-		g_byte_array_append(b, (void *)&t, 4);
-		g_byte_array_append(b, (void *)&l, 4);
-		g_byte_array_append(b, (void *)s1, 64);
-		g_byte_array_append(b, (void *)&sw, 4);
-		g_byte_array_append(b, (void *)&l, 4);
-		g_byte_array_append(b, (void *)s2, 64);
+		g_byte_array_append(b, (const guint8 *)&n, 4);
+		g_byte_array_append(b, (const guint8 *)&t, 4);
+		put_perf_string(b, "intel_pt");
+		g_byte_array_append(b, (const guint8 *)&sw, 4);
+		put_perf_string(b, "software");
 		ok = vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_PMU_MAPPINGS, b->data, b->len, error);
 	}
 	return ok;
@@ -739,14 +872,23 @@ gboolean vt_recorder_finish(VtRecorder *r, GError **error)
 		return TRUE;
 	if (r->started && !enable_all(r, FALSE, error))
 		return FALSE;
-	/* the synthetic source may still hold data: let it produce the rest */
-	while (r->cap->ops->exhausted && !r->cap->ops->exhausted(r->cap) && !r->cap->cfg.snapshot)
-		if (!vt_recorder_poll(r, 0, error))
-			return FALSE;
 	if (!drain(r, TRUE, error))
 		return FALSE;
 	if (r->cap->cfg.snapshot && !take_snapshot(r, error))
 		return FALSE;
+	if (r->st.time_calibrated) {
+		/* refine the measured clock over the whole recording */
+		CalPoint p3;
+		VtPerfTimeConv tc;
+
+		if (cal_point(&p3, error) && p3.time - r->cal_start.time > 1000000000ULL &&
+		    conv_from_points(&r->cal_start, &p3, &tc, NULL)) {
+			r->tc = tc;
+			if (!write_time_records(r, TRUE, error))
+				return FALSE;
+		}
+		g_clear_error(error);
+	}
 	if (!write_features(r, error) || !vt_perf_writer_finish(r->w, error))
 		return FALSE;
 	r->finished = TRUE;
@@ -771,13 +913,9 @@ void vt_recorder_free(VtRecorder *r)
 		return;
 	if (r->w)
 		vt_perf_writer_free(r->w);
-	for (guint i = 0; i < r->sb->len; i++)
-		vt_perfev_close(&g_array_index(r->sb, VtPerfEvent, i));
-	for (guint i = 0; i < r->tp->len; i++)
-		vt_perfev_close(&g_array_index(r->tp, VtPerfEvent, i));
-	g_array_free(r->sb, TRUE);
-	g_array_free(r->sb_rings, TRUE);
-	g_array_free(r->tp, TRUE);
+	group_clear(&r->sb);
+	group_clear(&r->sw);
+	group_clear(&r->tp);
 	if (r->tsc_writes)
 		g_array_free(r->tsc_writes, TRUE);
 	g_free(r->tp_why);

@@ -32,7 +32,7 @@ typedef struct {
 	guint ntids;
 	gboolean tsc_tracepoint;     /* try kvm:kvm_write_tsc_offset */
 	uint64_t snapshot_size;      /* snapshot mode: bytes per stream per snapshot (0: AUX size) */
-	const char *cmdline;         /* HEADER_CMDLINE */
+	const char *const *argv;     /* HEADER_CMDLINE (NULL-terminated) */
 } VtRecorderOptions;
 
 typedef struct {

@@ -127,21 +127,29 @@ gint64 vt_ring_read_aux(VtRing *r, VtRingAuxFn fn, void *user, GError **error)
 
 gint64 vt_ring_snapshot_aux(VtRing *r, uint64_t max, VtRingAuxFn fn, void *user, GError **error)
 {
-	uint64_t head, from;
-	gint64 n;
+	uint64_t size = r->aux_size, head, len, from, first;
+	gboolean wrapped;
 
 	if (!r->aux)
 		return 0;
-	head = load_acquire(&r->pg->aux_head);
-	if (head < r->aux_taken) {
-		g_set_error(error, VT_RING_ERROR, VT_RING_ERROR_CORRUPT,
-			    "AUX area: head went back from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT,
-			    r->aux_taken, head);
-		return -1;
+	head = load_acquire(&r->pg->aux_head) & (size - 1);
+	if (!r->aux_wrapped) {
+		uint64_t tail = MIN(size, (uint64_t)512);
+
+		for (uint64_t i = size - tail; i < size && !r->aux_wrapped; i++)
+			r->aux_wrapped = r->aux[i] != 0;
 	}
-	from = head - MIN(head - r->aux_taken, MIN(r->aux_size, max));
-	n = pass_aux(r, from, head, fn, user, error);
-	if (n >= 0)
-		r->aux_taken = head;
-	return n;
+	wrapped = r->aux_wrapped;
+	if (head == r->aux_last_head - 1 && r->aux_emitted)
+		return 0;       /* nothing new */
+	len = MIN(wrapped ? size : head, max);
+	r->aux_last_head = head + 1;
+	if (!len)
+		return 0;
+	from = (head - len) & (size - 1);
+	first = MIN(len, size - from);
+	if (!fn(r->aux + from, first, first < len ? r->aux : NULL, len - first, r->aux_emitted, user, error))
+		return -1;
+	r->aux_emitted += len;
+	return (gint64)len;
 }

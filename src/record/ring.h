@@ -33,7 +33,10 @@ typedef struct {
 	uint64_t aux_size;                /* power of two */
 	gboolean aux_overwrite;           /* snapshot mode: read-only AUX */
 	GByteArray *tmp;                  /* a record that wraps, made contiguous */
-	uint64_t aux_taken;               /* snapshot mode: head at the last snapshot */
+	/* snapshot mode */
+	gboolean aux_wrapped;             /* the producer has wrapped the area */
+	uint64_t aux_last_head;           /* head at the last snapshot (+1: none yet) */
+	uint64_t aux_emitted;             /* bytes passed so far: the next piece's offset */
 } VtRing;
 
 void vt_ring_init(VtRing *r, struct perf_event_mmap_page *pg, uint8_t *data, uint64_t data_size,
@@ -57,7 +60,12 @@ uint64_t vt_ring_data_pending(const VtRing *r);
  * one or two pieces (two when it wraps), then publish aux_tail.  Returns
  * the number of bytes, -1 on error. */
 gint64 vt_ring_read_aux(VtRing *r, VtRingAuxFn fn, void *user, GError **error);
-/* Snapshot mode: pass the newest min(aux_head, aux_size, max) bytes. */
+/* Snapshot mode, with Intel PT's semantics: aux_head is the write offset
+ * within the area (the producer ignores aux_tail and overwrites), the area
+ * starts zeroed, and it has wrapped once its last 512 bytes are not all
+ * zero (perf's test).  Passes the newest min(max, valid bytes) bytes ending
+ * at the head - nothing if the head has not moved since the last snapshot;
+ * `offset` counts the bytes passed so far. */
 gint64 vt_ring_snapshot_aux(VtRing *r, uint64_t max, VtRingAuxFn fn, void *user, GError **error);
 
 G_END_DECLS
