@@ -210,8 +210,9 @@ import ctypes, threading, time
 libc = ctypes.CDLL(None)
 def vcpu(i):
     k = 0
-    while True:
-        libc.prctl(15, ("CPU %d/KVM" % i).encode() if k % 2 == 0 else ("vcpu-%d-%d" % (i, k)).encode())
+    while True:   # a rename and straight back: discovery sees "CPU n/KVM"
+        libc.prctl(15, ("vcpu-%d-%d" % (i, k)).encode())
+        libc.prctl(15, ("CPU %d/KVM" % i).encode())
         k += 1
         time.sleep(0.02)
 for i in range(2):
@@ -219,7 +220,7 @@ for i in range(2):
 time.sleep(300)' &
 spid=$!
 for _ in $(seq 50); do [ "$(grep -l "CPU [01]/KVM" /proc/$spid/task/*/comm 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.1; done
-stids=$(for t in /proc/$spid/task/*; do case $(cat $t/comm 2>/dev/null) in "CPU "*|vcpu-*) echo ${t##*/};; esac; done | sort -n | paste -sd' ')
+stids=$(ls /proc/$spid/task | sort -n | tail -2 | paste -sd' ')
 rec --pid $spid --source synth --synth-size 4M --synth-rate 4M -t 1.5 -o sb.data -q
 timeout 120 "$PERF" script -i sb.data --show-task-events --show-switch-events --itrace=e >sb.out 2>&1
 check "sideband: COMM records of renames during the recording ($stids)" sh -c "grep 'PERF_RECORD_COMM: vcpu-' sb.out | grep -qE ':$spid/($(echo $stids | tr ' ' '|'))\$'"
