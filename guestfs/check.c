@@ -16,7 +16,7 @@ static char *read_text(VtGuestSource *src, const char *path, GError **err)
 
 	if (!b)
 		return NULL;
-	s = g_strstrip(g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b)));
+	s = g_strstrip(vt_guest_bytes_dup(b));
 	g_bytes_unref(b);
 	return s;
 }

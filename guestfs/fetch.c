@@ -59,7 +59,7 @@ gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtG
 	if (!(osrel = vt_guest_source_read_file(src, "/proc/sys/kernel/osrelease", error)) ||
 	    !(notes = vt_guest_source_read_file(src, "/sys/kernel/notes", error)))
 		return FALSE;
-	res->osrelease = g_strstrip(g_strndup(g_bytes_get_data(osrel, NULL), g_bytes_get_size(osrel)));
+	res->osrelease = g_strstrip(vt_guest_bytes_dup(osrel));
 	res->build_id = vt_guest_build_id_parse(g_bytes_get_data(notes, NULL), g_bytes_get_size(notes), error);
 	if (!res->build_id || !read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &sym, error))
 		goto out;

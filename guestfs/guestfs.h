@@ -75,6 +75,9 @@ struct VtGuestSource {
 	char *description;
 };
 
+/* A NUL-terminated copy of b ("" when empty, never NULL). */
+char *vt_guest_bytes_dup(GBytes *b);
+
 /* --- what the guest files say ---------------------------------------- */
 /* Build-id (lower-case hex) from the contents of /sys/kernel/notes. */
 char *vt_guest_build_id_parse(const guint8 *notes, gsize len, GError **error);

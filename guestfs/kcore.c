@@ -43,8 +43,8 @@ static gboolean is_entry_trampoline(const char *name)
 
 gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKallsyms *ks, GError **error)
 {
-	g_autofree char *text = g_strndup(g_bytes_get_data(kallsyms, NULL), g_bytes_get_size(kallsyms));
-	g_autofree char *mtext = modules ? g_strndup(g_bytes_get_data(modules, NULL), g_bytes_get_size(modules)) : NULL;
+	g_autofree char *text = vt_guest_bytes_dup(kallsyms);
+	g_autofree char *mtext = modules ? vt_guest_bytes_dup(modules) : NULL;
 	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
 	gboolean nonzero = FALSE;
 

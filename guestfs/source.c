@@ -36,6 +36,14 @@ gint64 vt_guest_source_uid(VtGuestSource *src)
 	return src->ops->uid(src);
 }
 
+char *vt_guest_bytes_dup(GBytes *b)
+{
+	gsize len = 0;
+	const char *p = b ? g_bytes_get_data(b, &len) : NULL;
+
+	return g_strndup(len ? p : "", len);
+}
+
 /* ELF notes: namesz, descsz, type (4 bytes each), name and desc padded to 4. */
 char *vt_guest_build_id_parse(const guint8 *notes, gsize len, GError **error)
 {

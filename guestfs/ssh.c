@@ -248,7 +248,7 @@ static gint64 ssh_uid(VtGuestSource *src)
 	if (s->uid == -2) {
 		s->uid = -1;
 		if (ssh_exec(s, "id -u", &out, &status) && status == 0) {
-			g_autofree char *txt = g_strstrip(g_strndup(g_bytes_get_data(out, NULL), g_bytes_get_size(out)));
+			g_autofree char *txt = g_strstrip(vt_guest_bytes_dup(out));
 			guint64 v;
 
 			if (g_ascii_string_to_unsigned(txt, 10, 0, G_MAXUINT32, &v, NULL))
