@@ -1,6 +1,7 @@
 # tests/guest-lib.sh - helpers of the guest sideband tests (sourced after
 # lib.sh): throwaway SSH keys, an sshd on 127.0.0.1, cleanup of everything
 # started.
+TEST_GUESTFS=$(dirname "$VMTRACE")/tests/test-guestfs   # libelf core checker (tests/test-guestfs.c)
 GUEST_PIDS=
 GUEST_MOUNTS=
 guest_cleanup() {
