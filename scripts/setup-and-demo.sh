@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS="build-essential autoconf automake libtool pkg-config libipt-dev libvirt-dev libelf-dev
-      libssh-dev libglib2.0-dev linux-perf python3 clang time qemu-system-x86 valgrind"
+      libssh-dev libglib2.0-dev linux-perf python3 clang time qemu-system-x86 valgrind
+      openssh-server openssh-client sshfs fuse3 busybox-static cpio xz-utils"
 missing=$(for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
 done)
