@@ -133,25 +133,38 @@ static gboolean sftp_read_loop(SshSource *s, sftp_file f, const char *path, GByt
 	return TRUE;
 }
 
-static GBytes *sftp_read_file(SshSource *s, const char *path, GError **error)
+/* Open path, seek to offset, read (see sftp_read_loop), close. */
+static gboolean sftp_read_at(SshSource *s, const char *path, guint64 offset, GByteArray *out, guint8 *dst,
+			     gsize len, gsize *got, GError **error)
 {
 	sftp_file f;
-	GByteArray *buf;
+	gboolean ok;
 
 	if (!sftp_ready(s, error))
-		return NULL;
+		return FALSE;
 	f = sftp_open(s->sftp, path, O_RDONLY, 0);
 	if (!f) {
 		g_propagate_error(error, sftp_error(s, "cannot open", path));
-		return NULL;
+		return FALSE;
 	}
-	buf = g_byte_array_new();
-	if (!sftp_read_loop(s, f, path, buf, NULL, 0, NULL, error)) {
+	if (offset && sftp_seek64(f, offset) < 0) {
+		g_propagate_error(error, sftp_error(s, "cannot seek in", path));
 		sftp_close(f);
+		return FALSE;
+	}
+	ok = sftp_read_loop(s, f, path, out, dst, len, got, error);
+	sftp_close(f);
+	return ok;
+}
+
+static GBytes *sftp_read_file(SshSource *s, const char *path, GError **error)
+{
+	GByteArray *buf = g_byte_array_new();
+
+	if (!sftp_read_at(s, path, 0, buf, NULL, 0, NULL, error)) {
 		g_byte_array_free(buf, TRUE);
 		return NULL;
 	}
-	sftp_close(f);
 	return g_byte_array_free_to_bytes(buf);
 }
 
@@ -218,25 +231,7 @@ static GBytes *ssh_read_file(VtGuestSource *src, const char *path, GError **erro
 static gboolean ssh_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len, gsize *got,
 			  GError **error)
 {
-	SshSource *s = (SshSource *)src;
-	sftp_file f;
-	gboolean ok;
-
-	if (!sftp_ready(s, error))
-		return FALSE;
-	f = sftp_open(s->sftp, path, O_RDONLY, 0);
-	if (!f) {
-		g_propagate_error(error, sftp_error(s, "cannot open", path));
-		return FALSE;
-	}
-	if (sftp_seek64(f, offset) < 0) {
-		g_propagate_error(error, sftp_error(s, "cannot seek in", path));
-		sftp_close(f);
-		return FALSE;
-	}
-	ok = sftp_read_loop(s, f, path, NULL, buf, len, got, error);
-	sftp_close(f);
-	return ok;
+	return sftp_read_at((SshSource *)src, path, offset, NULL, buf, len, got, error);
 }
 
 static gint64 ssh_uid(VtGuestSource *src)
