@@ -90,6 +90,7 @@ typedef struct {
 typedef struct {
 	guint64 stext, etext;        /* 0 if missing */
 	guint64 mod_start, mod_end;  /* 0 if no module/BPF symbols */
+	guint64 entry_start, entry_end; /* __entry_text_start/_end: the PTI-mapped entry code */
 	GArray *trampolines;         /* guint64 addresses of PTI entry trampolines */
 	guint nsyms;
 	gboolean all_zero;           /* every address is 0 (kptr_restrict) */

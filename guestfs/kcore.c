@@ -35,10 +35,12 @@ static void extend(guint64 *lo, guint64 *hi, guint64 start, guint64 end)
 		*hi = end;
 }
 
-/* x86 PTI entry trampolines as the kernel lists them in kallsyms. */
+/* x86 PTI entry trampolines as kernels 4.15-4.19 list them in kallsyms (one
+ * per CPU, in the CPU entry area); later kernels enter through
+ * __entry_text_start..__entry_text_end, also mapped in user page tables. */
 static gboolean is_entry_trampoline(const char *name)
 {
-	return !strcmp(name, "__entry_SYSCALL_64_trampoline") || !strcmp(name, "__entry_text_start");
+	return !strcmp(name, "__entry_SYSCALL_64_trampoline");
 }
 
 gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKallsyms *ks, GError **error)
@@ -77,6 +79,10 @@ gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKalls
 			ks->stext = addr;
 		else if (!strcmp(name, "_etext"))
 			ks->etext = addr;
+		else if (!strcmp(name, "__entry_text_start"))
+			ks->entry_start = addr;
+		else if (!strcmp(name, "__entry_text_end"))
+			ks->entry_end = addr;
 		else if (addr && is_entry_trampoline(name))
 			g_array_append_val(ks->trampolines, addr);
 	}
@@ -119,6 +125,8 @@ GArray *vt_guest_kallsyms_ranges(const VtGuestKallsyms *ks)
 		g_array_append_val(r, ((VtGuestRange){ ALIGN_DOWN(ks->stext), ALIGN_UP(ks->etext), "kernel text" }));
 	if (ks->mod_start)
 		g_array_append_val(r, ((VtGuestRange){ ALIGN_DOWN(ks->mod_start), ALIGN_UP(ks->mod_end), "modules/BPF" }));
+	if (ks->entry_start && ks->entry_end > ks->entry_start)
+		g_array_append_val(r, ((VtGuestRange){ ALIGN_DOWN(ks->entry_start), ALIGN_UP(ks->entry_end), "entry text" }));
 	for (guint i = 0; i < ks->trampolines->len; i++) {
 		guint64 a = g_array_index(ks->trampolines, guint64, i);
 

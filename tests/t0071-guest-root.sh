@@ -28,6 +28,7 @@ put('/sys/kernel/notes', struct.pack('<III', 4, 20, 3) + b'GNU\0' + bid, 'wb')
 put('/proc/kallsyms', ''.join([
     'ffffffff81000000 T _stext\n', 'ffffffff81000000 T startup_64\n', 'ffffffff81001000 T do_syscall_64\n',
     'ffffffff81230000 T _etext\n', 'ffffffff82000000 D some_data\n',
+    'fffffe0000009000 T __entry_SYSCALL_64_trampoline\n',     # not mapped by this kcore: skipped
     'ffffffffc0002000 t mod_a_init\t[mod_a]\n', 'ffffffffc0004100 t bpf_prog_0123456789abcdef_x\t[bpf]\n']))
 put('/proc/modules', 'mod_a 8192 0 - Live 0xffffffffc0002000\n')
 # /proc/kcore: PT_NOTE, kernel text (4 MiB), modules (1 MiB), direct map (1 MiB)
@@ -80,7 +81,7 @@ echo 0 > "$T/proc/sys/kernel/kptr_restrict"
 cp "$T/proc/kallsyms" "$TMP/kallsyms.good"
 sed 's/^[0-9a-f]*/0000000000000000/' "$TMP/kallsyms.good" > "$T/proc/kallsyms"
 gcheck
-check "all-zero kallsyms: FAIL, exit 1" sh -c "test $? -eq 1 && grep -q '^FAIL kallsyms .*all 7 kallsyms addresses are 0' '$TMP/out'"
+check "all-zero kallsyms: FAIL, exit 1" sh -c "test $? -eq 1 && grep -q '^FAIL kallsyms .*all 8 kallsyms addresses are 0' '$TMP/out'"
 "$VMTRACE" guest fetch --root "$T" -o "$TMP/zc" >/dev/null 2>"$TMP/err"
 check "all-zero kallsyms: fetch refuses" sh -c "test $? -ne 0 && grep -q 'every kallsyms address is 0' '$TMP/err' && test ! -e '$TMP/zc/[kernel.kcore]/$bid/'*[0-9]"
 cp "$TMP/kallsyms.good" "$T/proc/kallsyms"
@@ -104,11 +105,11 @@ check "fetch --root: kallsyms, modules, kcore in the snapshot (0600)" \
 	test "$(stat -c '%n %a' "$snap"/* | sed 's|.*/||')" = "kallsyms 600
 kcore 600
 modules 600"
-check "fetch: JSON ranges are kernel text and the module/BPF area" "$PYTHON3" -c "
+check "fetch: JSON ranges are the entry trampoline, kernel text and the module/BPF area" "$PYTHON3" -c "
 import json
 j = json.load(open('$TMP/json'))
 r = [(x['start'], x['end'], x['what']) for x in j['ranges']]
-assert r == [('0xffffffff81000000', '0xffffffff81230000', 'kernel text'), ('0xffffffffc0002000', '0xffffffffc0006000', 'modules/BPF')], r
+assert r == [('0xfffffe0000009000', '0xfffffe000000a000', 'entry trampoline'), ('0xffffffff81000000', '0xffffffff81230000', 'kernel text'), ('0xffffffffc0002000', '0xffffffffc0006000', 'modules/BPF')], r
 assert j['kcore_bytes'] == 0x230000 + 0x4000, j['kcore_bytes']
 "
 check "trimmed kcore: an ELF core that libelf reads, with only the needed bytes" "$PYTHON3" - "$T/proc/kcore" "$snap/kcore" <<'EOF'

@@ -157,6 +157,9 @@ static void test_ranges(void)
 	const char *ks = "ffffffff81000000 T _stext\n"
 			 "ffffffff81000010 T startup_64\n"
 			 "ffffffff81e01234 T _etext\n"
+			 "ffffffff82000100 T __entry_text_start\n"
+			 "ffffffff82003000 T __entry_text_end\n"
+			 "fffffe0000009000 T __entry_SYSCALL_64_trampoline\n"
 			 "ffffffffc0300000 t e1000_probe\t[e1000]\n"
 			 "ffffffffc0100800 t bpf_prog_6deef7357e7b4530\t[bpf]\n";
 	const char *mods = "e1000 159744 0 - Live 0xffffffffc0200000\n";
@@ -166,14 +169,20 @@ static void test_ranges(void)
 	GArray *r;
 
 	g_assert_true(vt_guest_kallsyms_parse(k, m, &sym, NULL));
-	g_assert_cmpuint(sym.nsyms, ==, 5);
+	g_assert_cmpuint(sym.nsyms, ==, 8);
 	g_assert_false(sym.all_zero);
 	r = vt_guest_kallsyms_ranges(&sym);
-	g_assert_cmpuint(r->len, ==, 2);
-	g_assert_cmphex(g_array_index(r, VtGuestRange, 0).start, ==, 0xffffffff81000000);
-	g_assert_cmphex(g_array_index(r, VtGuestRange, 0).end, ==, 0xffffffff81e02000);
-	g_assert_cmphex(g_array_index(r, VtGuestRange, 1).start, ==, 0xffffffffc0100000);
-	g_assert_cmphex(g_array_index(r, VtGuestRange, 1).end, ==, 0xffffffffc0301000);   /* last symbol + page */
+	g_assert_cmpuint(r->len, ==, 4);     /* sorted by address */
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 0).start, ==, 0xfffffe0000009000);
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 0).end, ==, 0xfffffe000000a000);
+	g_assert_cmpstr(g_array_index(r, VtGuestRange, 0).what, ==, "entry trampoline");
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 1).start, ==, 0xffffffff81000000);
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 1).end, ==, 0xffffffff81e02000);
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 2).start, ==, 0xffffffff82000000);
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 2).end, ==, 0xffffffff82003000);
+	g_assert_cmpstr(g_array_index(r, VtGuestRange, 2).what, ==, "entry text");
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 3).start, ==, 0xffffffffc0100000);
+	g_assert_cmphex(g_array_index(r, VtGuestRange, 3).end, ==, 0xffffffffc0301000);   /* last symbol + page */
 	g_array_free(r, TRUE);
 	vt_guest_kallsyms_clear(&sym);
 }
