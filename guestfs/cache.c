@@ -28,7 +28,7 @@ static gboolean same_file(const char *path, GBytes *want)
 	gsize len = 0;
 
 	return g_file_get_contents(path, &data, &len, NULL) && len == g_bytes_get_size(want) &&
-	       !memcmp(data, g_bytes_get_data(want, NULL), len);
+	       (!len || !memcmp(data, g_bytes_get_data(want, NULL), len));   /* empty GBytes: NULL data */
 }
 
 char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
