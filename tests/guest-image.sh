@@ -20,6 +20,19 @@
 # Needs: apt-get, dpkg-deb, xz, cpio, gzip, busybox (static), /usr/sbin/sshd.
 set -eu
 
+# The sshd settings of the test guest and of the tests' host sshd:
+# root by key only, no PAM, SFTP in-process.  (--sshd-config prints them.)
+sshd_common() {
+	cat <<'EOF'
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+Subsystem sftp internal-sftp
+EOF
+}
+[ "${1:-}" = --sshd-config ] && { sshd_common; exit 0; }
+
 [ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY" >&2; exit 2; }
 out=$1 authkeys=$2 hostkey=$3
 for t in dpkg-deb xz cpio gzip ldd; do
@@ -81,15 +94,7 @@ chmod 700 "$root/root" "$root/root/.ssh"
 printf 'root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/bin/false\n' > "$root/etc/passwd"
 printf 'root:*:19000:0:99999:7:::\nsshd:*:19000:0:99999:7:::\n' > "$root/etc/shadow"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
-cat > "$root/etc/ssh/sshd_config" <<'EOF'
-Port 22
-HostKey /etc/ssh/ssh_host_key
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-Subsystem sftp internal-sftp
-EOF
+{ printf 'Port 22\nHostKey /etc/ssh/ssh_host_key\n'; sshd_common; } > "$root/etc/ssh/sshd_config"
 cat > "$root/init" <<'EOF'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin

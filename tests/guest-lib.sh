@@ -57,19 +57,11 @@ EOF
 # current user may log in with DIR/id_ed25519).
 start_sshd() {
 	cp "$1/id_ed25519.pub" "$1/authorized_keys"
-	cat > "$1/sshd_config" <<EOF
-ListenAddress 127.0.0.1
-Port $2
-HostKey $1/host_ed25519
-PidFile $1/sshd.pid
-AuthorizedKeysFile $1/authorized_keys
-StrictModes no
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-UsePAM no
-Subsystem sftp internal-sftp
-EOF
+	{
+		printf 'ListenAddress 127.0.0.1\nPort %s\nHostKey %s\nPidFile %s\n' "$2" "$1/host_ed25519" "$1/sshd.pid"
+		printf 'AuthorizedKeysFile %s\nStrictModes no\n' "$1/authorized_keys"
+		"$top_srcdir/tests/guest-image.sh" --sshd-config
+	} > "$1/sshd_config"
 	[ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
 	/usr/sbin/sshd -f "$1/sshd_config" -E "$1/sshd.log" || return 1
 	for _ in $(seq 50); do [ -s "$1/sshd.pid" ] && break; sleep 0.1; done
