@@ -98,6 +98,12 @@ if command -v sshfs >/dev/null && [ -c /dev/fuse ]; then
 		check "sshfs: kcore bytes in e1000's text equal the guest's" same_bytes "$snap2" "0x$modsym"
 		check "sshfs: same kallsyms and modules as over SSH" \
 			sh -c "cmp -s '$snap/kallsyms' '$snap2/kallsyms' && cmp -s '$snap/modules' '$snap2/modules'"
+		if [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1; then
+			# perf's own kcore cache accepts vmtrace's snapshot as its own
+			timeout 120 "$PERF" --buildid-dir "$TMP/c2" buildid-cache -v --kcore "$TMP/mnt/proc/kcore" >"$TMP/perf.out" 2>&1
+			check "perf buildid-cache --kcore finds vmtrace's snapshot: same kcore" \
+				grep -qF "same kcore found in $snap2" "$TMP/perf.out"
+		fi
 		timeout 120 "$VMTRACE" guest check --root "$TMP/mnt" >"$TMP/chk2" 2>&1
 		check "check --root over sshfs: clocksource tsc OK" grep -q '^OK   clocksource .*clocksource tsc' "$TMP/chk2"
 		fusermount3 -u "$TMP/mnt" 2>/dev/null || fusermount -u "$TMP/mnt"
