@@ -106,7 +106,7 @@ gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKalls
 	}
 	ks->all_zero = ks->nsyms && !nonzero;
 	if (!ks->nsyms) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA, "kallsyms is empty");
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA, "kallsyms is empty (an sshfs mount needs -o direct_io: /proc files report size 0)");
 		vt_guest_kallsyms_clear(ks);
 		return FALSE;
 	}

@@ -86,6 +86,11 @@ check "all-zero kallsyms: FAIL, exit 1" sh -c "test $? -eq 1 && grep -q '^FAIL k
 check "all-zero kallsyms: fetch refuses" sh -c "test $? -ne 0 && grep -q 'every kallsyms address is 0' '$TMP/err' && test ! -e '$TMP/zc/[kernel.kcore]/$bid/'*[0-9]"
 cp "$TMP/kallsyms.good" "$T/proc/kallsyms"
 
+: > "$T/proc/kallsyms"       # what sshfs without -o direct_io shows
+"$VMTRACE" guest fetch --root "$T" -o "$TMP/zc" >/dev/null 2>"$TMP/err"
+check "empty kallsyms: exit 3, hints at sshfs -o direct_io" sh -c "test $? -eq 3 && grep -q 'kallsyms is empty.*-o direct_io' '$TMP/err'"
+cp "$TMP/kallsyms.good" "$T/proc/kallsyms"
+
 echo 'none integrity [confidentiality]' > "$T/sys/kernel/security/lockdown"
 gcheck
 check "lockdown=confidentiality: FAIL" grep -q '^FAIL lockdown .*confidentiality' "$TMP/out"
