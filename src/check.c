@@ -73,6 +73,39 @@ static void domain_checks(GPtrArray *checks, const char *name, const char *uri, 
 	vt_domain_clear(&d);
 }
 
+/* Print a check list as a table (with fixes) or as JSON. */
+void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok)
+{
+	if (json) {
+		GString *s = g_string_new("{\"checks\": [");
+
+		for (guint i = 0; i < checks->len; i++) {
+			const VtCheck *c = checks->pdata[i];
+
+			g_string_append_printf(s, "%s{\"name\": \"%s\", \"status\": \"%s\", \"what\": ", i ? ", " : "",
+					       c->name, vt_check_level_name(c->level));
+			vt_json_str(s, c->what);
+			g_string_append(s, ", \"fix\": ");
+			if (c->fix)
+				vt_json_str(s, c->fix);
+			else
+				g_string_append(s, "null");
+			g_string_append(s, "}");
+		}
+		g_string_append_printf(s, "], \"ok\": %s}\n", ok ? "true" : "false");
+		fputs(s->str, stdout);
+		g_string_free(s, TRUE);
+	} else {
+		for (guint i = 0; i < checks->len; i++) {
+			const VtCheck *c = checks->pdata[i];
+
+			printf("%-4s %-20s %s\n", vt_check_level_name(c->level), c->name, c->what);
+			if (c->fix && c->level != VT_CHECK_OK)
+				printf("     %-20s fix: %s\n", "", c->fix);
+		}
+	}
+}
+
 int cmd_check(int argc, char **argv)
 {
 	char *domain = NULL, *uri = NULL, *root = NULL;
@@ -123,34 +156,7 @@ int cmd_check(int argc, char **argv)
 	for (guint i = 0; i < checks->len; i++)
 		if (((VtCheck *)checks->pdata[i])->level == VT_CHECK_FAIL)
 			rc = VT_EXIT_FAILURE;
-	if (json) {
-		GString *s = g_string_new("{\"checks\": [");
-
-		for (guint i = 0; i < checks->len; i++) {
-			const VtCheck *c = checks->pdata[i];
-
-			g_string_append_printf(s, "%s{\"name\": \"%s\", \"status\": \"%s\", \"what\": ", i ? ", " : "",
-					       c->name, vt_check_level_name(c->level));
-			vt_json_str(s, c->what);
-			g_string_append(s, ", \"fix\": ");
-			if (c->fix)
-				vt_json_str(s, c->fix);
-			else
-				g_string_append(s, "null");
-			g_string_append(s, "}");
-		}
-		g_string_append_printf(s, "], \"ok\": %s}\n", rc ? "false" : "true");
-		fputs(s->str, stdout);
-		g_string_free(s, TRUE);
-	} else {
-		for (guint i = 0; i < checks->len; i++) {
-			const VtCheck *c = checks->pdata[i];
-
-			printf("%-4s %-20s %s\n", vt_check_level_name(c->level), c->name, c->what);
-			if (c->fix && c->level != VT_CHECK_OK)
-				printf("     %-20s fix: %s\n", "", c->fix);
-		}
-	}
+	vt_checks_print(checks, json, rc == VT_EXIT_OK);
 done:
 	g_clear_error(&err);
 	g_ptr_array_free(checks, TRUE);

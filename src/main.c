@@ -16,6 +16,7 @@ static const struct {
 } commands[] = {
 	{ "check", cmd_check, "is this host (and a libvirt domain) ready for host Intel PT tracing of guests?" },
 	{ "correlate", cmd_correlate, "find each VMCS's TSC offset in a host Intel PT trace and correct guest TSC packets" },
+	{ "guest", cmd_guest, "copy a guest's kallsyms, modules and kcore (perf's cache); check the guest" },
 	{ "record", cmd_record, "trace a libvirt domain's vCPU threads with Intel PT into a perf.data directory" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
 };
@@ -100,6 +101,8 @@ static void usage(FILE *f)
 		   "Exit status: 0 ok, 1 failure, 2 usage error, 3 bad input file; correlate adds\n"
 		   "4 (no time information), 5 (VMCS undetermined/inconsistent), 6 (no guest found),\n"
 		   "7 (already corrected), 8 (a VMCS given with --offset is not in the trace).\n"
+		   "guest adds 9/10 (SSH host key unknown/changed: refused), 11 (authentication),\n"
+		   "12 (cannot connect), 13 (guest symbols changed during the copy).\n"
 		   "See vmtrace(1).\n");
 }
 

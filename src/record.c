@@ -226,7 +226,7 @@ int cmd_record(int argc, char **argv)
 	g_option_context_set_description(ctx,
 		"Signals: Ctrl-C (SIGINT) or SIGTERM stop cleanly; SIGUSR2 takes a snapshot in\n"
 		"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
-		"Exit status: 0 recorded; 1 failure; 2 usage; 9 this machine cannot trace\n"
+		"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
 		"(no Intel PT: run `vmtrace check` to see what is missing).\n"
 		"\n"
 		"Examples:\n"

@@ -16,7 +16,12 @@ enum {
 	VT_EXIT_NO_GUEST = 6,     /* correlate: no VMCS (no guest) in the trace */
 	VT_EXIT_NOTHING = 7,      /* correlate: already corrected, nothing to do */
 	VT_EXIT_UNKNOWN_VMCS = 8, /* correlate: a VMCS given with --offset is not in the trace */
-	VT_EXIT_NO_PT = 9,        /* record: this machine cannot trace (no Intel PT) */
+	VT_EXIT_HOSTKEY_UNKNOWN = 9,  /* guest: SSH host key not in known_hosts (refused) */
+	VT_EXIT_HOSTKEY_CHANGED = 10, /* guest: SSH host key differs from known_hosts (refused) */
+	VT_EXIT_AUTH = 11,            /* guest: SSH authentication failed / key file unusable */
+	VT_EXIT_CONNECT = 12,         /* guest: cannot connect to the SSH server */
+	VT_EXIT_GUEST_CHANGED = 13,   /* guest: kallsyms/modules changed during the copy */
+	VT_EXIT_NO_PT = 14,           /* record: this machine cannot trace (no Intel PT) */
 };
 
 typedef int (*vt_cmd_fn)(int argc, char **argv);
@@ -25,6 +30,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_guest(int argc, char **argv);
 
 /* Print "vmtrace <cmd>: <message>" on stderr. */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -32,6 +38,8 @@ void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 gboolean vt_parse_size(const char *s, guint64 *out);
 /* Parse an unsigned 64-bit number (0x.. hex or decimal), the whole string. */
 gboolean vt_parse_u64(const char *s, guint64 *out);
+/* Print a check list (VtCheck of host/host.h) as a table or JSON (check.c). */
+void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);
 /* JSON string escaping. */
 void vt_json_str(GString *out, const char *s);
 

@@ -42,7 +42,7 @@ time.sleep(60)' &
 	for _ in $(seq 50); do [ "$(grep -l "CPU [01]/KVM" /proc/$fake/task/*/comm 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.1; done
 	vg "record --source synth (per-thread, snapshot)" 0 record --pid $fake --source synth --synth-size 512K --snapshot=64K --aux-size 64K -o "$TMP/r.data" -q
 	vg "record --source synth (per-CPU, cyc)" 0 record --pid $fake --source synth --synth-size 512K --per-cpu --cyc -o "$TMP/r2.data" -q
-	vg "record without Intel PT" 9 record --pid $fake -o "$TMP/r3.data" -q
+	vg "record without Intel PT" 14 record --pid $fake -o "$TMP/r3.data" -q
 	kill $fake
 fi
 finish

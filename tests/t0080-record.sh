@@ -25,7 +25,7 @@ check "--snapshot=junk: exit 2" test "$(code rec --pid 1 --snapshot=junk -o u1)"
 check "--snapshot over 1G: exit 2 (no endless buffer sizing)" sh -c "[ \$(timeout 10 '$VMTRACE' record --pid 1 --snapshot=9223372036854775809 -o u1 >/dev/null 2>&1; echo \$?) = 2 ]"
 check "--source bogus: exit 2" test "$(code rec --pid 1 --source bogus -o u1)" = 2
 check "usage errors wrote nothing" test ! -e u1
-check "--help teaches: examples, exit codes, synthetic source" sh -c '"$VMTRACE" record --help-all | grep -q "kill -USR2" && "$VMTRACE" record --help-all | grep -q "9 this machine cannot trace" && "$VMTRACE" record --help-all | grep -q -- "--source"'
+check "--help teaches: examples, exit codes, synthetic source" sh -c '"$VMTRACE" record --help-all | grep -q "kill -USR2" && "$VMTRACE" record --help-all | grep -q "14 this machine cannot trace" && "$VMTRACE" record --help-all | grep -q -- "--source"'
 
 # --- libvirt lookups on the test driver
 check "unknown domain: exit 1, names it" sh -c "[ $(code rec --domain nosuch --connect test:///default -o u2) = 1 ] && grep -q \"no domain named 'nosuch'\" '$TMP/out'"
@@ -70,10 +70,10 @@ fi
 tids=$(for t in /proc/$qpid/task/*; do case $(cat $t/comm 2>/dev/null) in "CPU "*) echo ${t##*/};; esac; done | sort -n | paste -sd' ')
 echo "# QEMU ($accel) pid $qpid, vCPU threads: $tids"
 
-# --- no Intel PT here: a clear error, exit 9, nothing left behind
+# --- no Intel PT here: a clear error, exit 14, nothing left behind
 if [ ! -d /sys/bus/event_source/devices/intel_pt ]; then
 	mkdir noPT && cd noPT || exit 1
-	check "no intel_pt: exit 9" test "$(code rec --pid $qpid -o out)" = 9
+	check "no intel_pt: exit 14" test "$(code rec --pid $qpid -o out)" = 14
 	check "no intel_pt: says so and points at vmtrace check" grep -q "no Intel PT.*vmtrace check" "$TMP/out"
 	check "no intel_pt: the mapping was printed first" grep -q "vCPU 0 = tid" "$TMP/out"
 	check "no intel_pt: nothing left behind" test -z "$(ls -A)"
@@ -93,9 +93,9 @@ done
 echo 1 >"$pmu/caps/mtc"; echo 249 >"$pmu/caps/mtc_periods"; echo 0 >"$pmu/caps/psb_cyc"
 mkdir cfg && cd cfg || exit 1
 VMTRACE_SYSROOT=$root rec --pid $qpid -o out --cyc >"$TMP/out" 2>&1; rc=$?
-check "prepared PMU without psb_cyc: --cyc refused (exit 9)" sh -c "[ $rc = 9 ] && grep -q 'no cycle-accurate mode' '$TMP/out'"
+check "prepared PMU without psb_cyc: --cyc refused (exit 14)" sh -c "[ $rc = 14 ] && grep -q 'no cycle-accurate mode' '$TMP/out'"
 VMTRACE_SYSROOT=$root rec --pid $qpid -o out --mtc-period 1 >"$TMP/out" 2>&1; rc=$?
-check "mtc_periods 0xf9 lacks period 1: refused (exit 9)" sh -c "[ $rc = 9 ] && grep -q 'mtc-period 1: not supported' '$TMP/out'"
+check "mtc_periods 0xf9 lacks period 1: refused (exit 14)" sh -c "[ $rc = 14 ] && grep -q 'mtc-period 1: not supported' '$TMP/out'"
 echo 1 >"$pmu/caps/psb_cyc"
 VMTRACE_SYSROOT=$root rec --pid $qpid -o out --cyc --mtc-period 6 >"$TMP/out" 2>&1; rc=$?
 check "config from format/: the kernel is asked for intel_pt/tsc=1,mtc=1,mtc_period=6,cyc=1/k" \

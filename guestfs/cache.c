@@ -1,0 +1,173 @@
+/* cache.c - perf's kcore cache layout:
+ *   CACHE/[kernel.kcore]/<build-id>/<YYYYmmddHHMMSShh>/{kcore,kallsyms,modules}
+ * Snapshots are built in a temporary directory next to them and renamed
+ * into place, so an interrupted fetch leaves no half-written snapshot. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guestfs/guestfs.h"
+
+#define TMP_PREFIX ".vmtrace-tmp-"
+
+static char *build_id_dir(const char *cache, const char *build_id)
+{
+	return g_build_filename(cache, "[kernel.kcore]", build_id, NULL);
+}
+
+static gboolean same_file(const char *path, GBytes *want)
+{
+	g_autofree char *data = NULL;
+	gsize len = 0;
+
+	return g_file_get_contents(path, &data, &len, NULL) && len == g_bytes_get_size(want) &&
+	       (!len || !memcmp(data, g_bytes_get_data(want, NULL), len));   /* empty GBytes: NULL data */
+}
+
+char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
+			  gboolean need_kcore)
+{
+	g_autofree char *bdir = build_id_dir(cache, build_id);
+	GDir *d = g_dir_open(bdir, 0, NULL);
+	const char *name;
+	char *found = NULL;
+
+	if (!d)
+		return NULL;
+	while (!found && (name = g_dir_read_name(d))) {
+		g_autofree char *snap = g_build_filename(bdir, name, NULL);
+		g_autofree char *ks = g_build_filename(snap, "kallsyms", NULL);
+		g_autofree char *mods = g_build_filename(snap, "modules", NULL);
+		g_autofree char *kcore = g_build_filename(snap, "kcore", NULL);
+
+		if (g_str_has_prefix(name, TMP_PREFIX) || strlen(name) != 16)
+			continue;
+		if ((!need_kcore || g_file_test(kcore, G_FILE_TEST_IS_REGULAR)) && same_file(ks, kallsyms) &&
+		    same_file(mods, modules))
+			found = g_steal_pointer(&snap);
+	}
+	g_dir_close(d);
+	return found;
+}
+
+char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error)
+{
+	g_autofree char *bdir = build_id_dir(cache, build_id);
+	char *tmp;
+
+	if (g_mkdir_with_parents(bdir, 0755) < 0) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot create %s: %s", bdir,
+			    g_strerror(errno));
+		return NULL;
+	}
+	tmp = g_build_filename(bdir, TMP_PREFIX "XXXXXX", NULL);
+	if (!g_mkdtemp_full(tmp, 0700)) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot create a directory in %s: %s", bdir,
+			    g_strerror(errno));
+		g_free(tmp);
+		return NULL;
+	}
+	return tmp;
+}
+
+gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, GError **error)
+{
+	g_autofree char *path = g_build_filename(dir, name, NULL);
+	const guint8 *p = g_bytes_get_data(data, NULL);
+	gsize len = g_bytes_get_size(data);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int err = 0;
+
+	if (fd < 0)
+		err = errno;
+	while (!err && len) {
+		ssize_t k = write(fd, p, len);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			err = k < 0 ? errno : ENOSPC;
+		else {
+			p += k;
+			len -= (gsize)k;
+		}
+	}
+	if (!err && fsync(fd) < 0)
+		err = errno;
+	if (fd >= 0 && close(fd) < 0 && !err)
+		err = errno;
+	if (err)
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot write %s: %s", path, g_strerror(err));
+	return !err;
+}
+
+static void sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* perf's timestamp: local time with centiseconds, YYYYmmddHHMMSShh. */
+static char *timestamp(void)
+{
+	struct timeval tv;
+	struct tm tm;
+	char buf[32];
+
+	gettimeofday(&tv, NULL);
+	localtime_r(&tv.tv_sec, &tm);
+	strftime(buf, sizeof(buf), "%Y%m%d%H%M%S", &tm);
+	return g_strdup_printf("%s%02u", buf, (unsigned)(tv.tv_usec / 10000));
+}
+
+char *vt_guest_cache_commit(const char *tmpdir, GError **error)
+{
+	g_autofree char *parent = g_path_get_dirname(tmpdir);
+
+	sync_dir(tmpdir);
+	for (int tries = 0; tries < 200; tries++) {
+		g_autofree char *ts = timestamp();
+		char *dest = g_build_filename(parent, ts, NULL);
+
+		if (rename(tmpdir, dest) == 0) {
+			sync_dir(parent);
+			return dest;
+		}
+		g_free(dest);
+		if (errno != EEXIST && errno != ENOTEMPTY) {
+			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot rename %s: %s", tmpdir,
+				    g_strerror(errno));
+			return NULL;
+		}
+		g_usleep(10000);     /* same centisecond as an earlier snapshot */
+	}
+	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot find a free snapshot name in %s", parent);
+	return NULL;
+}
+
+void vt_guest_cache_discard(const char *tmpdir)
+{
+	GDir *d = g_dir_open(tmpdir, 0, NULL);
+	const char *name;
+
+	if (d) {
+		while ((name = g_dir_read_name(d))) {
+			g_autofree char *p = g_build_filename(tmpdir, name, NULL);
+
+			unlink(p);
+		}
+		g_dir_close(d);
+	}
+	rmdir(tmpdir);
+}

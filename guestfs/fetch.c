@@ -1,0 +1,113 @@
+/* fetch.c - one guest sideband snapshot: osrelease, build-id, kallsyms,
+ * modules and the trimmed kcore, checked for consistency (kallsyms and
+ * modules read again after the copy must not have changed) and stored in
+ * the perf-compatible cache. */
+#include "config.h"
+
+#include <string.h>
+
+#include "guestfs/guestfs.h"
+
+void vt_guest_fetch_result_clear(VtGuestFetchResult *r)
+{
+	g_free(r->build_id);
+	g_free(r->osrelease);
+	g_free(r->dir);
+	g_free(r->kallsyms);
+	if (r->ranges)
+		g_array_free(r->ranges, TRUE);
+	memset(r, 0, sizeof(*r));
+}
+
+/* /proc/modules is missing on kernels without module support: empty. */
+static GBytes *read_modules(VtGuestSource *src, GError **error)
+{
+	GError *err = NULL;
+	GBytes *b = vt_guest_source_read_file(src, "/proc/modules", &err);
+
+	if (!b && g_error_matches(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND)) {
+		g_error_free(err);
+		return g_bytes_new(NULL, 0);
+	}
+	if (!b)
+		g_propagate_error(error, err);
+	return b;
+}
+
+static gboolean read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **modules, GError **error)
+{
+	*kallsyms = vt_guest_source_read_file(src, "/proc/kallsyms", error);
+	if (!*kallsyms)
+		return FALSE;
+	*modules = read_modules(src, error);
+	if (!*modules) {
+		g_clear_pointer(kallsyms, g_bytes_unref);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
+			GError **error)
+{
+	g_autoptr(GBytes) osrel = NULL, notes = NULL, ks = NULL, mods = NULL, ks2 = NULL, mods2 = NULL;
+	VtGuestKallsyms sym = { 0 };
+	g_autofree char *tmp = NULL;
+	gboolean ok = FALSE;
+
+	memset(res, 0, sizeof(*res));
+	if (!(osrel = vt_guest_source_read_file(src, "/proc/sys/kernel/osrelease", error)) ||
+	    !(notes = vt_guest_source_read_file(src, "/sys/kernel/notes", error)))
+		return FALSE;
+	res->osrelease = g_strstrip(vt_guest_bytes_dup(osrel));
+	res->build_id = vt_guest_build_id_parse(g_bytes_get_data(notes, NULL), g_bytes_get_size(notes), error);
+	if (!res->build_id || !read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &sym, error))
+		goto out;
+	res->nsyms = sym.nsyms;
+	res->ranges = vt_guest_kallsyms_ranges(&sym);
+	if (sym.all_zero) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_PERMISSION,
+			    "every kallsyms address is 0: log in as root, and set kernel.kptr_restrict to 0 or 1 in the guest");
+		goto out;
+	}
+	if (opts->kcore && (!sym.stext || !sym.etext)) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA, "kallsyms has no _stext/_etext");
+		goto out;
+	}
+	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore);
+	if (res->dir) {
+		res->reused = TRUE;
+		res->has_kcore = opts->kcore;
+		ok = TRUE;
+		goto out;
+	}
+	if (!(tmp = vt_guest_cache_tmpdir(opts->cache, res->build_id, error)))
+		goto out;
+	if (opts->kcore) {
+		g_autofree char *kpath = g_build_filename(tmp, "kcore", NULL);
+
+		if (!vt_guest_kcore_copy(src, "/proc/kcore", res->ranges, kpath, &res->kcore_bytes, error))
+			goto out;
+		res->has_kcore = TRUE;
+	}
+	/* Modules (un)loaded or BPF programs changed meanwhile? */
+	if (!read_symbols(src, &ks2, &mods2, error))
+		goto out;
+	if (!g_bytes_equal(ks, ks2) || !g_bytes_equal(mods, mods2)) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED,
+			    "the guest's %s changed during the copy (modules or BPF programs loaded or unloaded): try again",
+			    g_bytes_equal(mods, mods2) ? "kallsyms" : "modules");
+		goto out;
+	}
+	if (!vt_guest_cache_write(tmp, "kallsyms", ks, error) || !vt_guest_cache_write(tmp, "modules", mods, error))
+		goto out;
+	res->dir = vt_guest_cache_commit(tmp, error);
+	ok = res->dir != NULL;
+out:
+	if (tmp && !ok)
+		vt_guest_cache_discard(tmp);
+	if (ok)
+		res->kallsyms = g_build_filename(res->dir, "kallsyms", NULL);
+	vt_guest_kallsyms_clear(&sym);
+	return ok;
+}

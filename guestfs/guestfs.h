@@ -1,0 +1,163 @@
+/* guestfs.h - the guest sideband: read a guest's /proc and /sys files over
+ * SSH (libssh) or below a directory (an sshfs mount, a copied tree), cut
+ * /proc/kcore down to what decoding needs and store everything in perf's
+ * [kernel.kcore] cache layout.  No printing, no exiting: errors are GErrors
+ * in VT_GUESTFS_ERROR. */
+#ifndef VT_GUESTFS_H
+#define VT_GUESTFS_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define VT_GUESTFS_ERROR (vt_guestfs_error_quark())
+GQuark vt_guestfs_error_quark(void);
+
+typedef enum {
+	VT_GUESTFS_ERROR_FAILED,          /* I/O or protocol error */
+	VT_GUESTFS_ERROR_CONNECT,         /* cannot reach the SSH server */
+	VT_GUESTFS_ERROR_HOSTKEY_UNKNOWN, /* server key not in known_hosts */
+	VT_GUESTFS_ERROR_HOSTKEY_CHANGED, /* server key differs from known_hosts */
+	VT_GUESTFS_ERROR_AUTH,            /* authentication failed / key unusable */
+	VT_GUESTFS_ERROR_NOT_FOUND,       /* no such file in the guest */
+	VT_GUESTFS_ERROR_PERMISSION,      /* permission denied in the guest */
+	VT_GUESTFS_ERROR_BAD_DATA,        /* malformed kcore / kallsyms / notes */
+	VT_GUESTFS_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
+} VtGuestfsError;
+
+/* --- a source of guest files: SSH or a directory ---------------------- */
+typedef struct VtGuestSource VtGuestSource;
+
+typedef struct {
+	char *user;          /* NULL: the local user name */
+	char *host;
+	guint port;          /* 0: 22 */
+	char *identity;      /* private key file; NULL: libssh's defaults (~/.ssh/id_*) */
+	char *known_hosts;   /* NULL: ~/.ssh/known_hosts */
+	gboolean batch;      /* never prompt (no passphrase prompts) */
+	guint timeout_s;     /* connect timeout; 0: 10 s */
+} VtGuestSshOptions;
+
+/* Parse "[USER@]HOST[:PORT]" (HOST may be "[v6addr]") into opts. */
+gboolean vt_guest_ssh_parse_target(const char *target, VtGuestSshOptions *opts, GError **error);
+void vt_guest_ssh_options_clear(VtGuestSshOptions *opts);
+
+/* Connect, verify the host key against known_hosts (refusing unknown or
+ * changed keys; the error message carries the SHA256 fingerprint and how to
+ * accept it) and authenticate with a public key. */
+VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *opts, GError **error);
+/* Files below DIR (DIR/proc/kallsyms, ...). */
+VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error);
+void vt_guest_source_close(VtGuestSource *src);
+/* "ssh root@host:port" or the directory. */
+const char *vt_guest_source_describe(const VtGuestSource *src);
+
+/* Read a whole file (read to EOF: /proc files report size 0). */
+GBytes *vt_guest_source_read_file(VtGuestSource *src, const char *path, GError **error);
+/* Read exactly len bytes at offset (short only at EOF: *got tells). */
+gboolean vt_guest_source_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len,
+			       gsize *got, GError **error);
+/* The numeric uid the source reads as (-1 if it cannot tell). */
+gint64 vt_guest_source_uid(VtGuestSource *src);
+
+/* Source implementations fill this in. */
+typedef struct {
+	GBytes *(*read_file)(VtGuestSource *src, const char *path, GError **error);
+	gboolean (*pread)(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len, gsize *got,
+			  GError **error);
+	gint64 (*uid)(VtGuestSource *src);
+	void (*close)(VtGuestSource *src);
+} VtGuestSourceOps;
+
+struct VtGuestSource {
+	const VtGuestSourceOps *ops;
+	char *description;
+};
+
+/* A NUL-terminated copy of b ("" when empty, never NULL). */
+char *vt_guest_bytes_dup(GBytes *b);
+
+/* --- what the guest files say ---------------------------------------- */
+/* Build-id (lower-case hex) from the contents of /sys/kernel/notes. */
+char *vt_guest_build_id_parse(const guint8 *notes, gsize len, GError **error);
+
+typedef struct {
+	guint64 start, end;   /* [start, end) guest virtual addresses */
+	const char *what;     /* "kernel text", "modules/BPF", "entry trampoline" */
+} VtGuestRange;
+
+typedef struct {
+	guint64 stext, etext;        /* 0 if missing */
+	guint64 mod_start, mod_end;  /* 0 if no module/BPF symbols */
+	guint64 entry_start, entry_end; /* __entry_text_start/_end: the PTI-mapped entry code */
+	GArray *trampolines;         /* guint64 addresses of PTI entry trampolines */
+	guint nsyms;
+	gboolean all_zero;           /* every address is 0 (kptr_restrict) */
+} VtGuestKallsyms;
+
+gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKallsyms *ks, GError **error);
+void vt_guest_kallsyms_clear(VtGuestKallsyms *ks);
+/* The ranges decoding needs (page aligned, sorted, merged). */
+GArray *vt_guest_kallsyms_ranges(const VtGuestKallsyms *ks);
+
+/* --- kcore ---------------------------------------------------------- */
+typedef struct {
+	guint64 vaddr, offset, size;  /* a PT_LOAD of the source kcore */
+} VtKcoreSeg;
+
+/* Read the ELF header and program headers of SRC's path (by ranges). */
+GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **error);
+/* Copy the parts of `ranges` that kcore maps into a new ELF64 core file
+ * (ET_CORE, EM_X86_64) at out_path (mode 0600), one PT_LOAD per piece.
+ * *copied: bytes of memory copied. */
+gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray *ranges, const char *out_path,
+			     guint64 *copied, GError **error);
+
+/* --- cache: CACHE/[kernel.kcore]/<build-id>/<YYYYmmddHHMMSShh>/ -------- */
+typedef struct {
+	char *dir;        /* the snapshot directory */
+	gboolean reused;  /* an identical earlier snapshot */
+	gboolean has_kcore;
+} VtGuestSnapshot;
+
+/* An existing snapshot below cache/[kernel.kcore]/build_id with identical
+ * kallsyms and modules (and a kcore if need_kcore); NULL if none. */
+char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
+			  gboolean need_kcore);
+/* A new temporary directory (mode 0700) next to the snapshots. */
+char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
+/* Write a file (mode 0600) into a directory, fsync'ed. */
+gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, GError **error);
+/* Rename the temporary directory to a fresh timestamp directory; returns it. */
+char *vt_guest_cache_commit(const char *tmpdir, GError **error);
+/* Remove a temporary directory and its files. */
+void vt_guest_cache_discard(const char *tmpdir);
+
+/* --- fetch: everything above, in order ------------------------------- */
+typedef struct {
+	const char *cache;   /* the cache directory (perf's ~/.debug) */
+	gboolean kcore;      /* also copy the trimmed kcore */
+} VtGuestFetchOptions;
+
+typedef struct {
+	char *build_id, *osrelease;
+	char *dir;           /* the snapshot directory */
+	char *kallsyms;      /* dir/kallsyms: perf's --guestkallsyms */
+	gboolean reused;     /* an identical earlier snapshot */
+	gboolean has_kcore;
+	guint nsyms;
+	GArray *ranges;      /* VtGuestRange: what the kcore holds */
+	guint64 kcore_bytes; /* bytes of guest memory copied (0 if reused) */
+} VtGuestFetchResult;
+
+gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
+			GError **error);
+void vt_guest_fetch_result_clear(VtGuestFetchResult *res);
+
+/* --- check: OK/WARN/FAIL list (VtCheck of src/host/host.h) ----------- */
+void vt_guest_check(VtGuestSource *src, GPtrArray *checks);
+
+G_END_DECLS
+
+#endif

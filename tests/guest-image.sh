@@ -1,0 +1,115 @@
+#!/bin/sh
+# guest-image.sh - a small Linux guest for tests: the Debian kernel package's
+# kernel (uncompressed vmlinux: PVH entry, fast under TCG, no KASLR) and a
+# busybox initramfs that starts sshd.
+#
+#   tests/guest-image.sh OUTDIR AUTHORIZED_KEYS HOST_KEY
+#
+# writes OUTDIR/vmlinux and OUTDIR/initrd.gz.  The guest brings up eth0
+# (e1000, QEMU user networking 10.0.2.15), runs sshd on port 22 with
+# HOST_KEY (a private key file) and root's AUTHORIZED_KEYS, and prints
+# "VMTRACE-GUEST-READY" on its console when sshd is up.  Boot it with e.g.
+#   qemu-system-x86_64 -accel tcg -m 512 -nodefaults -no-user-config -display none \
+#     -serial file:OUTDIR/console -no-reboot -kernel OUTDIR/vmlinux -initrd OUTDIR/initrd.gz \
+#     -append "console=ttyS0 panic=-1 quiet clocksource=tsc tsc=reliable" \
+#     -netdev user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:PORT-:22 -device e1000,netdev=n0
+#
+# The kernel .deb (apt-get download) and what is unpacked from it are cached
+# in $VMTRACE_TEST_CACHE (default /var/cache/vmtrace-test if writable, else
+# ~/.cache/vmtrace-test), so reruns and CI reuse them.
+# Needs: apt-get, dpkg-deb, xz, cpio, gzip, busybox (static), /usr/sbin/sshd.
+set -eu
+
+# The sshd settings of the test guest and of the tests' host sshd:
+# root by key only, no PAM, SFTP in-process.  (--sshd-config prints them.)
+sshd_common() {
+	cat <<'EOF'
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+Subsystem sftp internal-sftp
+EOF
+}
+[ "${1:-}" = --sshd-config ] && { sshd_common; exit 0; }
+
+[ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY" >&2; exit 2; }
+out=$1 authkeys=$2 hostkey=$3
+for t in dpkg-deb xz cpio gzip ldd; do
+	command -v $t >/dev/null || { echo "$0: $t not found" >&2; exit 1; }
+done
+busybox=$(command -v busybox || true)
+[ -n "$busybox" ] && [ -x /usr/sbin/sshd ] || { echo "$0: needs busybox-static and openssh-server" >&2; exit 1; }
+
+if [ -z "${VMTRACE_TEST_CACHE:-}" ]; then
+	if mkdir -p /var/cache/vmtrace-test 2>/dev/null && [ -w /var/cache/vmtrace-test ]; then
+		VMTRACE_TEST_CACHE=/var/cache/vmtrace-test
+	else
+		VMTRACE_TEST_CACHE=${HOME:-/tmp}/.cache/vmtrace-test
+	fi
+fi
+cache=$VMTRACE_TEST_CACHE
+mkdir -p "$cache" "$out"
+
+# --- kernel: vmlinux + e1000.ko from the Debian package (cached) -----------
+kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+[ -n "$kpkg" ] || kpkg=$(cd "$cache" && ls -d kernel-* 2>/dev/null | sed 's/^kernel-//' | tail -1)
+[ -n "$kpkg" ] || { echo "$0: cannot find the Debian kernel package (apt-get update?)" >&2; exit 1; }
+kdir=$cache/kernel-$kpkg
+if [ ! -s "$kdir/vmlinux" ] || [ ! -s "$kdir/e1000.ko" ]; then
+	work=$(mktemp -d "$cache/tmp.XXXXXX")
+	(cd "$work" && apt-get download "$kpkg" >/dev/null 2>&1) || { rm -rf "$work"; echo "$0: apt-get download $kpkg failed" >&2; exit 1; }
+	(cd "$work" && dpkg-deb --fsys-tarfile "$kpkg"_*.deb | tar -x --wildcards './boot/vmlinuz-*' './lib/modules/*/e1000.ko*')
+	vmlinuz=$(ls "$work"/boot/vmlinuz-*)
+	off=$(LC_ALL=C grep -abo "$(printf '\3757zXZ')" "$vmlinuz" | head -1 | cut -d: -f1)
+	tail -c +$((off + 1)) "$vmlinuz" | xz -dc > "$work/vmlinux" 2>/dev/null || true
+	ko=$(find "$work/lib" -name 'e1000.ko*' | head -1)
+	case $ko in
+	*.xz) xz -dc "$ko" > "$work/e1000.ko" ;;
+	*) cp "$ko" "$work/e1000.ko" ;;
+	esac
+	[ "$(head -c 4 "$work/vmlinux" | od -An -c | tr -d ' ')" = "177ELF" ] || { rm -rf "$work"; echo "$0: could not unpack vmlinux" >&2; exit 1; }
+	mkdir -p "$kdir"
+	mv "$work/vmlinux" "$work/e1000.ko" "$kdir/"
+	rm -rf "$work"
+fi
+cp "$kdir/vmlinux" "$out/vmlinux"
+
+# --- initramfs: busybox, sshd and its libraries, e1000.ko, keys -------------
+root=$(mktemp -d "${TMPDIR:-/tmp}/guest-initrd.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/bin" "$root/sbin" "$root/usr/sbin" "$root/etc/ssh" "$root/root/.ssh" "$root/proc" "$root/sys" \
+	"$root/dev" "$root/run/sshd" "$root/var/empty" "$root/tmp" "$root/lib/modules"
+cp "$busybox" "$root/bin/busybox"
+cp /usr/sbin/sshd "$root/usr/sbin/sshd"
+for lib in $(ldd /usr/sbin/sshd | awk '/=>/ {print $3} /^\t\// {print $1}'); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+cp "$kdir/e1000.ko" "$root/lib/modules/e1000.ko"
+cp "$authkeys" "$root/root/.ssh/authorized_keys"
+cp "$hostkey" "$root/etc/ssh/ssh_host_key"
+chmod 600 "$root/etc/ssh/ssh_host_key" "$root/root/.ssh/authorized_keys"
+chmod 700 "$root/root" "$root/root/.ssh"
+printf 'root:x:0:0:root:/root:/bin/sh\nsshd:x:100:65534::/run/sshd:/bin/false\n' > "$root/etc/passwd"
+printf 'root:*:19000:0:99999:7:::\nsshd:*:19000:0:99999:7:::\n' > "$root/etc/shadow"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+{ printf 'Port 22\nHostKey /etc/ssh/ssh_host_key\n'; sshd_common; } > "$root/etc/ssh/sshd_config"
+cat > "$root/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+/bin/busybox --install -s /sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs dev /dev
+mount -t securityfs none /sys/kernel/security 2>/dev/null
+insmod /lib/modules/e1000.ko
+ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+/usr/sbin/sshd -f /etc/ssh/sshd_config -E /tmp/sshd.log && echo VMTRACE-GUEST-READY
+while :; do sleep 3600; done
+EOF
+chmod 755 "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$out/initrd.gz"

@@ -1,0 +1,70 @@
+# tests/guest-lib.sh - helpers of the guest sideband tests (sourced after
+# lib.sh): throwaway SSH keys, an sshd on 127.0.0.1, cleanup of everything
+# started.
+TEST_GUESTFS=$(dirname "$VMTRACE")/tests/test-guestfs   # libelf core checker (tests/test-guestfs.c)
+GUEST_PIDS=
+GUEST_MOUNTS=
+guest_cleanup() {
+	for m in $GUEST_MOUNTS; do fusermount3 -u "$m" 2>/dev/null || fusermount -u "$m" 2>/dev/null; done
+	for p in $GUEST_PIDS; do kill "$p" 2>/dev/null; done
+	for p in $GUEST_PIDS; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap guest_cleanup EXIT
+trap 'exit 1' INT TERM
+
+need_ssh() {
+	need_python
+	[ -x /usr/sbin/sshd ] && command -v ssh-keygen >/dev/null || skip "needs openssh-server (apt-get install openssh-server)"
+}
+
+# A TCP port nobody listens on (the kernel picks it).
+free_port() {
+	"$PYTHON3" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ssh_keys DIR: DIR/host_ed25519 (server), DIR/id_ed25519 (client).
+ssh_keys() {
+	mkdir -p "$1"
+	ssh-keygen -q -t ed25519 -N '' -C vmtrace-test-host -f "$1/host_ed25519"
+	ssh-keygen -q -t ed25519 -N '' -C vmtrace-test-client -f "$1/id_ed25519"
+}
+
+# known_hosts_for DIR PORT > FILE: the line for the server key.
+known_hosts_for() {
+	echo "[127.0.0.1]:$2 $(cut -d' ' -f1,2 "$1/host_ed25519.pub")"
+}
+
+# wait_port PORT SECONDS: until something accepts on 127.0.0.1:PORT.
+wait_port() {
+	"$PYTHON3" - "$1" "$2" <<'EOF'
+import socket, sys, time
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit(1)
+EOF
+}
+
+# start_sshd DIR PORT: sshd on 127.0.0.1:PORT with DIR's keys (the
+# current user may log in with DIR/id_ed25519).
+start_sshd() {
+	cp "$1/id_ed25519.pub" "$1/authorized_keys"
+	{
+		printf 'ListenAddress 127.0.0.1\nPort %s\nHostKey %s\nPidFile %s\n' "$2" "$1/host_ed25519" "$1/sshd.pid"
+		printf 'AuthorizedKeysFile %s\nStrictModes no\n' "$1/authorized_keys"
+		"$top_srcdir/tests/guest-image.sh" --sshd-config
+	} > "$1/sshd_config"
+	[ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
+	/usr/sbin/sshd -f "$1/sshd_config" -E "$1/sshd.log" || return 1
+	for _ in $(seq 50); do [ -s "$1/sshd.pid" ] && break; sleep 0.1; done
+	GUEST_PIDS="$GUEST_PIDS $(cat "$1/sshd.pid")"
+	wait_port "$2" 10
+}

@@ -1,0 +1,165 @@
+#!/bin/sh
+# vmtrace guest check/fetch --root on prepared guest trees: every check
+# condition (kvm-clock, other clocksources, kptr_restrict, all-zero
+# kallsyms, lockdown, BPF JIT, no kcore), and the kcore trimming on a
+# synthetic /proc/kcore (bytes compared, nothing half-written on errors).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/guest-lib.sh"
+need_python
+
+T=$TMP/guest
+"$PYTHON3" - "$T" <<'EOF'
+import os, struct, sys, random
+t = sys.argv[1]
+def put(path, data, mode='w'):
+    p = os.path.join(t, path.lstrip('/'))
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, mode) as f:
+        f.write(data)
+put('/proc/sys/kernel/osrelease', '6.1.0-test-amd64\n')
+put('/proc/sys/kernel/kptr_restrict', '0\n')
+put('/proc/sys/net/core/bpf_jit_enable', '1\n')
+put('/proc/sys/net/core/bpf_jit_kallsyms', '1\n')
+put('/sys/kernel/security/lockdown', '[none] integrity confidentiality\n')
+put('/sys/devices/system/clocksource/clocksource0/current_clocksource', 'tsc\n')
+put('/sys/devices/system/clocksource/clocksource0/available_clocksource', 'tsc hpet acpi_pm \n')
+bid = bytes(range(0x10, 0x24))
+put('/sys/kernel/notes', struct.pack('<III', 4, 20, 3) + b'GNU\0' + bid, 'wb')
+put('/proc/kallsyms', ''.join([
+    'ffffffff81000000 T _stext\n', 'ffffffff81000000 T startup_64\n', 'ffffffff81001000 T do_syscall_64\n',
+    'ffffffff81230000 T _etext\n', 'ffffffff82000000 D some_data\n',
+    'fffffe0000009000 T __entry_SYSCALL_64_trampoline\n',     # not mapped by this kcore: skipped
+    'ffffffffc0002000 t mod_a_init\t[mod_a]\n', 'ffffffffc0004100 t bpf_prog_0123456789abcdef_x\t[bpf]\n']))
+put('/proc/modules', 'mod_a 8192 0 - Live 0xffffffffc0002000\n')
+# /proc/kcore: PT_NOTE, kernel text (4 MiB), modules (1 MiB), direct map (1 MiB)
+rnd = random.Random(7)
+segs = [(0xffffffff81000000, 0x400000, 0x10000), (0xffffffffc0000000, 0x100000, 0x500000),
+        (0xffff888000000000, 0x100000, 0x700000)]
+eh = b'\x7fELF' + bytes([2, 1, 1]) + bytes(9) + struct.pack('<HHIQQQIHHHHHH', 4, 62, 1, 0, 64, 0, 0, 64, 56,
+                                                                1 + len(segs), 0, 0, 0)
+ph = struct.pack('<IIQQQQQQ', 4, 0, 0x1000, 0, 0, 0, 0, 4)
+for va, size, off in segs:
+    ph += struct.pack('<IIQQQQQQ', 1, 7, off, va, 0, size, size, 4096)
+p = os.path.join(t, 'proc/kcore')
+with open(p, 'wb') as f:
+    f.write(eh + ph)
+    for va, size, off in segs:
+        f.seek(off)
+        f.write(bytes(rnd.getrandbits(8) for _ in range(size)) if size <= 0x100000 else os.urandom(size))
+EOF
+bid=101112131415161718191a1b1c1d1e1f20212223
+cs=$T/sys/devices/system/clocksource/clocksource0/current_clocksource
+gcheck() { "$VMTRACE" guest check --root "$T" "$@" >"$TMP/out" 2>&1; }
+
+gcheck
+check "a good guest: exit 0" test $? -eq 0
+check "a good guest: every check OK" sh -c "! grep -q '^WARN\\|^FAIL' '$TMP/out' && test \$(grep -c '^OK' '$TMP/out') -eq 7"
+check "a good guest: build-id and release" grep -q "kernel 6.1.0-test-amd64, build-id $bid" "$TMP/out"
+check "a good guest: _stext and the module/BPF area from kallsyms" \
+	grep -q "_stext 0xffffffff81000000, module/BPF area 0xffffffffc0002000-0xffffffffc0005100" "$TMP/out"
+
+echo kvm-clock > "$cs"
+gcheck --json
+check "kvm-clock: exit 1" test $? -eq 1
+check "kvm-clock: FAIL with the fix no-kvmclock (JSON)" "$PYTHON3" -c "
+import json
+j = json.load(open('$TMP/out'))
+c = [x for x in j['checks'] if x['name'] == 'clocksource'][0]
+assert c['status'] == 'FAIL' and 'no-kvmclock' in c['fix'] and 'kvm-clock' in c['what'] and j['ok'] is False, c
+"
+echo hpet > "$cs"
+gcheck
+check "hpet: exit 0 (a warning)" test $? -eq 0
+check "hpet: WARN, fix clocksource=tsc" sh -c "grep -q '^WARN clocksource .*clocksource hpet' '$TMP/out' && grep -q 'fix: boot the guest with clocksource=tsc' '$TMP/out'"
+echo tsc > "$cs"
+
+echo 2 > "$T/proc/sys/kernel/kptr_restrict"
+gcheck
+check "kptr_restrict=2: FAIL with sysctl fix" sh -c "grep -q '^FAIL kptr_restrict' '$TMP/out' && grep -q 'fix: sysctl -w kernel.kptr_restrict=1' '$TMP/out'"
+echo 0 > "$T/proc/sys/kernel/kptr_restrict"
+
+cp "$T/proc/kallsyms" "$TMP/kallsyms.good"
+sed 's/^[0-9a-f]*/0000000000000000/' "$TMP/kallsyms.good" > "$T/proc/kallsyms"
+gcheck
+check "all-zero kallsyms: FAIL, exit 1" sh -c "test $? -eq 1 && grep -q '^FAIL kallsyms .*all 8 kallsyms addresses are 0' '$TMP/out'"
+"$VMTRACE" guest fetch --root "$T" -o "$TMP/zc" >/dev/null 2>"$TMP/err"
+check "all-zero kallsyms: fetch refuses" sh -c "test $? -ne 0 && grep -q 'every kallsyms address is 0' '$TMP/err' && test ! -e '$TMP/zc/[kernel.kcore]/$bid/'*[0-9]"
+cp "$TMP/kallsyms.good" "$T/proc/kallsyms"
+
+: > "$T/proc/kallsyms"       # what sshfs without -o direct_io shows
+"$VMTRACE" guest fetch --root "$T" -o "$TMP/zc" >/dev/null 2>"$TMP/err"
+check "empty kallsyms: exit 3, hints at sshfs -o direct_io" sh -c "test $? -eq 3 && grep -q 'kallsyms is empty.*-o direct_io' '$TMP/err'"
+cp "$TMP/kallsyms.good" "$T/proc/kallsyms"
+
+echo 'none integrity [confidentiality]' > "$T/sys/kernel/security/lockdown"
+gcheck
+check "lockdown=confidentiality: FAIL" grep -q '^FAIL lockdown .*confidentiality' "$TMP/out"
+echo '[none] integrity confidentiality' > "$T/sys/kernel/security/lockdown"
+
+echo 0 > "$T/proc/sys/net/core/bpf_jit_kallsyms"
+gcheck
+check "bpf_jit_kallsyms=0: WARN with the sysctl" sh -c "grep -q '^WARN bpf_jit' '$TMP/out' && grep -q 'fix: sysctl -w net.core.bpf_jit_kallsyms=1' '$TMP/out'"
+echo 1 > "$T/proc/sys/net/core/bpf_jit_kallsyms"
+
+# --- fetch: the trimmed kcore --------------------------------------------
+C=$TMP/cache
+"$VMTRACE" guest fetch --root "$T" -o "$C" --json >"$TMP/json" 2>"$TMP/err"
+check "fetch --root: exit 0" test $? -eq 0
+snap=$("$PYTHON3" -c "import json; print(json.load(open('$TMP/json'))['dir'])")
+check "fetch --root: kallsyms, modules, kcore in the snapshot (0600)" \
+	test "$(stat -c '%n %a' "$snap"/* | sed 's|.*/||')" = "kallsyms 600
+kcore 600
+modules 600"
+check "fetch: JSON ranges are the entry trampoline, kernel text and the module/BPF area" "$PYTHON3" -c "
+import json
+j = json.load(open('$TMP/json'))
+r = [(x['start'], x['end'], x['what']) for x in j['ranges']]
+assert r == [('0xfffffe0000009000', '0xfffffe000000a000', 'entry trampoline'), ('0xffffffff81000000', '0xffffffff81230000', 'kernel text'), ('0xffffffffc0002000', '0xffffffffc0006000', 'modules/BPF')], r
+assert j['kcore_bytes'] == 0x230000 + 0x4000, j['kcore_bytes']
+"
+check "trimmed kcore: an ELF core that libelf reads, with only the needed bytes" "$PYTHON3" - "$T/proc/kcore" "$snap/kcore" <<'EOF'
+import struct, sys
+def loads(path):
+    d = open(path, 'rb').read()
+    assert d[:4] == b'\x7fELF' and d[4] == 2 and struct.unpack('<HH', d[16:20]) == (4, 62), path
+    phoff, = struct.unpack('<Q', d[32:40]); phnum, = struct.unpack('<H', d[56:58])
+    out = []
+    for i in range(phnum):
+        t, fl, off, va, pa, fs, ms, al = struct.unpack('<IIQQQQQQ', d[phoff + 56 * i:phoff + 56 * (i + 1)])
+        if t == 1:
+            out.append((va, off, fs))
+    return d, out
+src, ss = loads(sys.argv[1])
+dst, ds = loads(sys.argv[2])
+assert [(va, fs) for va, _, fs in ds] == [(0xffffffff81000000, 0x230000), (0xffffffffc0002000, 0x4000)], ds
+def at(d, segs, va, n):
+    for s, off, fs in segs:
+        if s <= va < s + fs:
+            return d[off + va - s:off + va - s + n]
+for va, _, fs in ds:
+    assert at(dst, ds, va, fs) == at(src, ss, va, fs), hex(va)
+EOF
+check "libelf validates the trimmed kcore; bytes at do_syscall_64 match" \
+		test "$("$TEST_GUESTFS" --peek "$snap/kcore" 0xffffffff81001000 64)" = \
+		"$(od -An -tx1 -v -j $((0x10000 + 0x1000)) -N 64 "$T/proc/kcore" | tr -d ' \n')"
+check "the direct map is not copied" test "$(stat -c %s "$snap/kcore")" -lt $((0x300000))
+
+"$VMTRACE" guest fetch --root "$T" -o "$C" >/dev/null 2>"$TMP/err"
+check "identical guest: the snapshot is reused" grep -qF "same snapshot found in $snap" "$TMP/err"
+
+# a kcore whose module segment lies past the end of the file: no snapshot, nothing half-written
+echo "mod_b 8192 0 - Live 0xffffffffc0010000" >> "$T/proc/modules"
+truncate -s $((0x500000 + 0x8000)) "$T/proc/kcore"
+"$VMTRACE" guest fetch --root "$T" -o "$C" >/dev/null 2>"$TMP/err"
+rc=$?
+check "short kcore: exit 3 (bad input), says where" sh -c "test $rc -eq 3 && grep -q 'short read' '$TMP/err'"
+check "short kcore: only the earlier snapshot, no temporary directory" test "$(ls -A "$C/[kernel.kcore]/$bid")" = "$(basename "$snap")"
+
+rm "$T/proc/kcore"
+gcheck
+check "no /proc/kcore: FAIL with the --no-kcore fix" sh -c "grep -q '^FAIL kcore' '$TMP/out' && grep -q 'fix: .*--no-kcore' '$TMP/out'"
+"$VMTRACE" guest fetch --root "$T" -o "$C" --no-kcore >"$TMP/out" 2>&1
+check "no /proc/kcore: fetch --no-kcore works" test $? -eq 0
+"$VMTRACE" guest check --root "$TMP/nonexistent" >/dev/null 2>&1
+check "--root of a missing directory: exit 1" test $? -eq 1
+finish
