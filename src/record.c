@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "host/domain.h"
+#include "guestfs/guestfs.h"
 #include "host/fsutil.h"
 #include "host/host.h"
 #include "record/capture.h"
@@ -123,6 +124,66 @@ static void kvm_snapshot(VtDomain *d, VmcorrKvmMeta *m, gboolean start)
 	}
 }
 
+/* --kcore: DIR/kcore_dir/{kcore,kallsyms,modules} as perf record --kcore
+ * writes them - the host's /proc/kcore cut down to what decoding needs
+ * (kernel text, the module/BPF area, the PTI entry trampolines: the same
+ * code as `vmtrace guest fetch`), mode 0600 (it is kernel memory).  Fails if
+ * kallsyms or modules change during the copy. */
+static gboolean copy_kcore(const char *dir, uint64_t *copied, GError **error)
+{
+	const char *root = *vt_host_root() ? vt_host_root() : "/";
+	g_autofree char *kd = g_build_filename(dir, "kcore_dir", NULL);
+	g_autofree char *kc = g_build_filename(kd, "kcore", NULL);
+	VtGuestSource *src = vt_guest_source_root_open(root, error);
+	g_autoptr(GBytes) ks = NULL, mods = NULL, ks2 = NULL, mods2 = NULL;
+	VtGuestKallsyms k = { 0 };
+	g_autoptr(GArray) ranges = NULL;
+	gboolean ok = FALSE;
+
+	if (!src)
+		return FALSE;
+	ks = vt_guest_source_read_file(src, "/proc/kallsyms", error);
+	if (!ks)
+		goto out;
+	/* a kernel without modules has no /proc/modules */
+	mods = vt_guest_source_read_file(src, "/proc/modules", NULL);
+	if (!mods)
+		mods = g_bytes_new(NULL, 0);
+	if (!vt_guest_kallsyms_parse(ks, mods, &k, error))
+		goto out;
+	if (k.all_zero) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+			    "--kcore: /proc/kallsyms shows only zero addresses (kptr_restrict); run as root or "
+			    "sysctl -w kernel.kptr_restrict=0");
+		goto out;
+	}
+	ranges = vt_guest_kallsyms_ranges(&k);
+	if (mkdir(kd, 0700) < 0) {
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", kd, g_strerror(errno));
+		goto out;
+	}
+	if (!vt_guest_kcore_copy(src, "/proc/kcore", ranges, kc, copied, error) ||
+	    !vt_guest_cache_write(kd, "kallsyms", ks, error) || !vt_guest_cache_write(kd, "modules", mods, error))
+		goto out;
+	ks2 = vt_guest_source_read_file(src, "/proc/kallsyms", error);
+	mods2 = vt_guest_source_read_file(src, "/proc/modules", NULL);
+	if (!ks2)
+		goto out;
+	if (!mods2)
+		mods2 = g_bytes_new(NULL, 0);
+	if (!g_bytes_equal(ks, ks2) || !g_bytes_equal(mods, mods2)) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED,
+			    "--kcore: kallsyms or modules changed while kcore was copied (a module was loaded?); "
+			    "try again");
+		goto out;
+	}
+	ok = TRUE;
+out:
+	vt_guest_kallsyms_clear(&k);
+	vt_guest_source_close(src);
+	return ok;
+}
+
 /* Move an existing OUT aside as OUT.old, as perf record does. */
 static gboolean move_old(const char *out, GError **error)
 {
@@ -177,7 +238,7 @@ int cmd_record(int argc, char **argv)
 		  "Snapshot mode: keep the newest SIZE bytes per buffer; SIGUSR2 (and the end) write them", "SIZE" },
 		{ "duration", 't', 0, G_OPTION_ARG_DOUBLE, &duration, "Stop after SECONDS (default: at Ctrl-C or when QEMU exits)", "SECONDS" },
 		{ "aux-size", 0, 0, G_OPTION_ARG_STRING, &aux_size, "Trace buffer per thread/CPU, a power of two (default 4M)", "SIZE" },
-		{ "kcore", 0, 0, G_OPTION_ARG_NONE, &kcore, "Also copy the host's kernel image for decoding into DIR/kcore_dir", NULL },
+		{ "kcore", 0, 0, G_OPTION_ARG_NONE, &kcore, "Copy the kernel text and modules from /proc/kcore to DIR/kcore_dir (as perf record --kcore)", NULL },
 		{ "no-tsc-tracepoint", 0, 0, G_OPTION_ARG_NONE, &no_tp, "Do not record kvm:kvm_write_tsc_offset", NULL },
 		{ "progress", 0, 0, G_OPTION_ARG_NONE, &show_progress, "Live progress line even when stderr is not a terminal", NULL },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No mapping, progress or summary on stderr", NULL },
@@ -325,15 +386,6 @@ int cmd_record(int argc, char **argv)
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-seed '%s': expected a number", synth_seed);
 		goto usage_err;
 	}
-	if (kcore) {
-		vt_err("record", "--kcore: %s",
-		       g_file_test("/proc/kcore", G_FILE_TEST_EXISTS)
-			       ? "copying the host's kcore is not implemented yet; use `perf buildid-cache --kcore /proc/kcore`"
-			       : "this kernel has no /proc/kcore (CONFIG_PROC_KCORE is not set); record without --kcore");
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-
 	if (!out)
 		out = g_strdup("perf.data");
 	interactive = !quiet;
@@ -457,6 +509,18 @@ int cmd_record(int argc, char **argv)
 		goto done;
 	}
 	/* 4. record */
+	if (kcore) {
+		uint64_t copied = 0;
+
+		if (!copy_kcore(tmpdir, &copied, &err)) {
+			vt_err("record", "%s", err->message);
+			rc = VT_EXIT_FAILURE;
+			goto done;
+		}
+		if (interactive)
+			fprintf(stderr, "vmtrace record: copied %.1f MiB of kernel memory to %s/kcore_dir\n",
+				copied / 1048576.0, out);
+	}
 	if (stop_signal) {
 		vt_err("record", "interrupted before the recording started; nothing written");
 		rc = VT_EXIT_FAILURE;

@@ -151,6 +151,29 @@ check "MMAP of kvm_intel, named by modules.dep" grep -q "PERF_RECORD_MMAP -1/0: 
 check "MMAP of kvm (not in modules.dep: [kvm])" grep -q "\[0xffffffffc0a00000(0x117000) @ 0\]: x \[kvm\]" mm.out
 check "HEADER_CPUID and the command line in the header" sh -c "timeout 60 '$PERF' report -i mm.data --header-only | grep -q 'cpuid : GenuineIntel' && timeout 60 '$PERF' report -i mm.data --header-only | grep -q 'cmdline : vmtrace record --pid'"
 
+# --kcore: the kernel text and module area of /proc/kcore into
+# DIR/kcore_dir, as perf record --kcore (a prepared kernel tree: this
+# kernel has no /proc/kcore)
+r3=$TMP/root3
+"$PYTHON3" "$top_srcdir/tests/fake-kernel-tree.py" "$r3"
+ln -s /proc/$qpid "$r3/proc/$qpid"
+mkdir -p "$r3/sys/kernel" && for d in debug tracing; do ln -s /sys/kernel/$d "$r3/sys/kernel/$d"; done
+ln -s /sys/devices/system/cpu "$r3/sys/devices/system/cpu"
+VMTRACE_SYSROOT=$r3 rec --pid $qpid --source synth --synth-size 1M --kcore -o kc.data 2>kc.err
+check "--kcore: exit 0, says how much it copied" sh -c "[ $? = 0 ] && grep -q 'copied 2.2 MiB of kernel memory to kc.data/kcore_dir' kc.err"
+check "--kcore: kcore, kallsyms, modules, all 0600" test "$(stat -c '%n %a' kc.data/kcore_dir/* | sed 's#.*/##' | paste -sd,)" = "kallsyms 600,kcore 600,modules 600"
+check "--kcore: kallsyms and modules as the kernel gave them" sh -c "cmp -s kc.data/kcore_dir/kallsyms '$r3/proc/kallsyms' && cmp -s kc.data/kcore_dir/modules '$r3/proc/modules'"
+TEST_GUESTFS=$(dirname "$VMTRACE")/tests/test-guestfs
+check "--kcore: libelf reads the copy; bytes at do_syscall_64 equal /proc/kcore's" \
+	test "$("$TEST_GUESTFS" --peek kc.data/kcore_dir/kcore 0xffffffff81001000 64)" = \
+	"$(od -An -tx1 -v -j $((0x10000 + 0x1000)) -N 64 "$r3/proc/kcore" | tr -d ' \n')"
+check "--kcore: the direct map is not copied" test "$(stat -c %s kc.data/kcore_dir/kcore)" -lt $((0x300000))
+check "--kcore: perf reads the directory" sh -c "timeout 60 '$PERF' report -i kc.data --header-only >/dev/null 2>&1"
+if [ ! -e /proc/kcore ]; then
+	rec --pid $qpid --source synth --synth-size 1M --kcore -o nokc.data >"$TMP/out" 2>&1
+	check "--kcore without /proc/kcore: exit 1, says so, nothing written" sh -c "[ $? = 1 ] && grep -q 'kcore' '$TMP/out' && test ! -e nokc.data"
+fi
+
 # per-CPU, cyc, MTC period 0
 rec --pid $qpid --source synth --synth-size 4M --synth-offset $OFF --per-cpu --cyc --mtc-period 0 -o pc.data -q
 check "per-CPU --cyc record: exit 0" test $? = 0
