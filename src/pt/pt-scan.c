@@ -742,6 +742,226 @@ static inline void mtc_add(struct vt_pt_mtc_acc *acc, uint8_t m)
 	acc->count++;
 }
 
+/* Scalar skipping from p up to the first packet boundary at or after end
+ * (or a packet that cannot be skipped). */
+HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
+				      struct vt_pt_mtc_acc *acc, uint8_t mtc_mask,
+				      uint8_t *flags)
+{
+	uint8_t fl = 0;
+
+	while (p < end) {
+		uint8_t t = skip_tab[*p];
+		unsigned int n = skip_len(t, p, mtc_mask);
+
+		if (!n)
+			break;
+		if (t & 0x40)
+			mtc_add(acc, p[1]);
+		fl |= t;
+		p += n;
+	}
+	*flags |= fl;
+	return p;
+}
+
+/* ---- Window skipping (SSE2).
+ *
+ * The scalar loop is bound by latency: each packet's length needs its
+ * first byte (a load) and a table entry (another load) before the next
+ * packet can be looked at, ~10 cycles a packet.  With cyc=1 about half the
+ * packets are CYC and most others TNT-8, nearly all of one or two bytes.
+ *
+ * Here a window of 64 bytes starting at a packet boundary is classified at
+ * once, with SSE2, into bit masks (bit k = byte k) and a table of sizes,
+ * as if every byte started a packet:
+ *   ends  not a complete one-byte skippable packet (PAD, TNT-8, CYC
+ *         without extension), i.e. where a run of those ends,
+ *   cycx  a CYC header with extension bytes ((b & 7) == 7),
+ *   odd   bit 0 (the "more" bit of CYC extension bytes),
+ *   mtc   an MTC header (only when accumulating MTCs),
+ *   lens  the size of a skippable IP packet (TIP, TIP.PGE, FUP with a
+ *         valid IPBytes: odd sizes) or of an MTC (2), else 0.
+ * Only the packet boundaries where a run of one-byte packets ends are
+ * visited (a count of trailing zeros in `ends`); the boundary after the
+ * packet at j is j + lens[j], or for a CYC with extensions j + 2 + the
+ * number of odd bytes from j + 1 (as cyc_long_len: at most 8 extension
+ * bytes).  Both are computed without branches, and so is the MTC
+ * accumulation: CYC sizes, IP packets and MTCs come in random order.  Any
+ * other packet (MODE, a packet to stop at, an over-long CYC) goes through
+ * skip_len like the scalar loop.  A cyc=1 stream then costs one short
+ * dependency chain per multi-byte packet instead of two loads per packet.
+ *
+ * Bytes that are not packet headers (payloads) are classified too but
+ * never used: masks and sizes are only read at boundaries.  Boundaries
+ * visited stay below WIN_LIM so that a packet found there (at most 9
+ * bytes, and the extension bits a CYC there needs) lies in the window;
+ * the walk then moves on with a window at the next boundary.  A window
+ * starts at most 80 bytes before the end of the buffer, so every boundary
+ * the walk reaches lies before the scalar loop's limit (end - 16); the
+ * scalar loop does the rest.  MTCs are summed per window as
+ * (ticks << 32 | count) in one register.
+ */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_SKIP_WIN 1
+
+#define WIN_LIM		55	/* visit boundaries at window offsets < 55 */
+#define WIN_SENT	(~0ULL << WIN_LIM)
+#define WIN_ROOM	80	/* bytes needed from a window's start to the end */
+
+struct skip_win {
+	uint64_t ends, cycx, odd, mtc;
+	uint8_t lens[64];
+};
+
+static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_mtc)
+{
+	const __m128i k01 = _mm_set1_epi8(0x01), k02 = _mm_set1_epi8(0x02);
+	const __m128i k03 = _mm_set1_epi8(0x03), k07 = _mm_set1_epi8(0x07);
+	const __m128i k0a = _mm_set1_epi8(0x0a), k0c = _mm_set1_epi8(0x0c);
+	const __m128i k0d = _mm_set1_epi8(0x0d), k0e = _mm_set1_epi8(0x0e);
+	const __m128i k11 = _mm_set1_epi8(0x11), k1d = _mm_set1_epi8(0x1d);
+	const __m128i k1f = _mm_set1_epi8(0x1f), k59 = _mm_set1_epi8(0x59);
+	const __m128i zero = _mm_setzero_si128();
+	const __m128i mtc_on = with_mtc ? _mm_set1_epi8(-1) : zero;
+	uint64_t one = 0, cycx = 0, odd = 0, mtc = 0;
+
+	for (int q = 0; q < 4; q++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
+		__m128i lo3 = _mm_and_si128(v, k07), lo5 = _mm_and_si128(v, k1f);
+		__m128i even = _mm_cmpeq_epi8(_mm_and_si128(v, k01), zero);
+		__m128i is1 = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, k02), even),
+					   _mm_cmpeq_epi8(lo3, k03));
+		__m128i isx = _mm_cmpeq_epi8(lo3, k07);
+		__m128i ism = _mm_and_si128(_mm_cmpeq_epi8(v, k59), mtc_on);
+		/* TIP 0x0d, TIP.PGE 0x11, FUP 0x1d in bits 4:0 (not TIP.PGD) */
+		__m128i isip = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lo5, k0d),
+							 _mm_cmpeq_epi8(lo5, k11)),
+					    _mm_cmpeq_epi8(lo5, k1d));
+		/* t = 2 * IPBytes; size 1 + {0,2,4,6,6,-,8,-}[IPBytes] */
+		__m128i t = _mm_and_si128(_mm_srli_epi16(v, 4), k0e);
+		__m128i len = _mm_min_epu8(_mm_or_si128(t, k01), k07);
+		__m128i bad = _mm_cmpeq_epi8(_mm_and_si128(t, k0a), k0a);
+
+		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
+		len = _mm_and_si128(_mm_andnot_si128(bad, isip), len);
+		len = _mm_or_si128(len, _mm_and_si128(ism, k02));
+		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
+		one |= (uint64_t)(uint32_t)_mm_movemask_epi8(is1) << (16 * q);
+		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(isx) << (16 * q);
+		mtc |= (uint64_t)(uint32_t)_mm_movemask_epi8(ism) << (16 * q);
+		/* bit 0 of each byte to bit 7 (pmovmskb takes bit 7) */
+		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
+	}
+	W->ends = ~one | WIN_SENT;
+	W->cycx = cycx;
+	W->odd = odd;
+	W->mtc = mtc;
+}
+
+/* MTC state of a window walk. */
+struct win_mtc {
+	unsigned int last;	/* previous MTC payload */
+	uint64_t wacc;		/* this window's MTCs: ticks << 32 | count */
+};
+
+/* The packet at window offset j (a boundary): returns its size, or 0 or
+ * 10 if skip_len must decide.  Accumulates an MTC there; *ip gets the
+ * (odd) size of an IP packet. */
+HOT_INLINE unsigned int win_event(const struct skip_win *W, const uint8_t *w,
+				  unsigned int j, unsigned int *ip,
+				  struct win_mtc *m)
+{
+	unsigned int n = W->lens[j], r, xm, b, d;
+	uint64_t mm;
+
+	*ip |= n;
+	/* CYC: odd bytes from j + 1, at most 8 counted (then 10: invalid).
+	 * Masks, not conditionals: a branch would miss. */
+	r = (unsigned int)__builtin_ctzll((~W->odd >> (j + 1)) | 0x100);
+	xm = 0u - ((unsigned int)(W->cycx >> j) & 1);
+	n = (n & ~xm) | ((r + 2) & xm);
+	/* MTC: step (payload - last) mod 256, 0 counting as 256 */
+	mm = 0 - ((W->mtc >> j) & 1);
+	b = w[j + 1];
+	d = ((b - m->last - 1) & 0xff) + 1;
+	m->wacc += (((uint64_t)d << 32) | 1) & mm;
+	m->last = (m->last & ~(unsigned int)mm) | (b & (unsigned int)mm);
+	return n;
+}
+
+static inline void win_mtc_flush(struct win_mtc *m, uint64_t *ticks, uint32_t *count)
+{
+	*ticks += m->wacc >> 32;
+	*count += (uint32_t)m->wacc;
+	m->wacc = 0;
+}
+
+/* A packet the window walk leaves to skip_len (never an MTC that is to be
+ * accumulated: those have a size in lens).  Returns its size or 0. */
+static inline unsigned int win_slow(const uint8_t *q, uint8_t *flags)
+{
+	uint8_t t = skip_tab[*q];
+	unsigned int n = skip_len(t, q, 0x40);
+
+	if (n)
+		*flags |= t;
+	return n;
+}
+
+/* Skip from p (a boundary) with windows starting at most at `last`.
+ * Returns the new position, a boundary; *stop is set if a packet that
+ * cannot be skipped is there, else the scalar loop goes on from there. */
+static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
+				struct vt_pt_mtc_acc *acc, uint8_t *flags,
+				int *stop)
+{
+	struct win_mtc m = { acc ? acc->last : 0, 0 };
+	uint64_t ticks = 0;
+	uint32_t count = 0;
+	unsigned int ip = 0;
+	uint8_t fl = 0;
+
+	*stop = 0;
+	while (p <= last) {
+		struct skip_win W;
+		unsigned int i = 0;
+
+		skip_win_load(p, &W, acc != NULL);
+		for (;;) {
+			unsigned int j = i + (unsigned int)__builtin_ctzll(W.ends >> i);
+			unsigned int n;
+
+			if (j >= WIN_LIM) {
+				p += j;
+				break;
+			}
+			n = win_event(&W, p, j, &ip, &m);
+			if (unlikely(n == 0 || n == 10)) {
+				n = win_slow(p + j, &fl);
+				if (!n) {
+					p += j;
+					*stop = 1;
+					goto out;
+				}
+			}
+			i = j + n;
+		}
+		win_mtc_flush(&m, &ticks, &count);
+	}
+out:
+	win_mtc_flush(&m, &ticks, &count);
+	if (acc) {
+		acc->ticks += ticks;
+		acc->count += count;
+		acc->last = (uint8_t)m.last;
+	}
+	*flags |= fl | ((ip & 1) ? 0x80 : 0);
+	return p;
+}
+#endif
+
 size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 {
 	const uint8_t *p = s->pos, *end;
@@ -752,22 +972,124 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 	if (s->bip_ctx || s->end - p < 32)
 		return 0;
 	end = s->end - 16;
-	while (p < end) {
-		uint8_t t = skip_tab[*p];
-		unsigned int n = skip_len(t, p, mtc_mask);
+#ifdef HAVE_SKIP_WIN
+	if (s->end - p >= WIN_ROOM) {
+		int stop;
 
-		if (!n)
-			break;
-		if (t & 0x40)
-			mtc_add(acc, p[1]);
-		flags |= t;
-		p += n;
+		p = skip_win1(p, s->end - WIN_ROOM, acc, &flags, &stop);
+		if (stop)
+			end = p;
 	}
+#endif
+	p = skip_scalar(p, end, acc, mtc_mask, &flags);
 	if (flags & 0x80)
 		s->have_last_ip = 0;
 	s->pos = p;
 	return (size_t)(p - start);
 }
+
+#ifdef HAVE_SKIP_WIN
+/* vt_pt_scan_skip_flow2 with windows: both walks in one loop (their
+ * dependency chains overlap), until one of them stops or gets near the
+ * end of its buffer (then it is finished alone, up to its stop). */
+static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
+		     struct vt_pt_scanner *sb, struct vt_pt_mtc_acc *accb)
+{
+	const uint8_t *pa = sa->pos, *pb = sb->pos;
+	const uint8_t *la = sa->end - WIN_ROOM, *lb = sb->end - WIN_ROOM;
+	struct win_mtc ma = { acca ? acca->last : 0, 0 }, mb = { accb ? accb->last : 0, 0 };
+	uint64_t ta = 0, tb = 0;
+	uint32_t ca = 0, cb = 0;
+	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na = 0, nb = 0;
+	uint8_t fa = 0, fb = 0, mka = acca ? 0 : 0x40, mkb = accb ? 0 : 0x40;
+	struct skip_win Wa, Wb;
+	int stopped = 0, tail = 0;
+
+	skip_win_load(pa, &Wa, acca != NULL);
+	skip_win_load(pb, &Wb, accb != NULL);
+	for (;;) {
+		ja = ia + (unsigned int)__builtin_ctzll(Wa.ends >> ia);
+		jb = ib + (unsigned int)__builtin_ctzll(Wb.ends >> ib);
+		if (unlikely(ja >= WIN_LIM || jb >= WIN_LIM)) {
+			if (ja >= WIN_LIM) {
+				pa += ja;
+				ia = 0;
+				win_mtc_flush(&ma, &ta, &ca);
+				if (pa > la)
+					tail |= 1;
+				else
+					skip_win_load(pa, &Wa, acca != NULL);
+			}
+			if (jb >= WIN_LIM) {
+				pb += jb;
+				ib = 0;
+				win_mtc_flush(&mb, &tb, &cb);
+				if (pb > lb)
+					tail |= 2;
+				else
+					skip_win_load(pb, &Wb, accb != NULL);
+			}
+			if (tail) {
+				ja = jb = 0;	/* positions are pa + ia, pb + ib */
+				break;
+			}
+			continue;
+		}
+		na = win_event(&Wa, pa, ja, &ipa, &ma);
+		nb = win_event(&Wb, pb, jb, &ipb, &mb);
+		if (unlikely(na == 0 || na == 10 || nb == 0 || nb == 10)) {
+			if (na == 0 || na == 10) {
+				na = win_slow(pa + ja, &fa);
+				if (!na)
+					stopped |= 1;
+			}
+			if (nb == 0 || nb == 10) {
+				nb = win_slow(pb + jb, &fb);
+				if (!nb)
+					stopped |= 2;
+			}
+			if (stopped) {
+				/* the other one has handled the packet at its j */
+				ia = ja + na;
+				ib = jb + nb;
+				break;
+			}
+		}
+		ia = ja + na;
+		ib = jb + nb;
+	}
+	win_mtc_flush(&ma, &ta, &ca);
+	win_mtc_flush(&mb, &tb, &cb);
+	pa += ia;
+	pb += ib;
+	if (acca) {
+		acca->ticks += ta;
+		acca->count += ca;
+		acca->last = (uint8_t)ma.last;
+	}
+	if (accb) {
+		accb->ticks += tb;
+		accb->count += cb;
+		accb->last = (uint8_t)mb.last;
+	}
+	/* near the end: finish alone, up to the stop */
+	if (tail & 1) {
+		pa = skip_scalar(pa, sa->end - 16, acca, mka, &fa);
+		stopped |= 1;
+	}
+	if (tail & 2) {
+		pb = skip_scalar(pb, sb->end - 16, accb, mkb, &fb);
+		stopped |= 2;
+	}
+	if ((fa & 0x80) || (ipa & 1))
+		sa->have_last_ip = 0;
+	if ((fb & 0x80) || (ipb & 1))
+		sb->have_last_ip = 0;
+	sa->pos = pa;
+	sb->pos = pb;
+	return stopped;
+}
+#endif
 
 int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb)
@@ -784,6 +1106,10 @@ int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 		stopped |= 2;
 	if (stopped)
 		return stopped;
+#ifdef HAVE_SKIP_WIN
+	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM)
+		return skip_win2(a, acca, b, accb);
+#endif
 	ea = a->end - 16;
 	eb = b->end - 16;
 	/* Two independent dependency chains: the CPU overlaps their loads. */
