@@ -775,32 +775,41 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
  * Here a window of 64 bytes starting at a packet boundary is classified at
  * once, with SSE2, into bit masks (bit k = byte k) and a table of sizes,
  * as if every byte started a packet:
- *   ends  not a complete one-byte skippable packet (PAD, TNT-8, CYC
- *         without extension), i.e. where a run of those ends,
+ *   ends  where a run of "short" packets ends: not PAD, TNT-8, a CYC
+ *         without extension, nor a two-byte CYC (see below),
  *   cycx  a CYC header with extension bytes ((b & 7) == 7),
  *   odd   bit 0 (the "more" bit of CYC extension bytes),
+ *   ip    a skippable IP packet (TIP, TIP.PGE, FUP with valid IPBytes),
  *   mtc   an MTC header (only when accumulating MTCs),
- *   lens  the size of a skippable IP packet (TIP, TIP.PGE, FUP with a
- *         valid IPBytes: odd sizes) or of an MTC (2), else 0.
- * Only the packet boundaries where a run of one-byte packets ends are
+ *   lens  the size of such an IP packet or MTC, else 0.
+ * Only the packet boundaries where a run of short packets ends are
  * visited (a count of trailing zeros in `ends`); the boundary after the
  * packet at j is j + lens[j], or for a CYC with extensions j + 2 + the
  * number of odd bytes from j + 1 (as cyc_long_len: at most 8 extension
- * bytes).  Both are computed without branches, and so is the MTC
- * accumulation: CYC sizes, IP packets and MTCs come in random order.  Any
- * other packet (MODE, a packet to stop at, an over-long CYC) goes through
- * skip_len like the scalar loop.  A cyc=1 stream then costs one short
- * dependency chain per multi-byte packet instead of two loads per packet.
+ * bytes), computed without branches: CYC sizes and IP packets come in
+ * random order.  Any other packet (MODE, a packet to stop at, an
+ * over-long CYC) goes through skip_len like the scalar loop.  The MTCs
+ * and IP packets among the visited boundaries are accounted for once per
+ * window.
+ *
+ * A two-byte CYC (a header, then an extension byte with bit 0 clear) is
+ * part of a run too: neither of its bytes is in `ends`.  Runs only start
+ * at boundaries and only end at an `ends` bit, so a run stepping onto such
+ * a header steps over both bytes, and ends where the real packets end.
+ * Two cases need care: a run reaching the window limit right after such a
+ * header (the next window then starts one byte later), and a boundary
+ * found after a visited packet that is the second byte of such a
+ * "header" (a payload byte looking like one) and is 0x02: a packet to stop
+ * at, not in `ends` (`stop02`, checked after each visited packet).
  *
  * Bytes that are not packet headers (payloads) are classified too but
  * never used: masks and sizes are only read at boundaries.  Boundaries
  * visited stay below WIN_LIM so that a packet found there (at most 9
  * bytes, and the extension bits a CYC there needs) lies in the window;
- * the walk then moves on with a window at the next boundary.  A window
- * starts at most 80 bytes before the end of the buffer, so every boundary
- * the walk reaches lies before the scalar loop's limit (end - 16); the
- * scalar loop does the rest.  MTCs are summed per window as
- * (ticks << 32 | count) in one register.
+ * the walk then goes on with a window at the next boundary.  A window
+ * starts at most WIN_ROOM bytes before the end of the buffer, so every
+ * boundary the walk reaches lies before the scalar loop's limit (end -
+ * 16); the scalar loop does the rest.
  */
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -811,7 +820,7 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 #define WIN_ROOM	80	/* bytes needed from a window's start to the end */
 
 struct skip_win {
-	uint64_t ends, cycx, odd, mtc;
+	uint64_t ends, cycx, cx2, stop02, odd, ip, mtc;
 	uint8_t lens[64];
 };
 
@@ -825,14 +834,16 @@ static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_
 	const __m128i k1f = _mm_set1_epi8(0x1f), k59 = _mm_set1_epi8(0x59);
 	const __m128i zero = _mm_setzero_si128();
 	const __m128i mtc_on = with_mtc ? _mm_set1_epi8(-1) : zero;
-	uint64_t one = 0, cycx = 0, odd = 0, mtc = 0;
+	uint64_t tnt = 0, e02 = 0, one = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
 
 	for (int q = 0; q < 4; q++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
 		__m128i lo3 = _mm_and_si128(v, k07), lo5 = _mm_and_si128(v, k1f);
 		__m128i even = _mm_cmpeq_epi8(_mm_and_si128(v, k01), zero);
-		__m128i is1 = _mm_or_si128(_mm_andnot_si128(_mm_cmpeq_epi8(v, k02), even),
-					   _mm_cmpeq_epi8(lo3, k03));
+		/* PAD or TNT-8 */
+		__m128i is02 = _mm_cmpeq_epi8(v, k02);
+		__m128i ist = _mm_andnot_si128(is02, even);
+		__m128i is1 = _mm_or_si128(ist, _mm_cmpeq_epi8(lo3, k03));
 		__m128i isx = _mm_cmpeq_epi8(lo3, k07);
 		__m128i ism = _mm_and_si128(_mm_cmpeq_epi8(v, k59), mtc_on);
 		/* TIP 0x0d, TIP.PGE 0x11, FUP 0x1d in bits 4:0 (not TIP.PGD) */
@@ -844,58 +855,61 @@ static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_
 		__m128i len = _mm_min_epu8(_mm_or_si128(t, k01), k07);
 		__m128i bad = _mm_cmpeq_epi8(_mm_and_si128(t, k0a), k0a);
 
+		isip = _mm_andnot_si128(bad, isip);
 		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
-		len = _mm_and_si128(_mm_andnot_si128(bad, isip), len);
-		len = _mm_or_si128(len, _mm_and_si128(ism, k02));
+		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(ism, k02));
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
+		tnt |= (uint64_t)(uint32_t)_mm_movemask_epi8(ist) << (16 * q);
+		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(is02) << (16 * q);
 		one |= (uint64_t)(uint32_t)_mm_movemask_epi8(is1) << (16 * q);
 		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(isx) << (16 * q);
+		ip |= (uint64_t)(uint32_t)_mm_movemask_epi8(isip) << (16 * q);
 		mtc |= (uint64_t)(uint32_t)_mm_movemask_epi8(ism) << (16 * q);
 		/* bit 0 of each byte to bit 7 (pmovmskb takes bit 7) */
 		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
 	}
-	W->ends = ~one | WIN_SENT;
 	W->cycx = cycx;
+	W->cx2 = cycx & ((tnt | e02) >> 1);	/* two-byte CYC headers */
+	W->stop02 = (W->cx2 << 1) & e02;
+	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
 	W->odd = odd;
+	W->ip = ip;
 	W->mtc = mtc;
 }
 
-/* MTC state of a window walk. */
-struct win_mtc {
-	unsigned int last;	/* previous MTC payload */
-	uint64_t wacc;		/* this window's MTCs: ticks << 32 | count */
-};
-
-/* The packet at window offset j (a boundary): returns its size, or 0 or
- * 10 if skip_len must decide.  Accumulates an MTC there; *ip gets the
- * (odd) size of an IP packet. */
-HOT_INLINE unsigned int win_event(const struct skip_win *W, const uint8_t *w,
-				  unsigned int j, unsigned int *ip,
-				  struct win_mtc *m)
+/* Size of the packet at window offset j (a boundary), or 0 or 10 if
+ * skip_len must decide. */
+HOT_INLINE unsigned int win_event(const struct skip_win *W, unsigned int j)
 {
-	unsigned int n = W->lens[j], r, xm, b, d;
-	uint64_t mm;
+	unsigned int n = W->lens[j], r, xm;
 
-	*ip |= n;
 	/* CYC: odd bytes from j + 1, at most 8 counted (then 10: invalid).
-	 * Masks, not conditionals: a branch would miss. */
+	 * Masks, not a conditional: a branch would miss. */
 	r = (unsigned int)__builtin_ctzll((~W->odd >> (j + 1)) | 0x100);
 	xm = 0u - ((unsigned int)(W->cycx >> j) & 1);
-	n = (n & ~xm) | ((r + 2) & xm);
-	/* MTC: step (payload - last) mod 256, 0 counting as 256 */
-	mm = 0 - ((W->mtc >> j) & 1);
-	b = w[j + 1];
-	d = ((b - m->last - 1) & 0xff) + 1;
-	m->wacc += (((uint64_t)d << 32) | 1) & mm;
-	m->last = (m->last & ~(unsigned int)mm) | (b & (unsigned int)mm);
-	return n;
+	return (n & ~xm) | ((r + 2) & xm);
 }
 
-static inline void win_mtc_flush(struct win_mtc *m, uint64_t *ticks, uint32_t *count)
+/* The window offset where a run of short packets from i stops at j
+ * (>= WIN_LIM) can be left: one byte further if the run ended on the
+ * header of a two-byte CYC. */
+static inline unsigned int win_leave(const struct skip_win *W, unsigned int i, unsigned int j)
 {
-	*ticks += m->wacc >> 32;
-	*count += (uint32_t)m->wacc;
-	m->wacc = 0;
+	return j + (i < j && ((W->cx2 >> (j - 1)) & 1));
+}
+
+/* Account for the visited boundaries `vis` of window w: MTCs (in order)
+ * and IP packets. */
+static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
+			    struct vt_pt_mtc_acc *acc, unsigned int *ip)
+{
+	uint64_t x = W->mtc & vis;
+
+	*ip |= (W->ip & vis) != 0;
+	while (unlikely(x)) {
+		mtc_add(acc, w[__builtin_ctzll(x) + 1]);
+		x &= x - 1;
+	}
 }
 
 /* A packet the window walk leaves to skip_len (never an MTC that is to be
@@ -917,15 +931,13 @@ static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
 				struct vt_pt_mtc_acc *acc, uint8_t *flags,
 				int *stop)
 {
-	struct win_mtc m = { acc ? acc->last : 0, 0 };
-	uint64_t ticks = 0;
-	uint32_t count = 0;
 	unsigned int ip = 0;
 	uint8_t fl = 0;
 
 	*stop = 0;
 	while (p <= last) {
 		struct skip_win W;
+		uint64_t vis = 0;
 		unsigned int i = 0;
 
 		skip_win_load(p, &W, acc != NULL);
@@ -934,30 +946,32 @@ static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
 			unsigned int n;
 
 			if (j >= WIN_LIM) {
-				p += j;
+				win_done(&W, p, vis, acc, &ip);
+				p += win_leave(&W, i, j);
 				break;
 			}
-			n = win_event(&W, p, j, &ip, &m);
+			n = win_event(&W, j);
+			vis |= 1ULL << j;
 			if (unlikely(n == 0 || n == 10)) {
 				n = win_slow(p + j, &fl);
 				if (!n) {
+					win_done(&W, p, vis, acc, &ip);
 					p += j;
 					*stop = 1;
 					goto out;
 				}
 			}
 			i = j + n;
+			if (unlikely((W.stop02 >> i) & 1)) {
+				win_done(&W, p, vis, acc, &ip);
+				p += i;
+				*stop = 1;
+				goto out;
+			}
 		}
-		win_mtc_flush(&m, &ticks, &count);
 	}
 out:
-	win_mtc_flush(&m, &ticks, &count);
-	if (acc) {
-		acc->ticks += ticks;
-		acc->count += count;
-		acc->last = (uint8_t)m.last;
-	}
-	*flags |= fl | ((ip & 1) ? 0x80 : 0);
+	*flags |= fl | (ip ? 0x80 : 0);
 	return p;
 }
 #endif
@@ -997,10 +1011,8 @@ static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
 {
 	const uint8_t *pa = sa->pos, *pb = sb->pos;
 	const uint8_t *la = sa->end - WIN_ROOM, *lb = sb->end - WIN_ROOM;
-	struct win_mtc ma = { acca ? acca->last : 0, 0 }, mb = { accb ? accb->last : 0, 0 };
-	uint64_t ta = 0, tb = 0;
-	uint32_t ca = 0, cb = 0;
-	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na = 0, nb = 0;
+	uint64_t visa = 0, visb = 0;
+	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na, nb;
 	uint8_t fa = 0, fb = 0, mka = acca ? 0 : 0x40, mkb = accb ? 0 : 0x40;
 	struct skip_win Wa, Wb;
 	int stopped = 0, tail = 0;
@@ -1012,31 +1024,33 @@ static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
 		jb = ib + (unsigned int)__builtin_ctzll(Wb.ends >> ib);
 		if (unlikely(ja >= WIN_LIM || jb >= WIN_LIM)) {
 			if (ja >= WIN_LIM) {
-				pa += ja;
+				win_done(&Wa, pa, visa, acca, &ipa);
+				pa += win_leave(&Wa, ia, ja);
 				ia = 0;
-				win_mtc_flush(&ma, &ta, &ca);
+				visa = 0;
 				if (pa > la)
 					tail |= 1;
 				else
 					skip_win_load(pa, &Wa, acca != NULL);
 			}
 			if (jb >= WIN_LIM) {
-				pb += jb;
+				win_done(&Wb, pb, visb, accb, &ipb);
+				pb += win_leave(&Wb, ib, jb);
 				ib = 0;
-				win_mtc_flush(&mb, &tb, &cb);
+				visb = 0;
 				if (pb > lb)
 					tail |= 2;
 				else
 					skip_win_load(pb, &Wb, accb != NULL);
 			}
-			if (tail) {
-				ja = jb = 0;	/* positions are pa + ia, pb + ib */
-				break;
-			}
+			if (tail)
+				break;	/* positions are pa + ia, pb + ib */
 			continue;
 		}
-		na = win_event(&Wa, pa, ja, &ipa, &ma);
-		nb = win_event(&Wb, pb, jb, &ipb, &mb);
+		na = win_event(&Wa, ja);
+		nb = win_event(&Wb, jb);
+		visa |= 1ULL << ja;
+		visb |= 1ULL << jb;
 		if (unlikely(na == 0 || na == 10 || nb == 0 || nb == 10)) {
 			if (na == 0 || na == 10) {
 				na = win_slow(pa + ja, &fa);
@@ -1049,7 +1063,7 @@ static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
 					stopped |= 2;
 			}
 			if (stopped) {
-				/* the other one has handled the packet at its j */
+				/* the other one has skipped the packet at its j */
 				ia = ja + na;
 				ib = jb + nb;
 				break;
@@ -1057,21 +1071,17 @@ static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
 		}
 		ia = ja + na;
 		ib = jb + nb;
+		if (unlikely(((Wa.stop02 >> ia) | (Wb.stop02 >> ib)) & 1)) {
+			stopped = (int)((Wa.stop02 >> ia) & 1) | (int)((Wb.stop02 >> ib) & 1) << 1;
+			break;
+		}
 	}
-	win_mtc_flush(&ma, &ta, &ca);
-	win_mtc_flush(&mb, &tb, &cb);
+	if (!(tail & 1))
+		win_done(&Wa, pa, visa, acca, &ipa);
+	if (!(tail & 2))
+		win_done(&Wb, pb, visb, accb, &ipb);
 	pa += ia;
 	pb += ib;
-	if (acca) {
-		acca->ticks += ta;
-		acca->count += ca;
-		acca->last = (uint8_t)ma.last;
-	}
-	if (accb) {
-		accb->ticks += tb;
-		accb->count += cb;
-		accb->last = (uint8_t)mb.last;
-	}
 	/* near the end: finish alone, up to the stop */
 	if (tail & 1) {
 		pa = skip_scalar(pa, sa->end - 16, acca, mka, &fa);
@@ -1081,9 +1091,9 @@ static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
 		pb = skip_scalar(pb, sb->end - 16, accb, mkb, &fb);
 		stopped |= 2;
 	}
-	if ((fa & 0x80) || (ipa & 1))
+	if ((fa & 0x80) || ipa)
 		sa->have_last_ip = 0;
-	if ((fb & 0x80) || (ipb & 1))
+	if ((fb & 0x80) || ipb)
 		sb->have_last_ip = 0;
 	sa->pos = pa;
 	sb->pos = pb;
