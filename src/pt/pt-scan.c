@@ -820,7 +820,7 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 #define WIN_ROOM	80	/* bytes needed from a window's start to the end */
 
 struct skip_win {
-	uint64_t ends, cycx, cx2, stop02, odd, ip, mtc;
+	uint64_t ends, cx2, stop02, ip, mtc;
 	uint8_t lens[64];
 };
 
@@ -834,7 +834,7 @@ static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_
 	const __m128i k1f = _mm_set1_epi8(0x1f), k59 = _mm_set1_epi8(0x59);
 	const __m128i zero = _mm_setzero_si128();
 	const __m128i mtc_on = with_mtc ? _mm_set1_epi8(-1) : zero;
-	uint64_t tnt = 0, e02 = 0, one = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+	uint64_t e02 = 0, one = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
 
 	for (int q = 0; q < 4; q++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
@@ -859,7 +859,6 @@ static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_
 		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
 		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(ism, k02));
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
-		tnt |= (uint64_t)(uint32_t)_mm_movemask_epi8(ist) << (16 * q);
 		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(is02) << (16 * q);
 		one |= (uint64_t)(uint32_t)_mm_movemask_epi8(is1) << (16 * q);
 		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(isx) << (16 * q);
@@ -868,26 +867,27 @@ static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_
 		/* bit 0 of each byte to bit 7 (pmovmskb takes bit 7) */
 		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
 	}
-	W->cycx = cycx;
-	W->cx2 = cycx & ((tnt | e02) >> 1);	/* two-byte CYC headers */
+	W->cx2 = cycx & ~(odd >> 1) & ~(1ULL << 63);	/* two-byte CYC headers */
 	W->stop02 = (W->cx2 << 1) & e02;
 	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
-	W->odd = odd;
 	W->ip = ip;
 	W->mtc = mtc;
+	/* Longer CYCs (rare; most of these bits are payload bytes): size 2 +
+	 * the number of odd bytes from k + 1, at most 8 extension bytes (as
+	 * cyc_long_len), else 0 (skip_len decides). */
+	for (uint64_t x = cycx & ~W->cx2 & ~WIN_SENT; x; x &= x - 1) {
+		unsigned int k = (unsigned int)__builtin_ctzll(x);
+		unsigned int r = (unsigned int)__builtin_ctzll((~odd >> (k + 1)) | 0x100);
+
+		W->lens[k] = (uint8_t)(r < 8 ? r + 2 : 0);
+	}
 }
 
-/* Size of the packet at window offset j (a boundary), or 0 or 10 if
- * skip_len must decide. */
+/* Size of the packet at window offset j (a boundary), or 0 if skip_len
+ * must decide. */
 HOT_INLINE unsigned int win_event(const struct skip_win *W, unsigned int j)
 {
-	unsigned int n = W->lens[j], r, xm;
-
-	/* CYC: odd bytes from j + 1, at most 8 counted (then 10: invalid).
-	 * Masks, not a conditional: a branch would miss. */
-	r = (unsigned int)__builtin_ctzll((~W->odd >> (j + 1)) | 0x100);
-	xm = 0u - ((unsigned int)(W->cycx >> j) & 1);
-	return (n & ~xm) | ((r + 2) & xm);
+	return W->lens[j];
 }
 
 /* The window offset where a run of short packets from i stops at j
@@ -952,7 +952,7 @@ static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
 			}
 			n = win_event(&W, j);
 			vis |= 1ULL << j;
-			if (unlikely(n == 0 || n == 10)) {
+			if (unlikely(n == 0)) {
 				n = win_slow(p + j, &fl);
 				if (!n) {
 					win_done(&W, p, vis, acc, &ip);
@@ -1051,13 +1051,13 @@ static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
 		nb = win_event(&Wb, jb);
 		visa |= 1ULL << ja;
 		visb |= 1ULL << jb;
-		if (unlikely(na == 0 || na == 10 || nb == 0 || nb == 10)) {
-			if (na == 0 || na == 10) {
+		if (unlikely(na == 0 || nb == 0)) {
+			if (na == 0) {
 				na = win_slow(pa + ja, &fa);
 				if (!na)
 					stopped |= 1;
 			}
-			if (nb == 0 || nb == 10) {
+			if (nb == 0) {
 				nb = win_slow(pb + jb, &fb);
 				if (!nb)
 					stopped |= 2;
