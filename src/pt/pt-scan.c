@@ -824,32 +824,38 @@ struct skip_win {
 	uint8_t lens[64];
 };
 
-static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_mtc)
+/* The masks from the per-byte classes (bit k = byte k). */
+static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cycx,
+				   uint64_t odd, uint64_t e02, uint64_t ip, uint64_t mtc)
+{
+	W->cx2 = cycx & ~(odd >> 1) & ~(1ULL << 63);	/* two-byte CYC headers */
+	W->stop02 = (W->cx2 << 1) & e02;
+	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
+	W->ip = ip;
+	W->mtc = mtc;
+}
+
+/* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
+ * same computation as skip_win_load_avx2. */
+HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W, int with_mtc)
 {
 	const __m128i k01 = _mm_set1_epi8(0x01), k02 = _mm_set1_epi8(0x02);
 	const __m128i k03 = _mm_set1_epi8(0x03), k07 = _mm_set1_epi8(0x07);
 	const __m128i k0a = _mm_set1_epi8(0x0a), k0c = _mm_set1_epi8(0x0c);
 	const __m128i k0d = _mm_set1_epi8(0x0d), k0e = _mm_set1_epi8(0x0e);
-	const __m128i k11 = _mm_set1_epi8(0x11), k1d = _mm_set1_epi8(0x1d);
+	const __m128i k0f = _mm_set1_epi8(0x0f), k11 = _mm_set1_epi8(0x11);
 	const __m128i k1f = _mm_set1_epi8(0x1f), k59 = _mm_set1_epi8(0x59);
-	const __m128i zero = _mm_setzero_si128();
-	const __m128i mtc_on = with_mtc ? _mm_set1_epi8(-1) : zero;
-	uint64_t e02 = 0, one = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+	const __m128i mtc_on = with_mtc ? _mm_set1_epi8(-1) : _mm_setzero_si128();
+	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
 
 	for (int q = 0; q < 4; q++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
-		__m128i lo3 = _mm_and_si128(v, k07), lo5 = _mm_and_si128(v, k1f);
-		__m128i even = _mm_cmpeq_epi8(_mm_and_si128(v, k01), zero);
-		/* PAD or TNT-8 */
-		__m128i is02 = _mm_cmpeq_epi8(v, k02);
-		__m128i ist = _mm_andnot_si128(is02, even);
-		__m128i is1 = _mm_or_si128(ist, _mm_cmpeq_epi8(lo3, k03));
-		__m128i isx = _mm_cmpeq_epi8(lo3, k07);
+		__m128i lo3 = _mm_and_si128(v, k07);
 		__m128i ism = _mm_and_si128(_mm_cmpeq_epi8(v, k59), mtc_on);
-		/* TIP 0x0d, TIP.PGE 0x11, FUP 0x1d in bits 4:0 (not TIP.PGD) */
-		__m128i isip = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(lo5, k0d),
-							 _mm_cmpeq_epi8(lo5, k11)),
-					    _mm_cmpeq_epi8(lo5, k1d));
+		/* TIP 0x0d, FUP 0x1d (bits 3:0 = 0xd), TIP.PGE 0x11 in bits
+		 * 4:0 (not TIP.PGD 0x01) */
+		__m128i isip = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v, k0f), k0d),
+					    _mm_cmpeq_epi8(_mm_and_si128(v, k1f), k11));
 		/* t = 2 * IPBytes; size 1 + {0,2,4,6,6,-,8,-}[IPBytes] */
 		__m128i t = _mm_and_si128(_mm_srli_epi16(v, 4), k0e);
 		__m128i len = _mm_min_epu8(_mm_or_si128(t, k01), k07);
@@ -859,29 +865,59 @@ static inline void skip_win_load(const uint8_t *w, struct skip_win *W, int with_
 		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
 		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(ism, k02));
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
-		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(is02) << (16 * q);
-		one |= (uint64_t)(uint32_t)_mm_movemask_epi8(is1) << (16 * q);
-		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(isx) << (16 * q);
+		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, k02)) << (16 * q);
+		c3 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k03)) << (16 * q);
+		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k07)) << (16 * q);
 		ip |= (uint64_t)(uint32_t)_mm_movemask_epi8(isip) << (16 * q);
 		mtc |= (uint64_t)(uint32_t)_mm_movemask_epi8(ism) << (16 * q);
 		/* bit 0 of each byte to bit 7 (pmovmskb takes bit 7) */
 		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
 	}
-	W->cx2 = cycx & ~(odd >> 1) & ~(1ULL << 63);	/* two-byte CYC headers */
-	W->stop02 = (W->cx2 << 1) & e02;
-	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
-	W->ip = ip;
-	W->mtc = mtc;
-	/* Longer CYCs (rare; most of these bits are payload bytes): size 2 +
-	 * the number of odd bytes from k + 1, at most 8 extension bytes (as
-	 * cyc_long_len), else 0 (skip_len decides). */
-	for (uint64_t x = cycx & ~W->cx2 & ~WIN_SENT; x; x &= x - 1) {
-		unsigned int k = (unsigned int)__builtin_ctzll(x);
-		unsigned int r = (unsigned int)__builtin_ctzll((~odd >> (k + 1)) | 0x100);
-
-		W->lens[k] = (uint8_t)(r < 8 ? r + 2 : 0);
-	}
+	/* one-byte packets: PAD/TNT-8 (even, not 0x02), CYC without extension */
+	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc);
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_SKIP_WIN_AVX2 1
+
+/* skip_win_load_sse2, 32 bytes at a time. */
+__attribute__((target("avx2"), always_inline))
+static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W, int with_mtc)
+{
+	const __m256i k01 = _mm256_set1_epi8(0x01), k02 = _mm256_set1_epi8(0x02);
+	const __m256i k03 = _mm256_set1_epi8(0x03), k07 = _mm256_set1_epi8(0x07);
+	const __m256i k0a = _mm256_set1_epi8(0x0a), k0c = _mm256_set1_epi8(0x0c);
+	const __m256i k0d = _mm256_set1_epi8(0x0d), k0e = _mm256_set1_epi8(0x0e);
+	const __m256i k0f = _mm256_set1_epi8(0x0f), k11 = _mm256_set1_epi8(0x11);
+	const __m256i k1f = _mm256_set1_epi8(0x1f), k59 = _mm256_set1_epi8(0x59);
+	const __m256i mtc_on = with_mtc ? _mm256_set1_epi8(-1) : _mm256_setzero_si256();
+	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+
+	for (int q = 0; q < 2; q++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q));
+		__m256i lo3 = _mm256_and_si256(v, k07);
+		__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, k59), mtc_on);
+		__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, k0f), k0d),
+					       _mm256_cmpeq_epi8(_mm256_and_si256(v, k1f), k11));
+		__m256i t = _mm256_and_si256(_mm256_srli_epi16(v, 4), k0e);
+		__m256i len = _mm256_min_epu8(_mm256_or_si256(t, k01), k07);
+		__m256i bad = _mm256_cmpeq_epi8(_mm256_and_si256(t, k0a), k0a);
+
+		isip = _mm256_andnot_si256(bad, isip);
+		len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, k0c), k02));
+		len = _mm256_or_si256(_mm256_and_si256(isip, len), _mm256_and_si256(ism, k02));
+		_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32 * q), len);
+		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, k02)) << (32 * q);
+		c3 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k03)) << (32 * q);
+		cycx |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k07)) << (32 * q);
+		ip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(isip) << (32 * q);
+		mtc |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ism) << (32 * q);
+		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
+	}
+	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc);
+}
+#endif
 
 /* Size of the packet at window offset j (a boundary), or 0 if skip_len
  * must decide. */
@@ -924,56 +960,49 @@ static inline unsigned int win_slow(const uint8_t *q, uint8_t *flags)
 	return n;
 }
 
-/* Skip from p (a boundary) with windows starting at most at `last`.
- * Returns the new position, a boundary; *stop is set if a packet that
- * cannot be skipped is there, else the scalar loop goes on from there. */
-static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
-				struct vt_pt_mtc_acc *acc, uint8_t *flags,
-				int *stop)
+/* The walks, once per instruction set. */
+#define SKW(name)	name##_sse2
+#define SKW_ATTR
+#include "pt-skip-win.h"
+#undef SKW
+#undef SKW_ATTR
+#ifdef HAVE_SKIP_WIN_AVX2
+#define SKW(name)	name##_avx2
+#define SKW_ATTR	__attribute__((target("avx2")))
+#include "pt-skip-win.h"
+#undef SKW
+#undef SKW_ATTR
+#endif
+
+static inline int skip_win_avx2(void)
 {
-	unsigned int ip = 0;
-	uint8_t fl = 0;
-
-	*stop = 0;
-	while (p <= last) {
-		struct skip_win W;
-		uint64_t vis = 0;
-		unsigned int i = 0;
-
-		skip_win_load(p, &W, acc != NULL);
-		for (;;) {
-			unsigned int j = i + (unsigned int)__builtin_ctzll(W.ends >> i);
-			unsigned int n;
-
-			if (j >= WIN_LIM) {
-				win_done(&W, p, vis, acc, &ip);
-				p += win_leave(&W, i, j);
-				break;
-			}
-			n = win_event(&W, j);
-			vis |= 1ULL << j;
-			if (unlikely(n == 0)) {
-				n = win_slow(p + j, &fl);
-				if (!n) {
-					win_done(&W, p, vis, acc, &ip);
-					p += j;
-					*stop = 1;
-					goto out;
-				}
-			}
-			i = j + n;
-			if (unlikely((W.stop02 >> i) & 1)) {
-				win_done(&W, p, vis, acc, &ip);
-				p += i;
-				*stop = 1;
-				goto out;
-			}
-		}
-	}
-out:
-	*flags |= fl | (ip ? 0x80 : 0);
-	return p;
+#ifdef HAVE_SKIP_WIN_AVX2
+	return __builtin_cpu_supports("avx2");
+#else
+	return 0;
+#endif
 }
+
+static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
+				struct vt_pt_mtc_acc *acc, uint8_t *flags, int *stop)
+{
+#ifdef HAVE_SKIP_WIN_AVX2
+	if (skip_win_avx2())
+		return skip_win1_avx2(p, last, acc, flags, stop);
+#endif
+	return skip_win1_sse2(p, last, acc, flags, stop);
+}
+
+static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
+		     struct vt_pt_scanner *sb, struct vt_pt_mtc_acc *accb)
+{
+#ifdef HAVE_SKIP_WIN_AVX2
+	if (skip_win_avx2())
+		return skip_win2_avx2(sa, acca, sb, accb);
+#endif
+	return skip_win2_sse2(sa, acca, sb, accb);
+}
+
 #endif
 
 size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
@@ -1001,105 +1030,6 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 	s->pos = p;
 	return (size_t)(p - start);
 }
-
-#ifdef HAVE_SKIP_WIN
-/* vt_pt_scan_skip_flow2 with windows: both walks in one loop (their
- * dependency chains overlap), until one of them stops or gets near the
- * end of its buffer (then it is finished alone, up to its stop). */
-static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
-		     struct vt_pt_scanner *sb, struct vt_pt_mtc_acc *accb)
-{
-	const uint8_t *pa = sa->pos, *pb = sb->pos;
-	const uint8_t *la = sa->end - WIN_ROOM, *lb = sb->end - WIN_ROOM;
-	uint64_t visa = 0, visb = 0;
-	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na, nb;
-	uint8_t fa = 0, fb = 0, mka = acca ? 0 : 0x40, mkb = accb ? 0 : 0x40;
-	struct skip_win Wa, Wb;
-	int stopped = 0, tail = 0;
-
-	skip_win_load(pa, &Wa, acca != NULL);
-	skip_win_load(pb, &Wb, accb != NULL);
-	for (;;) {
-		ja = ia + (unsigned int)__builtin_ctzll(Wa.ends >> ia);
-		jb = ib + (unsigned int)__builtin_ctzll(Wb.ends >> ib);
-		if (unlikely(ja >= WIN_LIM || jb >= WIN_LIM)) {
-			if (ja >= WIN_LIM) {
-				win_done(&Wa, pa, visa, acca, &ipa);
-				pa += win_leave(&Wa, ia, ja);
-				ia = 0;
-				visa = 0;
-				if (pa > la)
-					tail |= 1;
-				else
-					skip_win_load(pa, &Wa, acca != NULL);
-			}
-			if (jb >= WIN_LIM) {
-				win_done(&Wb, pb, visb, accb, &ipb);
-				pb += win_leave(&Wb, ib, jb);
-				ib = 0;
-				visb = 0;
-				if (pb > lb)
-					tail |= 2;
-				else
-					skip_win_load(pb, &Wb, accb != NULL);
-			}
-			if (tail)
-				break;	/* positions are pa + ia, pb + ib */
-			continue;
-		}
-		na = win_event(&Wa, ja);
-		nb = win_event(&Wb, jb);
-		visa |= 1ULL << ja;
-		visb |= 1ULL << jb;
-		if (unlikely(na == 0 || nb == 0)) {
-			if (na == 0) {
-				na = win_slow(pa + ja, &fa);
-				if (!na)
-					stopped |= 1;
-			}
-			if (nb == 0) {
-				nb = win_slow(pb + jb, &fb);
-				if (!nb)
-					stopped |= 2;
-			}
-			if (stopped) {
-				/* the other one has skipped the packet at its j */
-				ia = ja + na;
-				ib = jb + nb;
-				break;
-			}
-		}
-		ia = ja + na;
-		ib = jb + nb;
-		if (unlikely(((Wa.stop02 >> ia) | (Wb.stop02 >> ib)) & 1)) {
-			stopped = (int)((Wa.stop02 >> ia) & 1) | (int)((Wb.stop02 >> ib) & 1) << 1;
-			break;
-		}
-	}
-	if (!(tail & 1))
-		win_done(&Wa, pa, visa, acca, &ipa);
-	if (!(tail & 2))
-		win_done(&Wb, pb, visb, accb, &ipb);
-	pa += ia;
-	pb += ib;
-	/* near the end: finish alone, up to the stop */
-	if (tail & 1) {
-		pa = skip_scalar(pa, sa->end - 16, acca, mka, &fa);
-		stopped |= 1;
-	}
-	if (tail & 2) {
-		pb = skip_scalar(pb, sb->end - 16, accb, mkb, &fb);
-		stopped |= 2;
-	}
-	if ((fa & 0x80) || ipa)
-		sa->have_last_ip = 0;
-	if ((fb & 0x80) || ipb)
-		sb->have_last_ip = 0;
-	sa->pos = pa;
-	sb->pos = pb;
-	return stopped;
-}
-#endif
 
 int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb)
