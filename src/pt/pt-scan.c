@@ -882,7 +882,7 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W, int wit
 #define HAVE_SKIP_WIN_AVX2 1
 
 /* skip_win_load_sse2, 32 bytes at a time. */
-__attribute__((target("avx2"), always_inline))
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
 static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W, int with_mtc)
 {
 	const __m256i k01 = _mm256_set1_epi8(0x01), k02 = _mm256_set1_epi8(0x02);
@@ -968,7 +968,7 @@ static inline unsigned int win_slow(const uint8_t *q, uint8_t *flags)
 #undef SKW_ATTR
 #ifdef HAVE_SKIP_WIN_AVX2
 #define SKW(name)	name##_avx2
-#define SKW_ATTR	__attribute__((target("avx2")))
+#define SKW_ATTR	__attribute__((target("avx2,bmi,bmi2")))
 #include "pt-skip-win.h"
 #undef SKW
 #undef SKW_ATTR
@@ -977,7 +977,7 @@ static inline unsigned int win_slow(const uint8_t *q, uint8_t *flags)
 static inline int skip_win_avx2(void)
 {
 #ifdef HAVE_SKIP_WIN_AVX2
-	return __builtin_cpu_supports("avx2");
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
 #else
 	return 0;
 #endif
