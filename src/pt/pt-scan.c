@@ -974,36 +974,55 @@ static inline unsigned int win_slow(const uint8_t *q, uint8_t *flags)
 #undef SKW_ATTR
 #endif
 
-static inline int skip_win_avx2(void)
+#endif
+
+/* Implementation selection (vt_pt_scan_skip_select). */
+static int skip_impl = VT_PT_SKIP_AUTO;
+
+static int skip_have(int impl)
 {
+	switch (impl) {
+	case VT_PT_SKIP_AUTO:
+	case VT_PT_SKIP_SCALAR:
+		return 1;
+#ifdef HAVE_SKIP_WIN
+	case VT_PT_SKIP_SSE2:
+		return 1;
+#endif
 #ifdef HAVE_SKIP_WIN_AVX2
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
-#else
+	case VT_PT_SKIP_AVX2:
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#endif
+	default:
+		return 0;
+	}
+}
+
+int vt_pt_scan_skip_select(enum vt_pt_skip_impl impl)
+{
+	if (!skip_have(impl))
+		return -1;
+	skip_impl = impl;
 	return 0;
-#endif
 }
 
-static const uint8_t *skip_win1(const uint8_t *p, const uint8_t *last,
-				struct vt_pt_mtc_acc *acc, uint8_t *flags, int *stop)
+/* The implementation to use now. */
+static inline int skip_impl_now(void)
 {
-#ifdef HAVE_SKIP_WIN_AVX2
-	if (skip_win_avx2())
-		return skip_win1_avx2(p, last, acc, flags, stop);
-#endif
-	return skip_win1_sse2(p, last, acc, flags, stop);
-}
+	int impl = skip_impl;
 
-static int skip_win2(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
-		     struct vt_pt_scanner *sb, struct vt_pt_mtc_acc *accb)
-{
+	if (impl != VT_PT_SKIP_AUTO)
+		return impl;
 #ifdef HAVE_SKIP_WIN_AVX2
-	if (skip_win_avx2())
-		return skip_win2_avx2(sa, acca, sb, accb);
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
+		return VT_PT_SKIP_AVX2;
 #endif
-	return skip_win2_sse2(sa, acca, sb, accb);
+#ifdef HAVE_SKIP_WIN
+	return VT_PT_SKIP_SSE2;
+#else
+	return VT_PT_SKIP_SCALAR;
+#endif
 }
-
-#endif
 
 size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 {
@@ -1017,9 +1036,15 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 	end = s->end - 16;
 #ifdef HAVE_SKIP_WIN
 	if (s->end - p >= WIN_ROOM) {
-		int stop;
+		int impl = skip_impl_now(), stop = 0;
 
-		p = skip_win1(p, s->end - WIN_ROOM, acc, &flags, &stop);
+# ifdef HAVE_SKIP_WIN_AVX2
+		if (impl == VT_PT_SKIP_AVX2)
+			p = skip_win1_avx2(p, s->end - WIN_ROOM, acc, &flags, &stop);
+		else
+# endif
+		if (impl == VT_PT_SKIP_SSE2)
+			p = skip_win1_sse2(p, s->end - WIN_ROOM, acc, &flags, &stop);
 		if (stop)
 			end = p;
 	}
@@ -1047,8 +1072,16 @@ int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 	if (stopped)
 		return stopped;
 #ifdef HAVE_SKIP_WIN
-	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM)
-		return skip_win2(a, acca, b, accb);
+	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
+		int impl = skip_impl_now();
+
+# ifdef HAVE_SKIP_WIN_AVX2
+		if (impl == VT_PT_SKIP_AVX2)
+			return skip_win2_avx2(a, acca, b, accb);
+# endif
+		if (impl == VT_PT_SKIP_SSE2)
+			return skip_win2_sse2(a, acca, b, accb);
+	}
 #endif
 	ea = a->end - 16;
 	eb = b->end - 16;

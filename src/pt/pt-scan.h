@@ -165,6 +165,19 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc);
 int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb);
 
+/* The implementations of vt_pt_scan_skip_flow/_flow2: all give the same
+ * results (the windowed ones classify 64 bytes at a time with SIMD).  By
+ * default (AUTO) the fastest one this build and CPU have is used; tests
+ * and benchmarks can pick one.  Returns 0, or -1 (and changes nothing) if
+ * it is not available here.  Not thread-safe: call it before scanning. */
+enum vt_pt_skip_impl {
+	VT_PT_SKIP_AUTO = 0,
+	VT_PT_SKIP_SCALAR,	/* one packet at a time */
+	VT_PT_SKIP_SSE2,	/* 64-byte windows, SSE2 (x86-64 baseline) */
+	VT_PT_SKIP_AVX2,	/* 64-byte windows, AVX2 + BMI2 */
+};
+int vt_pt_scan_skip_select(enum vt_pt_skip_impl impl);
+
 static inline uint64_t vt_pt_scan_offset(const struct vt_pt_scanner *s)
 {
 	return s->base + (uint64_t)(s->pos - s->begin);
