@@ -89,14 +89,17 @@ static size_t gen_stream(GRand *r, uint8_t *buf, size_t cap)
 	return len;
 }
 
-static gboolean skippable(const struct vt_pt_packet *p, gboolean with_mtc)
+/* with_mtc: 0 (no accumulator), 1 (MTCs), 2 (MTCs and PIPs) */
+static gboolean skippable(const struct vt_pt_packet *p, int with_mtc)
 {
 	switch (p->type) {
+	case VT_PT_PIP:
+		return with_mtc == 2;
 	case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_CYC: case VT_PT_TIP:
 	case VT_PT_TIP_PGE: case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
 		return TRUE;
 	case VT_PT_MTC:
-		return with_mtc;
+		return with_mtc != 0;
 	default:
 		return FALSE;
 	}
@@ -104,7 +107,7 @@ static gboolean skippable(const struct vt_pt_packet *p, gboolean with_mtc)
 
 /* Reference: walk with the full scanner from `from`; return where skipping
  * must stop and the MTC ticks on the way (perf's rule: equal -> 256). */
-static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8_t *from, gboolean with_mtc,
+static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8_t *from, int with_mtc,
 				     struct vt_pt_mtc_acc *acc, gboolean *ip_skipped)
 {
 	struct vt_pt_scanner s;
@@ -121,6 +124,10 @@ static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8
 			return at;
 		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
 			*ip_skipped = TRUE;
+		if (p.type == VT_PT_PIP) {
+			acc->pip_nr = p.u.pip.nr;
+			acc->pip_count++;
+		}
 		if (p.type == VT_PT_MTC) {
 			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
 							 : (unsigned)p.u.mtc + 256 - acc->last;
@@ -135,7 +142,7 @@ static const char *const impl_name[] = { "auto", "scalar", "sse2", "avx2" };
 /* Skip from every stop to the next through buf[0, len) (and, for `all`,
  * from every offset) with the implementation selected, against the
  * reference.  Returns the number of skips checked. */
-static guint check_single(const uint8_t *buf, size_t len, gboolean with_mtc, gboolean all)
+static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean all)
 {
 	struct vt_pt_scanner s;
 	struct vt_pt_packet p;
@@ -147,7 +154,8 @@ static guint check_single(const uint8_t *buf, size_t len, gboolean with_mtc, gbo
 			break;
 		s.pos = buf + off;
 		while (s.end - s.pos > 32) {
-			struct vt_pt_mtc_acc got = { .last = 0x42 }, want = { .last = 0x42 };
+			struct vt_pt_mtc_acc got = { .last = 0x42, .skip_pip = with_mtc == 2, .pip_nr = 7 };
+			struct vt_pt_mtc_acc want = got;
 			const uint8_t *from = s.pos;
 			gboolean ip;
 			const uint8_t *stop = reference_stop(buf, len, from, with_mtc, &want, &ip);
@@ -162,6 +170,8 @@ static guint check_single(const uint8_t *buf, size_t len, gboolean with_mtc, gbo
 				g_assert_cmpuint(got.ticks, ==, want.ticks);
 				g_assert_cmpuint(got.count, ==, want.count);
 				g_assert_cmpuint(got.last, ==, want.last);
+				g_assert_cmpuint(got.pip_count, ==, want.pip_count);
+				g_assert_cmpuint(got.pip_nr, ==, want.pip_nr);
 			}
 			n++;
 			if (all)
@@ -183,11 +193,11 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 	vt_pt_scan_init(&sa, a, la, 0);
 	vt_pt_scan_init(&sb, b, lb, 0);
 	while (sa.end - sa.pos > 32 && sb.end - sb.pos > 32) {
-		struct vt_pt_mtc_acc ga = { .last = 1 }, gb = { .last = 2 }, wa = { .last = 1 }, wb = { .last = 2 };
+		struct vt_pt_mtc_acc ga = { .last = 1, .skip_pip = 1 }, gb = { .last = 2 }, wa = ga, wb = gb;
 		const uint8_t *fa = sa.pos, *fb = sb.pos;
 		gboolean ipa, ipb;
-		const uint8_t *stop_a = reference_stop(a, la, fa, TRUE, &wa, &ipa);
-		const uint8_t *stop_b = reference_stop(b, lb, fb, TRUE, &wb, &ipb);
+		const uint8_t *stop_a = reference_stop(a, la, fa, 2, &wa, &ipa);
+		const uint8_t *stop_b = reference_stop(b, lb, fb, 1, &wb, &ipb);
 		int stopped;
 
 		sa.have_last_ip = sb.have_last_ip = 1;
@@ -205,19 +215,23 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 			g_assert_cmpuint(ga.ticks, ==, wa.ticks);
 			g_assert_cmpuint(ga.count, ==, wa.count);
 			g_assert_cmpuint(ga.last, ==, wa.last);
+			g_assert_cmpuint(ga.pip_count, ==, wa.pip_count);
+			g_assert_cmpuint(ga.pip_nr, ==, wa.pip_nr);
+			g_assert_cmpuint(gb.pip_count, ==, 0);
 			g_assert_cmpint(sa.have_last_ip, ==, !ipa);
 			if (vt_pt_scan_next(&sa, &p) <= 0)
 				break;
 		} else {
 			/* stopped in the middle: it resumes from a boundary,
 			 * so finishing the run from there must agree too */
-			struct vt_pt_mtc_acc ra = { .last = ga.last };
+			struct vt_pt_mtc_acc ra = { .last = ga.last, .skip_pip = 1 };
 			gboolean ipr;
-			const uint8_t *r = reference_stop(a, la, sa.pos, TRUE, &ra, &ipr);
+			const uint8_t *r = reference_stop(a, la, sa.pos, 2, &ra, &ipr);
 
 			g_assert_true(r == stop_a);
 			g_assert_cmpuint(ga.ticks + ra.ticks, ==, wa.ticks);
 			g_assert_cmpuint(ga.count + ra.count, ==, wa.count);
+			g_assert_cmpuint(ga.pip_count + ra.pip_count, ==, wa.pip_count);
 		}
 		if (sb.pos == stop_b) {
 			g_assert_cmpuint(gb.ticks, ==, wb.ticks);
@@ -229,7 +243,7 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 		} else {
 			struct vt_pt_mtc_acc rb = { .last = gb.last };
 			gboolean ipr;
-			const uint8_t *r = reference_stop(b, lb, sb.pos, TRUE, &rb, &ipr);
+			const uint8_t *r = reference_stop(b, lb, sb.pos, 1, &rb, &ipr);
 
 			g_assert_true(r == stop_b);
 			g_assert_cmpuint(gb.ticks + rb.ticks, ==, wb.ticks);
@@ -261,7 +275,7 @@ static void skip_single(void)
 	for (int round = 0; round < 200; round++) {
 		size_t len = gen_stream(r, buf, 1 << 16);
 
-		stops += check_single(buf, len, round & 1, FALSE);
+		stops += check_single(buf, len, round % 3, FALSE);
 	}
 	g_assert_cmpuint(stops, >, 1000);
 	g_free(buf);
@@ -345,6 +359,8 @@ static size_t gen_tricky(GRand *r, uint8_t *buf, size_t cap)
 				guint e = g_rand_int_range(r, 0, 2) ? 8 : 16;
 
 				memcpy(buf + len, ext + (e == 8 ? 0 : 8), e);
+				if (e == 8)
+					buf[len + 2] = (uint8_t)g_rand_int(r);
 				len += e;
 			}
 		} else if (k < 90) {		/* MTC */
@@ -369,12 +385,12 @@ static void skip_tricky(void)
 	for (int round = 0; round < 150; round++) {
 		size_t len = gen_tricky(r, buf, 1 << 14), lb = gen_tricky(r, b, 1 << 14);
 
-		stops += check_single(buf, len, round & 1, FALSE);
+		stops += check_single(buf, len, round % 3, FALSE);
 		/* every start offset of a prefix: most are not boundaries of
 		 * the stream, which is just another stream then; and every
 		 * length, so that windows meet the end at every offset */
-		stops += check_single(buf, MIN(len, 600), TRUE, TRUE);
-		stops += check_single(buf, 100 + (size_t)round, TRUE, FALSE);
+		stops += check_single(buf, MIN(len, 600), 1 + (round & 1), TRUE);
+		stops += check_single(buf, 100 + (size_t)round, 1 + (round & 1), FALSE);
 		check_pair(buf, len, b, lb);
 		check_pair(buf, 100 + (size_t)round, b + round, lb - (size_t)round);
 	}
@@ -403,8 +419,8 @@ static void skip_random(void)
 			buf[i] = (uint8_t)(k == 0 ? g_rand_int(r) : k == 1 ? (g_rand_int(r) & 0xfe) | (g_rand_boolean(r) ? 0 : 3)
 					   : k == 2 ? (g_rand_int(r) & 0xf8) | 7 : g_rand_int(r) & 0xfe);
 		}
-		check_single(buf, 4096, round & 1, TRUE);
-		check_single(buf, 4096, TRUE, FALSE);
+		check_single(buf, 4096, round % 3, TRUE);
+		check_single(buf, 4096, 2, FALSE);
 		check_pair(buf, 2048, buf + 2048, 2048);
 	}
 	g_free(buf);

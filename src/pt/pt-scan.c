@@ -734,6 +734,22 @@ static inline unsigned int skip_len(uint8_t t, const uint8_t *p, uint8_t mtc_mas
 	return n;
 }
 
+/* The size of a PIP at p if the accumulator asks for skipping PIPs, else
+ * 0; skip_pip also notes it.  p has 16 bytes left at least. */
+static inline unsigned int pip_len(const uint8_t *p, const struct vt_pt_mtc_acc *acc)
+{
+	return acc && acc->skip_pip && p[0] == 0x02 && p[1] == 0x43 ? 8 : 0;
+}
+
+static inline unsigned int skip_pip(const uint8_t *p, struct vt_pt_mtc_acc *acc)
+{
+	if (!pip_len(p, acc))
+		return 0;
+	acc->pip_nr = p[2] & 1;
+	acc->pip_count++;
+	return 8;
+}
+
 /* Add an MTC payload to the accumulator (a zero difference is a full wrap). */
 static inline void mtc_add(struct vt_pt_mtc_acc *acc, uint8_t m)
 {
@@ -754,8 +770,11 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 		uint8_t t = skip_tab[*p];
 		unsigned int n = skip_len(t, p, mtc_mask);
 
-		if (!n)
-			break;
+		if (unlikely(!n)) {
+			n = skip_pip(p, acc);
+			if (!n)
+				break;
+		}
 		if (t & 0x40)
 			mtc_add(acc, p[1]);
 		fl |= t;
@@ -800,7 +819,8 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
  * header (the next window then starts one byte later), and a boundary
  * found after a visited packet that is the second byte of such a
  * "header" (a payload byte looking like one) and is 0x02: a packet to stop
- * at, not in `ends` (`stop02`, checked after each visited packet).
+ * at (or a PIP), not in `ends` (`stop02`, checked after each visited
+ * packet).
  *
  * Bytes that are not packet headers (payloads) are classified too but
  * never used: masks and sizes are only read at boundaries.  Boundaries
@@ -829,7 +849,7 @@ static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cy
 				   uint64_t odd, uint64_t e02, uint64_t ip, uint64_t mtc)
 {
 	W->cx2 = cycx & ~(odd >> 1) & ~(1ULL << 63);	/* two-byte CYC headers */
-	W->stop02 = (W->cx2 << 1) & e02;
+	W->stop02 = (W->cx2 << 1) & e02 & ~WIN_SENT;
 	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
 	W->ip = ip;
 	W->mtc = mtc;
@@ -949,14 +969,18 @@ static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t
 }
 
 /* A packet the window walk leaves to skip_len (never an MTC that is to be
- * accumulated: those have a size in lens).  Returns its size or 0. */
-static inline unsigned int win_slow(const uint8_t *q, uint8_t *flags)
+ * accumulated: those have a size in lens) or skip_pip.  Returns its size
+ * or 0. */
+static inline unsigned int win_slow(const uint8_t *q, struct vt_pt_mtc_acc *acc,
+				    uint8_t *flags)
 {
 	uint8_t t = skip_tab[*q];
 	unsigned int n = skip_len(t, q, 0x40);
 
 	if (n)
 		*flags |= t;
+	else
+		n = skip_pip(q, acc);
 	return n;
 }
 
@@ -1091,8 +1115,19 @@ int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 
 		na = skip_len(ta, pa, ma);
 		nb = skip_len(tb, pb, mb);
-		if (!na || !nb)
-			break;
+		if (unlikely(!na || !nb)) {
+			/* PIPs: only counted once both go on */
+			if (!na)
+				na = pip_len(pa, acca);
+			if (!nb)
+				nb = pip_len(pb, accb);
+			if (!na || !nb)
+				break;
+			if (!ta)
+				skip_pip(pa, acca);
+			if (!tb)
+				skip_pip(pb, accb);
+		}
 		if (__builtin_expect(((ta | tb) & 0x40) != 0, 0)) {
 			if (ta & 0x40)
 				mtc_add(acca, pa[1]);

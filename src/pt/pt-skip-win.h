@@ -36,7 +36,7 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 			n = win_event(&W, j);
 			vis |= 1ULL << j;
 			if (unlikely(n == 0)) {
-				n = win_slow(p + j, &fl);
+				n = win_slow(p + j, acc, &fl);
 				if (!n) {
 					win_done(&W, p, vis, acc, &ip);
 					p += j;
@@ -45,11 +45,15 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 				}
 			}
 			i = j + n;
-			if (unlikely((W.stop02 >> i) & 1)) {
-				win_done(&W, p, vis, acc, &ip);
-				p += i;
-				*stop = 1;
-				goto out;
+			while (unlikely((W.stop02 >> i) & 1)) {
+				n = win_slow(p + i, acc, &fl);
+				if (!n) {
+					win_done(&W, p, vis, acc, &ip);
+					p += i;
+					*stop = 1;
+					goto out;
+				}
+				i += n;
 			}
 		}
 	}
@@ -108,12 +112,12 @@ SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_ac
 		visb |= 1ULL << jb;
 		if (unlikely(na == 0 || nb == 0)) {
 			if (na == 0) {
-				na = win_slow(pa + ja, &fa);
+				na = win_slow(pa + ja, acca, &fa);
 				if (!na)
 					stopped |= 1;
 			}
 			if (nb == 0) {
-				nb = win_slow(pb + jb, &fb);
+				nb = win_slow(pb + jb, accb, &fb);
 				if (!nb)
 					stopped |= 2;
 			}
@@ -127,8 +131,24 @@ SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_ac
 		ia = ja + na;
 		ib = jb + nb;
 		if (unlikely(((Wa.stop02 >> ia) | (Wb.stop02 >> ib)) & 1)) {
-			stopped = (int)((Wa.stop02 >> ia) & 1) | (int)((Wb.stop02 >> ib) & 1) << 1;
-			break;
+			while ((Wa.stop02 >> ia) & 1) {
+				na = win_slow(pa + ia, acca, &fa);
+				if (!na) {
+					stopped |= 1;
+					break;
+				}
+				ia += na;
+			}
+			while ((Wb.stop02 >> ib) & 1) {
+				nb = win_slow(pb + ib, accb, &fb);
+				if (!nb) {
+					stopped |= 2;
+					break;
+				}
+				ib += nb;
+			}
+			if (stopped)
+				break;
 		}
 	}
 	if (!(tail & 1))
