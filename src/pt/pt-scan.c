@@ -855,17 +855,45 @@ static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cy
 	W->mtc = mtc;
 }
 
+/* The classifiers' constants, made opaque to the compiler (an empty asm
+ * "changes" them) once per walk: otherwise it rebuilds them at every
+ * window instead of keeping them in registers or on the stack. */
+#define SKW_OPAQUE(v)	__asm__("" : "+x"(v))
+#define SKW_CONSTS(T)	T k01, k02, k03, k07, k0a, k0c, k0d, k0e, k0f, k11, k1f, k59, mtc_on
+#define SKW_INIT(K, SET1, with_mtc)					\
+	do {								\
+		(K)->k01 = SET1(0x01); (K)->k02 = SET1(0x02);		\
+		(K)->k03 = SET1(0x03); (K)->k07 = SET1(0x07);		\
+		(K)->k0a = SET1(0x0a); (K)->k0c = SET1(0x0c);		\
+		(K)->k0d = SET1(0x0d); (K)->k0e = SET1(0x0e);		\
+		(K)->k0f = SET1(0x0f); (K)->k11 = SET1(0x11);		\
+		(K)->k1f = SET1(0x1f); (K)->k59 = SET1(0x59);		\
+		(K)->mtc_on = SET1((with_mtc) ? -1 : 0);		\
+		SKW_OPAQUE((K)->k01); SKW_OPAQUE((K)->k02);		\
+		SKW_OPAQUE((K)->k03); SKW_OPAQUE((K)->k07);		\
+		SKW_OPAQUE((K)->k0a); SKW_OPAQUE((K)->k0c);		\
+		SKW_OPAQUE((K)->k0d); SKW_OPAQUE((K)->k0e);		\
+		SKW_OPAQUE((K)->k0f); SKW_OPAQUE((K)->k11);		\
+		SKW_OPAQUE((K)->k1f); SKW_OPAQUE((K)->k59);		\
+		SKW_OPAQUE((K)->mtc_on);				\
+	} while (0)
+
+struct skw_k_sse2 { SKW_CONSTS(__m128i); };
+
+HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc)
+{
+	SKW_INIT(K, _mm_set1_epi8, with_mtc);
+}
+
 /* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
  * same computation as skip_win_load_avx2. */
-HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W, int with_mtc)
+HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
+				   const struct skw_k_sse2 *K)
 {
-	const __m128i k01 = _mm_set1_epi8(0x01), k02 = _mm_set1_epi8(0x02);
-	const __m128i k03 = _mm_set1_epi8(0x03), k07 = _mm_set1_epi8(0x07);
-	const __m128i k0a = _mm_set1_epi8(0x0a), k0c = _mm_set1_epi8(0x0c);
-	const __m128i k0d = _mm_set1_epi8(0x0d), k0e = _mm_set1_epi8(0x0e);
-	const __m128i k0f = _mm_set1_epi8(0x0f), k11 = _mm_set1_epi8(0x11);
-	const __m128i k1f = _mm_set1_epi8(0x1f), k59 = _mm_set1_epi8(0x59);
-	const __m128i mtc_on = with_mtc ? _mm_set1_epi8(-1) : _mm_setzero_si128();
+	const __m128i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
+	const __m128i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
+	const __m128i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
+	const __m128i mtc_on = K->mtc_on;
 	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
 
 	for (int q = 0; q < 4; q++) {
@@ -901,17 +929,23 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W, int wit
 #include <immintrin.h>
 #define HAVE_SKIP_WIN_AVX2 1
 
+struct skw_k_avx2 { SKW_CONSTS(__m256i); };
+
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc)
+{
+	SKW_INIT(K, _mm256_set1_epi8, with_mtc);
+}
+
 /* skip_win_load_sse2, 32 bytes at a time. */
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W, int with_mtc)
+static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
+				      const struct skw_k_avx2 *K)
 {
-	const __m256i k01 = _mm256_set1_epi8(0x01), k02 = _mm256_set1_epi8(0x02);
-	const __m256i k03 = _mm256_set1_epi8(0x03), k07 = _mm256_set1_epi8(0x07);
-	const __m256i k0a = _mm256_set1_epi8(0x0a), k0c = _mm256_set1_epi8(0x0c);
-	const __m256i k0d = _mm256_set1_epi8(0x0d), k0e = _mm256_set1_epi8(0x0e);
-	const __m256i k0f = _mm256_set1_epi8(0x0f), k11 = _mm256_set1_epi8(0x11);
-	const __m256i k1f = _mm256_set1_epi8(0x1f), k59 = _mm256_set1_epi8(0x59);
-	const __m256i mtc_on = with_mtc ? _mm256_set1_epi8(-1) : _mm256_setzero_si256();
+	const __m256i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
+	const __m256i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
+	const __m256i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
+	const __m256i mtc_on = K->mtc_on;
 	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
 
 	for (int q = 0; q < 2; q++) {

@@ -14,16 +14,18 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 						struct vt_pt_mtc_acc *acc, uint8_t *flags,
 						int *stop)
 {
+	struct SKW(skw_k) K;
 	unsigned int ip = 0;
 	uint8_t fl = 0;
 
+	SKW(skip_win_kinit)(&K, acc != NULL);
 	*stop = 0;
 	while (p <= last) {
 		struct skip_win W;
 		uint64_t vis = 0;
 		unsigned int i = 0;
 
-		SKW(skip_win_load)(p, &W, acc != NULL);
+		SKW(skip_win_load)(p, &W, &K);
 		for (;;) {
 			unsigned int j = i + (unsigned int)__builtin_ctzll(W.ends >> i);
 			unsigned int n;
@@ -74,10 +76,13 @@ SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_ac
 	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na, nb;
 	uint8_t fa = 0, fb = 0, mka = acca ? 0 : 0x40, mkb = accb ? 0 : 0x40;
 	struct skip_win Wa, Wb;
+	struct SKW(skw_k) Ka, Kb;
 	int stopped = 0, tail = 0;
 
-	SKW(skip_win_load)(pa, &Wa, acca != NULL);
-	SKW(skip_win_load)(pb, &Wb, accb != NULL);
+	SKW(skip_win_kinit)(&Ka, acca != NULL);
+	SKW(skip_win_kinit)(&Kb, accb != NULL);
+	SKW(skip_win_load)(pa, &Wa, &Ka);
+	SKW(skip_win_load)(pb, &Wb, &Kb);
 	for (;;) {
 		ja = ia + (unsigned int)__builtin_ctzll(Wa.ends >> ia);
 		jb = ib + (unsigned int)__builtin_ctzll(Wb.ends >> ib);
@@ -90,7 +95,7 @@ SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_ac
 				if (pa > la)
 					tail |= 1;
 				else
-					SKW(skip_win_load)(pa, &Wa, acca != NULL);
+					SKW(skip_win_load)(pa, &Wa, &Ka);
 			}
 			if (jb >= WIN_LIM) {
 				win_done(&Wb, pb, visb, accb, &ipb);
@@ -100,7 +105,7 @@ SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_ac
 				if (pb > lb)
 					tail |= 2;
 				else
-					SKW(skip_win_load)(pb, &Wb, accb != NULL);
+					SKW(skip_win_load)(pb, &Wb, &Kb);
 			}
 			if (tail)
 				break;	/* positions are pa + ia, pb + ib */
