@@ -321,7 +321,8 @@ static size_t gen_tricky(GRand *r, uint8_t *buf, size_t cap)
 	};
 	size_t len = 0;
 
-	while (len + 64 < cap) {
+	/* at most 80 + 24 bytes a step */
+	while (len + 128 < cap) {
 		guint k = g_rand_int_range(r, 0, 100);
 
 		if (k < 30) {			/* TNT-8 / PAD / short CYC */
