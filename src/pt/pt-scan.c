@@ -784,7 +784,7 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 	return p;
 }
 
-/* ---- Window skipping (SSE2).
+/* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
  *
  * The scalar loop is bound by latency: each packet's length needs its
  * first byte (a load) and a table entry (another load) before the next
@@ -792,24 +792,20 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
  * packets are CYC and most others TNT-8, nearly all of one or two bytes.
  *
  * Here a window of 64 bytes starting at a packet boundary is classified at
- * once, with SSE2, into bit masks (bit k = byte k) and a table of sizes,
- * as if every byte started a packet:
+ * once into bit masks (bit k = byte k) and a table of sizes, as if every
+ * byte started a packet:
  *   ends  where a run of "short" packets ends: not PAD, TNT-8, a CYC
  *         without extension, nor a two-byte CYC (see below),
- *   cycx  a CYC header with extension bytes ((b & 7) == 7),
- *   odd   bit 0 (the "more" bit of CYC extension bytes),
  *   ip    a skippable IP packet (TIP, TIP.PGE, FUP with valid IPBytes),
  *   mtc   an MTC header (only when accumulating MTCs),
- *   lens  the size of such an IP packet or MTC, else 0.
- * Only the packet boundaries where a run of short packets ends are
- * visited (a count of trailing zeros in `ends`); the boundary after the
- * packet at j is j + lens[j], or for a CYC with extensions j + 2 + the
- * number of odd bytes from j + 1 (as cyc_long_len: at most 8 extension
- * bytes), computed without branches: CYC sizes and IP packets come in
- * random order.  Any other packet (MODE, a packet to stop at, an
- * over-long CYC) goes through skip_len like the scalar loop.  The MTCs
- * and IP packets among the visited boundaries are accounted for once per
- * window.
+ *   lens  the size of such an IP packet or MTC, else 0,
+ * and masks for the two-byte CYCs (cx2, stop02).  Only the boundaries
+ * where a run of short packets ends are visited (a count of trailing zeros
+ * in `ends`); the boundary after the packet at j is j + lens[j].  Any
+ * other packet (MODE, PIP, a packet to stop at, a CYC of three bytes or
+ * more) goes through skip_len (or skip_pip) like the scalar loop.  The
+ * MTCs and IP packets among the visited boundaries are accounted for once
+ * per window.
  *
  * A two-byte CYC (a header, then an extension byte with bit 0 clear) is
  * part of a run too: neither of its bytes is in `ends`.  Runs only start
