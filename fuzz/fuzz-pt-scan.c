@@ -7,7 +7,10 @@
  *   - the inline fast path and vt_pt_scan_next agree;
  *   - packet by packet agreement with libipt's packet decoder (offsets,
  *     sizes, payloads, error kinds, resync points), like tests/test-pt-scan;
- *   - the reconstructed IPs against an independent last-IP model.
+ *   - the reconstructed IPs against an independent last-IP model;
+ *   - vt_pt_scan_skip_flow/_flow2, with every implementation available
+ *     (scalar, SSE2, AVX2), stop where walking with vt_pt_scan_next says,
+ *     with the same MTC sums, PIP notes and last-IP state.
  *
  * Build: clang -fsanitize=fuzzer,address,undefined -Isrc \
  *        src/pt/pt-scan.c fuzz/fuzz-pt-scan.c -lipt
@@ -151,6 +154,111 @@ static void scan_self(const uint8_t *buf, size_t len)
 	}
 }
 
+/* Where vt_pt_scan_skip_flow must stop from `from` (mode 0: no
+ * accumulator, 1: MTCs, 2: MTCs and PIPs), walking with vt_pt_scan_next. */
+static const uint8_t *skip_reference(const uint8_t *buf, size_t len, const uint8_t *from, int mode,
+				     struct vt_pt_mtc_acc *acc, int *ip)
+{
+	struct vt_pt_scanner s;
+	struct vt_pt_packet p;
+
+	vt_pt_scan_init(&s, buf, len, 0);
+	s.pos = from;
+	*ip = 0;
+	for (;;) {
+		const uint8_t *at = s.pos;
+		int ok;
+
+		if (s.end - at <= 16 || vt_pt_scan_next(&s, &p) <= 0)
+			return at;
+		switch (p.type) {
+		case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_TIP: case VT_PT_TIP_PGE:
+		case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
+			ok = 1;
+			break;
+		case VT_PT_CYC:
+			ok = p.size <= 9;
+			break;
+		case VT_PT_MTC:
+			ok = mode > 0;
+			break;
+		case VT_PT_PIP:
+			ok = mode == 2;
+			break;
+		default:
+			ok = 0;
+		}
+		if (!ok)
+			return at;
+		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
+			*ip = 1;
+		if (p.type == VT_PT_MTC) {
+			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
+							 : (unsigned)p.u.mtc + 256 - acc->last;
+			acc->last = p.u.mtc;
+			acc->count++;
+		}
+		if (p.type == VT_PT_PIP) {
+			acc->pip_nr = p.u.pip.nr;
+			acc->pip_count++;
+		}
+	}
+}
+
+/* Skipping from some start offsets (the first 16, then 16 spread out),
+ * alone and in pairs, with each implementation, against the reference
+ * (computed once per offset: it is the slow part). */
+static void skip_vs_scan(const uint8_t *buf, size_t len)
+{
+	size_t step = len / 16 + 1;
+
+	for (size_t off = 0; off + 32 < len; off += off < 16 ? 1 : step) {
+		int mode = (int)(off % 3), ip, ip2;
+		struct vt_pt_mtc_acc want = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+		struct vt_pt_mtc_acc w2 = { .last = 7, .skip_pip = 1 };
+		const uint8_t *stop = skip_reference(buf, len, buf + off, mode, &want, &ip);
+		const uint8_t *from2 = buf + (len - 1 - off) / 2;
+		const uint8_t *stop2 = skip_reference(buf, len, from2, 2, &w2, &ip2);
+
+		for (int impl = VT_PT_SKIP_SCALAR; impl <= VT_PT_SKIP_AVX2; impl++) {
+			struct vt_pt_mtc_acc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+			struct vt_pt_mtc_acc g2 = { .last = 7, .skip_pip = 1 };
+			struct vt_pt_scanner s, t;
+			int st;
+
+			if (vt_pt_scan_skip_select((enum vt_pt_skip_impl)impl) < 0)
+				continue;
+			vt_pt_scan_init(&s, buf, len, 0);
+			s.pos = buf + off;
+			s.have_last_ip = 1;
+			vt_pt_scan_skip_flow(&s, mode ? &got : NULL);
+			CHECK(s.pos == stop);
+			CHECK(s.have_last_ip == !ip);
+			CHECK(got.ticks == want.ticks && got.count == want.count && got.last == want.last);
+			CHECK(got.pip_count == want.pip_count && got.pip_nr == want.pip_nr);
+
+			/* a pair: this offset and the first half's mirror */
+			if (len - (size_t)(from2 - buf) < 32)
+				continue;	/* then _flow2 stops without moving */
+			vt_pt_scan_init(&s, buf, len, 0);
+			vt_pt_scan_init(&t, buf, len, 0);
+			s.pos = buf + off;
+			t.pos = from2;
+			s.have_last_ip = t.have_last_ip = 1;
+			got = (struct vt_pt_mtc_acc){ .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+			st = vt_pt_scan_skip_flow2(&s, mode ? &got : NULL, &t, &g2);
+			CHECK(st != 0 && s.pos <= stop && t.pos <= stop2);
+			if (st & 1)
+				CHECK(s.pos == stop && got.ticks == want.ticks && got.pip_count == want.pip_count &&
+				      s.have_last_ip == !ip);
+			if (st & 2)
+				CHECK(t.pos == stop2 && g2.ticks == w2.ticks && g2.pip_count == w2.pip_count &&
+				      t.have_last_ip == !ip2);
+		}
+	}
+	CHECK(vt_pt_scan_skip_select(VT_PT_SKIP_AUTO) == 0);
+}
+
 /* Packet-by-packet comparison with libipt (as tests/test-pt-scan.c). */
 static void scan_vs_libipt(uint8_t *buf, size_t len)
 {
@@ -244,6 +352,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size)
 		memcpy(mem, data, size);
 	scan_self(mem, size);
+	skip_vs_scan(mem, size);
 	free(mem);
 
 	/* libipt needs slack after the end; vary the alignment, which its

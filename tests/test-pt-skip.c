@@ -1,6 +1,11 @@
 /* test-pt-skip.c - vt_pt_scan_skip_flow / _flow2 agree with the full
  * scanner: they stop exactly at the first packet that is not skippable,
- * at a packet boundary, and accumulate MTC ticks as perf's decoder does. */
+ * at a packet boundary, accumulate MTC ticks as perf's decoder does, and
+ * forget the last IP exactly when they skipped an IP packet.  Every case
+ * runs with each implementation this build and CPU have (scalar, SSE2 and
+ * AVX2 windows), on encoded streams, on streams made to stress the
+ * windows (CYC sizes, payload bytes that look like headers, 0x02 after
+ * them), and on random bytes. */
 #include "config.h"
 
 #include <string.h>
@@ -84,14 +89,17 @@ static size_t gen_stream(GRand *r, uint8_t *buf, size_t cap)
 	return len;
 }
 
-static gboolean skippable(const struct vt_pt_packet *p, gboolean with_mtc)
+/* with_mtc: 0 (no accumulator), 1 (MTCs), 2 (MTCs and PIPs) */
+static gboolean skippable(const struct vt_pt_packet *p, int with_mtc)
 {
 	switch (p->type) {
+	case VT_PT_PIP:
+		return with_mtc == 2;
 	case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_CYC: case VT_PT_TIP:
 	case VT_PT_TIP_PGE: case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
 		return TRUE;
 	case VT_PT_MTC:
-		return with_mtc;
+		return with_mtc != 0;
 	default:
 		return FALSE;
 	}
@@ -99,20 +107,27 @@ static gboolean skippable(const struct vt_pt_packet *p, gboolean with_mtc)
 
 /* Reference: walk with the full scanner from `from`; return where skipping
  * must stop and the MTC ticks on the way (perf's rule: equal -> 256). */
-static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8_t *from, gboolean with_mtc,
-				     struct vt_pt_mtc_acc *acc)
+static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8_t *from, int with_mtc,
+				     struct vt_pt_mtc_acc *acc, gboolean *ip_skipped)
 {
 	struct vt_pt_scanner s;
 	struct vt_pt_packet p;
 
 	vt_pt_scan_init(&s, buf, len, 0);
 	s.pos = from;
+	*ip_skipped = FALSE;
 	for (;;) {
 		const uint8_t *at = s.pos;
 
 		if (s.end - at <= 16 || vt_pt_scan_next(&s, &p) <= 0 || !skippable(&p, with_mtc) ||
 		    (p.type == VT_PT_CYC && p.size > 9))
 			return at;
+		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
+			*ip_skipped = TRUE;
+		if (p.type == VT_PT_PIP) {
+			acc->pip_nr = p.u.pip.nr;
+			acc->pip_count++;
+		}
 		if (p.type == VT_PT_MTC) {
 			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
 							 : (unsigned)p.u.mtc + 256 - acc->last;
@@ -122,7 +137,136 @@ static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8
 	}
 }
 
-static void test_skip_single(void)
+static const char *const impl_name[] = { "auto", "scalar", "sse2", "avx2" };
+
+/* Skip from every stop to the next through buf[0, len) (and, for `all`,
+ * from every offset) with the implementation selected, against the
+ * reference.  Returns the number of skips checked. */
+static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean all)
+{
+	struct vt_pt_scanner s;
+	struct vt_pt_packet p;
+	guint n = 0;
+
+	vt_pt_scan_init(&s, buf, len, 0);
+	for (size_t off = 0; off + 32 < len; off++) {
+		if (!all && off)
+			break;
+		s.pos = buf + off;
+		while (s.end - s.pos > 32) {
+			struct vt_pt_mtc_acc got = { .last = 0x42, .skip_pip = with_mtc == 2, .pip_nr = 7 };
+			struct vt_pt_mtc_acc want = got;
+			const uint8_t *from = s.pos;
+			gboolean ip;
+			const uint8_t *stop = reference_stop(buf, len, from, with_mtc, &want, &ip);
+
+			s.have_last_ip = 1;
+			vt_pt_scan_skip_flow(&s, with_mtc ? &got : NULL);
+			if (s.pos != stop)
+				g_error("skip from %zu: stopped at %zu, not %zu", (size_t)(from - buf),
+					(size_t)(s.pos - buf), (size_t)(stop - buf));
+			g_assert_cmpint(s.have_last_ip, ==, !ip);
+			if (with_mtc) {
+				g_assert_cmpuint(got.ticks, ==, want.ticks);
+				g_assert_cmpuint(got.count, ==, want.count);
+				g_assert_cmpuint(got.last, ==, want.last);
+				g_assert_cmpuint(got.pip_count, ==, want.pip_count);
+				g_assert_cmpuint(got.pip_nr, ==, want.pip_nr);
+			}
+			n++;
+			if (all)
+				break;
+			/* step over the stopping packet with the full scanner */
+			if (vt_pt_scan_next(&s, &p) <= 0)
+				break;
+		}
+	}
+	return n;
+}
+
+/* The same for pairs of streams: a and b from their starts. */
+static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+	struct vt_pt_scanner sa, sb;
+	struct vt_pt_packet p;
+
+	vt_pt_scan_init(&sa, a, la, 0);
+	vt_pt_scan_init(&sb, b, lb, 0);
+	while (sa.end - sa.pos > 32 && sb.end - sb.pos > 32) {
+		struct vt_pt_mtc_acc ga = { .last = 1, .skip_pip = 1 }, gb = { .last = 2 }, wa = ga, wb = gb;
+		const uint8_t *fa = sa.pos, *fb = sb.pos;
+		gboolean ipa, ipb;
+		const uint8_t *stop_a = reference_stop(a, la, fa, 2, &wa, &ipa);
+		const uint8_t *stop_b = reference_stop(b, lb, fb, 1, &wb, &ipb);
+		int stopped;
+
+		sa.have_last_ip = sb.have_last_ip = 1;
+		stopped = vt_pt_scan_skip_flow2(&sa, &ga, &sb, &gb);
+		/* each moved forward to at most its reference stop */
+		g_assert_true(sa.pos >= fa && sa.pos <= stop_a);
+		g_assert_true(sb.pos >= fb && sb.pos <= stop_b);
+		/* a scanner reported as stopped is at its stop; at least one stopped */
+		g_assert_true(stopped != 0);
+		if (stopped & 1)
+			g_assert_true(sa.pos == stop_a);
+		if (stopped & 2)
+			g_assert_true(sb.pos == stop_b);
+		if (sa.pos == stop_a) {
+			g_assert_cmpuint(ga.ticks, ==, wa.ticks);
+			g_assert_cmpuint(ga.count, ==, wa.count);
+			g_assert_cmpuint(ga.last, ==, wa.last);
+			g_assert_cmpuint(ga.pip_count, ==, wa.pip_count);
+			g_assert_cmpuint(ga.pip_nr, ==, wa.pip_nr);
+			g_assert_cmpuint(gb.pip_count, ==, 0);
+			g_assert_cmpint(sa.have_last_ip, ==, !ipa);
+			if (vt_pt_scan_next(&sa, &p) <= 0)
+				break;
+		} else {
+			/* stopped in the middle: it resumes from a boundary,
+			 * so finishing the run from there must agree too */
+			struct vt_pt_mtc_acc ra = { .last = ga.last, .skip_pip = 1 };
+			gboolean ipr;
+			const uint8_t *r = reference_stop(a, la, sa.pos, 2, &ra, &ipr);
+
+			g_assert_true(r == stop_a);
+			g_assert_cmpuint(ga.ticks + ra.ticks, ==, wa.ticks);
+			g_assert_cmpuint(ga.count + ra.count, ==, wa.count);
+			g_assert_cmpuint(ga.pip_count + ra.pip_count, ==, wa.pip_count);
+		}
+		if (sb.pos == stop_b) {
+			g_assert_cmpuint(gb.ticks, ==, wb.ticks);
+			g_assert_cmpuint(gb.count, ==, wb.count);
+			g_assert_cmpuint(gb.last, ==, wb.last);
+			g_assert_cmpint(sb.have_last_ip, ==, !ipb);
+			if (vt_pt_scan_next(&sb, &p) <= 0)
+				break;
+		} else {
+			struct vt_pt_mtc_acc rb = { .last = gb.last };
+			gboolean ipr;
+			const uint8_t *r = reference_stop(b, lb, sb.pos, 1, &rb, &ipr);
+
+			g_assert_true(r == stop_b);
+			g_assert_cmpuint(gb.ticks + rb.ticks, ==, wb.ticks);
+			g_assert_cmpuint(gb.count + rb.count, ==, wb.count);
+		}
+	}
+}
+
+/* Runs fn once per implementation available. */
+static void for_each_impl(void (*fn)(void))
+{
+	for (int impl = VT_PT_SKIP_SCALAR; impl <= VT_PT_SKIP_AVX2; impl++) {
+		if (vt_pt_scan_skip_select((enum vt_pt_skip_impl)impl) < 0) {
+			g_test_message("%s: not available here", impl_name[impl]);
+			continue;
+		}
+		g_test_message("%s", impl_name[impl]);
+		fn();
+	}
+	g_assert_cmpint(vt_pt_scan_skip_select(VT_PT_SKIP_AUTO), ==, 0);
+}
+
+static void skip_single(void)
 {
 	GRand *r = g_rand_new_with_seed(7);
 	uint8_t *buf = g_malloc0(1 << 16);
@@ -130,77 +274,163 @@ static void test_skip_single(void)
 
 	for (int round = 0; round < 200; round++) {
 		size_t len = gen_stream(r, buf, 1 << 16);
-		struct vt_pt_scanner s;
-		struct vt_pt_packet p;
-		gboolean with_mtc = round & 1;
 
-		vt_pt_scan_init(&s, buf, len, 0);
-		while (s.end - s.pos > 32) {
-			struct vt_pt_mtc_acc got = { .last = 0x42 }, want = { .last = 0x42 };
-			const uint8_t *from = s.pos;
-			const uint8_t *stop = reference_stop(buf, len, from, with_mtc, &want);
-
-			vt_pt_scan_skip_flow(&s, with_mtc ? &got : NULL);
-			g_assert_true(s.pos == stop);
-			if (with_mtc) {
-				g_assert_cmpuint(got.ticks, ==, want.ticks);
-				g_assert_cmpuint(got.count, ==, want.count);
-				g_assert_cmpuint(got.last, ==, want.last);
-			}
-			stops++;
-			/* step over the stopping packet with the full scanner */
-			if (vt_pt_scan_next(&s, &p) <= 0)
-				break;
-		}
+		stops += check_single(buf, len, round % 3, FALSE);
 	}
 	g_assert_cmpuint(stops, >, 1000);
 	g_free(buf);
 	g_rand_free(r);
 }
 
-static void test_skip_pair(void)
+static void test_skip_single(void)
+{
+	for_each_impl(skip_single);
+}
+
+static void skip_pair(void)
 {
 	GRand *r = g_rand_new_with_seed(11);
 	uint8_t *a = g_malloc0(1 << 15), *b = g_malloc0(1 << 15);
 
 	for (int round = 0; round < 100; round++) {
 		size_t la = gen_stream(r, a, 1 << 15), lb = gen_stream(r, b, 1 << 15);
-		struct vt_pt_scanner sa, sb;
-		struct vt_pt_packet p;
 
-		vt_pt_scan_init(&sa, a, la, 0);
-		vt_pt_scan_init(&sb, b, lb, 0);
-		while (sa.end - sa.pos > 32 && sb.end - sb.pos > 32) {
-			struct vt_pt_mtc_acc ga = { .last = 1 }, gb = { .last = 2 }, wa = { .last = 1 }, wb = { .last = 2 };
-			const uint8_t *fa = sa.pos, *fb = sb.pos;
-			const uint8_t *stop_a = reference_stop(a, la, fa, TRUE, &wa);
-			const uint8_t *stop_b = reference_stop(b, lb, fb, TRUE, &wb);
-			int stopped = vt_pt_scan_skip_flow2(&sa, &ga, &sb, &gb);
-
-			/* each moved forward to at most its reference stop */
-			g_assert_true(sa.pos >= fa && sa.pos <= stop_a);
-			g_assert_true(sb.pos >= fb && sb.pos <= stop_b);
-			/* a scanner reported as stopped is at its stop; at least one stopped */
-			g_assert_true(stopped != 0);
-			if (stopped & 1)
-				g_assert_true(sa.pos == stop_a);
-			if (stopped & 2)
-				g_assert_true(sb.pos == stop_b);
-			if (sa.pos == stop_a) {
-				g_assert_cmpuint(ga.ticks, ==, wa.ticks);
-				if (vt_pt_scan_next(&sa, &p) <= 0)
-					break;
-			}
-			if (sb.pos == stop_b) {
-				g_assert_cmpuint(gb.ticks, ==, wb.ticks);
-				if (vt_pt_scan_next(&sb, &p) <= 0)
-					break;
-			}
-		}
+		check_pair(a, la, b, lb);
 	}
 	g_free(a);
 	g_free(b);
 	g_rand_free(r);
+}
+
+static void test_skip_pair(void)
+{
+	for_each_impl(skip_pair);
+}
+
+/* Byte streams made of what the windows treat specially, without the
+ * encoder's regularity: one-byte packets, CYCs of 2..10 bytes (second byte
+ * often 0x02), IP packets whose payload ends in bytes that look like CYC
+ * headers, followed now and then by 0x02 (a PSB, PIP, ...) or by runs
+ * longer than a window; plus MTC, MODE and a few random bytes. */
+static size_t gen_tricky(GRand *r, uint8_t *buf, size_t cap)
+{
+	static const uint8_t ext[] = {
+		0x02, 0x43, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,	/* PIP */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+	};
+	size_t len = 0;
+
+	/* at most 80 + 24 bytes a step */
+	while (len + 128 < cap) {
+		guint k = g_rand_int_range(r, 0, 100);
+
+		if (k < 30) {			/* TNT-8 / PAD / short CYC */
+			guint n = g_rand_int_range(r, 1, k < 3 ? 80 : 6);
+
+			for (guint i = 0; i < n; i++) {
+				uint8_t b = (uint8_t)(g_rand_int(r) & 0xfe);
+
+				if (g_rand_boolean(r))
+					b = (uint8_t)((g_rand_int(r) & 0xf8) | 3);
+				buf[len++] = b == 0x02 ? 0x04 : b;
+			}
+		} else if (k < 60) {		/* CYC with extensions */
+			guint n = g_rand_int_range(r, 0, 10) < 7 ? 1 : (guint)g_rand_int_range(r, 2, 10);
+
+			buf[len++] = (uint8_t)((g_rand_int(r) & 0xf8) | 7);
+			for (guint i = 0; i < n; i++) {
+				uint8_t b = (uint8_t)(g_rand_int(r) & 0xfe);
+
+				if (i == 0 && n == 1 && g_rand_boolean(r))
+					b = 0x02;
+				buf[len++] = (uint8_t)(b | (i + 1 < n));
+			}
+		} else if (k < 80) {		/* TIP/TIP.PGE/FUP/TIP.PGD, any IPBytes */
+			static const uint8_t op[] = { 0x0d, 0x11, 0x1d, 0x01 };
+			guint ipc = (guint)g_rand_int_range(r, 0, 8);
+			static const uint8_t plen[] = { 0, 2, 4, 6, 6, 0, 8, 0 };
+
+			buf[len++] = (uint8_t)(op[g_rand_int_range(r, 0, k < 79 ? 3 : 4)] | ipc << 5);
+			for (guint i = 0; i < plen[ipc]; i++)
+				buf[len++] = (uint8_t)g_rand_int(r);
+			if (plen[ipc] && g_rand_boolean(r))
+				buf[len - 1] = (uint8_t)((g_rand_int(r) & 0xf8) | 7);
+			if (g_rand_int_range(r, 0, 4) == 0) {
+				guint e = g_rand_int_range(r, 0, 2) ? 8 : 16;
+
+				memcpy(buf + len, ext + (e == 8 ? 0 : 8), e);
+				if (e == 8)
+					buf[len + 2] = (uint8_t)g_rand_int(r);
+				len += e;
+			}
+		} else if (k < 90) {		/* MTC */
+			buf[len++] = 0x59;
+			buf[len++] = (uint8_t)g_rand_int(r);
+		} else if (k < 94) {		/* MODE, valid or not */
+			buf[len++] = 0x99;
+			buf[len++] = (uint8_t)(g_rand_int(r) & (g_rand_boolean(r) ? 0x3f : 0xff));
+		} else {			/* anything */
+			buf[len++] = (uint8_t)g_rand_int(r);
+		}
+	}
+	return len;
+}
+
+static void skip_tricky(void)
+{
+	GRand *r = g_rand_new_with_seed(13);
+	uint8_t *buf = g_malloc0(1 << 14), *b = g_malloc0(1 << 14);
+	guint stops = 0;
+
+	for (int round = 0; round < 150; round++) {
+		size_t len = gen_tricky(r, buf, 1 << 14), lb = gen_tricky(r, b, 1 << 14);
+
+		stops += check_single(buf, len, round % 3, FALSE);
+		/* every start offset of a prefix: most are not boundaries of
+		 * the stream, which is just another stream then; and every
+		 * length, so that windows meet the end at every offset */
+		stops += check_single(buf, MIN(len, 600), 1 + (round & 1), TRUE);
+		stops += check_single(buf, 100 + (size_t)round, 1 + (round & 1), FALSE);
+		check_pair(buf, len, b, lb);
+		check_pair(buf, 100 + (size_t)round, b + round, lb - (size_t)round);
+	}
+	g_assert_cmpuint(stops, >, 10000);
+	g_free(buf);
+	g_free(b);
+	g_rand_free(r);
+}
+
+static void test_skip_tricky(void)
+{
+	for_each_impl(skip_tricky);
+}
+
+/* Random bytes, from every offset (mostly short runs, bad packets). */
+static void skip_random(void)
+{
+	GRand *r = g_rand_new_with_seed(17);
+	uint8_t *buf = g_malloc0(4096);
+
+	for (int round = 0; round < 40; round++) {
+		for (size_t i = 0; i < 4096; i++) {
+			/* biased towards short packets, so that runs get long */
+			guint k = g_rand_int_range(r, 0, 4);
+
+			buf[i] = (uint8_t)(k == 0 ? g_rand_int(r) : k == 1 ? (g_rand_int(r) & 0xfe) | (g_rand_boolean(r) ? 0 : 3)
+					   : k == 2 ? (g_rand_int(r) & 0xf8) | 7 : g_rand_int(r) & 0xfe);
+		}
+		check_single(buf, 4096, round % 3, TRUE);
+		check_single(buf, 4096, 2, FALSE);
+		check_pair(buf, 2048, buf + 2048, 2048);
+	}
+	g_free(buf);
+	g_rand_free(r);
+}
+
+static void test_skip_random(void)
+{
+	for_each_impl(skip_random);
 }
 
 int main(int argc, char **argv)
@@ -208,5 +438,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/pt-skip/single", test_skip_single);
 	g_test_add_func("/pt-skip/pair", test_skip_pair);
+	g_test_add_func("/pt-skip/tricky", test_skip_tricky);
+	g_test_add_func("/pt-skip/random", test_skip_random);
 	return g_test_run();
 }

@@ -951,7 +951,9 @@ static inline void dec_step(Dec *d)
 }
 
 /* MTCs may be skipped (accumulated) while a TMA is known, as calc_mtc
- * would then only add up their ticks; mtc_shift > 8 needs perf's fix-up. */
+ * would then only add up their ticks; mtc_shift > 8 needs perf's fix-up.
+ * PIPs may be skipped too: handle() only keeps the last NR bit, which
+ * nothing reads before the next packet that stops the skipping. */
 static inline struct vt_pt_mtc_acc *mtc_acc_begin(Dec *d, struct vt_pt_mtc_acc *acc)
 {
 	if (!d->have_tma || d->mtc_shift > 8)
@@ -959,16 +961,23 @@ static inline struct vt_pt_mtc_acc *mtc_acc_begin(Dec *d, struct vt_pt_mtc_acc *
 	acc->last = d->last_mtc;
 	acc->ticks = 0;
 	acc->count = 0;
+	acc->skip_pip = 1;
+	acc->pip_count = 0;
 	return acc;
 }
 
 /* Apply skipped MTCs: the same state calc_mtc leaves after each of them
- * (its timestamp update is monotonic, so the last one decides). */
+ * (its timestamp update is monotonic, so the last one decides); and the
+ * last skipped PIP, as handle() would. */
 static inline void mtc_acc_end(Dec *d, const struct vt_pt_mtc_acc *acc)
 {
 	uint64_t ts;
 
-	if (!acc || !acc->count)
+	if (!acc)
+		return;
+	if (acc->pip_count)
+		d->pip_nr = acc->pip_nr;
+	if (!acc->count)
 		return;
 	d->ctc_delta += acc->ticks << d->mtc_shift;
 	d->last_mtc = acc->last;
@@ -977,7 +986,8 @@ static inline void mtc_acc_end(Dec *d, const struct vt_pt_mtc_acc *acc)
 		d->timestamp = ts;
 }
 
-/* While PacketEn is known, TNT/TIP/FUP/PAD/CYC change nothing here. */
+/* While PacketEn is known, TNT/TIP/FUP/PAD/CYC change nothing here (nor
+ * MODE; MTC and PIP go through the accumulator). */
 static inline void dec_skip(Dec *d)
 {
 	struct vt_pt_mtc_acc acc, *a;

@@ -734,12 +734,348 @@ static inline unsigned int skip_len(uint8_t t, const uint8_t *p, uint8_t mtc_mas
 	return n;
 }
 
+/* The size of a PIP at p if the accumulator asks for skipping PIPs, else
+ * 0; skip_pip also notes it.  p has 16 bytes left at least. */
+static inline unsigned int pip_len(const uint8_t *p, const struct vt_pt_mtc_acc *acc)
+{
+	return acc && acc->skip_pip && p[0] == 0x02 && p[1] == 0x43 ? 8 : 0;
+}
+
+static inline unsigned int skip_pip(const uint8_t *p, struct vt_pt_mtc_acc *acc)
+{
+	if (!pip_len(p, acc))
+		return 0;
+	acc->pip_nr = p[2] & 1;
+	acc->pip_count++;
+	return 8;
+}
+
 /* Add an MTC payload to the accumulator (a zero difference is a full wrap). */
 static inline void mtc_add(struct vt_pt_mtc_acc *acc, uint8_t m)
 {
 	acc->ticks += m > acc->last ? (unsigned)(m - acc->last) : (unsigned)m + 256 - acc->last;
 	acc->last = m;
 	acc->count++;
+}
+
+/* Scalar skipping from p up to the first packet boundary at or after end
+ * (or a packet that cannot be skipped). */
+HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
+				      struct vt_pt_mtc_acc *acc, uint8_t mtc_mask,
+				      uint8_t *flags)
+{
+	uint8_t fl = 0;
+
+	while (p < end) {
+		uint8_t t = skip_tab[*p];
+		unsigned int n = skip_len(t, p, mtc_mask);
+
+		if (unlikely(!n)) {
+			n = skip_pip(p, acc);
+			if (!n)
+				break;
+		}
+		if (t & 0x40)
+			mtc_add(acc, p[1]);
+		fl |= t;
+		p += n;
+	}
+	*flags |= fl;
+	return p;
+}
+
+/* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
+ *
+ * The scalar loop is bound by latency: each packet's length needs its
+ * first byte (a load) and a table entry (another load) before the next
+ * packet can be looked at, ~10 cycles a packet.  With cyc=1 about half the
+ * packets are CYC and most others TNT-8, nearly all of one or two bytes.
+ *
+ * Here a window of 64 bytes starting at a packet boundary is classified at
+ * once into bit masks (bit k = byte k) and a table of sizes, as if every
+ * byte started a packet:
+ *   ends  where a run of "short" packets ends: not PAD, TNT-8, a CYC
+ *         without extension, nor a two-byte CYC (see below),
+ *   ip    a skippable IP packet (TIP, TIP.PGE, FUP with valid IPBytes),
+ *   mtc   an MTC header (only when accumulating MTCs),
+ *   lens  the size of such an IP packet or MTC, else 0,
+ * and masks for the two-byte CYCs (cx2, stop02).  Only the boundaries
+ * where a run of short packets ends are visited (a count of trailing zeros
+ * in `ends`); the boundary after the packet at j is j + lens[j].  Any
+ * other packet (MODE, PIP, a packet to stop at, a CYC of three bytes or
+ * more) goes through skip_len (or skip_pip) like the scalar loop.  The
+ * MTCs and IP packets among the visited boundaries are accounted for once
+ * per window.
+ *
+ * A two-byte CYC (a header, then an extension byte with bit 0 clear) is
+ * part of a run too: neither of its bytes is in `ends`.  Runs only start
+ * at boundaries and only end at an `ends` bit, so a run stepping onto such
+ * a header steps over both bytes, and ends where the real packets end.
+ * Two cases need care: a run reaching the window limit right after such a
+ * header (the next window then starts one byte later), and a boundary
+ * found after a visited packet that is the second byte of such a
+ * "header" (a payload byte looking like one) and is 0x02: a packet to stop
+ * at (or a PIP), not in `ends` (`stop02`, checked after each visited
+ * packet).
+ *
+ * Bytes that are not packet headers (payloads) are classified too but
+ * never used: masks and sizes are only read at boundaries.  Boundaries
+ * visited stay below WIN_LIM so that a packet found there (at most 9
+ * bytes, and the extension bits a CYC there needs) lies in the window;
+ * the walk then goes on with a window at the next boundary.  A window
+ * starts at most WIN_ROOM bytes before the end of the buffer, so every
+ * boundary the walk reaches lies before the scalar loop's limit (end -
+ * 16); the scalar loop does the rest.
+ */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_SKIP_WIN 1
+
+#define WIN_LIM		55	/* visit boundaries at window offsets < 55 */
+#define WIN_SENT	(~0ULL << WIN_LIM)
+#define WIN_ROOM	80	/* bytes needed from a window's start to the end */
+
+struct skip_win {
+	uint64_t ends, cx2, stop02, ip, mtc;
+	uint8_t lens[64];
+};
+
+/* The masks from the per-byte classes (bit k = byte k). */
+static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cycx,
+				   uint64_t odd, uint64_t e02, uint64_t ip, uint64_t mtc)
+{
+	W->cx2 = cycx & ~(odd >> 1) & ~(1ULL << 63);	/* two-byte CYC headers */
+	W->stop02 = (W->cx2 << 1) & e02 & ~WIN_SENT;
+	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
+	W->ip = ip;
+	W->mtc = mtc;
+}
+
+/* The classifiers' constants, made opaque to the compiler (an empty asm
+ * "changes" them) once per walk: otherwise it rebuilds them at every
+ * window instead of keeping them in registers or on the stack. */
+#define SKW_OPAQUE(v)	__asm__("" : "+x"(v))
+#define SKW_CONSTS(T)	T k01, k02, k03, k07, k0a, k0c, k0d, k0e, k0f, k11, k1f, k59, mtc_on
+#define SKW_INIT(K, SET1, with_mtc)					\
+	do {								\
+		(K)->k01 = SET1(0x01); (K)->k02 = SET1(0x02);		\
+		(K)->k03 = SET1(0x03); (K)->k07 = SET1(0x07);		\
+		(K)->k0a = SET1(0x0a); (K)->k0c = SET1(0x0c);		\
+		(K)->k0d = SET1(0x0d); (K)->k0e = SET1(0x0e);		\
+		(K)->k0f = SET1(0x0f); (K)->k11 = SET1(0x11);		\
+		(K)->k1f = SET1(0x1f); (K)->k59 = SET1(0x59);		\
+		(K)->mtc_on = SET1((with_mtc) ? -1 : 0);		\
+		SKW_OPAQUE((K)->k01); SKW_OPAQUE((K)->k02);		\
+		SKW_OPAQUE((K)->k03); SKW_OPAQUE((K)->k07);		\
+		SKW_OPAQUE((K)->k0a); SKW_OPAQUE((K)->k0c);		\
+		SKW_OPAQUE((K)->k0d); SKW_OPAQUE((K)->k0e);		\
+		SKW_OPAQUE((K)->k0f); SKW_OPAQUE((K)->k11);		\
+		SKW_OPAQUE((K)->k1f); SKW_OPAQUE((K)->k59);		\
+		SKW_OPAQUE((K)->mtc_on);				\
+	} while (0)
+
+struct skw_k_sse2 { SKW_CONSTS(__m128i); };
+
+HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc)
+{
+	SKW_INIT(K, _mm_set1_epi8, with_mtc);
+}
+
+/* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
+ * same computation as skip_win_load_avx2. */
+HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
+				   const struct skw_k_sse2 *K)
+{
+	const __m128i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
+	const __m128i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
+	const __m128i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
+	const __m128i mtc_on = K->mtc_on;
+	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+
+	for (int q = 0; q < 4; q++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
+		__m128i lo3 = _mm_and_si128(v, k07);
+		__m128i ism = _mm_and_si128(_mm_cmpeq_epi8(v, k59), mtc_on);
+		/* TIP 0x0d, FUP 0x1d (bits 3:0 = 0xd), TIP.PGE 0x11 in bits
+		 * 4:0 (not TIP.PGD 0x01) */
+		__m128i isip = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v, k0f), k0d),
+					    _mm_cmpeq_epi8(_mm_and_si128(v, k1f), k11));
+		/* t = 2 * IPBytes; size 1 + {0,2,4,6,6,-,8,-}[IPBytes] */
+		__m128i t = _mm_and_si128(_mm_srli_epi16(v, 4), k0e);
+		__m128i len = _mm_min_epu8(_mm_or_si128(t, k01), k07);
+		__m128i bad = _mm_cmpeq_epi8(_mm_and_si128(t, k0a), k0a);
+
+		isip = _mm_andnot_si128(bad, isip);
+		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
+		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(ism, k02));
+		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
+		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, k02)) << (16 * q);
+		c3 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k03)) << (16 * q);
+		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k07)) << (16 * q);
+		ip |= (uint64_t)(uint32_t)_mm_movemask_epi8(isip) << (16 * q);
+		mtc |= (uint64_t)(uint32_t)_mm_movemask_epi8(ism) << (16 * q);
+		/* bit 0 of each byte to bit 7 (pmovmskb takes bit 7) */
+		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
+	}
+	/* one-byte packets: PAD/TNT-8 (even, not 0x02), CYC without extension */
+	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_SKIP_WIN_AVX2 1
+
+struct skw_k_avx2 { SKW_CONSTS(__m256i); };
+
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc)
+{
+	SKW_INIT(K, _mm256_set1_epi8, with_mtc);
+}
+
+/* skip_win_load_sse2, 32 bytes at a time. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
+				      const struct skw_k_avx2 *K)
+{
+	const __m256i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
+	const __m256i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
+	const __m256i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
+	const __m256i mtc_on = K->mtc_on;
+	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+
+	for (int q = 0; q < 2; q++) {
+		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q));
+		__m256i lo3 = _mm256_and_si256(v, k07);
+		__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, k59), mtc_on);
+		__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, k0f), k0d),
+					       _mm256_cmpeq_epi8(_mm256_and_si256(v, k1f), k11));
+		__m256i t = _mm256_and_si256(_mm256_srli_epi16(v, 4), k0e);
+		__m256i len = _mm256_min_epu8(_mm256_or_si256(t, k01), k07);
+		__m256i bad = _mm256_cmpeq_epi8(_mm256_and_si256(t, k0a), k0a);
+
+		isip = _mm256_andnot_si256(bad, isip);
+		len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, k0c), k02));
+		len = _mm256_or_si256(_mm256_and_si256(isip, len), _mm256_and_si256(ism, k02));
+		_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32 * q), len);
+		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, k02)) << (32 * q);
+		c3 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k03)) << (32 * q);
+		cycx |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k07)) << (32 * q);
+		ip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(isip) << (32 * q);
+		mtc |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ism) << (32 * q);
+		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
+	}
+	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc);
+}
+#endif
+
+/* Size of the packet at window offset j (a boundary), or 0 if skip_len
+ * must decide. */
+HOT_INLINE unsigned int win_event(const struct skip_win *W, unsigned int j)
+{
+	return W->lens[j];
+}
+
+/* The window offset where a run of short packets from i stops at j
+ * (>= WIN_LIM) can be left: one byte further if the run ended on the
+ * header of a two-byte CYC. */
+static inline unsigned int win_leave(const struct skip_win *W, unsigned int i, unsigned int j)
+{
+	return j + (i < j && ((W->cx2 >> (j - 1)) & 1));
+}
+
+/* Account for the visited boundaries `vis` of window w: MTCs (in order)
+ * and IP packets. */
+static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
+			    struct vt_pt_mtc_acc *acc, unsigned int *ip)
+{
+	uint64_t x = W->mtc & vis;
+
+	*ip |= (W->ip & vis) != 0;
+	while (unlikely(x)) {
+		mtc_add(acc, w[__builtin_ctzll(x) + 1]);
+		x &= x - 1;
+	}
+}
+
+/* A packet the window walk leaves to skip_len (never an MTC that is to be
+ * accumulated: those have a size in lens) or skip_pip.  Returns its size
+ * or 0. */
+static inline unsigned int win_slow(const uint8_t *q, struct vt_pt_mtc_acc *acc,
+				    uint8_t *flags)
+{
+	uint8_t t = skip_tab[*q];
+	unsigned int n = skip_len(t, q, 0x40);
+
+	if (n)
+		*flags |= t;
+	else
+		n = skip_pip(q, acc);
+	return n;
+}
+
+/* The walks, once per instruction set. */
+#define SKW(name)	name##_sse2
+#define SKW_ATTR
+#include "pt-skip-win.h"
+#undef SKW
+#undef SKW_ATTR
+#ifdef HAVE_SKIP_WIN_AVX2
+#define SKW(name)	name##_avx2
+#define SKW_ATTR	__attribute__((target("avx2,bmi,bmi2")))
+#include "pt-skip-win.h"
+#undef SKW
+#undef SKW_ATTR
+#endif
+
+#endif
+
+/* Implementation selection (vt_pt_scan_skip_select). */
+static int skip_impl = VT_PT_SKIP_AUTO;
+
+static int skip_have(int impl)
+{
+	switch (impl) {
+	case VT_PT_SKIP_AUTO:
+	case VT_PT_SKIP_SCALAR:
+		return 1;
+#ifdef HAVE_SKIP_WIN
+	case VT_PT_SKIP_SSE2:
+		return 1;
+#endif
+#ifdef HAVE_SKIP_WIN_AVX2
+	case VT_PT_SKIP_AVX2:
+		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+#endif
+	default:
+		return 0;
+	}
+}
+
+int vt_pt_scan_skip_select(enum vt_pt_skip_impl impl)
+{
+	if (!skip_have(impl))
+		return -1;
+	skip_impl = impl;
+	return 0;
+}
+
+/* The implementation to use now. */
+static inline int skip_impl_now(void)
+{
+	int impl = skip_impl;
+
+	if (impl != VT_PT_SKIP_AUTO)
+		return impl;
+#ifdef HAVE_SKIP_WIN_AVX2
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
+		return VT_PT_SKIP_AVX2;
+#endif
+#ifdef HAVE_SKIP_WIN
+	return VT_PT_SKIP_SSE2;
+#else
+	return VT_PT_SKIP_SCALAR;
+#endif
 }
 
 size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
@@ -752,17 +1088,22 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 	if (s->bip_ctx || s->end - p < 32)
 		return 0;
 	end = s->end - 16;
-	while (p < end) {
-		uint8_t t = skip_tab[*p];
-		unsigned int n = skip_len(t, p, mtc_mask);
+#ifdef HAVE_SKIP_WIN
+	if (s->end - p >= WIN_ROOM) {
+		int impl = skip_impl_now(), stop = 0;
 
-		if (!n)
-			break;
-		if (t & 0x40)
-			mtc_add(acc, p[1]);
-		flags |= t;
-		p += n;
+# ifdef HAVE_SKIP_WIN_AVX2
+		if (impl == VT_PT_SKIP_AVX2)
+			p = skip_win1_avx2(p, s->end - WIN_ROOM, acc, &flags, &stop);
+		else
+# endif
+		if (impl == VT_PT_SKIP_SSE2)
+			p = skip_win1_sse2(p, s->end - WIN_ROOM, acc, &flags, &stop);
+		if (stop)
+			end = p;
 	}
+#endif
+	p = skip_scalar(p, end, acc, mtc_mask, &flags);
 	if (flags & 0x80)
 		s->have_last_ip = 0;
 	s->pos = p;
@@ -784,6 +1125,18 @@ int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 		stopped |= 2;
 	if (stopped)
 		return stopped;
+#ifdef HAVE_SKIP_WIN
+	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
+		int impl = skip_impl_now();
+
+# ifdef HAVE_SKIP_WIN_AVX2
+		if (impl == VT_PT_SKIP_AVX2)
+			return skip_win2_avx2(a, acca, b, accb);
+# endif
+		if (impl == VT_PT_SKIP_SSE2)
+			return skip_win2_sse2(a, acca, b, accb);
+	}
+#endif
 	ea = a->end - 16;
 	eb = b->end - 16;
 	/* Two independent dependency chains: the CPU overlaps their loads. */
@@ -792,8 +1145,19 @@ int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 
 		na = skip_len(ta, pa, ma);
 		nb = skip_len(tb, pb, mb);
-		if (!na || !nb)
-			break;
+		if (unlikely(!na || !nb)) {
+			/* PIPs: only counted once both go on */
+			if (!na)
+				na = pip_len(pa, acca);
+			if (!nb)
+				nb = pip_len(pb, accb);
+			if (!na || !nb)
+				break;
+			if (!ta)
+				skip_pip(pa, acca);
+			if (!tb)
+				skip_pip(pb, accb);
+		}
 		if (__builtin_expect(((ta | tb) & 0x40) != 0, 0)) {
 			if (ta & 0x40)
 				mtc_add(acca, pa[1]);

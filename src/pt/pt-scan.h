@@ -139,19 +139,27 @@ int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt);
  * (position is then at end). */
 int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok);
 
-/* MTC accumulator for vt_pt_scan_skip_flow: the sum of the CTC steps of
- * skipped MTC packets, in MTC periods, each step being (payload - previous
- * payload) mod 256 with a zero difference counted as 256 (a full wrap, as
- * perf's decoder assumes).  Set `last` to the previous MTC payload first. */
+/* Accumulator for vt_pt_scan_skip_flow.  MTC: the sum of the CTC steps
+ * of skipped MTC packets, in MTC periods, each step being (payload -
+ * previous payload) mod 256 with a zero difference counted as 256 (a full
+ * wrap, as perf's decoder assumes).  Set `last` to the previous MTC
+ * payload first.  PIP: with `skip_pip` set, PIP packets are skipped too;
+ * `pip_count` counts them and `pip_nr` is the NR bit of the last one (for
+ * consumers that only need the current NR at the next packet that stops
+ * the skipping). */
 struct vt_pt_mtc_acc {
 	uint8_t last;
 	uint64_t ticks;
 	uint32_t count;
+	uint8_t skip_pip;
+	uint8_t pip_nr;
+	uint32_t pip_count;
 };
 
 /* Skip, without decoding, packets that only report control flow: PAD,
  * TNT-8, CYC, TIP, TIP.PGE and FUP (not TIP.PGD), valid MODE, and MTC when
- * `acc` is given (accumulating them), stopping before any other packet,
+ * `acc` is given (accumulating them; PIP too with acc->skip_pip), stopping
+ * before any other packet,
  * before an invalid one, or 16 bytes before the end.  For consumers that
  * only track timing and context (VM time correlation) while tracing is
  * known to be enabled.  If an IP packet was skipped, the last IP becomes
@@ -164,6 +172,19 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc);
  * packets, which is fine to resume.  Accumulators may be NULL. */
 int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
 			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb);
+
+/* The implementations of vt_pt_scan_skip_flow/_flow2: all give the same
+ * results (the windowed ones classify 64 bytes at a time with SIMD).  By
+ * default (AUTO) the fastest one this build and CPU have is used; tests
+ * and benchmarks can pick one.  Returns 0, or -1 (and changes nothing) if
+ * it is not available here.  Not thread-safe: call it before scanning. */
+enum vt_pt_skip_impl {
+	VT_PT_SKIP_AUTO = 0,
+	VT_PT_SKIP_SCALAR,	/* one packet at a time */
+	VT_PT_SKIP_SSE2,	/* 64-byte windows, SSE2 (x86-64 baseline) */
+	VT_PT_SKIP_AVX2,	/* 64-byte windows, AVX2 + BMI2 */
+};
+int vt_pt_scan_skip_select(enum vt_pt_skip_impl impl);
 
 static inline uint64_t vt_pt_scan_offset(const struct vt_pt_scanner *s)
 {

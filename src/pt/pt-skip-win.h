@@ -1,0 +1,181 @@
+/* pt-skip-win.h - the window walks of vt_pt_scan_skip_flow/_flow2, an
+ * implementation detail of pt-scan.c (see "Window skipping" there).
+ *
+ * Included once per instruction set: SKW(name) gives the instance's name
+ * (name_sse2, name_avx2), SKW_ATTR its function attributes; the window
+ * classifier SKW(skip_win_load) is inlined into the walks, so that its
+ * constants stay in registers.  No include guard, on purpose.
+ */
+
+/* Skip from p (a boundary) with windows starting at most at `last`.
+ * Returns the new position, a boundary; *stop is set if a packet that
+ * cannot be skipped is there, else the scalar loop goes on from there. */
+SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *last,
+						struct vt_pt_mtc_acc *acc, uint8_t *flags,
+						int *stop)
+{
+	struct SKW(skw_k) K;
+	unsigned int ip = 0;
+	uint8_t fl = 0;
+
+	SKW(skip_win_kinit)(&K, acc != NULL);
+	*stop = 0;
+	while (p <= last) {
+		struct skip_win W;
+		uint64_t vis = 0;
+		unsigned int i = 0;
+
+		SKW(skip_win_load)(p, &W, &K);
+		for (;;) {
+			unsigned int j = i + (unsigned int)__builtin_ctzll(W.ends >> i);
+			unsigned int n;
+
+			if (j >= WIN_LIM) {
+				win_done(&W, p, vis, acc, &ip);
+				p += win_leave(&W, i, j);
+				break;
+			}
+			n = win_event(&W, j);
+			vis |= 1ULL << j;
+			if (unlikely(n == 0)) {
+				n = win_slow(p + j, acc, &fl);
+				if (!n) {
+					win_done(&W, p, vis, acc, &ip);
+					p += j;
+					*stop = 1;
+					goto out;
+				}
+			}
+			i = j + n;
+			while (unlikely((W.stop02 >> i) & 1)) {
+				n = win_slow(p + i, acc, &fl);
+				if (!n) {
+					win_done(&W, p, vis, acc, &ip);
+					p += i;
+					*stop = 1;
+					goto out;
+				}
+				i += n;
+			}
+		}
+	}
+out:
+	*flags |= fl | (ip ? 0x80 : 0);
+	return p;
+}
+
+/* vt_pt_scan_skip_flow2 with windows: both walks in one loop (their
+ * dependency chains overlap), until one of them stops or gets near the
+ * end of its buffer (then it is finished alone, up to its stop). */
+SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
+				   struct vt_pt_scanner *sb, struct vt_pt_mtc_acc *accb)
+{
+	const uint8_t *pa = sa->pos, *pb = sb->pos;
+	const uint8_t *la = sa->end - WIN_ROOM, *lb = sb->end - WIN_ROOM;
+	uint64_t visa = 0, visb = 0;
+	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na, nb;
+	uint8_t fa = 0, fb = 0, mka = acca ? 0 : 0x40, mkb = accb ? 0 : 0x40;
+	struct skip_win Wa, Wb;
+	struct SKW(skw_k) Ka, Kb;
+	int stopped = 0, tail = 0;
+
+	SKW(skip_win_kinit)(&Ka, acca != NULL);
+	SKW(skip_win_kinit)(&Kb, accb != NULL);
+	SKW(skip_win_load)(pa, &Wa, &Ka);
+	SKW(skip_win_load)(pb, &Wb, &Kb);
+	for (;;) {
+		ja = ia + (unsigned int)__builtin_ctzll(Wa.ends >> ia);
+		jb = ib + (unsigned int)__builtin_ctzll(Wb.ends >> ib);
+		if (unlikely(ja >= WIN_LIM || jb >= WIN_LIM)) {
+			if (ja >= WIN_LIM) {
+				win_done(&Wa, pa, visa, acca, &ipa);
+				pa += win_leave(&Wa, ia, ja);
+				ia = 0;
+				visa = 0;
+				if (pa > la)
+					tail |= 1;
+				else
+					SKW(skip_win_load)(pa, &Wa, &Ka);
+			}
+			if (jb >= WIN_LIM) {
+				win_done(&Wb, pb, visb, accb, &ipb);
+				pb += win_leave(&Wb, ib, jb);
+				ib = 0;
+				visb = 0;
+				if (pb > lb)
+					tail |= 2;
+				else
+					SKW(skip_win_load)(pb, &Wb, &Kb);
+			}
+			if (tail)
+				break;	/* positions are pa + ia, pb + ib */
+			continue;
+		}
+		na = win_event(&Wa, ja);
+		nb = win_event(&Wb, jb);
+		visa |= 1ULL << ja;
+		visb |= 1ULL << jb;
+		if (unlikely(na == 0 || nb == 0)) {
+			if (na == 0) {
+				na = win_slow(pa + ja, acca, &fa);
+				if (!na)
+					stopped |= 1;
+			}
+			if (nb == 0) {
+				nb = win_slow(pb + jb, accb, &fb);
+				if (!nb)
+					stopped |= 2;
+			}
+			if (stopped) {
+				/* the other one has skipped the packet at its j */
+				ia = ja + na;
+				ib = jb + nb;
+				break;
+			}
+		}
+		ia = ja + na;
+		ib = jb + nb;
+		if (unlikely(((Wa.stop02 >> ia) | (Wb.stop02 >> ib)) & 1)) {
+			while ((Wa.stop02 >> ia) & 1) {
+				na = win_slow(pa + ia, acca, &fa);
+				if (!na) {
+					stopped |= 1;
+					break;
+				}
+				ia += na;
+			}
+			while ((Wb.stop02 >> ib) & 1) {
+				nb = win_slow(pb + ib, accb, &fb);
+				if (!nb) {
+					stopped |= 2;
+					break;
+				}
+				ib += nb;
+			}
+			if (stopped)
+				break;
+		}
+	}
+	if (!(tail & 1))
+		win_done(&Wa, pa, visa, acca, &ipa);
+	if (!(tail & 2))
+		win_done(&Wb, pb, visb, accb, &ipb);
+	pa += ia;
+	pb += ib;
+	/* near the end: finish alone, up to the stop */
+	if (tail & 1) {
+		pa = skip_scalar(pa, sa->end - 16, acca, mka, &fa);
+		stopped |= 1;
+	}
+	if (tail & 2) {
+		pb = skip_scalar(pb, sb->end - 16, accb, mkb, &fb);
+		stopped |= 2;
+	}
+	if ((fa & 0x80) || ipa)
+		sa->have_last_ip = 0;
+	if ((fb & 0x80) || ipb)
+		sb->have_last_ip = 0;
+	sa->pos = pa;
+	sb->pos = pb;
+	return stopped;
+}
