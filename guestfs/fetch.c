@@ -47,8 +47,8 @@ static gboolean read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **mod
 	return TRUE;
 }
 
-gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
-			GError **error)
+static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
+			   GError **error)
 {
 	g_autoptr(GBytes) osrel = NULL, notes = NULL, ks = NULL, mods = NULL, ks2 = NULL, mods2 = NULL;
 	VtGuestKallsyms sym = { 0 };
@@ -110,4 +110,24 @@ out:
 		res->kallsyms = g_build_filename(res->dir, "kallsyms", NULL);
 	vt_guest_kallsyms_clear(&sym);
 	return ok;
+}
+
+gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
+			GError **error)
+{
+	/* Processes that start or end load and unload BPF programs (seccomp
+	 * filters, systemd): kallsyms changes often on a busy guest.  Try
+	 * again a few times before giving up. */
+	for (guint attempt = 0;; attempt++) {
+		GError *e = NULL;
+
+		if (fetch_once(src, opts, res, &e))
+			return TRUE;
+		if (attempt >= opts->retries || !g_error_matches(e, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED)) {
+			g_propagate_error(error, e);
+			return FALSE;
+		}
+		g_error_free(e);
+		vt_guest_fetch_result_clear(res);
+	}
 }

@@ -138,6 +138,7 @@ void vt_guest_cache_discard(const char *tmpdir);
 typedef struct {
 	const char *cache;   /* the cache directory (perf's ~/.debug) */
 	gboolean kcore;      /* also copy the trimmed kcore */
+	guint retries;       /* start again this often when kallsyms/modules changed meanwhile */
 } VtGuestFetchOptions;
 
 typedef struct {

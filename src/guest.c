@@ -149,7 +149,7 @@ static int cmd_guest_fetch(int argc, char **argv)
 					"  vmtrace guest fetch --ssh root@vm0 -i ~/.ssh/id_ed25519\n"
 					"  vmtrace guest fetch --ssh root@127.0.0.1:2222 --known-hosts kh --no-kcore --json\n"
 					"  sshfs -o direct_io root@vm0:/ vm0 && vmtrace guest fetch --root vm0\n", &rc);
-	VtGuestFetchOptions o = { NULL, !no_kcore };
+	VtGuestFetchOptions o = { NULL, !no_kcore, 4 };
 	g_autofree char *def_cache = g_build_filename(g_get_home_dir(), ".debug", NULL);
 
 	if (!src)

@@ -23,13 +23,13 @@ ssh_args="--ssh $me@127.0.0.1:$port -i $K/id_ed25519 --known-hosts $K/known_host
 fetch_local() {
 	o=$1 e=$2
 	shift 2
-	for _ in 1 2 3 4 5; do
+	for _ in $(seq 20); do
 		cat /proc/kallsyms > "$TMP/ks.before"
 		$VMTRACE guest fetch $ssh_args --no-kcore -o "$C" "$@" >"$o" 2>"$e"
 		rc=$?
 		cat /proc/kallsyms > "$TMP/ks.local"
 		cmp -s "$TMP/ks.before" "$TMP/ks.local" && [ $rc -ne 13 ] && return
-		echo "# /proc/kallsyms changed during the fetch: again"
+		echo "# /proc/kallsyms changed during the fetch: again"; sleep 0.3
 	done
 }
 

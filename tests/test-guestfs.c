@@ -235,7 +235,7 @@ static void test_changed(void)
 	FlipSource *f = g_new0(FlipSource, 1);
 	g_autofree char *cache = g_dir_make_tmp("test-guestfs-XXXXXX", NULL);
 	g_autofree char *bdir = g_build_filename(cache, "[kernel.kcore]", "01020304", NULL);
-	VtGuestFetchOptions o = { cache, FALSE };
+	VtGuestFetchOptions o = { cache, FALSE, 0 };
 	VtGuestFetchResult r;
 	GError *err = NULL;
 	g_autofree char *rm = NULL;
@@ -261,6 +261,19 @@ static void test_changed(void)
 	g_assert_true(g_file_test(r.kallsyms, G_FILE_TEST_IS_REGULAR));
 	g_assert_true(g_str_has_prefix(r.dir, bdir));
 	g_assert_cmpuint(strlen(r.dir) - strlen(bdir) - 1, ==, 16);
+	vt_guest_fetch_result_clear(&r);
+	/* with retries, a change during the first attempt is not an error */
+	{
+		g_autofree char *cache2 = g_build_filename(cache, "second", NULL);
+
+		f->reads = 0;
+		o.retries = 1;
+		o.cache = cache2;
+		g_assert_true(vt_guest_fetch(&f->base, &o, &r, &err));
+		g_assert_no_error(err);
+		g_assert_cmpuint(f->reads, ==, 4);   /* v1 != v2: again; v2 == v2 */
+		g_assert_false(r.reused);
+	}
 	vt_guest_fetch_result_clear(&r);
 	vt_guest_source_close(&f->base);
 	rm = g_strdup_printf("rm -rf '%s'", cache);
