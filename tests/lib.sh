@@ -37,3 +37,31 @@ stopped_domain_xml() {
 </node>
 X
 }
+
+# fake_qemu [rename]: start a stand-in for QEMU - a process with two threads
+# named "CPU 0/KVM" and "CPU 1/KVM" (what record finds vCPUs by when there
+# is no KVM debugfs) - and wait for the names.  With "rename", each thread
+# renames itself and straight back every 20 ms (sideband COMM records).
+# Sets FAKE_QEMU to its pid; the caller kills it.
+fake_qemu() {
+	"$PYTHON3" -c '
+import ctypes, sys, threading, time
+libc = ctypes.CDLL(None)
+def vcpu(i):
+    k = 0
+    while True:
+        if sys.argv[1] == "rename":
+            libc.prctl(15, ("vcpu-%d-%d" % (i, k)).encode())   # PR_SET_NAME
+        libc.prctl(15, ("CPU %d/KVM" % i).encode())
+        k += 1
+        time.sleep(0.02 if sys.argv[1] == "rename" else 60)
+for i in range(2):
+    threading.Thread(target=vcpu, args=(i,), daemon=True).start()
+time.sleep(300)' "${1:-}" &
+	FAKE_QEMU=$!
+	for _ in $(seq 50); do
+		[ "$(grep -l "CPU [01]/KVM" /proc/$FAKE_QEMU/task/*/comm 2>/dev/null | wc -l)" = 2 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}

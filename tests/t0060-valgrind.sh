@@ -27,19 +27,8 @@ vg "correlate truncated file" 3 correlate --dry-run "$TMP/t.data"
 vg "check --domain (libvirt test driver)" 1 check --domain test --connect test:///default
 vg "record: usage error" 2 record --pid 1 --timeless --per-cpu
 if [ "$(id -u)" = 0 ] && [ -n "$PYTHON3" ]; then
-	# a stand-in for QEMU: two threads renamed "CPU n/KVM" (thread names are
-	# what record finds vCPUs by when there is no KVM debugfs)
-	"$PYTHON3" -c '
-import ctypes, threading, time
-libc = ctypes.CDLL(None)
-def vcpu(i):
-    libc.prctl(15, ("CPU %d/KVM" % i).encode())   # PR_SET_NAME
-    time.sleep(60)
-for i in range(2):
-    threading.Thread(target=vcpu, args=(i,), daemon=True).start()
-time.sleep(60)' &
-	fake=$!
-	for _ in $(seq 50); do [ "$(grep -l "CPU [01]/KVM" /proc/$fake/task/*/comm 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.1; done
+	fake_qemu
+	fake=$FAKE_QEMU
 	vg "record --source synth (per-thread, snapshot)" 0 record --pid $fake --source synth --synth-size 512K --snapshot=64K --aux-size 64K -o "$TMP/r.data" -q
 	vg "record --source synth (per-CPU, cyc)" 0 record --pid $fake --source synth --synth-size 512K --per-cpu --cyc -o "$TMP/r2.data" -q
 	vg "record without Intel PT" 14 record --pid $fake -o "$TMP/r3.data" -q

@@ -228,21 +228,8 @@ fi
 # the sideband ring for real: a stand-in process whose "vCPU" threads rename
 # themselves (PR_SET_NAME) and sleep - COMM records and context switches that
 # happen during the recording must come through the recorder's dummy event
-"$PYTHON3" -c '
-import ctypes, threading, time
-libc = ctypes.CDLL(None)
-def vcpu(i):
-    k = 0
-    while True:   # a rename and straight back: discovery sees "CPU n/KVM"
-        libc.prctl(15, ("vcpu-%d-%d" % (i, k)).encode())
-        libc.prctl(15, ("CPU %d/KVM" % i).encode())
-        k += 1
-        time.sleep(0.02)
-for i in range(2):
-    threading.Thread(target=vcpu, args=(i,), daemon=True).start()
-time.sleep(300)' &
-spid=$!
-for _ in $(seq 50); do [ "$(grep -l "CPU [01]/KVM" /proc/$spid/task/*/comm 2>/dev/null | wc -l)" = 2 ] && break; sleep 0.1; done
+fake_qemu rename
+spid=$FAKE_QEMU
 stids=$(ls /proc/$spid/task | sort -n | tail -2 | paste -sd' ')
 rec --pid $spid --source synth --synth-size 4M --synth-rate 4M -t 1.5 -o sb.data -q
 timeout 120 "$PERF" script -i sb.data --show-task-events --show-switch-events --itrace=e >sb.out 2>&1
