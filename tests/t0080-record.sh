@@ -108,7 +108,7 @@ cd "$TMP" || exit 1
 # --- the pipeline with the synthetic source
 OFF=0x00fedcba98765432
 OFF7=fedcba98765432   # the 8th byte is perf's sign extension (see vmtrace-correlate(1))
-rec --pid $qpid --source synth --synth-size 6M --synth-offset $OFF -o pt.data --json >pt.json 2>pt.err
+rec --pid $qpid --source synth --synth-size 6M --synth-rate 4M --synth-offset $OFF -o pt.data --json >pt.json 2>pt.err
 check "per-thread record: exit 0" test $? = 0
 check "perf.data directory: data and vmtrace-kvm.ini" test -s pt.data/data -a -s pt.data/vmtrace-kvm.ini
 check "no temporary directory left" test -z "$(ls -A | grep vmtrace-)"
@@ -123,6 +123,7 @@ timeout 120 "$PERF" script -i pt.data --show-task-events --show-switch-events --
 for t in $tids; do
 	check "perf script: COMM of vCPU thread $t from the recorder" grep -q "PERF_RECORD_COMM: CPU [01]/[A-Z]*:$qpid/$t" script.out
 done
+# (the recording lasts 1.5 s: an idle vCPU in the BIOS wakes on its timer 18 times a second)
 check "perf script: real context switches of the vCPU threads (sideband)" sh -c "grep 'PERF_RECORD_SWITCH' script.out | grep -qE ' ($(echo $tids | tr ' ' '|')) '"
 check "perf script: ITRACE_START and decoded PT (psb) events" sh -c "timeout 60 '$PERF' script -i pt.data --itrace=p 2>/dev/null | grep -q 'psb:'"
 for t in $tids; do
