@@ -154,57 +154,6 @@ static void scan_self(const uint8_t *buf, size_t len)
 	}
 }
 
-/* Where vt_pt_scan_skip_flow must stop from `from` (mode 0: no
- * accumulator, 1: MTCs, 2: MTCs and PIPs), walking with vt_pt_scan_next. */
-static const uint8_t *skip_reference(const uint8_t *buf, size_t len, const uint8_t *from, int mode,
-				     struct vt_pt_mtc_acc *acc, int *ip)
-{
-	struct vt_pt_scanner s;
-	struct vt_pt_packet p;
-
-	vt_pt_scan_init(&s, buf, len, 0);
-	s.pos = from;
-	*ip = 0;
-	for (;;) {
-		const uint8_t *at = s.pos;
-		int ok;
-
-		if (s.end - at <= 16 || vt_pt_scan_next(&s, &p) <= 0)
-			return at;
-		switch (p.type) {
-		case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_TIP: case VT_PT_TIP_PGE:
-		case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
-			ok = 1;
-			break;
-		case VT_PT_CYC:
-			ok = p.size <= 9;
-			break;
-		case VT_PT_MTC:
-			ok = mode > 0;
-			break;
-		case VT_PT_PIP:
-			ok = mode == 2;
-			break;
-		default:
-			ok = 0;
-		}
-		if (!ok)
-			return at;
-		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
-			*ip = 1;
-		if (p.type == VT_PT_MTC) {
-			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
-							 : (unsigned)p.u.mtc + 256 - acc->last;
-			acc->last = p.u.mtc;
-			acc->count++;
-		}
-		if (p.type == VT_PT_PIP) {
-			acc->pip_nr = p.u.pip.nr;
-			acc->pip_count++;
-		}
-	}
-}
-
 /* Skipping from some start offsets (the first 16, then 16 spread out),
  * alone and in pairs, with each implementation, against the reference
  * (computed once per offset: it is the slow part). */
@@ -264,12 +213,7 @@ static void scan_vs_libipt(uint8_t *buf, size_t len)
 {
 	struct pt_config cfg;
 	struct pt_packet_decoder *d;
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
-	struct pt_packet l;
-	struct ip_model m = { 0, 1 };
-	uint64_t lo, ls, sync_set_at = UINT64_MAX;
-	int rl, rv;
+	struct xc_stats st = { 0 };
 
 	pt_config_init(&cfg);
 	cfg.begin = buf;
@@ -277,63 +221,7 @@ static void scan_vs_libipt(uint8_t *buf, size_t len)
 	cfg.decode.callback = unknown_cb;
 	d = pt_pkt_alloc_decoder(&cfg);
 	CHECK(d);
-	vt_pt_scan_init(&s, buf, len, 0);
-
-	rl = pt_pkt_sync_forward(d);
-	rv = vt_pt_scan_sync_forward(&s, 1);
-	if (rl < 0) {
-		CHECK(rl == -pte_eos && rv == -vt_pte_nosync);
-		goto out;
-	}
-	CHECK(rv == 0);
-	for (;;) {
-		CHECK(pt_pkt_get_offset(d, &lo) == 0);
-		CHECK(lo == vt_pt_scan_offset(&s));
-		rv = vt_pt_scan_next(&s, &v);
-		if (rv > 0 && v.type == VT_PT_BIP) {
-			sync_set_at = v.offset + v.size;
-			CHECK(pt_pkt_sync_set(d, sync_set_at) == 0);
-			continue;
-		}
-		if (rv == -vt_pte_eos && s.bip_ctx && s.pos < s.end &&
-		    (*s.pos & 7) == 4)
-			break;
-		rl = pt_pkt_next(d, &l, sizeof(l));
-		if (rv > 0 && rl > 0) {
-			CHECK(v.offset == lo);
-			cmp_packet(&v, &l, lo);
-			if (v.type == VT_PT_PSB) {
-				m.ip = 0;
-				m.known = 1;
-			} else if (v.type >= VT_PT_TIP && v.type <= VT_PT_FUP) {
-				model_check(&m, &v);
-			}
-			continue;
-		}
-		CHECK(rv < 0 && rl < 0);
-		CHECK(rv == lib_code(rl));
-		CHECK(v.offset == lo);
-		if (rv == -vt_pte_eos)
-			break;
-		CHECK(pt_pkt_get_sync_offset(d, &ls) == 0);
-		rl = pt_pkt_sync_forward(d);
-		if (ls == lo) {
-			/* libipt restarts right after its sync point */
-			CHECK(ls == sync_set_at);
-			s.pos = s.begin + lo + 1;
-			rv = vt_pt_scan_sync_forward(&s, 1);
-		} else {
-			rv = vt_pt_scan_sync_forward(&s, 0);
-		}
-		if (rl < 0) {
-			CHECK(rl == -pte_eos && rv == -vt_pte_nosync);
-			break;
-		}
-		CHECK(rv == 0);
-		m.ip = 0;
-		m.known = 1;
-	}
-out:
+	xc_run(d, buf, len, len & 1, &st);
 	pt_pkt_free_decoder(d);
 }
 

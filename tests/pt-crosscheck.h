@@ -1,6 +1,7 @@
 /* pt-crosscheck.h - compare vmtrace's packet scanner with libipt's packet
- * decoder, packet by packet, and its last-IP reconstruction with an
- * independent model.  Shared by tests/test-pt-scan.c and the libFuzzer
+ * decoder, packet by packet (xc_run), and its last-IP reconstruction with
+ * an independent model, and the skip API's reference walk.  Shared by
+ * tests/test-pt-scan.c, tests/test-pt-skip.c and the libFuzzer
  * target; the includer defines
  *   XC_FAIL(fmt, ...)  fail with a message (does not return)
  *   XC_EQ(a, b)        fail unless a == b (as 64-bit values)
@@ -12,6 +13,7 @@
 #include <intel-pt.h>
 
 #include "pt/pt-scan.h"
+#include "ipt-unknown.h"
 
 /* Compare one successfully decoded packet. */
 static inline void cmp_packet(const struct vt_pt_packet *v, const struct pt_packet *l,
@@ -198,6 +200,154 @@ static inline void model_check(struct ip_model *m, const struct vt_pt_packet *v)
 	XC_EQ(v->u.ip.suppressed, suppressed);
 	/* ip is 0 for a suppressed IP (IPBytes 0) */
 	XC_EQ(v->u.ip.ip, v->u.ip.ipc ? ip : 0);
+}
+
+/* Statistics of xc_run. */
+struct xc_stats {
+	uint64_t packets, errors, resyncs, bips;
+};
+
+/* The cross-check over buf[0, len): sync both, compare packet by packet
+ * (offsets, payloads, last-IP model), and after an error check that both
+ * report the same error at the same offset and resync to the same place.
+ * `d` is a libipt packet decoder over the same buffer (the includer makes
+ * it, with tests/ipt-unknown.h's callback); needs vt_ipt_code(). */
+static inline void xc_run(struct pt_packet_decoder *d, const uint8_t *buf, size_t len, int use_inline,
+			  struct xc_stats *st)
+{
+	struct vt_pt_scanner s;
+	struct vt_pt_packet v;
+	struct pt_packet l;
+	struct ip_model m = { 0, 1 };
+	uint64_t lo, ls, sync_set_at = UINT64_MAX;
+	int rl, rv;
+
+	vt_pt_scan_init(&s, buf, len, 0);
+	rl = pt_pkt_sync_forward(d);
+	rv = vt_pt_scan_sync_forward(&s, 1);
+	if (rl < 0) {
+		XC_EQ(rl, -pte_eos);
+		XC_EQ(rv, -vt_pte_nosync);
+		return;
+	}
+	XC_EQ(rv, 0);
+	for (;;) {
+		XC_EQ(pt_pkt_get_offset(d, &lo), 0);
+		if (lo != vt_pt_scan_offset(&s))
+			XC_FAIL("position %" PRIu64 " vs libipt %" PRIu64, vt_pt_scan_offset(&s), lo);
+		rv = use_inline ? vt_pt_scan_next_inline(&s, &v) : vt_pt_scan_next(&s, &v);
+		if (rv > 0 && v.type == VT_PT_BIP) {
+			/* libipt has no BIP: skip it there */
+			sync_set_at = v.offset + v.size;
+			XC_EQ(pt_pkt_sync_set(d, sync_set_at), 0);
+			st->bips++;
+			continue;
+		}
+		if (rv == -vt_pte_eos && s.bip_ctx && s.pos < s.end && (*s.pos & 7) == 4) {
+			/* a BIP cut off at the end (libipt: TNT-8 ...) */
+			XC_EQ(v.offset, lo);
+			break;
+		}
+		rl = pt_pkt_next(d, &l, sizeof(l));
+		if (rv > 0 && rl > 0) {
+			XC_EQ(v.offset, lo);
+			cmp_packet(&v, &l, lo);
+			if (v.type == VT_PT_PSB) {
+				m.ip = 0;
+				m.known = 1;
+			} else if (v.type >= VT_PT_TIP && v.type <= VT_PT_FUP) {
+				model_check(&m, &v);
+			}
+			st->packets++;
+			continue;
+		}
+		if (rv > 0 || rl > 0)
+			XC_FAIL("offset %" PRIu64 ": vt %d (%s) vs libipt %d (%s)", lo, rv,
+				rv > 0 ? vt_pt_packet_name(v.type) : vt_pt_errstr(rv), rl,
+				rl > 0 ? "ok" : pt_errstr(pt_errcode(rl)));
+		if (rv != vt_ipt_code(rl))
+			XC_FAIL("offset %" PRIu64 ": vt %s vs libipt %s", lo, vt_pt_errstr(rv),
+				pt_errstr(pt_errcode(rl)));
+		XC_EQ(v.offset, lo);
+		XC_EQ(vt_pt_scan_offset(&s), lo);
+		if (rv == -vt_pte_eos)
+			break;
+		st->errors++;
+		/* libipt restarts one byte after its last sync point if it has
+		 * not moved since (here: only after a BIP skip), else up to 15
+		 * bytes back */
+		XC_EQ(pt_pkt_get_sync_offset(d, &ls), 0);
+		rl = pt_pkt_sync_forward(d);
+		if (ls == lo) {
+			XC_EQ(ls, sync_set_at);
+			s.pos = s.begin + lo + 1;
+			rv = vt_pt_scan_sync_forward(&s, 1);
+		} else {
+			rv = vt_pt_scan_sync_forward(&s, 0);
+		}
+		if (rl < 0) {
+			XC_EQ(rl, -pte_eos);
+			XC_EQ(rv, -vt_pte_nosync);
+			XC_EQ(s.pos == s.end, 1);
+			break;
+		}
+		XC_EQ(rv, 0);
+		st->resyncs++;
+		m.ip = 0;
+		m.known = 1;
+	}
+}
+
+/* The skip API's reference (tests/test-pt-skip.c and the fuzzer). */
+/* Where vt_pt_scan_skip_flow must stop from `from` (mode 0: no
+ * accumulator, 1: MTCs, 2: MTCs and PIPs), walking with vt_pt_scan_next. */
+static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, const uint8_t *from, int mode,
+				     struct vt_pt_mtc_acc *acc, int *ip)
+{
+	struct vt_pt_scanner s;
+	struct vt_pt_packet p;
+
+	vt_pt_scan_init(&s, buf, len, 0);
+	s.pos = from;
+	*ip = 0;
+	for (;;) {
+		const uint8_t *at = s.pos;
+		int ok;
+
+		if (s.end - at <= 16 || vt_pt_scan_next(&s, &p) <= 0)
+			return at;
+		switch (p.type) {
+		case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_TIP: case VT_PT_TIP_PGE:
+		case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
+			ok = 1;
+			break;
+		case VT_PT_CYC:
+			ok = p.size <= 9;
+			break;
+		case VT_PT_MTC:
+			ok = mode > 0;
+			break;
+		case VT_PT_PIP:
+			ok = mode == 2;
+			break;
+		default:
+			ok = 0;
+		}
+		if (!ok)
+			return at;
+		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
+			*ip = 1;
+		if (p.type == VT_PT_MTC) {
+			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
+							 : (unsigned)p.u.mtc + 256 - acc->last;
+			acc->last = p.u.mtc;
+			acc->count++;
+		}
+		if (p.type == VT_PT_PIP) {
+			acc->pip_nr = p.u.pip.nr;
+			acc->pip_count++;
+		}
+	}
 }
 
 #endif

@@ -104,109 +104,18 @@ static struct pt_packet_decoder *lib_alloc(uint8_t *buf, size_t len)
 /* ---------------------------------------------------------------------- */
 /* The cross-check: sync both, compare packet by packet, resync on errors. */
 
-struct xstats {
-	uint64_t packets, errors, resyncs, bips;
-};
+#define xstats xc_stats
 
+/* The cross-check of pt-crosscheck.h on a copy of data at `align`. */
 static void cross_check(const uint8_t *data, size_t len, unsigned int align,
 			int use_inline, struct xstats *st)
 {
 	uint8_t *mem = g_malloc0(len + SLACK + 8), *buf = mem + align;
 	struct pt_packet_decoder *d;
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
-	struct pt_packet l;
-	struct ip_model m = { 0, 0 };
-	uint64_t lo, ls, sync_set_at = UINT64_MAX;
-	int rl, rv;
 
 	memcpy(buf, data, len);
 	d = lib_alloc(buf, len);
-	vt_pt_scan_init(&s, buf, len, 0);
-
-	rl = pt_pkt_sync_forward(d);
-	rv = vt_pt_scan_sync_forward(&s, 1);
-	if (rl < 0) {
-		g_assert_cmpint(rl, ==, -pte_eos);
-		g_assert_cmpint(rv, ==, -vt_pte_nosync);
-		goto out;
-	}
-	g_assert_cmpint(rv, ==, 0);
-	m.ip = 0;
-	m.known = 1;
-
-	for (;;) {
-		g_assert_cmpint(pt_pkt_get_offset(d, &lo), ==, 0);
-		if (lo != vt_pt_scan_offset(&s))
-			g_error("position %" PRIu64 " vs libipt %" PRIu64,
-				vt_pt_scan_offset(&s), lo);
-
-		rv = use_inline ? vt_pt_scan_next_inline(&s, &v)
-				: vt_pt_scan_next(&s, &v);
-		if (rv > 0 && v.type == VT_PT_BIP) {
-			/* libipt has no BIP: skip it there. */
-			sync_set_at = v.offset + v.size;
-			g_assert_cmpint(pt_pkt_sync_set(d, sync_set_at), ==, 0);
-			st->bips++;
-			continue;
-		}
-		if (rv == -vt_pte_eos && s.bip_ctx && s.pos < s.end &&
-		    (*s.pos & 7) == 4) {
-			/* A BIP cut off at the end (libipt: TNT-8 ...). */
-			g_assert_cmpuint(v.offset, ==, lo);
-			break;
-		}
-		rl = pt_pkt_next(d, &l, sizeof(l));
-		if (rv > 0 && rl > 0) {
-			g_assert_cmpuint(v.offset, ==, lo);
-			cmp_packet(&v, &l, lo);
-			if (v.type == VT_PT_PSB) {
-				m.ip = 0;
-				m.known = 1;
-			} else if (v.type >= VT_PT_TIP && v.type <= VT_PT_FUP) {
-				model_check(&m, &v);
-			}
-			st->packets++;
-			continue;
-		}
-		if (rv > 0 || rl > 0)
-			g_error("offset %" PRIu64 ": vt %d (%s) vs libipt %d (%s)",
-				lo, rv, rv > 0 ? vt_pt_packet_name(v.type) :
-				vt_pt_errstr(rv), rl,
-				rl > 0 ? "ok" : pt_errstr(pt_errcode(rl)));
-		if (rv != lib_code(rl))
-			g_error("offset %" PRIu64 ": vt %s vs libipt %s", lo,
-				vt_pt_errstr(rv), pt_errstr(pt_errcode(rl)));
-		g_assert_cmpuint(v.offset, ==, lo);
-		g_assert_cmpuint(vt_pt_scan_offset(&s), ==, lo);
-		if (rv == -vt_pte_eos)
-			break;
-		st->errors++;
-
-		/* libipt restarts one byte after its last sync point if it
-		 * has not moved since (here: only after a BIP skip), else up
-		 * to 15 bytes back. */
-		g_assert_cmpint(pt_pkt_get_sync_offset(d, &ls), ==, 0);
-		rl = pt_pkt_sync_forward(d);
-		if (ls == lo) {
-			g_assert_cmpuint(ls, ==, sync_set_at);
-			s.pos = s.begin + lo + 1;
-			rv = vt_pt_scan_sync_forward(&s, 1);
-		} else {
-			rv = vt_pt_scan_sync_forward(&s, 0);
-		}
-		if (rl < 0) {
-			g_assert_cmpint(rl, ==, -pte_eos);
-			g_assert_cmpint(rv, ==, -vt_pte_nosync);
-			g_assert_true(s.pos == s.end);
-			break;
-		}
-		g_assert_cmpint(rv, ==, 0);
-		st->resyncs++;
-		m.ip = 0;
-		m.known = 1;
-	}
-out:
+	xc_run(d, buf, len, use_inline, st);
 	pt_pkt_free_decoder(d);
 	g_free(mem);
 }

@@ -13,6 +13,9 @@
 #include <intel-pt.h>
 
 #include "pt/pt-scan.h"
+#define XC_FAIL(...) g_error(__VA_ARGS__)
+#define XC_EQ(a, b) g_assert_cmphex((uint64_t)(a), ==, (uint64_t)(b))
+#include "tests/pt-crosscheck.h"
 
 /* A random packet stream from libipt's encoder; returns its length. */
 static size_t gen_stream(GRand *r, uint8_t *buf, size_t cap)
@@ -89,52 +92,16 @@ static size_t gen_stream(GRand *r, uint8_t *buf, size_t cap)
 	return len;
 }
 
-/* with_mtc: 0 (no accumulator), 1 (MTCs), 2 (MTCs and PIPs) */
-static gboolean skippable(const struct vt_pt_packet *p, int with_mtc)
-{
-	switch (p->type) {
-	case VT_PT_PIP:
-		return with_mtc == 2;
-	case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_CYC: case VT_PT_TIP:
-	case VT_PT_TIP_PGE: case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
-		return TRUE;
-	case VT_PT_MTC:
-		return with_mtc != 0;
-	default:
-		return FALSE;
-	}
-}
-
-/* Reference: walk with the full scanner from `from`; return where skipping
- * must stop and the MTC ticks on the way (perf's rule: equal -> 256). */
+/* with_mtc: 0 (no accumulator), 1 (MTCs), 2 (MTCs and PIPs).  The walk
+ * with the full scanner is shared with the fuzzer (tests/pt-crosscheck.h). */
 static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8_t *from, int with_mtc,
 				     struct vt_pt_mtc_acc *acc, gboolean *ip_skipped)
 {
-	struct vt_pt_scanner s;
-	struct vt_pt_packet p;
+	int ip;
+	const uint8_t *stop = skip_reference(buf, len, from, with_mtc, acc, &ip);
 
-	vt_pt_scan_init(&s, buf, len, 0);
-	s.pos = from;
-	*ip_skipped = FALSE;
-	for (;;) {
-		const uint8_t *at = s.pos;
-
-		if (s.end - at <= 16 || vt_pt_scan_next(&s, &p) <= 0 || !skippable(&p, with_mtc) ||
-		    (p.type == VT_PT_CYC && p.size > 9))
-			return at;
-		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
-			*ip_skipped = TRUE;
-		if (p.type == VT_PT_PIP) {
-			acc->pip_nr = p.u.pip.nr;
-			acc->pip_count++;
-		}
-		if (p.type == VT_PT_MTC) {
-			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
-							 : (unsigned)p.u.mtc + 256 - acc->last;
-			acc->last = p.u.mtc;
-			acc->count++;
-		}
-	}
+	*ip_skipped = ip != 0;
+	return stop;
 }
 
 static const char *const impl_name[] = { "auto", "scalar", "sse2", "avx2" };
