@@ -104,7 +104,7 @@ int cmd_synth(int argc, char **argv)
 		{ "size", 's', 0, G_OPTION_ARG_STRING, &size, "Total AUX bytes, e.g. 16M (default 4M)", "SIZE" },
 		{ "buffer-size", 0, 0, G_OPTION_ARG_STRING, &bufsize, "Bytes per AUXTRACE record (default 256K)", "SIZE" },
 		{ "seed", 0, 0, G_OPTION_ARG_STRING, &seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
-		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "TSC offset of VM (default 0); repeatable (default: derived from the seed)", "OFF[:VM]" },
+		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "TSC offset of VM; repeatable (default: a negative offset derived from the seed)", "OFF[:VM]" },
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
 		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
@@ -123,7 +123,9 @@ int cmd_synth(int argc, char **argv)
 		"Examples:\n"
 		"  vmtrace synth -o guest.data --truth guest.json\n"
 		"  vmtrace synth -o big.data --per-cpu --vcpus 16 --cyc --size 512M\n"
-		"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n");
+		"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n\n"
+		"Exit status: 0 ok; 1 failure (cannot write FILE); 2 usage error.  Nothing is\n"
+		"left behind on failure.\n");
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, &argc, &argv, &err))
 		goto usage_err;

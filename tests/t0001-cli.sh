@@ -26,5 +26,7 @@ check "synth --size 12Q: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --size 
 check "synth --offset zz: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --offset zz)" = 2
 check "synth --tsc-ctc-ratio 1/0: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --tsc-ctc-ratio 1/0)" = 2
 check "failed synth leaves no file" test ! -e "$TMP/x"
+check "synth --truth into a missing directory: exit 1" test "$(rc "$VMTRACE" synth -o "$TMP/t.data" --size 64K --truth "$TMP/no/t.json")" = 1
+check "failed --truth leaves no recording either" test ! -e "$TMP/t.data"
 check "synth into a missing directory: exit 1, names it" sh -c '"$VMTRACE" synth -o "$TMP/no/dir/x.data" 2>&1 >/dev/null | grep -q "no/dir"; test $? -eq 0'
 finish

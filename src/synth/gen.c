@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <intel-pt.h>
+#include <glib/gstdio.h>
 
 #include "perf/perf-data.h"
 #include "synth/synth.h"
@@ -944,9 +945,6 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		if (!vt_perf_writer_set_feature(w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error))
 			goto out_free;
 	}
-	if (!vt_perf_writer_finish(w, error))
-		goto out_free;
-
 	st.nqueues = nq;
 	for (i = 0; i < nq; i++) {
 		st.aux_bytes += qs[i].bytes;
@@ -954,8 +952,16 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		st.host_tsc_packets += qs[i].host_tsc;
 		st.vm_entries += qs[i].entries;
 	}
+	/* The ground truth first (written atomically): if it fails, the
+	 * unfinished recording is removed; if the recording then fails, the
+	 * truth goes too.  Either both appear or neither. */
 	if (truth && !write_truth(&g, truth, qs, nq, &st, error))
 		goto out_free;
+	if (!vt_perf_writer_finish(w, error)) {
+		if (truth)
+			g_unlink(truth);
+		goto out_free;
+	}
 	if (stats_out)
 		*stats_out = st;
 	ok = TRUE;
