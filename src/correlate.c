@@ -384,7 +384,7 @@ int cmd_correlate(int argc, char **argv)
 		{ "format", 'f', 0, G_OPTION_ARG_STRING, &format, "Dry-run output: table (default), perf (perf inject's lines), json", "FMT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "JSON output (same as --format=json)", NULL },
 		{ "jobs", 'J', 0, G_OPTION_ARG_INT, &jobs, "Decode N AUX queues in parallel (default: number of CPUs)", "N" },
-		{ "tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance, "Largest spread (TSC ticks) of a VMCS's estimates still called consistent (default: 2 CTC ticks)", "TICKS" },
+		{ "tolerance", 0, 0, G_OPTION_ARG_STRING, &tolerance, "Largest spread (TSC ticks) of a VMCS's estimates still called consistent (default: two CTC ticks in TSC ticks, plus 2)", "TICKS" },
 		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Also print the ERROR lines perf would print, on stderr", NULL },
 		G_OPTION_ENTRY_NULL
 	};
@@ -406,8 +406,9 @@ int cmd_correlate(int argc, char **argv)
 		"64 bits, as perf prints them; the top byte does not matter for correction.");
 	g_option_context_set_description(ctx,
 		"Exit status: 0 ok; 1 failure (I/O, or an interrupted correction to --recover);\n"
-		"2 usage error (incl. bad offset strings); 3 bad input file; 4 no time\n"
-		"information (recorded with tsc=0 or mtc=0: decode it timeless, per thread);\n"
+		"2 usage error (incl. bad offset or scale strings); 3 bad input file; 4 no time\n"
+		"information (recorded with tsc=0 or mtc=0, or no TSC:CTC ratio: decode it\n"
+		"timeless, per thread);\n"
 		"5 some VMCS undetermined or inconsistent; 6 no VMCS found; 7 already\n"
 		"corrected (nothing to do); 8 a VMCS given with --offset is not in the trace.\n"
 		"Nothing is written unless the exit status is 0.\n\n"

@@ -99,10 +99,11 @@ static void usage(FILE *f)
 	fprintf(f, "\n  vmtrace COMMAND --help    options of a command\n"
 		   "  vmtrace --version         versions of vmtrace and libipt\n\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage error, 3 bad input file; correlate adds\n"
-		   "4 (no time information), 5 (VMCS undetermined/inconsistent), 6 (no guest found),\n"
+		   "4 (no time information), 5 (VMCS undetermined/inconsistent), 6 (no VMCS found),\n"
 		   "7 (already corrected), 8 (a VMCS given with --offset is not in the trace).\n"
 		   "guest adds 9/10 (SSH host key unknown/changed: refused), 11 (authentication),\n"
 		   "12 (cannot connect), 13 (guest symbols changed during the copy).\n"
+		   "record adds 14 (no Intel PT on this machine: see vmtrace check).\n"
 		   "See vmtrace(1).\n");
 }
 

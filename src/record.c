@@ -235,7 +235,7 @@ int cmd_record(int argc, char **argv)
 		{ "cyc", 0, 0, G_OPTION_ARG_NONE, &cyc, "Cycle-accurate mode (intel_pt/cyc=1/)", NULL },
 		{ "mtc-period", 0, 0, G_OPTION_ARG_INT, &mtc_period, "MTC every 2^N CTC ticks (default 3; caps/mtc_periods)", "N" },
 		{ "snapshot", 'S', G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, (gpointer)parse_snapshot,
-		  "Snapshot mode: keep the newest SIZE bytes per buffer; SIGUSR2 (and the end) write them", "SIZE" },
+		  "Snapshot mode: keep the newest SIZE bytes per buffer (default: all of --aux-size); SIGUSR2 (and the end) write them", "SIZE" },
 		{ "duration", 't', 0, G_OPTION_ARG_DOUBLE, &duration, "Stop after SECONDS (default: at Ctrl-C or when QEMU exits)", "SECONDS" },
 		{ "aux-size", 0, 0, G_OPTION_ARG_STRING, &aux_size, "Trace buffer per thread/CPU, a power of two (default 4M)", "SIZE" },
 		{ "kcore", 0, 0, G_OPTION_ARG_NONE, &kcore, "Copy the kernel text and modules from /proc/kcore to DIR/kcore_dir (as perf record --kcore)", NULL },
