@@ -448,10 +448,8 @@ int cmd_correlate(int argc, char **argv)
 		goto usage_err;
 	}
 	opt.jobs = jobs;
-	if (tolerance && !vt_parse_u64(tolerance, &opt.tolerance)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--tolerance '%s': expected a number", tolerance);
+	if (!vt_opt_u64("--tolerance", tolerance, &opt.tolerance, &err))
 		goto usage_err;
-	}
 	if (perf_arg) {
 		gboolean perf_dry;
 

@@ -74,6 +74,24 @@ gboolean vt_parse_size(const char *s, guint64 *out)
 	return TRUE;
 }
 
+gboolean vt_opt_size(const char *opt, const char *val, guint64 *out, GError **error)
+{
+	if (!val || vt_parse_size(val, out))
+		return TRUE;
+	g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+		    "%s '%s': expected a size in bytes, like 64M, 256K or 1G", opt, val);
+	return FALSE;
+}
+
+gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **error)
+{
+	if (!val || vt_parse_u64(val, out))
+		return TRUE;
+	g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+		    "%s '%s': expected a number (decimal, or hex with 0x)", opt, val);
+	return FALSE;
+}
+
 void vt_json_str(GString *out, const char *s)
 {
 	g_string_append_c(out, '"');

@@ -367,25 +367,13 @@ int cmd_record(int argc, char **argv)
 	}
 	vt_synth_config_init(&sc);
 	sc.size = 16ULL << 20;
-	if (synth_size && !vt_parse_size(synth_size, &sc.size)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-size '%s': expected a size", synth_size);
+	if (!vt_opt_size("--synth-size", synth_size, &sc.size, &err) ||
+	    !vt_opt_u64("--synth-offset", synth_offset, &sc.vm_offset[0], &err) ||
+	    !vt_opt_size("--synth-rate", synth_rate, &cc.synth_rate, &err) ||
+	    !vt_opt_u64("--synth-seed", synth_seed, &sc.seed, &err))
 		goto usage_err;
-	}
-	if (synth_offset) {
-		if (!vt_parse_u64(synth_offset, &sc.vm_offset[0])) {
-			g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-offset '%s': expected a number", synth_offset);
-			goto usage_err;
-		}
+	if (synth_offset)
 		sc.have_offset[0] = TRUE;
-	}
-	if (synth_rate && !vt_parse_size(synth_rate, &cc.synth_rate)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-rate '%s': expected a size per second", synth_rate);
-		goto usage_err;
-	}
-	if (synth_seed && !vt_parse_u64(synth_seed, &sc.seed)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-seed '%s': expected a number", synth_seed);
-		goto usage_err;
-	}
 	if (!out)
 		out = g_strdup("perf.data");
 	interactive = !quiet;

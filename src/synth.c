@@ -163,18 +163,10 @@ int cmd_synth(int argc, char **argv)
 		cfg.tsc_ctc_n = n;
 		cfg.tsc_ctc_d = d;
 	}
-	if (size && !vt_parse_size(size, &cfg.size)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--size '%s': expected a size like 64M", size);
+	if (!vt_opt_size("--size", size, &cfg.size, &err) ||
+	    !vt_opt_size("--buffer-size", bufsize, &cfg.buffer_size, &err) ||
+	    !vt_opt_u64("--seed", seed, &cfg.seed, &err))
 		goto usage_err;
-	}
-	if (bufsize && !vt_parse_size(bufsize, &cfg.buffer_size)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--buffer-size '%s': expected a size like 256K", bufsize);
-		goto usage_err;
-	}
-	if (seed && !vt_parse_u64(seed, &cfg.seed)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--seed '%s': expected a number", seed);
-		goto usage_err;
-	}
 	for (char **o = offsets; o && *o; o++)
 		if (!parse_offset_opt(&cfg, *o, &err))
 			goto usage_err;

@@ -38,6 +38,10 @@ void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 gboolean vt_parse_size(const char *s, guint64 *out);
 /* Parse an unsigned 64-bit number (0x.. hex or decimal), the whole string. */
 gboolean vt_parse_u64(const char *s, guint64 *out);
+/* An option given as a string (NULL when absent): TRUE when absent or
+ * parsed into *out; otherwise FALSE with a usage error "OPT 'VAL': ...". */
+gboolean vt_opt_size(const char *opt, const char *val, guint64 *out, GError **error);
+gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **error);
 /* Print a check list (VtCheck of host/host.h) as a table or JSON (check.c). */
 void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);
 /* JSON string escaping. */

@@ -23,6 +23,12 @@ check "synth without -o: exit 2" test "$(rc "$VMTRACE" synth)" = 2
 check "synth --vcpus 0: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --vcpus 0)" = 2
 check "synth --mtc-period 16: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --mtc-period 16)" = 2
 check "synth --size 12Q: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --size 12Q)" = 2
+check "synth --size 12Q: one line naming option, value and the form" grep -qx "vmtrace synth: --size '12Q': expected a size in bytes, like 64M, 256K or 1G (see vmtrace synth --help)" "$TMP/err"
+check "synth --seed -1: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --seed -1)" = 2
+check "synth --seed -1: says a number is expected" grep -q "'-1': expected a number" "$TMP/err"
+check "correlate --tolerance 1e3: exit 2" test "$(rc "$VMTRACE" correlate --dry-run --tolerance 1e3 x)" = 2
+check "record --synth-size 1T: exit 2" test "$(rc "$VMTRACE" record --pid 1 --source synth --synth-size 1T)" = 2
+check "record --synth-size 1T: names option and value" grep -q "synth-size '1T'" "$TMP/err"
 check "synth --offset zz: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --offset zz)" = 2
 check "synth --tsc-ctc-ratio 1/0: exit 2" test "$(rc "$VMTRACE" synth -o "$TMP/x" --tsc-ctc-ratio 1/0)" = 2
 check "failed synth leaves no file" test ! -e "$TMP/x"
