@@ -56,24 +56,18 @@ static gboolean pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-static void human(char *buf, gsize len, uint64_t b)
+static char *human(uint64_t b)
 {
-	if (b >= 10ULL << 30)
-		g_snprintf(buf, len, "%.1f GiB", b / 1073741824.0);
-	else if (b >= 10ULL << 20)
-		g_snprintf(buf, len, "%.1f MiB", b / 1048576.0);
-	else
-		g_snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	return g_format_size_full(b, G_FORMAT_SIZE_IEC_UNITS);
 }
 
 static void progress(const VtRecorderStats *st, double secs, gboolean final)
 {
-	char a[32], r[32];
+	g_autofree char *a = human(st->aux_bytes);
+	g_autofree char *r = human(secs >= 0.5 ? (uint64_t)(st->aux_bytes / secs) : 0);
 
-	human(a, sizeof(a), st->aux_bytes);
-	human(r, sizeof(r), secs >= 0.5 ? (uint64_t)(st->aux_bytes / secs) : 0);
-	fprintf(stderr, "\r[ vmtrace record: %.1f s, %s trace (%s/s), %" G_GUINT64_FORMAT " sideband records%s",
-		secs, a, r, st->sideband_records, st->snapshots ? "" : "");
+	fprintf(stderr, "\r[ vmtrace record: %.1f s, %s trace (%s/s), %" G_GUINT64_FORMAT " sideband records",
+		secs, a, r, st->sideband_records);
 	if (st->snapshots)
 		fprintf(stderr, ", %" G_GUINT64_FORMAT " snapshot%s", st->snapshots, st->snapshots == 1 ? "" : "s");
 	if (st->lost)
@@ -184,7 +178,47 @@ out:
 	return ok;
 }
 
-/* Move an existing OUT aside as OUT.old, as perf record does. */
+/* -o: not empty, ".", ".." or "/"; trailing slashes dropped (the output
+ * is built next to it and renamed onto it). */
+static gboolean output_path_ok(char **out, GError **error)
+{
+	gsize n = strlen(*out);
+	g_autofree char *base = NULL;
+
+	while (n > 1 && (*out)[n - 1] == '/')
+		(*out)[--n] = '\0';
+	base = g_path_get_basename(*out);
+	if (!n || !strcmp(base, ".") || !strcmp(base, "..") || !strcmp(base, "/")) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "-o '%s': name the recording's directory, e.g. -o vm0.data", *out);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* OUT and OUT.old may be replaced only if they are absent or recordings:
+ * a perf.data file (PERFILE2) or a directory holding only what perf and
+ * vmtrace record write there.  Anything else is the user's: refuse. */
+static gboolean output_replaceable(const char *out, GError **error)
+{
+	g_autofree char *old = g_strconcat(out, ".old", NULL);
+	const char *const paths[] = { out, old };
+
+	for (guint i = 0; i < G_N_ELEMENTS(paths); i++) {
+		g_autoptr(GError) why = NULL;
+
+		if (!vt_fs_is_recording(paths[i], &why)) {
+			g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+				    "refusing to %s %s, it is not a recording (%s): move it away or choose another -o",
+				    i ? "delete" : "move aside", paths[i], why->message);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+/* Move an existing OUT aside as OUT.old, as perf record does (both were
+ * checked by output_replaceable; checked again here, just before). */
 static gboolean move_old(const char *out, GError **error)
 {
 	g_autofree char *old = g_strconcat(out, ".old", NULL);
@@ -192,12 +226,10 @@ static gboolean move_old(const char *out, GError **error)
 
 	if (lstat(out, &st) < 0)
 		return TRUE;
-	if (lstat(old, &st) == 0) {
-		if (S_ISDIR(st.st_mode))
-			vt_fs_remove_tree(old);
-		else
-			unlink(old);
-	}
+	if (!output_replaceable(out, error))
+		return FALSE;
+	if (lstat(old, &st) == 0 && !vt_fs_remove_recording(old, error))
+		return FALSE;
 	if (rename(out, old) < 0) {
 		int e = errno;
 
@@ -208,18 +240,19 @@ static gboolean move_old(const char *out, GError **error)
 	return TRUE;
 }
 
-static int exit_for_capture_error(const GError *e)
+/* 14 when this machine cannot trace, else `other`. */
+static int exit_for_capture_error(const GError *e, int other)
 {
 	if (e->domain == VT_CAPTURE_ERROR && e->code == VT_CAPTURE_ERROR_NO_PT)
 		return VT_EXIT_NO_PT;
-	return VT_EXIT_FAILURE;
+	return other;
 }
 
 int cmd_record(int argc, char **argv)
 {
 	char *domain = NULL, *uri = NULL, *out = NULL, *source = NULL, *aux_size = NULL;
 	char *synth_size = NULL, *synth_offset = NULL, *synth_seed = NULL, *synth_rate = NULL;
-	gint pid = 0, mtc_period = -1;
+	gint pid = G_MININT, mtc_period = -1;
 	gdouble duration = 0;
 	gboolean per_cpu = FALSE, per_thread = FALSE, timeless = FALSE, cyc = FALSE, qmp = FALSE, kcore = FALSE;
 	gboolean json = FALSE, quiet = FALSE, no_tp = FALSE, show_progress = FALSE;
@@ -309,11 +342,11 @@ int cmd_record(int argc, char **argv)
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "unexpected argument '%s'", argv[1]);
 		goto usage_err;
 	}
-	if (!!domain == !!pid) {
+	if (!!domain == (pid != G_MININT)) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "give either --domain NAME or --pid PID");
 		goto usage_err;
 	}
-	if (pid < 0) {
+	if (!domain && pid <= 0) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--pid %d: not a process id", pid);
 		goto usage_err;
 	}
@@ -330,12 +363,18 @@ int cmd_record(int argc, char **argv)
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--timeless has no MTC: drop --mtc-period");
 		goto usage_err;
 	}
+	if (timeless && cyc) {
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "--timeless has no time for cycle counts to refine: drop --cyc");
+		goto usage_err;
+	}
 	if (mtc_period > 15 || mtc_period < -1) {
 		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--mtc-period %d: must be 0..15", mtc_period);
 		goto usage_err;
 	}
-	if (duration < 0) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--duration must be positive");
+	if (!(duration >= 0 && duration < 1e9)) {    /* also NaN */
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "--duration %g: expected seconds >= 0 (0: until Ctrl-C or QEMU exits)", duration);
 		goto usage_err;
 	}
 	if (aux_size && (!vt_parse_size(aux_size, &aux_bytes) || !pow2(aux_bytes) || aux_bytes < 16384 ||
@@ -345,8 +384,8 @@ int cmd_record(int argc, char **argv)
 		goto usage_err;
 	}
 	if (snap_opt.snapshot && snap_opt.snapshot_arg &&
-	    (!vt_parse_size(snap_opt.snapshot_arg, &snap_bytes) || !snap_bytes)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--snapshot='%s': expected a size like 16M",
+	    (!vt_parse_size(snap_opt.snapshot_arg, &snap_bytes) || snap_bytes < 4096)) {
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--snapshot='%s': expected a size of 4K or more, like 16M",
 			    snap_opt.snapshot_arg);
 		goto usage_err;
 	}
@@ -374,8 +413,35 @@ int cmd_record(int argc, char **argv)
 		goto usage_err;
 	if (synth_offset)
 		sc.have_offset[0] = TRUE;
+	if (g_strcmp0(source, "synth") && (synth_size || synth_offset || synth_rate || synth_seed)) {
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-* options need --source synth");
+		goto usage_err;
+	}
 	if (!out)
 		out = g_strdup("perf.data");
+	if (!output_path_ok(&out, &err))
+		goto usage_err;
+	if (!output_replaceable(out, &err)) {
+		vt_err("record", "%s", err->message);
+		rc = VT_EXIT_FAILURE;
+		goto done;
+	}
+	/* Can this machine trace with these options?  Asked before anything
+	 * is looked up or opened, so "no Intel PT" is the first thing said. */
+	cc.per_cpu = per_cpu;
+	cc.timeless = timeless;
+	cc.cyc = cyc;
+	cc.mtc_period = mtc_period;
+	cc.snapshot = snap_opt.snapshot;
+	cc.aux_bytes = aux_bytes;
+	cc.data_bytes = 512u << 10;
+	cc.synth = &sc;
+	cc.stop = &stop_signal;
+	if (!vt_capture_probe(source ? source : "intel_pt", &cc, &err)) {
+		vt_err("record", "%s", err->message);
+		rc = exit_for_capture_error(err, VT_EXIT_USAGE);   /* else the options do not fit */
+		goto done;
+	}
 	interactive = !quiet;
 
 	/* Signals first: a Ctrl-C or SIGUSR2 during the setup must not kill us
@@ -411,7 +477,9 @@ int cmd_record(int argc, char **argv)
 		g_array_append_val(tids, t);
 	}
 	if (!tids->len) {
-		vt_err("record", "%s (QEMU pid %u) has no vCPU threads", domain ? domain : "the process", d.pid);
+		vt_err("record", "%s (QEMU pid %u) has no vCPU threads: is it QEMU?  Threads are found through KVM's "
+		       "debugfs (mount -t debugfs none /sys/kernel/debug) or QEMU's thread names (-name NAME,"
+		       "debug-threads=on; libvirt sets it)", domain ? domain : "the process", d.pid);
 		rc = VT_EXIT_FAILURE;
 		goto done;
 	}
@@ -431,17 +499,9 @@ int cmd_record(int argc, char **argv)
 	}
 
 	/* 2. the trace source and its streams */
-	cc.per_cpu = per_cpu;
-	cc.timeless = timeless;
-	cc.cyc = cyc;
-	cc.mtc_period = mtc_period;
-	cc.snapshot = snap_opt.snapshot;
-	cc.aux_bytes = aux_bytes;
-	cc.data_bytes = 512u << 10;
 	cc.qemu_pid = d.pid;
 	cc.tids = (const int32_t *)tids->data;
 	cc.ntids = tids->len;
-	cc.synth = &sc;
 	cap = vt_capture_new(source ? source : "intel_pt", &cc, &err);
 	if (!cap) {
 		vt_err("record", "%s", err->message);
@@ -450,11 +510,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (per_cpu) {
 		cpus = vt_host_online_cpus();
-		for (guint i = 0; i < cpus->len; i++) {
-			if (source && !strcmp(source, "synth") && i >= tids->len)
-				break;   /* synth: at most one CPU per vCPU */
-			vt_capture_add_stream(cap, -1, g_array_index(cpus, int, i));
-		}
+		for (guint i = 0; i < cpus->len && vt_capture_add_stream(cap, -1, g_array_index(cpus, int, i)); i++)
+			;
 	} else {
 		for (guint i = 0; i < tids->len; i++)
 			vt_capture_add_stream(cap, g_array_index(tids, int32_t, i), -1);
@@ -493,7 +550,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (!rec) {
 		vt_err("record", "%s", err->message);
-		rc = exit_for_capture_error(err);
+		rc = exit_for_capture_error(err, VT_EXIT_FAILURE);
 		goto done;
 	}
 	/* 4. record */
@@ -518,9 +575,9 @@ int cmd_record(int argc, char **argv)
 		goto fail_restore;
 	t_start = g_get_monotonic_time();
 	if (interactive)
-		fprintf(stderr, "vmtrace record: recording %s with %s%s (%s, %u buffer%s of %" G_GUINT64_FORMAT
-			" KiB)%s; Ctrl-C stops\n", cap->event_name, source && !strcmp(source, "synth") ? "the synthetic source" : "intel_pt",
-			"", per_cpu ? "per-CPU" : "per-thread", cap->streams->len, cap->streams->len == 1 ? "" : "s",
+		fprintf(stderr, "vmtrace record: recording %s from the %s source (%s, %u buffer%s of %" G_GUINT64_FORMAT
+			" KiB)%s; Ctrl-C stops\n", cap->event_name, cap->ops->name,
+			per_cpu ? "per-CPU" : "per-thread", cap->streams->len, cap->streams->len == 1 ? "" : "s",
 			aux_bytes >> 10, snap_opt.snapshot ? ", snapshot mode: kill -USR2 to take one" : "");
 	{
 		gint64 last = 0;
@@ -602,11 +659,10 @@ int cmd_record(int argc, char **argv)
 		double secs = (g_get_monotonic_time() - t_start) / 1e6;
 
 		if (interactive) {
-			char a[32];
+			g_autofree char *a = human(st->aux_bytes);
 
 			if (tty || show_progress)
 				progress(st, secs, TRUE);
-			human(a, sizeof(a), st->aux_bytes);
 			fprintf(stderr, "vmtrace record: wrote %s: %s of trace in %u buffer%s, %" G_GUINT64_FORMAT
 				" sideband records, KVM metadata %s/vmtrace-kvm.ini%s%s%s\n", out, a, cap->streams->len,
 				cap->streams->len == 1 ? "" : "s", st->sideband_records, out,

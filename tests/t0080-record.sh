@@ -22,16 +22,34 @@ check "--timeless --per-cpu: exit 2, says why" sh -c "[ $(code rec --pid 1 --tim
 check "--aux-size not a power of two: exit 2" test "$(code rec --pid 1 --aux-size 3M -o u1)" = 2
 check "--mtc-period 16: exit 2" test "$(code rec --pid 1 --mtc-period 16 -o u1)" = 2
 check "--snapshot=junk: exit 2" test "$(code rec --pid 1 --snapshot=junk -o u1)" = 2
+check "--snapshot=1 (less than a page): exit 2" test "$(code rec --pid 1 --snapshot=1 -o u1)" = 2
+check "--timeless --cyc: exit 2, says why" sh -c "[ $(code rec --pid 1 --timeless --cyc -o u1) = 2 ] && grep -q 'drop --cyc' '$TMP/out'"
+check "--duration nan: exit 2" test "$(code rec --pid 1 --duration nan -o u1)" = 2
+check "--pid 0: exit 2, not a process id" sh -c "[ $(code rec --pid 0 -o u1) = 2 ] && grep -q 'not a process id' '$TMP/out'"
+check "--synth-size without --source synth: exit 2" test "$(code rec --pid 1 --synth-size 1M -o u1)" = 2
+check "--synth-size 1K (synth's range): exit 2, names the source" sh -c "[ $(code rec --pid 1 --source synth --synth-size 1K -o u1) = 2 ] && grep -q 'source synth: --size' '$TMP/out'"
+check "-o '': exit 2" test "$(code rec --pid 1 -o '')" = 2
+check "-o ..: exit 2" test "$(code rec --pid 1 -o ..)" = 2
+# what -o would replace must be a recording: OUT (moved to OUT.old) and OUT.old (deleted)
+mkdir -p mine.old/src && echo keep >mine.old/src/file && mkdir mine
+check "-o whose .old holds other files: exit 1, refused up front" sh -c "[ $(code rec --pid 1 -o mine) = 1 ] && grep -q 'refusing to delete mine.old.*mine.old/src is not part of one' '$TMP/out'"
+check "... and nothing of it is touched" test -d mine -a "$(cat mine.old/src/file)" = keep
+echo text >notes.txt
+check "-o onto a file that is no perf.data: exit 1" sh -c "[ $(code rec --pid 1 -o notes.txt) = 1 ] && grep -q 'not a perf.data file' '$TMP/out' && test \"\$(cat notes.txt)\" = text"
+ln -s "$TMP" link.data
+check "-o onto a symbolic link: exit 1" test "$(code rec --pid 1 -o link.data)" = 1
+rm -rf mine mine.old notes.txt link.data
 check "--snapshot over 1G: exit 2 (no endless buffer sizing)" sh -c "[ \$(timeout 10 '$VMTRACE' record --pid 1 --snapshot=9223372036854775809 -o u1 >/dev/null 2>&1; echo \$?) = 2 ]"
 check "--source bogus: exit 2" test "$(code rec --pid 1 --source bogus -o u1)" = 2
 check "usage errors wrote nothing" test ! -e u1
 check "--help teaches: examples, exit codes, synthetic source" sh -c '"$VMTRACE" record --help-all | grep -q "kill -USR2" && "$VMTRACE" record --help-all | grep -q "14 this machine cannot trace" && "$VMTRACE" record --help-all | grep -q -- "--source"'
 
-# --- libvirt lookups on the test driver
-check "unknown domain: exit 1, names it" sh -c "[ $(code rec --domain nosuch --connect test:///default -o u2) = 1 ] && grep -q \"no domain named 'nosuch'\" '$TMP/out'"
+# --- libvirt lookups on the test driver (the synthetic source: the intel_pt
+# one would stop first, at "no Intel PT", on machines without it)
+check "unknown domain: exit 1, names it" sh -c "[ $(code rec --source synth --domain nosuch --connect test:///default -o u2) = 1 ] && grep -q \"no domain named 'nosuch'\" '$TMP/out'"
 stopped_domain_xml "$TMP/node.xml"
-check "inactive domain: exit 1, how to start it" sh -c "[ $(code rec --domain stopped --connect test://$TMP/node.xml -o u2) = 1 ] && grep -q 'is not running (shut off); start it' '$TMP/out'"
-check "test driver domain: no QEMU process -> exit 1" test "$(code rec --domain test --connect test:///default -o u2)" = 1
+check "inactive domain: exit 1, how to start it" sh -c "[ $(code rec --source synth --domain stopped --connect test://$TMP/node.xml -o u2) = 1 ] && grep -q 'is not running (shut off); start it' '$TMP/out'"
+check "test driver domain: no QEMU process -> exit 1" test "$(code rec --source synth --domain test --connect test:///default -o u2)" = 1
 check "lookup errors wrote nothing" test ! -e u2
 
 command -v qemu-system-x86_64 >/dev/null || { echo "# no QEMU: skipping the process tests"; finish; }
@@ -69,13 +87,21 @@ if grep -q "failed to initialize kvm\|Could not access KVM" "$TMP/qemu.log"; the
 fi
 tids=$(for t in /proc/$qpid/task/*; do case $(cat $t/comm 2>/dev/null) in "CPU "*) echo ${t##*/};; esac; done | sort -n | paste -sd' ')
 echo "# QEMU ($accel) pid $qpid, vCPU threads: $tids"
+check "--pid of a vCPU thread: exit 1, names the process" \
+	sh -c "[ $(code rec --source synth --pid ${tids%% *} -o u3) = 1 ] && grep -q 'is a thread of process $qpid: give the process id' '$TMP/out'"
+sleep 60 & sp=$!
+check "--pid of a process without vCPU threads: exit 1, how threads are found" \
+	sh -c "[ $(code rec --source synth --pid $sp -o u3) = 1 ] && grep -q 'debug-threads=on' '$TMP/out'"
+kill $sp
 
 # --- no Intel PT here: a clear error, exit 14, nothing left behind
 if [ ! -d /sys/bus/event_source/devices/intel_pt ]; then
 	mkdir noPT && cd noPT || exit 1
 	check "no intel_pt: exit 14" test "$(code rec --pid $qpid -o out)" = 14
 	check "no intel_pt: says so and points at vmtrace check" grep -q "no Intel PT.*vmtrace check" "$TMP/out"
-	check "no intel_pt: the mapping was printed first" grep -q "vCPU 0 = tid" "$TMP/out"
+	check "no intel_pt: said before any lookup (no mapping printed)" sh -c "! grep -q 'vCPU 0 = tid' '$TMP/out'"
+	check "no intel_pt: also as a user who may not open perf events" \
+		sh -c "[ \$(setpriv --reuid=65534 --regid=65534 --clear-groups '$VMTRACE' record --pid $qpid -o out >'$TMP/out' 2>&1; echo \$?) = 14 ]"
 	check "no intel_pt: nothing left behind" test -z "$(ls -A)"
 	cd "$TMP" || exit 1
 fi
@@ -114,7 +140,7 @@ check "perf.data directory: data and vmtrace-kvm.ini" test -s pt.data/data -a -s
 check "no temporary directory left" test -z "$(ls -A | grep vmtrace-)"
 check "the vCPU mapping was printed" grep -q "QEMU pid $qpid, 2 vCPUs: vCPU 0 = tid" pt.err
 check "--json: the vCPU threads are this QEMU's" sh -c "$PYTHON3 -c 'import json,sys; j=json.load(open(\"pt.json\")); print(\" \".join(str(v[\"tid\"]) for v in j[\"vcpus\"]))' | grep -qx '$tids'"
-check "perf reads the header" sh -c "timeout 60 '$PERF' report -i pt.data --header-only 2>&1 | grep -q 'intel_pt//k'"
+check "perf reads the header, with the event's timing fields" sh -c "timeout 60 '$PERF' report -i pt.data --header-only 2>&1 | grep -q 'intel_pt/tsc=1,mtc=1,mtc_period=3/k'"
 timeout 120 "$PERF" inject -i pt.data --vm-time-correlation=dry-run 2>&1 | grep "^VMCS:" >perf.out
 "$VMTRACE" correlate --dry-run --format=perf pt.data >vt.out 2>vt.err
 check "correlate --format=perf == perf inject dry run (VMCS lines)" sh -c "test -s perf.out && cmp -s perf.out vt.out"
@@ -195,6 +221,18 @@ check "timeless: perf decodes it" sh -c "timeout 60 '$PERF' script -i tl.data --
 # an existing output becomes .old; Ctrl-C stops cleanly; SIGUSR2 snapshots
 rec --pid $qpid --source synth --synth-size 2M -o pt.data -q
 check "existing output moved to pt.data.old" test -s pt.data.old/data -a -s pt.data/data
+cp pt.data/data pt.second
+rec --pid $qpid --source synth --synth-size 2M --synth-seed 7 -o pt.data/ -q
+check "-o DIR/: a recording .old is replaced, trailing slash dropped" sh -c "cmp -s pt.data.old/data pt.second && test -s pt.data/data && ! cmp -s pt.data/data pt.second"
+mkdir big big.tmp && cd big || exit 1
+TMPDIR=$TMP/big.tmp "$VMTRACE" record --pid $qpid --source synth --synth-size 8G -o big.data >"$TMP/big.err" 2>&1 &
+rp=$!
+sleep 1; t0=$(date +%s%N); kill -INT $rp; wait $rp; rc=$?
+check "SIGINT while the synthetic trace is generated: exit 1 within 3 s" \
+	sh -c "[ $rc = 1 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ] && grep -q interrupted '$TMP/big.err'"
+check "... leaving nothing behind (here or in the temporary directory)" \
+	sh -c "test -z \"\$(ls -A)\" && test -z \"\$(ls -A '$TMP/big.tmp')\""
+cd "$TMP" || exit 1
 "$VMTRACE" record --pid $qpid --source synth --synth-size 16M --synth-rate 2M -t 60 -o int.data --json >int.json 2>int.err &
 rp=$!
 started int.err; sleep 0.5; t0=$(date +%s%N); kill -INT $rp; wait $rp

@@ -170,6 +170,20 @@ gboolean vt_domain_from_pid(uint32_t pid, VtDomain *d, GError **error)
 			    vt_host_root(), p);
 		return FALSE;
 	}
+	{
+		/* a thread id opens /proc/TID too: insist on the process */
+		g_autofree char *sp = g_strdup_printf("/proc/%u/status", pid);
+		g_autofree char *status = vt_host_read(sp);
+		const char *t = status ? strstr(status, "\nTgid:") : NULL;
+		guint64 tgid = t ? g_ascii_strtoull(t + 6, NULL, 10) : pid;
+
+		if (tgid != pid) {
+			g_set_error(error, VT_DOMAIN_ERROR, VT_DOMAIN_ERROR_NO_PROCESS,
+				    "%u is a thread of process %" G_GUINT64_FORMAT ": give the process id (--pid %"
+				    G_GUINT64_FORMAT ")", pid, tgid, tgid);
+			return FALSE;
+		}
+	}
 	d->pid = pid;
 	d->name = g_strdup_printf("pid %u (%s)", pid, comm);
 	d->uri = g_strdup("(no libvirt)");

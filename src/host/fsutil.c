@@ -2,6 +2,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -71,4 +74,122 @@ gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid)
 		return FALSE;
 	*gid = (gid_t)x;
 	return TRUE;
+}
+
+/* A name a recording directory may hold at depth 0 (its top) or 1 (in
+ * kcore_dir), with the file type it must have. */
+static gboolean recording_entry(int depth, const char *name, mode_t mode)
+{
+	if (depth == 1)
+		return S_ISREG(mode) && (!strcmp(name, "kcore") || !strcmp(name, "kallsyms") ||
+					 !strcmp(name, "modules"));
+	if (!strcmp(name, "kcore_dir"))
+		return S_ISDIR(mode);
+	return S_ISREG(mode) && (!strcmp(name, "data") || g_str_has_prefix(name, "data.") ||
+				 !strcmp(name, "vmtrace-kvm.ini"));
+}
+
+/* Walk the recording directory open at dfd (which this closes): check
+ * every entry, and with remove, unlink it.  Never follows a link. */
+static gboolean recording_walk(int dfd, const char *path, int depth, gboolean remove, GError **error)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	gboolean ok = TRUE;
+
+	if (!d) {
+		int err = errno;
+
+		close(dfd);
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(err), "%s: %s", path, g_strerror(err));
+		return FALSE;
+	}
+	while (ok && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !recording_entry(depth, e->d_name, st.st_mode)) {
+			g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+				    "%s/%s is not part of one", path, e->d_name);
+			ok = FALSE;
+		} else if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			g_autofree char *sp = g_build_filename(path, e->d_name, NULL);
+
+			ok = sub >= 0 && recording_walk(sub, sp, depth + 1, remove, error);
+			if (sub < 0)
+				g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", sp,
+					    g_strerror(errno));
+			if (ok && remove && unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0) {
+				g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot remove %s: %s",
+					    sp, g_strerror(errno));
+				ok = FALSE;
+			}
+		} else if (remove && unlinkat(dirfd(d), e->d_name, 0) < 0) {
+			g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot remove %s/%s: %s",
+				    path, e->d_name, g_strerror(errno));
+			ok = FALSE;
+		}
+	}
+	closedir(d);
+	return ok;
+}
+
+/* 1: a recording, 0: absent, -1: something else (error set). */
+static int recording_check(const char *path, gboolean remove, GError **error)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (S_ISREG(st.st_mode)) {
+		char magic[8] = { 0 };
+
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || read(fd, magic, sizeof(magic)) != (ssize_t)sizeof(magic) ||
+		    memcmp(magic, "PERFILE2", 8)) {
+			if (fd >= 0)
+				close(fd);
+			g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST, "%s: not a perf.data file", path);
+			return -1;
+		}
+		close(fd);
+		if (remove && unlink(path) < 0) {
+			g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot remove %s: %s", path,
+				    g_strerror(errno));
+			return -1;
+		}
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST, "%s: neither a file nor a directory", path);
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", path, g_strerror(errno));
+		return -1;
+	}
+	if (!recording_walk(fd, path, 0, remove, error))
+		return -1;
+	if (remove && rmdir(path) < 0) {
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot remove %s: %s", path,
+			    g_strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
+gboolean vt_fs_is_recording(const char *path, GError **error)
+{
+	return recording_check(path, FALSE, error) >= 0;
+}
+
+gboolean vt_fs_remove_recording(const char *path, GError **error)
+{
+	/* check the whole tree first, so a refusal leaves it intact */
+	return recording_check(path, FALSE, error) >= 0 && recording_check(path, TRUE, error) >= 0;
 }

@@ -11,6 +11,14 @@ G_BEGIN_DECLS
 void vt_fs_remove_tree(const char *path);
 /* lchown every entry of a tree (the output of a command run under sudo). */
 gboolean vt_fs_chown_tree(const char *path, uid_t uid, gid_t gid, GError **error);
+/* TRUE if path is absent or a recording: a perf.data file (PERFILE2) or a
+ * directory holding only data, data.N, vmtrace-kvm.ini and kcore_dir/
+ * {kcore,kallsyms,modules} - what perf record and vmtrace record write.
+ * Symbolic links are not recordings.  FALSE says why in error. */
+gboolean vt_fs_is_recording(const char *path, GError **error);
+/* Remove a recording (as vt_fs_is_recording defines it) without following
+ * symbolic links; refuses, leaving the rest, at any other entry. */
+gboolean vt_fs_remove_recording(const char *path, GError **error);
 /* Under sudo (real uid 0 with SUDO_UID/SUDO_GID set): the invoking user. */
 gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid);
 

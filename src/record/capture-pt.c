@@ -22,7 +22,7 @@ typedef struct {
 } PtPriv;
 
 static gboolean set_field(const VtIntelPt *pt, uint64_t *config, const char *name, uint64_t value,
-			  GString *desc, GError **error)
+			  GError **error)
 {
 	uint64_t mask;
 	guint shift;
@@ -41,8 +41,6 @@ static gboolean set_field(const VtIntelPt *pt, uint64_t *config, const char *nam
 		return FALSE;
 	}
 	*config = (*config & ~mask) | (value << shift);
-	if (desc && value && strcmp(name, "pt") && strcmp(name, "branch"))
-		g_string_append_printf(desc, "%s%s=%" G_GUINT64_FORMAT, desc->len ? "," : "", name, value);
 	return TRUE;
 }
 
@@ -65,7 +63,6 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 			      char **event_name, GError **error)
 {
 	VtIntelPt pt = { 0 };
-	g_autoptr(GString) desc = g_string_new(NULL);
 	uint64_t config = 0, mtc_period = cfg->mtc_period >= 0 ? (uint64_t)cfg->mtc_period : 3;
 	gboolean mtc, ok;
 	const char *v;
@@ -94,12 +91,12 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 			return FALSE;
 		}
 	}
-	ok = set_field(&pt, &config, "pt", 1, desc, error) &&
-	     set_field(&pt, &config, "branch", 1, desc, error) &&
-	     set_field(&pt, &config, "tsc", !cfg->timeless, desc, error) &&
-	     set_field(&pt, &config, "mtc", mtc, desc, error) &&
-	     (!mtc || set_field(&pt, &config, "mtc_period", mtc_period, desc, error)) &&
-	     set_field(&pt, &config, "cyc", cfg->cyc, desc, error);
+	ok = set_field(&pt, &config, "pt", 1, error) &&
+	     set_field(&pt, &config, "branch", 1, error) &&
+	     set_field(&pt, &config, "tsc", !cfg->timeless, error) &&
+	     set_field(&pt, &config, "mtc", mtc, error) &&
+	     (!mtc || set_field(&pt, &config, "mtc_period", mtc_period, error)) &&
+	     set_field(&pt, &config, "cyc", cfg->cyc, error);
 	if (!ok) {
 		vt_intel_pt_clear(&pt);
 		return FALSE;
@@ -133,9 +130,18 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 	info[VT_PT_INFO_CYC_BIT] = field_mask(&pt, "cyc");
 	v = pt.caps ? g_hash_table_lookup(pt.caps, "max_nonturbo_ratio") : NULL;
 	info[VT_PT_INFO_MAX_NONTURBO_RATIO] = v ? g_ascii_strtoull(v, NULL, 0) : 0;
-	*event_name = g_strdup_printf("intel_pt/%s/k", desc->str);
+	*event_name = vt_capture_event_name(!cfg->timeless, mtc, (guint)mtc_period, cfg->cyc);
 	vt_intel_pt_clear(&pt);
 	return TRUE;
+}
+
+static gboolean pt_probe(const VtCaptureConfig *cfg, GError **error)
+{
+	struct perf_event_attr attr;
+	uint64_t info[VT_PT_INFO_NR_FIXED];
+	g_autofree char *name = NULL;
+
+	return vt_capture_pt_config(cfg, &attr, info, &name, error);
 }
 
 static gboolean pt_open(VtCapture *c, GError **error)
@@ -220,6 +226,7 @@ static void pt_close(VtCapture *c)
 
 const VtCaptureOps vt_capture_pt_ops = {
 	.name = "intel_pt",
+	.probe = pt_probe,
 	.open = pt_open,
 	.enable = pt_enable,
 	.wait = pt_wait,

@@ -155,6 +155,48 @@ static gboolean route(VtCapture *c, SynthPriv *p, const VtPerfRecord *rec)
 	return TRUE;
 }
 
+/* The synth configuration for cfg: one VM, the traced threads as its vCPUs
+ * (one when they are not known yet), one CPU per vCPU in per-CPU mode. */
+static void synth_config(const VtCaptureConfig *cfg, guint nstreams, VtSynthConfig *sc)
+{
+	*sc = *cfg->synth;
+	sc->nvms = 1;
+	sc->nvcpus = CLAMP(cfg->ntids, 1, VT_SYNTH_MAX_VCPUS);
+	sc->per_cpu = cfg->per_cpu;
+	sc->ncpus = cfg->per_cpu ? CLAMP(nstreams, 1, sc->nvcpus) : 0;
+	sc->cyc = sc->cyc || cfg->cyc;
+	sc->timeless = cfg->timeless;
+	if (cfg->mtc_period >= 0)
+		sc->mtc_period = (guint)cfg->mtc_period;
+	sc->qemu_pid[0] = cfg->qemu_pid;
+	for (guint i = 0; i < cfg->ntids && i < sc->nvcpus; i++)
+		sc->tids[i] = (guint32)cfg->tids[i];
+	sc->buffer_size = MIN(sc->buffer_size, cfg->aux_bytes / 2);
+	sc->stop = cfg->stop;
+}
+
+static gboolean synth_probe(const VtCaptureConfig *cfg, GError **error)
+{
+	VtSynthConfig sc;
+
+	if (!cfg->synth) {
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG, "the synthetic source needs a configuration");
+		return FALSE;
+	}
+	synth_config(cfg, 1, &sc);
+	if (!vt_synth_config_check(&sc, error)) {
+		g_prefix_error(error, "--source synth: ");
+		return FALSE;
+	}
+	return TRUE;
+}
+
+/* At most one CPU per vCPU thread (and no more vCPUs than synth has). */
+static guint synth_max_streams(const VtCaptureConfig *cfg)
+{
+	return CLAMP(cfg->ntids, 1, VT_SYNTH_MAX_VCPUS);
+}
+
 static gboolean synth_open(VtCapture *c, GError **error)
 {
 	const VtCaptureConfig *cfg = &c->cfg;
@@ -167,31 +209,12 @@ static gboolean synth_open(VtCapture *c, GError **error)
 	int r;
 
 	c->priv = p;
-	if (!cfg->synth || !cfg->ntids || !c->streams->len) {
-		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG,
-			    "the synthetic source needs a synth configuration and vCPU threads");
+	if (!cfg->ntids || !c->streams->len) {
+		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG, "the synthetic source needs vCPU threads");
 		return FALSE;
 	}
-	sc = *cfg->synth;
-	sc.nvms = 1;
-	sc.nvcpus = MIN(cfg->ntids, VT_SYNTH_MAX_VCPUS);
-	sc.per_cpu = cfg->per_cpu;
-	sc.ncpus = cfg->per_cpu ? MIN(c->streams->len, sc.nvcpus) : 0;
-	sc.cyc = sc.cyc || cfg->cyc;
-	sc.timeless = cfg->timeless;
-	if (cfg->mtc_period >= 0)
-		sc.mtc_period = (guint)cfg->mtc_period;
-	sc.qemu_pid[0] = cfg->qemu_pid;
-	for (guint i = 0; i < sc.nvcpus; i++)
-		sc.tids[i] = (guint32)cfg->tids[i];
+	synth_config(cfg, c->streams->len, &sc);
 	sc.t0 = __rdtsc();
-	sc.buffer_size = MIN(sc.buffer_size, cfg->aux_bytes / 2);
-	if (cfg->per_cpu && c->streams->len > sc.nvcpus) {
-		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG,
-			    "the synthetic source traces at most one CPU per vCPU thread (%u CPUs, %u threads)",
-			    c->streams->len, sc.nvcpus);
-		return FALSE;
-	}
 	fd = g_file_open_tmp("vmtrace-record-synth-XXXXXX.data", &tmp, error);
 	if (fd < 0)
 		return FALSE;
@@ -205,7 +228,7 @@ static gboolean synth_open(VtCapture *c, GError **error)
 
 	c->attr = vt_perf_file_attr(p->f, 0)->attr;
 	c->pmu_type = c->attr.type;
-	c->event_name = g_strdup("intel_pt//k");
+	c->event_name = vt_capture_event_name(!sc.timeless, sc.mtc && !sc.timeless, sc.mtc_period, sc.cyc);
 	c->cpuid = vt_perf_file_feature_string(p->f, VT_PERF_FEAT_CPUID);
 	/* the synth file's TIME_CONV and AUXTRACE_INFO */
 	vt_perf_iter_init(&p->it, p->f);
@@ -309,6 +332,8 @@ static void synth_close(VtCapture *c)
 
 const VtCaptureOps vt_capture_synth_ops = {
 	.name = "synth",
+	.probe = synth_probe,
+	.max_streams = synth_max_streams,
 	.open = synth_open,
 	.enable = synth_enable,
 	.wait = synth_wait,

@@ -8,20 +8,31 @@
 
 G_DEFINE_QUARK(vt-capture-error-quark, vt_capture_error)
 
+static const VtCaptureOps *source_ops(const char *source, GError **error)
+{
+	if (!g_strcmp0(source, "intel_pt"))
+		return &vt_capture_pt_ops;
+	if (!g_strcmp0(source, "synth"))
+		return &vt_capture_synth_ops;
+	g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG, "unknown trace source '%s' (intel_pt or synth)",
+		    source);
+	return NULL;
+}
+
+gboolean vt_capture_probe(const char *source, const VtCaptureConfig *cfg, GError **error)
+{
+	const VtCaptureOps *ops = source_ops(source, error);
+
+	return ops && ops->probe(cfg, error);
+}
+
 VtCapture *vt_capture_new(const char *source, const VtCaptureConfig *cfg, GError **error)
 {
 	VtCapture *c;
-	const VtCaptureOps *ops;
+	const VtCaptureOps *ops = source_ops(source, error);
 
-	if (!g_strcmp0(source, "intel_pt"))
-		ops = &vt_capture_pt_ops;
-	else if (!g_strcmp0(source, "synth"))
-		ops = &vt_capture_synth_ops;
-	else {
-		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_CONFIG,
-			    "unknown trace source '%s' (intel_pt or synth)", source);
+	if (!ops || !ops->probe(cfg, error))
 		return NULL;
-	}
 	c = g_new0(VtCapture, 1);
 	c->ops = ops;
 	c->cfg = *cfg;
@@ -30,11 +41,30 @@ VtCapture *vt_capture_new(const char *source, const VtCaptureConfig *cfg, GError
 	return c;
 }
 
-void vt_capture_add_stream(VtCapture *c, int32_t tid, int32_t cpu)
+gboolean vt_capture_add_stream(VtCapture *c, int32_t tid, int32_t cpu)
 {
 	VtCaptureStream s = { .idx = c->streams->len, .tid = tid, .cpu = cpu };
+	guint max = c->ops->max_streams ? c->ops->max_streams(&c->cfg) : 0;
 
+	if (max && c->streams->len >= max)
+		return FALSE;
 	g_array_append_val(c->streams, s);
+	return TRUE;
+}
+
+char *vt_capture_event_name(gboolean tsc, gboolean mtc, guint mtc_period, gboolean cyc)
+{
+	GString *s = g_string_new("intel_pt/");
+	gsize n = s->len;
+
+	if (tsc)
+		g_string_append(s, "tsc=1");
+	if (mtc)
+		g_string_append_printf(s, "%smtc=1,mtc_period=%u", s->len > n ? "," : "", mtc_period);
+	if (cyc)
+		g_string_append_printf(s, "%scyc=1", s->len > n ? "," : "");
+	g_string_append(s, "/k");
+	return g_string_free(s, FALSE);
 }
 
 VtCaptureStream *vt_capture_stream(VtCapture *c, guint i)

@@ -17,6 +17,7 @@
 #define VT_CAPTURE_H
 
 #include <glib.h>
+#include <signal.h>
 #include <stdint.h>
 #include <linux/perf_event.h>
 
@@ -47,6 +48,7 @@ typedef struct {
 	const struct VtSynthConfig *synth;   /* "synth" source: its configuration */
 	uint64_t synth_rate;         /* "synth" source: bytes per second (0: as fast as read) */
 	VtPerfTimeConv time_conv;    /* the perf clock (for the synthetic source) */
+	const volatile sig_atomic_t *stop;   /* a stop request (signal): long setup work gives up */
 } VtCaptureConfig;
 
 typedef struct {
@@ -63,6 +65,11 @@ typedef struct VtCapture VtCapture;
 
 typedef struct {
 	const char *name;
+	/* Can this source record with cfg on this machine?  Runs before
+	 * anything is opened (cfg's threads may not be known yet). */
+	gboolean (*probe)(const VtCaptureConfig *cfg, GError **error);
+	/* How many streams the source takes (0: any number). */
+	guint (*max_streams)(const VtCaptureConfig *cfg);
 	/* Open and map every stream (disabled). */
 	gboolean (*open)(VtCapture *c, GError **error);
 	gboolean (*enable)(VtCapture *c, gboolean on, GError **error);
@@ -92,10 +99,17 @@ struct VtCapture {
 /* Create a source: "intel_pt" or "synth".  Streams are added by the caller
  * (vt_capture_add_stream) before ops->open. */
 VtCapture *vt_capture_new(const char *source, const VtCaptureConfig *cfg, GError **error);
-void vt_capture_add_stream(VtCapture *c, int32_t tid, int32_t cpu);
+/* The source's probe, without creating it: an error of code
+ * VT_CAPTURE_ERROR_NO_PT means this machine cannot trace. */
+gboolean vt_capture_probe(const char *source, const VtCaptureConfig *cfg, GError **error);
+/* FALSE (nothing added) when the source takes no more streams. */
+gboolean vt_capture_add_stream(VtCapture *c, int32_t tid, int32_t cpu);
 VtCaptureStream *vt_capture_stream(VtCapture *c, guint i);
 void vt_capture_free(VtCapture *c);
 
+/* The event as perf names it: "intel_pt/tsc=1,mtc=1,mtc_period=3/k"
+ * (the non-zero timing fields, in perf's order). */
+char *vt_capture_event_name(gboolean tsc, gboolean mtc, guint mtc_period, gboolean cyc);
 /* perf's HEADER_CPUID string of this CPU: "vendor,family,model,stepping". */
 char *vt_capture_host_cpuid(void);
 /* TSC:CTC ratio from CPUID leaf 0x15 (FALSE if the CPU has none). */

@@ -877,6 +877,10 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	for (;;) {
 		gboolean any = FALSE;
 
+		if (cfg->stop && *cfg->stop) {
+			g_set_error(error, VT_SYNTH_ERROR, 0, "interrupted");
+			goto out_free;
+		}
 		for (i = 0; i < nq; i++) {
 			Queue *q = &qs[i];
 

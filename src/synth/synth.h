@@ -12,6 +12,7 @@
 #define VT_SYNTH_H
 
 #include <glib.h>
+#include <signal.h>
 #include <stdint.h>
 
 G_BEGIN_DECLS
@@ -51,6 +52,9 @@ typedef struct VtSynthConfig {
 	guint64 t0;
 	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
 	guint32 tids[VT_SYNTH_MAX_VCPUS];
+	/* When set and non-zero (a signal handler's flag), generation stops
+	 * with an error and writes nothing. */
+	const volatile sig_atomic_t *stop;
 } VtSynthConfig;
 
 void vt_synth_config_init(VtSynthConfig *cfg);
