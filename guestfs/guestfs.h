@@ -108,6 +108,9 @@ typedef struct {
 
 /* Read the ELF header and program headers of SRC's path (by ranges). */
 GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **error);
+/* The most a trimmed kcore copies: x86-64's kernel text (1 GiB) plus its
+ * module area (1.5 GiB at most) - more means a lie in kallsyms or kcore. */
+#define VT_GUEST_KCORE_MAX (2560ULL << 20)
 /* Copy the parts of `ranges` that kcore maps into a new ELF64 core file
  * (ET_CORE, EM_X86_64) at out_path (mode 0600), one PT_LOAD per piece.
  * *copied: bytes of memory copied. */

@@ -216,8 +216,19 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD && ph.p_filesz)
-			g_array_append_val(segs, ((VtKcoreSeg){ ph.p_vaddr, ph.p_offset, ph.p_filesz }));
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
+			continue;
+		/* the guest's data is not trusted: no segment may wrap */
+		if (ph.p_vaddr + ph.p_filesz < ph.p_vaddr || ph.p_offset + ph.p_filesz < ph.p_offset) {
+			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+				    "%s: PT_LOAD %zu (vaddr 0x%" G_GINT64_MODIFIER "x, offset 0x%" G_GINT64_MODIFIER
+				    "x, size 0x%" G_GINT64_MODIFIER "x) wraps around: not a kcore", path, i,
+				    (guint64)ph.p_vaddr, (guint64)ph.p_offset, (guint64)ph.p_filesz);
+			g_array_free(segs, TRUE);
+			elf_end(e);
+			return NULL;
+		}
+		g_array_append_val(segs, ((VtKcoreSeg){ ph.p_vaddr, ph.p_offset, ph.p_filesz }));
 	}
 	elf_end(e);
 	return segs;
@@ -333,6 +344,19 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
 			    "%s maps none of the kernel text and module ranges", path);
 		goto out;
+	}
+	{
+		guint64 total = 0;
+
+		for (guint i = 0; i < p->len; i++)
+			total += g_array_index(p, VtKcoreSeg, i).size;
+		if (total > VT_GUEST_KCORE_MAX) {
+			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+				    "%s: the kernel text and module ranges would copy %" G_GUINT64_FORMAT
+				    " MiB, more than any kernel has (%u MiB at most): bad kallsyms or kcore",
+				    path, total >> 20, (unsigned)(VT_GUEST_KCORE_MAX >> 20));
+			goto out;
+		}
 	}
 	fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {

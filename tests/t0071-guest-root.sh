@@ -117,6 +117,18 @@ rc=$?
 check "short kcore: exit 3 (bad input), says where" sh -c "test $rc -eq 3 && grep -q 'short read' '$TMP/err'"
 check "short kcore: only the earlier snapshot, no temporary directory" test "$(ls -A "$C/[kernel.kcore]/$bid")" = "$(basename "$snap")"
 
+# a kcore whose text segment claims 2 GiB from 0xffffffff81000000 (past 2^64):
+# refused at once (it looped, allocating, until memory ran out)
+cp "$T/proc/kcore" "$TMP/kcore.good"
+"$PYTHON3" -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(64+56+32); f.write(struct.pack('<QQ',1<<31,1<<31))" "$T/proc/kcore"
+(ulimit -v 2000000; exec "$VMTRACE" guest fetch --root "$T" -o "$C" >/dev/null 2>"$TMP/err")
+rc=$?
+check "wrapping kcore segment: exit 3, says so" sh -c "test $rc -eq 3 && grep -q 'wraps around: not a kcore' '$TMP/err'"
+check "wrapping kcore segment: no snapshot added" test "$(ls -A "$C/[kernel.kcore]/$bid")" = "$(basename "$snap")"
+"$VMTRACE" guest check --root "$T" >"$TMP/out" 2>&1
+check "wrapping kcore segment: check says FAIL kcore" grep -q '^FAIL kcore .*wraps around' "$TMP/out"
+cp "$TMP/kcore.good" "$T/proc/kcore"
+
 rm "$T/proc/kcore"
 gcheck
 check "no /proc/kcore: FAIL with the --no-kcore fix" sh -c "grep -q '^FAIL kcore' '$TMP/out' && grep -q 'fix: .*--no-kcore' '$TMP/out'"
