@@ -14,12 +14,22 @@
 
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
+#include <libssh/callbacks.h>
 
 #include "guestfs/guestfs.h"
 
 typedef struct {
+	gboolean batch;
+	const char *path;
+} PassCtx;
+
+typedef struct {
 	VtGuestSource base;
 	ssh_session ssh;
+	/* libssh asks for key passphrases through these, also for the keys it
+	 * finds itself: they live as long as the session */
+	struct ssh_callbacks_struct cb;
+	PassCtx pass;
 	sftp_session sftp;
 	gboolean exec_broken;   /* the account cannot run commands */
 	gint64 uid;             /* -2: not asked yet */
@@ -338,11 +348,6 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 	}
 }
 
-typedef struct {
-	gboolean batch;
-	const char *path;
-} PassCtx;
-
 static int passphrase_cb(const char *prompt, char *buf, size_t len, int echo, int verify, void *userdata)
 {
 	const PassCtx *p = userdata;
@@ -352,7 +357,7 @@ static int passphrase_cb(const char *prompt, char *buf, size_t len, int echo, in
 	return ssh_getpass(prompt, buf, len, echo, verify);
 }
 
-static gboolean authenticate(ssh_session ssh, const VtGuestSshOptions *o, GError **error)
+static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOptions *o, GError **error)
 {
 	int rc;
 	g_autofree char *user = o->user ? g_strdup(o->user) : g_strdup(g_get_user_name());
@@ -376,6 +381,13 @@ static gboolean authenticate(ssh_session ssh, const VtGuestSshOptions *o, GError
 		rc = ssh_userauth_publickey(ssh, NULL, key);
 		ssh_key_free(key);
 	} else {
+		/* ~/.ssh/id_*: without an auth callback, an encrypted key makes
+		 * libssh's crypto library prompt on the terminal, even in --batch */
+		s->pass = (PassCtx){ o->batch, NULL };
+		s->cb.userdata = &s->pass;
+		s->cb.auth_function = passphrase_cb;
+		ssh_callbacks_init(&s->cb);
+		ssh_set_callbacks(ssh, &s->cb);
 		rc = ssh_userauth_publickey_auto(ssh, NULL, NULL);
 	}
 	if (rc == SSH_AUTH_SUCCESS)
@@ -396,6 +408,7 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 	unsigned int port = o->port ? o->port : 22;
 	g_autofree char *kh = o->known_hosts ? g_strdup(o->known_hosts)
 					     : g_build_filename(g_get_home_dir(), ".ssh", "known_hosts", NULL);
+	g_autofree char *sshdir = g_build_filename(g_get_home_dir(), ".ssh", NULL);
 	bool no = false;
 
 	if (!ssh) {
@@ -404,6 +417,8 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 	}
 	ssh_options_set(ssh, SSH_OPTIONS_PROCESS_CONFIG, &no);    /* only what the command line says */
 	if (ssh_options_set(ssh, SSH_OPTIONS_HOST, o->host) < 0 || ssh_options_set(ssh, SSH_OPTIONS_PORT, &port) < 0 ||
+	    /* default keys from the same ~/.ssh as known_hosts ($HOME, not the passwd entry) */
+	    ssh_options_set(ssh, SSH_OPTIONS_SSH_DIR, sshdir) < 0 ||
 	    (o->user && ssh_options_set(ssh, SSH_OPTIONS_USER, o->user) < 0) ||
 	    ssh_options_set(ssh, SSH_OPTIONS_KNOWNHOSTS, kh) < 0 ||
 	    (o->known_hosts && ssh_options_set(ssh, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0) ||
@@ -418,12 +433,13 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 		ssh_free(ssh);
 		return NULL;
 	}
-	if (!verify_host(ssh, o, kh, error) || !authenticate(ssh, o, error)) {
+	s = g_new0(SshSource, 1);
+	if (!verify_host(ssh, o, kh, error) || !authenticate(ssh, s, o, error)) {
 		ssh_disconnect(ssh);
 		ssh_free(ssh);
+		g_free(s);
 		return NULL;
 	}
-	s = g_new0(SshSource, 1);
 	s->base.ops = &ssh_ops;
 	s->base.description = g_strdup_printf("ssh %s%s%s:%u", o->user ? o->user : "", o->user ? "@" : "", o->host, port);
 	s->ssh = ssh;

@@ -141,6 +141,21 @@ cp "$K/encrypted.pub" "$K/authorized_keys"
 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" -i "$K/encrypted" --known-hosts "$K/known_hosts" --batch --no-kcore -o "$C" \
 	</dev/null 2>"$TMP/err"
 check "encrypted key with --batch: no prompt, exit 11" sh -c "test $? -eq 11 && grep -q 'batch' '$TMP/err'"
+# the default keys (no -i) come from $HOME/.ssh; an encrypted one there must
+# not prompt on the terminal in --batch mode (script(1) gives us one)
+if command -v script >/dev/null; then
+	mkdir -p "$TMP/home/.ssh"
+	ssh-keygen -q -t rsa -b 2048 -m PEM -N 'secret' -f "$TMP/home/.ssh/id_rsa"
+	cp "$TMP/home/.ssh/id_rsa.pub" "$K/authorized_keys"
+	HOME=$TMP/home timeout 30 script -qec "$VMTRACE guest fetch --ssh $me@127.0.0.1:$port --known-hosts $K/known_hosts --batch --no-kcore -o $TMP/c3" \
+		/dev/null </dev/null >"$TMP/tty" 2>&1
+	check "default encrypted key, --batch, on a terminal: exit 11, no prompt" \
+		sh -c "grep -q 'public-key authentication as $me' '$TMP/tty' && ! grep -qi 'pass' '$TMP/tty' && test ! -e '$TMP/c3'"
+	{ sleep 3; echo secret; sleep 10; } | HOME=$TMP/home timeout 30 script -qec \
+		"$VMTRACE guest fetch --ssh $me@127.0.0.1:$port --known-hosts $K/known_hosts --no-kcore -o $TMP/c3" /dev/null >"$TMP/tty" 2>&1
+	check "default encrypted key without --batch: asks for the passphrase and logs in" \
+		sh -c "grep -q 'Passphrase' '$TMP/tty' && test -s \"\$(find '$TMP/c3' -name kallsyms | head -1)\""
+fi
 cp "$K/id_ed25519.pub" "$K/authorized_keys"
 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" -i "$K/other" --known-hosts "$K/known_hosts" --batch --no-kcore -o "$C" 2>"$TMP/err"
 check "key not authorized: exit 11" sh -c "test $? -eq 11 && grep -q 'authentication as $me' '$TMP/err'"
