@@ -76,8 +76,10 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 	}
 	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore);
 	if (res->dir) {
+		g_autofree char *kc = g_build_filename(res->dir, "kcore", NULL);
+
 		res->reused = TRUE;
-		res->has_kcore = opts->kcore;
+		res->has_kcore = g_file_test(kc, G_FILE_TEST_IS_REGULAR);   /* also with --no-kcore */
 		ok = TRUE;
 		goto out;
 	}

@@ -117,9 +117,22 @@ VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error)
 	struct stat st;
 	RootSource *r;
 
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND, "%s: not a directory", dir);
+	int e = stat(dir, &st) < 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
+
+	if (e) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND, "%s: %s", dir, g_strerror(e));
 		return NULL;
+	}
+	{
+		/* an unmounted sshfs mount point is an empty directory */
+		g_autofree char *ks = g_build_filename(dir, "proc", "kallsyms", NULL);
+
+		if (access(ks, F_OK) < 0) {
+			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND,
+				    "%s has no proc/kallsyms: not a Linux root (is the guest mounted there? "
+				    "sshfs -o direct_io root@GUEST:/ %s)", dir, dir);
+			return NULL;
+		}
 	}
 	r = g_new0(RootSource, 1);
 	r->base.ops = &root_ops;

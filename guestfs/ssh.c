@@ -311,6 +311,7 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 	g_autofree char *type = NULL;
 	g_autofree char *fp = NULL;
 	g_autofree char *name = known_hosts_name(o);
+	g_autofree char *qkh = g_shell_quote(kh_file);   /* the printed commands must be safe to paste */
 	char *entry = NULL;
 
 	switch (state) {
@@ -324,7 +325,7 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 			    "refusing to connect.  The server offers %s %s.  If the guest was reinstalled and "
 			    "this fingerprint is right, remove the old key with: ssh-keygen -R '%s' -f %s "
 			    "- then accept the new one (vmtrace guest fetch tells how).",
-			    name, kh_file, type ? type : "a key", fp, name, kh_file);
+			    name, kh_file, type ? type : "a key", fp, name, qkh);
 		return FALSE;
 	case SSH_KNOWN_HOSTS_UNKNOWN:
 	case SSH_KNOWN_HOSTS_NOT_FOUND:
@@ -337,7 +338,7 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 			    "accept it with: echo '%s' >> %s",
 			    name, kh_file, type ? type : "a key", fp,
 			    type && g_str_has_prefix(type, "ssh-") ? type + 4 : "ed25519",
-			    entry ? g_strchomp(entry) : "<the known_hosts line>", kh_file);
+			    entry ? g_strchomp(entry) : "<the known_hosts line>", qkh);
 		ssh_string_free_char(entry);
 		return FALSE;
 	case SSH_KNOWN_HOSTS_ERROR:

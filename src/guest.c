@@ -71,6 +71,7 @@ static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, Guest
 		g_option_context_add_main_entries(ctx, extra, NULL);
 	if (!g_option_context_parse(ctx, argc, argv, &err) || *argc > 1) {
 		vt_err(sub, "%s (see vmtrace %s --help)", err ? err->message : "unexpected argument", sub);
+		g_clear_error(&err);
 		goto out;
 	}
 	if (!a->ssh == !a->root) {

@@ -63,6 +63,18 @@ gcheck
 check "bpf_jit_kallsyms=0: WARN with the sysctl" sh -c "grep -q '^WARN bpf_jit' '$TMP/out' && grep -q 'fix: sysctl -w net.core.bpf_jit_kallsyms=1' '$TMP/out'"
 echo 1 > "$T/proc/sys/net/core/bpf_jit_kallsyms"
 
+# --- --root that is no guest root: one clear line each, exit 1
+mkdir -p "$TMP/unmounted"; : >"$TMP/plainfile"
+"$VMTRACE" guest fetch --root "$TMP/nonexistent" -o "$TMP/c0" 2>"$TMP/err"
+check "--root missing: exit 1, says why" sh -c "test $? -eq 1 && grep -q 'nonexistent: No such file or directory' '$TMP/err'"
+"$VMTRACE" guest check --root "$TMP/plainfile" 2>"$TMP/err"
+check "--root a file: exit 1, not a directory" sh -c "test $? -eq 1 && grep -q 'plainfile: Not a directory' '$TMP/err'"
+"$VMTRACE" guest fetch --root "$TMP/unmounted" -o "$TMP/c0" 2>"$TMP/err"
+check "--root an empty directory (sshfs not mounted): exit 1, how to mount" \
+	sh -c "test $? -eq 1 && grep -q 'no proc/kallsyms.*sshfs -o direct_io' '$TMP/err' && test ! -e '$TMP/c0'"
+"$VMTRACE" guest fetch --bogus 2>"$TMP/err"
+check "unknown option: exit 2, said once" sh -c "test $? -eq 2 && test \$(wc -l <'$TMP/err') -eq 1"
+
 # --- fetch: the trimmed kcore --------------------------------------------
 C=$TMP/cache
 "$VMTRACE" guest fetch --root "$T" -o "$C" --json >"$TMP/json" 2>"$TMP/err"
@@ -108,6 +120,9 @@ check "the direct map is not copied" test "$(stat -c %s "$snap/kcore")" -lt $((0
 
 "$VMTRACE" guest fetch --root "$T" -o "$C" >/dev/null 2>"$TMP/err"
 check "identical guest: the snapshot is reused" grep -qF "same snapshot found in $snap" "$TMP/err"
+"$VMTRACE" guest fetch --root "$T" -o "$C" --no-kcore --json >"$TMP/json2" 2>/dev/null
+check "reused with --no-kcore: JSON still names the snapshot's kcore" "$PYTHON3" -c "
+import json; j = json.load(open('$TMP/json2')); assert j['reused'] and j['kcore'] == '$snap/kcore', j"
 
 # a kcore whose module segment lies past the end of the file: no snapshot, nothing half-written
 echo "mod_b 8192 0 - Live 0xffffffffc0010000" >> "$T/proc/modules"
