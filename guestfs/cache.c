@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "guestfs/guestfs.h"
+#include "host/fsutil.h"
 
 #define TMP_PREFIX ".vmtrace-tmp-"
 
@@ -158,16 +159,5 @@ char *vt_guest_cache_commit(const char *tmpdir, GError **error)
 
 void vt_guest_cache_discard(const char *tmpdir)
 {
-	GDir *d = g_dir_open(tmpdir, 0, NULL);
-	const char *name;
-
-	if (d) {
-		while ((name = g_dir_read_name(d))) {
-			g_autofree char *p = g_build_filename(tmpdir, name, NULL);
-
-			unlink(p);
-		}
-		g_dir_close(d);
-	}
-	rmdir(tmpdir);
+	vt_fs_remove_tree(tmpdir);
 }

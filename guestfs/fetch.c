@@ -34,7 +34,7 @@ static GBytes *read_modules(VtGuestSource *src, GError **error)
 	return b;
 }
 
-static gboolean read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **modules, GError **error)
+gboolean vt_guest_read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **modules, GError **error)
 {
 	*kallsyms = vt_guest_source_read_file(src, "/proc/kallsyms", error);
 	if (!*kallsyms)
@@ -47,10 +47,25 @@ static gboolean read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **mod
 	return TRUE;
 }
 
+gboolean vt_guest_symbols_unchanged(VtGuestSource *src, GBytes *kallsyms, GBytes *modules, GError **error)
+{
+	g_autoptr(GBytes) ks = NULL, mods = NULL;
+
+	if (!vt_guest_read_symbols(src, &ks, &mods, error))
+		return FALSE;
+	if (!g_bytes_equal(kallsyms, ks) || !g_bytes_equal(modules, mods)) {
+		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED,
+			    "%s changed during the copy (modules or BPF programs loaded or unloaded): try again",
+			    g_bytes_equal(modules, mods) ? "kallsyms" : "modules");
+		return FALSE;
+	}
+	return TRUE;
+}
+
 static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
 			   GError **error)
 {
-	g_autoptr(GBytes) osrel = NULL, notes = NULL, ks = NULL, mods = NULL, ks2 = NULL, mods2 = NULL;
+	g_autoptr(GBytes) osrel = NULL, notes = NULL, ks = NULL, mods = NULL;
 	VtGuestKallsyms sym = { 0 };
 	g_autofree char *tmp = NULL;
 	gboolean ok = FALSE;
@@ -61,7 +76,7 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 		return FALSE;
 	res->osrelease = g_strstrip(vt_guest_bytes_dup(osrel));
 	res->build_id = vt_guest_build_id_parse(g_bytes_get_data(notes, NULL), g_bytes_get_size(notes), error);
-	if (!res->build_id || !read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &sym, error))
+	if (!res->build_id || !vt_guest_read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &sym, error))
 		goto out;
 	res->nsyms = sym.nsyms;
 	res->ranges = vt_guest_kallsyms_ranges(&sym);
@@ -88,20 +103,11 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 	if (opts->kcore) {
 		g_autofree char *kpath = g_build_filename(tmp, "kcore", NULL);
 
-		if (!vt_guest_kcore_copy(src, "/proc/kcore", res->ranges, kpath, &res->kcore_bytes, error))
+		if (!vt_guest_kcore_copy(src, "/proc/kcore", res->ranges, kpath, opts->stop, &res->kcore_bytes, error))
 			goto out;
 		res->has_kcore = TRUE;
 	}
-	/* Modules (un)loaded or BPF programs changed meanwhile? */
-	if (!read_symbols(src, &ks2, &mods2, error))
-		goto out;
-	if (!g_bytes_equal(ks, ks2) || !g_bytes_equal(mods, mods2)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED,
-			    "the guest's %s changed during the copy (modules or BPF programs loaded or unloaded): try again",
-			    g_bytes_equal(mods, mods2) ? "kallsyms" : "modules");
-		goto out;
-	}
-	if (!vt_guest_cache_write(tmp, "kallsyms", ks, error) || !vt_guest_cache_write(tmp, "modules", mods, error))
+	if (!vt_guest_symbols_unchanged(src, ks, mods, error) || !vt_guest_cache_write(tmp, "kallsyms", ks, error) || !vt_guest_cache_write(tmp, "modules", mods, error))
 		goto out;
 	res->dir = vt_guest_cache_commit(tmp, error);
 	ok = res->dir != NULL;

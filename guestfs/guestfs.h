@@ -7,6 +7,7 @@
 #define VT_GUESTFS_H
 
 #include <glib.h>
+#include <signal.h>
 #include <stdint.h>
 
 G_BEGIN_DECLS
@@ -24,6 +25,7 @@ typedef enum {
 	VT_GUESTFS_ERROR_PERMISSION,      /* permission denied in the guest */
 	VT_GUESTFS_ERROR_BAD_DATA,        /* malformed kcore / kallsyms / notes */
 	VT_GUESTFS_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
+	VT_GUESTFS_ERROR_INTERRUPTED,     /* a stop request (signal) */
 } VtGuestfsError;
 
 /* --- a source of guest files: SSH or a directory ---------------------- */
@@ -113,9 +115,10 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 #define VT_GUEST_KCORE_MAX (2560ULL << 20)
 /* Copy the parts of `ranges` that kcore maps into a new ELF64 core file
  * (ET_CORE, EM_X86_64) at out_path (mode 0600), one PT_LOAD per piece.
- * *copied: bytes of memory copied. */
+ * *copied: bytes of memory copied.  When *stop becomes non-zero (a signal
+ * handler's flag; stop may be NULL) it fails with VT_GUESTFS_ERROR_INTERRUPTED. */
 gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray *ranges, const char *out_path,
-			     guint64 *copied, GError **error);
+			     const volatile sig_atomic_t *stop, guint64 *copied, GError **error);
 
 /* --- cache: CACHE/[kernel.kcore]/<build-id>/<YYYYmmddHHMMSShh>/ -------- */
 typedef struct {
@@ -142,6 +145,7 @@ typedef struct {
 	const char *cache;   /* the cache directory (perf's ~/.debug) */
 	gboolean kcore;      /* also copy the trimmed kcore */
 	guint retries;       /* start again this often when kallsyms/modules changed meanwhile */
+	const volatile sig_atomic_t *stop;   /* see vt_guest_kcore_copy (may be NULL) */
 } VtGuestFetchOptions;
 
 typedef struct {
@@ -157,6 +161,11 @@ typedef struct {
 
 gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtGuestFetchResult *res,
 			GError **error);
+/* /proc/kallsyms and /proc/modules (empty on a kernel without modules). */
+gboolean vt_guest_read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **modules, GError **error);
+/* Read them again: VT_GUESTFS_ERROR_CHANGED if they differ from what was
+ * read before a copy (modules or BPF programs came or went meanwhile). */
+gboolean vt_guest_symbols_unchanged(VtGuestSource *src, GBytes *kallsyms, GBytes *modules, GError **error);
 void vt_guest_fetch_result_clear(VtGuestFetchResult *res);
 
 /* --- check: OK/WARN/FAIL list (VtCheck of src/host/host.h) ----------- */

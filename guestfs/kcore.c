@@ -327,7 +327,7 @@ out:
 }
 
 gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray *ranges, const char *out_path,
-			     guint64 *copied, GError **error)
+			     const volatile sig_atomic_t *stop, guint64 *copied, GError **error)
 {
 	GArray *segs = vt_guest_kcore_segments(src, path, error), *p = NULL;
 	const gsize chunk = 1u << 20;
@@ -374,6 +374,11 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 		for (guint64 done = 0; done < s->size;) {
 			gsize len = (gsize)MIN((guint64)chunk, s->size - done);
 
+			if (stop && *stop) {
+				g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_INTERRUPTED,
+					    "interrupted while copying %s", path);
+				goto out;
+			}
 			if (!read_exact(src, path, s->offset + done, buf, len, error) ||
 			    !write_all(fd, buf, len, off + done, out_path, error))
 				goto out;

@@ -3,6 +3,7 @@
  * mounted tree, and whether the guest is ready for it. */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,13 @@ static void guest_args_clear(GuestArgs *a)
 	g_free(a->identity);
 	g_free(a->known_hosts);
 	g_free(a->root);
+}
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
 }
 
 static int exit_code(const GError *err)
@@ -150,13 +158,24 @@ static int cmd_guest_fetch(int argc, char **argv)
 					"  vmtrace guest fetch --ssh root@vm0 -i ~/.ssh/id_ed25519\n"
 					"  vmtrace guest fetch --ssh root@127.0.0.1:2222 --known-hosts kh --no-kcore --json\n"
 					"  sshfs -o direct_io root@vm0:/ vm0 && vmtrace guest fetch --root vm0\n", &rc);
-	VtGuestFetchOptions o = { NULL, !no_kcore, 4 };
+	VtGuestFetchOptions o = { NULL, !no_kcore, 4, &stop_signal };
 	g_autofree char *def_cache = g_build_filename(g_get_home_dir(), ".debug", NULL);
+	/* Ctrl-C or SIGTERM during the copy: stop, and remove the temporary
+	 * snapshot (a second one kills) */
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESETHAND }, old_int, old_term;
+	gboolean ok;
 
 	if (!src)
 		goto out;
 	o.cache = cache ? cache : def_cache;
-	if (!vt_guest_fetch(src, &o, &r, &err)) {
+	sigemptyset(&sa.sa_mask);
+	stop_signal = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	ok = vt_guest_fetch(src, &o, &r, &err);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	if (!ok) {
 		vt_err("guest fetch", "%s: %s", vt_guest_source_describe(src), err->message);
 		rc = exit_code(err);
 		goto out;

@@ -129,21 +129,14 @@ static gboolean copy_kcore(const char *dir, uint64_t *copied, GError **error)
 	g_autofree char *kd = g_build_filename(dir, "kcore_dir", NULL);
 	g_autofree char *kc = g_build_filename(kd, "kcore", NULL);
 	VtGuestSource *src = vt_guest_source_root_open(root, error);
-	g_autoptr(GBytes) ks = NULL, mods = NULL, ks2 = NULL, mods2 = NULL;
+	g_autoptr(GBytes) ks = NULL, mods = NULL;
 	VtGuestKallsyms k = { 0 };
 	g_autoptr(GArray) ranges = NULL;
 	gboolean ok = FALSE;
 
 	if (!src)
 		return FALSE;
-	ks = vt_guest_source_read_file(src, "/proc/kallsyms", error);
-	if (!ks)
-		goto out;
-	/* a kernel without modules has no /proc/modules */
-	mods = vt_guest_source_read_file(src, "/proc/modules", NULL);
-	if (!mods)
-		mods = g_bytes_new(NULL, 0);
-	if (!vt_guest_kallsyms_parse(ks, mods, &k, error))
+	if (!vt_guest_read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &k, error))
 		goto out;
 	if (k.all_zero) {
 		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
@@ -156,19 +149,11 @@ static gboolean copy_kcore(const char *dir, uint64_t *copied, GError **error)
 		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", kd, g_strerror(errno));
 		goto out;
 	}
-	if (!vt_guest_kcore_copy(src, "/proc/kcore", ranges, kc, copied, error) ||
+	if (!vt_guest_kcore_copy(src, "/proc/kcore", ranges, kc, &stop_signal, copied, error) ||
 	    !vt_guest_cache_write(kd, "kallsyms", ks, error) || !vt_guest_cache_write(kd, "modules", mods, error))
 		goto out;
-	ks2 = vt_guest_source_read_file(src, "/proc/kallsyms", error);
-	mods2 = vt_guest_source_read_file(src, "/proc/modules", NULL);
-	if (!ks2)
-		goto out;
-	if (!mods2)
-		mods2 = g_bytes_new(NULL, 0);
-	if (!g_bytes_equal(ks, ks2) || !g_bytes_equal(mods, mods2)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED,
-			    "--kcore: kallsyms or modules changed while kcore was copied (a module was loaded?); "
-			    "try again");
+	if (!vt_guest_symbols_unchanged(src, ks, mods, error)) {
+		g_prefix_error(error, "--kcore: ");
 		goto out;
 	}
 	ok = TRUE;

@@ -65,6 +65,22 @@ check "fetch over SSH from the guest: exit 0" test $? -eq 0
 snap=$("$PYTHON3" -c "import json; print(json.load(open('$TMP/json'))['dir'])" 2>/dev/null)
 check "the snapshot has kallsyms, modules, kcore" test -s "$snap/kallsyms" -a -s "$snap/modules" -a -s "$snap/kcore"
 check "osrelease is the guest's ($release)" grep -q "\"osrelease\": \"$release\"" "$TMP/json"
+# Ctrl-C in the middle of the kcore copy: exit 1, the temporary snapshot removed
+"$VMTRACE" guest fetch $ssh_args -o "$TMP/c3" >/dev/null 2>"$TMP/int.err" &
+fp=$! t0=$(date +%s%N)
+for _ in $(seq 600); do
+	[ -n "$(find "$TMP/c3" -path '*/.vmtrace-tmp-*/kcore' -size +0 2>/dev/null)" ] && break
+	sleep 0.02
+done
+echo "# kcore copy seen after $(( ($(date +%s%N) - t0) / 1000000 )) ms: SIGINT"
+kill -INT $fp; wait $fp; rc=$?
+if grep -q "pass to perf" "$TMP/int.err"; then
+	echo "# the copy had ended before SIGINT came: interruption not exercised this time"
+else
+	check "SIGINT during the kcore copy: exit 1, says interrupted" sh -c "[ $rc = 1 ] && grep -q 'interrupted while copying' '$TMP/int.err'"
+	check "SIGINT during the kcore copy: no snapshot, no temporary directory" \
+		test -z "$(find "$TMP/c3" -mindepth 3 2>/dev/null)"
+fi
 stext=$(awk '$3 == "_stext" {print $1}' "$snap/kallsyms")
 modsym=$(awk '$2 ~ /^[tT]$/ && $4 == "[e1000]" {print $1; exit}' "$snap/kallsyms")
 # (per-CPU symbols legitimately sit at small offsets from 0)

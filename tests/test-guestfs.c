@@ -235,7 +235,7 @@ static void test_changed(void)
 	FlipSource *f = g_new0(FlipSource, 1);
 	g_autofree char *cache = g_dir_make_tmp("test-guestfs-XXXXXX", NULL);
 	g_autofree char *bdir = g_build_filename(cache, "[kernel.kcore]", "01020304", NULL);
-	VtGuestFetchOptions o = { cache, FALSE, 0 };
+	VtGuestFetchOptions o = { cache, FALSE, 0, NULL };
 	VtGuestFetchResult r;
 	GError *err = NULL;
 	g_autofree char *rm = NULL;
