@@ -177,16 +177,28 @@ gboolean vt_perfev_array_enable(GPtrArray *events, gboolean on, GError **error)
 	return TRUE;
 }
 
-gint64 vt_perfev_tracepoint_id(const char *system, const char *name)
+char *vt_perfev_tracepoint_file(const char *system, const char *name, const char *file)
 {
 	static const char *const roots[] = { "/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events" };
-	gint64 id;
 
 	for (guint i = 0; i < G_N_ELEMENTS(roots); i++) {
-		g_autofree char *p = g_strdup_printf("%s/%s/%s/id", roots[i], system, name);
+		g_autofree char *p = g_strdup_printf("%s/%s/%s/%s", roots[i], system, name, file);
+		char *s = vt_host_read(p);
 
-		if (vt_host_read_int(p, &id))
-			return id;
+		if (s)
+			return s;
 	}
-	return -1;
+	return NULL;
+}
+
+gint64 vt_perfev_tracepoint_id(const char *system, const char *name)
+{
+	g_autofree char *s = vt_perfev_tracepoint_file(system, name, "id");
+	char *end;
+	gint64 id;
+
+	if (!s)
+		return -1;
+	id = g_ascii_strtoll(s, &end, 10);
+	return end != s && id >= 0 ? id : -1;
 }

@@ -62,6 +62,9 @@ gboolean vt_perfev_array_enable(GPtrArray *events, gboolean on, GError **error);
 
 /* A tracepoint's id from tracefs (events/SYSTEM/NAME/id), -1 if absent. */
 gint64 vt_perfev_tracepoint_id(const char *system, const char *name);
+/* A file of a tracepoint's tracefs directory (tracing/ or debug/tracing/),
+ * e.g. "format"; NULL when neither has it. */
+char *vt_perfev_tracepoint_file(const char *system, const char *name, const char *file);
 
 G_END_DECLS
 

@@ -495,16 +495,11 @@ static gboolean open_sideband(VtRecorder *r, GError **error)
 
 static TscFormat tsc_format(void)
 {
-	static const char *const roots[] = { "/sys/kernel/tracing/events", "/sys/kernel/debug/tracing/events" };
 	TscFormat f = { 0 };
+	g_autofree char *s = vt_perfev_tracepoint_file("kvm", "kvm_write_tsc_offset", "format");
 
-	for (guint i = 0; i < G_N_ELEMENTS(roots) && !f.ok; i++) {
-		g_autofree char *p = g_strdup_printf("%s/kvm/kvm_write_tsc_offset/format", roots[i]);
-		g_autofree char *s = vt_host_read(p);
+	if (s) {
 		guint found = 0;
-
-		if (!s)
-			continue;
 		g_auto(GStrv) lines = g_strsplit(s, "\n", -1);
 
 		for (char **ll = lines; *ll; ll++) {
