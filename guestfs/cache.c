@@ -81,24 +81,14 @@ char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **er
 gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, GError **error)
 {
 	g_autofree char *path = g_build_filename(dir, name, NULL);
-	const guint8 *p = g_bytes_get_data(data, NULL);
-	gsize len = g_bytes_get_size(data);
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	int err = 0;
 
-	if (fd < 0)
+	if (fd < 0) {
 		err = errno;
-	while (!err && len) {
-		ssize_t k = write(fd, p, len);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			err = k < 0 ? errno : ENOSPC;
-		else {
-			p += k;
-			len -= (gsize)k;
-		}
+	} else if (!vt_guest_write_all(fd, g_bytes_get_data(data, NULL), g_bytes_get_size(data), 0, path, error)) {
+		close(fd);
+		return FALSE;
 	}
 	if (!err && fsync(fd) < 0)
 		err = errno;

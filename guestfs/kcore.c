@@ -267,7 +267,7 @@ static GArray *pieces(const GArray *segs, const GArray *ranges)
 	return out;
 }
 
-static gboolean write_all(int fd, const void *buf, gsize len, guint64 off, const char *path, GError **error)
+gboolean vt_guest_write_all(int fd, const void *buf, gsize len, guint64 off, const char *path, GError **error)
 {
 	while (len) {
 		ssize_t k = pwrite(fd, buf, len, (off_t)off);
@@ -380,7 +380,7 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 				goto out;
 			}
 			if (!read_exact(src, path, s->offset + done, buf, len, error) ||
-			    !write_all(fd, buf, len, off + done, out_path, error))
+			    !vt_guest_write_all(fd, buf, len, off + done, out_path, error))
 				goto out;
 			done += len;
 			*copied += len;
