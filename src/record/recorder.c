@@ -63,6 +63,7 @@ static uint64_t *group_ids(const EvGroup *g)
 
 struct VtRecorder {
 	VtCapture *cap;
+	struct perf_event_attr trace_attr;  /* the capture's event, as written to the file */
 	VtRecorderOptions o;
 	char *out_dir;
 	VtPerfWriter *w;
@@ -721,10 +722,12 @@ VtRecorder *vt_recorder_new(VtCapture *cap, const VtRecorderOptions *o, GError *
 		goto fail;
 	sb_ids = group_ids(&r->sb);
 	sw_ids = group_ids(&r->sw);
-	cap->attr.size = PERF_ATTR_SIZE_VER7;
+	/* attrs go into the file in the size perf 6.1 knows */
+	r->trace_attr = cap->attr;
+	r->trace_attr.size = PERF_ATTR_SIZE_VER7;
 	r->sb.attr.size = PERF_ATTR_SIZE_VER7;
 	r->sw.attr.size = PERF_ATTR_SIZE_VER7;
-	ok = vt_perf_writer_add_attr(r->w, &cap->attr, (const uint64_t *)cap->ids->data, cap->ids->len, error) &&
+	ok = vt_perf_writer_add_attr(r->w, &r->trace_attr, (const uint64_t *)cap->ids->data, cap->ids->len, error) &&
 	     vt_perf_writer_add_attr(r->w, &r->sb.attr, sb_ids, r->sb.events->len, error) &&
 	     (!r->sw.events->len || vt_perf_writer_add_attr(r->w, &r->sw.attr, sw_ids, r->sw.events->len, error)) &&
 	     write_time_records(r, FALSE, error) && write_comms(r, error) &&
@@ -839,7 +842,7 @@ static gboolean write_features(VtRecorder *r, GError **error)
 
 		g_byte_array_append(b, (const guint8 *)&nev, 4);
 		g_byte_array_append(b, (const guint8 *)&asz, 4);
-		put_event_desc(b, &r->cap->attr, r->cap->event_name, (const uint64_t *)r->cap->ids->data,
+		put_event_desc(b, &r->trace_attr, r->cap->event_name, (const uint64_t *)r->cap->ids->data,
 			       r->cap->ids->len);
 		put_event_desc(b, &r->sb.attr, r->sb.name, sb_ids, r->sb.events->len);
 		if (r->sw.events->len)

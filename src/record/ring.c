@@ -109,8 +109,7 @@ gint64 vt_ring_read_aux(VtRing *r, VtRingAuxFn fn, void *user, GError **error)
 
 	if (!r->aux)
 		return 0;
-	if (r->aux_overwrite)
-		return vt_ring_snapshot_aux(r, r->aux_size, fn, user, error);
+	g_return_val_if_fail(!r->aux_overwrite, -1);
 	head = load_acquire(&r->pg->aux_head);
 	tail = r->pg->aux_tail;
 	if (head - tail > r->aux_size) {

@@ -58,7 +58,8 @@ uint64_t vt_ring_data_pending(const VtRing *r);
 
 /* Read the new AUX data [aux_tail, aux_head) (at most aux_size bytes) as
  * one or two pieces (two when it wraps), then publish aux_tail.  Returns
- * the number of bytes, -1 on error. */
+ * the number of bytes, -1 on error.  Not for overwrite (snapshot) areas:
+ * they are read with vt_ring_snapshot_aux. */
 gint64 vt_ring_read_aux(VtRing *r, VtRingAuxFn fn, void *user, GError **error);
 /* Snapshot mode, with Intel PT's semantics: aux_head is the write offset
  * within the area (the producer ignores aux_tail and overwrites), the area
