@@ -132,6 +132,8 @@ gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtG
 		if (fetch_once(src, opts, res, &e))
 			return TRUE;
 		if (attempt >= opts->retries || !g_error_matches(e, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED)) {
+			if (attempt)
+				g_prefix_error(&e, "%u attempts: ", attempt + 1);
 			g_propagate_error(error, e);
 			return FALSE;
 		}
