@@ -4,7 +4,7 @@
  * every record is run through the typed parsers, sample_id parsing and
  * the feature accessors.
  */
-#include "perf/perf-data.h"
+#include "src/perf/perf-data.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	VtPerfFile *f;
 	VtPerfIter it;
 	VtPerfRecord rec;
-	struct vt_perf_file_section *idx;
+	VtPerfFileSection *idx;
 	guint i, n;
 	int fd;
 

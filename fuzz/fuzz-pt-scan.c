@@ -17,15 +17,15 @@
  * With -DVT_FUZZ_STANDALONE it gets a main() that runs the files named on
  * the command line (for builds without libFuzzer).
  */
-#include "pt/pt-scan.h"
+#include "src/pt/pt-scan.h"
 
 #include <intel-pt.h>
 
-#include "../tests/ipt-unknown.h"
+#include "tests/ipt-unknown.h"
 
 #define XC_FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } while (0)
 #define XC_EQ(a, b) do { if ((uint64_t)(a) != (uint64_t)(b)) XC_FAIL("%s != %s", #a, #b); } while (0)
-#include "../tests/pt-crosscheck.h"
+#include "tests/pt-crosscheck.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +45,8 @@
 
 #define lib_code vt_ipt_code
 
-static int same_packet(const struct vt_pt_packet *a,
-		       const struct vt_pt_packet *b)
+static int same_packet(const VtPtPacket *a,
+		       const VtPtPacket *b)
 {
 	if (a->type != b->type || a->size != b->size || a->offset != b->offset)
 		return 0;
@@ -94,8 +94,8 @@ static int same_packet(const struct vt_pt_packet *a,
 /* Scan alone; check invariants and inline/out-of-line agreement. */
 static void scan_self(const uint8_t *buf, size_t len)
 {
-	struct vt_pt_scanner s, t;
-	struct vt_pt_packet v, w;
+	VtPtScanner s, t;
+	VtPtPacket v, w;
 	uint64_t last_err = 0;
 	int have_err = 0, r, q;
 	char desc[160];
@@ -163,19 +163,19 @@ static void skip_vs_scan(const uint8_t *buf, size_t len)
 
 	for (size_t off = 0; off + 32 < len; off += off < 16 ? 1 : step) {
 		int mode = (int)(off % 3), ip, ip2;
-		struct vt_pt_mtc_acc want = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
-		struct vt_pt_mtc_acc w2 = { .last = 7, .skip_pip = 1 };
+		VtPtMtcAcc want = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+		VtPtMtcAcc w2 = { .last = 7, .skip_pip = 1 };
 		const uint8_t *stop = skip_reference(buf, len, buf + off, mode, &want, &ip);
 		const uint8_t *from2 = buf + (len - 1 - off) / 2;
 		const uint8_t *stop2 = skip_reference(buf, len, from2, 2, &w2, &ip2);
 
 		for (int impl = VT_PT_SKIP_SCALAR; impl <= VT_PT_SKIP_AVX2; impl++) {
-			struct vt_pt_mtc_acc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
-			struct vt_pt_mtc_acc g2 = { .last = 7, .skip_pip = 1 };
-			struct vt_pt_scanner s, t;
+			VtPtMtcAcc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+			VtPtMtcAcc g2 = { .last = 7, .skip_pip = 1 };
+			VtPtScanner s, t;
 			int st;
 
-			if (vt_pt_scan_skip_select((enum vt_pt_skip_impl)impl) < 0)
+			if (vt_pt_scan_skip_select((VtPtSkipImpl)impl) < 0)
 				continue;
 			vt_pt_scan_init(&s, buf, len, 0);
 			s.pos = buf + off;
@@ -194,7 +194,7 @@ static void skip_vs_scan(const uint8_t *buf, size_t len)
 			s.pos = buf + off;
 			t.pos = from2;
 			s.have_last_ip = t.have_last_ip = 1;
-			got = (struct vt_pt_mtc_acc){ .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+			got = (VtPtMtcAcc){ .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
 			st = vt_pt_scan_skip_flow2(&s, mode ? &got : NULL, &t, &g2);
 			CHECK(st != 0 && s.pos <= stop && t.pos <= stop2);
 			if (st & 1)

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "guestfs/guestfs.h"
-#include "host/fsutil.h"
+#include "src/fs/fs.h"
 
 #define TMP_PREFIX ".vmtrace-tmp-"
 
@@ -64,13 +64,13 @@ char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **er
 	char *tmp;
 
 	if (g_mkdir_with_parents(bdir, 0755) < 0) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot create %s: %s", bdir,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot create %s: %s", bdir,
 			    g_strerror(errno));
 		return NULL;
 	}
 	tmp = g_build_filename(bdir, TMP_PREFIX "XXXXXX", NULL);
 	if (!g_mkdtemp_full(tmp, 0700)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot create a directory in %s: %s", bdir,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot create a directory in %s: %s", bdir,
 			    g_strerror(errno));
 		g_free(tmp);
 		return NULL;
@@ -95,7 +95,7 @@ gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, G
 	if (fd >= 0 && close(fd) < 0 && !err)
 		err = errno;
 	if (err)
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot write %s: %s", path, g_strerror(err));
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot write %s: %s", path, g_strerror(err));
 	return !err;
 }
 
@@ -137,13 +137,13 @@ char *vt_guest_cache_commit(const char *tmpdir, GError **error)
 		}
 		g_free(dest);
 		if (errno != EEXIST && errno != ENOTEMPTY) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot rename %s: %s", tmpdir,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot rename %s: %s", tmpdir,
 				    g_strerror(errno));
 			return NULL;
 		}
 		g_usleep(10000);     /* same centisecond as an earlier snapshot */
 	}
-	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot find a free snapshot name in %s", parent);
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot find a free snapshot name in %s", parent);
 	return NULL;
 }
 

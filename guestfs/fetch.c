@@ -25,7 +25,7 @@ static GBytes *read_modules(VtGuestSource *src, GError **error)
 	GError *err = NULL;
 	GBytes *b = vt_guest_source_read_file(src, "/proc/modules", &err);
 
-	if (!b && g_error_matches(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND)) {
+	if (!b && g_error_matches(err, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND)) {
 		g_error_free(err);
 		return g_bytes_new(NULL, 0);
 	}
@@ -54,7 +54,7 @@ gboolean vt_guest_symbols_unchanged(VtGuestSource *src, GBytes *kallsyms, GBytes
 	if (!vt_guest_read_symbols(src, &ks, &mods, error))
 		return FALSE;
 	if (!g_bytes_equal(kallsyms, ks) || !g_bytes_equal(modules, mods)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_CHANGED,
 			    "%s changed during the copy (modules or BPF programs loaded or unloaded): try again",
 			    g_bytes_equal(modules, mods) ? "kallsyms" : "modules");
 		return FALSE;
@@ -81,12 +81,12 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 	res->nsyms = sym.nsyms;
 	res->ranges = vt_guest_kallsyms_ranges(&sym);
 	if (sym.all_zero) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_PERMISSION,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_PERMISSION,
 			    "every kallsyms address is 0: log in as root, and set kernel.kptr_restrict to 0 or 1 in the guest");
 		goto out;
 	}
 	if (opts->kcore && (!sym.stext || !sym.etext)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA, "kallsyms has no _stext/_etext");
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "kallsyms has no _stext/_etext");
 		goto out;
 	}
 	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore);
@@ -131,7 +131,7 @@ gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtG
 
 		if (fetch_once(src, opts, res, &e))
 			return TRUE;
-		if (attempt >= opts->retries || !g_error_matches(e, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED)) {
+		if (attempt >= opts->retries || !g_error_matches(e, VT_GUEST_ERROR, VT_GUEST_ERROR_CHANGED)) {
 			if (attempt)
 				g_prefix_error(&e, "%u attempts: ", attempt + 1);
 			g_propagate_error(error, e);

@@ -2,7 +2,7 @@
  * SSH (libssh) or below a directory (an sshfs mount, a copied tree), cut
  * /proc/kcore down to what decoding needs and store everything in perf's
  * [kernel.kcore] cache layout.  No printing, no exiting: errors are GErrors
- * in VT_GUESTFS_ERROR. */
+ * in VT_GUEST_ERROR. */
 #ifndef VT_GUESTFS_H
 #define VT_GUESTFS_H
 
@@ -12,21 +12,21 @@
 
 G_BEGIN_DECLS
 
-#define VT_GUESTFS_ERROR (vt_guestfs_error_quark())
-GQuark vt_guestfs_error_quark(void);
+#define VT_GUEST_ERROR (vt_guest_error_quark())
+GQuark vt_guest_error_quark(void);
 
 typedef enum {
-	VT_GUESTFS_ERROR_FAILED,          /* I/O or protocol error */
-	VT_GUESTFS_ERROR_CONNECT,         /* cannot reach the SSH server */
-	VT_GUESTFS_ERROR_HOSTKEY_UNKNOWN, /* server key not in known_hosts */
-	VT_GUESTFS_ERROR_HOSTKEY_CHANGED, /* server key differs from known_hosts */
-	VT_GUESTFS_ERROR_AUTH,            /* authentication failed / key unusable */
-	VT_GUESTFS_ERROR_NOT_FOUND,       /* no such file in the guest */
-	VT_GUESTFS_ERROR_PERMISSION,      /* permission denied in the guest */
-	VT_GUESTFS_ERROR_BAD_DATA,        /* malformed kcore / kallsyms / notes */
-	VT_GUESTFS_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
-	VT_GUESTFS_ERROR_INTERRUPTED,     /* a stop request (signal) */
-} VtGuestfsError;
+	VT_GUEST_ERROR_FAILED,          /* I/O or protocol error */
+	VT_GUEST_ERROR_CONNECT,         /* cannot reach the SSH server */
+	VT_GUEST_ERROR_HOSTKEY_UNKNOWN, /* server key not in known_hosts */
+	VT_GUEST_ERROR_HOSTKEY_CHANGED, /* server key differs from known_hosts */
+	VT_GUEST_ERROR_AUTH,            /* authentication failed / key unusable */
+	VT_GUEST_ERROR_NOT_FOUND,       /* no such file in the guest */
+	VT_GUEST_ERROR_PERMISSION,      /* permission denied in the guest */
+	VT_GUEST_ERROR_BAD_DATA,        /* malformed kcore / kallsyms / notes */
+	VT_GUEST_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
+	VT_GUEST_ERROR_INTERRUPTED,     /* a stop request (signal) */
+} VtGuestErrorCode;
 
 /* --- a source of guest files: SSH or a directory ---------------------- */
 typedef struct VtGuestSource VtGuestSource;
@@ -106,7 +106,7 @@ GArray *vt_guest_kallsyms_ranges(const VtGuestKallsyms *ks);
 /* --- kcore ---------------------------------------------------------- */
 typedef struct {
 	guint64 vaddr, offset, size;  /* a PT_LOAD of the source kcore */
-} VtKcoreSeg;
+} VtGuestKcoreSeg;
 
 /* Read the ELF header and program headers of SRC's path (by ranges). */
 GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **error);
@@ -116,7 +116,7 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 /* Copy the parts of `ranges` that kcore maps into a new ELF64 core file
  * (ET_CORE, EM_X86_64) at out_path (mode 0600), one PT_LOAD per piece.
  * *copied: bytes of memory copied.  When *stop becomes non-zero (a signal
- * handler's flag; stop may be NULL) it fails with VT_GUESTFS_ERROR_INTERRUPTED. */
+ * handler's flag; stop may be NULL) it fails with VT_GUEST_ERROR_INTERRUPTED. */
 gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray *ranges, const char *out_path,
 			     const volatile sig_atomic_t *stop, guint64 *copied, GError **error);
 
@@ -165,13 +165,13 @@ gboolean vt_guest_fetch(VtGuestSource *src, const VtGuestFetchOptions *opts, VtG
 			GError **error);
 /* /proc/kallsyms and /proc/modules (empty on a kernel without modules). */
 gboolean vt_guest_read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **modules, GError **error);
-/* Read them again: VT_GUESTFS_ERROR_CHANGED if they differ from what was
+/* Read them again: VT_GUEST_ERROR_CHANGED if they differ from what was
  * read before a copy (modules or BPF programs came or went meanwhile). */
 gboolean vt_guest_symbols_unchanged(VtGuestSource *src, GBytes *kallsyms, GBytes *modules, GError **error);
 void vt_guest_fetch_result_clear(VtGuestFetchResult *res);
 
-/* --- check: OK/WARN/FAIL list (VtCheck of src/host/host.h) ----------- */
-void vt_guest_check(VtGuestSource *src, GPtrArray *checks);
+/* --- check: OK/WARN/FAIL list (VtHostCheck of src/host/host.h) ----------- */
+void vt_guest_readiness(VtGuestSource *src, GPtrArray *checks);
 
 G_END_DECLS
 

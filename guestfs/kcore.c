@@ -78,7 +78,7 @@ gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKalls
 			continue;
 		addr = g_ascii_strtoull(l, &end, 16);
 		if (end == l || end[0] != ' ' || !end[1] || end[2] != ' ' || !end[3]) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 				    "kallsyms line %u is malformed: %.60s", lineno, l);
 			vt_guest_kallsyms_clear(ks);
 			return FALSE;
@@ -106,7 +106,7 @@ gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKalls
 	}
 	ks->all_zero = ks->nsyms && !nonzero;
 	if (!ks->nsyms) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA, "kallsyms is empty (an sshfs mount needs -o direct_io: /proc files report size 0)");
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "kallsyms is empty (an sshfs mount needs -o direct_io: /proc files report size 0)");
 		vt_guest_kallsyms_clear(ks);
 		return FALSE;
 	}
@@ -169,7 +169,7 @@ static gboolean read_exact(VtGuestSource *src, const char *path, guint64 off, vo
 	if (!vt_guest_source_pread(src, path, off, buf, len, &got, error))
 		return FALSE;
 	if (got != len) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 			    "%s: short read at offset 0x%" G_GINT64_MODIFIER "x (%zu of %zu bytes)", path, off, got, len);
 		return FALSE;
 	}
@@ -193,7 +193,7 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_type != ET_CORE || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    !eh.e_phnum || eh.e_phnum == PN_XNUM || eh.e_phoff > (1u << 20)) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 			    "%s is not a little-endian ELF64 core file with program headers", path);
 		return NULL;
 	}
@@ -207,12 +207,12 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 	((Elf64_Ehdr *)(void *)hdr)->e_shnum = 0;
 	e = elf_memory((char *)hdr, hlen);
 	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &geh) || elf_getphdrnum(e, &nph) < 0) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA, "%s: libelf: %s", path, elf_errmsg(-1));
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "%s: libelf: %s", path, elf_errmsg(-1));
 		if (e)
 			elf_end(e);
 		return NULL;
 	}
-	segs = g_array_new(FALSE, FALSE, sizeof(VtKcoreSeg));
+	segs = g_array_new(FALSE, FALSE, sizeof(VtGuestKcoreSeg));
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 
@@ -220,7 +220,7 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 			continue;
 		/* the guest's data is not trusted: no segment may wrap */
 		if (ph.p_vaddr + ph.p_filesz < ph.p_vaddr || ph.p_offset + ph.p_filesz < ph.p_offset) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 				    "%s: PT_LOAD %zu (vaddr 0x%" G_GINT64_MODIFIER "x, offset 0x%" G_GINT64_MODIFIER
 				    "x, size 0x%" G_GINT64_MODIFIER "x) wraps around: not a kcore", path, i,
 				    (guint64)ph.p_vaddr, (guint64)ph.p_offset, (guint64)ph.p_filesz);
@@ -228,7 +228,7 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 			elf_end(e);
 			return NULL;
 		}
-		g_array_append_val(segs, ((VtKcoreSeg){ ph.p_vaddr, ph.p_offset, ph.p_filesz }));
+		g_array_append_val(segs, ((VtGuestKcoreSeg){ ph.p_vaddr, ph.p_offset, ph.p_filesz }));
 	}
 	elf_end(e);
 	return segs;
@@ -237,18 +237,18 @@ GArray *vt_guest_kcore_segments(VtGuestSource *src, const char *path, GError **e
 /* The pieces of `ranges` that kcore maps: (vaddr, source offset, size). */
 static GArray *pieces(const GArray *segs, const GArray *ranges)
 {
-	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtKcoreSeg));
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtGuestKcoreSeg));
 
 	for (guint i = 0; i < ranges->len; i++) {
 		const VtGuestRange *r = &g_array_index(ranges, VtGuestRange, i);
 		guint64 a = r->start;
 
 		while (a < r->end) {
-			const VtKcoreSeg *in = NULL;
+			const VtGuestKcoreSeg *in = NULL;
 			guint64 next = r->end;
 
 			for (guint j = 0; j < segs->len && !in; j++) {
-				const VtKcoreSeg *s = &g_array_index(segs, VtKcoreSeg, j);
+				const VtGuestKcoreSeg *s = &g_array_index(segs, VtGuestKcoreSeg, j);
 
 				if (a >= s->vaddr && a - s->vaddr < s->size)
 					in = s;
@@ -260,7 +260,7 @@ static GArray *pieces(const GArray *segs, const GArray *ranges)
 				continue;
 			}
 			next = MIN(r->end, in->vaddr + in->size);
-			g_array_append_val(out, ((VtKcoreSeg){ a, in->offset + (a - in->vaddr), next - a }));
+			g_array_append_val(out, ((VtGuestKcoreSeg){ a, in->offset + (a - in->vaddr), next - a }));
 			a = next;
 		}
 	}
@@ -275,7 +275,7 @@ gboolean vt_guest_write_all(int fd, const void *buf, gsize len, guint64 off, con
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot write %s: %s", path,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot write %s: %s", path,
 				    g_strerror(k < 0 ? errno : ENOSPC));
 			return FALSE;
 		}
@@ -307,7 +307,7 @@ static gboolean write_headers(int fd, GArray *p, const char *out_path, GError **
 	if (!gelf_update_ehdr(e, &eh) || !gelf_newphdr(e, p->len))
 		goto out;
 	for (guint i = 0; i < p->len; i++) {
-		const VtKcoreSeg *s = &g_array_index(p, VtKcoreSeg, i);
+		const VtGuestKcoreSeg *s = &g_array_index(p, VtGuestKcoreSeg, i);
 		GElf_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_W | PF_X, .p_offset = off, .p_vaddr = s->vaddr,
 				 .p_filesz = s->size, .p_memsz = s->size, .p_align = PAGE };
 
@@ -319,7 +319,7 @@ static gboolean write_headers(int fd, GArray *p, const char *out_path, GError **
 	ok = elf_update(e, ELF_C_WRITE) >= 0;
 out:
 	if (!ok)
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot write the ELF headers of %s: %s",
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot write the ELF headers of %s: %s",
 			    out_path, elf_errmsg(-1));
 	if (e)
 		elf_end(e);
@@ -341,7 +341,7 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 		return FALSE;
 	p = pieces(segs, ranges);
 	if (!p->len) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 			    "%s maps none of the kernel text and module ranges", path);
 		goto out;
 	}
@@ -349,9 +349,9 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 		guint64 total = 0;
 
 		for (guint i = 0; i < p->len; i++)
-			total += g_array_index(p, VtKcoreSeg, i).size;
+			total += g_array_index(p, VtGuestKcoreSeg, i).size;
 		if (total > VT_GUEST_KCORE_MAX) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 				    "%s: the kernel text and module ranges would copy %" G_GUINT64_FORMAT
 				    " MiB, more than any kernel has (%u MiB at most): bad kallsyms or kcore",
 				    path, total >> 20, (unsigned)(VT_GUEST_KCORE_MAX >> 20));
@@ -360,7 +360,7 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 	}
 	fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot create %s: %s", out_path,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot create %s: %s", out_path,
 			    g_strerror(errno));
 		goto out;
 	}
@@ -369,13 +369,13 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 	buf = g_malloc(chunk);
 	off = ALIGN_UP(sizeof(Elf64_Ehdr) + p->len * sizeof(Elf64_Phdr));
 	for (guint i = 0; i < p->len; i++) {
-		const VtKcoreSeg *s = &g_array_index(p, VtKcoreSeg, i);
+		const VtGuestKcoreSeg *s = &g_array_index(p, VtGuestKcoreSeg, i);
 
 		for (guint64 done = 0; done < s->size;) {
 			gsize len = (gsize)MIN((guint64)chunk, s->size - done);
 
 			if (stop && *stop) {
-				g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_INTERRUPTED,
+				g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_INTERRUPTED,
 					    "interrupted while copying %s", path);
 				goto out;
 			}
@@ -388,14 +388,14 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 		off += ALIGN_UP(s->size);
 	}
 	if (fsync(fd) < 0) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot write %s: %s", out_path,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot write %s: %s", out_path,
 			    g_strerror(errno));
 		goto out;
 	}
 	ok = TRUE;
 out:
 	if (fd >= 0 && close(fd) < 0 && ok) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot write %s: %s", out_path,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot write %s: %s", out_path,
 			    g_strerror(errno));
 		ok = FALSE;
 	}

@@ -17,9 +17,9 @@ typedef struct {
 
 static void set_errno_error(GError **error, int err, const char *what, const char *path)
 {
-	g_set_error(error, VT_GUESTFS_ERROR,
-		    err == ENOENT ? VT_GUESTFS_ERROR_NOT_FOUND
-		    : err == EACCES || err == EPERM ? VT_GUESTFS_ERROR_PERMISSION : VT_GUESTFS_ERROR_FAILED,
+	g_set_error(error, VT_GUEST_ERROR,
+		    err == ENOENT ? VT_GUEST_ERROR_NOT_FOUND
+		    : err == EACCES || err == EPERM ? VT_GUEST_ERROR_PERMISSION : VT_GUEST_ERROR_FAILED,
 		    "%s %s: %s", what, path, g_strerror(err));
 }
 
@@ -120,7 +120,7 @@ VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error)
 	int e = stat(dir, &st) < 0 ? errno : !S_ISDIR(st.st_mode) ? ENOTDIR : 0;
 
 	if (e) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND, "%s: %s", dir, g_strerror(e));
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND, "%s: %s", dir, g_strerror(e));
 		return NULL;
 	}
 	{
@@ -128,7 +128,7 @@ VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error)
 		g_autofree char *ks = g_build_filename(dir, "proc", "kallsyms", NULL);
 
 		if (access(ks, F_OK) < 0) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND,
 				    "%s has no proc/kallsyms: not a Linux root (is the guest mounted there? "
 				    "sshfs -o direct_io root@GUEST:/ %s)", dir, dir);
 			return NULL;

@@ -5,7 +5,7 @@
 
 #include "guestfs/guestfs.h"
 
-G_DEFINE_QUARK(vt-guestfs-error-quark, vt_guestfs_error)
+G_DEFINE_QUARK(vt-guest-error-quark, vt_guest_error)
 
 void vt_guest_source_close(VtGuestSource *src)
 {
@@ -73,7 +73,7 @@ char *vt_guest_build_id_parse(const guint8 *notes, gsize len, GError **error)
 		}
 		off = next;
 	}
-	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 		    "no GNU build-id note in /sys/kernel/notes (%zu bytes)", len);
 	return NULL;
 }

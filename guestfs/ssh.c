@@ -84,7 +84,7 @@ gboolean vt_guest_ssh_parse_target(const char *target, VtGuestSshOptions *o, GEr
 	o->host = g_steal_pointer(&host);
 	return TRUE;
 bad:
-	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED,
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED,
 		    "bad SSH target '%s': expected [USER@]HOST[:PORT]", target);
 	return FALSE;
 }
@@ -94,9 +94,9 @@ static GError *sftp_error(SshSource *s, const char *what, const char *path)
 {
 	int e = sftp_get_error(s->sftp);
 
-	return g_error_new(VT_GUESTFS_ERROR,
-			   e == SSH_FX_NO_SUCH_FILE || e == SSH_FX_NO_SUCH_PATH ? VT_GUESTFS_ERROR_NOT_FOUND
-			   : e == SSH_FX_PERMISSION_DENIED ? VT_GUESTFS_ERROR_PERMISSION : VT_GUESTFS_ERROR_FAILED,
+	return g_error_new(VT_GUEST_ERROR,
+			   e == SSH_FX_NO_SUCH_FILE || e == SSH_FX_NO_SUCH_PATH ? VT_GUEST_ERROR_NOT_FOUND
+			   : e == SSH_FX_PERMISSION_DENIED ? VT_GUEST_ERROR_PERMISSION : VT_GUEST_ERROR_FAILED,
 			   "%s %s in the guest: %s", what, path,
 			   e == SSH_FX_NO_SUCH_FILE || e == SSH_FX_NO_SUCH_PATH ? "no such file"
 			   : e == SSH_FX_PERMISSION_DENIED ? "permission denied" : ssh_get_error(s->ssh));
@@ -108,7 +108,7 @@ static gboolean sftp_ready(SshSource *s, GError **error)
 		return TRUE;
 	s->sftp = sftp_new(s->ssh);
 	if (!s->sftp || sftp_init(s->sftp) != SSH_OK) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED,
 			    "the SSH server offers no SFTP subsystem: %s", ssh_get_error(s->ssh));
 		g_clear_pointer(&s->sftp, sftp_free);
 		return FALSE;
@@ -320,7 +320,7 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 	case SSH_KNOWN_HOSTS_CHANGED:
 	case SSH_KNOWN_HOSTS_OTHER:
 		fp = fingerprint(ssh, &type);
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_HOSTKEY_CHANGED,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_HOSTKEY_CHANGED,
 			    "the host key of %s CHANGED (or is of another type than the one recorded in %s): "
 			    "refusing to connect.  The server offers %s %s.  If the guest was reinstalled and "
 			    "this fingerprint is right, remove the old key with: ssh-keygen -R '%s' -f %s "
@@ -332,7 +332,7 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 		fp = fingerprint(ssh, &type);
 		if (ssh_session_export_known_hosts_entry(ssh, &entry) != SSH_OK)
 			entry = NULL;
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_HOSTKEY_UNKNOWN,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_HOSTKEY_UNKNOWN,
 			    "the host key of %s is not in %s: refusing to connect.  The server offers %s %s.  "
 			    "If that is the guest's key (on the guest: ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub), "
 			    "accept it with: echo '%s' >> %s",
@@ -343,7 +343,7 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 		return FALSE;
 	case SSH_KNOWN_HOSTS_ERROR:
 	default:
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_HOSTKEY_UNKNOWN,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_HOSTKEY_UNKNOWN,
 			    "cannot check the host key of %s against %s: %s", name, kh_file, ssh_get_error(ssh));
 		return FALSE;
 	}
@@ -368,13 +368,13 @@ static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOpti
 		PassCtx p = { o->batch, o->identity };
 
 		if (access(o->identity, R_OK) < 0) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_AUTH, "cannot read the key file %s: %s",
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot read the key file %s: %s",
 				    o->identity, g_strerror(errno));
 			return FALSE;
 		}
 		rc = ssh_pki_import_privkey_file(o->identity, NULL, passphrase_cb, &p, &key);
 		if (rc != SSH_OK) {
-			g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_AUTH,
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH,
 				    "%s is not a usable private key (not a key, or encrypted%s)", o->identity,
 				    o->batch ? " and --batch forbids asking for the passphrase" : " with a wrong passphrase");
 			return FALSE;
@@ -393,7 +393,7 @@ static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOpti
 	}
 	if (rc == SSH_AUTH_SUCCESS)
 		return TRUE;
-	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_AUTH,
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH,
 		    "public-key authentication as %s on %s failed%s%s: put the public key into the guest's "
 		    "~%s/.ssh/authorized_keys%s",
 		    user, o->host, rc == SSH_AUTH_ERROR ? ": " : "", rc == SSH_AUTH_ERROR ? ssh_get_error(ssh) : "",
@@ -413,7 +413,7 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 	bool no = false;
 
 	if (!ssh) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "cannot create an SSH session");
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot create an SSH session");
 		return NULL;
 	}
 	ssh_options_set(ssh, SSH_OPTIONS_PROCESS_CONFIG, &no);    /* only what the command line says */
@@ -424,12 +424,12 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 	    ssh_options_set(ssh, SSH_OPTIONS_KNOWNHOSTS, kh) < 0 ||
 	    (o->known_hosts && ssh_options_set(ssh, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0) ||
 	    ssh_options_set(ssh, SSH_OPTIONS_TIMEOUT, &timeout) < 0) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED, "bad SSH option: %s", ssh_get_error(ssh));
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "bad SSH option: %s", ssh_get_error(ssh));
 		ssh_free(ssh);
 		return NULL;
 	}
 	if (ssh_connect(ssh) != SSH_OK) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CONNECT, "cannot connect to %s port %u: %s",
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_CONNECT, "cannot connect to %s port %u: %s",
 			    o->host, port, ssh_get_error(ssh));
 		ssh_free(ssh);
 		return NULL;

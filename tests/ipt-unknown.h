@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <intel-pt.h>
 
-#include "pt/pt-scan.h"
+#include "src/pt/pt-scan.h"
 
 static inline int vt_ipt_unknown_cb(struct pt_packet_unknown *unknown, const struct pt_config *config,
 				    const uint8_t *pos, void *context)

@@ -12,11 +12,11 @@
 #include <inttypes.h>
 #include <intel-pt.h>
 
-#include "pt/pt-scan.h"
-#include "ipt-unknown.h"
+#include "src/pt/pt-scan.h"
+#include "tests/ipt-unknown.h"
 
 /* Compare one successfully decoded packet. */
-static inline void cmp_packet(const struct vt_pt_packet *v, const struct pt_packet *l,
+static inline void cmp_packet(const VtPtPacket *v, const struct pt_packet *l,
 		       uint64_t off)
 {
 	uint64_t p;
@@ -163,7 +163,7 @@ struct ip_model {
 	int known;	/* all 64 bits known (PSB seen, or ipc 3/6) */
 };
 
-static inline void model_check(struct ip_model *m, const struct vt_pt_packet *v)
+static inline void model_check(struct ip_model *m, const VtPtPacket *v)
 {
 	uint64_t raw = v->u.ip.raw, ip = m->ip;
 	int suppressed = 0;
@@ -215,8 +215,8 @@ struct xc_stats {
 static inline void xc_run(struct pt_packet_decoder *d, const uint8_t *buf, size_t len, int use_inline,
 			  struct xc_stats *st)
 {
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
+	VtPtScanner s;
+	VtPtPacket v;
 	struct pt_packet l;
 	struct ip_model m = { 0, 1 };
 	uint64_t lo, ls, sync_set_at = UINT64_MAX;
@@ -302,10 +302,10 @@ static inline void xc_run(struct pt_packet_decoder *d, const uint8_t *buf, size_
 /* Where vt_pt_scan_skip_flow must stop from `from` (mode 0: no
  * accumulator, 1: MTCs, 2: MTCs and PIPs), walking with vt_pt_scan_next. */
 static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, const uint8_t *from, int mode,
-				     struct vt_pt_mtc_acc *acc, int *ip)
+				     VtPtMtcAcc *acc, int *ip)
 {
-	struct vt_pt_scanner s;
-	struct vt_pt_packet p;
+	VtPtScanner s;
+	VtPtPacket p;
 
 	vt_pt_scan_init(&s, buf, len, 0);
 	s.pos = from;

@@ -123,7 +123,7 @@ static void test_target(void)
 		GError *err = NULL;
 
 		g_assert_false(vt_guest_ssh_parse_target(bad[i], &o, &err));
-		g_assert_error(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_FAILED);
+		g_assert_error(err, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED);
 		g_error_free(err);
 		vt_guest_ssh_options_clear(&o);
 	}
@@ -148,7 +148,7 @@ static void test_build_id(void)
 	g_assert_cmpstr(id, ==, "a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3");
 	g_free(id);
 	g_assert_null(vt_guest_build_id_parse(notes, 30, &err));    /* truncated */
-	g_assert_error(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA);
+	g_assert_error(err, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA);
 	g_error_free(err);
 }
 
@@ -207,14 +207,14 @@ static GBytes *flip_read(VtGuestSource *src, const char *path, GError **error)
 	if (!strcmp(path, "/proc/kallsyms"))
 		return ++f->reads == 1 ? g_bytes_new_static("ffffffff81000000 T _stext\nffffffff81001000 T _etext\n", 52)
 				       : g_bytes_new_static("ffffffff81000000 T _stext\nffffffff81002000 T _etext\n", 52);
-	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND, "%s: no such file", path);
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND, "%s: no such file", path);
 	return NULL;
 }
 
 static gboolean flip_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len, gsize *got,
 			   GError **error)
 {
-	g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND, "%s: no such file", path);
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND, "%s: no such file", path);
 	return FALSE;
 }
 
@@ -244,7 +244,7 @@ static void test_changed(void)
 	f->base.ops = &flip_ops;
 	f->base.description = g_strdup("flip");
 	g_assert_false(vt_guest_fetch(&f->base, &o, &r, &err));
-	g_assert_error(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_CHANGED);
+	g_assert_error(err, VT_GUEST_ERROR, VT_GUEST_ERROR_CHANGED);
 	g_clear_error(&err);
 	vt_guest_fetch_result_clear(&r);
 	/* nothing half-written is left */

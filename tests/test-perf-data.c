@@ -1,5 +1,5 @@
 /* test-perf-data.c - round-trip and robustness tests for src/perf. */
-#include "perf/perf-data.h"
+#include "src/perf/perf-data.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -287,7 +287,7 @@ static void check_sample_file(const char *open_path, const SampleInfo *info)
 	const guint8 *p;
 	guint64 sz;
 	guint n = 0, i, naux = 0;
-	struct vt_perf_file_section *idx;
+	VtPerfFileSection *idx;
 	char *s;
 	int r;
 
@@ -899,7 +899,7 @@ static GError *try_file(const char *path, const void *buf, gsize len)
 	VtPerfFile *f;
 	VtPerfIter it;
 	VtPerfRecord rec;
-	struct vt_perf_file_section *idx;
+	VtPerfFileSection *idx;
 	guint n;
 
 	g_assert_true(g_file_set_contents(path, buf, len, &err));

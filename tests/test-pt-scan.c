@@ -22,16 +22,16 @@
  * callback; BIP (only meaningful after a BBP) is skipped with
  * pt_pkt_sync_set, and libipt's "resync after sync_set" rule is modelled.
  */
-#include "pt/pt-scan.h"
+#include "src/pt/pt-scan.h"
 
 #include <glib.h>
 #include <intel-pt.h>
 
-#include "ipt-unknown.h"
+#include "tests/ipt-unknown.h"
 
 #define XC_FAIL(...) g_error(__VA_ARGS__)
 #define XC_EQ(a, b) g_assert_cmphex((uint64_t)(a), ==, (uint64_t)(b))
-#include "pt-crosscheck.h"
+#include "tests/pt-crosscheck.h"
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,8 +433,8 @@ static size_t gen_stream(uint8_t *buf, size_t cap, size_t psb_every,
  * the general decoder for packets shorter than 16 bytes). */
 static void check_alone(const uint8_t *buf, size_t len)
 {
-	struct vt_pt_scanner s, a;
-	struct vt_pt_packet v, w;
+	VtPtScanner s, a;
+	VtPtPacket v, w;
 	int r;
 
 	vt_pt_scan_init(&s, buf, len, 1000);
@@ -623,8 +623,8 @@ static void test_random(void)
 
 static void test_sync(void)
 {
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
+	VtPtScanner s;
+	VtPtPacket v;
 	struct xstats st = { 0 };
 	uint8_t b[96];
 	int r;
@@ -748,8 +748,8 @@ static void test_last_ip(void)
 		0x7d, 0x00, 0x00, 0x00, 0x81, 0xff, 0xff,
 	};
 	uint8_t buf[4096];
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
+	VtPtScanner s;
+	VtPtPacket v;
 	struct ip_model m;
 	struct pt_config cfg;
 	struct pt_encoder *e;
@@ -1028,8 +1028,8 @@ static void test_desc(void)
 	for (i = 0; i < G_N_ELEMENTS(perf_vecs); i++) {
 		const struct perf_vec *t = &perf_vecs[i];
 		uint8_t buf[64];
-		struct vt_pt_scanner s;
-		struct vt_pt_packet v;
+		VtPtScanner s;
+		VtPtPacket v;
 		char desc[128];
 		size_t n = 0, pad;
 		int r;
@@ -1073,7 +1073,7 @@ static void test_desc(void)
 	g_assert_cmpstr(vt_pt_packet_name(VT_PT_PIP), ==, "PIP");
 	g_assert_cmpstr(vt_pt_packet_name(VT_PT_NTYPES), ==, "unknown");
 	for (i = 0; i < VT_PT_NTYPES; i++)
-		g_assert_nonnull(vt_pt_packet_name((enum vt_pt_packet_type)i));
+		g_assert_nonnull(vt_pt_packet_name((VtPtPacketType)i));
 	g_assert_cmpstr(vt_pt_errstr(-vt_pte_eos), ==,
 			vt_pt_errstr(vt_pte_eos));
 	g_assert_cmpstr(vt_pt_errstr(12345), ==, "unknown error");
@@ -1093,8 +1093,8 @@ static void test_eos(void)
 
 	/* Every prefix of every packet, after two PADs. */
 	{
-		struct vt_pt_scanner s;
-		struct vt_pt_packet v;
+		VtPtScanner s;
+		VtPtPacket v;
 		int r;
 
 		vt_pt_scan_init(&s, stream, len, 0);
@@ -1105,8 +1105,8 @@ static void test_eos(void)
 			if (v.type == VT_PT_BIP)
 				continue;	/* needs its BBP */
 			for (cut = 1; cut < v.size; cut++) {
-				struct vt_pt_scanner t;
-				struct vt_pt_packet w;
+				VtPtScanner t;
+				VtPtPacket w;
 				struct pt_packet_decoder *d;
 				struct pt_packet l;
 
@@ -1144,8 +1144,8 @@ static void test_eos(void)
 		};
 
 		for (i = 0; i < (int)G_N_ELEMENTS(hdr); i++) {
-			struct vt_pt_scanner t;
-			struct vt_pt_packet w;
+			VtPtScanner t;
+			VtPtPacket w;
 			size_t n = hdr[i][0] == 0x02 ? 2 : 1;
 
 			vt_pt_scan_init(&t, hdr[i], n, 0);
@@ -1161,8 +1161,8 @@ static void test_eos(void)
 	{
 		static const uint8_t b[] = { 0x02, 0xc3, 0x88 };
 		static const uint8_t c[] = { 0x02, 0xc3, 0x89 };
-		struct vt_pt_scanner t;
-		struct vt_pt_packet w;
+		VtPtScanner t;
+		VtPtPacket w;
 		size_t n;
 
 		for (n = 1; n <= 3; n++) {
@@ -1180,8 +1180,8 @@ static void test_eos(void)
 		static const uint8_t t0[] = { 0x02, 0xa3, 0, 0, 0, 0, 0, 0 };
 		static const uint8_t t1[] = { 0x02, 0xa3, 1, 0, 0, 0, 0, 0 };
 		static const uint8_t t2[] = { 0x02, 0xa3, 2, 0, 0, 0, 0, 0 };
-		struct vt_pt_scanner t;
-		struct vt_pt_packet w;
+		VtPtScanner t;
+		VtPtPacket w;
 
 		vt_pt_scan_init(&t, t0, 8, 0);
 		g_assert_cmpint(vt_pt_scan_next(&t, &w), ==,
@@ -1220,8 +1220,8 @@ static void test_cyc_limit(void)
 	static const uint8_t v10b[] = {
 		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0e,
 	};
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
+	VtPtScanner s;
+	VtPtPacket v;
 	uint8_t buf[64];
 	struct pt_packet_decoder *d;
 	struct pt_packet l;
@@ -1283,12 +1283,12 @@ static void test_bip_context(void)
 		0x06,				/* TNT-8 ends it */
 		0x04,				/* TNT-8 */
 	};
-	static const enum vt_pt_packet_type want[] = {
+	static const VtPtPacketType want[] = {
 		VT_PT_BBP, VT_PT_BIP, VT_PT_MTC, VT_PT_BIP, VT_PT_BEP,
 		VT_PT_TNT_8, VT_PT_BBP, VT_PT_BIP, VT_PT_TNT_8, VT_PT_TNT_8,
 	};
-	struct vt_pt_scanner s;
-	struct vt_pt_packet v;
+	VtPtScanner s;
+	VtPtPacket v;
 	size_t i;
 
 	vt_pt_scan_init(&s, b, sizeof(b), 0);

@@ -12,7 +12,7 @@
 #include <glib.h>
 #include <intel-pt.h>
 
-#include "pt/pt-scan.h"
+#include "src/pt/pt-scan.h"
 #define XC_FAIL(...) g_error(__VA_ARGS__)
 #define XC_EQ(a, b) g_assert_cmphex((uint64_t)(a), ==, (uint64_t)(b))
 #include "tests/pt-crosscheck.h"
@@ -95,7 +95,7 @@ static size_t gen_stream(GRand *r, uint8_t *buf, size_t cap)
 /* with_mtc: 0 (no accumulator), 1 (MTCs), 2 (MTCs and PIPs).  The walk
  * with the full scanner is shared with the fuzzer (tests/pt-crosscheck.h). */
 static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8_t *from, int with_mtc,
-				     struct vt_pt_mtc_acc *acc, gboolean *ip_skipped)
+				     VtPtMtcAcc *acc, gboolean *ip_skipped)
 {
 	int ip;
 	const uint8_t *stop = skip_reference(buf, len, from, with_mtc, acc, &ip);
@@ -111,8 +111,8 @@ static const char *const impl_name[] = { "auto", "scalar", "sse2", "avx2" };
  * reference.  Returns the number of skips checked. */
 static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean all)
 {
-	struct vt_pt_scanner s;
-	struct vt_pt_packet p;
+	VtPtScanner s;
+	VtPtPacket p;
 	guint n = 0;
 
 	vt_pt_scan_init(&s, buf, len, 0);
@@ -121,8 +121,8 @@ static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean
 			break;
 		s.pos = buf + off;
 		while (s.end - s.pos > 32) {
-			struct vt_pt_mtc_acc got = { .last = 0x42, .skip_pip = with_mtc == 2, .pip_nr = 7 };
-			struct vt_pt_mtc_acc want = got;
+			VtPtMtcAcc got = { .last = 0x42, .skip_pip = with_mtc == 2, .pip_nr = 7 };
+			VtPtMtcAcc want = got;
 			const uint8_t *from = s.pos;
 			gboolean ip;
 			const uint8_t *stop = reference_stop(buf, len, from, with_mtc, &want, &ip);
@@ -154,13 +154,13 @@ static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean
 /* The same for pairs of streams: a and b from their starts. */
 static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 {
-	struct vt_pt_scanner sa, sb;
-	struct vt_pt_packet p;
+	VtPtScanner sa, sb;
+	VtPtPacket p;
 
 	vt_pt_scan_init(&sa, a, la, 0);
 	vt_pt_scan_init(&sb, b, lb, 0);
 	while (sa.end - sa.pos > 32 && sb.end - sb.pos > 32) {
-		struct vt_pt_mtc_acc ga = { .last = 1, .skip_pip = 1 }, gb = { .last = 2 }, wa = ga, wb = gb;
+		VtPtMtcAcc ga = { .last = 1, .skip_pip = 1 }, gb = { .last = 2 }, wa = ga, wb = gb;
 		const uint8_t *fa = sa.pos, *fb = sb.pos;
 		gboolean ipa, ipb;
 		const uint8_t *stop_a = reference_stop(a, la, fa, 2, &wa, &ipa);
@@ -191,7 +191,7 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 		} else {
 			/* stopped in the middle: it resumes from a boundary,
 			 * so finishing the run from there must agree too */
-			struct vt_pt_mtc_acc ra = { .last = ga.last, .skip_pip = 1 };
+			VtPtMtcAcc ra = { .last = ga.last, .skip_pip = 1 };
 			gboolean ipr;
 			const uint8_t *r = reference_stop(a, la, sa.pos, 2, &ra, &ipr);
 
@@ -208,7 +208,7 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 			if (vt_pt_scan_next(&sb, &p) <= 0)
 				break;
 		} else {
-			struct vt_pt_mtc_acc rb = { .last = gb.last };
+			VtPtMtcAcc rb = { .last = gb.last };
 			gboolean ipr;
 			const uint8_t *r = reference_stop(b, lb, sb.pos, 1, &rb, &ipr);
 
@@ -223,7 +223,7 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 static void for_each_impl(void (*fn)(void))
 {
 	for (int impl = VT_PT_SKIP_SCALAR; impl <= VT_PT_SKIP_AVX2; impl++) {
-		if (vt_pt_scan_skip_select((enum vt_pt_skip_impl)impl) < 0) {
+		if (vt_pt_scan_skip_select((VtPtSkipImpl)impl) < 0) {
 			g_test_message("%s: not available here", impl_name[impl]);
 			continue;
 		}

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "record/ring.h"
+#include "src/record/ring.h"
 
 #define DATA_SIZE 4096
 #define AUX_SIZE 8192

@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <glib/gstdio.h>
 
-#include "host/fsutil.h"
+#include "src/fs/fs.h"
 #include "vmcorr/vmcorr.h"
 
 #define MARK_END "VMTRACE-CORR-END"

@@ -20,7 +20,7 @@
 
 #include <string.h>
 
-#include "pt/pt-scan.h"
+#include "src/pt/pt-scan.h"
 #include "vmcorr/vmcorr.h"
 #include "vmcorr/session.h"
 
@@ -210,7 +210,7 @@ typedef struct {
 	guint bi;                   /* next buffer */
 	gboolean open;
 	const VmcorrBuffer *b;
-	struct vt_pt_scanner sc;
+	VtPtScanner sc;
 	uint64_t released;          /* bytes of b already released */
 	guint8 stitch[64];
 	gsize carry;                /* bytes of a cut packet carried over */
@@ -526,10 +526,10 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 
 /* Look ahead (within this buffer) for a TMA after a TSC outside PSB+:
  * up to 16 MTC/CYC packets may come first. */
-static void tma_lookahead(const struct vt_pt_scanner *sc, Look *l)
+static void tma_lookahead(const VtPtScanner *sc, Look *l)
 {
-	struct vt_pt_scanner t = *sc;
-	struct vt_pt_packet p;
+	VtPtScanner t = *sc;
+	VtPtPacket p;
 	int n = 0;
 
 	while (vt_pt_scan_next(&t, &p) > 0) {
@@ -547,7 +547,7 @@ static void tma_lookahead(const struct vt_pt_scanner *sc, Look *l)
 }
 
 /* perf's intel_pt_vm_tm_corr_tsc: returns the (possibly translated) payload */
-static uint64_t vm_tm_corr_tsc(Dec *d, const struct vt_pt_scanner *sc, uint64_t p)
+static uint64_t vm_tm_corr_tsc(Dec *d, const VtPtScanner *sc, uint64_t p)
 {
 	Look local, *l;
 	uint64_t vmcs, ref, host_tsc, expected, off;
@@ -667,10 +667,10 @@ guest:
 }
 
 /* PSB+ lookahead: TSC/TMA/PIP/VMCS up to PSBEND. */
-static void psb_lookahead(Dec *d, const struct vt_pt_scanner *sc)
+static void psb_lookahead(Dec *d, const VtPtScanner *sc)
 {
-	struct vt_pt_scanner t = *sc;
-	struct vt_pt_packet p;
+	VtPtScanner t = *sc;
+	VtPtPacket p;
 	Look *l = &d->psb;
 
 	memset(l, 0, sizeof(*l));
@@ -708,10 +708,10 @@ static void psb_lookahead(Dec *d, const struct vt_pt_scanner *sc)
 
 /* After OVF: PacketEn iff the first packet that is not CYC/MTC/TSC (looking
  * at no more than 16 of those) is a FUP. */
-static gboolean ovf_fup_follows(const struct vt_pt_scanner *sc)
+static gboolean ovf_fup_follows(const VtPtScanner *sc)
 {
-	struct vt_pt_scanner t = *sc;
-	struct vt_pt_packet p;
+	VtPtScanner t = *sc;
+	VtPtPacket p;
 	int n = 0;
 
 	while (vt_pt_scan_next(&t, &p) > 0) {
@@ -727,7 +727,7 @@ static gboolean ovf_fup_follows(const struct vt_pt_scanner *sc)
 	return FALSE;
 }
 
-static void handle(Dec *d, struct vt_pt_scanner *sc, struct vt_pt_packet *pkt)
+static void handle(Dec *d, VtPtScanner *sc, VtPtPacket *pkt)
 {
 	switch (pkt->type) {
 	case VT_PT_PSB:
@@ -845,7 +845,7 @@ static gboolean cur_open_next(Dec *d)
 		const VmcorrBuffer *b = &g_array_index(d->q->bufs, VmcorrBuffer, c->bi);
 		const uint8_t *data = vt_perf_file_map(f, b->payload_off, b->size);
 		gboolean consecutive = c->bi > 0 && !d->s->snapshot;
-		struct vt_pt_packet pkt;
+		VtPtPacket pkt;
 
 		c->bi++;
 		if (!data)
@@ -864,7 +864,7 @@ static gboolean cur_open_next(Dec *d)
 		if (c->carry) {
 			/* finish the packet cut at the end of the previous buffer */
 			gsize take = MIN((gsize)b->size, sizeof(c->stitch) - c->carry - 16);
-			struct vt_pt_scanner st;
+			VtPtScanner st;
 			int r;
 
 			memcpy(c->stitch + c->carry, data, take);
@@ -917,7 +917,7 @@ static inline gboolean dec_ready(Dec *d)
 static inline void dec_step(Dec *d)
 {
 	Cursor *c = &d->cur;
-	struct vt_pt_packet pkt;
+	VtPtPacket pkt;
 	int r = vt_pt_scan_next_inline(&c->sc, &pkt);
 
 	if (G_UNLIKELY(r < 0)) {
@@ -954,7 +954,7 @@ static inline void dec_step(Dec *d)
  * would then only add up their ticks; mtc_shift > 8 needs perf's fix-up.
  * PIPs may be skipped too: handle() only keeps the last NR bit, which
  * nothing reads before the next packet that stops the skipping. */
-static inline struct vt_pt_mtc_acc *mtc_acc_begin(Dec *d, struct vt_pt_mtc_acc *acc)
+static inline VtPtMtcAcc *mtc_acc_begin(Dec *d, VtPtMtcAcc *acc)
 {
 	if (!d->have_tma || d->mtc_shift > 8)
 		return NULL;
@@ -969,7 +969,7 @@ static inline struct vt_pt_mtc_acc *mtc_acc_begin(Dec *d, struct vt_pt_mtc_acc *
 /* Apply skipped MTCs: the same state calc_mtc leaves after each of them
  * (its timestamp update is monotonic, so the last one decides); and the
  * last skipped PIP, as handle() would. */
-static inline void mtc_acc_end(Dec *d, const struct vt_pt_mtc_acc *acc)
+static inline void mtc_acc_end(Dec *d, const VtPtMtcAcc *acc)
 {
 	uint64_t ts;
 
@@ -990,7 +990,7 @@ static inline void mtc_acc_end(Dec *d, const struct vt_pt_mtc_acc *acc)
  * MODE; MTC and PIP go through the accumulator). */
 static inline void dec_skip(Dec *d)
 {
-	struct vt_pt_mtc_acc acc, *a;
+	VtPtMtcAcc acc, *a;
 
 	if (!d->pge)
 		return;
@@ -1016,7 +1016,7 @@ static void dec_run_pair(Dec *a, Dec *b)
 		int stopped = 3;
 
 		if (a->pge && b->pge) {
-			struct vt_pt_mtc_acc acca, accb, *pa = mtc_acc_begin(a, &acca), *pb = mtc_acc_begin(b, &accb);
+			VtPtMtcAcc acca, accb, *pa = mtc_acc_begin(a, &acca), *pb = mtc_acc_begin(b, &accb);
 
 			stopped = vt_pt_scan_skip_flow2(&a->cur.sc, pa, &b->cur.sc, pb);
 			mtc_acc_end(a, pa);

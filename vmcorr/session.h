@@ -6,7 +6,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "perf/perf-data.h"
+#include "src/perf/perf-data.h"
 
 typedef struct {
 	uint64_t payload_off;    /* file offset of the AUX bytes */
@@ -33,7 +33,7 @@ typedef struct {
 	uint32_t pid, tid;       /* task switched in */
 } VmcorrSwitch;
 
-typedef struct VmcorrSessionS {
+typedef struct VmcorrSession {
 	VtPerfFile *f;
 	uint64_t priv[32];
 	guint nr_priv;

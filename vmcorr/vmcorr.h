@@ -18,7 +18,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "perf/perf-data.h"
+#include "src/perf/perf-data.h"
 
 G_BEGIN_DECLS
 
@@ -144,9 +144,9 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
  * the offset `apply` gives it. */
 gboolean vmcorr_patches_reusable(const VmcorrResult *disc, const VmcorrOptions *apply);
 
-struct VmcorrSessionS;
+struct VmcorrSession;
 /* The same on an open session (vmcorr/session.h). */
-VmcorrResult *vmcorr_run_session(struct VmcorrSessionS *s, const VmcorrOptions *opt, GError **error);
+VmcorrResult *vmcorr_run_session(struct VmcorrSession *s, const VmcorrOptions *opt, GError **error);
 
 /* --- offsets given on the command line (offsets.c) */
 /* One `OFF` or `OFF:VMCS[,VMCS...]` token into opt (default or per VMCS). */

@@ -8,8 +8,8 @@
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
 
-#include "host/domain.h"
-#include "host/host.h"
+#include "src/host/domain.h"
+#include "src/host/host.h"
 
 G_DEFINE_QUARK(vt-domain-error-quark, vt_domain_error)
 
@@ -49,7 +49,7 @@ static char *domain_list(virConnectPtr c)
 
 static int cmp_vcpu(gconstpointer a, gconstpointer b)
 {
-	return ((const VtVcpu *)a)->vcpu - ((const VtVcpu *)b)->vcpu;
+	return ((const VtDomainVcpu *)a)->vcpu - ((const VtDomainVcpu *)b)->vcpu;
 }
 
 /* kvm/<pid>-<fd>/vcpuN/pid */
@@ -76,7 +76,7 @@ static void vcpus_from_debugfs(VtDomain *d)
 
 		if (!vt_host_read_int(p, &tid))
 			break;
-		g_array_append_val(d->vcpus, ((VtVcpu){ .vcpu = v, .tid = (uint32_t)tid, .source = "debugfs" }));
+		g_array_append_val(d->vcpus, ((VtDomainVcpu){ .vcpu = v, .tid = (uint32_t)tid, .source = "debugfs" }));
 	}
 }
 
@@ -94,7 +94,7 @@ static void vcpus_from_comm(VtDomain *d)
 		char accel[8];
 
 		if (comm && sscanf(comm, "CPU %u/%7s", &v, accel) == 2)
-			g_array_append_val(d->vcpus, ((VtVcpu){ .vcpu = (int)v, .tid = (uint32_t)atoi(name),
+			g_array_append_val(d->vcpus, ((VtDomainVcpu){ .vcpu = (int)v, .tid = (uint32_t)atoi(name),
 								.source = "thread name" }));
 	}
 	if (dir)
@@ -117,7 +117,7 @@ static void vcpus_from_qmp(VtDomain *d, virDomainPtr dom)
 		g_autofree char *tid = g_match_info_fetch(mi, 1);
 		g_autofree char *idx = g_match_info_fetch(mi, 2);
 
-		g_array_append_val(d->vcpus, ((VtVcpu){ .vcpu = atoi(idx), .tid = (uint32_t)atoll(tid), .source = "qmp" }));
+		g_array_append_val(d->vcpus, ((VtDomainVcpu){ .vcpu = atoi(idx), .tid = (uint32_t)atoll(tid), .source = "qmp" }));
 		g_match_info_next(mi, NULL);
 	}
 	g_match_info_free(mi);
@@ -134,21 +134,21 @@ void vt_domain_threads(VtDomain *d)
 	g_clear_pointer(&d->kvm_dir, g_free);
 	vcpus_from_debugfs(d);
 	for (guint i = 0; i < d->vcpus->len; i++)
-		unknown = unknown || !g_array_index(d->vcpus, VtVcpu, i).tid;
+		unknown = unknown || !g_array_index(d->vcpus, VtDomainVcpu, i).tid;
 	if (!d->vcpus->len) {
 		vcpus_from_comm(d);
 	} else if (unknown) {
 		/* KVM reports pid 0 until a vCPU first runs: ask the thread names */
 		GArray *dbg = d->vcpus;
 
-		d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtVcpu));
+		d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtDomainVcpu));
 		vcpus_from_comm(d);
 		for (guint i = 0; i < dbg->len; i++) {
-			VtVcpu *v = &g_array_index(dbg, VtVcpu, i);
+			VtDomainVcpu *v = &g_array_index(dbg, VtDomainVcpu, i);
 
 			for (guint j = 0; !v->tid && j < d->vcpus->len; j++)
-				if (g_array_index(d->vcpus, VtVcpu, j).vcpu == v->vcpu) {
-					v->tid = g_array_index(d->vcpus, VtVcpu, j).tid;
+				if (g_array_index(d->vcpus, VtDomainVcpu, j).vcpu == v->vcpu) {
+					v->tid = g_array_index(d->vcpus, VtDomainVcpu, j).tid;
 					v->source = "debugfs + thread name";
 				}
 		}
@@ -163,7 +163,7 @@ gboolean vt_domain_from_pid(uint32_t pid, VtDomain *d, GError **error)
 	g_autofree char *comm = NULL;
 
 	memset(d, 0, sizeof(*d));
-	d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtVcpu));
+	d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtDomainVcpu));
 	comm = vt_host_read(p);
 	if (!comm) {
 		g_set_error(error, VT_DOMAIN_ERROR, VT_DOMAIN_ERROR_NO_PROCESS, "no process %u (%s%s)", pid,
@@ -195,7 +195,7 @@ gboolean vt_domain_from_pid(uint32_t pid, VtDomain *d, GError **error)
 	d->kvm = d->kvm_dir != NULL;
 	for (guint i = 0; !d->kvm && i < d->vcpus->len; i++) {
 		g_autofree char *c = g_strdup_printf("/proc/%u/task/%u/comm", pid,
-						     g_array_index(d->vcpus, VtVcpu, i).tid);
+						     g_array_index(d->vcpus, VtDomainVcpu, i).tid);
 		g_autofree char *name = vt_host_read(c);
 
 		d->kvm = name && g_str_has_suffix(name, "/KVM");
@@ -207,7 +207,7 @@ gboolean vt_domain_from_pid(uint32_t pid, VtDomain *d, GError **error)
 void vt_domain_read_kvm(VtDomain *d)
 {
 	for (guint i = 0; d->kvm_dir && i < d->vcpus->len; i++) {
-		VtVcpu *v = &g_array_index(d->vcpus, VtVcpu, i);
+		VtDomainVcpu *v = &g_array_index(d->vcpus, VtDomainVcpu, i);
 		g_autofree char *base = g_strdup_printf("%s/vcpu%d/", d->kvm_dir, v->vcpu);
 		g_autofree char *off = g_strconcat(base, "tsc-offset", NULL);
 		g_autofree char *ratio = g_strconcat(base, "tsc-scaling-ratio", NULL);
@@ -232,7 +232,7 @@ gboolean vt_domain_find(const char *name, const char *uri, gboolean qmp, VtDomai
 	const char *u = uri ? uri : g_getenv("LIBVIRT_DEFAULT_URI");
 
 	memset(d, 0, sizeof(*d));
-	d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtVcpu));
+	d->vcpus = g_array_new(FALSE, TRUE, sizeof(VtDomainVcpu));
 	d->name = g_strdup(name);
 	d->uri = g_strdup(u && *u ? u : "qemu:///system");
 	virSetErrorFunc(NULL, silent);

@@ -27,7 +27,7 @@ typedef struct {
 	uint64_t tsc_scaling_ratio;
 	guint tsc_scaling_frac_bits;
 	int guest_mode;
-} VtVcpu;
+} VtDomainVcpu;
 
 typedef struct {
 	char *name;
@@ -39,7 +39,7 @@ typedef struct {
 	guint nvcpus;
 	uint32_t pid;                /* QEMU pid, 0 if unknown */
 	char *kvm_dir;               /* debugfs kvm/<pid>-<fd> (under the root), or NULL */
-	GArray *vcpus;               /* VtVcpu, by vCPU index */
+	GArray *vcpus;               /* VtDomainVcpu, by vCPU index */
 } VtDomain;
 
 /* Connect (uri NULL: $LIBVIRT_DEFAULT_URI, else qemu:///system), look the

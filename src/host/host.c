@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/host.h"
+#include "src/host/host.h"
 
 static char *root;
 static gboolean root_set;
@@ -56,14 +56,14 @@ gboolean vt_host_read_int(const char *path, gint64 *out)
 	return *end == '\0';
 }
 
-const char *vt_check_level_name(VtCheckLevel l)
+const char *vt_host_check_level_name(VtHostCheckLevel l)
 {
-	return l == VT_CHECK_OK ? "OK" : l == VT_CHECK_WARN ? "WARN" : "FAIL";
+	return l == VT_HOST_CHECK_OK ? "OK" : l == VT_HOST_CHECK_WARN ? "WARN" : "FAIL";
 }
 
-void vt_check_free(gpointer p)
+void vt_host_check_free(gpointer p)
 {
-	VtCheck *c = p;
+	VtHostCheck *c = p;
 
 	g_free(c->name);
 	g_free(c->what);
@@ -71,9 +71,9 @@ void vt_check_free(gpointer p)
 	g_free(c);
 }
 
-void vt_check_add(GPtrArray *checks, const char *name, VtCheckLevel level, const char *fix, const char *fmt, ...)
+void vt_host_check_add(GPtrArray *checks, const char *name, VtHostCheckLevel level, const char *fix, const char *fmt, ...)
 {
-	VtCheck *c = g_new0(VtCheck, 1);
+	VtHostCheck *c = g_new0(VtHostCheck, 1);
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -104,7 +104,7 @@ static GHashTable *read_dir_files(const char *dir)
 	return h;
 }
 
-gboolean vt_host_intel_pt(VtIntelPt *pt)
+gboolean vt_host_intel_pt(VtHostIntelPt *pt)
 {
 	gint64 type;
 
@@ -118,7 +118,7 @@ gboolean vt_host_intel_pt(VtIntelPt *pt)
 	return TRUE;
 }
 
-void vt_intel_pt_clear(VtIntelPt *pt)
+void vt_host_intel_pt_clear(VtHostIntelPt *pt)
 {
 	if (pt->caps)
 		g_hash_table_destroy(pt->caps);
@@ -127,7 +127,7 @@ void vt_intel_pt_clear(VtIntelPt *pt)
 	memset(pt, 0, sizeof(*pt));
 }
 
-gboolean vt_intel_pt_field(const VtIntelPt *pt, const char *name, uint64_t *mask, guint *shift)
+gboolean vt_host_intel_pt_field(const VtHostIntelPt *pt, const char *name, uint64_t *mask, guint *shift)
 {
 	const char *f = pt->format ? g_hash_table_lookup(pt->format, name) : NULL;
 	unsigned lo, hi;
@@ -162,27 +162,27 @@ static void check_vmx_misc(GPtrArray *checks)
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		vt_check_add(checks, "vmx_misc", VT_CHECK_WARN, "modprobe msr (then run vmtrace check as root)",
+		vt_host_check_add(checks, "vmx_misc", VT_HOST_CHECK_WARN, "modprobe msr (then run vmtrace check as root)",
 			     "IA32_VMX_MISC[14] could not be checked: %s: %s", p, g_strerror(errno));
 		return;
 	}
 	if (pread(fd, &v, 8, 0x485) != 8) {
-		vt_check_add(checks, "vmx_misc", VT_CHECK_WARN, "run vmtrace check as root on an Intel CPU",
+		vt_host_check_add(checks, "vmx_misc", VT_HOST_CHECK_WARN, "run vmtrace check as root on an Intel CPU",
 			     "IA32_VMX_MISC could not be read from %s", p);
 	} else if (v & (1ULL << 14)) {
-		vt_check_add(checks, "vmx_misc", VT_CHECK_OK, NULL,
+		vt_host_check_add(checks, "vmx_misc", VT_HOST_CHECK_OK, NULL,
 			     "IA32_VMX_MISC[14]=1: Intel PT keeps tracing in VMX operation");
 	} else {
-		vt_check_add(checks, "vmx_misc", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "vmx_misc", VT_HOST_CHECK_FAIL,
 			     "use a newer CPU (this one stops Intel PT at VMXON; host traces of KVM guests stay empty)",
 			     "IA32_VMX_MISC[14]=0: Intel PT is disabled while KVM runs guests");
 	}
 	close(fd);
 }
 
-void vt_host_check(GPtrArray *checks)
+void vt_host_readiness(GPtrArray *checks)
 {
-	VtIntelPt pt;
+	VtHostIntelPt pt;
 	gint64 v;
 	g_autofree char *lockdown = NULL;
 	uid_t euid = geteuid();
@@ -199,20 +199,20 @@ void vt_host_check(GPtrArray *checks)
 			if (c)
 				g_string_append_printf(caps, "%s%s=%s", caps->len ? " " : "", keys[i], c);
 		}
-		vt_check_add(checks, "intel_pt", VT_CHECK_OK, NULL, "intel_pt PMU type %u (%s)", pt.type,
+		vt_host_check_add(checks, "intel_pt", VT_HOST_CHECK_OK, NULL, "intel_pt PMU type %u (%s)", pt.type,
 			     caps->len ? caps->str : "no caps");
 		{
 			const char *mtc = g_hash_table_lookup(pt.caps, "mtc");
 
 			if (mtc && !strcmp(mtc, "0"))
-				vt_check_add(checks, "intel_pt_mtc", VT_CHECK_WARN,
+				vt_host_check_add(checks, "intel_pt_mtc", VT_HOST_CHECK_WARN,
 					     "record timeless (vmtrace record --timeless): VM time correlation needs MTC",
 					     "no MTC packets on this CPU: guest TSC offsets cannot be found");
 		}
 		g_string_free(caps, TRUE);
-		vt_intel_pt_clear(&pt);
+		vt_host_intel_pt_clear(&pt);
 	} else {
-		vt_check_add(checks, "intel_pt", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "intel_pt", VT_HOST_CHECK_FAIL,
 			     "run on an Intel CPU with Intel PT (Broadwell or later), on bare metal or with PT "
 			     "passed through; correlating and decoding existing traces works anywhere",
 			     "no intel_pt PMU in %s/sys/bus/event_source/devices", vt_host_root());
@@ -222,61 +222,61 @@ void vt_host_check(GPtrArray *checks)
 	/* kvm_intel pt_mode must be 0 (system mode) */
 	if (vt_host_read_int("/sys/module/kvm_intel/parameters/pt_mode", &v)) {
 		if (v == 0)
-			vt_check_add(checks, "pt_mode", VT_CHECK_OK, NULL, "kvm_intel pt_mode=0: the host traces guests");
+			vt_host_check_add(checks, "pt_mode", VT_HOST_CHECK_OK, NULL, "kvm_intel pt_mode=0: the host traces guests");
 		else
-			vt_check_add(checks, "pt_mode", VT_CHECK_FAIL,
+			vt_host_check_add(checks, "pt_mode", VT_HOST_CHECK_FAIL,
 				     "stop all VMs, then: modprobe -r kvm_intel && modprobe kvm_intel pt_mode=0",
 				     "kvm_intel pt_mode=%" G_GINT64_FORMAT ": Intel PT is handed to guests, the host "
 				     "trace hides them", v);
 	} else if (host_is_dir("/sys/module/kvm_intel")) {
-		vt_check_add(checks, "pt_mode", VT_CHECK_OK, NULL, "kvm_intel has no pt_mode parameter (system mode)");
+		vt_host_check_add(checks, "pt_mode", VT_HOST_CHECK_OK, NULL, "kvm_intel has no pt_mode parameter (system mode)");
 	} else {
-		vt_check_add(checks, "pt_mode", VT_CHECK_WARN, "modprobe kvm_intel (on an Intel host)",
+		vt_host_check_add(checks, "pt_mode", VT_HOST_CHECK_WARN, "modprobe kvm_intel (on an Intel host)",
 			     "kvm_intel is not loaded: no VMX guests to trace here");
 	}
 
 	/* permissions */
 	if (vt_host_read_int("/proc/sys/kernel/perf_event_paranoid", &v)) {
 		if (euid == 0)
-			vt_check_add(checks, "perf_event_paranoid", VT_CHECK_OK, NULL,
+			vt_host_check_add(checks, "perf_event_paranoid", VT_HOST_CHECK_OK, NULL,
 				     "perf_event_paranoid=%" G_GINT64_FORMAT ", running as root", v);
 		else if (v <= 1)
-			vt_check_add(checks, "perf_event_paranoid", VT_CHECK_OK, NULL,
+			vt_host_check_add(checks, "perf_event_paranoid", VT_HOST_CHECK_OK, NULL,
 				     "perf_event_paranoid=%" G_GINT64_FORMAT ": kernel tracing allowed", v);
 		else
-			vt_check_add(checks, "perf_event_paranoid", VT_CHECK_FAIL,
+			vt_host_check_add(checks, "perf_event_paranoid", VT_HOST_CHECK_FAIL,
 				     "sudo sysctl -w kernel.perf_event_paranoid=1, or run as root / with CAP_PERFMON",
 				     "perf_event_paranoid=%" G_GINT64_FORMAT ": kernel tracing (intel_pt//k) is "
 				     "refused to unprivileged users", v);
 	} else {
-		vt_check_add(checks, "perf_event_paranoid", VT_CHECK_FAIL, "use a kernel with perf events",
+		vt_host_check_add(checks, "perf_event_paranoid", VT_HOST_CHECK_FAIL, "use a kernel with perf events",
 			     "no /proc/sys/kernel/perf_event_paranoid: perf events are not available");
 	}
 	if (vt_host_read_int("/proc/sys/kernel/kptr_restrict", &v)) {
 		if (v == 0 || (v == 1 && euid == 0))
-			vt_check_add(checks, "kptr_restrict", VT_CHECK_OK, NULL,
+			vt_host_check_add(checks, "kptr_restrict", VT_HOST_CHECK_OK, NULL,
 				     "kptr_restrict=%" G_GINT64_FORMAT ": kernel addresses visible", v);
 		else
-			vt_check_add(checks, "kptr_restrict", VT_CHECK_WARN,
+			vt_host_check_add(checks, "kptr_restrict", VT_HOST_CHECK_WARN,
 				     "sudo sysctl -w kernel.kptr_restrict=0",
 				     "kptr_restrict=%" G_GINT64_FORMAT ": /proc/kallsyms shows zeros, host kernel "
 				     "code cannot be decoded", v);
 	}
 	lockdown = vt_host_read("/sys/kernel/security/lockdown");
 	if (!lockdown || strstr(lockdown, "[none]"))
-		vt_check_add(checks, "lockdown", VT_CHECK_OK, NULL, "kernel lockdown: none");
+		vt_host_check_add(checks, "lockdown", VT_HOST_CHECK_OK, NULL, "kernel lockdown: none");
 	else if (strstr(lockdown, "[integrity]"))
-		vt_check_add(checks, "lockdown", VT_CHECK_WARN, "boot with lockdown=none (or without Secure Boot lockdown)",
+		vt_host_check_add(checks, "lockdown", VT_HOST_CHECK_WARN, "boot with lockdown=none (or without Secure Boot lockdown)",
 			     "kernel lockdown=integrity: some tracing features may be refused");
 	else
-		vt_check_add(checks, "lockdown", VT_CHECK_FAIL, "boot with lockdown=none (or disable Secure Boot lockdown)",
+		vt_host_check_add(checks, "lockdown", VT_HOST_CHECK_FAIL, "boot with lockdown=none (or disable Secure Boot lockdown)",
 			     "kernel lockdown=confidentiality: /proc/kcore and kernel tracing are blocked");
 
 	/* debugfs, for KVM's per-vCPU pid/tsc-offset files */
 	if (host_is_dir("/sys/kernel/debug/kvm"))
-		vt_check_add(checks, "debugfs", VT_CHECK_OK, NULL, "debugfs mounted, KVM entries present");
+		vt_host_check_add(checks, "debugfs", VT_HOST_CHECK_OK, NULL, "debugfs mounted, KVM entries present");
 	else
-		vt_check_add(checks, "debugfs", VT_CHECK_WARN, "sudo mount -t debugfs none /sys/kernel/debug",
+		vt_host_check_add(checks, "debugfs", VT_HOST_CHECK_WARN, "sudo mount -t debugfs none /sys/kernel/debug",
 			     "KVM debugfs not found (%s/sys/kernel/debug/kvm): vCPU threads fall back to thread names "
 			     "and TSC offsets are not recorded", vt_host_root());
 }

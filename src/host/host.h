@@ -22,23 +22,23 @@ gboolean vt_host_read_int(const char *path, gint64 *out);
 /* Online CPUs (int), from /sys/devices/system/cpu/online under the root. */
 GArray *vt_host_online_cpus(void);
 
-typedef enum { VT_CHECK_OK, VT_CHECK_WARN, VT_CHECK_FAIL } VtCheckLevel;
-const char *vt_check_level_name(VtCheckLevel l);
+typedef enum { VT_HOST_CHECK_OK, VT_HOST_CHECK_WARN, VT_HOST_CHECK_FAIL } VtHostCheckLevel;
+const char *vt_host_check_level_name(VtHostCheckLevel l);
 
 typedef struct {
 	char *name;      /* "intel_pt", "pt_mode", ... */
-	VtCheckLevel level;
+	VtHostCheckLevel level;
 	char *what;      /* one line: what was found */
 	char *fix;       /* the exact fix, or NULL */
-} VtCheck;
+} VtHostCheck;
 
-void vt_check_free(gpointer c);
+void vt_host_check_free(gpointer c);
 /* Append a check (takes the strings' ownership via printf-style args). */
-void vt_check_add(GPtrArray *checks, const char *name, VtCheckLevel level, const char *fix, const char *fmt, ...)
+void vt_host_check_add(GPtrArray *checks, const char *name, VtHostCheckLevel level, const char *fix, const char *fmt, ...)
 	G_GNUC_PRINTF(5, 6);
 
 /* Host checks for Intel PT tracing of KVM guests (issue: record/check). */
-void vt_host_check(GPtrArray *checks);
+void vt_host_readiness(GPtrArray *checks);
 
 /* intel_pt PMU */
 typedef struct {
@@ -46,11 +46,11 @@ typedef struct {
 	guint type;                 /* perf_event_attr.type */
 	GHashTable *caps;           /* name -> value string */
 	GHashTable *format;         /* name -> "config:a-b" */
-} VtIntelPt;
-gboolean vt_host_intel_pt(VtIntelPt *pt);
-void vt_intel_pt_clear(VtIntelPt *pt);
+} VtHostIntelPt;
+gboolean vt_host_intel_pt(VtHostIntelPt *pt);
+void vt_host_intel_pt_clear(VtHostIntelPt *pt);
 /* Config bits of a format field ("config:10" or "config:14-17"): mask and shift. */
-gboolean vt_intel_pt_field(const VtIntelPt *pt, const char *name, uint64_t *mask, guint *shift);
+gboolean vt_host_intel_pt_field(const VtHostIntelPt *pt, const char *name, uint64_t *mask, guint *shift);
 
 G_END_DECLS
 

@@ -115,7 +115,8 @@ enum {
 #define VT_PERF_AUXTRACE_INTEL_PT 1
 
 /* perf's struct perf_file_header (104 bytes on disk). */
-struct vt_perf_file_section {
+typedef struct VtPerfFileSection VtPerfFileSection;
+struct VtPerfFileSection {
 	uint64_t offset;
 	uint64_t size;
 };
@@ -243,7 +244,7 @@ char *vt_perf_file_feature_string(const VtPerfFile *f, guint bit);
 /* HEADER_AUXTRACE index: array of {file_offset, size} of AUXTRACE records,
  * or NULL with *n = 0 if absent.  Entries are validated against the data
  * section.  Newly allocated. */
-struct vt_perf_file_section *vt_perf_file_auxtrace_index(const VtPerfFile *f, guint *n, GError **error);
+VtPerfFileSection *vt_perf_file_auxtrace_index(const VtPerfFile *f, guint *n, GError **error);
 
 /* Direct access to the file mapping.  Returns NULL if [off, off+len)
  * is outside the file.  With VT_PERF_OPEN_RDWR the bytes are writable

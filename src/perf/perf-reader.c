@@ -5,7 +5,7 @@
  * its offsets unaligned); every offset/length is checked with overflow-safe
  * arithmetic before the mapping is touched.
  */
-#include "perf-data.h"
+#include "src/perf/perf-data.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@ G_DEFINE_QUARK(vt-perf-error-quark, vt_perf_error)
 
 struct file_header {
 	uint64_t magic, size, attr_size;
-	struct vt_perf_file_section attrs, data, event_types;
+	VtPerfFileSection attrs, data, event_types;
 	uint64_t features[4];
 };
 G_STATIC_ASSERT(sizeof(struct file_header) == FILE_HDR_SIZE);
@@ -50,7 +50,7 @@ struct VtPerfFile {
 	guint n_ids;
 	GPtrArray *owned;
 	uint64_t feat_bits[VT_PERF_FEAT_BITS / 64];
-	struct vt_perf_file_section feat[VT_PERF_FEAT_BITS];
+	VtPerfFileSection feat[VT_PERF_FEAT_BITS];
 };
 
 static inline uint64_t rd64(const uint8_t *p)
@@ -452,7 +452,7 @@ static gboolean open_file_header(VtPerfFile *f, GError **error)
 			    "feature table (%u entries at offset %" PRIu64
 			    ") extends past end of file (%" PRIu64 " bytes)", nfeat, end, f->size);
 	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++) {
-		struct vt_perf_file_section *s = &f->feat[bit];
+		VtPerfFileSection *s = &f->feat[bit];
 		const char *name;
 
 		if (!vt_perf_file_has_feature(f, bit))
@@ -653,10 +653,10 @@ char *vt_perf_file_feature_string(const VtPerfFile *f, guint bit)
 	return g_strdup((const char *)p + 4);
 }
 
-struct vt_perf_file_section *vt_perf_file_auxtrace_index(const VtPerfFile *f, guint *n,
+VtPerfFileSection *vt_perf_file_auxtrace_index(const VtPerfFile *f, guint *n,
 							  GError **error)
 {
-	struct vt_perf_file_section *out;
+	VtPerfFileSection *out;
 	uint64_t sz, nr, i, dend = f->data_off + f->data_size;
 	const uint8_t *p;
 
@@ -676,7 +676,7 @@ struct vt_perf_file_section *vt_perf_file_auxtrace_index(const VtPerfFile *f, gu
 	}
 	if (!nr)
 		return NULL;
-	out = g_new(struct vt_perf_file_section, nr);
+	out = g_new(VtPerfFileSection, nr);
 	for (i = 0; i < nr; i++) {
 		uint8_t hdr[16];
 

@@ -5,7 +5,7 @@
  * and the feature payloads.  Everything goes through a small write buffer
  * into "<final>.tmp.XXXXXX"; large AUX payloads bypass the buffer.
  */
-#include "perf-data.h"
+#include "src/perf/perf-data.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +38,7 @@ struct VtPerfWriter {
 	uint64_t pos;		/* logical offset of the next byte */
 	uint64_t attrs_off, data_off;
 	GArray *attrs;		/* struct wattr */
-	GArray *aux_index;	/* struct vt_perf_file_section */
+	GArray *aux_index;	/* VtPerfFileSection */
 	GByteArray *feat[VT_PERF_FEAT_BITS];
 };
 
@@ -169,7 +169,7 @@ VtPerfWriter *vt_perf_writer_new(const char *path, gboolean as_dir, GError **err
 	w->fd = -1;
 	w->as_dir = as_dir;
 	w->attrs = g_array_new(FALSE, TRUE, sizeof(struct wattr));
-	w->aux_index = g_array_new(FALSE, FALSE, sizeof(struct vt_perf_file_section));
+	w->aux_index = g_array_new(FALSE, FALSE, sizeof(VtPerfFileSection));
 	w->buf = g_malloc(WBUF_SIZE);
 	if (as_dir) {
 		struct stat st;
@@ -259,7 +259,7 @@ gboolean vt_perf_writer_write_auxtrace2(VtPerfWriter *w, const VtPerfAuxtrace *a
 {
 	static const uint8_t zero[8];
 	struct perf_event_header h = { VT_PERF_RECORD_AUXTRACE, 0, AUXTRACE_REC_SIZE };
-	struct vt_perf_file_section ent;
+	VtPerfFileSection ent;
 	uint8_t r[AUXTRACE_REC_SIZE];
 	uint64_t padded, len = alen + blen;
 
@@ -357,10 +357,10 @@ gboolean vt_perf_writer_finish(VtPerfWriter *w, GError **error)
 {
 	struct {
 		uint64_t magic, size, attr_size;
-		struct vt_perf_file_section attrs, data, event_types;
+		VtPerfFileSection attrs, data, event_types;
 		uint64_t features[4];
 	} h;
-	struct vt_perf_file_section sec;
+	VtPerfFileSection sec;
 	uint64_t data_end;
 	guint bit, nfeat = 0;
 	ssize_t r;

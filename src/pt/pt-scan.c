@@ -51,7 +51,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE		/* memmem */
 #endif
-#include "pt-scan.h"
+#include "src/pt/pt-scan.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -209,7 +209,7 @@ static const uint64_t ip_keep[8] = {
 
 /* ---------------------------------------------------------------------- */
 
-void vt_pt_scan_init(struct vt_pt_scanner *s, const uint8_t *buf, size_t len,
+void vt_pt_scan_init(VtPtScanner *s, const uint8_t *buf, size_t len,
 		     uint64_t base)
 {
 	if (!s)
@@ -225,7 +225,7 @@ void vt_pt_scan_init(struct vt_pt_scanner *s, const uint8_t *buf, size_t len,
 
 /* Slow paths kept out of line so the hot function stays small. */
 static int __attribute__((noinline, cold))
-fail(struct vt_pt_packet *pkt, int err)
+fail(VtPtPacket *pkt, int err)
 {
 	pkt->type = VT_PT_BAD;
 	pkt->size = 0;
@@ -233,7 +233,7 @@ fail(struct vt_pt_packet *pkt, int err)
 }
 
 static int __attribute__((noinline))
-scan_cyc_long(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+scan_cyc_long(VtPtScanner *s, VtPtPacket *pkt,
 	      const uint8_t *p, size_t left)
 {
 	uint64_t value = p[0] >> 3;
@@ -265,7 +265,7 @@ scan_cyc_long(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
 
 /* IP packets off the fast path (buffer tail, BIP context). */
 static int __attribute__((noinline))
-scan_ip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+scan_ip(VtPtScanner *s, VtPtPacket *pkt,
 	const uint8_t *p, size_t left)
 {
 	uint8_t b = p[0];
@@ -284,7 +284,7 @@ scan_ip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
 	have = s->have_last_ip | (ipc == 3 || ipc == 6);
 	s->last_ip = ip;
 	s->have_last_ip = have;
-	pkt->type = (enum vt_pt_packet_type)iptype_tab[b];
+	pkt->type = (VtPtPacketType)iptype_tab[b];
 	pkt->size = (uint8_t)(n + 1);
 	pkt->u.ip.ipc = (uint8_t)ipc;
 	pkt->u.ip.raw = raw;
@@ -297,7 +297,7 @@ scan_ip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
 }
 
 static int __attribute__((noinline))
-scan_bip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+scan_bip(VtPtScanner *s, VtPtPacket *pkt,
 	 const uint8_t *p, size_t left)
 {
 	unsigned int n = s->bip_ctx;
@@ -312,14 +312,14 @@ scan_bip(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
 	return (int)(n + 1);
 }
 
-static int scan_ext(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+static int scan_ext(VtPtScanner *s, VtPtPacket *pkt,
 		    const uint8_t *p, size_t left);
 
 /* The general decoder: every packet, every context, buffer tails.
  * Returns the packet size or a negative error; advances s->pos on success
  * only.  pkt->offset has been set by the caller. */
 static int __attribute__((noinline))
-scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
+scan_full(VtPtScanner *s, VtPtPacket *pkt)
 {
 	const uint8_t *p = s->pos;
 	size_t left = (size_t)(s->end - p);
@@ -461,23 +461,23 @@ scan_full(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 	{ FC0(b), FM0(b), FM8(b), FKEEP(b), FTYPE(b), FC8(b), FFLAGS(b) }
 
 const uint8_t vt_pt_fastpath_size[256] = { T256(FSIZE) };
-const struct vt_pt_fastpath_ent vt_pt_fastpath_tab[256] = { T256(FENT) };
+const VtPtFastpathEnt vt_pt_fastpath_tab[256] = { T256(FENT) };
 
-_Static_assert(sizeof(((struct vt_pt_packet *)0)->u) == 32, "union size");
-_Static_assert(offsetof(struct vt_pt_packet, u.ip.ipc) ==
-	       offsetof(struct vt_pt_packet, u), "ip.ipc");
-_Static_assert(offsetof(struct vt_pt_packet, u.ip.raw) ==
-	       offsetof(struct vt_pt_packet, u) + 8, "ip.raw");
-_Static_assert(offsetof(struct vt_pt_packet, u.ip.ip) ==
-	       offsetof(struct vt_pt_packet, u) + 16, "ip.ip");
-_Static_assert(offsetof(struct vt_pt_packet, u.ip.suppressed) ==
-	       offsetof(struct vt_pt_packet, u) + 24, "ip.suppressed");
-_Static_assert(offsetof(struct vt_pt_packet, u.tnt.bit_size) ==
-	       offsetof(struct vt_pt_packet, u) + 8, "tnt.bit_size");
+_Static_assert(sizeof(((VtPtPacket *)0)->u) == 32, "union size");
+_Static_assert(offsetof(VtPtPacket, u.ip.ipc) ==
+	       offsetof(VtPtPacket, u), "ip.ipc");
+_Static_assert(offsetof(VtPtPacket, u.ip.raw) ==
+	       offsetof(VtPtPacket, u) + 8, "ip.raw");
+_Static_assert(offsetof(VtPtPacket, u.ip.ip) ==
+	       offsetof(VtPtPacket, u) + 16, "ip.ip");
+_Static_assert(offsetof(VtPtPacket, u.ip.suppressed) ==
+	       offsetof(VtPtPacket, u) + 24, "ip.suppressed");
+_Static_assert(offsetof(VtPtPacket, u.tnt.bit_size) ==
+	       offsetof(VtPtPacket, u) + 8, "tnt.bit_size");
 
 /* The hot path.  Returns the packet size or a negative error; advances
  * s->pos on success only. */
-HOT_INLINE int scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
+HOT_INLINE int scan_next(VtPtScanner *s, VtPtPacket *pkt)
 {
 	int n = vt_pt_scan_fast(s, pkt);
 
@@ -489,7 +489,7 @@ HOT_INLINE int scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
 
 /* 0x02-extended packets: less frequent, kept out of the hot function but
  * still a single table-driven switch. */
-static int scan_ext(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
+static int scan_ext(VtPtScanner *s, VtPtPacket *pkt,
 		    const uint8_t *p, size_t left)
 {
 	unsigned int n;
@@ -680,7 +680,7 @@ static int scan_ext(struct vt_pt_scanner *s, struct vt_pt_packet *pkt,
 	return (int)n;
 }
 
-int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt)
+int vt_pt_scan_next(VtPtScanner *s, VtPtPacket *pkt)
 {
 	if (unlikely(!s || !pkt))
 		return -vt_pte_invalid;
@@ -736,12 +736,12 @@ static inline unsigned int skip_len(uint8_t t, const uint8_t *p, uint8_t mtc_mas
 
 /* The size of a PIP at p if the accumulator asks for skipping PIPs, else
  * 0; skip_pip also notes it.  p has 16 bytes left at least. */
-static inline unsigned int pip_len(const uint8_t *p, const struct vt_pt_mtc_acc *acc)
+static inline unsigned int pip_len(const uint8_t *p, const VtPtMtcAcc *acc)
 {
 	return acc && acc->skip_pip && p[0] == 0x02 && p[1] == 0x43 ? 8 : 0;
 }
 
-static inline unsigned int skip_pip(const uint8_t *p, struct vt_pt_mtc_acc *acc)
+static inline unsigned int skip_pip(const uint8_t *p, VtPtMtcAcc *acc)
 {
 	if (!pip_len(p, acc))
 		return 0;
@@ -751,7 +751,7 @@ static inline unsigned int skip_pip(const uint8_t *p, struct vt_pt_mtc_acc *acc)
 }
 
 /* Add an MTC payload to the accumulator (a zero difference is a full wrap). */
-static inline void mtc_add(struct vt_pt_mtc_acc *acc, uint8_t m)
+static inline void mtc_add(VtPtMtcAcc *acc, uint8_t m)
 {
 	acc->ticks += m > acc->last ? (unsigned)(m - acc->last) : (unsigned)m + 256 - acc->last;
 	acc->last = m;
@@ -761,7 +761,7 @@ static inline void mtc_add(struct vt_pt_mtc_acc *acc, uint8_t m)
 /* Scalar skipping from p up to the first packet boundary at or after end
  * (or a packet that cannot be skipped). */
 HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
-				      struct vt_pt_mtc_acc *acc, uint8_t mtc_mask,
+				      VtPtMtcAcc *acc, uint8_t mtc_mask,
 				      uint8_t *flags)
 {
 	uint8_t fl = 0;
@@ -987,7 +987,7 @@ static inline unsigned int win_leave(const struct skip_win *W, unsigned int i, u
 /* Account for the visited boundaries `vis` of window w: MTCs (in order)
  * and IP packets. */
 static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
-			    struct vt_pt_mtc_acc *acc, unsigned int *ip)
+			    VtPtMtcAcc *acc, unsigned int *ip)
 {
 	uint64_t x = W->mtc & vis;
 
@@ -1001,7 +1001,7 @@ static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t
 /* A packet the window walk leaves to skip_len (never an MTC that is to be
  * accumulated: those have a size in lens) or skip_pip.  Returns its size
  * or 0. */
-static inline unsigned int win_slow(const uint8_t *q, struct vt_pt_mtc_acc *acc,
+static inline unsigned int win_slow(const uint8_t *q, VtPtMtcAcc *acc,
 				    uint8_t *flags)
 {
 	uint8_t t = skip_tab[*q];
@@ -1017,13 +1017,13 @@ static inline unsigned int win_slow(const uint8_t *q, struct vt_pt_mtc_acc *acc,
 /* The walks, once per instruction set. */
 #define SKW(name)	name##_sse2
 #define SKW_ATTR
-#include "pt-skip-win.h"
+#include "src/pt/pt-skip-win.h"
 #undef SKW
 #undef SKW_ATTR
 #ifdef HAVE_SKIP_WIN_AVX2
 #define SKW(name)	name##_avx2
 #define SKW_ATTR	__attribute__((target("avx2,bmi,bmi2")))
-#include "pt-skip-win.h"
+#include "src/pt/pt-skip-win.h"
 #undef SKW
 #undef SKW_ATTR
 #endif
@@ -1052,7 +1052,7 @@ static int skip_have(int impl)
 	}
 }
 
-int vt_pt_scan_skip_select(enum vt_pt_skip_impl impl)
+int vt_pt_scan_skip_select(VtPtSkipImpl impl)
 {
 	if (!skip_have(impl))
 		return -1;
@@ -1078,7 +1078,7 @@ static inline int skip_impl_now(void)
 #endif
 }
 
-size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
+size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 {
 	const uint8_t *p = s->pos, *end;
 	const uint8_t *start = p;
@@ -1110,8 +1110,8 @@ size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc)
 	return (size_t)(p - start);
 }
 
-int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
-			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb)
+int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
+			  VtPtScanner *b, VtPtMtcAcc *accb)
 {
 	const uint8_t *pa = a->pos, *pb = b->pos, *ea, *eb;
 	uint8_t fa = 0, fb = 0;
@@ -1214,7 +1214,7 @@ static const uint8_t *find_psb(const uint8_t *q, const uint8_t *end,
 	return NULL;
 }
 
-int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok)
+int vt_pt_scan_sync_forward(VtPtScanner *s, int at_ok)
 {
 	const uint8_t *start, *r;
 
@@ -1307,7 +1307,7 @@ static const char *const pkt_names[VT_PT_NTYPES] = {
 	[VT_PT_EVD] = "EVD",
 };
 
-const char *vt_pt_packet_name(enum vt_pt_packet_type t)
+const char *vt_pt_packet_name(VtPtPacketType t)
 {
 	if ((unsigned int)t >= VT_PT_NTYPES)
 		return "unknown";
@@ -1317,7 +1317,7 @@ const char *vt_pt_packet_name(enum vt_pt_packet_type t)
 /* snprintf that tolerates len == 0 / NULL buffer like snprintf itself. */
 #define DESC(...)	snprintf(buf, len, __VA_ARGS__)
 
-int vt_pt_packet_desc(const struct vt_pt_packet *pkt, char *buf, size_t len)
+int vt_pt_packet_desc(const VtPtPacket *pkt, char *buf, size_t len)
 {
 	const char *name;
 	uint64_t v;

@@ -8,7 +8,7 @@
  * packet decoder (pt_pkt_next); tests/test-pt-scan cross-checks that.
  *
  * Errors follow libipt's convention: negative return codes
- * (enum vt_pt_error_code) with a string table (vt_pt_errstr).  Nothing here
+ * (VtPtErrorCode) with a string table (vt_pt_errstr).  Nothing here
  * prints, allocates or exits.
  */
 #ifndef VT_PT_SCAN_H
@@ -22,18 +22,18 @@
 extern "C" {
 #endif
 
-enum vt_pt_error_code {
+typedef enum VtPtErrorCode {
 	vt_pte_ok = 0,
 	vt_pte_eos = 1,          /* end of buffer (clean, or packet cut short) */
 	vt_pte_bad_opc = 2,      /* unknown opcode */
 	vt_pte_bad_packet = 3,   /* known opcode, invalid payload (e.g. TMA reserved bits) */
 	vt_pte_nosync = 4,       /* no PSB found */
 	vt_pte_invalid = 5,      /* bad argument */
-};
+} VtPtErrorCode;
 
 const char *vt_pt_errstr(int code);   /* takes the positive or negative code */
 
-enum vt_pt_packet_type {
+typedef enum VtPtPacketType {
 	VT_PT_BAD = 0,
 	VT_PT_PAD,
 	VT_PT_PSB,
@@ -67,12 +67,13 @@ enum vt_pt_packet_type {
 	VT_PT_CFE,
 	VT_PT_EVD,
 	VT_PT_NTYPES
-};
+} VtPtPacketType;
 
-const char *vt_pt_packet_name(enum vt_pt_packet_type t);   /* "TSC", "PIP", ... */
+const char *vt_pt_packet_name(VtPtPacketType t);   /* "TSC", "PIP", ... */
 
-struct vt_pt_packet {
-	enum vt_pt_packet_type type;
+typedef struct VtPtPacket VtPtPacket;
+struct VtPtPacket {
+	VtPtPacketType type;
 	uint8_t size;            /* bytes of this packet */
 	uint64_t offset;         /* offset of the first byte within the buffer (+ base) */
 	union {
@@ -108,7 +109,8 @@ struct vt_pt_packet {
 
 /* Scanner state.  Initialise with vt_pt_scan_init; the buffer must stay
  * valid while scanning. */
-struct vt_pt_scanner {
+typedef struct VtPtScanner VtPtScanner;
+struct VtPtScanner {
 	const uint8_t *begin, *end, *pos;
 	uint64_t base;           /* added to every reported offset (e.g. file offset of begin) */
 	uint64_t last_ip;        /* last-IP compression state */
@@ -116,7 +118,7 @@ struct vt_pt_scanner {
 	uint8_t bip_ctx;         /* 0, or 4/8: size of BIP items after a BBP */
 };
 
-void vt_pt_scan_init(struct vt_pt_scanner *s, const uint8_t *buf, size_t len, uint64_t base);
+void vt_pt_scan_init(VtPtScanner *s, const uint8_t *buf, size_t len, uint64_t base);
 
 /* Decode the packet at the current position.  Returns the packet size
  * (> 0) and advances, or a negative vt_pt_error_code:
@@ -125,7 +127,7 @@ void vt_pt_scan_init(struct vt_pt_scanner *s, const uint8_t *buf, size_t len, ui
  *   -vt_pte_bad_opc / -vt_pte_bad_packet   at pkt->offset; the scanner
  *                      does not advance: call vt_pt_scan_sync_forward.
  * Unlike perf, PAD bytes are returned as separate 1-byte packets. */
-int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt);
+int vt_pt_scan_next(VtPtScanner *s, VtPtPacket *pkt);
 
 /* Move to the next PSB.  With `at_ok`, the first PSB at or after the
  * current position.  Without, the next PSB other than one at the current
@@ -137,7 +139,7 @@ int vt_pt_scan_next(struct vt_pt_scanner *s, struct vt_pt_packet *pkt);
  * the PSB is the last 16 bytes (as libipt).  Resets last-IP (to zero and
  * known, as at a PSB) and the BIP context.  Returns 0 or -vt_pte_nosync
  * (position is then at end). */
-int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok);
+int vt_pt_scan_sync_forward(VtPtScanner *s, int at_ok);
 
 /* Accumulator for vt_pt_scan_skip_flow.  MTC: the sum of the CTC steps
  * of skipped MTC packets, in MTC periods, each step being (payload -
@@ -147,7 +149,8 @@ int vt_pt_scan_sync_forward(struct vt_pt_scanner *s, int at_ok);
  * `pip_count` counts them and `pip_nr` is the NR bit of the last one (for
  * consumers that only need the current NR at the next packet that stops
  * the skipping). */
-struct vt_pt_mtc_acc {
+typedef struct VtPtMtcAcc VtPtMtcAcc;
+struct VtPtMtcAcc {
 	uint8_t last;
 	uint64_t ticks;
 	uint32_t count;
@@ -165,28 +168,28 @@ struct vt_pt_mtc_acc {
  * known to be enabled.  If an IP packet was skipped, the last IP becomes
  * unknown (later partial IPs report suppressed).  Returns the number of
  * bytes skipped. */
-size_t vt_pt_scan_skip_flow(struct vt_pt_scanner *s, struct vt_pt_mtc_acc *acc);
+size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc);
 /* The same on two independent streams at once (their load chains overlap),
  * until either stops.  Returns a bit mask of the scanners that stopped
  * (1: a, 2: b); the other may be in the middle of a run of skippable
  * packets, which is fine to resume.  Accumulators may be NULL. */
-int vt_pt_scan_skip_flow2(struct vt_pt_scanner *a, struct vt_pt_mtc_acc *acca,
-			  struct vt_pt_scanner *b, struct vt_pt_mtc_acc *accb);
+int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
+			  VtPtScanner *b, VtPtMtcAcc *accb);
 
 /* The implementations of vt_pt_scan_skip_flow/_flow2: all give the same
  * results (the windowed ones classify 64 bytes at a time with SIMD).  By
  * default (AUTO) the fastest one this build and CPU have is used; tests
  * and benchmarks can pick one.  Returns 0, or -1 (and changes nothing) if
  * it is not available here.  Not thread-safe: call it before scanning. */
-enum vt_pt_skip_impl {
+typedef enum VtPtSkipImpl {
 	VT_PT_SKIP_AUTO = 0,
 	VT_PT_SKIP_SCALAR,	/* one packet at a time */
 	VT_PT_SKIP_SSE2,	/* 64-byte windows, SSE2 (x86-64 baseline) */
 	VT_PT_SKIP_AVX2,	/* 64-byte windows, AVX2 + BMI2 */
-};
-int vt_pt_scan_skip_select(enum vt_pt_skip_impl impl);
+} VtPtSkipImpl;
+int vt_pt_scan_skip_select(VtPtSkipImpl impl);
 
-static inline uint64_t vt_pt_scan_offset(const struct vt_pt_scanner *s)
+static inline uint64_t vt_pt_scan_offset(const VtPtScanner *s)
 {
 	return s->base + (uint64_t)(s->pos - s->begin);
 }
@@ -201,7 +204,8 @@ static inline uint64_t vt_pt_scan_offset(const struct vt_pt_scanner *s)
  * the position in a register (10-20% faster than vt_pt_scan_next in a
  * tight loop).  The tables live in pt-scan.c.  Little-endian hosts only
  * (checked in pt-scan.c). */
-struct vt_pt_fastpath_ent {
+typedef struct VtPtFastpathEnt VtPtFastpathEnt;
+struct VtPtFastpathEnt {
 	uint64_t c0;	/* constant part of union word 0 */
 	uint64_t m0;	/* mask applied to (load64(p) >> 8) for word 0 */
 	uint64_t m8;	/* mask applied to load64(p + 1): IP payload */
@@ -216,7 +220,7 @@ enum {
 	VT_PT_FASTPATH_NOIP = 4,	/* IPBytes 0: IP suppressed */
 };
 extern const uint8_t vt_pt_fastpath_size[256];	/* 0: not on the fast path */
-extern const struct vt_pt_fastpath_ent vt_pt_fastpath_tab[256];
+extern const VtPtFastpathEnt vt_pt_fastpath_tab[256];
 
 static inline uint64_t vt_pt_fastpath_ld64(const uint8_t *p)
 {
@@ -229,11 +233,11 @@ static inline uint64_t vt_pt_fastpath_ld64(const uint8_t *p)
 /* Decode the packet at s->pos if it is on the fast path: returns its size
  * (> 0) and advances, exactly like vt_pt_scan_next; returns 0 (pkt and s
  * untouched) otherwise. */
-static inline int vt_pt_scan_fast(struct vt_pt_scanner *s,
-				  struct vt_pt_packet *pkt)
+static inline int vt_pt_scan_fast(VtPtScanner *s,
+				  VtPtPacket *pkt)
 {
 	const uint8_t *p = s->pos;
-	const struct vt_pt_fastpath_ent *e;
+	const VtPtFastpathEnt *e;
 	uint64_t raw, ip, sx, sel, noip, w;
 	unsigned char *u;
 	unsigned int n;
@@ -259,7 +263,7 @@ static inline int vt_pt_scan_fast(struct vt_pt_scanner *s,
 	s->last_ip = ip;
 	s->have_last_ip = have;
 	pkt->offset = s->base + (uint64_t)(p - s->begin);
-	pkt->type = (enum vt_pt_packet_type)e->type;
+	pkt->type = (VtPtPacketType)e->type;
 	pkt->size = (uint8_t)n;
 	/* The union as four 64-bit words (layout asserted in pt-scan.c). */
 	w = e->c0 | ((vt_pt_fastpath_ld64(p) >> 8) & e->m0);
@@ -276,8 +280,8 @@ static inline int vt_pt_scan_fast(struct vt_pt_scanner *s,
 
 /* Same contract as vt_pt_scan_next (but s and pkt must not be NULL); use
  * this in scanning loops. */
-static inline int vt_pt_scan_next_inline(struct vt_pt_scanner *s,
-					 struct vt_pt_packet *pkt)
+static inline int vt_pt_scan_next_inline(VtPtScanner *s,
+					 VtPtPacket *pkt)
 {
 	int n = vt_pt_scan_fast(s, pkt);
 
@@ -287,7 +291,7 @@ static inline int vt_pt_scan_next_inline(struct vt_pt_scanner *s,
 /* Format a packet as one line like perf script -D's description part
  * ("TSC 0x1234", "PIP 0x... (NR=1)", "VMCS 0x...", "TMA CTC 0x.. FC 0x..").
  * Returns bytes written (snprintf semantics). */
-int vt_pt_packet_desc(const struct vt_pt_packet *pkt, char *buf, size_t len);
+int vt_pt_packet_desc(const VtPtPacket *pkt, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
  * Returns the new position, a boundary; *stop is set if a packet that
  * cannot be skipped is there, else the scalar loop goes on from there. */
 SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *last,
-						struct vt_pt_mtc_acc *acc, uint8_t *flags,
+						VtPtMtcAcc *acc, uint8_t *flags,
 						int *stop)
 {
 	struct SKW(skw_k) K;
@@ -67,8 +67,8 @@ out:
 /* vt_pt_scan_skip_flow2 with windows: both walks in one loop (their
  * dependency chains overlap), until one of them stops or gets near the
  * end of its buffer (then it is finished alone, up to its stop). */
-SKW_ATTR static int SKW(skip_win2)(struct vt_pt_scanner *sa, struct vt_pt_mtc_acc *acca,
-				   struct vt_pt_scanner *sb, struct vt_pt_mtc_acc *accb)
+SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
+				   VtPtScanner *sb, VtPtMtcAcc *accb)
 {
 	const uint8_t *pa = sa->pos, *pb = sb->pos;
 	const uint8_t *la = sa->end - WIN_ROOM, *lb = sb->end - WIN_ROOM;

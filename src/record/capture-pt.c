@@ -12,22 +12,22 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "host/host.h"
-#include "record/capture.h"
-#include "record/capture-pt.h"
-#include "record/perfev.h"
+#include "src/host/host.h"
+#include "src/record/capture.h"
+#include "src/record/capture-pt.h"
+#include "src/record/perfev.h"
 
 typedef struct {
-	GPtrArray *events;  /* VtPerfEvent *: every intel_pt event */
+	GPtrArray *events;  /* VtPerfevEvent *: every intel_pt event */
 } PtPriv;
 
-static gboolean set_field(const VtIntelPt *pt, uint64_t *config, const char *name, uint64_t value,
+static gboolean set_field(const VtHostIntelPt *pt, uint64_t *config, const char *name, uint64_t value,
 			  GError **error)
 {
 	uint64_t mask;
 	guint shift;
 
-	if (!vt_intel_pt_field(pt, name, &mask, &shift)) {
+	if (!vt_host_intel_pt_field(pt, name, &mask, &shift)) {
 		if (!value)
 			return TRUE;
 		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
@@ -44,15 +44,15 @@ static gboolean set_field(const VtIntelPt *pt, uint64_t *config, const char *nam
 	return TRUE;
 }
 
-static uint64_t field_mask(const VtIntelPt *pt, const char *name)
+static uint64_t field_mask(const VtHostIntelPt *pt, const char *name)
 {
 	uint64_t mask = 0;
 	guint shift;
 
-	return vt_intel_pt_field(pt, name, &mask, &shift) ? mask : 0;
+	return vt_host_intel_pt_field(pt, name, &mask, &shift) ? mask : 0;
 }
 
-static gboolean cap_bool(const VtIntelPt *pt, const char *name)
+static gboolean cap_bool(const VtHostIntelPt *pt, const char *name)
 {
 	const char *v = pt->caps ? g_hash_table_lookup(pt->caps, name) : NULL;
 
@@ -62,7 +62,7 @@ static gboolean cap_bool(const VtIntelPt *pt, const char *name)
 gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr *attr, uint64_t *info,
 			      char **event_name, GError **error)
 {
-	VtIntelPt pt = { 0 };
+	VtHostIntelPt pt = { 0 };
 	uint64_t config = 0, mtc_period = cfg->mtc_period >= 0 ? (uint64_t)cfg->mtc_period : 3;
 	gboolean mtc, ok;
 	const char *v;
@@ -78,7 +78,7 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 	if (cfg->cyc && !cap_bool(&pt, "psb_cyc")) {
 		g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
 			    "--cyc: this CPU's Intel PT has no cycle-accurate mode (caps/psb_cyc is 0)");
-		vt_intel_pt_clear(&pt);
+		vt_host_intel_pt_clear(&pt);
 		return FALSE;
 	}
 	if (cfg->mtc_period >= 0 && !cfg->timeless) {
@@ -87,7 +87,7 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 			g_set_error(error, VT_CAPTURE_ERROR, VT_CAPTURE_ERROR_NO_PT,
 				    "--mtc-period %d: not supported by this CPU (caps/mtc=%s, caps/mtc_periods=%s)",
 				    cfg->mtc_period, mtc ? "1" : "0", v ? v : "missing");
-			vt_intel_pt_clear(&pt);
+			vt_host_intel_pt_clear(&pt);
 			return FALSE;
 		}
 	}
@@ -98,7 +98,7 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 	     (!mtc || set_field(&pt, &config, "mtc_period", mtc_period, error)) &&
 	     set_field(&pt, &config, "cyc", cfg->cyc, error);
 	if (!ok) {
-		vt_intel_pt_clear(&pt);
+		vt_host_intel_pt_clear(&pt);
 		return FALSE;
 	}
 	memset(attr, 0, sizeof(*attr));
@@ -131,7 +131,7 @@ gboolean vt_capture_pt_config(const VtCaptureConfig *cfg, struct perf_event_attr
 	v = pt.caps ? g_hash_table_lookup(pt.caps, "max_nonturbo_ratio") : NULL;
 	info[VT_PT_INFO_MAX_NONTURBO_RATIO] = v ? g_ascii_strtoull(v, NULL, 0) : 0;
 	*event_name = vt_capture_event_name(!cfg->timeless, mtc, (guint)mtc_period, cfg->cyc);
-	vt_intel_pt_clear(&pt);
+	vt_host_intel_pt_clear(&pt);
 	return TRUE;
 }
 
@@ -158,7 +158,7 @@ static gboolean pt_open(VtCapture *c, GError **error)
 	for (guint i = 0; i < c->streams->len; i++) {
 		VtCaptureStream *s = vt_capture_stream(c, i);
 		/* per-thread: the vCPU thread; per-CPU: every vCPU thread on that CPU */
-		VtPerfEvent *o = vt_perfev_open_stream(p->events, &c->attr, cfg->per_cpu ? cfg->tids : &s->tid,
+		VtPerfevEvent *o = vt_perfev_open_stream(p->events, &c->attr, cfg->per_cpu ? cfg->tids : &s->tid,
 						       cfg->per_cpu ? cfg->ntids : 1, s->cpu, cfg->data_bytes,
 						       cfg->aux_bytes, cfg->snapshot, c->event_name, error);
 
@@ -168,7 +168,7 @@ static gboolean pt_open(VtCapture *c, GError **error)
 		s->id = o->id;
 	}
 	for (guint i = 0; i < p->events->len; i++) {
-		uint64_t id = ((VtPerfEvent *)g_ptr_array_index(p->events, i))->id;
+		uint64_t id = ((VtPerfevEvent *)g_ptr_array_index(p->events, i))->id;
 
 		g_array_append_val(c->ids, id);
 	}
@@ -189,7 +189,7 @@ static void pt_wait(VtCapture *c, int timeout_ms)
 	nfds_t n = 0;
 
 	for (guint i = 0; i < p->events->len; i++) {
-		const VtPerfEvent *ev = g_ptr_array_index(p->events, i);
+		const VtPerfevEvent *ev = g_ptr_array_index(p->events, i);
 
 		if (ev->base) {
 			fds[n].fd = ev->fd;

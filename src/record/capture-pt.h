@@ -2,7 +2,7 @@
 #ifndef VT_CAPTURE_PT_H
 #define VT_CAPTURE_PT_H
 
-#include "record/capture.h"
+#include "src/record/capture.h"
 
 /* Build the intel_pt perf_event_attr, the AUXTRACE_INFO priv[] words and
  * the event's name ("intel_pt/tsc=1,mtc=1,mtc_period=3/k") from the PMU's

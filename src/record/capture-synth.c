@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <x86intrin.h>
 
-#include "perf/perf-data.h"
-#include "record/capture.h"
-#include "synth/synth.h"
+#include "src/perf/perf-data.h"
+#include "src/record/capture.h"
+#include "src/synth/synth.h"
 
 #define SYNTH_ID_BASE (1ULL << 40)   /* far from the kernel's event ids */
 

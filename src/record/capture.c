@@ -4,7 +4,7 @@
 #include <string.h>
 #include <cpuid.h>
 
-#include "record/capture.h"
+#include "src/record/capture.h"
 
 G_DEFINE_QUARK(vt-capture-error-quark, vt_capture_error)
 

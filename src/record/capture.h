@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <linux/perf_event.h>
 
-#include "perf/perf-data.h"
-#include "record/ring.h"
+#include "src/perf/perf-data.h"
+#include "src/record/ring.h"
 
 G_BEGIN_DECLS
 

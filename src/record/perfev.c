@@ -8,12 +8,12 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "host/host.h"
-#include "record/perfev.h"
+#include "src/host/host.h"
+#include "src/record/perfev.h"
 
 G_DEFINE_QUARK(vt-perfev-error-quark, vt_perfev_error)
 
-gboolean vt_perfev_open(VtPerfEvent *ev, struct perf_event_attr *attr, pid_t pid, int cpu,
+gboolean vt_perfev_open(VtPerfevEvent *ev, struct perf_event_attr *attr, pid_t pid, int cpu,
 			const char *what, GError **error)
 {
 	int code, e;
@@ -52,7 +52,7 @@ gboolean vt_perfev_open(VtPerfEvent *ev, struct perf_event_attr *attr, pid_t pid
 	return TRUE;
 }
 
-gboolean vt_perfev_map(VtPerfEvent *ev, uint64_t data_bytes, uint64_t aux_bytes, gboolean aux_overwrite,
+gboolean vt_perfev_map(VtPerfevEvent *ev, uint64_t data_bytes, uint64_t aux_bytes, gboolean aux_overwrite,
 		       GError **error)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -94,7 +94,7 @@ gboolean vt_perfev_map(VtPerfEvent *ev, uint64_t data_bytes, uint64_t aux_bytes,
 	return TRUE;
 }
 
-gboolean vt_perfev_redirect(VtPerfEvent *ev, const VtPerfEvent *to, GError **error)
+gboolean vt_perfev_redirect(VtPerfevEvent *ev, const VtPerfevEvent *to, GError **error)
 {
 	if (ioctl(ev->fd, PERF_EVENT_IOC_SET_OUTPUT, to->fd) < 0) {
 		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED, "PERF_EVENT_IOC_SET_OUTPUT: %s",
@@ -104,7 +104,7 @@ gboolean vt_perfev_redirect(VtPerfEvent *ev, const VtPerfEvent *to, GError **err
 	return TRUE;
 }
 
-gboolean vt_perfev_enable(VtPerfEvent *ev, gboolean on, GError **error)
+gboolean vt_perfev_enable(VtPerfevEvent *ev, gboolean on, GError **error)
 {
 	if (ioctl(ev->fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) < 0) {
 		g_set_error(error, VT_PERFEV_ERROR, VT_PERFEV_ERROR_FAILED, "cannot %s a perf event: %s",
@@ -114,7 +114,7 @@ gboolean vt_perfev_enable(VtPerfEvent *ev, gboolean on, GError **error)
 	return TRUE;
 }
 
-void vt_perfev_close(VtPerfEvent *ev)
+void vt_perfev_close(VtPerfevEvent *ev)
 {
 	if (ev->base)
 		vt_ring_clear(&ev->ring);
@@ -139,15 +139,15 @@ GPtrArray *vt_perfev_array_new(void)
 	return g_ptr_array_new_with_free_func(perfev_free);
 }
 
-VtPerfEvent *vt_perfev_open_stream(GPtrArray *events, struct perf_event_attr *attr, const int32_t *tids,
+VtPerfevEvent *vt_perfev_open_stream(GPtrArray *events, struct perf_event_attr *attr, const int32_t *tids,
 				   guint ntids, int cpu, uint64_t data_bytes, uint64_t aux_bytes,
 				   gboolean aux_overwrite, const char *what, GError **error)
 {
-	VtPerfEvent *owner = NULL;
+	VtPerfevEvent *owner = NULL;
 	guint n = tids ? ntids : 1;
 
 	for (guint k = 0; k < n; k++) {
-		VtPerfEvent *ev = g_new0(VtPerfEvent, 1);
+		VtPerfevEvent *ev = g_new0(VtPerfevEvent, 1);
 		pid_t pid = tids ? tids[k] : -1;
 		g_autofree char *w = !tids ? g_strdup_printf("%s on CPU %d", what, cpu)
 				     : cpu >= 0 ? g_strdup_printf("%s on thread %d, CPU %d", what, (int)pid, cpu)

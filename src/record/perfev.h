@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include <linux/perf_event.h>
 
-#include "record/ring.h"
+#include "src/record/ring.h"
 
 G_BEGIN_DECLS
 
@@ -29,30 +29,30 @@ typedef struct {
 	void *aux;
 	size_t aux_len;
 	VtRing ring;              /* valid when base != NULL */
-} VtPerfEvent;
+} VtPerfevEvent;
 
 /* Open an event on thread `pid` (-1: all) and `cpu` (-1: any).  `what`
  * names it in errors ("intel_pt on thread 1234").  The event starts
  * disabled when attr->disabled is set. */
-gboolean vt_perfev_open(VtPerfEvent *ev, struct perf_event_attr *attr, pid_t pid, int cpu,
+gboolean vt_perfev_open(VtPerfevEvent *ev, struct perf_event_attr *attr, pid_t pid, int cpu,
 			const char *what, GError **error);
 /* Map its control page and a data ring of `data_bytes` (power of two,
  * multiple of the page size), and an AUX area of `aux_bytes` (0: none;
  * power of two pages).  `aux_overwrite`: map the AUX area read-only, the
  * kernel's snapshot mode. */
-gboolean vt_perfev_map(VtPerfEvent *ev, uint64_t data_bytes, uint64_t aux_bytes, gboolean aux_overwrite,
+gboolean vt_perfev_map(VtPerfevEvent *ev, uint64_t data_bytes, uint64_t aux_bytes, gboolean aux_overwrite,
 		       GError **error);
 /* Send ev's records to `to`'s ring (same CPU, or both per-thread). */
-gboolean vt_perfev_redirect(VtPerfEvent *ev, const VtPerfEvent *to, GError **error);
-gboolean vt_perfev_enable(VtPerfEvent *ev, gboolean on, GError **error);
-void vt_perfev_close(VtPerfEvent *ev);
+gboolean vt_perfev_redirect(VtPerfevEvent *ev, const VtPerfevEvent *to, GError **error);
+gboolean vt_perfev_enable(VtPerfevEvent *ev, gboolean on, GError **error);
+void vt_perfev_close(VtPerfevEvent *ev);
 
 /* One ring for a stream: `attr` opened on each of `tids` (or all threads if
  * tids is NULL) on `cpu` (-1: any); the first event maps the ring (data
  * and AUX), the others send their records there (SET_OUTPUT).  The events
- * are appended to `events` (VtPerfEvent *, owned by the array: use
+ * are appended to `events` (VtPerfevEvent *, owned by the array: use
  * vt_perfev_array_new); returns the ring's owner, NULL on error. */
-VtPerfEvent *vt_perfev_open_stream(GPtrArray *events, struct perf_event_attr *attr, const int32_t *tids,
+VtPerfevEvent *vt_perfev_open_stream(GPtrArray *events, struct perf_event_attr *attr, const int32_t *tids,
 				   guint ntids, int cpu, uint64_t data_bytes, uint64_t aux_bytes,
 				   gboolean aux_overwrite, const char *what, GError **error);
 /* An array for vt_perfev_open_stream: frees (closes) its events. */

@@ -8,10 +8,10 @@
 #include <sys/utsname.h>
 #include <x86intrin.h>
 
-#include "host/host.h"
-#include "perf/perf-data.h"
-#include "record/perfev.h"
-#include "record/recorder.h"
+#include "src/host/host.h"
+#include "src/perf/perf-data.h"
+#include "src/record/perfev.h"
+#include "src/record/recorder.h"
 
 G_DEFINE_QUARK(vt-recorder-error-quark, vt_recorder_error)
 
@@ -32,8 +32,8 @@ typedef struct {
 typedef struct {
 	const char *name;           /* HEADER_EVENT_DESC name */
 	struct perf_event_attr attr;
-	GPtrArray *events;          /* VtPerfEvent * (owned) */
-	GPtrArray *rings;           /* VtPerfEvent * (not owned) */
+	GPtrArray *events;          /* VtPerfevEvent * (owned) */
+	GPtrArray *rings;           /* VtPerfevEvent * (not owned) */
 } EvGroup;
 
 static void group_init(EvGroup *g, const char *name)
@@ -57,7 +57,7 @@ static uint64_t *group_ids(const EvGroup *g)
 	uint64_t *ids = g_new0(uint64_t, MAX(g->events->len, 1));
 
 	for (guint i = 0; i < g->events->len; i++)
-		ids[i] = ((VtPerfEvent *)g_ptr_array_index(g->events, i))->id;
+		ids[i] = ((VtPerfevEvent *)g_ptr_array_index(g->events, i))->id;
 	return ids;
 }
 
@@ -70,7 +70,7 @@ struct VtRecorder {
 	EvGroup sb;                 /* per-task dummy: comm, task, mmap (+ switches per-thread) */
 	EvGroup sw;                 /* per-CPU mode: CPU-wide context switches */
 	EvGroup tp;                 /* kvm_write_tsc_offset on every CPU (not in the file) */
-	GArray *tsc_writes;         /* VtTscWrite */
+	GArray *tsc_writes;         /* VtRecorderTscWrite */
 	char *tp_why;
 	TscFormat tf;
 	VtPerfTimeConv tc;
@@ -126,7 +126,7 @@ static gboolean cal_comm(const struct perf_event_header *h, void *user, GError *
 static gboolean cal_point(CalPoint *best, GError **error)
 {
 	struct perf_event_attr a = { 0 };
-	VtPerfEvent ev;
+	VtPerfevEvent ev;
 	char old[17] = { 0 };
 	gboolean ok;
 	unsigned aux;
@@ -190,7 +190,7 @@ static gboolean conv_from_points(const CalPoint *p1, const CalPoint *p2, VtPerfT
 
 static uint64_t first_sb_id(const VtRecorder *r)
 {
-	return ((VtPerfEvent *)g_ptr_array_index(r->sb.events, 0))->id;
+	return ((VtPerfevEvent *)g_ptr_array_index(r->sb.events, 0))->id;
 }
 
 /* --- helpers writing records */
@@ -463,7 +463,7 @@ static gboolean open_sideband(VtRecorder *r, GError **error)
 	r->sb.attr.context_switch = !c->cfg.per_cpu;
 	for (guint i = 0; i < c->streams->len; i++) {
 		VtCaptureStream *s = vt_capture_stream(c, i);
-		VtPerfEvent *o = vt_perfev_open_stream(r->sb.events, &r->sb.attr, c->cfg.per_cpu ? r->o.tids : &s->tid,
+		VtPerfevEvent *o = vt_perfev_open_stream(r->sb.events, &r->sb.attr, c->cfg.per_cpu ? r->o.tids : &s->tid,
 						       c->cfg.per_cpu ? r->o.ntids : 1, s->cpu, SIDEBAND_RING, 0, FALSE,
 						       "sideband", error);
 
@@ -484,7 +484,7 @@ static gboolean open_sideband(VtRecorder *r, GError **error)
 	r->sw.attr.context_switch = 1;
 	r->sw.attr.disabled = 1;
 	for (guint i = 0; i < c->streams->len; i++) {
-		VtPerfEvent *o = vt_perfev_open_stream(r->sw.events, &r->sw.attr, NULL, 0, vt_capture_stream(c, i)->cpu,
+		VtPerfevEvent *o = vt_perfev_open_stream(r->sw.events, &r->sw.attr, NULL, 0, vt_capture_stream(c, i)->cpu,
 						       SIDEBAND_RING, 0, FALSE, "context switches", error);
 
 		if (!o)
@@ -542,7 +542,7 @@ static void open_tracepoint(VtRecorder *r)
 				 PERF_SAMPLE_RAW;
 	r->tp.attr.disabled = 1;
 	for (guint i = 0; i < cpus->len; i++) {
-		VtPerfEvent *o = vt_perfev_open_stream(r->tp.events, &r->tp.attr, NULL, 0, g_array_index(cpus, int, i),
+		VtPerfevEvent *o = vt_perfev_open_stream(r->tp.events, &r->tp.attr, NULL, 0, g_array_index(cpus, int, i),
 						       TRACEPOINT_RING, 0, FALSE, "kvm:kvm_write_tsc_offset", &e);
 
 		if (!o) {
@@ -554,7 +554,7 @@ static void open_tracepoint(VtRecorder *r)
 		}
 		g_ptr_array_add(r->tp.rings, o);
 	}
-	r->tsc_writes = g_array_new(FALSE, TRUE, sizeof(VtTscWrite));
+	r->tsc_writes = g_array_new(FALSE, TRUE, sizeof(VtRecorderTscWrite));
 }
 
 /* --- draining */
@@ -599,7 +599,7 @@ static gboolean on_tracepoint_record(const struct perf_event_header *h, void *us
 	VtRecorder *r = user;
 	const uint8_t *p = (const uint8_t *)(h + 1);
 	uint32_t pid, tid, rawsize;
-	VtTscWrite w = { 0 };
+	VtRecorderTscWrite w = { 0 };
 	const TscFormat *f = &r->tf;
 
 	(void)error;
@@ -658,15 +658,15 @@ static gboolean drain(VtRecorder *r, gboolean take_aux, GError **error)
 			return FALSE;
 	}
 	for (guint i = 0; i < r->sb.rings->len; i++)
-		if (vt_ring_read(&((VtPerfEvent *)g_ptr_array_index(r->sb.rings, i))->ring, on_sideband_record, r,
+		if (vt_ring_read(&((VtPerfevEvent *)g_ptr_array_index(r->sb.rings, i))->ring, on_sideband_record, r,
 				 error) < 0)
 			return FALSE;
 	for (guint i = 0; i < r->sw.rings->len; i++)
-		if (vt_ring_read(&((VtPerfEvent *)g_ptr_array_index(r->sw.rings, i))->ring, on_sideband_record, r,
+		if (vt_ring_read(&((VtPerfevEvent *)g_ptr_array_index(r->sw.rings, i))->ring, on_sideband_record, r,
 				 error) < 0)
 			return FALSE;
 	for (guint i = 0; i < r->tp.rings->len; i++)
-		if (vt_ring_read(&((VtPerfEvent *)g_ptr_array_index(r->tp.rings, i))->ring, on_tracepoint_record, r,
+		if (vt_ring_read(&((VtPerfevEvent *)g_ptr_array_index(r->tp.rings, i))->ring, on_tracepoint_record, r,
 				 error) < 0)
 			return FALSE;
 	if (vt_perf_writer_tell(r->w) != before) {
@@ -699,7 +699,7 @@ VtRecorder *vt_recorder_new(VtCapture *cap, const VtRecorderOptions *o, GError *
 	}
 	if (!open_sideband(r, error))
 		goto fail;
-	if (!read_time_conv(((VtPerfEvent *)g_ptr_array_index(r->sb.rings, 0))->ring.pg, &r->tc)) {
+	if (!read_time_conv(((VtPerfevEvent *)g_ptr_array_index(r->sb.rings, 0))->ring.pg, &r->tc)) {
 		CalPoint p2;
 
 		if (!cal_point(&r->cal_start, error))

@@ -18,7 +18,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#include "record/capture.h"
+#include "src/record/capture.h"
 
 G_BEGIN_DECLS
 
@@ -52,7 +52,7 @@ typedef struct {
 	uint32_t tid;
 	uint32_t vcpu;
 	uint64_t previous, next;     /* tsc offsets */
-} VtTscWrite;
+} VtRecorderTscWrite;
 
 typedef struct VtRecorder VtRecorder;
 
@@ -62,7 +62,7 @@ gboolean vt_recorder_poll(VtRecorder *r, int timeout_ms, GError **error);
 gboolean vt_recorder_snapshot(VtRecorder *r, GError **error);
 gboolean vt_recorder_finish(VtRecorder *r, GError **error);
 const VtRecorderStats *vt_recorder_stats(const VtRecorder *r);
-/* kvm_write_tsc_offset events seen (VtTscWrite); NULL if the tracepoint
+/* kvm_write_tsc_offset events seen (VtRecorderTscWrite); NULL if the tracepoint
  * could not be opened (then *why says why). */
 const GArray *vt_recorder_tsc_writes(const VtRecorder *r, const char **why);
 /* Frees; an unfinished recording's temporary file is removed. */

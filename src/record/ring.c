@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "record/ring.h"
+#include "src/record/ring.h"
 
 G_DEFINE_QUARK(vt-ring-error-quark, vt_ring_error)
 

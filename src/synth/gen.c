@@ -6,8 +6,8 @@
 #include <intel-pt.h>
 #include <glib/gstdio.h>
 
-#include "perf/perf-data.h"
-#include "synth/synth.h"
+#include "src/perf/perf-data.h"
+#include "src/synth/synth.h"
 
 G_DEFINE_QUARK(vt-synth-error-quark, vt_synth_error)
 

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "host/domain.h"
-#include "host/host.h"
-#include "vmtrace.h"
+#include "src/host/domain.h"
+#include "src/host/host.h"
+#include "src/cmd/cmd.h"
 
 static void domain_checks(GPtrArray *checks, const char *name, const char *uri, gboolean qmp, guint pid)
 {
@@ -18,56 +18,56 @@ static void domain_checks(GPtrArray *checks, const char *name, const char *uri, 
 				  : err->code == VT_DOMAIN_ERROR_CONNECT ? "start libvirtd, or give --connect URI"
 				  : "check the name: virsh list --all";
 
-		vt_check_add(checks, "domain", VT_CHECK_FAIL, fix, "%s", err->message);
+		vt_host_check_add(checks, "domain", VT_HOST_CHECK_FAIL, fix, "%s", err->message);
 		g_error_free(err);
 		vt_domain_clear(&d);
 		return;
 	}
 	if (pid)
-		vt_check_add(checks, "domain", VT_CHECK_OK, NULL, "QEMU process %s, %u vCPU threads, %s", d.name,
+		vt_host_check_add(checks, "domain", VT_HOST_CHECK_OK, NULL, "QEMU process %s, %u vCPU threads, %s", d.name,
 			     d.nvcpus, d.kvm ? "KVM" : "not KVM-accelerated");
 	else
-		vt_check_add(checks, "domain", VT_CHECK_OK, NULL, "domain '%s' %s on %s (driver %s, %u vCPUs, %s)",
+		vt_host_check_add(checks, "domain", VT_HOST_CHECK_OK, NULL, "domain '%s' %s on %s (driver %s, %u vCPUs, %s)",
 			     d.name, d.state, d.uri, d.driver, d.nvcpus, d.kvm ? "KVM" : "not KVM-accelerated");
 	if (!d.kvm)
-		vt_check_add(checks, "domain_kvm", VT_CHECK_WARN, "use <domain type='kvm'> in the domain XML",
+		vt_host_check_add(checks, "domain_kvm", VT_HOST_CHECK_WARN, "use <domain type='kvm'> in the domain XML",
 			     "the domain does not use KVM: Intel PT sees no VMX guest to trace");
 	if (!d.pid)
-		vt_check_add(checks, "qemu_pid", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "qemu_pid", VT_HOST_CHECK_FAIL,
 			     "use the QEMU driver (qemu:///system); run as root to read /run/libvirt/qemu",
 			     "no QEMU process found for '%s' (driver %s)", d.name, d.driver);
 	else
-		vt_check_add(checks, "qemu_pid", VT_CHECK_OK, NULL, "QEMU pid %u", d.pid);
+		vt_host_check_add(checks, "qemu_pid", VT_HOST_CHECK_OK, NULL, "QEMU pid %u", d.pid);
 	if (d.vcpus->len == d.nvcpus && d.nvcpus) {
 		GString *s = g_string_new(NULL);
 
 		for (guint i = 0; i < d.vcpus->len; i++) {
-			const VtVcpu *v = &g_array_index(d.vcpus, VtVcpu, i);
+			const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
 
 			g_string_append_printf(s, "%svCPU %d = tid %u", i ? ", " : "", v->vcpu, v->tid);
 		}
-		vt_check_add(checks, "vcpu_threads", VT_CHECK_OK, NULL, "%s (from %s)", s->str,
-			     g_array_index(d.vcpus, VtVcpu, 0).source);
+		vt_host_check_add(checks, "vcpu_threads", VT_HOST_CHECK_OK, NULL, "%s (from %s)", s->str,
+			     g_array_index(d.vcpus, VtDomainVcpu, 0).source);
 		g_string_free(s, TRUE);
 	} else if (d.pid) {
-		vt_check_add(checks, "vcpu_threads", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "vcpu_threads", VT_HOST_CHECK_FAIL,
 			     "mount debugfs, or let QEMU name its threads (-name debug-threads=on; libvirt does), or use --qmp",
 			     "found %u of %u vCPU threads", d.vcpus->len, d.nvcpus);
 	}
 	if (d.kvm && d.kvm_dir) {
-		const VtVcpu *v0 = d.vcpus->len ? &g_array_index(d.vcpus, VtVcpu, 0) : NULL;
+		const VtDomainVcpu *v0 = d.vcpus->len ? &g_array_index(d.vcpus, VtDomainVcpu, 0) : NULL;
 
-		vt_check_add(checks, "kvm_debugfs", VT_CHECK_OK, NULL, "KVM debugfs %s%s (vCPU 0 tsc-offset %" G_GINT64_FORMAT ")",
+		vt_host_check_add(checks, "kvm_debugfs", VT_HOST_CHECK_OK, NULL, "KVM debugfs %s%s (vCPU 0 tsc-offset %" G_GINT64_FORMAT ")",
 			     vt_host_root(), d.kvm_dir, v0 ? v0->tsc_offset : 0);
 		if (v0 && v0->have_scaling && v0->tsc_scaling_ratio != (1ULL << v0->tsc_scaling_frac_bits))
-			vt_check_add(checks, "tsc_scaling", VT_CHECK_WARN,
+			vt_host_check_add(checks, "tsc_scaling", VT_HOST_CHECK_WARN,
 				     "vmtrace correlate --tsc-scale (vmtrace record stores the ratio for it)",
 				     "the guest TSC is scaled: ratio %" G_GUINT64_FORMAT "/2^%u",
 				     v0->tsc_scaling_ratio, v0->tsc_scaling_frac_bits);
 		else
-			vt_check_add(checks, "tsc_scaling", VT_CHECK_OK, NULL, "no TSC scaling");
+			vt_host_check_add(checks, "tsc_scaling", VT_HOST_CHECK_OK, NULL, "no TSC scaling");
 	} else if (d.pid && d.kvm) {
-		vt_check_add(checks, "kvm_debugfs", VT_CHECK_WARN, "sudo mount -t debugfs none /sys/kernel/debug",
+		vt_host_check_add(checks, "kvm_debugfs", VT_HOST_CHECK_WARN, "sudo mount -t debugfs none /sys/kernel/debug",
 			     "no KVM debugfs entry for pid %u: TSC offsets will not be recorded", d.pid);
 	}
 	vt_domain_clear(&d);
@@ -80,10 +80,10 @@ void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok)
 		GString *s = g_string_new("{\"checks\": [");
 
 		for (guint i = 0; i < checks->len; i++) {
-			const VtCheck *c = checks->pdata[i];
+			const VtHostCheck *c = checks->pdata[i];
 
 			g_string_append_printf(s, "%s{\"name\": \"%s\", \"status\": \"%s\", \"what\": ", i ? ", " : "",
-					       c->name, vt_check_level_name(c->level));
+					       c->name, vt_host_check_level_name(c->level));
 			vt_json_str(s, c->what);
 			g_string_append(s, ", \"fix\": ");
 			if (c->fix)
@@ -97,10 +97,10 @@ void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok)
 		g_string_free(s, TRUE);
 	} else {
 		for (guint i = 0; i < checks->len; i++) {
-			const VtCheck *c = checks->pdata[i];
+			const VtHostCheck *c = checks->pdata[i];
 
-			printf("%-4s %-20s %s\n", vt_check_level_name(c->level), c->name, c->what);
-			if (c->fix && c->level != VT_CHECK_OK)
+			printf("%-4s %-20s %s\n", vt_host_check_level_name(c->level), c->name, c->what);
+			if (c->fix && c->level != VT_HOST_CHECK_OK)
 				printf("     %-20s fix: %s\n", "", c->fix);
 		}
 	}
@@ -112,7 +112,7 @@ int cmd_check(int argc, char **argv)
 	gint pid = 0;
 	gboolean json = FALSE, qmp = FALSE;
 	GError *err = NULL;
-	GPtrArray *checks = g_ptr_array_new_with_free_func(vt_check_free);
+	GPtrArray *checks = g_ptr_array_new_with_free_func(vt_host_check_free);
 	int rc = VT_EXIT_OK;
 	GOptionEntry entries[] = {
 		{ "domain", 'd', 0, G_OPTION_ARG_STRING, &domain, "Also check this libvirt domain", "NAME" },
@@ -145,7 +145,7 @@ int cmd_check(int argc, char **argv)
 	}
 	if (root)
 		vt_host_set_root(root);
-	vt_host_check(checks);
+	vt_host_readiness(checks);
 	if (domain && pid) {
 		vt_err("check", "--domain and --pid exclude each other");
 		rc = VT_EXIT_USAGE;
@@ -154,7 +154,7 @@ int cmd_check(int argc, char **argv)
 	if (domain || pid > 0)
 		domain_checks(checks, domain, uri, qmp, pid > 0 ? (guint)pid : 0);
 	for (guint i = 0; i < checks->len; i++)
-		if (((VtCheck *)checks->pdata[i])->level == VT_CHECK_FAIL)
+		if (((VtHostCheck *)checks->pdata[i])->level == VT_HOST_CHECK_FAIL)
 			rc = VT_EXIT_FAILURE;
 	vt_checks_print(checks, json, rc == VT_EXIT_OK);
 done:

@@ -10,15 +10,15 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "host/domain.h"
+#include "src/host/domain.h"
 #include "guestfs/guestfs.h"
-#include "host/fsutil.h"
-#include "host/host.h"
-#include "record/capture.h"
-#include "record/recorder.h"
-#include "synth/synth.h"
+#include "src/fs/fs.h"
+#include "src/host/host.h"
+#include "src/record/capture.h"
+#include "src/record/recorder.h"
+#include "src/synth/synth.h"
 #include "vmcorr/vmcorr.h"
-#include "vmtrace.h"
+#include "src/cmd/cmd.h"
 
 static volatile sig_atomic_t stop_signal, snapshot_requests;
 
@@ -82,7 +82,7 @@ static void kvm_snapshot(VtDomain *d, VmcorrKvmMeta *m, gboolean start)
 {
 	vt_domain_read_kvm(d);
 	for (guint i = 0; i < d->vcpus->len; i++) {
-		const VtVcpu *v = &g_array_index(d->vcpus, VtVcpu, i);
+		const VtDomainVcpu *v = &g_array_index(d->vcpus, VtDomainVcpu, i);
 		VmcorrKvmVcpu *k;
 
 		if (start) {
@@ -139,7 +139,7 @@ static gboolean copy_kcore(const char *dir, uint64_t *copied, GError **error)
 	if (!vt_guest_read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &k, error))
 		goto out;
 	if (k.all_zero) {
-		g_set_error(error, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_BAD_DATA,
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
 			    "--kcore: /proc/kallsyms shows only zero addresses (kptr_restrict); run as root or "
 			    "sysctl -w kernel.kptr_restrict=0");
 		goto out;
@@ -450,7 +450,7 @@ int cmd_record(int argc, char **argv)
 		goto done;
 	}
 	for (guint i = 0; i < d.vcpus->len; i++) {
-		const VtVcpu *v = &g_array_index(d.vcpus, VtVcpu, i);
+		const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
 		int32_t t = (int32_t)v->tid;
 
 		if (!v->tid) {
@@ -476,7 +476,7 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "vmtrace record: QEMU pid %u, %u vCPU%s:", d.pid, tids->len,
 				tids->len == 1 ? "" : "s");
 		for (guint i = 0; i < d.vcpus->len; i++) {
-			const VtVcpu *v = &g_array_index(d.vcpus, VtVcpu, i);
+			const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
 
 			fprintf(stderr, "%s vCPU %d = tid %u (%s)", i ? "," : "", v->vcpu, v->tid, v->source);
 		}
@@ -603,7 +603,7 @@ int cmd_record(int argc, char **argv)
 	if (writes) {
 		meta->have_writes = TRUE;
 		for (guint i = 0; i < writes->len; i++) {
-			const VtTscWrite *w = &g_array_index(writes, VtTscWrite, i);
+			const VtRecorderTscWrite *w = &g_array_index(writes, VtRecorderTscWrite, i);
 			VmcorrTscWrite mw = { w->time, w->tid, w->vcpu, w->previous, w->next };
 
 			g_array_append_val(meta->writes, mw);
@@ -675,7 +675,7 @@ int cmd_record(int argc, char **argv)
 			g_string_append_printf(s, ", \"mode\": \"%s\", \"snapshot\": %s, \"vcpus\": [",
 					       per_cpu ? "per-cpu" : "per-thread", snap_opt.snapshot ? "true" : "false");
 			for (guint i = 0; i < d.vcpus->len; i++) {
-				const VtVcpu *v = &g_array_index(d.vcpus, VtVcpu, i);
+				const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
 
 				g_string_append_printf(s, "%s{\"vcpu\": %d, \"tid\": %u, \"source\": ", i ? ", " : "",
 						       v->vcpu, v->tid);

@@ -1,6 +1,7 @@
-/* fsutil.h - small file-system helpers shared by the commands. */
-#ifndef VT_FSUTIL_H
-#define VT_FSUTIL_H
+/* fs.h - file-system helpers shared by every module: trees, recordings,
+ * ownership.  May call: glib and libc only.  No printing, no exiting. */
+#ifndef VT_FS_H
+#define VT_FS_H
 
 #include <glib.h>
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-/* fsutil.c - small file-system helpers shared by the commands. */
+/* fs.c - file-system helpers (see fs.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "host/fsutil.h"
+#include "src/fs/fs.h"
 
 void vt_fs_remove_tree(const char *path)
 {

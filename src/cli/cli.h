@@ -1,9 +1,15 @@
-/* vmtrace.h - shared declarations of the vmtrace commands (bpftool style:
- * one source file per subcommand, dispatched from main.c). */
-#ifndef VMTRACE_H
-#define VMTRACE_H
+/* cli.h - what every command shares: exit codes, messages, option values.
+ *
+ * Owns: the exit status table (documented in vmtrace(1)), "vmtrace CMD:"
+ * messages, parsing of number/size option values.  May call: glib only.
+ * Lower layers (perf, pt, vmcorr, guestfs, host, record, synth) never use
+ * this module: they return GErrors and the commands report them. */
+#ifndef VT_CLI_H
+#define VT_CLI_H
 
 #include <glib.h>
+
+G_BEGIN_DECLS
 
 /* Exit codes shared by all commands (documented in vmtrace(1)). */
 enum {
@@ -24,14 +30,6 @@ enum {
 	VT_EXIT_NO_PT = 14,           /* record: this machine cannot trace (no Intel PT) */
 };
 
-typedef int (*vt_cmd_fn)(int argc, char **argv);
-
-int cmd_synth(int argc, char **argv);
-int cmd_correlate(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_record(int argc, char **argv);
-int cmd_guest(int argc, char **argv);
-
 /* Print "vmtrace <cmd>: <message>" on stderr. */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* Parse sizes like 512M, 4K, 1G, 123 (bytes). */
@@ -42,9 +40,9 @@ gboolean vt_parse_u64(const char *s, guint64 *out);
  * parsed into *out; otherwise FALSE with a usage error "OPT 'VAL': ...". */
 gboolean vt_opt_size(const char *opt, const char *val, guint64 *out, GError **error);
 gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **error);
-/* Print a check list (VtCheck of host/host.h) as a table or JSON (check.c). */
-void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);
 /* JSON string escaping. */
 void vt_json_str(GString *out, const char *s);
+
+G_END_DECLS
 
 #endif

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "guestfs/guestfs.h"
-#include "host/host.h"
-#include "vmtrace.h"
+#include "src/host/host.h"
+#include "src/cmd/cmd.h"
 
 typedef struct {
 	char *ssh, *identity, *known_hosts, *root;
@@ -33,15 +33,15 @@ static void on_stop(int sig)
 
 static int exit_code(const GError *err)
 {
-	if (err->domain != VT_GUESTFS_ERROR)
+	if (err->domain != VT_GUEST_ERROR)
 		return VT_EXIT_FAILURE;
 	switch (err->code) {
-	case VT_GUESTFS_ERROR_HOSTKEY_UNKNOWN: return VT_EXIT_HOSTKEY_UNKNOWN;
-	case VT_GUESTFS_ERROR_HOSTKEY_CHANGED: return VT_EXIT_HOSTKEY_CHANGED;
-	case VT_GUESTFS_ERROR_AUTH: return VT_EXIT_AUTH;
-	case VT_GUESTFS_ERROR_CONNECT: return VT_EXIT_CONNECT;
-	case VT_GUESTFS_ERROR_CHANGED: return VT_EXIT_GUEST_CHANGED;
-	case VT_GUESTFS_ERROR_BAD_DATA: return VT_EXIT_BAD_INPUT;
+	case VT_GUEST_ERROR_HOSTKEY_UNKNOWN: return VT_EXIT_HOSTKEY_UNKNOWN;
+	case VT_GUEST_ERROR_HOSTKEY_CHANGED: return VT_EXIT_HOSTKEY_CHANGED;
+	case VT_GUEST_ERROR_AUTH: return VT_EXIT_AUTH;
+	case VT_GUEST_ERROR_CONNECT: return VT_EXIT_CONNECT;
+	case VT_GUEST_ERROR_CHANGED: return VT_EXIT_GUEST_CHANGED;
+	case VT_GUEST_ERROR_BAD_DATA: return VT_EXIT_BAD_INPUT;
 	default: return VT_EXIT_FAILURE;
 	}
 }
@@ -216,12 +216,12 @@ static int cmd_guest_check(int argc, char **argv)
 					"is a guest ready for guest-sideband decoding?",
 					"  vmtrace guest check --ssh root@vm0\n"
 					"  vmtrace guest check --root vm0 --json\n", &rc);
-	GPtrArray *checks = g_ptr_array_new_with_free_func(vt_check_free);
+	GPtrArray *checks = g_ptr_array_new_with_free_func(vt_host_check_free);
 
 	if (src) {
-		vt_guest_check(src, checks);
+		vt_guest_readiness(src, checks);
 		for (guint i = 0; i < checks->len; i++)
-			if (((VtCheck *)checks->pdata[i])->level == VT_CHECK_FAIL)
+			if (((VtHostCheck *)checks->pdata[i])->level == VT_HOST_CHECK_FAIL)
 				rc = VT_EXIT_FAILURE;
 		vt_checks_print(checks, a.json, rc == VT_EXIT_OK);
 	}
@@ -231,23 +231,26 @@ static int cmd_guest_check(int argc, char **argv)
 	return rc;
 }
 
+static const VtCmd guest_cmds[] = {
+	{ "fetch", cmd_guest_fetch, "copy a guest's kallsyms, modules and trimmed kcore into perf's cache" },
+	{ "check", cmd_guest_check, "is a guest ready for guest-sideband decoding? (clocksource, kptr_restrict, ...)" },
+};
+
 int cmd_guest(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	int rc;
+
+	if (argc < 2 || vt_cmd_is_help(argv[1])) {
 		FILE *f = argc < 2 ? stderr : stdout;
 
-		fprintf(f, "Usage: vmtrace guest fetch|check [OPTIONS]\n\n"
-			   "  fetch   copy a guest's kallsyms, modules and trimmed kcore into perf's cache\n"
-			   "  check   is a guest ready for guest-sideband decoding? (clocksource, kptr_restrict, ...)\n\n"
-			   "  vmtrace guest fetch|check --help    options\n");
+		fprintf(f, "Usage: vmtrace guest fetch|check [OPTIONS]\n\n");
+		vt_cmd_list(f, guest_cmds, G_N_ELEMENTS(guest_cmds));
+		fprintf(f, "\n  vmtrace guest fetch|check --help    options\n");
 		return argc < 2 ? VT_EXIT_USAGE : VT_EXIT_OK;
 	}
-	if (!strcmp(argv[1], "fetch") || !strcmp(argv[1], "check")) {
-		g_autofree char *prg = g_strdup_printf("vmtrace guest %s", argv[1]);
-
-		g_set_prgname(prg);
-		return !strcmp(argv[1], "fetch") ? cmd_guest_fetch(argc - 1, argv + 1) : cmd_guest_check(argc - 1, argv + 1);
-	}
+	rc = vt_cmd_dispatch(guest_cmds, G_N_ELEMENTS(guest_cmds), "vmtrace guest", argc - 1, argv + 1);
+	if (rc >= 0)
+		return rc;
 	vt_err("guest", "unknown subcommand '%s': fetch or check (see vmtrace guest --help)", argv[1]);
 	return VT_EXIT_USAGE;
 }

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "synth/synth.h"
-#include "vmtrace.h"
+#include "src/synth/synth.h"
+#include "src/cmd/cmd.h"
 
 static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **error)
 {

@@ -1,4 +1,4 @@
-/* check.c - is a guest ready for guest-sideband decoding?  Clocksource,
+/* readiness.c - is a guest ready for guest-sideband decoding?  Clocksource,
  * BPF JIT, kptr_restrict and kallsyms addresses, lockdown, the login user,
  * kcore: each OK/WARN/FAIL with the exact fix. */
 #include "config.h"
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "guestfs/guestfs.h"
-#include "host/host.h"
+#include "src/host/host.h"
 
 /* A small text file, stripped; NULL (and *err) if unreadable. */
 static char *read_text(VtGuestSource *src, const char *path, GError **err)
@@ -26,9 +26,9 @@ static void check_login(VtGuestSource *src, GPtrArray *checks)
 	gint64 uid = vt_guest_source_uid(src);
 
 	if (uid == 0)
-		vt_check_add(checks, "login", VT_CHECK_OK, NULL, "logged in as root (uid 0)");
+		vt_host_check_add(checks, "login", VT_HOST_CHECK_OK, NULL, "logged in as root (uid 0)");
 	else if (uid > 0)
-		vt_check_add(checks, "login", VT_CHECK_WARN,
+		vt_host_check_add(checks, "login", VT_HOST_CHECK_WARN,
 			     "log in as root (guest sshd_config: PermitRootLogin prohibit-password, and the key in /root/.ssh/authorized_keys)",
 			     "logged in as uid %" G_GINT64_FORMAT ": real kallsyms addresses and /proc/kcore need root", uid);
 }
@@ -40,19 +40,19 @@ static void check_clocksource(VtGuestSource *src, GPtrArray *checks)
 	g_autofree char *avail = read_text(src, "/sys/devices/system/clocksource/clocksource0/available_clocksource", NULL);
 
 	if (!cur)
-		vt_check_add(checks, "clocksource", VT_CHECK_WARN, "mount sysfs in the guest (mount -t sysfs sysfs /sys)",
+		vt_host_check_add(checks, "clocksource", VT_HOST_CHECK_WARN, "mount sysfs in the guest (mount -t sysfs sysfs /sys)",
 			     "cannot read the guest clocksource: %s", err->message);
 	else if (!strcmp(cur, "tsc"))
-		vt_check_add(checks, "clocksource", VT_CHECK_OK, NULL,
+		vt_host_check_add(checks, "clocksource", VT_HOST_CHECK_OK, NULL,
 			     "guest clocksource tsc: guest sideband times convert from the TSC");
 	else if (!strcmp(cur, "kvm-clock"))
-		vt_check_add(checks, "clocksource", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "clocksource", VT_HOST_CHECK_FAIL,
 			     "boot the guest with no-kvmclock on its kernel command line (Debian: add it to "
 			     "GRUB_CMDLINE_LINUX in /etc/default/grub, update-grub, reboot), then check that "
 			     "current_clocksource is tsc",
 			     "guest clocksource kvm-clock: guest sideband times cannot be converted to host TSC time");
 	else
-		vt_check_add(checks, "clocksource", VT_CHECK_WARN,
+		vt_host_check_add(checks, "clocksource", VT_HOST_CHECK_WARN,
 			     "boot the guest with clocksource=tsc (add tsc=reliable if its kernel marks the TSC unstable)",
 			     "guest clocksource %s (available: %s): guest sideband times are not TSC-based", cur,
 			     avail ? avail : "?");
@@ -64,19 +64,19 @@ static void check_bpf_jit(VtGuestSource *src, GPtrArray *checks)
 	g_autofree char *jksyms = read_text(src, "/proc/sys/net/core/bpf_jit_kallsyms", NULL);
 
 	if (!jit)
-		vt_check_add(checks, "bpf_jit", VT_CHECK_OK, NULL, "no BPF JIT in the guest kernel (net.core.bpf_jit_enable missing)");
+		vt_host_check_add(checks, "bpf_jit", VT_HOST_CHECK_OK, NULL, "no BPF JIT in the guest kernel (net.core.bpf_jit_enable missing)");
 	else if (!strcmp(jit, "0"))
-		vt_check_add(checks, "bpf_jit", VT_CHECK_OK, NULL,
+		vt_host_check_add(checks, "bpf_jit", VT_HOST_CHECK_OK, NULL,
 			     "BPF JIT off: BPF programs run in the interpreter, which is kernel text");
 	else if (!strcmp(jit, "2"))
-		vt_check_add(checks, "bpf_jit", VT_CHECK_WARN, "sysctl -w net.core.bpf_jit_enable=1",
+		vt_host_check_add(checks, "bpf_jit", VT_HOST_CHECK_WARN, "sysctl -w net.core.bpf_jit_enable=1",
 			     "BPF JIT in debug mode (bpf_jit_enable=2): it dumps every image to the kernel log");
 	else if (jksyms && !strcmp(jksyms, "0"))
-		vt_check_add(checks, "bpf_jit", VT_CHECK_WARN, "sysctl -w net.core.bpf_jit_kallsyms=1",
+		vt_host_check_add(checks, "bpf_jit", VT_HOST_CHECK_WARN, "sysctl -w net.core.bpf_jit_kallsyms=1",
 			     "BPF JIT on but its images are not in kallsyms (bpf_jit_kallsyms=0): the kcore copy "
 			     "may miss them and their code cannot be symbolised");
 	else
-		vt_check_add(checks, "bpf_jit", VT_CHECK_OK, NULL, "BPF JIT on%s",
+		vt_host_check_add(checks, "bpf_jit", VT_HOST_CHECK_OK, NULL, "BPF JIT on%s",
 			     jksyms ? ", images listed in kallsyms" : "");
 }
 
@@ -88,26 +88,26 @@ static void check_symbols(VtGuestSource *src, GPtrArray *checks, VtGuestKallsyms
 	g_autoptr(GBytes) modules = NULL;
 
 	if (kr && !strcmp(kr, "2"))
-		vt_check_add(checks, "kptr_restrict", VT_CHECK_FAIL, "sysctl -w kernel.kptr_restrict=1",
+		vt_host_check_add(checks, "kptr_restrict", VT_HOST_CHECK_FAIL, "sysctl -w kernel.kptr_restrict=1",
 			     "kptr_restrict=2: kallsyms and modules show 0 for every address, even to root");
 	else if (kr)
-		vt_check_add(checks, "kptr_restrict", VT_CHECK_OK, NULL, "kptr_restrict=%s: root sees kernel addresses", kr);
+		vt_host_check_add(checks, "kptr_restrict", VT_HOST_CHECK_OK, NULL, "kptr_restrict=%s: root sees kernel addresses", kr);
 	if (!kallsyms) {
-		vt_check_add(checks, "kallsyms", VT_CHECK_FAIL, "mount procfs in the guest (mount -t proc proc /proc)",
+		vt_host_check_add(checks, "kallsyms", VT_HOST_CHECK_FAIL, "mount procfs in the guest (mount -t proc proc /proc)",
 			     "%s", err->message);
 		return;
 	}
 	g_clear_error(&err);
 	modules = vt_guest_source_read_file(src, "/proc/modules", NULL);
 	if (!vt_guest_kallsyms_parse(kallsyms, modules, ks, &err))
-		vt_check_add(checks, "kallsyms", VT_CHECK_FAIL, "read it as root in the guest: cat /proc/kallsyms", "%s",
+		vt_host_check_add(checks, "kallsyms", VT_HOST_CHECK_FAIL, "read it as root in the guest: cat /proc/kallsyms", "%s",
 			     err->message);
 	else if (ks->all_zero)
-		vt_check_add(checks, "kallsyms", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "kallsyms", VT_HOST_CHECK_FAIL,
 			     "log in as root, and sysctl -w kernel.kptr_restrict=1 (or 0) in the guest",
 			     "all %u kallsyms addresses are 0: the kernel hides them from this user", ks->nsyms);
 	else
-		vt_check_add(checks, "kallsyms", VT_CHECK_OK, NULL,
+		vt_host_check_add(checks, "kallsyms", VT_HOST_CHECK_OK, NULL,
 			     "%u symbols, _stext 0x%" G_GINT64_MODIFIER "x, module/BPF area 0x%" G_GINT64_MODIFIER
 			     "x-0x%" G_GINT64_MODIFIER "x",
 			     ks->nsyms, ks->stext, ks->mod_start, ks->mod_end);
@@ -120,14 +120,14 @@ static void check_lockdown(VtGuestSource *src, GPtrArray *checks)
 	g_autofree char *mode = open && close ? g_strndup(open + 1, (gsize)(close - open - 1)) : NULL;
 
 	if (!mode)
-		vt_check_add(checks, "lockdown", VT_CHECK_OK, NULL,
+		vt_host_check_add(checks, "lockdown", VT_HOST_CHECK_OK, NULL,
 			     "no kernel lockdown reported (no lockdown LSM, or securityfs not mounted)");
 	else if (!strcmp(mode, "confidentiality"))
-		vt_check_add(checks, "lockdown", VT_CHECK_FAIL,
+		vt_host_check_add(checks, "lockdown", VT_HOST_CHECK_FAIL,
 			     "boot the guest with lockdown=integrity (or without Secure Boot enforcing lockdown)",
 			     "kernel lockdown=confidentiality: /proc/kcore is denied");
 	else
-		vt_check_add(checks, "lockdown", VT_CHECK_OK, NULL, "kernel lockdown=%s: /proc/kcore allowed", mode);
+		vt_host_check_add(checks, "lockdown", VT_HOST_CHECK_OK, NULL, "kernel lockdown=%s: /proc/kcore allowed", mode);
 }
 
 static void check_kcore(VtGuestSource *src, GPtrArray *checks, const VtGuestKallsyms *ks)
@@ -137,27 +137,27 @@ static void check_kcore(VtGuestSource *src, GPtrArray *checks, const VtGuestKall
 	gboolean text = FALSE;
 
 	if (!segs) {
-		const char *fix = g_error_matches(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_NOT_FOUND)
+		const char *fix = g_error_matches(err, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND)
 				  ? "the guest kernel has no CONFIG_PROC_KCORE: use vmtrace guest fetch --no-kcore "
 				    "and decode with the guest's vmlinux"
-				  : g_error_matches(err, VT_GUESTFS_ERROR, VT_GUESTFS_ERROR_PERMISSION)
+				  : g_error_matches(err, VT_GUEST_ERROR, VT_GUEST_ERROR_PERMISSION)
 				  ? "log in as root (reading /proc/kcore needs CAP_SYS_RAWIO), and no lockdown=confidentiality"
 				  : "read it as root in the guest: head -c 64 /proc/kcore | od -c";
 
-		vt_check_add(checks, "kcore", VT_CHECK_FAIL, fix, "%s", err->message);
+		vt_host_check_add(checks, "kcore", VT_HOST_CHECK_FAIL, fix, "%s", err->message);
 		return;
 	}
 	for (guint i = 0; i < segs->len; i++) {
-		const VtKcoreSeg *s = &g_array_index(segs, VtKcoreSeg, i);
+		const VtGuestKcoreSeg *s = &g_array_index(segs, VtGuestKcoreSeg, i);
 
 		text |= ks->stext && ks->stext >= s->vaddr && ks->stext - s->vaddr < s->size;
 	}
 	if (ks->stext && !text)
-		vt_check_add(checks, "kcore", VT_CHECK_FAIL, "compare /proc/kallsyms with the kernel that runs (a stale copy?)",
+		vt_host_check_add(checks, "kcore", VT_HOST_CHECK_FAIL, "compare /proc/kallsyms with the kernel that runs (a stale copy?)",
 			     "/proc/kcore has %u PT_LOAD segments, none maps _stext 0x%" G_GINT64_MODIFIER "x",
 			     segs->len, ks->stext);
 	else
-		vt_check_add(checks, "kcore", VT_CHECK_OK, NULL, "/proc/kcore readable: ELF core, %u PT_LOAD segments%s",
+		vt_host_check_add(checks, "kcore", VT_HOST_CHECK_OK, NULL, "/proc/kcore readable: ELF core, %u PT_LOAD segments%s",
 			     segs->len, ks->stext ? ", kernel text mapped" : "");
 	g_array_free(segs, TRUE);
 }
@@ -171,13 +171,13 @@ static void check_build_id(VtGuestSource *src, GPtrArray *checks)
 				    : NULL;
 
 	if (id)
-		vt_check_add(checks, "build_id", VT_CHECK_OK, NULL, "kernel %s, build-id %s", rel ? rel : "?", id);
+		vt_host_check_add(checks, "build_id", VT_HOST_CHECK_OK, NULL, "kernel %s, build-id %s", rel ? rel : "?", id);
 	else
-		vt_check_add(checks, "build_id", VT_CHECK_WARN, "mount sysfs in the guest (mount -t sysfs sysfs /sys)",
+		vt_host_check_add(checks, "build_id", VT_HOST_CHECK_WARN, "mount sysfs in the guest (mount -t sysfs sysfs /sys)",
 			     "%s: the cache needs the build-id", err->message);
 }
 
-void vt_guest_check(VtGuestSource *src, GPtrArray *checks)
+void vt_guest_readiness(VtGuestSource *src, GPtrArray *checks)
 {
 	VtGuestKallsyms ks = { 0 };
 

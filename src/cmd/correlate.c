@@ -8,7 +8,7 @@
 
 #include "vmcorr/vmcorr.h"
 #include "vmcorr/session.h"
-#include "vmtrace.h"
+#include "src/cmd/cmd.h"
 
 /* Exit code for an error while reading the input. */
 static int exit_code_for(const GError *e)
