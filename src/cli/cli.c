@@ -5,18 +5,74 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "src/cli/cli.h"
+#include "src/cli/json.h"
+
+/* Under --json errors are kept and printed as one JSON object at the end. */
+static gboolean json_errors;
+static GPtrArray *error_messages;
+
+void vt_cli_set_json(gboolean on)
+{
+	json_errors = on;
+}
+
+gboolean vt_cli_json(void)
+{
+	return json_errors;
+}
+
+void vt_cli_scan_json(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j") || !strcmp(argv[i], "--format=json") ||
+		    (!strcmp(argv[i], "--format") && i + 1 < argc && !strcmp(argv[i + 1], "json")))
+			json_errors = TRUE;
+}
 
 void vt_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
+	g_autofree char *msg = NULL;
 
-	fprintf(stderr, "vmtrace %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (json_errors) {
+		if (!error_messages)
+			error_messages = g_ptr_array_new_with_free_func(g_free);
+		g_ptr_array_add(error_messages, g_strdup_printf("vmtrace %s: %s", cmd, msg));
+		return;
+	}
+	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
+}
+
+int vt_cli_finish(int rc)
+{
+	g_autoptr(VtJson) j = NULL;
+
+	if (!error_messages || !error_messages->len) {
+		g_clear_pointer(&error_messages, g_ptr_array_unref);
+		return rc;
+	}
+	if (rc == VT_EXIT_OK)
+		rc = VT_EXIT_FAILURE;   /* an error was reported: never claim success */
+	j = vt_json_new(stdout);
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "error", g_ptr_array_index(error_messages, 0));
+	vt_json_kv_int(j, "exit_status", rc);
+	if (error_messages->len > 1) {
+		vt_json_key(j, "messages");
+		vt_json_begin_array(j);
+		for (guint i = 0; i < error_messages->len; i++)
+			vt_json_string(j, g_ptr_array_index(error_messages, i));
+		vt_json_end_array(j);
+	}
+	vt_json_end_object(j);
+	g_clear_pointer(&error_messages, g_ptr_array_unref);
+	return rc;
 }
 
 gboolean vt_parse_u64(const char *s, guint64 *out)
@@ -79,19 +135,8 @@ gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **err
 	return FALSE;
 }
 
+/* Transitional: the old escaping, kept until every emitter uses VtJson. */
 void vt_json_str(GString *out, const char *s)
 {
-	g_string_append_c(out, '"');
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			g_string_append_printf(out, "\\%c", c);
-		else if (c < 0x20)
-			g_string_append_printf(out, "\\u%04x", c);
-		else
-			g_string_append_c(out, c);
-	}
-	g_string_append_c(out, '"');
+	vt_json_quote(out, s, -1);
 }
-

@@ -30,8 +30,19 @@ enum {
 	VT_EXIT_NO_PT = 14,           /* record: this machine cannot trace (no Intel PT) */
 };
 
-/* Print "vmtrace <cmd>: <message>" on stderr. */
+/* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it
+ * for vt_cli_finish, which prints every error as one JSON object on stdout
+ * ({"error": "vmtrace cmd: ...", "exit_status": N[, "messages": [...]]}). */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* JSON errors on or off; a command sets it from its parsed --json. */
+void vt_cli_set_json(gboolean on);
+gboolean vt_cli_json(void);
+/* Before parsing: turn JSON errors on when argv asks for JSON (--json, -j,
+ * --format=json), so option errors are JSON too. */
+void vt_cli_scan_json(int argc, char **argv);
+/* After the command: print the kept errors as JSON; returns the exit
+ * status (a command that reported an error never exits 0). */
+int vt_cli_finish(int rc);
 /* Parse sizes like 512M, 4K, 1G, 123 (bytes). */
 gboolean vt_parse_size(const char *s, guint64 *out);
 /* Parse an unsigned 64-bit number (0x.. hex or decimal), the whole string. */
@@ -40,7 +51,8 @@ gboolean vt_parse_u64(const char *s, guint64 *out);
  * parsed into *out; otherwise FALSE with a usage error "OPT 'VAL': ...". */
 gboolean vt_opt_size(const char *opt, const char *val, guint64 *out, GError **error);
 gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **error);
-/* JSON string escaping. */
+
+/* Transitional (removed once every command uses src/cli/json.h). */
 void vt_json_str(GString *out, const char *s);
 
 G_END_DECLS

@@ -53,9 +53,10 @@ int main(int argc, char **argv)
 		printf("vmtrace %s (libipt %u.%u.%u)\n", PACKAGE_VERSION, v.major, v.minor, v.patch);
 		return VT_EXIT_OK;
 	}
+	vt_cli_scan_json(argc - 1, argv + 1);
 	rc = vt_cmd_dispatch(commands, G_N_ELEMENTS(commands), "vmtrace", argc - 1, argv + 1);
 	if (rc >= 0)
-		return rc;
+		return vt_cli_finish(rc);
 	fprintf(stderr, "vmtrace: unknown command '%s'\n\n", cmd);
 	usage(stderr);
 	return VT_EXIT_USAGE;
