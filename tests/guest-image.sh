@@ -4,6 +4,7 @@
 # busybox initramfs that starts sshd.
 #
 #   tests/guest-image.sh OUTDIR AUTHORIZED_KEYS HOST_KEY
+#   tests/guest-image.sh --vmlinux OUTDIR      (only OUTDIR/vmlinux)
 #
 # writes OUTDIR/vmlinux and OUTDIR/initrd.gz.  The guest brings up eth0
 # (e1000, QEMU user networking 10.0.2.15), runs sshd on port 22 with
@@ -33,13 +34,18 @@ EOF
 }
 [ "${1:-}" = --sshd-config ] && { sshd_common; exit 0; }
 
-[ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY" >&2; exit 2; }
-out=$1 authkeys=$2 hostkey=$3
+kernel_only=
+if [ "${1:-}" = --vmlinux ] && [ $# -eq 2 ]; then
+	kernel_only=1 out=$2
+else
+	[ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY | --vmlinux OUTDIR" >&2; exit 2; }
+	out=$1 authkeys=$2 hostkey=$3
+fi
 for t in dpkg-deb xz cpio gzip ldd; do
 	command -v $t >/dev/null || { echo "$0: $t not found" >&2; exit 1; }
 done
 busybox=$(command -v busybox || true)
-[ -n "$busybox" ] && [ -x /usr/sbin/sshd ] || { echo "$0: needs busybox-static and openssh-server" >&2; exit 1; }
+{ [ -n "$kernel_only" ] || { [ -n "$busybox" ] && [ -x /usr/sbin/sshd ]; }; } || { echo "$0: needs busybox-static and openssh-server" >&2; exit 1; }
 
 if [ -z "${VMTRACE_TEST_CACHE:-}" ]; then
 	if mkdir -p /var/cache/vmtrace-test 2>/dev/null && [ -w /var/cache/vmtrace-test ]; then
@@ -74,6 +80,7 @@ if [ ! -s "$kdir/vmlinux" ] || [ ! -s "$kdir/e1000.ko" ]; then
 	rm -rf "$work"
 fi
 cp "$kdir/vmlinux" "$out/vmlinux"
+[ -z "$kernel_only" ] || exit 0
 
 # --- initramfs: busybox, sshd and its libraries, e1000.ko, keys -------------
 root=$(mktemp -d "${TMPDIR:-/tmp}/guest-initrd.XXXXXX")

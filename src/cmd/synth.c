@@ -84,6 +84,7 @@ int cmd_synth(int argc, char **argv)
 	gboolean as_dir = FALSE, json = FALSE;
 	char *ratio = NULL, *size = NULL, *bufsize = NULL, *seed = NULL, *out = NULL, *truth = NULL;
 	char **offsets = NULL, *change = NULL, **scales = NULL;
+	char *host_code = NULL, *guest_code = NULL, *branches = NULL;
 	GError *err = NULL;
 	int rc = VT_EXIT_USAGE;
 	GOptionEntry entries[] = {
@@ -108,6 +109,9 @@ int cmd_synth(int argc, char **argv)
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
 		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
+		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
+		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
+		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
 	};
@@ -123,7 +127,15 @@ int cmd_synth(int argc, char **argv)
 		"Examples:\n"
 		"  vmtrace synth -o guest.data --truth guest.json\n"
 		"  vmtrace synth -o big.data --per-cpu --vcpus 16 --cyc --size 512M\n"
-		"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n\n"
+		"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n"
+		"  vmtrace synth -o real.data --host-code HOSTDIR --guest-code GUESTDIR --branches real.branches\n\n"
+		"Real code: the flow walks the kernel code of HOSTDIR and GUESTDIR (Zydis decodes\n"
+		"it; TNT directions and indirect targets - real function starts - are chosen,\n"
+		"returns follow a call stack); VM exits go to HOSTDIR's vmx_vmexit, VM entries\n"
+		"happen at the VMRESUME the host reaches.  -o is then a directory with\n"
+		"kcore_dir/ (HOSTDIR's files) and a guest kernel MMAP, so that\n"
+		"  perf script -i real.data --guestkallsyms GUESTDIR/kallsyms --itrace=be\n"
+		"decodes it.\n\n"
 		"Exit status: 0 ok; 1 failure (cannot write FILE); 2 usage error.  Nothing is\n"
 		"left behind on failure.\n");
 	g_option_context_add_main_entries(ctx, entries, NULL);
@@ -175,6 +187,14 @@ int cmd_synth(int argc, char **argv)
 	for (char **o = scales; o && *o; o++)
 		if (!parse_scale_opt(&cfg, *o, &err))
 			goto usage_err;
+	if (!host_code != !guest_code || (branches && !host_code)) {
+		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "--host-code and --guest-code go together (and --branches needs them)");
+		goto usage_err;
+	}
+	cfg.host_code = host_code;
+	cfg.guest_code = guest_code;
+	cfg.branches = branches;
 	if (!vt_synth_config_check(&cfg, &err))
 		goto usage_err;
 
@@ -217,6 +237,9 @@ done:
 	g_free(out);
 	g_free(truth);
 	g_free(change);
+	g_free(host_code);
+	g_free(guest_code);
+	g_free(branches);
 	g_strfreev(offsets);
 	g_strfreev(scales);
 	return rc;

@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 
 #include "src/perf/perf-data.h"
+#include "src/synth/code.h"
 #include "src/synth/synth.h"
 
 G_DEFINE_QUARK(vt-synth-error-quark, vt_synth_error)
@@ -124,6 +125,14 @@ typedef struct {
 	guint64 guest_tsc, host_tsc, entries;
 	guint64 slice;
 	gboolean done;
+	/* real code (cfg->host_code): the host's walk on this CPU, TNT bits
+	 * not yet written, time not yet accounted, a VMPTRLD to report */
+	VtSynthCtx host;
+	guint32 tnt_bits;
+	guint tnt_n;
+	guint64 pending_dt;
+	gboolean vmcs_dirty;
+	guint host_n, host_budget, guest_left;
 	/* sideband generated while producing the current chunk */
 	GArray *sb;                  /* of guint8, whole records */
 	GArray *fix;                 /* Fix: guest TSC payloads of the current chunk */
@@ -140,7 +149,19 @@ typedef struct {
 	guint64 t0;                  /* host TSC at the start (cfg->t0 or T0) */
 	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
 	GError *err;
+	/* real code */
+	VtDecodeImage *host_img, *guest_img;
+	VtSynthCode *hc, *gc;
+	VtSynthCtx guest[VT_SYNTH_MAX_VCPUS];  /* each vCPU's walk */
+	guint64 vmexit_ip;           /* host RIP after a VM exit: vmx_vmexit */
+	FILE *branches;
+	guint64 nbranches;
 } Gen;
+
+static gboolean code_mode(const Gen *g)
+{
+	return g->hc != NULL;
+}
 
 static guint32 vcpu_tid(const Gen *g, guint v)
 {
@@ -200,9 +221,29 @@ static guint64 ctc_to_tsc(const Gen *g, guint64 ctc)
 	return (guint64)(x / c->tsc_ctc_d);
 }
 
+static gboolean emit(Gen *g, Queue *q, struct pt_packet *p);
+
+/* The TNT bits gathered so far as one TNT-8 (oldest bit most significant). */
+static void flush_tnt(Gen *g, Queue *q)
+{
+	struct pt_packet p = { .type = ppt_tnt_8 };
+
+	if (!q->tnt_n)
+		return;
+	p.payload.tnt.bit_size = q->tnt_n;
+	p.payload.tnt.payload = q->tnt_bits;
+	q->tnt_n = 0;
+	q->tnt_bits = 0;
+	emit(g, q, &p);
+}
+
 static gboolean emit(Gen *g, Queue *q, struct pt_packet *p)
 {
-	int n = pt_enc_next(q->enc, p);
+	int n;
+
+	if (p->type != ppt_tnt_8 && q->tnt_n)
+		flush_tnt(g, q);
+	n = pt_enc_next(q->enc, p);
 
 	if (n < 0) {
 		if (!g->err)
@@ -319,6 +360,17 @@ static void psb_plus(Gen *g, Queue *q)
 	const VtSynthConfig *c = g->cfg;
 	struct pt_packet p;
 
+	if (code_mode(g)) {
+		/* PSB+ restates the IP the walk is at; compressed RETs never
+		 * reach across a PSB (perf clears its stack there) */
+		flush_tnt(g, q);
+		q->ip_host = q->host.ip;
+		vt_synth_ctx_flush_comp(&q->host);
+		if (q->vcpu >= 0) {
+			q->ip_guest = g->guest[q->vcpu].ip;
+			vt_synth_ctx_flush_comp(&g->guest[q->vcpu]);
+		}
+	}
 	pkt_simple(g, q, ppt_psb);
 	q->have_last_ip = FALSE;
 	if (!c->timeless) {
@@ -451,6 +503,63 @@ static void rec_itrace_start(GArray *a, guint32 pid, guint32 tid, guint64 tsc, g
 	finish_record(a, s, PERF_RECORD_ITRACE_START, 0);
 }
 
+/* PERF_RECORD_MMAP of a kernel: "[kernel.kallsyms]_text" (host, pid -1)
+ * or "[guest.kernel.kallsyms]_text" (guest, pid 0), pgoff = _text, as
+ * perf record writes them; perf attaches kcore/kallsyms to these maps. */
+static void rec_mmap(GArray *a, gboolean guest, const char *name, guint64 start, guint64 len, guint64 pgoff,
+		     guint64 tsc, guint64 id)
+{
+	gsize s = begin_record(a);
+	gsize n = (strlen(name) + 1 + 7) & ~7UL;
+	g_autofree char *pad = g_malloc0(n);
+	guint32 pid = guest ? 0 : (guint32)-1;
+
+	put_u32(a, pid);
+	put_u32(a, 0);
+	put_u64(a, start);
+	put_u64(a, len);
+	put_u64(a, pgoff);
+	memcpy(pad, name, strlen(name));
+	g_array_append_vals(a, pad, n);
+	put_sample_id(a, pid, 0, tsc, 0, id);
+	finish_record(a, s, PERF_RECORD_MMAP, guest ? PERF_RECORD_MISC_GUEST_KERNEL : PERF_RECORD_MISC_KERNEL);
+}
+
+/* The kernel's MMAP ("[kernel.kallsyms]_text", pgoff _text) and one per
+ * module of DIR/modules, as perf record writes them; perf attaches
+ * kcore_dir's code (host) or --guestkallsyms's kcore (guest) to these maps. */
+static void rec_kernel_mmaps(GArray *a, gboolean guest, const char *dir, guint64 text, guint64 tsc, guint64 id)
+{
+	g_autofree char *path = g_build_filename(dir, "modules", NULL);
+	g_autofree char *mods = NULL;
+	guint64 end = ~0ULL;
+	GArray *a_mod = g_array_new(FALSE, TRUE, 1);
+
+	if (!g_file_get_contents(path, &mods, NULL, NULL))
+		mods = g_strdup("");
+	for (char *l = mods, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		char name[64];
+		guint64 size, addr;
+
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl = '\0';
+		/* "kvm_intel 4096 0 - Live 0xffffffffc0a00000" */
+		if (sscanf(l, "%63s %" G_GUINT64_FORMAT " %*s %*s %*s %" G_GINT64_MODIFIER "x", name, &size, &addr) == 3) {
+			g_autofree char *file = g_strdup_printf("/lib/modules/vmtrace-synth/%s.ko", name);
+
+			rec_mmap(a_mod, guest, file, addr, size, 0, tsc, id);
+			if (addr > text)
+				end = MIN(end, addr);
+		}
+	}
+	/* the kernel map ends where the first module starts (as perf's does) */
+	rec_mmap(a, guest, guest ? "[guest.kernel.kallsyms]_text" : "[kernel.kallsyms]_text", text, end - text,
+		 text, tsc, id);
+	g_array_append_vals(a, a_mod->data, a_mod->len);
+	g_array_free(a_mod, TRUE);
+}
+
 static void rec_switch(GArray *a, gboolean out, guint32 pid, guint32 tid, guint32 np_pid, guint32 np_tid,
 		       guint64 tsc, guint32 cpu, guint64 id)
 {
@@ -482,12 +591,18 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 		rec_switch(q->sb, TRUE, oldpid, old, np, nt, q->t, q->cpu, q->dummy_id);
 		advance(g, q, 100, TRUE);
 		rec_switch(q->sb, FALSE, np, nt, oldpid, old, q->t, q->cpu, q->dummy_id);
-		pkt_ip(g, q, ppt_tip, HOST_IP_BASE + 0x8000);
-		q->ip_host = HOST_IP_BASE + 0x8000;
+		if (!code_mode(g)) {
+			pkt_ip(g, q, ppt_tip, HOST_IP_BASE + 0x8000);
+			q->ip_host = HOST_IP_BASE + 0x8000;
+		}
 	}
 	q->vcpu = v;
-	/* VMPTRLD */
-	pkt_vmcs(g, q, vt_synth_vmcs(v));
+	/* VMPTRLD; with real code it is reported at the next VM entry, an
+	 * instruction libipt binds VMCS packets to */
+	if (code_mode(g))
+		q->vmcs_dirty = TRUE;
+	else
+		pkt_vmcs(g, q, vt_synth_vmcs(v));
 }
 
 static void vm_entry(Gen *g, Queue *q)
@@ -512,6 +627,169 @@ static void vm_exit(Gen *g, Queue *q)
 	pkt_ip(g, q, ppt_tip, q->ip_host);
 }
 
+/* ---------------------------------------------------------- real code */
+
+static guint32 queue_tid(const Gen *g, const Queue *q)
+{
+	return g->cfg->per_cpu ? vcpu_tid(g, q->vcpu) : q->tid;
+}
+
+/* One line of the ground truth: QUEUE TID KIND FROM TO WHERE VCPU. */
+static void truth_branch(Gen *g, Queue *q, VtBranchKind kind, guint64 from, guint64 to, gboolean guest)
+{
+	g->nbranches++;
+	if (g->branches)
+		fprintf(g->branches, "%u %u %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %s %d\n", q->idx,
+			queue_tid(g, q), vt_branch_kind_name(kind), from, to, guest ? "guest" : "host", q->vcpu);
+}
+
+typedef struct {
+	Gen *g;
+	Queue *q;
+	gboolean guest;
+} WalkUser;
+
+static void on_branch(VtBranchKind kind, guint64 from, guint64 to, gpointer user)
+{
+	WalkUser *u = user;
+
+	truth_branch(u->g, u->q, kind, from, to, u->guest);
+}
+
+/* Time passes with every decision; TNT bits wait for their packet. */
+static void code_packet(Gen *g, Queue *q, const VtWalkStep *st)
+{
+	q->pending_dt += 8 + (g_rand_int(q->rng) & 0x3f);
+	if (st->what == VT_WALK_TNT) {
+		q->tnt_bits = (q->tnt_bits << 1) | (st->taken ? 1 : 0);
+		if (++q->tnt_n == 6)
+			flush_tnt(g, q);
+		return;
+	}
+	flush_tnt(g, q);
+	advance(g, q, q->pending_dt, TRUE);
+	q->pending_dt = 0;
+	pkt_ip(g, q, ppt_tip, st->tip);
+}
+
+static void code_advance(Gen *g, Queue *q, guint64 dt)
+{
+	flush_tnt(g, q);
+	advance(g, q, q->pending_dt + dt, TRUE);
+	q->pending_dt = 0;
+}
+
+/* The host cannot go on from its IP (ud2, hlt, ...): tracing stops there
+ * (FUP + TIP.PGD) and starts again at the VM-exit handler (TIP.PGE). */
+static void code_host_restart(Gen *g, Queue *q)
+{
+	struct pt_packet p = { .type = ppt_tip_pgd };
+
+	code_advance(g, q, 50);
+	pkt_ip(g, q, ppt_fup, q->host.ip);
+	p.payload.ip.ipc = pt_ipc_suppressed;
+	emit(g, q, &p);
+	truth_branch(g, q, VT_BRANCH_TRACE_END, q->host.ip, 0, FALSE);
+	code_advance(g, q, 500);
+	g_array_set_size(q->host.stack, 0);
+	vt_synth_ctx_flush_comp(&q->host);
+	q->host.ip = g->vmexit_ip;
+	pkt_mode64(g, q);
+	pkt_ip(g, q, ppt_tip_pge, q->host.ip);
+	truth_branch(g, q, VT_BRANCH_TRACE_BEGIN, 0, q->host.ip, FALSE);
+}
+
+static void code_psb_check(Gen *g, Queue *q)
+{
+	if (q->since_psb >= q->psb_bytes)
+		psb_plus(g, q);
+}
+
+static void code_vm_entry(Gen *g, Queue *q)
+{
+	VtSynthCtx *gc = &g->guest[q->vcpu];
+
+	code_advance(g, q, 300 + (g_rand_int(q->rng) & 0xff));
+	if (q->vmcs_dirty)
+		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
+	q->vmcs_dirty = FALSE;
+	q->in_guest = TRUE;
+	vt_synth_ctx_flush_comp(&q->host);
+	vt_synth_ctx_flush_comp(gc);
+	pkt_pip(g, q, guest_cr3(vt_synth_vm_of_vcpu(g->cfg, q->vcpu)), TRUE);
+	pkt_mode64(g, q);
+	pkt_ip(g, q, ppt_tip, gc->ip);
+	truth_branch(g, q, VT_BRANCH_VMENTRY, q->host.ip, gc->ip, FALSE);
+	q->entries++;
+}
+
+/* FUP(guest IP) PIP(NR=0) TIP(vmx_vmexit); the guest goes on at `resume`
+ * next time (its IP for asynchronous exits, past an emulated instruction,
+ * elsewhere after an injected event). */
+static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
+{
+	VtSynthCtx *gc = &g->guest[q->vcpu];
+
+	code_advance(g, q, 400 + (g_rand_int(q->rng) & 0xff));
+	pkt_ip(g, q, ppt_fup, gc->ip);
+	q->in_guest = FALSE;
+	pkt_pip(g, q, HOST_CR3, FALSE);
+	pkt_ip(g, q, ppt_tip, g->vmexit_ip);
+	truth_branch(g, q, VT_BRANCH_VMEXIT, gc->ip, g->vmexit_ip, TRUE);
+	if (resume != gc->ip && resume != gc->ip + 1)
+		g_array_set_size(gc->stack, 0);
+	gc->ip = resume;
+	g_array_set_size(q->host.stack, 0);
+	q->host.top_replaced = FALSE;
+	q->host.ip = g->vmexit_ip;
+	vt_synth_ctx_flush_comp(&q->host);
+	vt_synth_ctx_flush_comp(gc);
+	q->host_n = 0;
+	q->host_budget = 20 + g_rand_int_range(q->rng, 0, 200);
+}
+
+/* One decision of the host's code (from a VM exit, or the start, to
+ * VMRESUME: the exit handler, leaning harder towards returns the deeper
+ * and the longer it runs) or of the guest's (until an instruction exits or
+ * the time slice ends). */
+static void code_step(Gen *g, Queue *q)
+{
+	const VtSynthConfig *c = g->cfg;
+	VtSynthCtx *gc = &g->guest[q->vcpu];
+	WalkUser u = { g, q, q->in_guest };
+	VtWalkStep st;
+
+	if (!q->in_guest) {
+		double bias = MIN(0.97, 0.3 + 0.05 * q->host.stack->len + (q->host_n > q->host_budget ? 0.6 : 0));
+
+		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
+		q->host_n++;
+		if (st.what == VT_WALK_VMENTRY) {
+			code_vm_entry(g, q);
+			q->guest_left = 2 + q->host_n * c->guest_percent / (100 - MIN(c->guest_percent, 95));
+			return;
+		}
+		if (st.what == VT_WALK_STUCK || q->host_n > 50000) {
+			code_host_restart(g, q);
+			q->host_n = 0;
+			return;
+		}
+	} else {
+		if (!q->guest_left) {
+			code_vm_exit(g, q, gc->ip);   /* an interrupt or the preemption timer */
+			return;
+		}
+		q->guest_left--;
+		vt_synth_walk(g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
+		if (st.what == VT_WALK_EXIT) {
+			code_vm_exit(g, q, st.resume);
+			return;
+		}
+	}
+	code_packet(g, q, &st);
+	code_psb_check(g, q);
+}
+
 /* Produce trace into q->buf until the chunk is full or the queue is done.
  * Chunks end at packet boundaries outside PSB+. */
 static void fill_chunk(Gen *g, Queue *q)
@@ -527,13 +805,17 @@ static void fill_chunk(Gen *g, Queue *q)
 		}
 		if (c->have_change && !g->t_change && q->bytes >= c->change_at * q->target)
 			g->t_change = q->t;
-		if (c->per_cpu) {
+		if (c->per_cpu && !(code_mode(g) && q->in_guest)) {
 			guint64 slice = (q->t - g->t0) / g->slice_ticks;
 
 			if (slice != q->slice) {
 				q->slice = slice;
 				load_vcpu(g, q, (q->cpu + slice) % c->nvcpus);
 			}
+		}
+		if (code_mode(g)) {
+			code_step(g, q);
+			continue;
 		}
 		/* A few hundred branches of KVM code, then (share permitting)
 		 * the guest for about guest_percent of the time. */
@@ -650,8 +932,13 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 				       q->idx, (gint32)q->cpu, (gint32)q->tid, q->bytes, q->guest_tsc, q->host_tsc,
 				       q->entries, i + 1 < nq ? "," : "");
 	}
-	g_string_append_printf(s, "  ],\n  \"corrected_aux_sha256\": \"%s\",\n",
-			       g_checksum_get_string(g->corrected));
+	if (g->hc)
+		g_string_append_printf(s, "  ],\n  \"branches\": %" G_GUINT64_FORMAT ",\n  \"host_vmexit\": \"0x%"
+				       G_GINT64_MODIFIER "x\",\n  \"corrected_aux_sha256\": \"%s\",\n",
+				       g->nbranches, g->vmexit_ip, g_checksum_get_string(g->corrected));
+	else
+		g_string_append_printf(s, "  ],\n  \"corrected_aux_sha256\": \"%s\",\n",
+				       g_checksum_get_string(g->corrected));
 	g_string_append_printf(s, "  \"totals\": {\"aux_bytes\": %" G_GUINT64_FORMAT ", \"guest_tsc_packets\": %"
 			       G_GUINT64_FORMAT ", \"host_tsc_packets\": %" G_GUINT64_FORMAT ", \"vm_entries\": %"
 			       G_GUINT64_FORMAT "}\n}\n",
@@ -730,9 +1017,111 @@ static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_eve
 	dummy->context_switch = g->cfg->per_cpu;
 }
 
-gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean as_dir, const char *truth,
+/* Load the real code (both images) and open the ground-truth branch list. */
+static gboolean code_open(Gen *g, GError **error)
+{
+	const VtSynthConfig *c = g->cfg;
+	GRand *rng;
+
+	if (!c->host_code || !c->guest_code) {
+		g_set_error(error, VT_SYNTH_ERROR, 0, "--host-code and --guest-code go together");
+		return FALSE;
+	}
+	g->host_img = vt_decode_image_load_dir(c->host_code, "host", error);
+	g->guest_img = g->host_img ? vt_decode_image_load_dir(c->guest_code, "guest", error) : NULL;
+	if (!g->guest_img)
+		return FALSE;
+	g->vmexit_ip = vt_decode_image_lookup(g->host_img, "vmx_vmexit");
+	if (!g->vmexit_ip) {
+		g_set_error(error, VT_SYNTH_ERROR, 0, "host code %s has no vmx_vmexit symbol (KVM's VM-exit "
+			    "entry, kvm_intel): a VM exit needs somewhere to go", c->host_code);
+		return FALSE;
+	}
+	g->hc = vt_synth_code_new(g->host_img);
+	g->gc = vt_synth_code_new(g->guest_img);
+	rng = g_rand_new_with_seed((guint32)c->seed ^ 0x5eed);
+	for (guint v = 0; v < c->nvcpus; v++)
+		vt_synth_ctx_init(&g->guest[v], vt_synth_code_pick(g->gc, rng));
+	g_rand_free(rng);
+	if (!g->guest[0].ip) {
+		g_set_error(error, VT_SYNTH_ERROR, 0, "guest code %s has no function symbols (T/t) in its code",
+			    c->guest_code);
+		return FALSE;
+	}
+	if (c->branches) {
+		g_autofree char *tmp = g_strconcat(c->branches, ".tmp", NULL);
+
+		g->branches = fopen(tmp, "w");
+		if (!g->branches) {
+			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot write %s: %s", tmp, g_strerror(errno));
+			return FALSE;
+		}
+		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
+				     "# QUEUE TID KIND FROM TO WHERE VCPU\n");
+	}
+	return TRUE;
+}
+
+/* Finish the branch list (rename into place) or drop it. */
+static gboolean code_close(Gen *g, gboolean keep, GError **error)
+{
+	const VtSynthConfig *c = g->cfg;
+	gboolean ok = TRUE;
+
+	for (guint v = 0; v < VT_SYNTH_MAX_VCPUS; v++)
+		vt_synth_ctx_clear(&g->guest[v]);
+	if (g->branches) {
+		g_autofree char *tmp = g_strconcat(c->branches, ".tmp", NULL);
+
+		ok = fclose(g->branches) == 0 && keep;
+		g->branches = NULL;
+		if (ok && g_rename(tmp, c->branches) < 0)
+			ok = FALSE;
+		if (!ok) {
+			if (keep)
+				g_set_error(error, VT_SYNTH_ERROR, 0, "cannot write %s: %s", c->branches, g_strerror(errno));
+			g_unlink(tmp);
+		}
+	}
+	vt_synth_code_free(g->hc);
+	vt_synth_code_free(g->gc);
+	vt_decode_image_free(g->host_img);
+	vt_decode_image_free(g->guest_img);
+	g->hc = g->gc = NULL;
+	g->host_img = g->guest_img = NULL;
+	return ok || !keep;
+}
+
+/* OUT/kcore_dir: the host's kcore, kallsyms and modules (perf record --kcore). */
+static gboolean code_kcore_dir(const Gen *g, const char *out, GError **error)
+{
+	static const char *const files[] = { "kcore", "kallsyms", "modules" };
+	g_autofree char *dir = g_build_filename(out, "kcore_dir", NULL);
+
+	if (g_mkdir_with_parents(dir, 0755) < 0) {
+		g_set_error(error, VT_SYNTH_ERROR, 0, "cannot create %s: %s", dir, g_strerror(errno));
+		return FALSE;
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+		g_autofree char *from = g_build_filename(g->cfg->host_code, files[i], NULL);
+		g_autofree char *to = g_build_filename(dir, files[i], NULL);
+		g_autofree char *data = NULL;
+		gsize len = 0;
+
+		if (!g_file_get_contents(from, &data, &len, NULL) && i < 2) {
+			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot read %s", from);
+			return FALSE;
+		}
+		if (!g_file_set_contents(to, data ? data : "", len, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean as_dir_arg, const char *truth,
 			   VtSynthStats *stats_out, GError **error)
 {
+	gboolean as_dir = as_dir_arg;
 	Gen g = { .cfg = cfg };
 	VtSynthStats st = { 0 };
 	VtPerfWriter *w = NULL;
@@ -745,6 +1134,10 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 
 	if (!vt_synth_config_check(cfg, error))
 		goto out_free;
+	if ((cfg->host_code || cfg->guest_code) && !code_open(&g, error))
+		goto out_free;
+	if (code_mode(&g))
+		as_dir = TRUE;         /* the host code goes into OUT/kcore_dir */
 	g.ncpus = cfg->per_cpu ? (cfg->ncpus ? cfg->ncpus : MIN(cfg->nvcpus, 4)) : 0;
 	g.corrected = g_checksum_new(G_CHECKSUM_SHA256);
 	nq = cfg->per_cpu ? g.ncpus : cfg->nvcpus;
@@ -784,6 +1177,10 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->sb = g_array_new(FALSE, TRUE, 1);
 		q->fix = g_array_new(FALSE, FALSE, sizeof(Fix));
 		q->slice = 0;
+		if (code_mode(&g)) {
+			vt_synth_ctx_init(&q->host, g.vmexit_ip);
+			q->host_budget = 20 + g_rand_int_range(q->rng, 0, 200);
+		}
 		if (!q->enc) {
 			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot allocate libipt encoder");
 			goto out_free;
@@ -847,6 +1244,12 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		g_snprintf(name, sizeof(name), "CPU %u/KVM", vcpu_index_in_vm(&g, v));
 		rec_comm(sb, g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)], vcpu_tid(&g, v), name, g.t0 - 90000,
 			 dummy_ids[0]);
+	}
+	if (code_mode(&g)) {
+		rec_kernel_mmaps(sb, FALSE, cfg->host_code, vt_decode_image_text(g.host_img), g.t0 - 110000,
+				 dummy_ids[0]);
+		rec_kernel_mmaps(sb, TRUE, cfg->guest_code, vt_decode_image_text(g.guest_img), g.t0 - 110000,
+				 dummy_ids[0]);
 	}
 	/* Queues start with their vCPU loaded, in the host, PSB+ first. */
 	for (i = 0; i < nq; i++) {
@@ -961,7 +1364,8 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	 * truth goes too.  Either both appear or neither. */
 	if (truth && !write_truth(&g, truth, qs, nq, &st, error))
 		goto out_free;
-	if (!vt_perf_writer_finish(w, error)) {
+	if (!vt_perf_writer_finish(w, error) || (code_mode(&g) && !code_kcore_dir(&g, out, error)) ||
+	    (code_mode(&g) && !code_close(&g, TRUE, error))) {
 		if (truth)
 			g_unlink(truth);
 		goto out_free;
@@ -983,6 +1387,7 @@ out_free:
 				g_array_free(qs[i].sb, TRUE);
 			if (qs[i].fix)
 				g_array_free(qs[i].fix, TRUE);
+			vt_synth_ctx_clear(&qs[i].host);
 		}
 		g_free(qs);
 		g_free(pt_ids);
@@ -993,5 +1398,6 @@ out_free:
 		g_checksum_free(g.corrected);
 	if (g.err)
 		g_error_free(g.err);
+	code_close(&g, FALSE, NULL);
 	return ok;
 }

@@ -52,6 +52,14 @@ typedef struct VtSynthConfig {
 	guint64 t0;
 	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
 	guint32 tids[VT_SYNTH_MAX_VCPUS];
+	/* Real code (kcore_dir-style directories: kcore + kallsyms [+ modules]):
+	 * with both set, the flow walks the host's and the guest's kernel code
+	 * (src/synth/code.h) instead of random packets, the recording is a
+	 * directory with the host's kcore_dir and a guest kernel MMAP (what
+	 * `perf script --guestkallsyms GUEST/kallsyms` needs), and `branches`
+	 * (if set) receives every branch taken: the ground truth of decoding. */
+	const char *host_code, *guest_code;
+	const char *branches;
 	/* When set and non-zero (a signal handler's flag), generation stops
 	 * with an error and writes nothing. */
 	const volatile sig_atomic_t *stop;

@@ -1,0 +1,129 @@
+/* decode.h - full decoding of host Intel PT recordings of KVM guests: code
+ * images (kcore + kallsyms) and libipt's block decoder turned into a stream
+ * of branches.
+ *
+ * Images.  A kernel's code comes from an ELF core (a kcore_dir's kcore, a
+ * `vmtrace guest fetch` snapshot's kcore: only PF_X PT_LOADs are code) and
+ * its symbols from kallsyms.  Host and guest each have one image; the
+ * decoder swaps them on every paging event's NR bit (strategy D), because
+ * host and guest kernels overlap in the address space.
+ *
+ * Branches.  Every taken branch, as perf's --itrace=b sees them: taken
+ * conditional jumps, jumps, calls, returns, syscalls, interrupts, VM
+ * entries and exits, trace begin and end; each with host/guest, the VMCS
+ * loaded and the time (host TSC) when the recording is timed.  Decode
+ * errors are records too; decoding resumes at the next PSB.
+ *
+ * No printing, no exiting: errors are GErrors in VT_DECODE_ERROR.
+ * May call: src/perf, vmcorr's session index (vmcorr/session.h), libipt,
+ * Zydis. */
+#ifndef VT_DECODE_H
+#define VT_DECODE_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define VT_DECODE_ERROR (vt_decode_error_quark())
+GQuark vt_decode_error_quark(void);
+
+typedef enum {
+	VT_DECODE_ERROR_IO,         /* a file cannot be read */
+	VT_DECODE_ERROR_BAD_IMAGE,  /* kcore/kallsyms malformed or missing what is needed */
+	VT_DECODE_ERROR_BAD_INPUT,  /* the recording is unusable (no Intel PT, malformed) */
+	VT_DECODE_ERROR_FAILED,     /* libipt refused (allocation, configuration) */
+} VtDecodeErrorCode;
+
+/* ------------------------------------------------------------- images */
+typedef struct VtDecodeImage VtDecodeImage;
+
+/* A kernel image: code from the ELF core `kcore`, symbols from `kallsyms`
+ * (perf's rules: the symbol containing an address is the last one at the
+ * highest start at or below it; where several share an address the last in
+ * file order wins; "name\t[module]" names the module's symbol).  `what`
+ * ("host", "guest") goes into error messages. */
+VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, const char *what, GError **error);
+/* DIR/kcore + DIR/kallsyms (a kcore_dir or a guest fetch snapshot). */
+VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GError **error);
+void vt_decode_image_free(VtDecodeImage *img);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeImage, vt_decode_image_free)
+
+/* The code bytes at vaddr (NULL when no code segment maps it); *avail: bytes
+ * up to the end of that segment. */
+const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail);
+/* The symbol containing addr and the offset into it; NULL if none. */
+const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset);
+/* Address of a symbol by name (the first one in file order); 0 if none. */
+guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name);
+/* Text symbols (types T/t) inside code segments, ascending addresses. */
+const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n);
+/* "_text" (perf's kernel map start: the guest kernel MMAP's pgoff). */
+guint64 vt_decode_image_text(const VtDecodeImage *img);
+guint vt_decode_image_n_symbols(const VtDecodeImage *img);
+guint vt_decode_image_n_segments(const VtDecodeImage *img);
+
+/* --------------------------------------------------------- instructions */
+/* What an instruction does to control flow (Zydis decodes it). */
+typedef enum {
+	VT_INSN_OTHER,        /* falls through */
+	VT_INSN_COND,         /* jcc, jrcxz, loop* */
+	VT_INSN_JUMP,         /* direct near jmp */
+	VT_INSN_CALL,         /* direct near call */
+	VT_INSN_JUMP_IND,     /* indirect near jmp */
+	VT_INSN_CALL_IND,     /* indirect near call */
+	VT_INSN_RETURN,       /* near ret */
+	VT_INSN_SYSCALL,      /* syscall, sysenter */
+	VT_INSN_SYSRET,       /* sysret, sysexit */
+	VT_INSN_IRET,         /* iret* */
+	VT_INSN_INT,          /* int, int3, into, int1 */
+	VT_INSN_FAR,          /* far call/jmp/ret */
+	VT_INSN_VMENTRY,      /* vmlaunch, vmresume */
+	VT_INSN_VMEXIT,       /* causes a VM exit in a guest: cpuid, hlt, vmcall, in/out, rdmsr/wrmsr, ... */
+	VT_INSN_STOP,         /* ud2, ud0/1, hlt in the host: control does not go on */
+	VT_INSN_BAD,          /* not decodable */
+} VtInsnKind;
+
+typedef struct {
+	guint8 len;
+	guint8 kind;           /* VtInsnKind */
+	guint8 writes_stack_top; /* mov REG, (%rsp): a retpoline replaces its return address */
+	guint64 target;        /* direct branches: the target */
+} VtInsn;
+
+/* Decode the instruction at ip of img; FALSE (kind BAD) when unmapped or invalid. */
+gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn);
+
+/* ------------------------------------------------------------- branches */
+typedef enum {
+	VT_BRANCH_JUMP,        /* taken conditional or unconditional jump */
+	VT_BRANCH_CALL,
+	VT_BRANCH_RETURN,
+	VT_BRANCH_SYSCALL,
+	VT_BRANCH_SYSRET,
+	VT_BRANCH_IRET,
+	VT_BRANCH_INT,
+	VT_BRANCH_ASYNC,       /* interrupt/exception (FUP + TIP) */
+	VT_BRANCH_VMENTRY,
+	VT_BRANCH_VMEXIT,
+	VT_BRANCH_TRACE_BEGIN, /* from 0 */
+	VT_BRANCH_TRACE_END,   /* to 0 */
+	VT_BRANCH_ERROR,       /* a decode error at `from`; `code` says which */
+} VtBranchKind;
+
+const char *vt_branch_kind_name(VtBranchKind k);  /* "jump", "call", ... */
+
+typedef struct {
+	guint64 from, to;
+	guint64 tsc;           /* host TSC (when timed; 0 otherwise) */
+	guint64 vmcs;          /* VMCS loaded (address), 0 if none seen */
+	guint64 offset;        /* AUX offset of the packet that decided it */
+	guint8 kind;           /* VtBranchKind */
+	guint8 from_guest, to_guest;
+	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */
+	guint8 conditional;
+} VtBranch;
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,348 @@
+/* image.c - a kernel's code (ELF core: kcore_dir/kcore, a guest snapshot's
+ * kcore) and symbols (kallsyms), for libipt and for lookups. */
+#include "config.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/decode/internal.h"
+
+G_DEFINE_QUARK(vt-decode-error-quark, vt_decode_error)
+
+typedef struct {
+	guint64 vaddr, offset, size;
+	int isid;                /* in img->iscache */
+} Segment;
+
+typedef struct {
+	guint64 addr;
+	guint32 name;            /* offset into img->names */
+	char type;
+} Symbol;
+
+struct VtDecodeImage {
+	char *what, *kcore_path;
+	guint8 *map;
+	gsize map_len;
+	GArray *segs;            /* Segment, ascending vaddr */
+	GArray *syms;            /* Symbol, ascending addr, one per address */
+	GString *names;          /* NUL-separated symbol names */
+	GArray *funcs;           /* guint64 */
+	guint nsyms_file;
+	guint64 text;
+	struct pt_image_section_cache *iscache;
+};
+
+static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
+{
+	g_autofree char *msg = g_strdup_printf(fmt, detail);
+
+	g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kernel image %s: %s", img->what,
+		    img->kcore_path, msg);
+	return FALSE;
+}
+
+static gint cmp_seg(gconstpointer a, gconstpointer b)
+{
+	const Segment *x = a, *y = b;
+
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+/* The executable PT_LOADs of an ELF64 little-endian core, bounds-checked. */
+static gboolean parse_core(VtDecodeImage *img, GError **error)
+{
+	const Elf64_Ehdr *eh = (const void *)img->map;
+
+	if (img->map_len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr))
+		return bad(error, img, "%s", "not a little-endian ELF64 file");
+	if (eh->e_phoff > img->map_len || (guint64)eh->e_phnum * sizeof(Elf64_Phdr) > img->map_len - eh->e_phoff)
+		return bad(error, img, "%s", "program headers past the end of the file");
+	for (guint i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const void *)(img->map + eh->e_phoff + i * sizeof(Elf64_Phdr));
+		Segment s = { ph->p_vaddr, ph->p_offset, ph->p_filesz, 0 };
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !ph->p_filesz)
+			continue;
+		if (s.offset > img->map_len || s.size > img->map_len - s.offset || s.vaddr + s.size < s.vaddr)
+			return bad(error, img, "%s", "a PT_LOAD lies past the end of the file (truncated copy?)");
+		g_array_append_val(img->segs, s);
+	}
+	if (!img->segs->len)
+		return bad(error, img, "%s", "no executable PT_LOAD segment");
+	g_array_sort(img->segs, cmp_seg);
+	return TRUE;
+}
+
+static gint cmp_sym(gconstpointer a, gconstpointer b)
+{
+	const Symbol *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static gboolean wanted_type(char t)
+{
+	t = g_ascii_toupper(t);
+	return t == 'T' || t == 'W' || t == 'D' || t == 'B';
+}
+
+static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **error)
+{
+	g_autofree char *text = NULL;
+	gsize len;
+	char *cur, *nl;
+	guint lineno = 0;
+	GArray *all = g_array_new(FALSE, FALSE, sizeof(Symbol));
+
+	if (!g_file_get_contents(path, &text, &len, error)) {
+		g_array_free(all, TRUE);
+		return FALSE;
+	}
+	for (cur = text; cur && *cur; cur = nl ? nl + 1 : NULL) {
+		char *end, *name, *tab;
+		Symbol s;
+
+		nl = strchr(cur, '\n');
+		if (nl)
+			*nl = '\0';
+		lineno++;
+		if (!*cur)
+			continue;
+		s.addr = g_ascii_strtoull(cur, &end, 16);
+		if (end == cur || end[0] != ' ' || !end[1] || end[2] != ' ' || !end[3]) {
+			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kallsyms %s: line %u is malformed",
+				    img->what, path, lineno);
+			g_array_free(all, TRUE);
+			return FALSE;
+		}
+		s.type = end[1];
+		name = end + 3;
+		if ((tab = strchr(name, '\t')))
+			*tab = '\0';
+		img->nsyms_file++;
+		if (!strcmp(name, "_text") && !img->text)
+			img->text = s.addr;
+		if (!wanted_type(s.type) || !s.addr)
+			continue;
+		s.name = img->names->len;
+		g_string_append_len(img->names, name, strlen(name) + 1);
+		g_array_append_val(all, s);
+	}
+	/* sort; of the symbols at one address keep the last in the file (the
+	 * largest name offset) */
+	g_array_sort(all, cmp_sym);
+	for (guint i = 0; i < all->len; i++) {
+		Symbol *s = &g_array_index(all, Symbol, i);
+		Symbol *last = img->syms->len ? &g_array_index(img->syms, Symbol, img->syms->len - 1) : NULL;
+
+		if (last && last->addr == s->addr) {
+			if (s->name > last->name)     /* later in the file */
+				*last = *s;
+		} else {
+			g_array_append_val(img->syms, *s);
+		}
+	}
+	g_array_free(all, TRUE);
+	if (!img->nsyms_file) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kallsyms %s is empty", img->what, path);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
+{
+	img->iscache = pt_iscache_alloc(img->what);
+	if (!img->iscache) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt section cache");
+		return FALSE;
+	}
+	for (guint i = 0; i < img->segs->len; i++) {
+		Segment *s = &g_array_index(img->segs, Segment, i);
+
+		s->isid = pt_iscache_add_file(img->iscache, img->kcore_path, s->offset, s->size, s->vaddr);
+		if (s->isid < 0) {
+			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kernel image %s: libipt: %s",
+				    img->what, img->kcore_path, pt_errstr(pt_errcode(s->isid)));
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
+static void collect_functions(VtDecodeImage *img)
+{
+	for (guint i = 0; i < img->syms->len; i++) {
+		const Symbol *s = &g_array_index(img->syms, Symbol, i);
+		gsize avail;
+
+		if (g_ascii_toupper(s->type) == 'T' && vt_decode_image_code(img, s->addr, &avail) && avail >= 16)
+			g_array_append_val(img->funcs, s->addr);
+	}
+}
+
+VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, const char *what, GError **error)
+{
+	VtDecodeImage *img = g_new0(VtDecodeImage, 1);
+	struct stat st;
+	int fd;
+
+	img->what = g_strdup(what);
+	img->kcore_path = g_strdup(kcore);
+	img->segs = g_array_new(FALSE, FALSE, sizeof(Segment));
+	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
+	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
+	img->names = g_string_new(NULL);
+	fd = open(kcore, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read the %s kernel image %s: %s", what,
+			    kcore, g_strerror(errno));
+		goto fail;
+	}
+	img->map_len = st.st_size;
+	img->map = img->map_len ? mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	if (img->map == MAP_FAILED) {
+		img->map = NULL;
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot map %s: %s", kcore, g_strerror(errno));
+		goto fail;
+	}
+	close(fd);
+	fd = -1;
+	if (!parse_core(img, error) || !parse_kallsyms(img, kallsyms, error) || !add_to_iscache(img, error))
+		goto fail;
+	collect_functions(img);
+	return img;
+fail:
+	if (fd >= 0)
+		close(fd);
+	vt_decode_image_free(img);
+	return NULL;
+}
+
+VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GError **error)
+{
+	g_autofree char *kcore = g_build_filename(dir, "kcore", NULL);
+	g_autofree char *kallsyms = g_build_filename(dir, "kallsyms", NULL);
+
+	return vt_decode_image_load(kcore, kallsyms, what, error);
+}
+
+void vt_decode_image_free(VtDecodeImage *img)
+{
+	if (!img)
+		return;
+	if (img->iscache)
+		pt_iscache_free(img->iscache);
+	if (img->map)
+		munmap(img->map, img->map_len);
+	g_array_free(img->segs, TRUE);
+	g_array_free(img->syms, TRUE);
+	g_array_free(img->funcs, TRUE);
+	g_string_free(img->names, TRUE);
+	g_free(img->what);
+	g_free(img->kcore_path);
+	g_free(img);
+}
+
+const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+{
+	guint lo = 0, hi = img->segs->len;
+
+	while (lo < hi) {                 /* last segment starting at or below vaddr */
+		guint mid = (lo + hi) / 2;
+
+		if (g_array_index(img->segs, Segment, mid).vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo) {
+		const Segment *s = &g_array_index(img->segs, Segment, lo - 1);
+
+		if (vaddr - s->vaddr < s->size) {
+			*avail = s->size - (vaddr - s->vaddr);
+			return img->map + s->offset + (vaddr - s->vaddr);
+		}
+	}
+	*avail = 0;
+	return NULL;
+}
+
+const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset)
+{
+	guint lo = 0, hi = img->syms->len;
+
+	while (lo < hi) {
+		guint mid = (lo + hi) / 2;
+
+		if (g_array_index(img->syms, Symbol, mid).addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	*offset = addr - g_array_index(img->syms, Symbol, lo - 1).addr;
+	return img->names->str + g_array_index(img->syms, Symbol, lo - 1).name;
+}
+
+guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name)
+{
+	for (guint i = 0; i < img->syms->len; i++) {
+		const Symbol *s = &g_array_index(img->syms, Symbol, i);
+
+		if (!strcmp(img->names->str + s->name, name))
+			return s->addr;
+	}
+	return 0;
+}
+
+const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n)
+{
+	*n = img->funcs->len;
+	return (const guint64 *)(const void *)img->funcs->data;
+}
+
+guint64 vt_decode_image_text(const VtDecodeImage *img)
+{
+	return img->text;
+}
+
+guint vt_decode_image_n_symbols(const VtDecodeImage *img)
+{
+	return img->nsyms_file;
+}
+
+guint vt_decode_image_n_segments(const VtDecodeImage *img)
+{
+	return img->segs->len;
+}
+
+struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error)
+{
+	struct pt_image *pi = pt_image_alloc(img->what);
+
+	if (!pi) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt image");
+		return NULL;
+	}
+	for (guint i = 0; i < img->segs->len; i++) {
+		int rc = pt_image_add_cached(pi, img->iscache, g_array_index(img->segs, Segment, i).isid, NULL);
+
+		if (rc < 0) {
+			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "libipt image: %s",
+				    pt_errstr(pt_errcode(rc)));
+			pt_image_free(pi);
+			return NULL;
+		}
+	}
+	return pi;
+}

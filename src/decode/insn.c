@@ -1,0 +1,99 @@
+/* insn.c - what one instruction does to control flow, with Zydis. */
+#include "config.h"
+
+#include <Zydis/Zydis.h>
+
+#include "src/decode/decode.h"
+
+static VtInsnKind kind_of(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
+{
+	gboolean direct = in->operand_count_visible > 0 && op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+			  op[0].imm.is_relative;
+
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_JL: case ZYDIS_MNEMONIC_JLE:
+	case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JNL: case ZYDIS_MNEMONIC_JNLE:
+	case ZYDIS_MNEMONIC_JNO: case ZYDIS_MNEMONIC_JNP: case ZYDIS_MNEMONIC_JNS: case ZYDIS_MNEMONIC_JNZ:
+	case ZYDIS_MNEMONIC_JO: case ZYDIS_MNEMONIC_JP: case ZYDIS_MNEMONIC_JS: case ZYDIS_MNEMONIC_JZ:
+	case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
+	case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
+		return VT_INSN_COND;
+	case ZYDIS_MNEMONIC_JMP:
+		if (in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+			return VT_INSN_FAR;
+		return direct ? VT_INSN_JUMP : VT_INSN_JUMP_IND;
+	case ZYDIS_MNEMONIC_CALL:
+		if (in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+			return VT_INSN_FAR;
+		return direct ? VT_INSN_CALL : VT_INSN_CALL_IND;
+	case ZYDIS_MNEMONIC_RET:
+		return in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ? VT_INSN_FAR : VT_INSN_RETURN;
+	case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSENTER:
+		return VT_INSN_SYSCALL;
+	case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT:
+		return VT_INSN_SYSRET;
+	case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+		return VT_INSN_IRET;
+	case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
+		return VT_INSN_INT;
+	case ZYDIS_MNEMONIC_VMLAUNCH: case ZYDIS_MNEMONIC_VMRESUME:
+		return VT_INSN_VMENTRY;
+	case ZYDIS_MNEMONIC_CPUID: case ZYDIS_MNEMONIC_VMCALL: case ZYDIS_MNEMONIC_IN: case ZYDIS_MNEMONIC_OUT:
+	case ZYDIS_MNEMONIC_INSB: case ZYDIS_MNEMONIC_INSW: case ZYDIS_MNEMONIC_INSD:
+	case ZYDIS_MNEMONIC_OUTSB: case ZYDIS_MNEMONIC_OUTSW: case ZYDIS_MNEMONIC_OUTSD:
+	case ZYDIS_MNEMONIC_RDMSR: case ZYDIS_MNEMONIC_WRMSR: case ZYDIS_MNEMONIC_XSETBV:
+	case ZYDIS_MNEMONIC_RDPMC: case ZYDIS_MNEMONIC_INVD: case ZYDIS_MNEMONIC_WBINVD:
+	case ZYDIS_MNEMONIC_MONITOR: case ZYDIS_MNEMONIC_MWAIT: case ZYDIS_MNEMONIC_GETSEC:
+		return VT_INSN_VMEXIT;
+	case ZYDIS_MNEMONIC_UD0: case ZYDIS_MNEMONIC_UD1: case ZYDIS_MNEMONIC_UD2: case ZYDIS_MNEMONIC_HLT:
+		return VT_INSN_STOP;
+	default:
+		return VT_INSN_OTHER;
+	}
+}
+
+gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn)
+{
+	ZydisDecoder dec;
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	gsize avail;
+	const guint8 *code = vt_decode_image_code(img, ip, &avail);
+
+	insn->len = 0;
+	insn->kind = VT_INSN_BAD;
+	insn->target = 0;
+	insn->writes_stack_top = FALSE;
+	if (!code)
+		return FALSE;
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code, MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &in, op)))
+		return FALSE;
+	insn->len = in.length;
+	insn->kind = kind_of(&in, op);
+	if (insn->kind == VT_INSN_COND || insn->kind == VT_INSN_JUMP || insn->kind == VT_INSN_CALL) {
+		ZyanU64 t;
+
+		if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
+			insn->target = t;
+	}
+	/* mov REG, (%rsp): the retpoline thunks' way to return elsewhere */
+	if (in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2 && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	    op[0].mem.base == ZYDIS_REGISTER_RSP && op[0].mem.index == ZYDIS_REGISTER_NONE && !op[0].mem.disp.has_displacement &&
+	    op[1].type == ZYDIS_OPERAND_TYPE_REGISTER)
+		insn->writes_stack_top = TRUE;
+	return TRUE;
+}
+
+const char *vt_branch_kind_name(VtBranchKind k)
+{
+	static const char *const names[] = {
+		[VT_BRANCH_JUMP] = "jump", [VT_BRANCH_CALL] = "call", [VT_BRANCH_RETURN] = "return",
+		[VT_BRANCH_SYSCALL] = "syscall", [VT_BRANCH_SYSRET] = "sysret", [VT_BRANCH_IRET] = "iret",
+		[VT_BRANCH_INT] = "int", [VT_BRANCH_ASYNC] = "async", [VT_BRANCH_VMENTRY] = "vmentry",
+		[VT_BRANCH_VMEXIT] = "vmexit", [VT_BRANCH_TRACE_BEGIN] = "trace-begin",
+		[VT_BRANCH_TRACE_END] = "trace-end", [VT_BRANCH_ERROR] = "error",
+	};
+
+	return (guint)k < G_N_ELEMENTS(names) && names[k] ? names[k] : "?";
+}

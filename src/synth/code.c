@@ -1,0 +1,298 @@
+/* code.c - the real-code walker of `vmtrace synth --host-code/--guest-code`
+ * (see code.h). */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/synth/code.h"
+
+#define DIST_INF G_MAXINT
+#define DIST_NODES 4000          /* BFS budget per distance query */
+#define COMP_DEPTH 64            /* Intel PT's return-compression stack */
+#define WALK_LIMIT 100000        /* instructions without a decision: stuck (e.g. jmp .) */
+/* Addresses are hash keys themselves (64-bit pointers). */
+G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+#define KEY(a) ((gpointer)(guintptr)(a))
+
+struct VtSynthCode {
+	VtDecodeImage *img;
+	GHashTable *insns;       /* ip -> VtInsn* */
+	GHashTable *dist;        /* ip -> distance + 1 (instructions to a return) */
+	const guint64 *funcs;
+	guint nfuncs;
+};
+
+VtSynthCode *vt_synth_code_new(VtDecodeImage *img)
+{
+	VtSynthCode *c = g_new0(VtSynthCode, 1);
+
+	c->img = img;
+	c->insns = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	c->dist = g_hash_table_new(g_direct_hash, g_direct_equal);
+	c->funcs = vt_decode_image_functions(img, &c->nfuncs);
+	return c;
+}
+
+void vt_synth_code_free(VtSynthCode *c)
+{
+	if (!c)
+		return;
+	g_hash_table_destroy(c->insns);
+	g_hash_table_destroy(c->dist);
+	g_free(c);
+}
+
+/* The decoded instruction at ip (cached). */
+static const VtInsn *insn_at(VtSynthCode *c, guint64 ip)
+{
+	VtInsn *e = g_hash_table_lookup(c->insns, KEY(ip));
+
+	if (!e) {
+		e = g_new(VtInsn, 1);
+		vt_decode_insn(c->img, ip, e);
+		g_hash_table_insert(c->insns, KEY(ip), e);
+	}
+	return e;
+}
+
+void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip)
+{
+	ctx->ip = ip;
+	ctx->stack = g_array_new(FALSE, FALSE, sizeof(guint64));
+	ctx->comp = g_array_new(FALSE, FALSE, sizeof(guint64));
+	ctx->top_replaced = FALSE;
+}
+
+void vt_synth_ctx_clear(VtSynthCtx *ctx)
+{
+	if (ctx->stack)
+		g_array_free(ctx->stack, TRUE);
+	if (ctx->comp)
+		g_array_free(ctx->comp, TRUE);
+	memset(ctx, 0, sizeof(*ctx));
+}
+
+void vt_synth_ctx_flush_comp(VtSynthCtx *ctx)
+{
+	g_array_set_size(ctx->comp, 0);
+}
+
+static int dist_to_return(VtSynthCode *c, guint64 ip);
+
+/* A function start from which a return is reachable (not a halt loop,
+ * not a BUG()), if one turns up within a few tries. */
+guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng)
+{
+	guint64 f = 0;
+
+	for (int i = 0; i < 20 && c->nfuncs; i++) {
+		f = c->funcs[g_rand_int_range(rng, 0, (gint32)c->nfuncs)];
+		if (dist_to_return(c, f) != DIST_INF)
+			break;
+	}
+	return f;
+}
+
+/* Successors of an instruction for the distance search: -1 dead end, 0 a
+ * return (the goal), else the number of successors in succ[]. */
+static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
+{
+	switch (in->kind) {
+	case VT_INSN_OTHER:
+	case VT_INSN_VMEXIT:
+	case VT_INSN_CALL_IND:           /* the callee returns here */
+		succ[0] = ip + in->len;
+		return 1;
+	case VT_INSN_JUMP:
+		succ[0] = in->target;
+		return 1;
+	case VT_INSN_CALL:               /* into the callee (a retpoline returns from there) and past it */
+	case VT_INSN_COND:
+		succ[0] = in->target;
+		succ[1] = ip + in->len;
+		return 2;
+	case VT_INSN_RETURN:
+	case VT_INSN_JUMP_IND:
+	case VT_INSN_VMENTRY:
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* Instructions from ip to the nearest return or indirect jump (a bounded
+ * breadth-first search; DIST_INF when none is within reach). */
+static int dist_to_return(VtSynthCode *c, guint64 ip)
+{
+	gpointer hit = g_hash_table_lookup(c->dist, KEY(ip));
+	GHashTable *seen;
+	GArray *cur, *next;
+	int d = DIST_INF, level = 0;
+	guint nodes = 0;
+
+	if (hit)
+		return GPOINTER_TO_INT(hit) == DIST_INF ? DIST_INF : GPOINTER_TO_INT(hit) - 1;
+	seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+	cur = g_array_new(FALSE, FALSE, sizeof(guint64));
+	next = g_array_new(FALSE, FALSE, sizeof(guint64));
+	g_array_append_val(cur, ip);
+	g_hash_table_add(seen, KEY(ip));
+	while (cur->len && d == DIST_INF && nodes < DIST_NODES) {
+		for (guint i = 0; i < cur->len && d == DIST_INF; i++) {
+			guint64 a = g_array_index(cur, guint64, i), succ[2];
+			int n = successors(insn_at(c, a), a, succ);
+
+			nodes++;
+			if (n == 0)
+				d = level;
+			for (int k = 0; k < n; k++) {
+				if (g_hash_table_contains(seen, KEY(succ[k])))
+					continue;
+				g_hash_table_add(seen, KEY(succ[k]));
+				g_array_append_val(next, succ[k]);
+			}
+		}
+		{
+			GArray *t = cur;
+
+			cur = next;
+			next = t;
+			g_array_set_size(next, 0);
+		}
+		level++;
+	}
+	g_hash_table_destroy(seen);
+	g_array_free(cur, TRUE);
+	g_array_free(next, TRUE);
+	g_hash_table_insert(c->dist, KEY(ip), GINT_TO_POINTER(d == DIST_INF ? DIST_INF : d + 1));
+	return d;
+}
+
+static gboolean choose_taken(VtSynthCode *c, const VtInsn *in, guint64 ip, GRand *rng, double bias)
+{
+	int dt = dist_to_return(c, in->target), df = dist_to_return(c, ip + in->len);
+
+	if (dt == DIST_INF && df != DIST_INF)
+		return FALSE;
+	if (df == DIST_INF && dt != DIST_INF)
+		return TRUE;
+	if (dt != df && g_rand_double(rng) < bias)
+		return dt < df;
+	return g_rand_boolean(rng);
+}
+
+static void push_return(VtSynthCtx *ctx, guint64 ret, guint64 target)
+{
+	g_array_append_val(ctx->stack, ret);
+	ctx->top_replaced = FALSE;
+	if (target == ret)              /* zero-length calls are not pushed (SDM) */
+		return;
+	if (ctx->comp->len == COMP_DEPTH)
+		g_array_remove_index(ctx->comp, 0);
+	g_array_append_val(ctx->comp, ret);
+}
+
+/* A near RET: to the saved return address (compressed when the compression
+ * stack holds it on top), or - the address replaced, or nothing saved - to
+ * a function start with a TIP; an uncompressed RET forgets the compression
+ * stack, so perf (pops on every RET) and libipt (pops on compressed ones)
+ * stay in step. */
+static void do_return(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, VtWalkStep *step)
+{
+	guint64 t = 0;
+	gboolean have = ctx->stack->len && !ctx->top_replaced;
+
+	if (ctx->stack->len) {
+		t = g_array_index(ctx->stack, guint64, ctx->stack->len - 1);
+		g_array_set_size(ctx->stack, ctx->stack->len - 1);
+	}
+	if (!have)
+		t = vt_synth_code_pick(c, rng);
+	ctx->top_replaced = FALSE;
+	if (have && ctx->comp->len && g_array_index(ctx->comp, guint64, ctx->comp->len - 1) == t) {
+		g_array_set_size(ctx->comp, ctx->comp->len - 1);
+		step->what = VT_WALK_TNT;
+		step->taken = TRUE;
+	} else {
+		g_array_set_size(ctx->comp, 0);
+		step->what = VT_WALK_TIP;
+		step->tip = t;
+	}
+	ctx->ip = t;
+}
+
+void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gboolean guest, VtWalkStep *step,
+		   VtSynthBranchFn fn, gpointer user)
+{
+	memset(step, 0, sizeof(*step));
+	for (guint n = 0; n < WALK_LIMIT; n++) {
+		guint64 ip = ctx->ip, t;
+		const VtInsn *in = insn_at(c, ip);
+
+		switch (in->kind) {
+		case VT_INSN_OTHER:
+			ctx->top_replaced |= in->writes_stack_top;
+			ctx->ip = ip + in->len;
+			continue;
+		case VT_INSN_VMEXIT:
+			if (!guest) {
+				ctx->ip = ip + in->len;
+				continue;
+			}
+			step->what = VT_WALK_EXIT;     /* emulated by the host, which skips it */
+			step->resume = ip + in->len;
+			return;
+		case VT_INSN_JUMP:
+			if (in->target <= ip && dist_to_return(c, in->target) == DIST_INF) {
+				/* a loop nothing leaves (jmp ., a spin on a halt): the
+				 * code goes no further here */
+				step->what = guest ? VT_WALK_EXIT : VT_WALK_STUCK;
+				step->resume = vt_synth_code_pick(c, rng);
+				return;
+			}
+			fn(VT_BRANCH_JUMP, ip, in->target, user);
+			ctx->ip = in->target;
+			continue;
+		case VT_INSN_CALL:
+			push_return(ctx, ip + in->len, in->target);
+			fn(VT_BRANCH_CALL, ip, in->target, user);
+			ctx->ip = in->target;
+			continue;
+		case VT_INSN_COND:
+			step->what = VT_WALK_TNT;
+			step->taken = choose_taken(c, in, ip, rng, bias);
+			ctx->ip = step->taken ? in->target : ip + in->len;
+			if (step->taken)
+				fn(VT_BRANCH_JUMP, ip, in->target, user);
+			return;
+		case VT_INSN_JUMP_IND:
+		case VT_INSN_CALL_IND:
+			t = vt_synth_code_pick(c, rng);
+			if (in->kind == VT_INSN_CALL_IND)
+				push_return(ctx, ip + in->len, t);
+			fn(in->kind == VT_INSN_CALL_IND ? VT_BRANCH_CALL : VT_BRANCH_JUMP, ip, t, user);
+			step->what = VT_WALK_TIP;
+			step->tip = ctx->ip = t;
+			return;
+		case VT_INSN_RETURN:
+			do_return(c, ctx, rng, step);
+			fn(VT_BRANCH_RETURN, ip, ctx->ip, user);
+			return;
+		case VT_INSN_VMENTRY:
+			step->what = guest ? VT_WALK_EXIT : VT_WALK_VMENTRY;
+			step->resume = guest ? vt_synth_code_pick(c, rng) : 0;
+			return;
+		default:                       /* ud2, hlt, int3, sysret, iret, far, bad code */
+			if (guest) {
+				step->what = VT_WALK_EXIT;   /* the host injects something else */
+				step->resume = in->kind == VT_INSN_STOP && in->len == 1 ? ip + 1   /* hlt */
+										 : vt_synth_code_pick(c, rng);
+			} else {
+				step->what = VT_WALK_STUCK;
+			}
+			return;
+		}
+	}
+	step->what = guest ? VT_WALK_EXIT : VT_WALK_STUCK;
+	step->resume = vt_synth_code_pick(c, rng);
+}

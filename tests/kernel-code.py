@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""kernel-code.py - real x86-64 kernel code for the decoding tests.
+
+    tests/kernel-code.py VMLINUX SLIDE OUTDIR [--kvm-stub]
+
+Debian ships a stripped vmlinux and a stub System.map, so the symbols come
+from the kernel's own kallsyms tables inside .rodata (the ones /proc/kallsyms
+reads): the token table is found by its run of one-character digit tokens,
+its index right after it, then num_syms, names, markers and the
+base-relative offsets around them (layout of 6.1 kernels with
+kallsyms_seqs_of_names).  Writes, for the kernel relocated by SLIDE (a
+KASLR-like shift, e.g. 0x2000000):
+
+  OUTDIR/kallsyms   what /proc/kallsyms of that kernel shows (text symbols
+                    and the section markers, TAB before [module] names)
+  OUTDIR/modules    /proc/modules (empty, or the stand-in below)
+  OUTDIR/full.core  an ELF64 core of the kernel's first PT_LOAD (text and
+                    rodata) at its relocated address - tests/trim-kcore cuts
+                    it down the way `vmtrace guest fetch` cuts /proc/kcore
+
+--kvm-stub adds a 4 KiB module "kvm_intel" at 0xffffffffc0a00000 standing in
+for KVM's VM-entry code (the Debian kernel has KVM as modules, not in
+vmlinux): vmx_vmexit: `call *%rax` (the exit handler, a real kernel
+function) then `vmresume`.  Only symbols of type T/t/W/w/A and the markers
+are kept for the text; relocated code is exact because x86-64 direct
+branches are relative.
+"""
+import struct
+import sys
+
+KVM_BASE = 0xffffffffc0a00000
+KVM_CODE = bytes([0xff, 0xd0,            # vmx_vmexit: call *%rax
+                  0x0f, 0x01, 0xc3,      # vmx_vmresume: vmresume
+                  0x0f, 0x0b])           # ud2
+
+
+def a8(x):
+    return (x + 7) & ~7
+
+
+def find_tokens(d):
+    digits = b''.join(bytes([c]) + b'\0' for c in b'0123456789')
+    start = 0
+    while True:
+        p = d.find(digits, start)
+        if p < 0:
+            raise SystemExit("kernel-code.py: no kallsyms token table in the image")
+        start = p + 1
+        q = p
+        for _ in range(0x30):            # back to token 0
+            if d[q - 1] != 0:
+                break
+            q = d.rfind(b'\0', 0, q - 1) + 1
+        else:
+            t = q
+            e = t
+            for _ in range(256):
+                e = d.index(b'\0', e) + 1
+            idx_at = a8(e)
+            idx = struct.unpack_from('<256H', d, idx_at)
+            if idx[0] == 0 and idx[0x30] == p - t:
+                return t, [d[t + i:d.index(b'\0', t + i)] for i in idx]
+
+
+def find_tables(d, t):
+    """markers, seqs_of_names (3 bytes per symbol) and the token table are
+    adjacent: try every symbol count until the markers fit."""
+    for n in range(1000, 1000000):
+        seqs = t - a8(3 * n)
+        m = (n + 255) // 256
+        ms = seqs - a8(4 * m)
+        mk = struct.unpack_from('<%dI' % m, d, ms)
+        if mk[0] != 0 or any(mk[i] >= mk[i + 1] for i in range(m - 1)):
+            continue
+        for nn in (n, n + 1):            # num_syms (u64) precedes names
+            p = d.rfind(nn.to_bytes(8, 'little'), ms - 8 * mk[-1] - 4096, ms)
+            if p > 0 and p % 8 == 0 and ms - (p + 8) >= mk[-1]:
+                return nn, p + 8, p - 8
+    raise SystemExit("kernel-code.py: kallsyms tables not found")
+
+
+def symbols(d):
+    t, tokens = find_tokens(d)
+    n, names, base_at = find_tables(d, t)
+    base = struct.unpack_from('<Q', d, base_at)[0]
+    offs = struct.unpack_from('<%di' % n, d, base_at - a8(4 * n))
+    out = []
+    p = names
+    for i in range(n):
+        ln = d[p]
+        p += 1
+        if ln & 0x80:
+            ln = (ln & 0x7f) | (d[p] << 7)
+            p += 1
+        s = b''.join(tokens[c] for c in d[p:p + ln]).decode('ascii', 'replace')
+        p += ln
+        o = offs[i]
+        addr = o if o >= 0 else base - 1 - o
+        out.append((addr, s[0], s[1:]))
+    return out
+
+
+def text_segment(d):
+    e_phoff, = struct.unpack_from('<Q', d, 32)
+    e_phnum, = struct.unpack_from('<H', d, 56)
+    for i in range(e_phnum):
+        p_type, p_flags, p_off, p_vaddr, _, p_filesz = struct.unpack_from('<IIQQQQ', d, e_phoff + 56 * i)
+        if p_type == 1 and p_flags & 1 and p_vaddr >= 0xffffffff80000000:
+            return p_vaddr, d[p_off:p_off + p_filesz]
+    raise SystemExit("kernel-code.py: no executable PT_LOAD")
+
+
+def write_core(path, segs):
+    off = 64 + 56 * len(segs)
+    off = (off + 4095) & ~4095
+    hdr = bytearray(b'\x7fELF\x02\x01\x01' + b'\0' * 9)
+    hdr += struct.pack('<HHIQQQIHHHHHH', 4, 62, 1, 0, 64, 0, 0, 64, 56, len(segs), 0, 0, 0)
+    body = []
+    for vaddr, data in segs:
+        hdr += struct.pack('<IIQQQQQQ', 1, 7, off, vaddr, 0, len(data), len(data), 4096)
+        body.append((off, data))
+        off = (off + len(data) + 4095) & ~4095
+    with open(path, 'wb') as f:
+        f.write(hdr)
+        for o, data in body:
+            f.seek(o)
+            f.write(data)
+
+
+def main():
+    if len(sys.argv) not in (4, 5):
+        raise SystemExit(__doc__)
+    d = open(sys.argv[1], 'rb').read()
+    slide = int(sys.argv[2], 0)
+    out = sys.argv[3]
+    stub = len(sys.argv) == 5 and sys.argv[4] == '--kvm-stub'
+    lines = []
+    for addr, typ, name in symbols(d):
+        if addr < 0xffffffff80000000:
+            continue                     # per-CPU offsets
+        if typ in 'TtWwA' or name in ('_text', '_stext', '_etext', '_sinittext', '_einittext'):
+            lines.append('%016x %s %s\n' % (addr + slide, typ, name))
+    vaddr, text = text_segment(d)
+    segs = [(vaddr + slide, text)]
+    mods = ''
+    if stub:
+        lines.append('%016x t vmx_vmexit\t[kvm_intel]\n' % KVM_BASE)
+        lines.append('%016x t vmx_vmresume\t[kvm_intel]\n' % (KVM_BASE + 2))
+        segs.append((KVM_BASE, KVM_CODE + b'\xcc' * (4096 - len(KVM_CODE))))
+        mods = 'kvm_intel 4096 0 - Live 0x%x\n' % KVM_BASE
+    with open(out + '/kallsyms', 'w') as f:
+        f.writelines(lines)
+    with open(out + '/modules', 'w') as f:
+        f.write(mods)
+    write_core(out + '/full.core', segs)
+
+
+if __name__ == '__main__':
+    main()
