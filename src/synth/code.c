@@ -106,7 +106,16 @@ static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
 	case VT_INSN_JUMP:
 		succ[0] = in->target;
 		return 1;
-	case VT_INSN_CALL:               /* into the callee (a retpoline returns from there) and past it */
+	case VT_INSN_CALL:
+		/* past the call (the callee returns); into it only for the
+		 * retpoline's short `call 1f` over its speculation trap, whose
+		 * RET leaves from there */
+		succ[0] = ip + in->len;
+		if (in->target > ip && in->target - ip <= 32) {
+			succ[1] = in->target;
+			return 2;
+		}
+		return 1;
 	case VT_INSN_COND:
 		succ[0] = in->target;
 		succ[1] = ip + in->len;
@@ -243,17 +252,21 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 			step->resume = ip + in->len;
 			return;
 		case VT_INSN_JUMP:
-			if (in->target <= ip && dist_to_return(c, in->target) == DIST_INF) {
-				/* a loop nothing leaves (jmp ., a spin on a halt): the
+		case VT_INSN_CALL:
+			if (insn_at(c, in->target)->kind == VT_INSN_BAD ||
+			    (in->kind == VT_INSN_JUMP && in->target <= ip && dist_to_return(c, in->target) == DIST_INF)) {
+				/* to code the image does not have (init text), or a
+				 * loop nothing leaves (jmp ., a spin on a halt): the
 				 * code goes no further here */
 				step->what = guest ? VT_WALK_EXIT : VT_WALK_STUCK;
 				step->resume = vt_synth_code_pick(c, rng);
 				return;
 			}
-			fn(VT_BRANCH_JUMP, ip, in->target, user);
-			ctx->ip = in->target;
-			continue;
-		case VT_INSN_CALL:
+			if (in->kind == VT_INSN_JUMP) {
+				fn(VT_BRANCH_JUMP, ip, in->target, user);
+				ctx->ip = in->target;
+				continue;
+			}
 			push_return(ctx, ip + in->len, in->target);
 			fn(VT_BRANCH_CALL, ip, in->target, user);
 			ctx->ip = in->target;

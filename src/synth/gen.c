@@ -587,6 +587,11 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 
 	if (c->per_cpu && q->vcpu >= 0) {
 		/* schedule out the old vCPU thread, in the new one */
+		if (code_mode(g)) {
+			flush_tnt(g, q);
+			advance(g, q, q->pending_dt, TRUE);
+			q->pending_dt = 0;
+		}
 		advance(g, q, 200 + (g_rand_int(q->rng) & 0x3ff), TRUE);
 		rec_switch(q->sb, TRUE, oldpid, old, np, nt, q->t, q->cpu, q->dummy_id);
 		advance(g, q, 100, TRUE);
@@ -599,9 +604,13 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 	q->vcpu = v;
 	/* VMPTRLD; with real code it is reported at the next VM entry, an
 	 * instruction libipt binds VMCS packets to */
-	if (code_mode(g))
+	if (code_mode(g)) {
+		/* the new thread's time starts at a TSC (PSB+), so that every
+		 * branch decoded after the switch is timed after it */
 		q->vmcs_dirty = TRUE;
-	else
+		if (c->per_cpu && !c->timeless)
+			psb_plus(g, q);
+	} else
 		pkt_vmcs(g, q, vt_synth_vmcs(v));
 }
 
@@ -762,14 +771,21 @@ static void code_step(Gen *g, Queue *q)
 	if (!q->in_guest) {
 		double bias = MIN(0.97, 0.3 + 0.05 * q->host.stack->len + (q->host_n > q->host_budget ? 0.6 : 0));
 
+		if (q->host_n > 50000) {         /* a loop it does not leave */
+			code_host_restart(g, q);
+			q->host_n = 0;
+			return;
+		}
 		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
 		q->host_n++;
 		if (st.what == VT_WALK_VMENTRY) {
 			code_vm_entry(g, q);
-			q->guest_left = 2 + q->host_n * c->guest_percent / (100 - MIN(c->guest_percent, 95));
+			/* the guest's share of decisions (the host's are about 20..220) */
+			q->guest_left = 2 + (guint)g_rand_int_range(q->rng, 20, 420) * c->guest_percent /
+					    (100 - MIN(c->guest_percent, 95));
 			return;
 		}
-		if (st.what == VT_WALK_STUCK || q->host_n > 50000) {
+		if (st.what == VT_WALK_STUCK) {
 			code_host_restart(g, q);
 			q->host_n = 0;
 			return;
@@ -800,6 +816,7 @@ static void fill_chunk(Gen *g, Queue *q)
 	while (!q->done && q->len + 256 < limit && !g->err) {
 		/* a host stretch: KVM run loop */
 		if (q->bytes >= q->target) {
+			flush_tnt(g, q);      /* the last decisions reach the trace */
 			q->done = TRUE;
 			break;
 		}
