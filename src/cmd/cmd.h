@@ -35,6 +35,7 @@ int cmd_correlate(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
+int cmd_script(int argc, char **argv);
 
 /* Print a check list (VtHostCheck of src/host/host.h) as a table or JSON (check.c). */
 void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);

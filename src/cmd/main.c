@@ -14,6 +14,7 @@ static const VtCmd commands[] = {
 	{ "correlate", cmd_correlate, "find each VMCS's TSC offset in a host Intel PT trace and correct guest TSC packets" },
 	{ "guest", cmd_guest, "copy a guest's kallsyms, modules and kcore (perf's cache); check the guest" },
 	{ "record", cmd_record, "trace a libvirt domain's vCPU threads with Intel PT into a perf.data directory" },
+	{ "script", cmd_script, "print the branches of a recording, host and guest code decoded (like perf script --itrace=be)" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
 };
 

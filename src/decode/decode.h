@@ -77,9 +77,9 @@ typedef enum {
 	VT_INSN_SYSRET,       /* sysret, sysexit */
 	VT_INSN_IRET,         /* iret* */
 	VT_INSN_INT,          /* int, int3, into, int1 */
-	VT_INSN_FAR,          /* far call/jmp/ret */
+	VT_INSN_FAR,          /* far call/jmp/ret; vmcall (libipt: a far call) */
 	VT_INSN_VMENTRY,      /* vmlaunch, vmresume */
-	VT_INSN_VMEXIT,       /* causes a VM exit in a guest: cpuid, hlt, vmcall, in/out, rdmsr/wrmsr, ... */
+	VT_INSN_VMEXIT,       /* causes a VM exit in a guest: cpuid, in/out, rdmsr/wrmsr, ... */
 	VT_INSN_STOP,         /* ud2, ud0/1, hlt in the host: control does not go on */
 	VT_INSN_BAD,          /* not decodable */
 } VtInsnKind;
@@ -123,6 +123,53 @@ typedef struct {
 	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */
 	guint8 conditional;
 } VtBranch;
+
+/* ------------------------------------------------------------ recordings */
+typedef struct {
+	const char *path;         /* the recording (file or perf.data directory) */
+	VtDecodeImage *host;      /* borrowed */
+	VtDecodeImage *guest;     /* borrowed; NULL: host only (guest code is an error) */
+	guint jobs;               /* decoding threads (0: one per CPU) */
+} VtDecodeOptions;
+
+/* One branch as the recording places it. */
+typedef struct {
+	VtBranch b;
+	guint32 queue;            /* AUX queue index */
+	gint32 cpu;               /* -1: per-thread recording */
+	gint32 pid, tid;          /* thread (per-CPU: from the switch sideband at the branch's time) */
+	gint32 vcpu;              /* from the thread's name "CPU n/KVM", -1 if unknown */
+	const char *comm;         /* thread name; owned by the result */
+	guint64 time;             /* perf time (ns) when timed, else 0 */
+} VtDecodeEvent;
+
+typedef struct VtDecodeResult VtDecodeResult;
+
+/* Decode every AUX queue of the recording (queues in parallel threads) and
+ * order the branches: timed recordings by time over all queues (ties in
+ * queue order), timeless ones queue after queue in trace order. */
+VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error);
+void vt_decode_result_free(VtDecodeResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
+
+gsize vt_decode_result_len(const VtDecodeResult *r);
+const VtDecodeEvent *vt_decode_result_event(const VtDecodeResult *r, gsize i);
+gboolean vt_decode_result_timed(const VtDecodeResult *r);
+gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
+guint vt_decode_result_n_errors(const VtDecodeResult *r);
+/* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
+ * NULL when it has none. */
+char *vt_decode_recording_kcore_dir(const char *path);
+
+/* Decode one AUX buffer (tests, fuzzing): branches appended to out. */
+typedef struct {
+	guint32 cpuid_15_eax, cpuid_15_ebx;   /* TSC:CTC = ebx/eax (0: timeless) */
+	guint8 mtc_freq, nom_freq;
+	guint8 family, model, stepping;       /* errata; 0: none */
+} VtDecodeCpu;
+
+gboolean vt_decode_buffer(const guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
+			  VtDecodeImage *guest, GArray *out, GError **error);
 
 G_END_DECLS
 

@@ -1,0 +1,345 @@
+/* script.c - `vmtrace script`: the branches of a host Intel PT recording of
+ * KVM guests, host and guest code decoded (src/decode), printed as
+ * `perf script --itrace=be -F comm,tid,cpu,time,ip,sym,symoff,dso,addr`
+ * prints them, or as JSON. */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <intel-pt.h>
+
+#include "src/cli/json.h"
+#include "src/cmd/cmd.h"
+#include "src/decode/decode.h"
+
+typedef struct {
+	char *rec;
+	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
+	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
+	gboolean json, host_only, guest_only;
+	gint vcpu, tid, jobs;
+} ScriptOptions;
+
+typedef struct {
+	VtDecodeImage *host, *guest;
+	VtDecodeResult *result;
+	VtJson *json;
+	const ScriptOptions *o;
+} Script;
+
+/* ---------------------------------------------------------------- parse */
+static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
+{
+	GOptionEntry entries[] = {
+		{ "guest", 'g', 0, G_OPTION_ARG_FILENAME, &o->guest_dir, "Guest kernel: a `vmtrace guest fetch` snapshot directory (kcore + kallsyms)", "DIR" },
+		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" },
+		{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &o->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" },
+		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
+		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
+		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
+		{ "guest-only", 0, 0, G_OPTION_ARG_NONE, &o->guest_only, "Only branches in guest code", NULL },
+		{ "vcpu", 0, 0, G_OPTION_ARG_INT, &o->vcpu, "Only the vCPU thread \"CPU N/KVM\"", "N" },
+		{ "tid", 0, 0, G_OPTION_ARG_INT, &o->tid, "Only thread TID", "TID" },
+		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
+		G_OPTION_ENTRY_NULL
+	};
+	g_autoptr(GOptionContext) ctx = g_option_context_new("REC - the branches of a host Intel PT recording of KVM guests");
+
+	g_option_context_set_summary(ctx,
+		"Decodes host and guest kernel code (libipt's block decoder; host and guest\n"
+		"images swapped at every VM entry and exit) and prints every branch the way\n"
+		"`perf script --itrace=be -F comm,tid,cpu,time,ip,sym,symoff,dso,addr\n"
+		"--guestkallsyms GUEST/kallsyms` prints it: VM entries and exits as two lines\n"
+		"each, guest lines with the comm \":TID\" and [guest.kernel.kallsyms].  REC is a\n"
+		"perf.data file or directory; the host kernel comes from REC/kcore_dir.");
+	g_option_context_set_description(ctx,
+		"Examples:\n"
+		"  vmtrace script vm.data --guest ~/.debug/[kernel.kcore]/BUILDID/TIMESTAMP\n"
+		"  vmtrace script vm.data --guestkallsyms GUEST/kallsyms --guest-only --vcpu 1\n"
+		"  vmtrace script vm.data --guest SNAP --json\n\n"
+		"Decode errors print as perf's --itrace=e lines (libipt's codes and messages);\n"
+		"decoding resumes at the next PSB.  Timed recordings come in time order over\n"
+		"all queues (correct guest time first: vmtrace correlate), timeless ones queue\n"
+		"by queue in trace order.\n\n"
+		"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
+		"3 bad input (unreadable recording or image, or decode errors in the trace).\n");
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	if (!g_option_context_parse(ctx, argc, argv, error))
+		return FALSE;
+	if (*argc != 2) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, *argc < 2 ? "REC (a recording) is required"
+			    : "unexpected argument '%s'", (*argv)[MIN(*argc - 1, 2)]);
+		return FALSE;
+	}
+	o->rec = g_strdup((*argv)[1]);
+	return TRUE;
+}
+
+static gboolean validate(const ScriptOptions *o, GError **error)
+{
+	const char *bad = NULL;
+
+	if (o->host_only && o->guest_only)
+		bad = "--host-only and --guest-only exclude each other";
+	else if (o->guest_dir && o->guestkallsyms)
+		bad = "--guest and --guestkallsyms exclude each other";
+	else if (!o->kcore != !o->kallsyms)
+		bad = "--kcore and --kallsyms go together";
+	else if (o->jobs < 0 || o->jobs > 1024)
+		bad = "--jobs must be 0..1024";
+	if (bad)
+		g_set_error_literal(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, bad);
+	return !bad;
+}
+
+/* ----------------------------------------------------------------- open */
+/* The host image: --kcore/--kallsyms or REC/kcore_dir; the guest image:
+ * --guest or --guestkallsyms.  *usage: the image was not given. */
+static gboolean open_images(Script *s, gboolean *usage, GError **error)
+{
+	const ScriptOptions *o = s->o;
+	g_autofree char *kcore_dir = vt_decode_recording_kcore_dir(o->rec);
+	g_autofree char *gdir = o->guest_dir ? g_strdup(o->guest_dir)
+				: o->guestkallsyms ? g_path_get_dirname(o->guestkallsyms) : NULL;
+
+	*usage = TRUE;
+	if (!o->kcore && !kcore_dir) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "%s has no kcore_dir/ with the host kernel's code (`vmtrace record --kcore` writes it); "
+			    "give --kcore FILE --kallsyms FILE", o->rec);
+		return FALSE;
+	}
+	if (!gdir) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "no guest kernel image: give --guest DIR (`vmtrace guest fetch` prints it) or "
+			    "--guestkallsyms FILE (with kcore beside it)");
+		return FALSE;
+	}
+	*usage = FALSE;
+	s->host = o->kcore ? vt_decode_image_load(o->kcore, o->kallsyms, "host", error)
+			   : vt_decode_image_load_dir(kcore_dir, "host", error);
+	if (!s->host)
+		return FALSE;
+	if (o->guestkallsyms) {
+		g_autofree char *kcore = g_build_filename(gdir, "kcore", NULL);
+
+		s->guest = vt_decode_image_load(kcore, o->guestkallsyms, "guest", error);
+	} else {
+		s->guest = vt_decode_image_load_dir(gdir, "guest", error);
+	}
+	return s->guest != NULL;
+}
+
+/* -------------------------------------------------------------- report */
+/* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)". */
+static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	const char *sym = NULL;
+	guint64 off = 0;
+	gsize avail;
+
+	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
+	if (addr && vt_decode_image_code(img, addr, &avail))
+		sym = vt_decode_image_symbol(img, addr, &off);
+	if (sym)
+		g_string_append_printf(l, " %s+0x%" G_GINT64_MODIFIER "x (%s)", sym, off,
+				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+	else
+		g_string_append(l, " [unknown] ([unknown])");
+}
+
+static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
+{
+	char name[24];
+
+	/* perf names a guest thread it has no sideband for ":TID" */
+	g_snprintf(name, sizeof(name), ":%d", e->tid);
+	g_string_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
+	if (vt_decode_result_timed(s->result))
+		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT ": ", e->time / 1000000000,
+				       e->time % 1000000000 / 1000);
+	g_string_append_c(l, ' ');
+}
+
+static gboolean wanted(const Script *s, gboolean guest)
+{
+	return !(s->o->host_only && guest) && !(s->o->guest_only && !guest);
+}
+
+/* A branch is one line - VM entries and exits two, each half in its own
+ * machine, as perf prints them. */
+static void print_text(const Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
+	gboolean split = b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT;
+
+	if (b->kind == VT_BRANCH_ERROR) {
+		g_string_printf(l, " instruction trace error type 1 time ");
+		if (vt_decode_result_timed(s->result))
+			g_string_append_printf(l, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, e->time / 1000000000,
+					       e->time % 1000000000);
+		else
+			g_string_append(l, "0");
+		g_string_append_printf(l, " cpu %d pid %d tid %d ip %#" G_GINT64_MODIFIER "x code %d: %s", e->cpu,
+				       e->pid, e->tid, b->from, b->code, pt_errstr(b->code));
+		puts(l->str);
+		return;
+	}
+	if (split && wanted(s, b->from_guest)) {
+		line_start(l, s, e, b->from_guest);
+		side(l, s, b->from, b->from_guest);
+		g_string_append(l, " => ");
+		side(l, s, 0, b->from_guest);
+		puts(l->str);
+	}
+	if (split) {
+		if (!wanted(s, b->to_guest))
+			return;
+		line_start(l, s, e, b->to_guest);
+		side(l, s, 0, b->to_guest);
+	} else {
+		gboolean guest = b->from ? b->from_guest : b->to_guest;
+
+		if (!wanted(s, guest))
+			return;
+		line_start(l, s, e, guest);
+		side(l, s, b->from, b->from_guest);
+	}
+	g_string_append(l, " => ");
+	side(l, s, b->to, b->to_guest);
+	puts(l->str);
+}
+
+static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	const char *sym = NULL;
+	guint64 off = 0;
+	gsize avail;
+
+	vt_json_key(j, key);
+	vt_json_begin_object(j);
+	vt_json_kv_hex(j, "ip", addr);
+	vt_json_kv_bool(j, "guest", guest);
+	if (addr && vt_decode_image_code(img, addr, &avail))
+		sym = vt_decode_image_symbol(img, addr, &off);
+	if (sym) {
+		vt_json_kv_string(j, "sym", sym);
+		vt_json_kv_uint(j, "symoff", off);
+	}
+	vt_json_end_object(j);
+}
+
+static void print_json(const Script *s, const VtDecodeEvent *e)
+{
+	VtJson *j = s->json;
+	const VtBranch *b = &e->b;
+
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "kind", vt_branch_kind_name(b->kind));
+	if (vt_decode_result_timed(s->result))
+		vt_json_kv_uint(j, "time", e->time);
+	vt_json_kv_int(j, "cpu", e->cpu);
+	vt_json_kv_int(j, "pid", e->pid);
+	vt_json_kv_int(j, "tid", e->tid);
+	vt_json_kv_string(j, "comm", e->comm);
+	if (e->vcpu >= 0)
+		vt_json_kv_int(j, "vcpu", e->vcpu);
+	if (b->vmcs)
+		vt_json_kv_hex(j, "vmcs", b->vmcs);
+	if (b->kind == VT_BRANCH_ERROR) {
+		vt_json_kv_hex(j, "ip", b->from);
+		vt_json_kv_int(j, "code", b->code);
+		vt_json_kv_string(j, "message", pt_errstr(b->code));
+	} else {
+		json_side(j, s, "from", b->from, b->from_guest);
+		json_side(j, s, "to", b->to, b->to_guest);
+	}
+	vt_json_kv_hex(j, "aux_offset", b->offset);
+	vt_json_end_object(j);
+}
+
+static gboolean selected(const Script *s, const VtDecodeEvent *e)
+{
+	const VtBranch *b = &e->b;
+
+	if (s->o->tid >= 0 && e->tid != s->o->tid)
+		return FALSE;
+	if (s->o->vcpu >= 0 && e->vcpu != s->o->vcpu)
+		return FALSE;
+	if (s->o->json && b->kind != VT_BRANCH_ERROR)
+		return wanted(s, b->from_guest) || wanted(s, b->to_guest);
+	return TRUE;
+}
+
+static void report(Script *s)
+{
+	g_autoptr(GString) l = g_string_new(NULL);
+	gsize n = vt_decode_result_len(s->result);
+
+	if (s->o->json)
+		s->json = vt_json_new(stdout);
+	for (gsize i = 0; i < n; i++) {
+		const VtDecodeEvent *e = vt_decode_result_event(s->result, i);
+
+		if (!selected(s, e))
+			continue;
+		if (s->json)
+			print_json(s, e);
+		else
+			print_text(s, e, l);
+	}
+	if (s->json)
+		vt_json_free(s->json);
+	s->json = NULL;
+}
+
+/* ------------------------------------------------------------- command */
+static void options_clear(ScriptOptions *o)
+{
+	g_free(o->rec);
+	g_free(o->guest_dir);
+	g_free(o->guestkallsyms);
+	g_free(o->kcore);
+	g_free(o->kallsyms);
+}
+
+int cmd_script(int argc, char **argv)
+{
+	ScriptOptions o = { .vcpu = -1, .tid = -1 };
+	Script s = { .o = &o };
+	g_autoptr(GError) err = NULL;
+	gboolean usage = FALSE;
+	int rc = VT_EXIT_USAGE;
+
+	if (!parse(&argc, &argv, &o, &err) || !validate(&o, &err)) {
+		vt_err("script", "%s (see vmtrace script --help)", err->message);
+		goto out;
+	}
+	vt_cli_set_json(o.json);
+	if (!open_images(&s, &usage, &err)) {
+		vt_err("script", "%s", err->message);
+		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
+		goto out;
+	}
+	s.result = vt_decode_recording(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs }, &err);
+	if (!s.result) {
+		vt_err("script", "%s", err->message);
+		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
+											  : VT_EXIT_BAD_INPUT;
+		goto out;
+	}
+	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+	report(&s);
+	rc = vt_decode_result_n_errors(s.result) ? VT_EXIT_BAD_INPUT : VT_EXIT_OK;
+	if (rc)
+		vt_err("script", "%s: %u decode errors (decoding resumed at the next PSB each time)", o.rec,
+		       vt_decode_result_n_errors(s.result));
+out:
+	vt_decode_result_free(s.result);
+	vt_decode_image_free(s.host);
+	vt_decode_image_free(s.guest);
+	options_clear(&o);
+	return rc;
+}

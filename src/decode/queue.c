@@ -1,0 +1,372 @@
+/* queue.c - one AUX queue through libipt's block decoder: host and guest
+ * images swapped on every paging event's NR bit (strategy D), blocks and
+ * events turned into branches, errors recorded and decoding resumed at the
+ * next PSB. */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/decode/internal.h"
+
+/* Blocks decoded without the trace moving on: libipt is walking code in
+ * a loop no packet ends (only bad data does that). */
+#define NO_PROGRESS_LIMIT 1000000
+
+G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+#define KEY(a) ((gpointer)(guintptr)(a))
+
+typedef struct {
+	struct pt_block_decoder *dec;
+	struct pt_image *pi[2];          /* host, guest */
+	VtDecodeImage *img[2];
+	GHashTable *cache[2];            /* ip -> VtInsn* */
+	gboolean guest;                  /* NR of the last paging event */
+	guint64 vmcs;
+	/* the last block's final instruction: a branch whose target the next
+	 * block (or event) tells */
+	gboolean have_pend;
+	guint64 pend_ip;
+	VtInsn pend;
+	gboolean pend_guest;
+	guint64 pend_tsc;                /* time when its trace was read */
+	guint64 before;                  /* time before the current pt_blk_next: libipt
+					  * reads timing packets ahead, up to the next
+					  * decision, so the time after it is the next's */
+	/* an asynchronous branch waiting for its paging event (VM exit) */
+	gboolean have_async;
+	guint64 async_from, async_to;
+	gboolean async_guest;
+	guint64 async_tsc;
+	guint64 last_ip;
+	GArray *out;
+} Dec;
+
+static const VtInsn *insn_at(Dec *d, guint64 ip)
+{
+	int w = d->guest ? 1 : 0;
+	VtInsn *in = g_hash_table_lookup(d->cache[w], KEY(ip));
+
+	if (!in) {
+		in = g_new(VtInsn, 1);
+		vt_decode_insn(d->img[w], ip, in);
+		g_hash_table_insert(d->cache[w], KEY(ip), in);
+	}
+	return in;
+}
+
+/* The decoder's time now (0 when the trace has none yet). */
+static guint64 now(Dec *d)
+{
+	uint64_t tsc = 0;
+	uint32_t lost_mtc, lost_cyc;
+
+	return pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ? 0 : tsc;
+}
+
+static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
+		    gboolean cond, guint64 tsc)
+{
+	VtBranch b = { 0 };
+	uint64_t off = 0;
+
+	pt_blk_get_offset(d->dec, &off);
+	b.from = from;
+	b.to = to;
+	b.tsc = tsc;
+	b.vmcs = d->vmcs;
+	b.offset = off;
+	b.kind = kind;
+	b.from_guest = from_guest;
+	b.to_guest = to_guest;
+	b.conditional = cond;
+	g_array_append_val(d->out, b);
+}
+
+static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
+		 gboolean cond)
+{
+	emit_at(d, kind, from, to, from_guest, to_guest, cond, now(d));
+}
+
+static void emit_error(Dec *d, int status)
+{
+	VtBranch b = { 0 };
+	uint64_t off = 0;
+
+	pt_blk_get_offset(d->dec, &off);
+	b.kind = VT_BRANCH_ERROR;
+	b.from = d->last_ip;
+	b.from_guest = b.to_guest = d->guest;
+	b.code = (gint8)pt_errcode(status);
+	b.offset = off;
+	b.vmcs = d->vmcs;
+	g_array_append_val(d->out, b);
+	d->have_pend = d->have_async = FALSE;
+}
+
+/* The pending instruction went to `to`: a branch if it is one (a
+ * conditional one only when taken). */
+static void resolve(Dec *d, guint64 to)
+{
+	static const guint8 kind_of[] = {
+		[VT_INSN_JUMP] = VT_BRANCH_JUMP, [VT_INSN_CALL] = VT_BRANCH_CALL,
+		[VT_INSN_JUMP_IND] = VT_BRANCH_JUMP, [VT_INSN_CALL_IND] = VT_BRANCH_CALL,
+		[VT_INSN_RETURN] = VT_BRANCH_RETURN, [VT_INSN_SYSCALL] = VT_BRANCH_SYSCALL,
+		[VT_INSN_SYSRET] = VT_BRANCH_SYSRET, [VT_INSN_IRET] = VT_BRANCH_IRET,
+		[VT_INSN_INT] = VT_BRANCH_INT, [VT_INSN_FAR] = VT_BRANCH_JUMP,
+	};
+	const VtInsn *in = &d->pend;
+
+	if (!d->have_pend)
+		return;
+	d->have_pend = FALSE;
+	switch (in->kind) {
+	case VT_INSN_COND:
+		if (to != d->pend_ip + in->len)
+			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc);
+		return;
+	case VT_INSN_VMENTRY:
+		if (d->guest && !d->pend_guest)
+			emit_at(d, VT_BRANCH_VMENTRY, d->pend_ip, to, FALSE, TRUE, FALSE, d->pend_tsc);
+		return;
+	case VT_INSN_JUMP: case VT_INSN_CALL: case VT_INSN_JUMP_IND: case VT_INSN_CALL_IND:
+	case VT_INSN_RETURN: case VT_INSN_SYSCALL: case VT_INSN_SYSRET: case VT_INSN_IRET:
+	case VT_INSN_INT: case VT_INSN_FAR:
+		emit_at(d, kind_of[in->kind], d->pend_ip, to, d->pend_guest, d->guest, FALSE, d->pend_tsc);
+		return;
+	default:
+		return;                  /* the block ended for another reason */
+	}
+}
+
+/* An asynchronous branch no paging event followed: an interrupt. */
+static void flush_async(Dec *d)
+{
+	if (!d->have_async)
+		return;
+	d->have_async = FALSE;
+	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc);
+}
+
+static void set_guest(Dec *d, gboolean guest)
+{
+	if (guest == d->guest)
+		return;
+	d->guest = guest;
+	pt_blk_set_image(d->dec, d->pi[guest ? 1 : 0]);
+}
+
+static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
+{
+	gboolean was = d->guest;
+
+	set_guest(d, non_root);
+	if (status_update || !d->have_async)
+		return;
+	d->have_async = FALSE;
+	emit_at(d, was && !non_root ? VT_BRANCH_VMEXIT : VT_BRANCH_ASYNC, d->async_from, d->async_to, was, non_root,
+		FALSE, d->async_tsc);
+}
+
+static void on_event(Dec *d, const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled:
+		flush_async(d);
+		d->have_pend = FALSE;
+		emit(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.enabled.ip, d->guest, d->guest, FALSE);
+		d->last_ip = ev->variant.enabled.ip;
+		break;
+	case ptev_disabled:
+		flush_async(d);
+		if (d->have_pend) {
+			guint64 from = d->pend_ip;
+
+			d->have_pend = FALSE;
+			emit(d, VT_BRANCH_TRACE_END, from, 0, d->guest, d->guest, FALSE);
+		}
+		break;
+	case ptev_async_disabled:
+		flush_async(d);
+		resolve(d, ev->variant.async_disabled.at);
+		emit(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE);
+		break;
+	case ptev_async_branch:
+		flush_async(d);
+		resolve(d, ev->variant.async_branch.from);
+		d->have_async = TRUE;
+		d->async_from = ev->variant.async_branch.from;
+		d->async_to = ev->variant.async_branch.to;
+		d->async_guest = d->guest;
+		d->async_tsc = ev->has_tsc ? ev->tsc : now(d);
+		d->last_ip = d->async_to;
+		break;
+	case ptev_paging:
+		on_paging(d, ev->variant.paging.non_root, ev->status_update);
+		break;
+	case ptev_async_paging:
+		on_paging(d, ev->variant.async_paging.non_root, FALSE);
+		break;
+	case ptev_vmcs:
+		d->vmcs = ev->variant.vmcs.base;
+		break;
+	case ptev_async_vmcs:
+		d->vmcs = ev->variant.async_vmcs.base;
+		break;
+	case ptev_overflow:
+		flush_async(d);
+		d->have_pend = FALSE;
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_block(Dec *d, const struct pt_block *b)
+{
+	flush_async(d);
+	resolve(d, b->ip);
+	if (!b->ninsn)
+		return;
+	d->pend = *insn_at(d, b->end_ip);
+	d->pend_ip = b->end_ip;
+	d->pend_guest = d->guest;
+	d->pend_tsc = d->before;
+	d->have_pend = TRUE;
+	d->last_ip = b->end_ip;
+}
+
+/* CFE and EVD (Event Trace, libipt 2.1+) have sizes libipt 2.0.5 does not
+ * know: skip them. */
+static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
+			  void *context)
+{
+	(void)unknown;
+	(void)config;
+	(void)context;
+	if (pos[0] == 0x02 && pos[1] == 0x13)
+		return 4;
+	if (pos[0] == 0x02 && pos[1] == 0x53)
+		return 11;
+	return -pte_bad_opc;
+}
+
+/* Decode from a synchronisation point (status: what syncing returned) to
+ * the end or to an error. */
+static int run(Dec *d, int status)
+{
+	struct pt_block blk;
+	struct pt_event ev;
+	uint64_t last_off = G_MAXUINT64;
+	guint stuck = 0;
+
+	for (;;) {
+		uint64_t off = 0;
+
+		while (status & pts_event_pending) {
+			status = pt_blk_event(d->dec, &ev, sizeof(ev));
+			if (status < 0)
+				return status;
+			on_event(d, &ev);
+		}
+		memset(&blk, 0, sizeof(blk));
+		if (status & pts_eos) {
+			/* the trace has ended: the next block only tells where
+			 * the last branch went (like perf, nothing after it) */
+			if (pt_blk_next(d->dec, &blk, sizeof(blk)) >= 0 || blk.ninsn) {
+				flush_async(d);
+				resolve(d, blk.ip);
+			}
+			return -pte_eos;
+		}
+		d->before = now(d);
+		status = pt_blk_next(d->dec, &blk, sizeof(blk));
+		if (blk.ninsn)
+			on_block(d, &blk);
+		if (status < 0)
+			return status;
+		pt_blk_get_offset(d->dec, &off);
+		stuck = off == last_off ? stuck + 1 : 0;
+		last_off = off;
+		if (stuck > NO_PROGRESS_LIMIT)
+			return -pte_internal;
+	}
+}
+
+static gboolean decoder_new(Dec *d, const guint8 *buf, gsize len, const VtDecodeCpu *cpu, GError **error)
+{
+	struct pt_config cfg;
+
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)buf;
+	cfg.end = (uint8_t *)buf + len;
+	if (cpu->family) {
+		cfg.cpu.vendor = pcv_intel;
+		cfg.cpu.family = cpu->family;
+		cfg.cpu.model = cpu->model;
+		cfg.cpu.stepping = cpu->stepping;
+		(void)pt_cpu_errata(&cfg.errata, &cfg.cpu);   /* unknown CPU: no errata */
+	}
+	cfg.cpuid_0x15_eax = cpu->cpuid_15_eax;
+	cfg.cpuid_0x15_ebx = cpu->cpuid_15_ebx;
+	cfg.mtc_freq = cpu->mtc_freq;
+	cfg.nom_freq = cpu->nom_freq;
+	cfg.flags.variant.block.end_on_call = 1;
+	cfg.flags.variant.block.end_on_jump = 1;
+	cfg.decode.callback = unknown_packet;
+	d->dec = pt_blk_alloc_decoder(&cfg);
+	if (!d->dec) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt block decoder");
+		return FALSE;
+	}
+	return pt_blk_set_image(d->dec, d->pi[0]) >= 0;
+}
+
+gboolean vt_decode_buffer(const guint8 *data, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
+			  VtDecodeImage *guest, GArray *out, GError **error)
+{
+	Dec d = { 0 };
+	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
+	guint8 *buf = g_malloc0(len + 16);
+	gboolean ok = FALSE;
+	int status;
+
+	memcpy(buf, data, len);
+	d.out = out;
+	d.img[0] = host;
+	d.img[1] = guest ? guest : host;
+	d.pi[0] = vt_decode_image_new_pt(host, error);
+	d.pi[1] = d.pi[0] ? vt_decode_image_new_pt(d.img[1], error) : NULL;
+	if (!d.pi[1] || !decoder_new(&d, buf, len, cpu, error))
+		goto out;
+	d.cache[0] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	d.cache[1] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	for (uint64_t prev = G_MAXUINT64;;) {
+		uint64_t off = 0;
+
+		status = pt_blk_sync_forward(d.dec);
+		if (status == -pte_eos)
+			break;
+		pt_blk_get_sync_offset(d.dec, &off);
+		if (status < 0 && off == prev)
+			break;            /* syncing makes no progress: give up on the rest */
+		prev = off;
+		if (status >= 0)
+			status = run(&d, status);
+		if (status == -pte_eos)
+			break;
+		emit_error(&d, status);
+	}
+	ok = TRUE;
+out:
+	if (d.dec)
+		pt_blk_free_decoder(d.dec);
+	for (int i = 0; i < 2; i++) {
+		if (d.pi[i])
+			pt_image_free(d.pi[i]);
+		if (d.cache[i])
+			g_hash_table_destroy(d.cache[i]);
+	}
+	g_free(buf);
+	return ok;
+}
