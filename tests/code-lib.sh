@@ -1,0 +1,23 @@
+# tests/code-lib.sh - real kernel code for the decoding tests (sourced after
+# lib.sh).  make_code_dirs sets HOST_CODE and GUEST_CODE: kcore_dir-style
+# directories (kcore, kallsyms, modules) with the Debian kernel's code
+# relocated twice (host at +0xe00000 plus a 7-byte stand-in for KVM's
+# VM-entry code, guest at +0x2000000: the two kernels overlap, so a decoder
+# that walks guest code with the host's image fails), built with
+# tests/guest-image.sh --vmlinux (the kernel package, cached),
+# tests/kernel-code.py (symbols from the kernel's own kallsyms tables) and
+# tests/trim-kcore (guestfs's trimmed-kcore writer).  Skips when the kernel
+# package cannot be had.
+TRIM_KCORE=${TRIM_KCORE:-$(dirname "$VMTRACE")/tests/trim-kcore}
+
+make_code_dirs() {
+	[ -x "$TRIM_KCORE" ] || skip "$TRIM_KCORE not built (make check builds it)"
+	sh "$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/kernel" >"$TMP/kernel.log" 2>&1 ||
+		skip "no Debian kernel package: $(tail -1 "$TMP/kernel.log")"
+	HOST_CODE=$TMP/host-code GUEST_CODE=$TMP/guest-code
+	mkdir -p "$HOST_CODE" "$GUEST_CODE"
+	"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0xe00000 "$HOST_CODE" --kvm-stub &&
+		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0x2000000 "$GUEST_CODE" &&
+		"$TRIM_KCORE" "$HOST_CODE" && "$TRIM_KCORE" "$GUEST_CODE" || { echo "cannot build the code directories"; exit 1; }
+	rm -f "$TMP/kernel/vmlinux"
+}

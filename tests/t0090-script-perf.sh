@@ -1,0 +1,51 @@
+#!/bin/sh
+# vmtrace script equals perf script on traces of real kernel code, and both
+# equal the ground truth: synth walks the Debian kernel's code (host and
+# guest images overlapping), perf script --itrace=be --guestkallsyms and
+# vmtrace script decode the same file; per thread (per CPU and thread) the
+# lines are the same apart from the time, and every branch is the one synth
+# took (tests/script-compare.py; a unified diff on failure).  Timed
+# recordings are corrected first (vmtrace correlate), as perf needs too.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_perf
+need_python
+make_code_dirs
+
+FIELDS=comm,tid,cpu,time,ip,sym,symoff,dso,addr
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	f=$TMP/$name.data
+	# shellcheck disable=SC2086
+	"$VMTRACE" synth -o "$f" --size 128K --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
+		--branches "$TMP/$name.branches" $opts 2>/dev/null || { fail "$name: synth"; continue; }
+	fields=$FIELDS
+	case $opts in
+	*--timeless*) fields=comm,tid,cpu,ip,sym,symoff,dso,addr ;;   # perf refuses time there
+	*) "$VMTRACE" correlate --in-place "$f" >"$TMP/$name.corr" 2>&1
+	   check "$name: vmtrace correlate --in-place (every VMCS)" test $? -eq 0 ;;
+	esac
+	timeout 300 "$PERF" script -i "$f" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=be -F "$fields" \
+		>"$TMP/$name.perf" 2>"$TMP/$name.perf.err"
+	check "$name: perf script exit 0" test $? -eq 0
+	"$VMTRACE" script "$f" --guestkallsyms "$GUEST_CODE/kallsyms" >"$TMP/$name.vt" 2>"$TMP/$name.vt.err"
+	check "$name: vmtrace script exit 0" test $? -eq 0
+	check "$name: guest code decoded" grep -q 'guest.kernel.kallsyms' "$TMP/$name.vt"
+	pc=
+	case $opts in *--per-cpu*) pc=--per-cpu ;; esac
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.perf" "$TMP/$name.vt" "$TMP/$name.branches" $pc \
+		>"$TMP/$name.cmp" 2>&1
+	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$TMP/$name.cmp"
+done <<'CONFIGS'
+thread-1vcpu-timeless   --vcpus 1 --timeless
+thread-4vcpu-timed      --vcpus 4 --psb-period 1
+cpu-4vcpu-2cpu-timed    --vcpus 4 --per-cpu --cpus 2 --psb-period 0
+cpu-1vcpu-timed         --vcpus 1 --per-cpu --cpus 1
+thread-2vcpu-timeless   --vcpus 2 --timeless --seed 7
+CONFIGS
+
+# the same with one decoding thread: the same output
+"$VMTRACE" script "$TMP/cpu-4vcpu-2cpu-timed.data" --guestkallsyms "$GUEST_CODE/kallsyms" --jobs 1 >"$TMP/j1.vt" 2>&1
+check "--jobs 1 prints what --jobs 0 prints" cmp -s "$TMP/j1.vt" "$TMP/cpu-4vcpu-2cpu-timed.vt"
+finish

@@ -1,0 +1,373 @@
+/* test-decode.c - unit tests of src/decode/ (GTest): kernel images (ELF
+ * core code segments, kallsyms with perf's rules, bad files), and the
+ * host/guest image switch on the NR bit (strategy D) on a trace written
+ * with libipt's encoder where host and guest code share their addresses. */
+#include "config.h"
+
+#include <elf.h>
+#include <string.h>
+#include <intel-pt.h>
+#include <glib/gstdio.h>
+
+#include "src/decode/decode.h"
+
+typedef struct {
+	guint64 vaddr;
+	guint32 flags;
+	const guint8 *bytes;
+	gsize len;
+} Seg;
+
+/* An ELF64 core with one PT_LOAD per segment. */
+static char *write_core(const char *dir, const char *name, const Seg *segs, guint n, gboolean truncate)
+{
+	GByteArray *f = g_byte_array_new();
+	Elf64_Ehdr eh = { 0 };
+	gsize off = sizeof(eh) + n * sizeof(Elf64_Phdr);
+	char *path = g_build_filename(dir, name, NULL);
+
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_phoff = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = n;
+	g_byte_array_append(f, (guint8 *)&eh, sizeof(eh));
+	for (guint i = 0; i < n; i++) {
+		Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = segs[i].flags, .p_offset = off, .p_vaddr = segs[i].vaddr,
+				  .p_filesz = segs[i].len, .p_memsz = segs[i].len };
+
+		g_byte_array_append(f, (guint8 *)&ph, sizeof(ph));
+		off += segs[i].len;
+	}
+	for (guint i = 0; i < n; i++)
+		g_byte_array_append(f, segs[i].bytes, segs[i].len);
+	/* truncated: the file ends 10 bytes into the first segment */
+	g_assert_true(g_file_set_contents(path, (char *)f->data,
+					  truncate ? sizeof(eh) + n * sizeof(Elf64_Phdr) + 10 : f->len, NULL));
+	g_byte_array_free(f, TRUE);
+	return path;
+}
+
+static char *write_text(const char *dir, const char *name, const char *text)
+{
+	char *path = g_build_filename(dir, name, NULL);
+
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+	return path;
+}
+
+static void test_image(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 text[64] = { 0x90, 0xc3 }, data[16] = { 1, 2, 3 };
+	const Seg segs[] = { { 0xffffffff81000000ULL, PF_R | PF_X, text, sizeof(text) },
+			     { 0xffffffff82000000ULL, PF_R | PF_W, data, sizeof(data) } };
+	g_autofree char *core = write_core(dir, "kcore", segs, 2, FALSE);
+	g_autofree char *ks = write_text(dir, "kallsyms",
+		"ffffffff81000000 T _text\n"
+		"ffffffff81000000 T startup_64\n"      /* same address: the last one wins (perf) */
+		"ffffffff81000010 t helper\n"
+		"ffffffff81000020 W weak_one\n"
+		"ffffffff81000030 A absolute_sym\n"    /* not a symbol perf uses */
+		"ffffffff82000000 D some_data\n"
+		"ffffffff81000028 t mod_func\t[mymod]\n");
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) img = vt_decode_image_load_dir(dir, "host", &err);
+	gsize avail;
+	guint64 off;
+	const guint8 *code;
+	const guint64 *funcs;
+	guint n;
+	VtInsn in;
+
+	g_assert_no_error(err);
+	g_assert_cmpuint(vt_decode_image_n_segments(img), ==, 1);     /* only PF_X is code */
+	g_assert_cmpuint(vt_decode_image_n_symbols(img), ==, 7);
+	code = vt_decode_image_code(img, 0xffffffff81000001ULL, &avail);
+	g_assert_nonnull(code);
+	g_assert_cmpuint(code[0], ==, 0xc3);
+	g_assert_cmpuint(avail, ==, sizeof(text) - 1);
+	g_assert_null(vt_decode_image_code(img, 0xffffffff82000000ULL, &avail));
+	g_assert_null(vt_decode_image_code(img, 0xffffffff81000000ULL + sizeof(text), &avail));
+	g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000005ULL, &off), ==, "startup_64");
+	g_assert_cmpuint(off, ==, 5);
+	g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000024ULL, &off), ==, "weak_one");
+	g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000031ULL, &off), ==, "mod_func");   /* not the A */
+	g_assert_cmpuint(off, ==, 9);
+	g_assert_null(vt_decode_image_symbol(img, 0xffffffff80000000ULL, &off));
+	g_assert_cmpuint(vt_decode_image_lookup(img, "helper"), ==, 0xffffffff81000010ULL);
+	g_assert_cmpuint(vt_decode_image_lookup(img, "nothing"), ==, 0);
+	g_assert_cmpuint(vt_decode_image_text(img), ==, 0xffffffff81000000ULL);
+	funcs = vt_decode_image_functions(img, &n);   /* T/t with 16 bytes of code */
+	g_assert_cmpuint(n, ==, 3);
+	g_assert_cmpuint(funcs[0], ==, 0xffffffff81000000ULL);
+	g_assert_cmpuint(funcs[1], ==, 0xffffffff81000010ULL);
+	g_assert_cmpuint(funcs[2], ==, 0xffffffff81000028ULL);
+	g_assert_true(vt_decode_insn(img, 0xffffffff81000000ULL, &in));
+	g_assert_cmpuint(in.kind, ==, VT_INSN_OTHER);
+	g_assert_cmpuint(in.len, ==, 1);
+	g_assert_true(vt_decode_insn(img, 0xffffffff81000001ULL, &in));
+	g_assert_cmpuint(in.kind, ==, VT_INSN_RETURN);
+	g_assert_false(vt_decode_insn(img, 0xffffffff82000000ULL, &in));
+	vt_decode_image_free(g_steal_pointer(&img));
+
+	/* bad files: each a clear error, none a crash */
+	{
+		g_autofree char *trunc = write_core(dir, "kcore", segs, 2, TRUE);
+		VtDecodeImage *bad = vt_decode_image_load_dir(dir, "guest", &err);
+
+		g_assert_null(bad);
+		g_assert_error(err, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE);
+		g_assert_nonnull(strstr(err->message, "guest kernel image"));
+		g_clear_error(&err);
+	}
+	{
+		g_autofree char *ok = write_core(dir, "kcore", segs, 1, FALSE);
+		g_autofree char *bad_ks = write_text(dir, "kallsyms", "ffffffff81000000 T _text\nnot a line\n");
+
+		g_assert_null(vt_decode_image_load_dir(dir, "host", &err));
+		g_assert_error(err, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE);
+		g_assert_nonnull(strstr(err->message, "line 2"));
+		g_clear_error(&err);
+		g_unlink(bad_ks);
+		g_assert_null(vt_decode_image_load_dir(dir, "host", &err));     /* no kallsyms */
+		g_assert_nonnull(err);
+		g_clear_error(&err);
+		g_unlink(ok);
+	}
+	g_unlink(ks);
+	g_rmdir(dir);
+}
+
+/* ------------------------------------------------------- NR switching */
+#define CODE 0x1000ULL
+#define HOST_CR3 0x100000ULL
+#define GUEST_CR3 0x200000ULL
+#define VMCS_BASE 0xabcd000ULL
+
+typedef struct {
+	struct pt_encoder *enc;
+	guint8 buf[4096];
+} Enc;
+
+static void put(Enc *e, struct pt_packet p)
+{
+	g_assert_cmpint(pt_enc_next(e->enc, &p), >, 0);
+}
+
+static void put_ip(Enc *e, enum pt_packet_type t, guint64 ip)
+{
+	struct pt_packet p = { .type = t };
+
+	p.payload.ip.ipc = pt_ipc_sext_48;
+	p.payload.ip.ip = ip;
+	put(e, p);
+}
+
+static void put_pip(Enc *e, guint64 cr3, gboolean nr)
+{
+	struct pt_packet p = { .type = ppt_pip };
+
+	p.payload.pip.cr3 = cr3;
+	p.payload.pip.nr = nr;
+	put(e, p);
+}
+
+static void put_mode64(Enc *e)
+{
+	struct pt_packet p = { .type = ppt_mode };
+
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	put(e, p);
+}
+
+/* Host and guest code at the same address:
+ *   host  0x1000: nop; vmresume; 0x1004: jmp 0x1000
+ *   guest 0x1000: jmp 0x1010 ... 0x1010: jz 0x1000; 0x1012: cpuid
+ * Trace: PSB+ in the host at 0x1000; VM entry to 0x1000 (guest); TNT
+ * taken, not taken; VM exit at the cpuid (FUP 0x1012) to host 0x1004. */
+static gsize write_trace(guint8 *out, gsize cap)
+{
+	Enc e;
+	struct pt_config cfg;
+	struct pt_packet tnt = { .type = ppt_tnt_8 }, vmcs = { .type = ppt_vmcs };
+	gsize len;
+
+	pt_config_init(&cfg);
+	cfg.begin = e.buf;
+	cfg.end = e.buf + sizeof(e.buf);
+	e.enc = pt_alloc_encoder(&cfg);
+	put(&e, (struct pt_packet){ .type = ppt_psb });
+	put_mode64(&e);
+	vmcs.payload.vmcs.base = VMCS_BASE;
+	put(&e, vmcs);
+	put_pip(&e, HOST_CR3, FALSE);
+	put_ip(&e, ppt_fup, CODE);
+	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	put_pip(&e, GUEST_CR3, TRUE);                 /* VM entry at the vmresume */
+	put_mode64(&e);
+	put_ip(&e, ppt_tip, CODE);
+	tnt.payload.tnt.bit_size = 2;                 /* jz taken, then not taken */
+	tnt.payload.tnt.payload = 0x2;
+	put(&e, tnt);
+	put_ip(&e, ppt_fup, CODE + 0x12);             /* VM exit at cpuid */
+	put_pip(&e, HOST_CR3, FALSE);
+	put_ip(&e, ppt_tip, CODE + 4);
+	{
+		uint64_t off = 0;
+
+		g_assert_cmpint(pt_enc_get_offset(e.enc, &off), >=, 0);
+		len = off;
+	}
+	pt_free_encoder(e.enc);
+	g_assert_cmpuint(len, <=, cap);
+	memcpy(out, e.buf, len);
+	return len;
+}
+
+static void remove_dir(const char *dir)
+{
+	GDir *d = g_dir_open(dir, 0, NULL);
+	const char *e;
+
+	while (d && (e = g_dir_read_name(d))) {
+		g_autofree char *p = g_build_filename(dir, e, NULL);
+
+		if (g_file_test(p, G_FILE_TEST_IS_DIR))
+			remove_dir(p);
+		else
+			g_unlink(p);
+	}
+	if (d)
+		g_dir_close(d);
+	g_rmdir(dir);
+}
+
+static VtDecodeImage *code_image(const char *dir, const char *name, const guint8 *code, gsize len)
+{
+	g_autofree char *sub = g_build_filename(dir, name, NULL);
+	const Seg seg = { CODE, PF_R | PF_X, code, len };
+	g_autofree char *core = NULL, *ks = NULL;
+	g_autoptr(GError) err = NULL;
+	VtDecodeImage *img;
+
+	g_mkdir(sub, 0700);
+	core = write_core(sub, "kcore", &seg, 1, FALSE);
+	ks = write_text(sub, "kallsyms", "0000000000001000 T code\n");
+	img = vt_decode_image_load_dir(sub, name, &err);   /* libipt reads the file later: keep it */
+	g_assert_no_error(err);
+	return img;
+}
+
+static void test_nr_switch(void)
+{
+	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	guint8 guest[32] = { 0xeb, 0x0e };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	guint8 trace[4096];
+	gsize len;
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	VtDecodeImage *h, *g;
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	static const struct {
+		VtBranchKind kind;
+		guint64 from, to;
+		gboolean from_guest, to_guest;
+	} want[] = {
+		{ VT_BRANCH_VMENTRY, CODE + 1, CODE, FALSE, TRUE },
+		{ VT_BRANCH_JUMP, CODE, CODE + 0x10, TRUE, TRUE },
+		{ VT_BRANCH_JUMP, CODE + 0x10, CODE, TRUE, TRUE },     /* jz taken */
+		{ VT_BRANCH_JUMP, CODE, CODE + 0x10, TRUE, TRUE },
+		{ VT_BRANCH_VMEXIT, CODE + 0x12, CODE + 4, TRUE, FALSE },
+	};
+
+	guest[0x10] = 0x74;        /* jz 0x1000 */
+	guest[0x11] = 0xee;
+	guest[0x12] = 0x0f;        /* cpuid */
+	guest[0x13] = 0xa2;
+	h = code_image(dir, "host", host, sizeof(host));
+	g = code_image(dir, "guest", guest, sizeof(guest));
+	len = write_trace(trace, sizeof(trace));
+
+	g_assert_true(vt_decode_buffer(trace, len, &cpu, h, g, out, &err));
+	g_assert_no_error(err);
+	for (guint i = 0; i < out->len && g_test_verbose(); i++) {
+		const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+		g_test_message("%s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER "x code %d",
+			       vt_branch_kind_name(b->kind), b->from, b->to, b->code);
+	}
+	g_assert_cmpuint(out->len, >=, G_N_ELEMENTS(want));
+	for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+		const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+		g_assert_cmpuint(b->kind, ==, want[i].kind);
+		g_assert_cmphex(b->from, ==, want[i].from);
+		g_assert_cmphex(b->to, ==, want[i].to);
+		g_assert_cmpuint(b->from_guest, ==, want[i].from_guest);
+		g_assert_cmpuint(b->to_guest, ==, want[i].to_guest);
+		g_assert_cmphex(b->vmcs, ==, VMCS_BASE);
+	}
+	for (guint i = 0; i < out->len; i++)
+		g_assert_cmpuint(g_array_index(out, VtBranch, i).kind, !=, VT_BRANCH_ERROR);
+
+	/* the host's image for the guest too: its code at 0x1000 is the
+	 * host's (nop; vmresume), so the trace does not fit - an error */
+	g_array_set_size(out, 0);
+	g_assert_true(vt_decode_buffer(trace, len, &cpu, h, h, out, &err));
+	{
+		gboolean error = FALSE;
+
+		for (guint i = 0; i < out->len; i++)
+			error |= g_array_index(out, VtBranch, i).kind == VT_BRANCH_ERROR;
+		g_assert_true(error);
+	}
+	g_array_free(out, TRUE);
+	vt_decode_image_free(h);
+	vt_decode_image_free(g);
+	remove_dir(dir);
+}
+
+/* Bad data: random bytes with PSBs in between end with errors, never a
+ * crash or a hang. */
+static void test_garbage(void)
+{
+	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *h = code_image(dir, "host", host, sizeof(host));
+	GRand *rng = g_rand_new_with_seed(3);
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	guint8 good[4096], buf[64 * 1024];
+	gsize glen = write_trace(good, sizeof(good));
+
+	for (int round = 0; round < 20; round++) {
+		for (gsize i = 0; i < sizeof(buf); i++)
+			buf[i] = (guint8)g_rand_int(rng);
+		for (gsize at = 0; at + glen < sizeof(buf); at += 4096 + g_rand_int_range(rng, 0, 4096))
+			memcpy(buf + at, good, glen);     /* PSBs (and some good trace) to sync on */
+		g_array_set_size(out, 0);
+		g_assert_true(vt_decode_buffer(buf, sizeof(buf), &cpu, h, h, out, &err));
+		g_assert_no_error(err);
+	}
+	g_array_free(out, TRUE);
+	g_rand_free(rng);
+	vt_decode_image_free(h);
+	remove_dir(dir);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/decode/image", test_image);
+	g_test_add_func("/decode/nr-switch", test_nr_switch);
+	g_test_add_func("/decode/garbage", test_garbage);
+	return g_test_run();
+}
