@@ -9,7 +9,7 @@ check "vmtrace --version names libipt" sh -c '"$VMTRACE" --version | grep -q "vm
 check "no command: usage, exit 2" test "$(rc "$VMTRACE")" = 2
 check "unknown command: exit 2" test "$(rc "$VMTRACE" frobnicate)" = 2
 check "unknown command: message names it" grep -q "unknown command 'frobnicate'" "$TMP/err"
-for c in synth correlate; do
+for c in synth correlate script; do
 	check "$c --help teaches (examples, exit status)" sh -c "\"\$VMTRACE\" $c --help | grep -q Examples"
 	check "$c: unknown option: exit 2" test "$(rc "$VMTRACE" $c --no-such-option)" = 2
 	check "$c: unknown option: one line on stderr" test "$(wc -l <"$TMP/err")" = 1

@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		   "guest adds 9/10 (SSH host key unknown/changed: refused), 11 (authentication),\n"
 		   "12 (cannot connect), 13 (guest symbols changed during the copy).\n"
 		   "record adds 14 (no Intel PT on this machine: see vmtrace check).\n"
+		   "script exits 3 when the trace has decode errors.\n"
 		   "See vmtrace(1).\n");
 }
 
