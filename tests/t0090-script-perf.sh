@@ -45,6 +45,14 @@ cpu-1vcpu-timed         --vcpus 1 --per-cpu --cpus 1
 thread-2vcpu-timeless   --vcpus 2 --timeless --seed 7
 CONFIGS
 
+# same options, same bytes and the same ground truth
+for i in 1 2; do
+	"$VMTRACE" synth -o "$TMP/det$i.data" --vcpus 2 --size 32K --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
+		--branches "$TMP/det$i.branches" 2>/dev/null
+done
+check "real code: same options, same recording and ground truth" sh -c \
+	"cmp -s '$TMP/det1.data/data' '$TMP/det2.data/data' && cmp -s '$TMP/det1.branches' '$TMP/det2.branches'"
+
 # the same with one decoding thread: the same output
 "$VMTRACE" script "$TMP/cpu-4vcpu-2cpu-timed.data" --guestkallsyms "$GUEST_CODE/kallsyms" --jobs 1 >"$TMP/j1.vt" 2>&1
 check "--jobs 1 prints what --jobs 0 prints" cmp -s "$TMP/j1.vt" "$TMP/cpu-4vcpu-2cpu-timed.vt"
