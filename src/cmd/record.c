@@ -12,6 +12,7 @@
 
 #include "src/host/domain.h"
 #include "guestfs/guestfs.h"
+#include "src/cli/json.h"
 #include "src/fs/fs.h"
 #include "src/host/host.h"
 #include "src/record/capture.h"
@@ -660,36 +661,37 @@ int cmd_record(int argc, char **argv)
 				fprintf(stderr, "next: vmtrace correlate --dry-run %s\n", out);
 		}
 		if (json) {
-			GString *s = g_string_new("{\"output\": ");
+			g_autoptr(VtJson) j = vt_json_new(stdout);
 
-			vt_json_str(s, out);
-			g_string_append(s, ", \"domain\": ");
-			if (domain)
-				vt_json_str(s, domain);
-			else
-				g_string_append(s, "null");
-			g_string_append_printf(s, ", \"qemu_pid\": %u, \"source\": ", d.pid);
-			vt_json_str(s, source ? source : "intel_pt");
-			g_string_append(s, ", \"event\": ");
-			vt_json_str(s, cap->event_name);
-			g_string_append_printf(s, ", \"mode\": \"%s\", \"snapshot\": %s, \"vcpus\": [",
-					       per_cpu ? "per-cpu" : "per-thread", snap_opt.snapshot ? "true" : "false");
+			vt_json_begin_object(j);
+			vt_json_kv_string(j, "output", out);
+			vt_json_kv_string(j, "domain", domain);
+			vt_json_kv_uint(j, "qemu_pid", d.pid);
+			vt_json_kv_string(j, "source", source ? source : "intel_pt");
+			vt_json_kv_string(j, "event", cap->event_name);
+			vt_json_kv_string(j, "mode", per_cpu ? "per-cpu" : "per-thread");
+			vt_json_kv_bool(j, "snapshot", snap_opt.snapshot);
+			vt_json_key(j, "vcpus");
+			vt_json_begin_array(j);
 			for (guint i = 0; i < d.vcpus->len; i++) {
 				const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
 
-				g_string_append_printf(s, "%s{\"vcpu\": %d, \"tid\": %u, \"source\": ", i ? ", " : "",
-						       v->vcpu, v->tid);
-				vt_json_str(s, v->source);
-				g_string_append(s, "}");
+				vt_json_begin_object(j);
+				vt_json_kv_int(j, "vcpu", v->vcpu);
+				vt_json_kv_uint(j, "tid", v->tid);
+				vt_json_kv_string(j, "source", v->source);
+				vt_json_end_object(j);
 			}
-			g_string_append_printf(s, "], \"seconds\": %.3f, \"aux_bytes\": %" G_GUINT64_FORMAT
-					       ", \"buffers\": %u, \"sideband_records\": %" G_GUINT64_FORMAT
-					       ", \"lost\": %" G_GUINT64_FORMAT ", \"truncated\": %" G_GUINT64_FORMAT
-					       ", \"snapshots\": %" G_GUINT64_FORMAT ", \"tsc_offset_writes\": %d}",
-					       secs, st->aux_bytes, cap->streams->len, st->sideband_records, st->lost,
-					       st->truncated, st->snapshots, writes ? (int)writes->len : -1);
-			puts(s->str);
-			g_string_free(s, TRUE);
+			vt_json_end_array(j);
+			vt_json_kv_double(j, "seconds", secs, 3);
+			vt_json_kv_uint(j, "aux_bytes", st->aux_bytes);
+			vt_json_kv_uint(j, "buffers", cap->streams->len);
+			vt_json_kv_uint(j, "sideband_records", st->sideband_records);
+			vt_json_kv_uint(j, "lost", st->lost);
+			vt_json_kv_uint(j, "truncated", st->truncated);
+			vt_json_kv_uint(j, "snapshots", st->snapshots);
+			vt_json_kv_int(j, "tsc_offset_writes", writes ? (gint64)writes->len : -1);
+			vt_json_end_object(j);
 		}
 	}
 	rc = VT_EXIT_OK;
