@@ -25,6 +25,19 @@ need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
 # perf's dry run (always under timeout: perf hangs on some inputs)
 perf_dry_run() { timeout 120 "$PERF" inject -i "$1" --vm-time-correlation=dry-run 2>&1 >/dev/null; }
 
+# json_check FILE EXPR: FILE holds one JSON document, valid UTF-8 (strict
+# decoding, as JSON requires), and the Python expression EXPR is true of it
+# (as j); otherwise says why on stderr.
+json_check() {
+	"$PYTHON3" -c 'import json, sys
+try:
+    j = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+except ValueError as e:
+    sys.exit("json_check: %s: %s" % (sys.argv[1], e))
+if not eval(sys.argv[2]):
+    sys.exit("json_check: %s: not true of %r" % (sys.argv[2], j))' "$1" "$2"
+}
+
 # stopped_domain_xml FILE: a libvirt test-driver node (test://FILE) with one
 # defined, shut-off domain named "stopped"
 stopped_domain_xml() {
@@ -38,15 +51,18 @@ stopped_domain_xml() {
 X
 }
 
-# fake_qemu [rename]: start a stand-in for QEMU - a process with two threads
-# named "CPU 0/KVM" and "CPU 1/KVM" (what record finds vCPUs by when there
-# is no KVM debugfs) - and wait for the names.  With "rename", each thread
-# renames itself and straight back every 20 ms (sideband COMM records).
+# fake_qemu [rename|-] [NAME]: start a stand-in for QEMU - a process with two
+# threads named "CPU 0/KVM" and "CPU 1/KVM" (what record finds vCPUs by when
+# there is no KVM debugfs) - and wait for the names.  With "rename", each
+# thread renames itself and straight back every 20 ms (sideband COMM
+# records).  With NAME (any bytes), the process is named NAME (its comm).
 # Sets FAKE_QEMU to its pid; the caller kills it.
 fake_qemu() {
 	"$PYTHON3" -c '
-import ctypes, sys, threading, time
+import ctypes, os, sys, threading, time
 libc = ctypes.CDLL(None)
+if len(sys.argv) > 2:
+    libc.prctl(15, os.fsencode(sys.argv[2]))   # PR_SET_NAME of the main thread
 def vcpu(i):
     k = 0
     while True:
@@ -57,7 +73,7 @@ def vcpu(i):
         time.sleep(0.02 if sys.argv[1] == "rename" else 60)
 for i in range(2):
     threading.Thread(target=vcpu, args=(i,), daemon=True).start()
-time.sleep(300)' "${1:-}" &
+time.sleep(300)' "${1:-}" ${2+"$2"} &
 	FAKE_QEMU=$!
 	for _ in $(seq 50); do
 		[ "$(grep -l "CPU [01]/KVM" /proc/$FAKE_QEMU/task/*/comm 2>/dev/null | wc -l)" = 2 ] && return 0

@@ -44,6 +44,18 @@ for c in intel_pt vmx_misc pt_mode perf_event_paranoid kptr_restrict lockdown de
 done
 check "good tree: caps are reported" grep -q "mtc=1.*psb_cyc=1.*mtc_periods=249" "$TMP/out"
 
+# --root DIR whose name is not UTF-8 (a byte 0xff): the JSON stays valid
+# UTF-8 with U+FFFD for the byte; the text keeps the path as it is
+bad="$TMP/$(printf 't\377')"
+cp -a "$good" "$bad" && rm -r "$bad/sys/kernel/debug/kvm"
+"$VMTRACE" check --root "$bad" --json >"$TMP/out" 2>"$TMP/err"
+check "--root with a byte 0xff: exit 0, nothing on stderr" sh -c "test $? -eq 0 && test ! -s '$TMP/err'"
+check "--root with a byte 0xff: JSON in strict UTF-8, the path with U+FFFD" json_check "$TMP/out" \
+	"[c['what'] for c in j['checks'] if c['name'] == 'debugfs'][0].startswith('KVM debugfs not found ($TMP/t\\ufffd/sys/kernel/debug/kvm)')"
+"$VMTRACE" check --root "$bad" >"$TMP/out" 2>&1
+check "--root with a byte 0xff: the text names the path byte for byte" grep -qF "WARN debugfs              KVM debugfs not found ($bad/sys/kernel/debug/kvm)" "$TMP/out"
+rm -rf "$bad"
+
 tree; echo 1 >"$TMP/t/sys/module/kvm_intel/parameters/pt_mode"
 check "pt_mode=1: exit 1" test "$(run)" = 1
 check "pt_mode=1: FAIL" test "$(status pt_mode)" = FAIL

@@ -25,6 +25,22 @@ check "LIBVIRT_DEFAULT_URI is honoured" grep -q "on test:///default" "$TMP/w"
 check "bad URI: FAIL with a clear message" grep -q "FAIL domain.*cannot connect to bogus:///nothing" "$TMP/out"
 check "--domain with --pid: usage error" sh -c '"$VMTRACE" check --domain a --pid 1 2>/dev/null; test $? -eq 2'
 
+"$VMTRACE" check --domain a --pid 1 --json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "--domain with --pid under --json: exit 2, nothing on stderr" sh -c "[ $rc = 2 ] && test ! -s '$TMP/err'"
+check "... the error as a JSON object on stdout, with the exit status" json_check "$TMP/out" \
+	"j == {'error': 'vmtrace check: --domain and --pid exclude each other', 'exit_status': 2}"
+
+# a process name (comm) that is not UTF-8 reaches check's JSON: the JSON
+# stays valid UTF-8, the byte 0xff becomes U+FFFD
+fake_qemu - "$(printf 'qemu\377')"
+"$VMTRACE" check --pid $FAKE_QEMU --json >"$TMP/out" 2>/dev/null
+kill $FAKE_QEMU
+check "a process named qemu+0xff: JSON in strict UTF-8, its name with U+FFFD" json_check "$TMP/out" \
+	"[c['what'] for c in j['checks'] if c['name'] == 'domain'][0].startswith('QEMU process pid $FAKE_QEMU (qemu\\ufffd), 2 vCPU threads')"
+check "... and its vCPU threads were found" json_check "$TMP/out" \
+	"[c['status'] for c in j['checks'] if c['name'] == 'vcpu_threads'] == ['OK']"
+
 command -v qemu-system-x86_64 >/dev/null || { echo "# no QEMU: skipping the process checks"; finish; }
 # check_qemu ACCEL [OPTS]: start QEMU with 2 vCPUs (no disk: it idles in the BIOS), check, kill
 check_qemu() {

@@ -74,6 +74,17 @@ check "--root an empty directory (sshfs not mounted): exit 1, how to mount" \
 	sh -c "test $? -eq 1 && grep -q 'no proc/kallsyms.*sshfs -o direct_io' '$TMP/err' && test ! -e '$TMP/c0'"
 "$VMTRACE" guest fetch --bogus 2>"$TMP/err"
 check "unknown option: exit 2, said once" sh -c "test $? -eq 2 && test \$(wc -l <'$TMP/err') -eq 1"
+# under --json every error is one JSON object on stdout, with the exit status
+"$VMTRACE" guest fetch --root "$T" --json --bogus >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "unknown option under --json: exit 2, nothing on stderr" sh -c "test $rc -eq 2 && test ! -s '$TMP/err'"
+check "... the error as a JSON object on stdout, with the exit status" json_check "$TMP/out" \
+	"j == {'error': 'vmtrace guest fetch: Unknown option --bogus (see vmtrace guest fetch --help)', 'exit_status': 2}"
+"$VMTRACE" guest fetch --root "$TMP/nonexistent" -o "$TMP/c0" --json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "--root missing under --json: exit 1, nothing on stderr" sh -c "test $rc -eq 1 && test ! -s '$TMP/err'"
+check "... the error as JSON, naming the root, with exit_status 1" json_check "$TMP/out" \
+	"set(j) == {'error', 'exit_status'} and j['exit_status'] == 1 and 'nonexistent: No such file or directory' in j['error']"
 
 # --- fetch: the trimmed kcore --------------------------------------------
 C=$TMP/cache
@@ -117,6 +128,16 @@ check "libelf validates the trimmed kcore; bytes at do_syscall_64 match" \
 		test "$("$TEST_GUESTFS" --peek "$snap/kcore" 0xffffffff81001000 64)" = \
 		"$(od -An -tx1 -v -j $((0x10000 + 0x1000)) -N 64 "$T/proc/kcore" | tr -d ' \n')"
 check "the direct map is not copied" test "$(stat -c %s "$snap/kcore")" -lt $((0x300000))
+
+# a cache directory whose name is not UTF-8 (a byte 0xff): the JSON stays
+# valid UTF-8 with U+FFFD for the byte; the files are where -o says
+C8="$TMP/$(printf 'c\377')"
+"$VMTRACE" guest fetch --root "$T" -o "$C8" --json >"$TMP/json8" 2>"$TMP/err"
+check "fetch -o CACHE with a byte 0xff: exit 0" test $? -eq 0
+check "fetch -o CACHE with a byte 0xff: JSON in strict UTF-8, the paths with U+FFFD" json_check "$TMP/json8" \
+	"j['dir'].startswith('$TMP/c\\ufffd/[kernel.kcore]/$bid/') and j['kallsyms'] == j['dir'] + '/kallsyms' and j['modules'] == j['dir'] + '/modules' and j['kcore'] == j['dir'] + '/kcore'"
+check "... and the snapshot is under CACHE's real name (with the byte)" sh -c "test -s \"\$(ls -d '$C8/[kernel.kcore]/$bid'/*)/kcore\""
+rm -rf "$C8"
 
 "$VMTRACE" guest fetch --root "$T" -o "$C" >/dev/null 2>"$TMP/err"
 check "identical guest: the snapshot is reused" grep -qF "same snapshot found in $snap" "$TMP/err"

@@ -42,6 +42,24 @@ rm -rf mine mine.old notes.txt link.data
 check "--snapshot over 1G: exit 2 (no endless buffer sizing)" sh -c "[ \$(timeout 10 '$VMTRACE' record --pid 1 --snapshot=9223372036854775809 -o u1 >/dev/null 2>&1; echo \$?) = 2 ]"
 check "--source bogus: exit 2" test "$(code rec --pid 1 --source bogus -o u1)" = 2
 check "usage errors wrote nothing" test ! -e u1
+# under --json every error is one JSON object on stdout, with the exit status
+rec --json -o u1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "usage error under --json: exit 2, nothing on stderr" sh -c "[ $rc = 2 ] && test ! -s '$TMP/err'"
+check "... the error as a JSON object on stdout, with the exit status" json_check "$TMP/out" \
+	"j == {'error': 'vmtrace record: give either --domain NAME or --pid PID (see vmtrace record --help)', 'exit_status': 2}"
+rec --domain nosuch --json -o u1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "record --domain nosuch --json: fails ($rc), nothing on stderr" sh -c "[ $rc != 0 ] && test ! -s '$TMP/err'"
+check "... one JSON error object whose exit_status is the exit status ($rc)" json_check "$TMP/out" \
+	"set(j) == {'error', 'exit_status'} and j['exit_status'] == $rc and j['error'].startswith('vmtrace record: ')"
+echo text >"$(printf 'notes\377.txt')"
+rec --pid 1 -o "$(printf 'notes\377.txt')" --json >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "-o onto a file named with a byte 0xff, --json: exit 1, nothing on stderr" sh -c "[ $rc = 1 ] && test ! -s '$TMP/err'"
+check "... the error in strict UTF-8 JSON, the name with U+FFFD" json_check "$TMP/out" \
+	"j['exit_status'] == 1 and j['error'].startswith('vmtrace record: refusing to move aside notes\\ufffd.txt, it is not a recording')"
+rm -f "$(printf 'notes\377.txt')"
 check "--help teaches: examples, exit codes, synthetic source" sh -c '"$VMTRACE" record --help-all | grep -q "kill -USR2" && "$VMTRACE" record --help-all | grep -q "14 this machine cannot trace" && "$VMTRACE" record --help-all | grep -q -- "--source"'
 
 # --- libvirt lookups on the test driver (the synthetic source: the intel_pt
@@ -160,6 +178,14 @@ if [ $accel = kvm ] && [ -d /sys/kernel/debug/kvm ]; then
 	check "metadata: start and end tsc-offset of vCPU 0 = debugfs ($v0)" sh -c "grep -A3 '^\[vcpu0\]' pt.data/vmtrace-kvm.ini | grep -qx 'start.tsc_offset=$v0' && grep -A3 '^\[vcpu0\]' pt.data/vmtrace-kvm.ini | grep -qx 'end.tsc_offset=$v0'"
 	check "correlate shows KVM's tsc-offset beside the trace's" grep -q "KVM reported" vt.err
 fi
+
+# -o whose name is not UTF-8 (a byte 0xff): the recording is there, and the
+# JSON summary stays valid UTF-8 with U+FFFD for the byte
+rec --pid $qpid --source synth --synth-size 1M -o "$(printf 'u8\377.data')" --json -q >u8.json 2>"$TMP/err"
+check "-o with a byte 0xff: exit 0, the recording under that name" sh -c "[ $? = 0 ] && test -s \"\$(printf 'u8\\377.data')/data\""
+check "-o with a byte 0xff: JSON in strict UTF-8, the name with U+FFFD" json_check u8.json \
+	"j['output'] == 'u8\\ufffd.data' and j['qemu_pid'] == $qpid and len(j['vcpus']) == 2"
+rm -rf "$(printf 'u8\377.data')" u8.json
 
 # kernel and module MMAPs, as perf synthesizes them, from a prepared /proc
 # (this kernel has no modules): the rest of the root is the real machine

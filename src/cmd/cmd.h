@@ -37,7 +37,9 @@ int cmd_record(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 
-/* Print a check list (VtHostCheck of src/host/host.h) as a table or JSON (check.c). */
+/* A check list (VtHostCheck of src/host/host.h), shared by check and guest
+ * check (check.c): no check FAILed; print it as a table or JSON. */
+gboolean vt_checks_ok(GPtrArray *checks);
 void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);
 
 #endif

@@ -9,6 +9,8 @@
 
 #include "guestfs/guestfs.h"
 #include "src/host/host.h"
+#include "src/cli/json.h"
+#include "src/cli/table.h"
 #include "src/cmd/cmd.h"
 
 typedef struct {
@@ -107,43 +109,96 @@ out:
 	return src;
 }
 
+/* {"build_id": .., "osrelease": .., "dir": .., "kallsyms": .., "modules": ..,
+ *  "kcore": ..|null, "reused": .., "symbols": .., "kcore_bytes": .., "ranges": [...]} */
 static void print_fetch_json(const VtGuestFetchResult *r)
 {
-	GString *s = g_string_new("{\"build_id\": ");
 	g_autofree char *mods = g_build_filename(r->dir, "modules", NULL);
 	g_autofree char *kcore = g_build_filename(r->dir, "kcore", NULL);
+	g_autoptr(VtJson) j = vt_json_new(stdout);
 
-	vt_json_str(s, r->build_id);
-	g_string_append(s, ", \"osrelease\": ");
-	vt_json_str(s, r->osrelease);
-	g_string_append(s, ", \"dir\": ");
-	vt_json_str(s, r->dir);
-	g_string_append(s, ", \"kallsyms\": ");
-	vt_json_str(s, r->kallsyms);
-	g_string_append(s, ", \"modules\": ");
-	vt_json_str(s, mods);
-	g_string_append(s, ", \"kcore\": ");
-	if (r->has_kcore)
-		vt_json_str(s, kcore);
-	else
-		g_string_append(s, "null");
-	g_string_append_printf(s, ", \"reused\": %s, \"symbols\": %u, \"kcore_bytes\": %" G_GUINT64_FORMAT ", \"ranges\": [",
-			       r->reused ? "true" : "false", r->nsyms, r->kcore_bytes);
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "build_id", r->build_id);
+	vt_json_kv_string(j, "osrelease", r->osrelease);
+	vt_json_kv_string(j, "dir", r->dir);
+	vt_json_kv_string(j, "kallsyms", r->kallsyms);
+	vt_json_kv_string(j, "modules", mods);
+	vt_json_kv_string(j, "kcore", r->has_kcore ? kcore : NULL);
+	vt_json_kv_bool(j, "reused", r->reused);
+	vt_json_kv_uint(j, "symbols", r->nsyms);
+	vt_json_kv_uint(j, "kcore_bytes", r->kcore_bytes);
+	vt_json_key(j, "ranges");
+	vt_json_begin_array(j);
 	for (guint i = 0; r->has_kcore && i < r->ranges->len; i++) {
 		const VtGuestRange *g = &g_array_index(r->ranges, VtGuestRange, i);
 
-		g_string_append_printf(s, "%s{\"start\": \"0x%" G_GINT64_MODIFIER "x\", \"end\": \"0x%" G_GINT64_MODIFIER
-				       "x\", \"what\": \"%s\"}", i ? ", " : "", g->start, g->end, g->what);
+		vt_json_begin_object(j);
+		vt_json_kv_hex(j, "start", g->start);
+		vt_json_kv_hex(j, "end", g->end);
+		vt_json_kv_string(j, "what", g->what);
+		vt_json_end_object(j);
 	}
-	g_string_append(s, "]}\n");
-	fputs(s->str, stdout);
-	g_string_free(s, TRUE);
+	vt_json_end_array(j);
+	vt_json_end_object(j);
+}
+
+/* The copied kcore ranges ("  kcore: WHAT START-END") and their size. */
+static void print_kcore_ranges(const VtGuestFetchResult *r)
+{
+	g_autoptr(VtTable) t = vt_table_new();
+
+	vt_table_add_column(t, "", 0, FALSE, 0);
+	vt_table_add_column(t, "WHAT", 16, FALSE, 1);
+	vt_table_add_column(t, "RANGE", 0, FALSE, 1);
+	for (guint i = 0; i < r->ranges->len; i++) {
+		const VtGuestRange *g = &g_array_index(r->ranges, VtGuestRange, i);
+
+		vt_table_add_row(t);
+		vt_table_cell(t, "  kcore:");
+		vt_table_cell(t, "%s", g->what);
+		vt_table_cell(t, "0x%" G_GINT64_MODIFIER "x-0x%" G_GINT64_MODIFIER "x", g->start, g->end);
+	}
+	vt_table_note(t, "  kcore: %" G_GUINT64_FORMAT " KiB copied", r->kcore_bytes >> 10);
+	vt_table_print(t, stderr, FALSE);
+}
+
+/* What was fetched on stderr; the kallsyms path, for perf, on stdout. */
+static void print_fetch_text(const VtGuestFetchResult *r)
+{
+	fprintf(stderr, "guest kernel %s, build-id %s, %u symbols\n", r->osrelease, r->build_id, r->nsyms);
+	if (r->reused)
+		fprintf(stderr, "same snapshot found in %s\n", r->dir);
+	else
+		fprintf(stderr, "new snapshot %s%s\n", r->dir, r->has_kcore ? "" : " (no kcore)");
+	if (r->has_kcore && !r->reused)
+		print_kcore_ranges(r);
+	fprintf(stderr, "pass to perf: --guestkallsyms=%s\n", r->kallsyms);
+	printf("%s\n", r->kallsyms);
+}
+
+/* vt_guest_fetch, stopped by Ctrl-C or SIGTERM: the copy stops and the
+ * temporary snapshot is removed (a second signal kills). */
+static gboolean fetch_interruptible(VtGuestSource *src, VtGuestFetchOptions *o, VtGuestFetchResult *r,
+				    GError **error)
+{
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESETHAND }, old_int, old_term;
+	gboolean ok;
+
+	sigemptyset(&sa.sa_mask);
+	stop_signal = 0;
+	o->stop = &stop_signal;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	ok = vt_guest_fetch(src, o, r, error);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return ok;
 }
 
 static int cmd_guest_fetch(int argc, char **argv)
 {
 	GuestArgs a = { 0 };
-	char *cache = NULL;
+	g_autofree char *cache = NULL;
 	gboolean no_kcore = FALSE;
 	GOptionEntry extra[] = {
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &cache, "Cache directory (default ~/.debug, as perf)", "CACHE" },
@@ -151,60 +206,31 @@ static int cmd_guest_fetch(int argc, char **argv)
 		G_OPTION_ENTRY_NULL
 	};
 	VtGuestFetchResult r = { 0 };
-	GError *err = NULL;
+	g_autoptr(GError) err = NULL;
 	int rc;
 	VtGuestSource *src = guest_open("guest fetch", &argc, &argv, &a, extra,
 					"copy a guest's kallsyms, modules and trimmed kcore into perf's cache",
 					"  vmtrace guest fetch --ssh root@vm0 -i ~/.ssh/id_ed25519\n"
 					"  vmtrace guest fetch --ssh root@127.0.0.1:2222 --known-hosts kh --no-kcore --json\n"
 					"  sshfs -o direct_io root@vm0:/ vm0 && vmtrace guest fetch --root vm0\n", &rc);
-	VtGuestFetchOptions o = { NULL, !no_kcore, 4, &stop_signal };
 	g_autofree char *def_cache = g_build_filename(g_get_home_dir(), ".debug", NULL);
-	/* Ctrl-C or SIGTERM during the copy: stop, and remove the temporary
-	 * snapshot (a second one kills) */
-	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESETHAND }, old_int, old_term;
-	gboolean ok;
+	VtGuestFetchOptions o = { NULL, !no_kcore, 4, NULL };
 
 	if (!src)
 		goto out;
 	o.cache = cache ? cache : def_cache;
-	sigemptyset(&sa.sa_mask);
-	stop_signal = 0;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	ok = vt_guest_fetch(src, &o, &r, &err);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	if (!ok) {
+	if (!fetch_interruptible(src, &o, &r, &err)) {
 		vt_err("guest fetch", "%s: %s", vt_guest_source_describe(src), err->message);
 		rc = exit_code(err);
-		goto out;
-	}
-	if (a.json) {
+	} else if (a.json) {
 		print_fetch_json(&r);
 	} else {
-		fprintf(stderr, "guest kernel %s, build-id %s, %u symbols\n", r.osrelease, r.build_id, r.nsyms);
-		if (r.reused)
-			fprintf(stderr, "same snapshot found in %s\n", r.dir);
-		else
-			fprintf(stderr, "new snapshot %s%s\n", r.dir, r.has_kcore ? "" : " (no kcore)");
-		for (guint i = 0; r.has_kcore && !r.reused && i < r.ranges->len; i++) {
-			const VtGuestRange *g = &g_array_index(r.ranges, VtGuestRange, i);
-
-			fprintf(stderr, "  kcore: %-16s 0x%" G_GINT64_MODIFIER "x-0x%" G_GINT64_MODIFIER "x\n", g->what,
-				g->start, g->end);
-		}
-		if (r.has_kcore && !r.reused)
-			fprintf(stderr, "  kcore: %" G_GUINT64_FORMAT " KiB copied\n", r.kcore_bytes >> 10);
-		fprintf(stderr, "pass to perf: --guestkallsyms=%s\n", r.kallsyms);
-		printf("%s\n", r.kallsyms);
+		print_fetch_text(&r);
 	}
 out:
-	g_clear_error(&err);
 	vt_guest_fetch_result_clear(&r);
 	vt_guest_source_close(src);
 	guest_args_clear(&a);
-	g_free(cache);
 	return rc;
 }
 
@@ -216,16 +242,14 @@ static int cmd_guest_check(int argc, char **argv)
 					"is a guest ready for guest-sideband decoding?",
 					"  vmtrace guest check --ssh root@vm0\n"
 					"  vmtrace guest check --root vm0 --json\n", &rc);
-	GPtrArray *checks = g_ptr_array_new_with_free_func(vt_host_check_free);
+	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(vt_host_check_free);
 
 	if (src) {
 		vt_guest_readiness(src, checks);
-		for (guint i = 0; i < checks->len; i++)
-			if (((VtHostCheck *)checks->pdata[i])->level == VT_HOST_CHECK_FAIL)
-				rc = VT_EXIT_FAILURE;
+		if (!vt_checks_ok(checks))
+			rc = VT_EXIT_FAILURE;
 		vt_checks_print(checks, a.json, rc == VT_EXIT_OK);
 	}
-	g_ptr_array_free(checks, TRUE);
 	vt_guest_source_close(src);
 	guest_args_clear(&a);
 	return rc;

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "src/host/domain.h"
 #include "guestfs/guestfs.h"
+#include "src/cli/json.h"
 #include "src/fs/fs.h"
 #include "src/host/host.h"
 #include "src/record/capture.h"
@@ -31,24 +33,6 @@ static void on_snapshot(int sig)
 {
 	(void)sig;
 	snapshot_requests++;
-}
-
-typedef struct {
-	char *snapshot_arg;
-	gboolean snapshot;
-} SnapOpt;
-
-static SnapOpt snap_opt;
-
-static gboolean parse_snapshot(const char *name, const char *value, gpointer data, GError **error)
-{
-	(void)name;
-	(void)data;
-	(void)error;
-	snap_opt.snapshot = TRUE;
-	g_free(snap_opt.snapshot_arg);
-	snap_opt.snapshot_arg = g_strdup(value);
-	return TRUE;
 }
 
 static gboolean pow2(uint64_t v)
@@ -233,501 +217,673 @@ static int exit_for_capture_error(const GError *e, int other)
 	return other;
 }
 
-int cmd_record(int argc, char **argv)
+/* --- the command: options -------------------------------------------------- */
+
+/* The command line, as given and as validated. */
+typedef struct {
+	char *domain, *uri, *out, *source, *aux_size;
+	char *synth_size, *synth_offset, *synth_seed, *synth_rate;
+	char *snapshot_arg;          /* --snapshot=SIZE (NULL: --snapshot alone) */
+	gboolean snapshot;
+	gint pid, mtc_period;
+	gdouble duration;
+	gboolean per_cpu, per_thread, timeless, cyc, qmp, kcore, json, quiet, no_tp, show_progress;
+	GStrv cmdline;               /* "vmtrace record ...", for the perf.data header */
+	/* derived */
+	uint64_t aux_bytes, snap_bytes;
+	VtSynthConfig sc;            /* --source synth */
+	VtCaptureConfig cc;          /* without the threads (known after discovery) */
+	gboolean tty, interactive;   /* stderr is a terminal; no --quiet */
+} RecordOpts;
+
+/* One recording: what was found, opened and built, and the exit status. */
+typedef struct {
+	int rc;
+	VtDomain d;
+	GArray *tids;                /* int32_t: the vCPU threads */
+	VtCapture *cap;
+	VtRecorder *rec;
+	VmcorrKvmMeta *meta;
+	char *tmpdir;                /* the output while it is built; NULL once in place */
+	gint64 t_start;
+	const GArray *writes;        /* kvm_write_tsc_offset events (NULL: none recorded ...) */
+	const char *tp_why;          /* ... because of this */
+	gboolean handlers;
+	struct sigaction old_int, old_term, old_usr2;
+} Recording;
+
+static void record_opts_init(RecordOpts *o)
 {
-	char *domain = NULL, *uri = NULL, *out = NULL, *source = NULL, *aux_size = NULL;
-	char *synth_size = NULL, *synth_offset = NULL, *synth_seed = NULL, *synth_rate = NULL;
-	gint pid = G_MININT, mtc_period = -1;
-	gdouble duration = 0;
-	gboolean per_cpu = FALSE, per_thread = FALSE, timeless = FALSE, cyc = FALSE, qmp = FALSE, kcore = FALSE;
-	gboolean json = FALSE, quiet = FALSE, no_tp = FALSE, show_progress = FALSE;
+	memset(o, 0, sizeof(*o));
+	o->pid = G_MININT;
+	o->mtc_period = -1;
+	o->aux_bytes = 4ULL << 20;
+	o->tty = isatty(2);
+}
+
+static void record_opts_clear(RecordOpts *o)
+{
+	g_free(o->domain);
+	g_free(o->uri);
+	g_free(o->out);
+	g_free(o->source);
+	g_free(o->aux_size);
+	g_free(o->synth_size);
+	g_free(o->synth_offset);
+	g_free(o->synth_seed);
+	g_free(o->synth_rate);
+	g_free(o->snapshot_arg);
+	g_strfreev(o->cmdline);
+}
+
+/* Report an error, set the exit status: FALSE. */
+static gboolean record_fail(Recording *r, int rc, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static gboolean record_fail(Recording *r, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	vt_err("record", "%s", msg);
+	r->rc = rc;
+	return FALSE;
+}
+
+/* A usage error: FALSE. */
+static gboolean bad_usage(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static gboolean bad_usage(GError **error, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	g_propagate_error(error, g_error_new_valist(G_OPTION_ERROR, G_OPTION_ERROR_FAILED, fmt, ap));
+	va_end(ap);
+	return FALSE;
+}
+
+static gboolean parse_snapshot(const char *name, const char *value, gpointer data, GError **error)
+{
+	RecordOpts *o = data;
+
+	(void)name;
+	(void)error;
+	o->snapshot = TRUE;
+	g_free(o->snapshot_arg);
+	o->snapshot_arg = g_strdup(value);
+	return TRUE;
+}
+
+static const char record_summary[] =
+	"Finds the domain through libvirt (or a QEMU process by --pid), its vCPU threads\n"
+	"(KVM debugfs vcpuN/pid, then \"CPU n/KVM\" thread names, then QMP with --qmp),\n"
+	"checks that this host can trace them, and records kernel-only Intel PT\n"
+	"(intel_pt//k) of those threads into a perf.data directory that perf reads:\n"
+	"DIR/data with the trace, sideband (comm, task, mmap, context switches) and\n"
+	"DIR/vmtrace-kvm.ini, KVM's tsc-offset and TSC scaling of every vCPU at the\n"
+	"start and the end, plus kvm:kvm_write_tsc_offset events when available.\n"
+	"Next step: vmtrace correlate DIR.";
+
+static const char record_description[] =
+	"Signals: Ctrl-C (SIGINT) or SIGTERM stop cleanly; SIGUSR2 takes a snapshot in\n"
+	"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
+	"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
+	"(no Intel PT: run `vmtrace check` to see what is missing).\n"
+	"\n"
+	"Examples:\n"
+	"  sudo vmtrace record --domain kubuntu20.04 --duration 5\n"
+	"  sudo vmtrace record --domain vm0 --per-cpu --cyc -o vm0.data\n"
+	"  sudo vmtrace record --domain vm0 --snapshot=16M     # then: kill -USR2 <pid>\n"
+	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n";
+
+static GOptionContext *record_option_context(RecordOpts *o)
+{
 	GOptionEntry entries[] = {
-		{ "domain", 'd', 0, G_OPTION_ARG_STRING, &domain, "Trace the libvirt domain NAME", "NAME" },
-		{ "connect", 'c', 0, G_OPTION_ARG_STRING, &uri, "libvirt URI (default $LIBVIRT_DEFAULT_URI, else qemu:///system)", "URI" },
-		{ "pid", 'p', 0, G_OPTION_ARG_INT, &pid, "Trace a QEMU process not managed by libvirt", "PID" },
-		{ "qmp", 0, 0, G_OPTION_ARG_NONE, &qmp, "Allow QMP query-cpus-fast to find vCPU threads (taints the domain)", NULL },
-		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "perf.data directory to write (default perf.data; an existing one becomes perf.data.old)", "DIR" },
-		{ "per-thread", 0, 0, G_OPTION_ARG_NONE, &per_thread, "One trace buffer per vCPU thread (default)", NULL },
-		{ "per-cpu", 0, 0, G_OPTION_ARG_NONE, &per_cpu, "One trace buffer per host CPU, vCPU threads only", NULL },
-		{ "timeless", 0, 0, G_OPTION_ARG_NONE, &timeless, "No timing packets (tsc=0,mtc=0), per-thread: decode with --itrace without time", NULL },
-		{ "cyc", 0, 0, G_OPTION_ARG_NONE, &cyc, "Cycle-accurate mode (intel_pt/cyc=1/)", NULL },
-		{ "mtc-period", 0, 0, G_OPTION_ARG_INT, &mtc_period, "MTC every 2^N CTC ticks (default 3; caps/mtc_periods)", "N" },
+		{ "domain", 'd', 0, G_OPTION_ARG_STRING, &o->domain, "Trace the libvirt domain NAME", "NAME" },
+		{ "connect", 'c', 0, G_OPTION_ARG_STRING, &o->uri, "libvirt URI (default $LIBVIRT_DEFAULT_URI, else qemu:///system)", "URI" },
+		{ "pid", 'p', 0, G_OPTION_ARG_INT, &o->pid, "Trace a QEMU process not managed by libvirt", "PID" },
+		{ "qmp", 0, 0, G_OPTION_ARG_NONE, &o->qmp, "Allow QMP query-cpus-fast to find vCPU threads (taints the domain)", NULL },
+		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &o->out, "perf.data directory to write (default perf.data; an existing one becomes perf.data.old)", "DIR" },
+		{ "per-thread", 0, 0, G_OPTION_ARG_NONE, &o->per_thread, "One trace buffer per vCPU thread (default)", NULL },
+		{ "per-cpu", 0, 0, G_OPTION_ARG_NONE, &o->per_cpu, "One trace buffer per host CPU, vCPU threads only", NULL },
+		{ "timeless", 0, 0, G_OPTION_ARG_NONE, &o->timeless, "No timing packets (tsc=0,mtc=0), per-thread: decode with --itrace without time", NULL },
+		{ "cyc", 0, 0, G_OPTION_ARG_NONE, &o->cyc, "Cycle-accurate mode (intel_pt/cyc=1/)", NULL },
+		{ "mtc-period", 0, 0, G_OPTION_ARG_INT, &o->mtc_period, "MTC every 2^N CTC ticks (default 3; caps/mtc_periods)", "N" },
 		{ "snapshot", 'S', G_OPTION_FLAG_OPTIONAL_ARG, G_OPTION_ARG_CALLBACK, (gpointer)parse_snapshot,
 		  "Snapshot mode: keep the newest SIZE bytes per buffer (default: all of --aux-size); SIGUSR2 (and the end) write them", "SIZE" },
-		{ "duration", 't', 0, G_OPTION_ARG_DOUBLE, &duration, "Stop after SECONDS (default: at Ctrl-C or when QEMU exits)", "SECONDS" },
-		{ "aux-size", 0, 0, G_OPTION_ARG_STRING, &aux_size, "Trace buffer per thread/CPU, a power of two (default 4M)", "SIZE" },
-		{ "kcore", 0, 0, G_OPTION_ARG_NONE, &kcore, "Copy the kernel text and modules from /proc/kcore to DIR/kcore_dir (as perf record --kcore)", NULL },
-		{ "no-tsc-tracepoint", 0, 0, G_OPTION_ARG_NONE, &no_tp, "Do not record kvm:kvm_write_tsc_offset", NULL },
-		{ "progress", 0, 0, G_OPTION_ARG_NONE, &show_progress, "Live progress line even when stderr is not a terminal", NULL },
-		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "No mapping, progress or summary on stderr", NULL },
-		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print a JSON summary on stdout", NULL },
+		{ "duration", 't', 0, G_OPTION_ARG_DOUBLE, &o->duration, "Stop after SECONDS (default: at Ctrl-C or when QEMU exits)", "SECONDS" },
+		{ "aux-size", 0, 0, G_OPTION_ARG_STRING, &o->aux_size, "Trace buffer per thread/CPU, a power of two (default 4M)", "SIZE" },
+		{ "kcore", 0, 0, G_OPTION_ARG_NONE, &o->kcore, "Copy the kernel text and modules from /proc/kcore to DIR/kcore_dir (as perf record --kcore)", NULL },
+		{ "no-tsc-tracepoint", 0, 0, G_OPTION_ARG_NONE, &o->no_tp, "Do not record kvm:kvm_write_tsc_offset", NULL },
+		{ "progress", 0, 0, G_OPTION_ARG_NONE, &o->show_progress, "Live progress line even when stderr is not a terminal", NULL },
+		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No mapping, progress or summary on stderr", NULL },
+		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
 	};
 	GOptionEntry test_entries[] = {
-		{ "source", 0, 0, G_OPTION_ARG_STRING, &source, "intel_pt (default) or synth: packets from `vmtrace synth` for the real threads", "SOURCE" },
-		{ "synth-size", 0, 0, G_OPTION_ARG_STRING, &synth_size, "synth: total trace bytes (default 16M)", "SIZE" },
-		{ "synth-offset", 0, 0, G_OPTION_ARG_STRING, &synth_offset, "synth: the guest's TSC offset", "OFF" },
-		{ "synth-seed", 0, 0, G_OPTION_ARG_STRING, &synth_seed, "synth: random seed", "N" },
-		{ "synth-rate", 0, 0, G_OPTION_ARG_STRING, &synth_rate, "synth: produce SIZE bytes per second (default: as fast as they are read)", "SIZE" },
+		{ "source", 0, 0, G_OPTION_ARG_STRING, &o->source, "intel_pt (default) or synth: packets from `vmtrace synth` for the real threads", "SOURCE" },
+		{ "synth-size", 0, 0, G_OPTION_ARG_STRING, &o->synth_size, "synth: total trace bytes (default 16M)", "SIZE" },
+		{ "synth-offset", 0, 0, G_OPTION_ARG_STRING, &o->synth_offset, "synth: the guest's TSC offset", "OFF" },
+		{ "synth-seed", 0, 0, G_OPTION_ARG_STRING, &o->synth_seed, "synth: random seed", "N" },
+		{ "synth-rate", 0, 0, G_OPTION_ARG_STRING, &o->synth_rate, "synth: produce SIZE bytes per second (default: as fast as they are read)", "SIZE" },
 		G_OPTION_ENTRY_NULL
 	};
 	GOptionContext *ctx = g_option_context_new("- trace a KVM guest's vCPUs with Intel PT");
-	GOptionGroup *tg;
-	GError *err = NULL;
-	int rc = VT_EXIT_USAGE;
-	VtDomain d = { 0 };
-	VtCaptureConfig cc = { 0 };
-	VtSynthConfig sc;
-	VtCapture *cap = NULL;
-	VtRecorder *rec = NULL;
-	VmcorrKvmMeta *meta = NULL;
-	g_autofree char *tmpdir = NULL;
-	g_auto(GStrv) cmdline = NULL;
-	g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(int32_t));
-	g_autoptr(GArray) cpus = NULL;
-	uint64_t aux_bytes = 4ULL << 20, snap_bytes = 0;
-	gint64 t_start;
-	gboolean tty = isatty(2), interactive, handlers = FALSE;
-	struct sigaction sa_stop = { 0 }, sa_snap = { 0 }, old_int, old_term, old_usr2;
-	const GArray *writes;
-	const char *tp_why = NULL;
+	/* the main group carries o for --snapshot's callback */
+	GOptionGroup *main_group = g_option_group_new(NULL, NULL, NULL, o, NULL);
+	GOptionGroup *tg = g_option_group_new("testing", "Testing without Intel PT:",
+					      "Show the synthetic trace source's options", NULL, NULL);
 
-	memset(&snap_opt, 0, sizeof(snap_opt));
-	g_option_context_set_summary(ctx,
-		"Finds the domain through libvirt (or a QEMU process by --pid), its vCPU threads\n"
-		"(KVM debugfs vcpuN/pid, then \"CPU n/KVM\" thread names, then QMP with --qmp),\n"
-		"checks that this host can trace them, and records kernel-only Intel PT\n"
-		"(intel_pt//k) of those threads into a perf.data directory that perf reads:\n"
-		"DIR/data with the trace, sideband (comm, task, mmap, context switches) and\n"
-		"DIR/vmtrace-kvm.ini, KVM's tsc-offset and TSC scaling of every vCPU at the\n"
-		"start and the end, plus kvm:kvm_write_tsc_offset events when available.\n"
-		"Next step: vmtrace correlate DIR.");
-	g_option_context_set_description(ctx,
-		"Signals: Ctrl-C (SIGINT) or SIGTERM stop cleanly; SIGUSR2 takes a snapshot in\n"
-		"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
-		"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
-		"(no Intel PT: run `vmtrace check` to see what is missing).\n"
-		"\n"
-		"Examples:\n"
-		"  sudo vmtrace record --domain kubuntu20.04 --duration 5\n"
-		"  sudo vmtrace record --domain vm0 --per-cpu --cyc -o vm0.data\n"
-		"  sudo vmtrace record --domain vm0 --snapshot=16M     # then: kill -USR2 <pid>\n"
-		"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n");
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	tg = g_option_group_new("testing", "Testing without Intel PT:", "Show the synthetic trace source's options", NULL, NULL);
+	g_option_context_set_summary(ctx, record_summary);
+	g_option_context_set_description(ctx, record_description);
+	g_option_group_add_entries(main_group, entries);
+	g_option_context_set_main_group(ctx, main_group);
 	g_option_group_add_entries(tg, test_entries);
 	g_option_context_add_group(ctx, tg);
-	cmdline = g_new0(char *, argc + 2);
-	cmdline[0] = g_strdup("vmtrace");
-	for (int i = 0; i < argc; i++)
-		cmdline[i + 1] = g_strdup(argv[i]);
-	if (!g_option_context_parse(ctx, &argc, &argv, &err))
-		goto usage_err;
-	if (argc > 1) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "unexpected argument '%s'", argv[1]);
-		goto usage_err;
-	}
-	if (!!domain == (pid != G_MININT)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "give either --domain NAME or --pid PID");
-		goto usage_err;
-	}
-	if (!domain && pid <= 0) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--pid %d: not a process id", pid);
-		goto usage_err;
-	}
-	if (per_cpu && per_thread) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--per-cpu and --per-thread exclude each other");
-		goto usage_err;
-	}
-	if (timeless && per_cpu) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "--timeless needs per-thread buffers (without time, per-CPU data cannot be split by thread)");
-		goto usage_err;
-	}
-	if (timeless && mtc_period >= 0) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--timeless has no MTC: drop --mtc-period");
-		goto usage_err;
-	}
-	if (timeless && cyc) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "--timeless has no time for cycle counts to refine: drop --cyc");
-		goto usage_err;
-	}
-	if (mtc_period > 15 || mtc_period < -1) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--mtc-period %d: must be 0..15", mtc_period);
-		goto usage_err;
-	}
-	if (!(duration >= 0 && duration < 1e9)) {    /* also NaN */
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "--duration %g: expected seconds >= 0 (0: until Ctrl-C or QEMU exits)", duration);
-		goto usage_err;
-	}
-	if (aux_size && (!vt_parse_size(aux_size, &aux_bytes) || !pow2(aux_bytes) || aux_bytes < 16384 ||
-			 aux_bytes > (1ULL << 30))) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "--aux-size '%s': need a power of two from 16K to 1G, e.g. 4M", aux_size);
-		goto usage_err;
-	}
-	if (snap_opt.snapshot && snap_opt.snapshot_arg &&
-	    (!vt_parse_size(snap_opt.snapshot_arg, &snap_bytes) || snap_bytes < 4096)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--snapshot='%s': expected a size of 4K or more, like 16M",
-			    snap_opt.snapshot_arg);
-		goto usage_err;
-	}
-	if (snap_bytes > (1ULL << 30)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--snapshot=%s: at most 1G per buffer",
-			    snap_opt.snapshot_arg);
-		goto usage_err;
-	}
-	if (snap_bytes > aux_bytes) {
-		/* like perf: the buffer must hold a snapshot */
-		aux_bytes = 1;
-		while (aux_bytes < snap_bytes)
-			aux_bytes <<= 1;
-	}
-	if (source && strcmp(source, "intel_pt") && strcmp(source, "synth")) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--source '%s': intel_pt or synth", source);
-		goto usage_err;
-	}
-	vt_synth_config_init(&sc);
-	sc.size = 16ULL << 20;
-	if (!vt_opt_size("--synth-size", synth_size, &sc.size, &err) ||
-	    !vt_opt_u64("--synth-offset", synth_offset, &sc.vm_offset[0], &err) ||
-	    !vt_opt_size("--synth-rate", synth_rate, &cc.synth_rate, &err) ||
-	    !vt_opt_u64("--synth-seed", synth_seed, &sc.seed, &err))
-		goto usage_err;
-	if (synth_offset)
-		sc.have_offset[0] = TRUE;
-	if (g_strcmp0(source, "synth") && (synth_size || synth_offset || synth_rate || synth_seed)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--synth-* options need --source synth");
-		goto usage_err;
-	}
-	if (!out)
-		out = g_strdup("perf.data");
-	if (!output_path_ok(&out, &err))
-		goto usage_err;
-	if (!output_replaceable(out, &err)) {
-		vt_err("record", "%s", err->message);
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-	/* Can this machine trace with these options?  Asked before anything
-	 * is looked up or opened, so "no Intel PT" is the first thing said. */
-	cc.per_cpu = per_cpu;
-	cc.timeless = timeless;
-	cc.cyc = cyc;
-	cc.mtc_period = mtc_period;
-	cc.snapshot = snap_opt.snapshot;
-	cc.aux_bytes = aux_bytes;
-	cc.data_bytes = 512u << 10;
-	cc.synth = &sc;
-	cc.stop = &stop_signal;
-	if (!vt_capture_probe(source ? source : "intel_pt", &cc, &err)) {
-		vt_err("record", "%s", err->message);
-		rc = exit_for_capture_error(err, VT_EXIT_USAGE);   /* else the options do not fit */
-		goto done;
-	}
-	interactive = !quiet;
+	return ctx;
+}
 
-	/* Signals first: a Ctrl-C or SIGUSR2 during the setup must not kill us
-	 * with a half-built output; it stops (or snapshots) cleanly instead. */
+/* --domain or --pid. */
+static gboolean validate_target(const RecordOpts *o, GError **error)
+{
+	if (!!o->domain == (o->pid != G_MININT))
+		return bad_usage(error, "give either --domain NAME or --pid PID");
+	if (!o->domain && o->pid <= 0)
+		return bad_usage(error, "--pid %d: not a process id", o->pid);
+	return TRUE;
+}
+
+/* Buffers per thread or per CPU, timing packets, --duration. */
+static gboolean validate_mode(const RecordOpts *o, GError **error)
+{
+	if (o->per_cpu && o->per_thread)
+		return bad_usage(error, "--per-cpu and --per-thread exclude each other");
+	if (o->timeless && o->per_cpu)
+		return bad_usage(error, "--timeless needs per-thread buffers (without time, per-CPU data cannot be split by thread)");
+	if (o->timeless && o->mtc_period >= 0)
+		return bad_usage(error, "--timeless has no MTC: drop --mtc-period");
+	if (o->timeless && o->cyc)
+		return bad_usage(error, "--timeless has no time for cycle counts to refine: drop --cyc");
+	if (o->mtc_period > 15 || o->mtc_period < -1)
+		return bad_usage(error, "--mtc-period %d: must be 0..15", o->mtc_period);
+	if (!(o->duration >= 0 && o->duration < 1e9))    /* also NaN */
+		return bad_usage(error, "--duration %g: expected seconds >= 0 (0: until Ctrl-C or QEMU exits)", o->duration);
+	return TRUE;
+}
+
+/* --aux-size and --snapshot=SIZE: aux_bytes, snap_bytes. */
+static gboolean validate_sizes(RecordOpts *o, GError **error)
+{
+	if (o->aux_size && (!vt_parse_size(o->aux_size, &o->aux_bytes) || !pow2(o->aux_bytes) || o->aux_bytes < 16384 ||
+			    o->aux_bytes > (1ULL << 30)))
+		return bad_usage(error, "--aux-size '%s': need a power of two from 16K to 1G, e.g. 4M", o->aux_size);
+	if (o->snapshot && o->snapshot_arg && (!vt_parse_size(o->snapshot_arg, &o->snap_bytes) || o->snap_bytes < 4096))
+		return bad_usage(error, "--snapshot='%s': expected a size of 4K or more, like 16M", o->snapshot_arg);
+	if (o->snap_bytes > (1ULL << 30))
+		return bad_usage(error, "--snapshot=%s: at most 1G per buffer", o->snapshot_arg);
+	if (o->snap_bytes > o->aux_bytes) {
+		/* like perf: the buffer must hold a snapshot */
+		o->aux_bytes = 1;
+		while (o->aux_bytes < o->snap_bytes)
+			o->aux_bytes <<= 1;
+	}
+	return TRUE;
+}
+
+/* --source and the synthetic source's options; source is set after. */
+static gboolean validate_source(RecordOpts *o, GError **error)
+{
+	if (o->source && strcmp(o->source, "intel_pt") && strcmp(o->source, "synth"))
+		return bad_usage(error, "--source '%s': intel_pt or synth", o->source);
+	vt_synth_config_init(&o->sc);
+	o->sc.size = 16ULL << 20;
+	if (!vt_opt_size("--synth-size", o->synth_size, &o->sc.size, error) ||
+	    !vt_opt_u64("--synth-offset", o->synth_offset, &o->sc.vm_offset[0], error) ||
+	    !vt_opt_size("--synth-rate", o->synth_rate, &o->cc.synth_rate, error) ||
+	    !vt_opt_u64("--synth-seed", o->synth_seed, &o->sc.seed, error))
+		return FALSE;
+	if (o->synth_offset)
+		o->sc.have_offset[0] = TRUE;
+	if (g_strcmp0(o->source, "synth") && (o->synth_size || o->synth_offset || o->synth_rate || o->synth_seed))
+		return bad_usage(error, "--synth-* options need --source synth");
+	if (!o->source)
+		o->source = g_strdup("intel_pt");
+	return TRUE;
+}
+
+/* Options: FALSE (reported, exit 2) on a usage error. */
+static gboolean record_parse(RecordOpts *o, int argc, char **argv, Recording *r)
+{
+	g_autoptr(GOptionContext) ctx = record_option_context(o);
+	g_autoptr(GError) err = NULL;
+
+	o->cmdline = g_new0(char *, argc + 2);
+	o->cmdline[0] = g_strdup("vmtrace");
+	for (int i = 0; i < argc; i++)
+		o->cmdline[i + 1] = g_strdup(argv[i]);
+	if (!g_option_context_parse(ctx, &argc, &argv, &err))
+		goto usage;
+	if (argc > 1) {
+		bad_usage(&err, "unexpected argument '%s'", argv[1]);
+		goto usage;
+	}
+	if (!validate_target(o, &err) || !validate_mode(o, &err) || !validate_sizes(o, &err) ||
+	    !validate_source(o, &err))
+		goto usage;
+	if (!o->out)
+		o->out = g_strdup("perf.data");
+	if (output_path_ok(&o->out, &err))
+		return TRUE;
+usage:
+	vt_err("record", "%s (see vmtrace record --help)", err->message);
+	r->rc = VT_EXIT_USAGE;
+	return FALSE;
+}
+
+/* Before anything is looked up or opened: may -o be replaced, and can this
+ * machine trace with these options ("no Intel PT" is the first thing said)? */
+static gboolean record_preflight(RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+
+	if (!output_replaceable(o->out, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	o->cc.per_cpu = o->per_cpu;
+	o->cc.timeless = o->timeless;
+	o->cc.cyc = o->cyc;
+	o->cc.mtc_period = o->mtc_period;
+	o->cc.snapshot = o->snapshot;
+	o->cc.aux_bytes = o->aux_bytes;
+	o->cc.data_bytes = 512u << 10;
+	o->cc.synth = &o->sc;
+	o->cc.stop = &stop_signal;
+	if (!vt_capture_probe(o->source, &o->cc, &err))   /* else the options do not fit: usage */
+		return record_fail(r, exit_for_capture_error(err, VT_EXIT_USAGE), "%s", err->message);
+	o->interactive = !o->quiet;
+	return TRUE;
+}
+
+/* --- the command: recording ------------------------------------------------ */
+
+/* Signals first: a Ctrl-C or SIGUSR2 during the setup must not kill us with
+ * a half-built output; it stops (or snapshots) cleanly instead. */
+static void signals_install(Recording *r)
+{
+	struct sigaction sa_stop = { 0 }, sa_snap = { 0 };
+
 	sa_stop.sa_handler = on_stop;
 	sa_stop.sa_flags = SA_RESETHAND;    /* a second Ctrl-C kills a stuck run */
 	sigemptyset(&sa_stop.sa_mask);
-	sigaction(SIGINT, &sa_stop, &old_int);
-	sigaction(SIGTERM, &sa_stop, &old_term);
+	sigaction(SIGINT, &sa_stop, &r->old_int);
+	sigaction(SIGTERM, &sa_stop, &r->old_term);
 	sa_snap.sa_handler = on_snapshot;
 	sigemptyset(&sa_snap.sa_mask);
-	sigaction(SIGUSR2, &sa_snap, &old_usr2);
+	sigaction(SIGUSR2, &sa_snap, &r->old_usr2);
 	stop_signal = 0;
 	snapshot_requests = 0;
-	handlers = TRUE;
+	r->handlers = TRUE;
+}
 
-	/* 1. the domain and its vCPU threads */
-	if (domain ? !vt_domain_find(domain, uri, qmp, &d, &err) : !vt_domain_from_pid((uint32_t)pid, &d, &err)) {
-		vt_err("record", "%s", err->message);
-		rc = VT_EXIT_FAILURE;
-		goto done;
+static void signals_restore(Recording *r)
+{
+	if (!r->handlers)
+		return;
+	sigaction(SIGINT, &r->old_int, NULL);
+	sigaction(SIGTERM, &r->old_term, NULL);
+	sigaction(SIGUSR2, &r->old_usr2, NULL);
+	r->handlers = FALSE;
+}
+
+/* "vmtrace record: domain 'NAME' on URI, QEMU pid N, 2 vCPUs: vCPU 0 = tid T (how), ..." */
+static void print_vcpus(const RecordOpts *o, const Recording *r)
+{
+	guint n = r->tids->len;
+
+	if (o->domain)
+		fprintf(stderr, "vmtrace record: domain '%s' on %s, QEMU pid %u, %u vCPU%s:", o->domain, r->d.uri, r->d.pid,
+			n, n == 1 ? "" : "s");
+	else
+		fprintf(stderr, "vmtrace record: QEMU pid %u, %u vCPU%s:", r->d.pid, n, n == 1 ? "" : "s");
+	for (guint i = 0; i < r->d.vcpus->len; i++) {
+		const VtDomainVcpu *v = &g_array_index(r->d.vcpus, VtDomainVcpu, i);
+
+		fprintf(stderr, "%s vCPU %d = tid %u (%s)", i ? "," : "", v->vcpu, v->tid, v->source);
 	}
-	for (guint i = 0; i < d.vcpus->len; i++) {
-		const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
+	fputc('\n', stderr);
+}
+
+/* The domain (or process) and every vCPU's thread. */
+static gboolean record_discover(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	const char *what = o->domain ? o->domain : "the process";
+
+	if (o->domain ? !vt_domain_find(o->domain, o->uri, o->qmp, &r->d, &err)
+		      : !vt_domain_from_pid((uint32_t)o->pid, &r->d, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	r->tids = g_array_new(FALSE, FALSE, sizeof(int32_t));
+	for (guint i = 0; i < r->d.vcpus->len; i++) {
+		const VtDomainVcpu *v = &g_array_index(r->d.vcpus, VtDomainVcpu, i);
 		int32_t t = (int32_t)v->tid;
 
-		if (!v->tid) {
-			vt_err("record", "vCPU %d of %s (QEMU pid %u): thread not found; is the guest running? %s", v->vcpu,
-			       domain ? domain : "the process", d.pid, qmp ? "" : "(--qmp asks QEMU, but taints the domain)");
-			rc = VT_EXIT_FAILURE;
-			goto done;
-		}
-		g_array_append_val(tids, t);
+		if (!v->tid)
+			return record_fail(r, VT_EXIT_FAILURE, "vCPU %d of %s (QEMU pid %u): thread not found; is the guest "
+					   "running? %s", v->vcpu, what, r->d.pid,
+					   o->qmp ? "" : "(--qmp asks QEMU, but taints the domain)");
+		g_array_append_val(r->tids, t);
 	}
-	if (!tids->len) {
-		vt_err("record", "%s (QEMU pid %u) has no vCPU threads: is it QEMU?  Threads are found through KVM's "
-		       "debugfs (mount -t debugfs none /sys/kernel/debug) or QEMU's thread names (-name NAME,"
-		       "debug-threads=on; libvirt sets it)", domain ? domain : "the process", d.pid);
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-	if (interactive) {
-		if (domain)
-			fprintf(stderr, "vmtrace record: domain '%s' on %s, QEMU pid %u, %u vCPU%s:", domain, d.uri, d.pid,
-				tids->len, tids->len == 1 ? "" : "s");
-		else
-			fprintf(stderr, "vmtrace record: QEMU pid %u, %u vCPU%s:", d.pid, tids->len,
-				tids->len == 1 ? "" : "s");
-		for (guint i = 0; i < d.vcpus->len; i++) {
-			const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
+	if (!r->tids->len)
+		return record_fail(r, VT_EXIT_FAILURE, "%s (QEMU pid %u) has no vCPU threads: is it QEMU?  Threads are "
+				   "found through KVM's debugfs (mount -t debugfs none /sys/kernel/debug) or QEMU's "
+				   "thread names (-name NAME,debug-threads=on; libvirt sets it)", what, r->d.pid);
+	if (o->interactive)
+		print_vcpus(o, r);
+	return TRUE;
+}
 
-			fprintf(stderr, "%s vCPU %d = tid %u (%s)", i ? "," : "", v->vcpu, v->tid, v->source);
-		}
-		fputc('\n', stderr);
-	}
+/* The trace source, with a stream per vCPU thread (or per host CPU). */
+static gboolean open_capture(const RecordOpts *o, Recording *r, GError **error)
+{
+	VtCaptureConfig cc = o->cc;
 
-	/* 2. the trace source and its streams */
-	cc.qemu_pid = d.pid;
-	cc.tids = (const int32_t *)tids->data;
-	cc.ntids = tids->len;
-	cap = vt_capture_new(source ? source : "intel_pt", &cc, &err);
-	if (!cap) {
-		vt_err("record", "%s", err->message);
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-	if (per_cpu) {
-		cpus = vt_host_online_cpus();
-		for (guint i = 0; i < cpus->len && vt_capture_add_stream(cap, -1, g_array_index(cpus, int, i)); i++)
+	cc.qemu_pid = r->d.pid;
+	cc.tids = (const int32_t *)r->tids->data;
+	cc.ntids = r->tids->len;
+	r->cap = vt_capture_new(o->source, &cc, error);
+	if (!r->cap)
+		return FALSE;
+	if (o->per_cpu) {
+		g_autoptr(GArray) cpus = vt_host_online_cpus();
+
+		for (guint i = 0; i < cpus->len && vt_capture_add_stream(r->cap, -1, g_array_index(cpus, int, i)); i++)
 			;
 	} else {
-		for (guint i = 0; i < tids->len; i++)
-			vt_capture_add_stream(cap, g_array_index(tids, int32_t, i), -1);
+		for (guint i = 0; i < r->tids->len; i++)
+			vt_capture_add_stream(r->cap, g_array_index(r->tids, int32_t, i), -1);
 	}
+	return TRUE;
+}
 
-	/* 3. the output, built in a temporary directory next to it */
-	{
-		g_autofree char *parent = g_path_get_dirname(out);
-		g_autofree char *base = g_path_get_basename(out);
-		g_autofree char *tmpl = g_strdup_printf("%s/.%s.vmtrace-XXXXXX", parent, base);
+/* The output is built in a temporary directory next to it, .OUT.vmtrace-XXXXXX. */
+static gboolean output_begin(const char *out, char **tmpdir, GError **error)
+{
+	g_autofree char *parent = g_path_get_dirname(out);
+	g_autofree char *base = g_path_get_basename(out);
+	g_autofree char *tmpl = g_strdup_printf("%s/.%s.vmtrace-XXXXXX", parent, base);
 
-		tmpdir = g_mkdtemp(tmpl) ? g_steal_pointer(&tmpl) : NULL;
-		if (!tmpdir) {
-			vt_err("record", "cannot create a directory next to %s: %s", out, g_strerror(errno));
-			rc = VT_EXIT_FAILURE;
-			goto done;
+	if (!g_mkdtemp(tmpl)) {
+		int e = errno;
+
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "cannot create a directory next to %s: %s",
+			    out, g_strerror(e));
+		return FALSE;
+	}
+	chmod(tmpl, 0755);
+	*tmpdir = g_steal_pointer(&tmpl);
+	return TRUE;
+}
+
+/* The trace source, the output directory, KVM's state at the start, the recorder. */
+static gboolean record_open(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	VtRecorderOptions ro = { 0 };
+
+	if (!open_capture(o, r, &err) || !output_begin(o->out, &r->tmpdir, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	r->meta = vmcorr_kvm_meta_new();
+	r->meta->domain = g_strdup(o->domain);
+	r->meta->qemu_pid = r->d.pid;
+	kvm_snapshot(&r->d, r->meta, TRUE);
+	ro.out_dir = r->tmpdir;
+	ro.qemu_pid = r->d.pid;
+	ro.tids = (const int32_t *)r->tids->data;
+	ro.ntids = r->tids->len;
+	ro.tsc_tracepoint = !o->no_tp;
+	ro.snapshot_size = o->snap_bytes;
+	ro.argv = (const char *const *)o->cmdline;
+	r->rec = vt_recorder_new(r->cap, &ro, &err);
+	if (!r->rec)
+		return record_fail(r, exit_for_capture_error(err, VT_EXIT_FAILURE), "%s", err->message);
+	return TRUE;
+}
+
+/* --kcore: the host's kernel code into DIR/kcore_dir. */
+static gboolean record_kcore(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	uint64_t copied = 0;
+
+	if (!o->kcore)
+		return TRUE;
+	if (!copy_kcore(r->tmpdir, &copied, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	if (o->interactive)
+		fprintf(stderr, "vmtrace record: copied %.1f MiB of kernel memory to %s/kcore_dir\n", copied / 1048576.0,
+			o->out);
+	return TRUE;
+}
+
+/* Read the buffers until a stop signal, --duration, QEMU's exit or the end
+ * of the synthetic trace; take the snapshots SIGUSR2 asks for. */
+static gboolean poll_until_stopped(const RecordOpts *o, Recording *r, GError **error)
+{
+	gint64 last = 0;
+	guint seen_snaps = 0;
+
+	for (;;) {
+		gint64 now = g_get_monotonic_time();
+		double secs = (now - r->t_start) / 1e6;
+
+		if (stop_signal || (o->duration > 0 && secs >= o->duration))
+			return TRUE;
+		if (r->d.pid && kill((pid_t)r->d.pid, 0) < 0 && errno == ESRCH) {
+			if (o->interactive)
+				fprintf(stderr, "\nvmtrace record: QEMU (pid %u) exited\n", r->d.pid);
+			return TRUE;
 		}
-		chmod(tmpdir, 0755);
-	}
-	meta = vmcorr_kvm_meta_new();
-	meta->domain = g_strdup(domain);
-	meta->qemu_pid = d.pid;
-	kvm_snapshot(&d, meta, TRUE);
-	{
-		VtRecorderOptions ro = {
-			.out_dir = tmpdir,
-			.qemu_pid = d.pid,
-			.tids = (const int32_t *)tids->data,
-			.ntids = tids->len,
-			.tsc_tracepoint = !no_tp,
-			.snapshot_size = snap_bytes,
-			.argv = (const char *const *)cmdline,
-		};
-
-		rec = vt_recorder_new(cap, &ro, &err);
-	}
-	if (!rec) {
-		vt_err("record", "%s", err->message);
-		rc = exit_for_capture_error(err, VT_EXIT_FAILURE);
-		goto done;
-	}
-	/* 4. record */
-	if (kcore) {
-		uint64_t copied = 0;
-
-		if (!copy_kcore(tmpdir, &copied, &err)) {
-			vt_err("record", "%s", err->message);
-			rc = VT_EXIT_FAILURE;
-			goto done;
+		if (r->cap->ops->exhausted(r->cap) && o->duration <= 0)
+			return TRUE;
+		if (!vt_recorder_poll(r->rec, 100, error))
+			return FALSE;
+		while (seen_snaps != (guint)snapshot_requests) {
+			seen_snaps++;
+			if (!vt_recorder_snapshot(r->rec, error))
+				return FALSE;
 		}
-		if (interactive)
-			fprintf(stderr, "vmtrace record: copied %.1f MiB of kernel memory to %s/kcore_dir\n",
-				copied / 1048576.0, out);
+		if (o->interactive && (o->tty || o->show_progress) && now - last >= 500000) {
+			progress(vt_recorder_stats(r->rec), secs, FALSE);
+			last = now;
+		}
 	}
-	if (stop_signal) {
-		vt_err("record", "interrupted before the recording started; nothing written");
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-	if (!vt_recorder_start(rec, &err))
-		goto fail_restore;
-	t_start = g_get_monotonic_time();
-	if (interactive)
+}
+
+/* Start tracing, poll until stopped, finish (flush every buffer). */
+static gboolean record_run(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	guint n;
+
+	if (stop_signal)
+		return record_fail(r, VT_EXIT_FAILURE, "interrupted before the recording started; nothing written");
+	if (!vt_recorder_start(r->rec, &err))
+		goto failed;
+	r->t_start = g_get_monotonic_time();
+	n = r->cap->streams->len;
+	if (o->interactive)
 		fprintf(stderr, "vmtrace record: recording %s from the %s source (%s, %u buffer%s of %" G_GUINT64_FORMAT
-			" KiB)%s; Ctrl-C stops\n", cap->event_name, cap->ops->name,
-			per_cpu ? "per-CPU" : "per-thread", cap->streams->len, cap->streams->len == 1 ? "" : "s",
-			aux_bytes >> 10, snap_opt.snapshot ? ", snapshot mode: kill -USR2 to take one" : "");
-	{
-		gint64 last = 0;
-		guint seen_snaps = 0;
+			" KiB)%s; Ctrl-C stops\n", r->cap->event_name, r->cap->ops->name,
+			o->per_cpu ? "per-CPU" : "per-thread", n, n == 1 ? "" : "s", o->aux_bytes >> 10,
+			o->snapshot ? ", snapshot mode: kill -USR2 to take one" : "");
+	if (poll_until_stopped(o, r, &err) && vt_recorder_finish(r->rec, &err))
+		return TRUE;
+failed:
+	if (o->interactive && o->tty)
+		fputc('\n', stderr);    /* end the progress line */
+	return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+}
 
-		for (;;) {
-			gint64 now = g_get_monotonic_time();
-			double secs = (now - t_start) / 1e6;
+/* DIR/vmtrace-kvm.ini: KVM's state at the start and the end, the
+ * kvm_write_tsc_offset events. */
+static gboolean record_metadata(Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *ini = g_build_filename(r->tmpdir, "vmtrace-kvm.ini", NULL);
 
-			if (stop_signal || (duration > 0 && secs >= duration))
-				break;
-			if (d.pid && kill((pid_t)d.pid, 0) < 0 && errno == ESRCH) {
-				if (interactive)
-					fprintf(stderr, "\nvmtrace record: QEMU (pid %u) exited\n", d.pid);
-				break;
-			}
-			if (cap->ops->exhausted(cap) && duration <= 0)
-				break;
-			if (!vt_recorder_poll(rec, 100, &err))
-				goto fail_restore;
-			while (seen_snaps != (guint)snapshot_requests) {
-				seen_snaps++;
-				if (!vt_recorder_snapshot(rec, &err))
-					goto fail_restore;
-			}
-			if (interactive && (tty || show_progress) && now - last >= 500000) {
-				progress(vt_recorder_stats(rec), secs, FALSE);
-				last = now;
-			}
-		}
-	}
-	if (!vt_recorder_finish(rec, &err))
-		goto fail_restore;
-
-	/* 5. metadata, ownership, into place */
-	kvm_snapshot(&d, meta, FALSE);
-	writes = vt_recorder_tsc_writes(rec, &tp_why);
-	if (writes) {
-		meta->have_writes = TRUE;
-		for (guint i = 0; i < writes->len; i++) {
-			const VtRecorderTscWrite *w = &g_array_index(writes, VtRecorderTscWrite, i);
+	kvm_snapshot(&r->d, r->meta, FALSE);
+	r->writes = vt_recorder_tsc_writes(r->rec, &r->tp_why);
+	if (r->writes) {
+		r->meta->have_writes = TRUE;
+		for (guint i = 0; i < r->writes->len; i++) {
+			const VtRecorderTscWrite *w = &g_array_index(r->writes, VtRecorderTscWrite, i);
 			VmcorrTscWrite mw = { w->time, w->tid, w->vcpu, w->previous, w->next };
 
-			g_array_append_val(meta->writes, mw);
+			g_array_append_val(r->meta->writes, mw);
 		}
 	}
-	{
-		g_autofree char *ini = g_build_filename(tmpdir, "vmtrace-kvm.ini", NULL);
+	if (!vmcorr_kvm_meta_save(r->meta, ini, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	return TRUE;
+}
 
-		if (!vmcorr_kvm_meta_save(meta, ini, &err)) {
-			vt_err("record", "%s", err->message);
-			rc = VT_EXIT_FAILURE;
-			goto done;
-		}
+/* The built output becomes OUT: owned by the sudo user, an existing OUT
+ * moved to OUT.old first. */
+static gboolean output_commit(const char *out, char **tmpdir, GError **error)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(*tmpdir, uid, gid, error))
+		return FALSE;
+	if (!move_old(out, error))
+		return FALSE;
+	if (rename(*tmpdir, out) < 0) {
+		int e = errno;
+
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "cannot rename %s to %s: %s", *tmpdir, out,
+			    g_strerror(e));
+		return FALSE;
 	}
-	{
-		uid_t uid;
-		gid_t gid;
+	g_clear_pointer(tmpdir, g_free);
+	return TRUE;
+}
 
-		if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(tmpdir, uid, gid, &err)) {
-			vt_err("record", "%s", err->message);
-			rc = VT_EXIT_FAILURE;
-			goto done;
-		}
+static gboolean record_commit(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+
+	if (!output_commit(o->out, &r->tmpdir, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	return TRUE;
+}
+
+/* "vmtrace record: wrote OUT: ..." on stderr, a warning if anything was lost. */
+static void report_text(const RecordOpts *o, const Recording *r, const VtRecorderStats *st, double secs)
+{
+	g_autofree char *a = human(st->aux_bytes);
+	guint n = r->cap->streams->len;
+	gboolean w = r->writes != NULL;
+
+	if (o->tty || o->show_progress)
+		progress(st, secs, TRUE);
+	fprintf(stderr, "vmtrace record: wrote %s: %s of trace in %u buffer%s, %" G_GUINT64_FORMAT
+		" sideband records, KVM metadata %s/vmtrace-kvm.ini%s%s%s\n", o->out, a, n, n == 1 ? "" : "s",
+		st->sideband_records, o->out, w ? "" : " (no kvm_write_tsc_offset: ", w ? "" : r->tp_why, w ? "" : ")");
+	if (st->lost || st->truncated)
+		fprintf(stderr, "vmtrace record: WARNING: %" G_GUINT64_FORMAT " records lost, %" G_GUINT64_FORMAT
+			" trace buffers truncated: use a larger --aux-size\n", st->lost, st->truncated);
+	if (!o->timeless)
+		fprintf(stderr, "next: vmtrace correlate --dry-run %s\n", o->out);
+}
+
+/* --json: {"output": .., "domain": ..|null, "qemu_pid": .., "source": .., "event": ..,
+ * "mode": .., "snapshot": .., "vcpus": [{"vcpu": .., "tid": .., "source": ..}], "seconds": ..,
+ * "aux_bytes": .., "buffers": .., "sideband_records": .., "lost": .., "truncated": ..,
+ * "snapshots": .., "tsc_offset_writes": N (-1: not recorded)} */
+static void report_json(const RecordOpts *o, const Recording *r, const VtRecorderStats *st, double secs)
+{
+	g_autoptr(VtJson) j = vt_json_new(stdout);
+
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "output", o->out);
+	vt_json_kv_string(j, "domain", o->domain);
+	vt_json_kv_uint(j, "qemu_pid", r->d.pid);
+	vt_json_kv_string(j, "source", o->source);
+	vt_json_kv_string(j, "event", r->cap->event_name);
+	vt_json_kv_string(j, "mode", o->per_cpu ? "per-cpu" : "per-thread");
+	vt_json_kv_bool(j, "snapshot", o->snapshot);
+	vt_json_key(j, "vcpus");
+	vt_json_begin_array(j);
+	for (guint i = 0; i < r->d.vcpus->len; i++) {
+		const VtDomainVcpu *v = &g_array_index(r->d.vcpus, VtDomainVcpu, i);
+
+		vt_json_begin_object(j);
+		vt_json_kv_int(j, "vcpu", v->vcpu);
+		vt_json_kv_uint(j, "tid", v->tid);
+		vt_json_kv_string(j, "source", v->source);
+		vt_json_end_object(j);
 	}
-	if (!move_old(out, &err)) {
-		vt_err("record", "%s", err->message);
-		rc = VT_EXIT_FAILURE;
-		goto done;
+	vt_json_end_array(j);
+	vt_json_kv_double(j, "seconds", secs, 3);
+	vt_json_kv_uint(j, "aux_bytes", st->aux_bytes);
+	vt_json_kv_uint(j, "buffers", r->cap->streams->len);
+	vt_json_kv_uint(j, "sideband_records", st->sideband_records);
+	vt_json_kv_uint(j, "lost", st->lost);
+	vt_json_kv_uint(j, "truncated", st->truncated);
+	vt_json_kv_uint(j, "snapshots", st->snapshots);
+	vt_json_kv_int(j, "tsc_offset_writes", r->writes ? (gint64)r->writes->len : -1);
+	vt_json_end_object(j);
+}
+
+static void record_report(const RecordOpts *o, const Recording *r)
+{
+	const VtRecorderStats *st = vt_recorder_stats(r->rec);
+	double secs = (g_get_monotonic_time() - r->t_start) / 1e6;
+
+	if (o->interactive)
+		report_text(o, r, st, secs);
+	if (o->json)
+		report_json(o, r, st, secs);
+}
+
+/* Close everything; an output that was not put in place is removed. */
+static void recording_clear(Recording *r)
+{
+	signals_restore(r);
+	vt_recorder_free(r->rec);
+	vt_capture_free(r->cap);
+	if (r->tmpdir)
+		vt_fs_remove_tree(r->tmpdir);
+	g_free(r->tmpdir);
+	vmcorr_kvm_meta_free(r->meta);
+	if (r->d.vcpus)
+		vt_domain_clear(&r->d);
+	if (r->tids)
+		g_array_unref(r->tids);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	RecordOpts o;
+	Recording r = { .rc = VT_EXIT_OK };
+	gboolean ok;
+
+	record_opts_init(&o);
+	ok = record_parse(&o, argc, argv, &r) &&      /* options; usage errors: exit 2 */
+	     record_preflight(&o, &r);                 /* -o replaceable?  Intel PT here (else 14)? */
+	if (ok) {
+		signals_install(&r);                   /* Ctrl-C/SIGTERM stop, SIGUSR2 snapshots */
+		ok = record_discover(&o, &r) &&        /* the domain and its vCPU threads */
+		     record_open(&o, &r) &&            /* trace source, output directory, recorder */
+		     record_kcore(&o, &r) &&           /* --kcore */
+		     record_run(&o, &r) &&             /* trace until stopped */
+		     record_metadata(&r) &&            /* vmtrace-kvm.ini */
+		     record_commit(&o, &r);            /* OUT -> OUT.old, the new OUT in place */
 	}
-	if (rename(tmpdir, out) < 0) {
-		vt_err("record", "cannot rename %s to %s: %s", tmpdir, out, g_strerror(errno));
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-	g_clear_pointer(&tmpdir, g_free);
-	{
-		const VtRecorderStats *st = vt_recorder_stats(rec);
-		double secs = (g_get_monotonic_time() - t_start) / 1e6;
-
-		if (interactive) {
-			g_autofree char *a = human(st->aux_bytes);
-
-			if (tty || show_progress)
-				progress(st, secs, TRUE);
-			fprintf(stderr, "vmtrace record: wrote %s: %s of trace in %u buffer%s, %" G_GUINT64_FORMAT
-				" sideband records, KVM metadata %s/vmtrace-kvm.ini%s%s%s\n", out, a, cap->streams->len,
-				cap->streams->len == 1 ? "" : "s", st->sideband_records, out,
-				writes ? "" : " (no kvm_write_tsc_offset: ", writes ? "" : tp_why, writes ? "" : ")");
-			if (st->lost || st->truncated)
-				fprintf(stderr, "vmtrace record: WARNING: %" G_GUINT64_FORMAT " records lost, %"
-					G_GUINT64_FORMAT " trace buffers truncated: use a larger --aux-size\n",
-					st->lost, st->truncated);
-			if (!timeless)
-				fprintf(stderr, "next: vmtrace correlate --dry-run %s\n", out);
-		}
-		if (json) {
-			GString *s = g_string_new("{\"output\": ");
-
-			vt_json_str(s, out);
-			g_string_append(s, ", \"domain\": ");
-			if (domain)
-				vt_json_str(s, domain);
-			else
-				g_string_append(s, "null");
-			g_string_append_printf(s, ", \"qemu_pid\": %u, \"source\": ", d.pid);
-			vt_json_str(s, source ? source : "intel_pt");
-			g_string_append(s, ", \"event\": ");
-			vt_json_str(s, cap->event_name);
-			g_string_append_printf(s, ", \"mode\": \"%s\", \"snapshot\": %s, \"vcpus\": [",
-					       per_cpu ? "per-cpu" : "per-thread", snap_opt.snapshot ? "true" : "false");
-			for (guint i = 0; i < d.vcpus->len; i++) {
-				const VtDomainVcpu *v = &g_array_index(d.vcpus, VtDomainVcpu, i);
-
-				g_string_append_printf(s, "%s{\"vcpu\": %d, \"tid\": %u, \"source\": ", i ? ", " : "",
-						       v->vcpu, v->tid);
-				vt_json_str(s, v->source);
-				g_string_append(s, "}");
-			}
-			g_string_append_printf(s, "], \"seconds\": %.3f, \"aux_bytes\": %" G_GUINT64_FORMAT
-					       ", \"buffers\": %u, \"sideband_records\": %" G_GUINT64_FORMAT
-					       ", \"lost\": %" G_GUINT64_FORMAT ", \"truncated\": %" G_GUINT64_FORMAT
-					       ", \"snapshots\": %" G_GUINT64_FORMAT ", \"tsc_offset_writes\": %d}",
-					       secs, st->aux_bytes, cap->streams->len, st->sideband_records, st->lost,
-					       st->truncated, st->snapshots, writes ? (int)writes->len : -1);
-			puts(s->str);
-			g_string_free(s, TRUE);
-		}
-	}
-	rc = VT_EXIT_OK;
-	goto done;
-
-fail_restore:
-	if (interactive && tty)
-		fputc('\n', stderr);
-	vt_err("record", "%s", err->message);
-	rc = VT_EXIT_FAILURE;
-	goto done;
-
-usage_err:
-	vt_err("record", "%s (see vmtrace record --help)", err->message);
-done:
-	if (handlers) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGUSR2, &old_usr2, NULL);
-	}
-	vt_recorder_free(rec);
-	vt_capture_free(cap);
-	if (tmpdir)
-		vt_fs_remove_tree(tmpdir);
-	vmcorr_kvm_meta_free(meta);
-	if (d.vcpus)
-		vt_domain_clear(&d);
-	g_clear_error(&err);
-	g_option_context_free(ctx);
-	g_free(domain);
-	g_free(uri);
-	g_free(out);
-	g_free(source);
-	g_free(aux_size);
-	g_free(synth_size);
-	g_free(synth_offset);
-	g_free(synth_seed);
-	g_free(synth_rate);
-	g_free(snap_opt.snapshot_arg);
-	return rc;
+	if (ok)
+		record_report(&o, &r);                 /* summary on stderr, --json on stdout */
+	recording_clear(&r);
+	record_opts_clear(&o);
+	return r.rc;
 }
