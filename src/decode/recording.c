@@ -99,35 +99,53 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
 }
 
-static gint cmp_time(gconstpointer a, gconstpointer b)
+static void add_event(VtDecodeResult *r, const VmcorrSession *s, const Job *j, guint k)
 {
-	const VtDecodeEvent *x = a, *y = b;
+	VtDecodeEvent e = { 0 };
 
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	if (x->queue != y->queue)
-		return x->queue < y->queue ? -1 : 1;
-	return x->b.offset < y->b.offset ? -1 : x->b.offset > y->b.offset;
+	e.b = g_array_index(j->out, VtBranch, k);
+	e.queue = j->q->idx;
+	name_event(r, s, j->q, &e);
+	r->nerrors += e.b.kind == VT_BRANCH_ERROR;
+	g_array_append_val(r->events, e);
 }
 
+/* Timed: the queues merged into one timeline (each queue keeps its own
+ * order; of equal times the lower queue first); timeless: queue after
+ * queue in trace order. */
 static void collect(VtDecodeResult *r, const VmcorrSession *s, Job *jobs, guint n)
 {
-	for (guint i = 0; i < n; i++) {
-		for (guint k = 0; k < jobs[i].out->len; k++) {
-			VtDecodeEvent e = { 0 };
+	gsize total = 0;
+	g_autofree guint *pos = g_new0(guint, n);
 
-			e.b = g_array_index(jobs[i].out, VtBranch, k);
-			e.queue = jobs[i].q->idx;
-			name_event(r, s, jobs[i].q, &e);
-			r->nerrors += e.b.kind == VT_BRANCH_ERROR;
-			g_array_append_val(r->events, e);
-		}
-		g_array_set_size(jobs[i].out, 0);
+	for (guint i = 0; i < n; i++)
+		total += jobs[i].out->len;
+	r->events = g_array_sized_new(FALSE, FALSE, sizeof(VtDecodeEvent), (guint)total);
+	if (!r->timed) {
+		for (guint i = 0; i < n; i++)
+			for (guint k = 0; k < jobs[i].out->len; k++)
+				add_event(r, s, &jobs[i], k);
+		return;
 	}
-	/* timed: one timeline over all queues (a stable order for equal
-	 * times: queue, then trace position); timeless: queue after queue */
-	if (r->timed)
-		g_array_sort(r->events, cmp_time);
+	for (;;) {
+		gint best = -1;
+		guint64 t = 0;
+
+		for (guint i = 0; i < n; i++) {
+			guint64 ti;
+
+			if (pos[i] >= jobs[i].out->len)
+				continue;
+			ti = g_array_index(jobs[i].out, VtBranch, pos[i]).tsc;
+			if (best < 0 || ti < t) {
+				best = (gint)i;
+				t = ti;
+			}
+		}
+		if (best < 0)
+			break;
+		add_event(r, s, &jobs[best], pos[best]++);
+	}
 }
 
 static gboolean decode_all(const VtDecodeOptions *opts, VmcorrSession *s, Job *jobs, guint n, GError **error)
@@ -174,7 +192,6 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 	if (!decode_all(opts, s, jobs, n, error))
 		goto out;
 	r = g_new0(VtDecodeResult, 1);
-	r->events = g_array_new(FALSE, FALSE, sizeof(VtDecodeEvent));
 	r->strings = g_string_chunk_new(4096);
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
