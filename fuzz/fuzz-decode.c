@@ -1,0 +1,108 @@
+/* fuzz-decode.c - libFuzzer target for the branch decoder (src/decode):
+ * any bytes as one AUX queue, decoded against small host and guest images
+ * that share their addresses (the NR switch runs), must end - no crash, no
+ * hang, no sanitizer report - and every branch record must be well formed.
+ *
+ * Build: make fuzz (clang); or with -DVT_FUZZ_STANDALONE a main() that
+ * decodes the files named on the command line. */
+#include "config.h"
+
+#include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+
+#include "src/decode/decode.h"
+
+static VtDecodeImage *host, *guest;
+
+/* DIR/kcore (one executable PT_LOAD at 0x1000) + DIR/kallsyms. */
+static VtDecodeImage *image(const char *dir, const guint8 *code, gsize len)
+{
+	g_autofree char *kcore = g_build_filename(dir, "kcore", NULL);
+	g_autofree char *ks = g_build_filename(dir, "kallsyms", NULL);
+	guint8 f[sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr) + 64] = { 0 };
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)(void *)f;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(void *)(f + sizeof(*eh));
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_type = ET_CORE;
+	eh->e_machine = EM_X86_64;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R | PF_X;
+	ph->p_offset = sizeof(*eh) + sizeof(*ph);
+	ph->p_vaddr = 0x1000;
+	ph->p_filesz = ph->p_memsz = 64;
+	memcpy(f + ph->p_offset, code, MIN(len, (gsize)64));
+	g_mkdir_with_parents(dir, 0700);
+	if (!g_file_set_contents(kcore, (char *)f, sizeof(f), NULL) ||
+	    !g_file_set_contents(ks, "0000000000001000 T code\n", -1, NULL))
+		abort();
+	return vt_decode_image_load_dir(dir, "fuzz", NULL);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	/* host: nop; vmresume; jmp back - guest: jmp; jz back; cpuid (tests/test-decode.c) */
+	static const guint8 h[] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	guint8 g[32] = { 0xeb, 0x0e };
+	g_autofree char *dir = g_dir_make_tmp("fuzz-decode-XXXXXX", NULL);
+	g_autofree char *hd = g_build_filename(dir, "host", NULL), *gd = g_build_filename(dir, "guest", NULL);
+
+	(void)argc;
+	(void)argv;
+	g[0x10] = 0x74;
+	g[0x11] = 0xee;
+	g[0x12] = 0x0f;
+	g[0x13] = 0xa2;
+	host = image(hd, h, sizeof(h));
+	guest = image(gd, g, sizeof(g));
+	if (!host || !guest)
+		abort();
+	return 0;   /* the files stay: libipt maps them when it decodes */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	VtDecodeCpu cpu = { .cpuid_15_eax = 2, .cpuid_15_ebx = 168, .mtc_freq = 3, .nom_freq = 30,
+			    .family = 6, .model = 85, .stepping = 4 };
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+
+	if (!vt_decode_buffer(data, size, &cpu, host, guest, out, NULL))
+		abort();
+	for (guint i = 0; i < out->len; i++) {
+		const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+		if (b->kind > VT_BRANCH_ERROR || (b->kind == VT_BRANCH_ERROR && b->code <= 0) ||
+		    b->offset > size)
+			abort();
+	}
+	g_array_free(out, TRUE);
+	return 0;
+}
+
+#ifdef VT_FUZZ_STANDALONE
+int main(int argc, char **argv)
+{
+	LLVMFuzzerInitialize(&argc, &argv);
+	for (int i = 1; i < argc; i++) {
+		gchar *d;
+		gsize n;
+
+		if (!g_file_get_contents(argv[i], &d, &n, NULL))
+			return 1;
+		LLVMFuzzerTestOneInput((const uint8_t *)d, n);
+		g_free(d);
+	}
+	return 0;
+}
+#endif
