@@ -62,7 +62,11 @@ check "no guest image: names vmtrace guest fetch" grep -q 'vmtrace guest fetch' 
 "$VMTRACE" script "$TMP/plain.data" $G >"$TMP/out" 2>&1
 check "no kcore_dir: usage error naming vmtrace record --kcore" sh -c "test $? -eq 2 && grep -q 'vmtrace record --kcore' '$TMP/out'"
 "$VMTRACE" script "$f" --guest "$TMP" >"$TMP/out" 2>&1
-check "unreadable guest image: exit 3 naming the file" sh -c "test $? -eq 3 && grep -q '$TMP/kcore' '$TMP/out'"
+check "guest dir without kcore: usage error naming the file and vmtrace guest fetch" sh -c \
+	"test $? -eq 2 && grep -q '$TMP/kcore is missing.*vmtrace guest fetch' '$TMP/out'"
+mkdir -p "$TMP/badguest" && printf 'not an ELF file' >"$TMP/badguest/kcore" && cp "$GUEST_CODE/kallsyms" "$TMP/badguest/"
+"$VMTRACE" script "$f" --guest "$TMP/badguest" >"$TMP/out" 2>&1
+check "malformed guest kcore: exit 3 naming it" sh -c "test $? -eq 3 && grep -q 'guest kernel image $TMP/badguest/kcore: not a little-endian ELF64' '$TMP/out'"
 "$VMTRACE" script "$f" --host-only --guest-only $G >"$TMP/out" 2>&1
 check "--host-only with --guest-only: usage error" test $? -eq 2
 

@@ -115,6 +115,16 @@ static gboolean open_images(Script *s, gboolean *usage, GError **error)
 			    "--guestkallsyms FILE (with kcore beside it)");
 		return FALSE;
 	}
+	{
+		g_autofree char *gkcore = g_build_filename(gdir, "kcore", NULL);
+
+		if (!g_file_test(gkcore, G_FILE_TEST_EXISTS)) {
+			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+				    "%s is missing: the guest kernel's code (`vmtrace guest fetch` copies it, unless "
+				    "given --no-kcore)", gkcore);
+			return FALSE;
+		}
+	}
 	*usage = FALSE;
 	s->host = o->kcore ? vt_decode_image_load(o->kcore, o->kallsyms, "host", error)
 			   : vt_decode_image_load_dir(kcore_dir, "host", error);
