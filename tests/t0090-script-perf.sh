@@ -43,6 +43,8 @@ thread-4vcpu-timed      --vcpus 4 --psb-period 1
 cpu-4vcpu-2cpu-timed    --vcpus 4 --per-cpu --cpus 2 --psb-period 0
 cpu-1vcpu-timed         --vcpus 1 --per-cpu --cpus 1
 thread-2vcpu-timeless   --vcpus 2 --timeless --seed 7
+thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0
+cpu-2vcpu-mtc0          --vcpus 2 --per-cpu --cpus 2 --mtc-period 0 --psb-period 0 --seed 3
 CONFIGS
 
 # same options, same bytes and the same ground truth
