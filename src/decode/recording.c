@@ -65,7 +65,7 @@ static gboolean join_buffers(const VmcorrSession *s, const VmcorrQueue *q, Job *
 /* CPU identity (errata), TSC:CTC ratio, MTC frequency, nominal ratio. */
 static void cpu_of(const VmcorrSession *s, VtDecodeCpu *cpu)
 {
-	g_autofree char *id = vt_perf_file_feature_string(s->f, 9 /* HEADER_CPUID */);
+	g_autofree char *id = vt_perf_file_feature_string(s->f, VT_PERF_FEAT_CPUID);
 	unsigned fam, model, step;
 
 	memset(cpu, 0, sizeof(*cpu));
