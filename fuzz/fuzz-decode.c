@@ -17,6 +17,20 @@
 #include "src/decode/decode.h"
 
 static VtDecodeImage *host, *guest;
+static char *tmpdir;
+
+/* The image files live until the process ends (libipt maps them lazily). */
+static void remove_tmpdir(void)
+{
+	static const char *const files[] = { "host/kcore", "host/kallsyms", "guest/kcore", "guest/kallsyms", "host",
+					     "guest", "" };
+
+	for (guint i = 0; tmpdir && i < G_N_ELEMENTS(files); i++) {
+		g_autofree char *p = g_build_filename(tmpdir, files[i], NULL);
+
+		g_remove(p);
+	}
+}
 
 /* DIR/kcore (one executable PT_LOAD at 0x1000) + DIR/kallsyms. */
 static VtDecodeImage *image(const char *dir, const guint8 *code, gsize len)
@@ -54,7 +68,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* host: nop; vmresume; jmp back - guest: jmp; jz back; cpuid (tests/test-decode.c) */
 	static const guint8 h[] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
 	guint8 g[32] = { 0xeb, 0x0e };
-	g_autofree char *dir = g_dir_make_tmp("fuzz-decode-XXXXXX", NULL);
+	const char *dir = tmpdir = g_dir_make_tmp("fuzz-decode-XXXXXX", NULL);
 	g_autofree char *hd = g_build_filename(dir, "host", NULL), *gd = g_build_filename(dir, "guest", NULL);
 
 	(void)argc;
@@ -67,7 +81,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	guest = image(gd, g, sizeof(g));
 	if (!host || !guest)
 		abort();
-	return 0;   /* the files stay: libipt maps them when it decodes */
+	atexit(remove_tmpdir);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
