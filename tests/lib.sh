@@ -20,6 +20,15 @@ finish() { echo "# $n checks, $fails failed"; [ "$fails" -eq 0 ] && exit 0; exit
 skip() { echo "SKIP: $*"; exit 77; }
 need_perf() { [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1 || skip "perf not installed (apt-get install linux-perf)"; }
 need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
+# test_cmp EXPECT ACTUAL: git's test_cmp - succeeds when the two files are
+# equal; otherwise prints a unified diff (expected -, actual +) as "# "
+# lines and fails.  A missing file fails too, with diff's message.
+test_cmp() {
+	[ $# -eq 2 ] || { echo "# test_cmp: usage: test_cmp EXPECT ACTUAL"; return 2; }
+	diff -u -- "$1" "$2" >"$TMP/.test_cmp" 2>&1 && return 0
+	sed 's/^/# /' "$TMP/.test_cmp"
+	return 1
+}
 
 
 # perf's dry run (always under timeout: perf hangs on some inputs)

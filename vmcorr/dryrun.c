@@ -1161,10 +1161,8 @@ static int64_t sdiff56(uint64_t a, uint64_t b)
 	return (int64_t)(((a - b) & SEVEN_BYTES) << 8) >> 8;
 }
 
-/* Split time-ordered estimates into epochs of a constant offset.  A single
- * estimate that departs and is followed by a return is an outlier of the
- * current epoch, not a new one. */
-static GArray *segment_epochs(GArray *ests, uint64_t tol)
+/* See vmcorr.h. */
+GArray *vmcorr_segment_epochs(const GArray *ests, uint64_t tol)
 {
 	GArray *ep = g_array_new(FALSE, TRUE, sizeof(VmcorrEpoch));
 	VmcorrEpoch *cur = NULL;
@@ -1434,7 +1432,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 			GArray *ests = m->epochs;
 
 			g_array_sort(ests, cmp_est);
-			m->epochs = segment_epochs(ests, r->tolerance);
+			m->epochs = vmcorr_segment_epochs(ests, r->tolerance);
 			g_array_free(ests, TRUE);
 		} else {
 			m->epochs = g_array_new(FALSE, TRUE, sizeof(VmcorrEpoch));

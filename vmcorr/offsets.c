@@ -18,7 +18,7 @@ static gboolean parse_number(const char *s, uint64_t *out)
 {
 	char *end;
 
-	if (!*s || !g_ascii_isdigit(*s))
+	if (!s || !*s || !g_ascii_isdigit(*s))
 		return FALSE;    /* no sign, no space: strtoull would accept them */
 	errno = 0;
 	*out = g_ascii_strtoull(s, &end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 :
@@ -43,20 +43,52 @@ static void set_offset(VmcorrOptions *opt, uint64_t vmcs, uint64_t off)
 	g_array_append_val(opt->offsets, ((VmcorrOffset){ vmcs, off }));
 }
 
-/* One token: OFF or OFF:VMCS[,VMCS...] */
+/* The VMCS list after the ':' of token `tok` into a new array (uint64_t),
+ * or NULL with an error. */
+static GArray *parse_vmcs_list(const char *tok, const char *list, GError **error)
+{
+	g_auto(GStrv) v = g_strsplit(list, ",", -1);
+	g_autoptr(GArray) out = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	uint64_t vmcs;
+
+	if (!v[0]) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+			    "'%s': ':' must be followed by one or more VMCS, separated by ','", tok);
+		return NULL;
+	}
+	for (guint i = 0; v[i]; i++) {
+		if (!parse_number(v[i], &vmcs)) {
+			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+				    "'%s': '%s' is not a VMCS (a number such as 0x12340, as `vmtrace "
+				    "correlate --dry-run` prints it)", tok, v[i]);
+			return NULL;
+		}
+		if (!vmcs || vmcs >= VMCORR_NO_VMCS) {
+			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+				    "'%s': VMCS %s is out of range (1..0xfffffffffe: the 40-bit VMCS packet "
+				    "payload)", tok, v[i]);
+			return NULL;
+		}
+		g_array_append_val(out, vmcs);
+	}
+	return g_steal_pointer(&out);
+}
+
+/* One token: OFF or OFF:VMCS[,VMCS...]; nothing is set when it is refused. */
 gboolean vmcorr_parse_offset_token(const char *tok, VmcorrOptions *opt, GError **error)
 {
 	g_auto(GStrv) parts = g_strsplit(tok, ":", 2);
-	uint64_t off, vmcs;
+	g_autoptr(GArray) vmcs = NULL;
+	uint64_t off;
 
+	if (!*tok) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+			    "'': empty; expected OFF[:VMCS[,VMCS...]], e.g. 0xfffffe3c8291b532:0x12340");
+		return FALSE;
+	}
 	if (!parse_number(parts[0], &off)) {
 		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
 			    "'%s': '%s' is not a TSC offset (a number such as 0xfffffe3c8291b532)", tok, parts[0]);
-		return FALSE;
-	}
-	if (parts[1] && !*parts[1]) {
-		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
-			    "'%s': ':' must be followed by one or more VMCS, separated by ','", tok);
 		return FALSE;
 	}
 	if (!parts[1]) {
@@ -64,25 +96,11 @@ gboolean vmcorr_parse_offset_token(const char *tok, VmcorrOptions *opt, GError *
 		opt->default_offset = off;
 		return TRUE;
 	}
-	{
-		g_auto(GStrv) v = g_strsplit(parts[1], ",", -1);
-
-		for (guint i = 0; v[i]; i++) {
-			if (!parse_number(v[i], &vmcs)) {
-				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
-					    "'%s': '%s' is not a VMCS (a number such as 0x12340, as `vmtrace "
-					    "correlate --dry-run` prints it)", tok, v[i]);
-				return FALSE;
-			}
-			if (!vmcs || vmcs >= VMCORR_NO_VMCS) {
-				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
-					    "'%s': VMCS %s is out of range (1..0xfffffffffe: the 40-bit VMCS packet "
-					    "payload)", tok, v[i]);
-				return FALSE;
-			}
-			set_offset(opt, vmcs, off);
-		}
-	}
+	vmcs = parse_vmcs_list(tok, parts[1], error);
+	if (!vmcs)
+		return FALSE;
+	for (guint i = 0; i < vmcs->len; i++)
+		set_offset(opt, g_array_index(vmcs, uint64_t, i), off);
 	return TRUE;
 }
 
@@ -112,41 +130,35 @@ gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions
 	return TRUE;
 }
 
-/* RATIO[/FRAC][:VMCS[,VMCS...]] */
+/* RATIO[/FRAC][:VMCS[,VMCS...]]; nothing is set when it is refused. */
 gboolean vmcorr_parse_scale_token(const char *tok, VmcorrOptions *opt, GError **error)
 {
 	g_auto(GStrv) parts = g_strsplit(tok, ":", 2);
-	g_auto(GStrv) rf = g_strsplit(parts[0], "/", 2);
-	uint64_t ratio, frac = 48, vmcs;
+	g_auto(GStrv) rf = NULL;
+	g_autoptr(GArray) vmcs = NULL;
+	uint64_t ratio, frac = 48;
 
+	if (!*tok) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
+			    "'': empty; expected RATIO[/FRAC_BITS][:VMCS[,VMCS...]], e.g. 0x1400000000000/48 for 1.25");
+		return FALSE;
+	}
+	rf = g_strsplit(parts[0], "/", 2);
 	if (!parse_number(rf[0], &ratio) || !ratio || (rf[1] && (!parse_number(rf[1], &frac) || frac > 63))) {
 		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
 			    "'%s': expected RATIO[/FRAC_BITS] with a non-zero ratio and at most 63 fraction bits "
 			    "(e.g. 0x1400000000000/48 for 1.25, KVM's tsc-scaling-ratio)", tok);
 		return FALSE;
 	}
+	if (parts[1] && !(vmcs = parse_vmcs_list(tok, parts[1], error)))
+		return FALSE;
 	if (!opt->scales)
 		opt->scales = g_array_new(FALSE, FALSE, sizeof(VmcorrScale));
-	if (!parts[1]) {
+	if (!vmcs) {
 		g_array_append_val(opt->scales, ((VmcorrScale){ 0, ratio, (guint)frac }));
 		return TRUE;
 	}
-	{
-		g_auto(GStrv) v = g_strsplit(parts[1], ",", -1);
-
-		if (!v[0]) {
-			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
-				    "'%s': ':' must be followed by one or more VMCS", tok);
-			return FALSE;
-		}
-		for (guint i = 0; v[i]; i++) {
-			if (!parse_number(v[i], &vmcs) || !vmcs || vmcs >= VMCORR_NO_VMCS) {
-				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET,
-					    "'%s': '%s' is not a VMCS", tok, v[i]);
-				return FALSE;
-			}
-			g_array_append_val(opt->scales, ((VmcorrScale){ vmcs, ratio, (guint)frac }));
-		}
-	}
+	for (guint i = 0; i < vmcs->len; i++)
+		g_array_append_val(opt->scales, ((VmcorrScale){ g_array_index(vmcs, uint64_t, i), ratio, (guint)frac }));
 	return TRUE;
 }

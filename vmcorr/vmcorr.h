@@ -144,6 +144,14 @@ VmcorrResult *vmcorr_dry_run(const char *path, const VmcorrOptions *opt, GError 
  * the offset `apply` gives it. */
 gboolean vmcorr_patches_reusable(const VmcorrResult *disc, const VmcorrOptions *apply);
 
+/* Split time-ordered estimates (VmcorrEst) into epochs (VmcorrEpoch) of a
+ * constant offset: an estimate more than `tol` ticks (56-bit difference)
+ * from the current epoch's offset - its first estimate - starts a new
+ * epoch, unless it is a single outlier: the next estimate is back within
+ * `tol` of the current epoch (and not within `tol` of the outlier).  An
+ * outlier counts in its epoch's n and spread.  Returns a new array. */
+GArray *vmcorr_segment_epochs(const GArray *ests, uint64_t tol);
+
 struct VmcorrSession;
 /* The same on an open session (vmcorr/session.h). */
 VmcorrResult *vmcorr_run_session(struct VmcorrSession *s, const VmcorrOptions *opt, GError **error);

@@ -1,0 +1,19 @@
+#!/bin/sh
+# The test helpers themselves (tests/lib.sh): test_cmp passes on equal
+# files, fails with a unified diff otherwise.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+printf 'a\nb\nc\n' >"$TMP/expect"
+printf 'a\nb\nc\n' >"$TMP/same"
+printf 'a\nB\nc\n' >"$TMP/other"
+test_cmp "$TMP/expect" "$TMP/same" >"$TMP/diff"
+check "test_cmp: equal files pass" test $? -eq 0
+check "test_cmp: ... silently" test ! -s "$TMP/diff"
+test_cmp "$TMP/expect" "$TMP/other" >"$TMP/diff"
+check "test_cmp: different files fail" test $? -eq 1
+check "test_cmp: the failure shows a unified diff, expected '-', actual '+'" \
+	sh -c 'grep -qx "# -b" "$TMP/diff" && grep -qx "# +B" "$TMP/diff" && grep -q "^# @@" "$TMP/diff"'
+test_cmp "$TMP/expect" "$TMP/missing" >"$TMP/diff"
+check "test_cmp: a missing file fails" test $? -ne 0
+check "test_cmp: ... and is named" grep -q missing "$TMP/diff"
+finish

@@ -1,0 +1,406 @@
+/* test-vmcorr.c - the command-line grammars of VM time correlation
+ * (--offset OFF[:VMCS[,VMCS...]], --tsc-scale RATIO[/FRAC][:VMCS,...] and
+ * perf's --vm-time-correlation="[dry-run] [OFF[:VMCS[,VMCS]...]]...",
+ * vmcorr/offsets.c): what each accepts and every way each refuses; and the
+ * split of a VMCS's offset estimates into epochs (vmcorr_segment_epochs). */
+#include "config.h"
+
+#include <string.h>
+
+#include "vmcorr/vmcorr.h"
+
+typedef struct {
+	VmcorrOptions opt;
+} Fixture;
+
+static void fx_setup(Fixture *f, gconstpointer data)
+{
+	(void)data;
+	vmcorr_options_init(&f->opt);
+}
+
+static void fx_teardown(Fixture *f, gconstpointer data)
+{
+	(void)data;
+	if (f->opt.offsets)
+		g_array_free(f->opt.offsets, TRUE);
+	if (f->opt.scales)
+		g_array_free(f->opt.scales, TRUE);
+}
+
+static const VmcorrOffset *offset_at(const Fixture *f, guint i)
+{
+	g_assert_nonnull(f->opt.offsets);
+	g_assert_cmpuint(i, <, f->opt.offsets->len);
+	return &g_array_index(f->opt.offsets, VmcorrOffset, i);
+}
+
+static const VmcorrScale *scale_at(const Fixture *f, guint i)
+{
+	g_assert_nonnull(f->opt.scales);
+	g_assert_cmpuint(i, <, f->opt.scales->len);
+	return &g_array_index(f->opt.scales, VmcorrScale, i);
+}
+
+/* ------------------------------------------------------------ --offset */
+
+static void test_offset_default(Fixture *f, gconstpointer data)
+{
+	GError *err = NULL;
+
+	(void)data;
+	g_assert_true(vmcorr_parse_offset_token("0xfffffe3c8291b532", &f->opt, &err));
+	g_assert_no_error(err);
+	g_assert_true(f->opt.have_default);
+	g_assert_cmphex(f->opt.default_offset, ==, 0xfffffe3c8291b532ULL);
+	g_assert_null(f->opt.offsets);
+	/* the last default wins; numbers are C literals: decimal, 0x hex, 0 octal */
+	g_assert_true(vmcorr_parse_offset_token("1234", &f->opt, &err));
+	g_assert_cmpuint(f->opt.default_offset, ==, 1234);
+	g_assert_true(vmcorr_parse_offset_token("010", &f->opt, &err));
+	g_assert_cmpuint(f->opt.default_offset, ==, 8);
+	g_assert_true(vmcorr_parse_offset_token("0", &f->opt, &err));
+	g_assert_cmpuint(f->opt.default_offset, ==, 0);
+	g_assert_true(vmcorr_parse_offset_token("0XFF", &f->opt, &err));
+	g_assert_cmpuint(f->opt.default_offset, ==, 255);
+	g_assert_true(vmcorr_parse_offset_token("18446744073709551615", &f->opt, &err));
+	g_assert_cmphex(f->opt.default_offset, ==, G_MAXUINT64);
+	g_assert_null(f->opt.offsets);
+}
+
+static void test_offset_vmcs(Fixture *f, gconstpointer data)
+{
+	GError *err = NULL;
+
+	(void)data;
+	g_assert_true(vmcorr_parse_offset_token("0x100:0x12340,0x12451", &f->opt, &err));
+	g_assert_no_error(err);
+	g_assert_false(f->opt.have_default);
+	g_assert_cmpuint(f->opt.offsets->len, ==, 2);
+	g_assert_cmphex(offset_at(f, 0)->vmcs, ==, 0x12340);
+	g_assert_cmphex(offset_at(f, 0)->offset, ==, 0x100);
+	g_assert_cmphex(offset_at(f, 1)->vmcs, ==, 0x12451);
+	/* a VMCS given again: the later offset wins (perf), no second entry */
+	g_assert_true(vmcorr_parse_offset_token("0x200:0x12340", &f->opt, &err));
+	g_assert_cmpuint(f->opt.offsets->len, ==, 2);
+	g_assert_cmphex(offset_at(f, 0)->offset, ==, 0x200);
+	g_assert_cmphex(offset_at(f, 1)->offset, ==, 0x100);
+	/* the VMCS range: 1 .. the largest 40-bit payload below "no VMCS" */
+	g_assert_true(vmcorr_parse_offset_token("1:1,0xfffffffffe", &f->opt, &err));
+	g_assert_cmpuint(f->opt.offsets->len, ==, 4);
+	g_assert_cmphex(offset_at(f, 3)->vmcs, ==, VMCORR_NO_VMCS - 1);
+}
+
+/* Each refused token: an error of VMCORR_ERROR_BAD_OFFSET whose message
+ * contains `what`, and nothing set. */
+static void refuse_offset(const char *tok, const char *what)
+{
+	VmcorrOptions opt;
+	GError *err = NULL;
+
+	vmcorr_options_init(&opt);
+	g_assert_false(vmcorr_parse_offset_token(tok, &opt, &err));
+	g_assert_error(err, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET);
+	if (!strstr(err->message, what))
+		g_error("'%s': message '%s' does not say '%s'", tok, err->message, what);
+	g_assert_false(opt.have_default);
+	g_assert_true(!opt.offsets || opt.offsets->len == 0);
+	if (opt.offsets)
+		g_array_free(opt.offsets, TRUE);
+	g_error_free(err);
+}
+
+static void test_offset_errors(void)
+{
+	/* issue #11 item 7: "" crashed (g_strsplit("") is an empty vector) */
+	refuse_offset("", "empty");
+	refuse_offset("zz", "'zz' is not a TSC offset");
+	refuse_offset("-1", "'-1' is not a TSC offset");       /* no sign */
+	refuse_offset("+1", "'+1' is not a TSC offset");
+	refuse_offset(" 1", "' 1' is not a TSC offset");       /* no blank */
+	refuse_offset("1 ", "'1 ' is not a TSC offset");
+	refuse_offset("0x", "'0x' is not a TSC offset");       /* prefix without digits */
+	refuse_offset("0xg", "'0xg' is not a TSC offset");
+	refuse_offset("08", "'08' is not a TSC offset");       /* not octal */
+	refuse_offset("12abc", "'12abc' is not a TSC offset");
+	refuse_offset("18446744073709551616", "is not a TSC offset");   /* 2^64 */
+	refuse_offset(":0x12340", "'' is not a TSC offset");
+	refuse_offset("1:", "':' must be followed by one or more VMCS");
+	refuse_offset("1:zz", "'zz' is not a VMCS");
+	refuse_offset("1:0x12340,", "'' is not a VMCS");
+	refuse_offset("1:,0x12340", "'' is not a VMCS");
+	refuse_offset("1:-5", "'-5' is not a VMCS");
+	refuse_offset("1:0x12340:5", "'0x12340:5' is not a VMCS");
+	refuse_offset("1:0", "VMCS 0 is out of range");
+	refuse_offset("1:0xffffffffff", "VMCS 0xffffffffff is out of range");
+	refuse_offset("1:0x10000000000", "out of range");
+}
+
+/* ------------------------------------------------------------ --tsc-scale */
+
+static void test_scale(Fixture *f, gconstpointer data)
+{
+	GError *err = NULL;
+
+	(void)data;
+	g_assert_true(vmcorr_parse_scale_token("0x1400000000000", &f->opt, &err));
+	g_assert_no_error(err);
+	g_assert_cmpuint(f->opt.scales->len, ==, 1);
+	g_assert_cmphex(scale_at(f, 0)->vmcs, ==, 0);              /* every VMCS */
+	g_assert_cmphex(scale_at(f, 0)->ratio, ==, 0x1400000000000ULL);
+	g_assert_cmpuint(scale_at(f, 0)->frac, ==, 48);            /* VMX's default */
+	g_assert_true(vmcorr_parse_scale_token("5/2:0x12340,0x12451", &f->opt, &err));
+	g_assert_cmpuint(f->opt.scales->len, ==, 3);
+	g_assert_cmphex(scale_at(f, 1)->vmcs, ==, 0x12340);
+	g_assert_cmphex(scale_at(f, 2)->vmcs, ==, 0x12451);
+	g_assert_cmpuint(scale_at(f, 2)->ratio, ==, 5);
+	g_assert_cmpuint(scale_at(f, 2)->frac, ==, 2);
+	g_assert_true(vmcorr_parse_scale_token("1/0", &f->opt, &err));
+	g_assert_cmpuint(scale_at(f, 3)->frac, ==, 0);
+	g_assert_true(vmcorr_parse_scale_token("1/63:0xfffffffffe", &f->opt, &err));
+	g_assert_cmpuint(scale_at(f, 4)->frac, ==, 63);
+	g_assert_cmphex(scale_at(f, 4)->vmcs, ==, VMCORR_NO_VMCS - 1);
+	g_assert_false(f->opt.have_default);
+	g_assert_null(f->opt.offsets);
+}
+
+static void refuse_scale(const char *tok, const char *what)
+{
+	VmcorrOptions opt;
+	GError *err = NULL;
+
+	vmcorr_options_init(&opt);
+	g_assert_false(vmcorr_parse_scale_token(tok, &opt, &err));
+	g_assert_error(err, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET);
+	if (!strstr(err->message, what))
+		g_error("'%s': message '%s' does not say '%s'", tok, err->message, what);
+	g_assert_true(!opt.scales || opt.scales->len == 0);
+	if (opt.scales)
+		g_array_free(opt.scales, TRUE);
+	g_error_free(err);
+}
+
+static void test_scale_errors(void)
+{
+	const char *form = "expected RATIO[/FRAC_BITS]";
+
+	refuse_scale("", "empty");           /* issue #11 item 7: crashed */
+	refuse_scale("0", form);             /* a zero ratio */
+	refuse_scale("0/48", form);
+	refuse_scale("zz", form);
+	refuse_scale("-1", form);
+	refuse_scale("/48", form);
+	refuse_scale("1/", form);
+	refuse_scale("1/zz", form);
+	refuse_scale("1/64", form);          /* at most 63 fraction bits */
+	refuse_scale("1/2/3", form);
+	refuse_scale(":0x12340", form);
+	refuse_scale("1:", "':' must be followed by one or more VMCS");
+	refuse_scale("1:zz", "'zz' is not a VMCS");
+	refuse_scale("1:0", "VMCS 0 is out of range");
+	refuse_scale("1:0xffffffffff", "VMCS 0xffffffffff is out of range");
+	refuse_scale("1:0x12340,", "'' is not a VMCS");
+}
+
+/* ------------------------------------------------------------ --vm-time-correlation */
+
+static void test_perf_arg(Fixture *f, gconstpointer data)
+{
+	GError *err = NULL;
+	gboolean dry = TRUE;
+
+	(void)data;
+	g_assert_true(vmcorr_parse_perf_arg("", &dry, &f->opt, &err));   /* nothing: not a dry run */
+	g_assert_no_error(err);
+	g_assert_false(dry);
+	g_assert_false(f->opt.have_default);
+	g_assert_null(f->opt.offsets);
+	g_assert_true(vmcorr_parse_perf_arg("dry-run", &dry, &f->opt, &err));
+	g_assert_true(dry);
+	g_assert_true(vmcorr_parse_perf_arg(" \tdry-run  ", &dry, &f->opt, &err));
+	g_assert_true(dry);
+	g_assert_true(vmcorr_parse_perf_arg("0x10", &dry, &f->opt, &err));
+	g_assert_false(dry);
+	g_assert_true(f->opt.have_default);
+	g_assert_cmphex(f->opt.default_offset, ==, 0x10);
+	g_assert_true(vmcorr_parse_perf_arg("dry-run  0x20:0x12340,0x12451\t0x30:0x12562 0x40", &dry, &f->opt, &err));
+	g_assert_true(dry);
+	g_assert_cmphex(f->opt.default_offset, ==, 0x40);
+	g_assert_cmpuint(f->opt.offsets->len, ==, 3);
+	g_assert_cmphex(offset_at(f, 1)->vmcs, ==, 0x12451);
+	g_assert_cmphex(offset_at(f, 1)->offset, ==, 0x20);
+	g_assert_cmphex(offset_at(f, 2)->vmcs, ==, 0x12562);
+	g_assert_cmphex(offset_at(f, 2)->offset, ==, 0x30);
+}
+
+static void refuse_perf_arg(const char *arg, const char *what)
+{
+	VmcorrOptions opt;
+	GError *err = NULL;
+	gboolean dry;
+
+	vmcorr_options_init(&opt);
+	g_assert_false(vmcorr_parse_perf_arg(arg, &dry, &opt, &err));
+	g_assert_error(err, VMCORR_ERROR, VMCORR_ERROR_BAD_OFFSET);
+	if (!strstr(err->message, what))
+		g_error("'%s': message '%s' does not say '%s'", arg, err->message, what);
+	if (opt.offsets)
+		g_array_free(opt.offsets, TRUE);
+	g_error_free(err);
+}
+
+static void test_perf_arg_errors(void)
+{
+	refuse_perf_arg("0x10 dry-run", "'dry-run' must come first in '0x10 dry-run'");
+	refuse_perf_arg("dry-run dry-run", "'dry-run' must come first");
+	refuse_perf_arg("dryrun", "'dryrun' is not a TSC offset");
+	refuse_perf_arg("DRY-RUN", "'DRY-RUN' is not a TSC offset");
+	refuse_perf_arg("dry-run zz", "'zz' is not a TSC offset");   /* perf loops forever here */
+	refuse_perf_arg("0x10:", "':' must be followed");
+	refuse_perf_arg("0x10 : 0x12340", "'' is not a TSC offset");
+	refuse_perf_arg("0x10:0x12340, 0x12451", "'' is not a VMCS");
+	refuse_perf_arg("0x10:0", "out of range");
+	refuse_perf_arg("dry-run,0x10", "is not a TSC offset");
+}
+
+/* ------------------------------------------------------------ epochs */
+
+/* Estimates at host times 1000, 2000, ... with these offsets. */
+static GArray *ests_of(const uint64_t *est, guint n)
+{
+	GArray *a = g_array_new(FALSE, FALSE, sizeof(VmcorrEst));
+
+	for (guint i = 0; i < n; i++)
+		g_array_append_val(a, ((VmcorrEst){ 1000 * (i + 1), est[i] }));
+	return a;
+}
+
+static GArray *segment(const uint64_t *est, guint n, uint64_t tol)
+{
+	g_autoptr(GArray) a = ests_of(est, n);
+
+	return vmcorr_segment_epochs(a, tol);
+}
+
+static void assert_epoch(const GArray *ep, guint k, uint64_t offset, uint64_t first, uint64_t last, uint64_t n,
+			 int64_t spread)
+{
+	const VmcorrEpoch *e;
+
+	g_assert_cmpuint(k, <, ep->len);
+	e = &g_array_index(ep, VmcorrEpoch, k);
+	g_assert_cmphex(e->offset, ==, offset);
+	g_assert_cmpuint(e->t_first, ==, first);
+	g_assert_cmpuint(e->t_last, ==, last);
+	g_assert_cmpuint(e->n, ==, n);
+	g_assert_cmpint(e->spread, ==, spread);
+}
+
+static void test_epochs_none_and_one(void)
+{
+	static const uint64_t one[] = { 0x500 };
+	static const uint64_t same[] = { 0x500, 0x500, 0x500, 0x500 };
+	static const uint64_t jitter[] = { 0x500, 0x503, 0x4fe, 0x505, 0x500 };
+	g_autoptr(GArray) a = segment(NULL, 0, 10);
+	g_autoptr(GArray) b = segment(one, 1, 10);
+	g_autoptr(GArray) c = segment(same, 4, 0);
+	g_autoptr(GArray) d = segment(jitter, 5, 5);
+
+	g_assert_cmpuint(a->len, ==, 0);
+	g_assert_cmpuint(b->len, ==, 1);
+	assert_epoch(b, 0, 0x500, 1000, 1000, 1, 0);
+	g_assert_cmpuint(c->len, ==, 1);
+	assert_epoch(c, 0, 0x500, 1000, 4000, 4, 0);
+	/* within the tolerance of the first estimate: one epoch; spread max - min */
+	g_assert_cmpuint(d->len, ==, 1);
+	assert_epoch(d, 0, 0x500, 1000, 5000, 5, 0x505 - 0x4fe);
+}
+
+static void test_epochs_change(void)
+{
+	static const uint64_t change[] = { 0x500, 0x501, 0x500, 0x9000, 0x9001, 0x9000 };
+	static const uint64_t back[] = { 0x500, 0x500, 0x9000, 0x9000, 0x500, 0x500 };
+	static const uint64_t edge[] = { 0x500, 0x505, 0x506 };   /* tolerance is inclusive */
+	g_autoptr(GArray) a = segment(change, 6, 4);
+	g_autoptr(GArray) b = segment(back, 6, 4);
+	g_autoptr(GArray) c = segment(edge, 3, 5);
+
+	g_assert_cmpuint(a->len, ==, 2);
+	assert_epoch(a, 0, 0x500, 1000, 3000, 3, 1);
+	assert_epoch(a, 1, 0x9000, 4000, 6000, 3, 1);
+	/* going back to an earlier offset is a third epoch, not the first again */
+	g_assert_cmpuint(b->len, ==, 3);
+	assert_epoch(b, 0, 0x500, 1000, 2000, 2, 0);
+	assert_epoch(b, 1, 0x9000, 3000, 4000, 2, 0);
+	assert_epoch(b, 2, 0x500, 5000, 6000, 2, 0);
+	g_assert_cmpuint(c->len, ==, 2);
+	assert_epoch(c, 0, 0x500, 1000, 2000, 2, 5);
+	assert_epoch(c, 1, 0x506, 3000, 3000, 1, 0);
+}
+
+static void test_epochs_outliers(void)
+{
+	/* one estimate off, then back: an outlier of the epoch, in its spread */
+	static const uint64_t outlier[] = { 0x500, 0x500, 0x9000, 0x500, 0x500 };
+	/* off at the very end: nothing follows, so it starts an epoch */
+	static const uint64_t last[] = { 0x500, 0x500, 0x9000 };
+	/* off twice in a row at different values: each starts an epoch */
+	static const uint64_t wander[] = { 0x500, 0x9000, 0x20000, 0x20000 };
+	/* the next is back within tol of the epoch but also within tol of the
+	 * departing one: a change, not an outlier */
+	static const uint64_t near[] = { 0x500, 0x50a, 0x505 };
+	g_autoptr(GArray) a = segment(outlier, 5, 4);
+	g_autoptr(GArray) b = segment(last, 3, 4);
+	g_autoptr(GArray) c = segment(wander, 4, 4);
+	g_autoptr(GArray) d = segment(near, 3, 5);
+
+	g_assert_cmpuint(a->len, ==, 1);
+	assert_epoch(a, 0, 0x500, 1000, 5000, 5, 0x9000 - 0x500);
+	g_assert_cmpuint(b->len, ==, 2);
+	assert_epoch(b, 0, 0x500, 1000, 2000, 2, 0);
+	assert_epoch(b, 1, 0x9000, 3000, 3000, 1, 0);
+	g_assert_cmpuint(c->len, ==, 3);
+	assert_epoch(c, 1, 0x9000, 2000, 2000, 1, 0);
+	assert_epoch(c, 2, 0x20000, 3000, 4000, 2, 0);
+	g_assert_cmpuint(d->len, ==, 2);
+	assert_epoch(d, 0, 0x500, 1000, 1000, 1, 0);
+	assert_epoch(d, 1, 0x50a, 2000, 3000, 2, 5);
+}
+
+static void test_epochs_seven_bytes(void)
+{
+	/* TSC packets have 7 bytes: offsets are compared as 56-bit differences,
+	 * so the top byte does not matter and the difference wraps at 2^56 */
+	static const uint64_t top[] = { 0xfffffe0000000010, 0x00fffe0000000011, 0x12fffe0000000012 };
+	static const uint64_t wrap[] = { 0x00ffffffffffffff, 0x0000000000000001, 0x00fffffffffffffd };
+	static const uint64_t neg[] = { 0x10, 0x00ffffffffffff10 };   /* -0x100 in 56 bits */
+	g_autoptr(GArray) a = segment(top, 3, 4);
+	g_autoptr(GArray) b = segment(wrap, 3, 4);
+	g_autoptr(GArray) c = segment(neg, 2, 0xff);
+	g_autoptr(GArray) d = segment(neg, 2, 0x100);
+
+	g_assert_cmpuint(a->len, ==, 1);
+	assert_epoch(a, 0, 0xfffffe0000000010, 1000, 3000, 3, 2);
+	g_assert_cmpuint(b->len, ==, 1);
+	assert_epoch(b, 0, 0x00ffffffffffffff, 1000, 3000, 3, 4);
+	g_assert_cmpuint(c->len, ==, 2);
+	g_assert_cmpuint(d->len, ==, 1);
+	assert_epoch(d, 0, 0x10, 1000, 2000, 2, 0x100);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add("/vmcorr/offset/default", Fixture, NULL, fx_setup, test_offset_default, fx_teardown);
+	g_test_add("/vmcorr/offset/vmcs", Fixture, NULL, fx_setup, test_offset_vmcs, fx_teardown);
+	g_test_add_func("/vmcorr/offset/errors", test_offset_errors);
+	g_test_add("/vmcorr/scale/accepted", Fixture, NULL, fx_setup, test_scale, fx_teardown);
+	g_test_add_func("/vmcorr/scale/errors", test_scale_errors);
+	g_test_add("/vmcorr/perf-arg/accepted", Fixture, NULL, fx_setup, test_perf_arg, fx_teardown);
+	g_test_add_func("/vmcorr/perf-arg/errors", test_perf_arg_errors);
+	g_test_add_func("/vmcorr/epochs/none-and-one", test_epochs_none_and_one);
+	g_test_add_func("/vmcorr/epochs/change", test_epochs_change);
+	g_test_add_func("/vmcorr/epochs/outliers", test_epochs_outliers);
+	g_test_add_func("/vmcorr/epochs/seven-bytes", test_epochs_seven_bytes);
+	return g_test_run();
+}
