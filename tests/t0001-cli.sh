@@ -35,4 +35,18 @@ check "failed synth leaves no file" test ! -e "$TMP/x"
 check "synth --truth into a missing directory: exit 1" test "$(rc "$VMTRACE" synth -o "$TMP/t.data" --size 64K --truth "$TMP/no/t.json")" = 1
 check "failed --truth leaves no recording either" test ! -e "$TMP/t.data"
 check "synth into a missing directory: exit 1, names it" sh -c '"$VMTRACE" synth -o "$TMP/no/dir/x.data" 2>&1 >/dev/null | grep -q "no/dir"; test $? -eq 0'
+for o in --vcpus --vms --cpus --mtc-period --psb-period --guest-percent; do
+	check "synth $o -1: exit 2, says a number >= 0 is expected" sh -c "[ \$(\"\$VMTRACE\" synth -o '$TMP/x' $o -1 2>'$TMP/err' >/dev/null; echo \$?) = 2 ] && grep -q -- '$o -1: expected a number >= 0' '$TMP/err'"
+done
+for o in --offset --tsc-scale --offset-change --tsc-ctc-ratio; do
+	check "synth $o '': usage error (exit 2), no crash" test "$(rc "$VMTRACE" synth -o "$TMP/x" $o "")" = 2
+	check "synth $o '': names the option" grep -q -- "$o ''" "$TMP/err"
+done
+for o in --offset --tsc-scale; do
+	check "correlate $o '': usage error (exit 2), no crash" test "$(rc "$VMTRACE" correlate -n "$top_srcdir/examples/kvm-4vcpu.data" $o "")" = 2
+done
+if [ -w /dev/full ]; then
+	check "synth --json > /dev/full: exit 1" test "$("$VMTRACE" synth -o "$TMP/full.data" --size 64K --json >/dev/full 2>"$TMP/err"; echo $?)" = 1
+	check "synth --json > /dev/full: says stdout could not be written" grep -q "cannot write standard output" "$TMP/err"
+fi
 finish

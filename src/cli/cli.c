@@ -49,6 +49,15 @@ void vt_err(const char *cmd, const char *fmt, ...)
 	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
 }
 
+int vt_cli_close_stdout(const char *cmd, int rc)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	json_errors = FALSE;   /* stdout is what failed: say it on stderr */
+	vt_err(cmd, "cannot write standard output: %s", g_strerror(errno ? errno : EIO));
+	return rc == VT_EXIT_OK ? VT_EXIT_FAILURE : rc;
+}
+
 int vt_cli_finish(int rc)
 {
 	g_autoptr(VtJson) j = NULL;

@@ -40,6 +40,9 @@ gboolean vt_cli_json(void);
 /* Before parsing: turn JSON errors on when argv asks for JSON (--json, -j,
  * --format=json), so option errors are JSON too. */
 void vt_cli_scan_json(int argc, char **argv);
+/* Flush stdout; if what a command printed could not be written (a full
+ * disk, a closed pipe), say so and turn a 0 status into 1. */
+int vt_cli_close_stdout(const char *cmd, int rc);
 /* After the command: print the kept errors as JSON; returns the exit
  * status (a command that reported an error never exits 0). */
 int vt_cli_finish(int rc);

@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "src/synth/synth.h"
+#include "src/cli/json.h"
 #include "src/cmd/cmd.h"
+#include "src/synth/synth.h"
 
 static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **error)
 {
@@ -14,7 +15,7 @@ static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **err
 	g_auto(GStrv) parts = g_strsplit(s, ":", 2);
 	guint64 off, vm = 0;
 
-	if (!vt_parse_u64(parts[0], &off) || (parts[1] && (!vt_parse_u64(parts[1], &vm) || vm >= VT_SYNTH_MAX_VMS))) {
+	if (!parts[0] || !vt_parse_u64(parts[0], &off) || (parts[1] && (!vt_parse_u64(parts[1], &vm) || vm >= VT_SYNTH_MAX_VMS))) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--offset '%s': expected OFFSET[:VM] (e.g. 0xffffff0000000000:1)", s);
 		return FALSE;
@@ -28,10 +29,10 @@ static gboolean parse_scale_opt(VtSynthConfig *cfg, const char *s, GError **erro
 {
 	/* RATIO[/FRAC][:VM] */
 	g_auto(GStrv) parts = g_strsplit(s, ":", 2);
-	g_auto(GStrv) rf = g_strsplit(parts[0], "/", 2);
+	g_auto(GStrv) rf = g_strsplit(parts[0] ? parts[0] : "", "/", 2);
 	guint64 ratio, frac = 48, vm = 0;
 
-	if (!vt_parse_u64(rf[0], &ratio) || !ratio || (rf[1] && (!vt_parse_u64(rf[1], &frac) || frac > 63)) ||
+	if (!rf[0] || !vt_parse_u64(rf[0], &ratio) || !ratio || (rf[1] && (!vt_parse_u64(rf[1], &frac) || frac > 63)) ||
 	    (parts[1] && (!vt_parse_u64(parts[1], &vm) || vm >= VT_SYNTH_MAX_VMS))) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 			    "--tsc-scale '%s': expected RATIO[/FRAC_BITS][:VM], e.g. 0x1400000000000/48:0 for 1.25", s);
@@ -55,6 +56,8 @@ static gboolean parse_change_opt(VtSynthConfig *cfg, const char *s, GError **err
 	if (!at)
 		goto bad;
 	parts = g_strsplit(head, ":", 2);
+	if (!parts[0])
+		goto bad;
 	if (parts[1]) {
 		if (!vt_parse_u64(parts[0], &vm) || !vt_parse_u64(parts[1], &off))
 			goto bad;
@@ -75,172 +78,225 @@ bad:
 	return FALSE;
 }
 
-int cmd_synth(int argc, char **argv)
+/* The command line, as given. */
+typedef struct {
+	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct;   /* -1: default */
+	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json;
+	char *ratio, *size, *bufsize, *seed, *out, *truth, *change;
+	char **offsets, **scales;
+	char *host_code, *guest_code, *branches;
+} SynthOpts;
+
+static void synth_opts_clear(SynthOpts *o)
 {
-	VtSynthConfig cfg;
-	VtSynthStats st;
-	gint vcpus = -1, vms = -1, cpus = -1, mtc_period = -1, psb_period = -1, guest_pct = -1;
-	gboolean per_cpu = FALSE, per_thread = FALSE, cyc = FALSE, no_mtc = FALSE, timeless = FALSE;
-	gboolean as_dir = FALSE, json = FALSE;
-	char *ratio = NULL, *size = NULL, *bufsize = NULL, *seed = NULL, *out = NULL, *truth = NULL;
-	char **offsets = NULL, *change = NULL, **scales = NULL;
-	char *host_code = NULL, *guest_code = NULL, *branches = NULL;
-	GError *err = NULL;
-	int rc = VT_EXIT_USAGE;
+	g_free(o->ratio);
+	g_free(o->size);
+	g_free(o->bufsize);
+	g_free(o->seed);
+	g_free(o->out);
+	g_free(o->truth);
+	g_free(o->change);
+	g_free(o->host_code);
+	g_free(o->guest_code);
+	g_free(o->branches);
+	g_strfreev(o->offsets);
+	g_strfreev(o->scales);
+}
+
+static const char synth_summary[] =
+	"Generates, with libipt's encoder, the Intel PT trace a host would record of\n"
+	"QEMU/KVM vCPUs (host KVM code, VM entries/exits, guest kernel code, PSB+ with\n"
+	"TSC/TMA/PIP/VMCS, MTC, CYC) as a perf.data that perf reads, and a ground-truth\n"
+	"JSON with every VMCS, vCPU and TSC offset.  Guest TSC packets carry the VM's\n"
+	"TSC offset, so `vmtrace correlate --dry-run` has something to find.";
+
+static const char synth_description[] =
+	"Examples:\n"
+	"  vmtrace synth -o guest.data --truth guest.json\n"
+	"  vmtrace synth -o big.data --per-cpu --vcpus 16 --cyc --size 512M\n"
+	"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n"
+	"  vmtrace synth -o real.data --host-code HOSTDIR --guest-code GUESTDIR --branches real.branches\n\n"
+	"Real code: the flow walks the kernel code of HOSTDIR and GUESTDIR (Zydis decodes\n"
+	"it; TNT directions and indirect targets - real function starts - are chosen,\n"
+	"returns follow a call stack); VM exits go to HOSTDIR's vmx_vmexit, VM entries\n"
+	"happen at the VMRESUME the host reaches.  -o is then a directory with\n"
+	"kcore_dir/ (HOSTDIR's files) and a guest kernel MMAP, so that\n"
+	"  perf script -i real.data --guestkallsyms GUESTDIR/kallsyms --itrace=be\n"
+	"decodes it.\n\n"
+	"Exit status: 0 ok; 1 failure (cannot write FILE); 2 usage error.  Nothing is\n"
+	"left behind on failure.\n";
+
+static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
+{
 	GOptionEntry entries[] = {
-		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "Write the perf.data to FILE (required)", "FILE" },
-		{ "dir", 0, 0, G_OPTION_ARG_NONE, &as_dir, "Write a perf.data directory (FILE/data), like perf record --kcore", NULL },
-		{ "truth", 't', 0, G_OPTION_ARG_FILENAME, &truth, "Write the ground truth JSON to FILE", "FILE" },
-		{ "vcpus", 'n', 0, G_OPTION_ARG_INT, &vcpus, "Number of vCPUs over all VMs (default 4)", "N" },
-		{ "vms", 0, 0, G_OPTION_ARG_INT, &vms, "Number of VMs; vCPUs are split between them (default 1)", "N" },
-		{ "per-thread", 0, 0, G_OPTION_ARG_NONE, &per_thread, "One AUX queue per vCPU thread (default)", NULL },
-		{ "per-cpu", 0, 0, G_OPTION_ARG_NONE, &per_cpu, "One AUX queue per host CPU; vCPUs migrate between CPUs", NULL },
-		{ "cpus", 0, 0, G_OPTION_ARG_INT, &cpus, "Host CPUs in per-CPU mode (default min(vcpus,4))", "N" },
-		{ "cyc", 0, 0, G_OPTION_ARG_NONE, &cyc, "Emit CYC packets (intel_pt/cyc=1/)", NULL },
-		{ "no-mtc", 0, 0, G_OPTION_ARG_NONE, &no_mtc, "No MTC/TMA packets (intel_pt/mtc=0/)", NULL },
-		{ "mtc-period", 0, 0, G_OPTION_ARG_INT, &mtc_period, "MTC every 2^N CTC ticks, 0..15 (default 3)", "N" },
-		{ "psb-period", 0, 0, G_OPTION_ARG_INT, &psb_period, "PSB every 2K<<N bytes, 0..15 (default 3)", "N" },
-		{ "tsc-ctc-ratio", 0, 0, G_OPTION_ARG_STRING, &ratio, "CPUID.15H EBX/EAX, TSC ticks per CTC tick (default 168/2)", "N/D" },
-		{ "timeless", 0, 0, G_OPTION_ARG_NONE, &timeless, "No timing packets at all (intel_pt/tsc=0,mtc=0/)", NULL },
-		{ "size", 's', 0, G_OPTION_ARG_STRING, &size, "Total AUX bytes, e.g. 16M (default 4M)", "SIZE" },
-		{ "buffer-size", 0, 0, G_OPTION_ARG_STRING, &bufsize, "Bytes per AUXTRACE record (default 256K)", "SIZE" },
-		{ "seed", 0, 0, G_OPTION_ARG_STRING, &seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
-		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &offsets, "TSC offset of VM; repeatable (default: a negative offset derived from the seed)", "OFF[:VM]" },
-		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
-		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
-		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
-		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
-		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
-		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
-		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print a JSON summary on stdout", NULL },
+		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &o->out, "Write the perf.data to FILE (required)", "FILE" },
+		{ "dir", 0, 0, G_OPTION_ARG_NONE, &o->as_dir, "Write a perf.data directory (FILE/data), like perf record --kcore", NULL },
+		{ "truth", 't', 0, G_OPTION_ARG_FILENAME, &o->truth, "Write the ground truth JSON to FILE", "FILE" },
+		{ "vcpus", 'n', 0, G_OPTION_ARG_INT, &o->vcpus, "Number of vCPUs over all VMs (default 4)", "N" },
+		{ "vms", 0, 0, G_OPTION_ARG_INT, &o->vms, "Number of VMs; vCPUs are split between them (default 1)", "N" },
+		{ "per-thread", 0, 0, G_OPTION_ARG_NONE, &o->per_thread, "One AUX queue per vCPU thread (default)", NULL },
+		{ "per-cpu", 0, 0, G_OPTION_ARG_NONE, &o->per_cpu, "One AUX queue per host CPU; vCPUs migrate between CPUs", NULL },
+		{ "cpus", 0, 0, G_OPTION_ARG_INT, &o->cpus, "Host CPUs in per-CPU mode (default min(vcpus,4))", "N" },
+		{ "cyc", 0, 0, G_OPTION_ARG_NONE, &o->cyc, "Emit CYC packets (intel_pt/cyc=1/)", NULL },
+		{ "no-mtc", 0, 0, G_OPTION_ARG_NONE, &o->no_mtc, "No MTC/TMA packets (intel_pt/mtc=0/)", NULL },
+		{ "mtc-period", 0, 0, G_OPTION_ARG_INT, &o->mtc_period, "MTC every 2^N CTC ticks, 0..15 (default 3)", "N" },
+		{ "psb-period", 0, 0, G_OPTION_ARG_INT, &o->psb_period, "PSB every 2K<<N bytes, 0..15 (default 3)", "N" },
+		{ "tsc-ctc-ratio", 0, 0, G_OPTION_ARG_STRING, &o->ratio, "CPUID.15H EBX/EAX, TSC ticks per CTC tick (default 168/2)", "N/D" },
+		{ "timeless", 0, 0, G_OPTION_ARG_NONE, &o->timeless, "No timing packets at all (intel_pt/tsc=0,mtc=0/)", NULL },
+		{ "size", 's', 0, G_OPTION_ARG_STRING, &o->size, "Total AUX bytes, e.g. 16M (default 4M)", "SIZE" },
+		{ "buffer-size", 0, 0, G_OPTION_ARG_STRING, &o->bufsize, "Bytes per AUXTRACE record (default 256K)", "SIZE" },
+		{ "seed", 0, 0, G_OPTION_ARG_STRING, &o->seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
+		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->offsets, "TSC offset of VM; repeatable (default: a negative offset derived from the seed)", "OFF[:VM]" },
+		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &o->change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
+		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
+		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &o->guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
+		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
+		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
+		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
+		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
 	};
 	GOptionContext *ctx = g_option_context_new("- write a synthetic host Intel PT recording of KVM guests");
+	gboolean ok;
 
-	g_option_context_set_summary(ctx,
-		"Generates, with libipt's encoder, the Intel PT trace a host would record of\n"
-		"QEMU/KVM vCPUs (host KVM code, VM entries/exits, guest kernel code, PSB+ with\n"
-		"TSC/TMA/PIP/VMCS, MTC, CYC) as a perf.data that perf reads, and a ground-truth\n"
-		"JSON with every VMCS, vCPU and TSC offset.  Guest TSC packets carry the VM's\n"
-		"TSC offset, so `vmtrace correlate --dry-run` has something to find.");
-	g_option_context_set_description(ctx,
-		"Examples:\n"
-		"  vmtrace synth -o guest.data --truth guest.json\n"
-		"  vmtrace synth -o big.data --per-cpu --vcpus 16 --cyc --size 512M\n"
-		"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n"
-		"  vmtrace synth -o real.data --host-code HOSTDIR --guest-code GUESTDIR --branches real.branches\n\n"
-		"Real code: the flow walks the kernel code of HOSTDIR and GUESTDIR (Zydis decodes\n"
-		"it; TNT directions and indirect targets - real function starts - are chosen,\n"
-		"returns follow a call stack); VM exits go to HOSTDIR's vmx_vmexit, VM entries\n"
-		"happen at the VMRESUME the host reaches.  -o is then a directory with\n"
-		"kcore_dir/ (HOSTDIR's files) and a guest kernel MMAP, so that\n"
-		"  perf script -i real.data --guestkallsyms GUESTDIR/kallsyms --itrace=be\n"
-		"decodes it.\n\n"
-		"Exit status: 0 ok; 1 failure (cannot write FILE); 2 usage error.  Nothing is\n"
-		"left behind on failure.\n");
+	g_option_context_set_summary(ctx, synth_summary);
+	g_option_context_set_description(ctx, synth_description);
 	g_option_context_add_main_entries(ctx, entries, NULL);
-	if (!g_option_context_parse(ctx, &argc, &argv, &err))
-		goto usage_err;
-	if (argc > 1) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "unexpected argument '%s'", argv[1]);
-		goto usage_err;
+	ok = g_option_context_parse(ctx, argc, argv, err);
+	g_option_context_free(ctx);
+	if (ok && *argc > 1) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "unexpected argument '%s'", (*argv)[1]);
+		return FALSE;
 	}
-	if (!out) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "-o FILE is required");
-		goto usage_err;
-	}
-	if (per_cpu && per_thread) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--per-cpu and --per-thread exclude each other");
-		goto usage_err;
-	}
-	vt_synth_config_init(&cfg);
-	if (vcpus >= 0) cfg.nvcpus = vcpus;
-	if (vms >= 0) cfg.nvms = vms;
-	if (cpus >= 0) cfg.ncpus = cpus;
-	if (mtc_period >= 0) cfg.mtc_period = mtc_period;
-	if (psb_period >= 0) cfg.psb_period = psb_period;
-	if (guest_pct >= 0) cfg.guest_percent = guest_pct;
-	cfg.per_cpu = per_cpu;
-	cfg.cyc = cyc;
-	cfg.mtc = !no_mtc;
-	cfg.timeless = timeless;
-	if (ratio) {
-		guint64 n, d;
-		g_auto(GStrv) p = g_strsplit(ratio, "/", 2);
+	return ok;
+}
 
-		if (!p[1] || !vt_parse_u64(p[0], &n) || !vt_parse_u64(p[1], &d) || n > G_MAXUINT32 || d > G_MAXUINT32) {
-			g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--tsc-ctc-ratio '%s': expected N/D", ratio);
-			goto usage_err;
+/* Counts given on the command line: -1 is "not given", anything else
+ * below 0 is refused here (the generator's checks see unsigned values). */
+static gboolean synth_counts(const SynthOpts *o, VtSynthConfig *cfg, GError **err)
+{
+	const struct { const char *name; gint v; guint *to; } n[] = {
+		{ "--vcpus", o->vcpus, &cfg->nvcpus }, { "--vms", o->vms, &cfg->nvms },
+		{ "--cpus", o->cpus, &cfg->ncpus }, { "--mtc-period", o->mtc_period, &cfg->mtc_period },
+		{ "--psb-period", o->psb_period, &cfg->psb_period }, { "--guest-percent", o->guest_pct, &cfg->guest_percent },
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(n); i++) {
+		if (n[i].v == G_MININT)
+			continue;
+		if (n[i].v < 0) {
+			g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+				    "%s %d: expected a number >= 0", n[i].name, n[i].v);
+			return FALSE;
 		}
-		cfg.tsc_ctc_n = n;
-		cfg.tsc_ctc_d = d;
+		*n[i].to = (guint)n[i].v;
 	}
-	if (!vt_opt_size("--size", size, &cfg.size, &err) ||
-	    !vt_opt_size("--buffer-size", bufsize, &cfg.buffer_size, &err) ||
-	    !vt_opt_u64("--seed", seed, &cfg.seed, &err))
-		goto usage_err;
-	for (char **o = offsets; o && *o; o++)
-		if (!parse_offset_opt(&cfg, *o, &err))
-			goto usage_err;
-	if (change && !parse_change_opt(&cfg, change, &err))
-		goto usage_err;
-	for (char **o = scales; o && *o; o++)
-		if (!parse_scale_opt(&cfg, *o, &err))
-			goto usage_err;
-	if (!host_code != !guest_code || (branches && !host_code)) {
-		g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+	return TRUE;
+}
+
+static gboolean synth_ratio(const char *ratio, VtSynthConfig *cfg, GError **err)
+{
+	guint64 n, d;
+	g_auto(GStrv) p = NULL;
+
+	if (!ratio)
+		return TRUE;
+	p = g_strsplit(ratio, "/", 2);
+	if (!p[0] || !p[1] || !vt_parse_u64(p[0], &n) || !vt_parse_u64(p[1], &d) || n > G_MAXUINT32 ||
+	    d > G_MAXUINT32) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--tsc-ctc-ratio '%s': expected N/D", ratio);
+		return FALSE;
+	}
+	cfg->tsc_ctc_n = n;
+	cfg->tsc_ctc_d = d;
+	return TRUE;
+}
+
+static gboolean synth_vm_options(const SynthOpts *o, VtSynthConfig *cfg, GError **err)
+{
+	for (char **s = o->offsets; s && *s; s++)
+		if (!parse_offset_opt(cfg, *s, err))
+			return FALSE;
+	if (o->change && !parse_change_opt(cfg, o->change, err))
+		return FALSE;
+	for (char **s = o->scales; s && *s; s++)
+		if (!parse_scale_opt(cfg, *s, err))
+			return FALSE;
+	return TRUE;
+}
+
+/* Options -> the generator's configuration; FALSE: a usage error. */
+static gboolean synth_validate(const SynthOpts *o, VtSynthConfig *cfg, GError **err)
+{
+	if (!o->out) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "-o FILE is required");
+		return FALSE;
+	}
+	if (o->per_cpu && o->per_thread) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--per-cpu and --per-thread exclude each other");
+		return FALSE;
+	}
+	if (!o->host_code != !o->guest_code || (o->branches && !o->host_code)) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
 			    "--host-code and --guest-code go together (and --branches needs them)");
-		goto usage_err;
+		return FALSE;
 	}
-	cfg.host_code = host_code;
-	cfg.guest_code = guest_code;
-	cfg.branches = branches;
-	if (!vt_synth_config_check(&cfg, &err))
-		goto usage_err;
+	vt_synth_config_init(cfg);
+	cfg->per_cpu = o->per_cpu;
+	cfg->cyc = o->cyc;
+	cfg->mtc = !o->no_mtc;
+	cfg->timeless = o->timeless;
+	cfg->host_code = o->host_code;
+	cfg->guest_code = o->guest_code;
+	cfg->branches = o->branches;
+	return synth_counts(o, cfg, err) && synth_ratio(o->ratio, cfg, err) &&
+	       vt_opt_size("--size", o->size, &cfg->size, err) &&
+	       vt_opt_size("--buffer-size", o->bufsize, &cfg->buffer_size, err) &&
+	       vt_opt_u64("--seed", o->seed, &cfg->seed, err) && synth_vm_options(o, cfg, err) &&
+	       vt_synth_config_check(cfg, err);
+}
 
-	if (!vt_synth_generate(&cfg, out, as_dir, truth, &st, &err)) {
-		vt_err("synth", "%s", err->message);
-		rc = VT_EXIT_FAILURE;
-		goto done;
-	}
-	if (json) {
-		printf("{\"output\": ");
-		{
-			GString *s = g_string_new(NULL);
+static void synth_report(const SynthOpts *o, const VtSynthConfig *cfg, const VtSynthStats *st)
+{
+	g_autoptr(VtJson) j = NULL;
 
-			vt_json_str(s, out);
-			fputs(s->str, stdout);
-			g_string_free(s, TRUE);
-		}
-		printf(", \"queues\": %u, \"aux_bytes\": %" G_GUINT64_FORMAT ", \"guest_tsc_packets\": %"
-		       G_GUINT64_FORMAT ", \"host_tsc_packets\": %" G_GUINT64_FORMAT ", \"vm_entries\": %"
-		       G_GUINT64_FORMAT "}\n", st.nqueues, st.aux_bytes, st.guest_tsc_packets, st.host_tsc_packets,
-		       st.vm_entries);
-	} else {
+	if (!o->json) {
 		fprintf(stderr, "vmtrace synth: wrote %s: %u %s queues, %" G_GUINT64_FORMAT " AUX bytes, %"
 			G_GUINT64_FORMAT " guest / %" G_GUINT64_FORMAT " host TSC packets, %" G_GUINT64_FORMAT
-			" VM entries\n", out, st.nqueues, cfg.per_cpu ? "per-CPU" : "per-thread", st.aux_bytes,
-			st.guest_tsc_packets, st.host_tsc_packets, st.vm_entries);
+			" VM entries\n", o->out, st->nqueues, cfg->per_cpu ? "per-CPU" : "per-thread", st->aux_bytes,
+			st->guest_tsc_packets, st->host_tsc_packets, st->vm_entries);
+		return;
 	}
-	rc = VT_EXIT_OK;
-	goto done;
-usage_err:
-	vt_err("synth", "%s (see vmtrace synth --help)", err->message);
-	rc = VT_EXIT_USAGE;
-done:
-	g_clear_error(&err);
-	g_option_context_free(ctx);
-	g_free(ratio);
-	g_free(size);
-	g_free(bufsize);
-	g_free(seed);
-	g_free(out);
-	g_free(truth);
-	g_free(change);
-	g_free(host_code);
-	g_free(guest_code);
-	g_free(branches);
-	g_strfreev(offsets);
-	g_strfreev(scales);
+	j = vt_json_new(stdout);
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "output", o->out);
+	vt_json_kv_uint(j, "queues", st->nqueues);
+	vt_json_kv_uint(j, "aux_bytes", st->aux_bytes);
+	vt_json_kv_uint(j, "guest_tsc_packets", st->guest_tsc_packets);
+	vt_json_kv_uint(j, "host_tsc_packets", st->host_tsc_packets);
+	vt_json_kv_uint(j, "vm_entries", st->vm_entries);
+	vt_json_end_object(j);
+}
+
+int cmd_synth(int argc, char **argv)
+{
+	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT,
+			.psb_period = G_MININT, .guest_pct = G_MININT };
+	VtSynthConfig cfg;
+	VtSynthStats st;
+	g_autoptr(GError) err = NULL;
+	int rc = VT_EXIT_OK;
+
+	if (!synth_parse(&o, &argc, &argv, &err) || !synth_validate(&o, &cfg, &err)) {
+		vt_err("synth", "%s (see vmtrace synth --help)", err->message);
+		rc = VT_EXIT_USAGE;
+	} else if (!vt_synth_generate(&cfg, o.out, o.as_dir, o.truth, &st, &err)) {
+		vt_err("synth", "%s", err->message);
+		rc = VT_EXIT_FAILURE;
+	} else {
+		synth_report(&o, &cfg, &st);
+		rc = vt_cli_close_stdout("synth", rc);
+	}
+	synth_opts_clear(&o);
 	return rc;
 }
