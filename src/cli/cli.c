@@ -49,6 +49,17 @@ void vt_err(const char *cmd, const char *fmt, ...)
 	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
 }
 
+void vt_warn(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
+}
+
 int vt_cli_close_stdout(const char *cmd, int rc)
 {
 	if (fflush(stdout) == 0 && !ferror(stdout))

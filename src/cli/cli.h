@@ -34,6 +34,9 @@ enum {
  * for vt_cli_finish, which prints every error as one JSON object on stdout
  * ({"error": "vmtrace cmd: ...", "exit_status": N[, "messages": [...]]}). */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* "vmtrace <cmd>: <message>" on stderr, also under --json: a warning or a
+ * note that is not the command's failure. */
+void vt_warn(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* JSON errors on or off; a command sets it from its parsed --json. */
 void vt_cli_set_json(gboolean on);
 gboolean vt_cli_json(void);
