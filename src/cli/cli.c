@@ -154,9 +154,3 @@ gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **err
 		    "%s '%s': expected a number (decimal, or hex with 0x)", opt, val);
 	return FALSE;
 }
-
-/* Transitional: the old escaping, kept until every emitter uses VtJson. */
-void vt_json_str(GString *out, const char *s)
-{
-	vt_json_quote(out, s, -1);
-}

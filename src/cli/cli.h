@@ -58,9 +58,6 @@ gboolean vt_parse_u64(const char *s, guint64 *out);
 gboolean vt_opt_size(const char *opt, const char *val, guint64 *out, GError **error);
 gboolean vt_opt_u64(const char *opt, const char *val, guint64 *out, GError **error);
 
-/* Transitional (removed once every command uses src/cli/json.h). */
-void vt_json_str(GString *out, const char *s);
-
 G_END_DECLS
 
 #endif

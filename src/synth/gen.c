@@ -6,6 +6,7 @@
 #include <intel-pt.h>
 #include <glib/gstdio.h>
 
+#include "src/cli/json.h"
 #include "src/perf/perf-data.h"
 #include "src/synth/code.h"
 #include "src/synth/synth.h"
@@ -884,85 +885,134 @@ static gboolean write_chunk(Gen *g, VtPerfWriter *w, Queue *q, GError **error)
 	return TRUE;
 }
 
-static void json_hex(GString *s, const char *key, guint64 v, gboolean comma)
-{
-	g_string_append_printf(s, "\"%s\": \"0x%" G_GINT64_MODIFIER "x\"%s", key, v, comma ? ", " : "");
-}
-
 static guint64 sext56(guint64 v)
 {
 	v &= SEVEN_BYTES;
 	return (v & (1ULL << 55)) ? (v | ~SEVEN_BYTES) : v;
 }
 
-static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const VtSynthStats *st,
-			    GError **error)
+static void truth_config(VtJson *j, const Gen *g)
 {
 	const VtSynthConfig *c = g->cfg;
-	GString *s = g_string_new("{\n");
-	gboolean ok;
 
-	g_string_append_printf(s, "  \"generator\": \"vmtrace synth\",\n  \"config\": {\"vcpus\": %u, \"vms\": %u, "
-			       "\"mode\": \"%s\", \"cpus\": %u, \"cyc\": %s, \"mtc\": %s, \"mtc_period\": %u, "
-			       "\"psb_period\": %u, \"tsc_ctc_n\": %u, \"tsc_ctc_d\": %u, \"size\": %" G_GUINT64_FORMAT
-			       ", \"buffer_size\": %" G_GUINT64_FORMAT ", \"seed\": %" G_GUINT64_FORMAT
-			       ", \"timeless\": %s},\n",
-			       c->nvcpus, c->nvms, c->per_cpu ? "per-cpu" : "per-thread", c->per_cpu ? g->ncpus : 0,
-			       c->cyc ? "true" : "false", c->mtc ? "true" : "false", c->mtc_period, c->psb_period,
-			       c->tsc_ctc_n, c->tsc_ctc_d, c->size, c->buffer_size, c->seed,
-			       c->timeless ? "true" : "false");
-	g_string_append(s, "  \"vms\": [\n");
+	vt_json_key(j, "config");
+	vt_json_begin_object(j);
+	vt_json_kv_uint(j, "vcpus", c->nvcpus);
+	vt_json_kv_uint(j, "vms", c->nvms);
+	vt_json_kv_string(j, "mode", c->per_cpu ? "per-cpu" : "per-thread");
+	vt_json_kv_uint(j, "cpus", c->per_cpu ? g->ncpus : 0);
+	vt_json_kv_bool(j, "cyc", c->cyc);
+	vt_json_kv_bool(j, "mtc", c->mtc);
+	vt_json_kv_uint(j, "mtc_period", c->mtc_period);
+	vt_json_kv_uint(j, "psb_period", c->psb_period);
+	vt_json_kv_uint(j, "tsc_ctc_n", c->tsc_ctc_n);
+	vt_json_kv_uint(j, "tsc_ctc_d", c->tsc_ctc_d);
+	vt_json_kv_uint(j, "size", c->size);
+	vt_json_kv_uint(j, "buffer_size", c->buffer_size);
+	vt_json_kv_uint(j, "seed", c->seed);
+	vt_json_kv_bool(j, "timeless", c->timeless);
+	vt_json_end_object(j);
+}
+
+static void truth_vms(VtJson *j, const Gen *g)
+{
+	const VtSynthConfig *c = g->cfg;
+
+	vt_json_key(j, "vms");
+	vt_json_begin_array(j);
 	for (guint vm = 0; vm < c->nvms; vm++) {
-		g_string_append_printf(s, "    {\"vm\": %u, \"qemu_pid\": %u, ", vm, g->qemu_pid[vm]);
-		json_hex(s, "tsc_offset", vt_synth_vm_offset(c, vm), TRUE);
-		json_hex(s, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)), FALSE);
-		if (c->vm_ratio[vm])
-			g_string_append_printf(s, ", \"tsc_scaling_ratio\": %" G_GUINT64_FORMAT
-					       ", \"tsc_scaling_frac_bits\": %u", c->vm_ratio[vm], c->vm_frac[vm]);
-		if (c->have_change && vm == c->change_vm) {
-			g_string_append(s, ", \"offset_change\": {");
-			json_hex(s, "new_tsc_offset", c->change_offset, TRUE);
-			json_hex(s, "at_tsc", g->t_change, FALSE);
-			g_string_append(s, "}");
+		vt_json_begin_object(j);
+		vt_json_kv_uint(j, "vm", vm);
+		vt_json_kv_uint(j, "qemu_pid", g->qemu_pid[vm]);
+		vt_json_kv_hex(j, "tsc_offset", vt_synth_vm_offset(c, vm));
+		vt_json_kv_hex(j, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)));
+		if (c->vm_ratio[vm]) {
+			vt_json_kv_uint(j, "tsc_scaling_ratio", c->vm_ratio[vm]);
+			vt_json_kv_uint(j, "tsc_scaling_frac_bits", c->vm_frac[vm]);
 		}
-		g_string_append_printf(s, "}%s\n", vm + 1 < c->nvms ? "," : "");
+		if (c->have_change && vm == c->change_vm) {
+			vt_json_key(j, "offset_change");
+			vt_json_begin_object(j);
+			vt_json_kv_hex(j, "new_tsc_offset", c->change_offset);
+			vt_json_kv_hex(j, "at_tsc", g->t_change);
+			vt_json_end_object(j);
+		}
+		vt_json_end_object(j);
 	}
-	g_string_append(s, "  ],\n  \"vcpus\": [\n");
+	vt_json_end_array(j);
+}
+
+static void truth_vcpus(VtJson *j, Gen *g)
+{
+	const VtSynthConfig *c = g->cfg;
+
+	vt_json_key(j, "vcpus");
+	vt_json_begin_array(j);
 	for (guint v = 0; v < c->nvcpus; v++) {
 		guint vm = vt_synth_vm_of_vcpu(c, v);
 
-		g_string_append_printf(s, "    {\"vcpu\": %u, \"vm\": %u, \"comm\": \"CPU %u/KVM\", \"tid\": %u, ",
-				       vcpu_index_in_vm(g, v), vm, vcpu_index_in_vm(g, v), vcpu_tid(g, v));
-		json_hex(s, "vmcs", vt_synth_vmcs(v), TRUE);
-		json_hex(s, "tsc_offset", vt_synth_vm_offset(c, vm), TRUE);
-		json_hex(s, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)), TRUE);
-		g_string_append_printf(s, "\"guest_tsc_packets\": %" G_GUINT64_FORMAT "}%s\n",
-				       g->vcpu_guest_tsc[v], v + 1 < c->nvcpus ? "," : "");
+		vt_json_begin_object(j);
+		vt_json_kv_uint(j, "vcpu", vcpu_index_in_vm(g, v));
+		vt_json_kv_uint(j, "vm", vm);
+		vt_json_key(j, "comm");
+		vt_json_printf(j, "CPU %u/KVM", vcpu_index_in_vm(g, v));
+		vt_json_kv_uint(j, "tid", vcpu_tid(g, v));
+		vt_json_kv_hex(j, "vmcs", vt_synth_vmcs(v));
+		vt_json_kv_hex(j, "tsc_offset", vt_synth_vm_offset(c, vm));
+		vt_json_kv_hex(j, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)));
+		vt_json_kv_uint(j, "guest_tsc_packets", g->vcpu_guest_tsc[v]);
+		vt_json_end_object(j);
 	}
-	g_string_append(s, "  ],\n  \"queues\": [\n");
-	for (guint i = 0; i < nq; i++) {
-		Queue *q = &qs[i];
+	vt_json_end_array(j);
+}
 
-		g_string_append_printf(s, "    {\"idx\": %u, \"cpu\": %d, \"tid\": %d, \"bytes\": %" G_GUINT64_FORMAT
-				       ", \"guest_tsc_packets\": %" G_GUINT64_FORMAT ", \"host_tsc_packets\": %"
-				       G_GUINT64_FORMAT ", \"vm_entries\": %" G_GUINT64_FORMAT "}%s\n",
-				       q->idx, (gint32)q->cpu, (gint32)q->tid, q->bytes, q->guest_tsc, q->host_tsc,
-				       q->entries, i + 1 < nq ? "," : "");
+static void truth_queues(VtJson *j, const Queue *qs, guint nq)
+{
+	vt_json_key(j, "queues");
+	vt_json_begin_array(j);
+	for (guint i = 0; i < nq; i++) {
+		const Queue *q = &qs[i];
+
+		vt_json_begin_object(j);
+		vt_json_kv_uint(j, "idx", q->idx);
+		vt_json_kv_int(j, "cpu", (gint32)q->cpu);
+		vt_json_kv_int(j, "tid", (gint32)q->tid);
+		vt_json_kv_uint(j, "bytes", q->bytes);
+		vt_json_kv_uint(j, "guest_tsc_packets", q->guest_tsc);
+		vt_json_kv_uint(j, "host_tsc_packets", q->host_tsc);
+		vt_json_kv_uint(j, "vm_entries", q->entries);
+		vt_json_end_object(j);
 	}
-	if (g->hc)
-		g_string_append_printf(s, "  ],\n  \"branches\": %" G_GUINT64_FORMAT ",\n  \"host_vmexit\": \"0x%"
-				       G_GINT64_MODIFIER "x\",\n  \"corrected_aux_sha256\": \"%s\",\n",
-				       g->nbranches, g->vmexit_ip, g_checksum_get_string(g->corrected));
-	else
-		g_string_append_printf(s, "  ],\n  \"corrected_aux_sha256\": \"%s\",\n",
-				       g_checksum_get_string(g->corrected));
-	g_string_append_printf(s, "  \"totals\": {\"aux_bytes\": %" G_GUINT64_FORMAT ", \"guest_tsc_packets\": %"
-			       G_GUINT64_FORMAT ", \"host_tsc_packets\": %" G_GUINT64_FORMAT ", \"vm_entries\": %"
-			       G_GUINT64_FORMAT "}\n}\n",
-			       st->aux_bytes, st->guest_tsc_packets, st->host_tsc_packets, st->vm_entries);
-	ok = g_file_set_contents(path, s->str, s->len, error);
-	g_string_free(s, TRUE);
-	return ok;
+	vt_json_end_array(j);
+}
+
+static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const VtSynthStats *st,
+			    GError **error)
+{
+	g_autoptr(GString) s = g_string_new(NULL);
+	VtJson *j = vt_json_new_string(s);
+
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "generator", "vmtrace synth");
+	truth_config(j, g);
+	truth_vms(j, g);
+	truth_vcpus(j, g);
+	truth_queues(j, qs, nq);
+	if (g->hc) {
+		vt_json_kv_uint(j, "branches", g->nbranches);
+		vt_json_kv_hex(j, "host_vmexit", g->vmexit_ip);
+	}
+	vt_json_kv_string(j, "corrected_aux_sha256", g_checksum_get_string(g->corrected));
+	vt_json_key(j, "totals");
+	vt_json_begin_object(j);
+	vt_json_kv_uint(j, "aux_bytes", st->aux_bytes);
+	vt_json_kv_uint(j, "guest_tsc_packets", st->guest_tsc_packets);
+	vt_json_kv_uint(j, "host_tsc_packets", st->host_tsc_packets);
+	vt_json_kv_uint(j, "vm_entries", st->vm_entries);
+	vt_json_end_object(j);
+	vt_json_end_object(j);
+	vt_json_free(j);
+	return g_file_set_contents(path, s->str, s->len, error);
 }
 
 /* perf's string format in feature sections: u32 len (padded to 64) + bytes */
