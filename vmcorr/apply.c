@@ -30,6 +30,7 @@
 #include <glib/gstdio.h>
 
 #include "src/fs/fs.h"
+#include "src/cli/json.h"
 #include "vmcorr/vmcorr.h"
 
 #define MARK_END "VMTRACE-CORR-END"
@@ -154,17 +155,27 @@ static GBytes *marker_build(const char *source, const VmcorrResult *r, const GAr
 	g_autoptr(GDateTime) now = epoch ? g_date_time_new_from_unix_utc(g_ascii_strtoll(epoch, NULL, 10))
 					 : g_date_time_new_now_utc();
 	g_autofree char *when = g_date_time_format_iso8601(now);
+	VtJson *j;
 	uint64_t len;
 
-	g_string_append_printf(s, "{\"vmtrace\": \"%s\", \"corrected\": \"%s\", \"tsc_packets\": %u, \"offsets\": [",
-			       PACKAGE_VERSION, when, r->patches->len);
+	j = vt_json_new_string(s);
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "vmtrace", PACKAGE_VERSION);
+	vt_json_kv_string(j, "corrected", when);
+	vt_json_kv_uint(j, "tsc_packets", r->patches->len);
+	vt_json_key(j, "offsets");
+	vt_json_begin_array(j);
 	for (guint i = 0; offsets && i < offsets->len; i++) {
 		const VmcorrOffset *o = &g_array_index(offsets, VmcorrOffset, i);
 
-		g_string_append_printf(s, "%s{\"vmcs\": \"%#" G_GINT64_MODIFIER "x\", \"offset\": \"%#"
-				       G_GINT64_MODIFIER "x\"}", i ? ", " : "", o->vmcs, o->offset);
+		vt_json_begin_object(j);
+		vt_json_kv_hex(j, "vmcs", o->vmcs);
+		vt_json_kv_hex(j, "offset", o->offset);
+		vt_json_end_object(j);
 	}
-	g_string_append(s, "]}\n");
+	vt_json_end_array(j);
+	vt_json_end_object(j);      /* ends with the newline */
+	vt_json_free(j);
 	(void)source;
 	len = s->len;
 	g_string_append_len(s, (const char *)&len, 8);
