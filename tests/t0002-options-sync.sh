@@ -1,0 +1,26 @@
+#!/bin/sh
+# Every command's options are the same in --help, its man page and the bash
+# completion; every command in `vmtrace --help` has a man page and a
+# completion entry.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_python
+
+cmds=$("$VMTRACE" --help | sed -n 's/^  \([a-z][a-z]*\)  .*/\1/p')
+check "vmtrace --help lists commands" test -n "$cmds"
+for c in $cmds; do
+	check "$c has a man page" test -f "$top_srcdir/doc/vmtrace-$c.1"
+	check "$c is completed" grep -q "^	$c)" "$top_srcdir/scripts/completion/vmtrace"
+	check "$c is in the completion's command list" grep -q "compgen -W \"[^\"]*\\<$c\\>" "$top_srcdir/scripts/completion/vmtrace"
+done
+subs=$("$VMTRACE" guest --help | sed -n 's/^  \([a-z][a-z]*\)  .*/\1/p' | tr '\n' ' ')
+check "guest subcommands (fetch check) are completed" test "$subs" = "fetch check "
+check "--help, man page and completion list the same options for every command" \
+	"$PYTHON3" "$top_srcdir/tests/options-sync.py" "$VMTRACE" "$top_srcdir" $cmds
+
+# The checker itself notices a difference.
+mkdir -p "$TMP/top/doc" "$TMP/top/scripts/completion"
+cp "$top_srcdir"/doc/*.1 "$TMP/top/doc/"
+sed 's/ --cyc / /' "$top_srcdir/scripts/completion/vmtrace" >"$TMP/top/scripts/completion/vmtrace"
+"$PYTHON3" "$top_srcdir/tests/options-sync.py" "$VMTRACE" "$TMP/top" synth >"$TMP/out"
+check "a missing completion word is found" grep -q "synth: --cyc is in --help but not in the completion" "$TMP/out"
+finish
