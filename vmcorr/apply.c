@@ -194,6 +194,7 @@ static void patch_bytes(const VmcorrPatch *p, uint8_t out[7])
 /* Delay between patch writes, for the crash-safety test only. */
 static guint test_delay_us(void)
 {
+	/* a test hook: see ENVIRONMENT in vmtrace(1) */
 	const char *e = g_getenv("VMTRACE_TEST_APPLY_DELAY_US");
 
 	return e ? (guint)g_ascii_strtoull(e, NULL, 10) : 0;

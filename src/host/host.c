@@ -23,6 +23,7 @@ void vt_host_set_root(const char *r)
 const char *vt_host_root(void)
 {
 	if (!root_set) {
+		/* a test hook: see ENVIRONMENT in vmtrace(1) */
 		const char *e = g_getenv("VMTRACE_SYSROOT");
 
 		vt_host_set_root(e);
