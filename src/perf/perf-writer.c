@@ -6,6 +6,7 @@
  * into "<final>.tmp.XXXXXX"; large AUX payloads bypass the buffer.
  */
 #include "src/perf/perf-data.h"
+#include "src/perf/perf-encode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -309,22 +310,36 @@ gboolean vt_perf_writer_set_feature(VtPerfWriter *w, guint bit, const void *data
 gboolean vt_perf_writer_set_feature_string(VtPerfWriter *w, guint bit, const char *s,
 					   GError **error)
 {
-	size_t n = strlen(s) + 1;
-	uint32_t len = (uint32_t)((n + 63) & ~(size_t)63);
-	uint8_t *p;
-	gboolean ok;
+	g_autoptr(GByteArray) b = NULL;
 
-	if (n > G_MAXUINT32 - 68) {
+	if (strlen(s) + 1 > G_MAXUINT32 - 68) {
 		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
 			    "%s: feature string too long", w->path);
 		return FALSE;
 	}
-	p = g_malloc0(4 + (size_t)len);
-	memcpy(p, &len, 4);
-	memcpy(p + 4, s, n);
-	ok = vt_perf_writer_set_feature(w, bit, p, 4 + (uint64_t)len, error);
-	g_free(p);
-	return ok;
+	b = g_byte_array_new();
+	vt_perf_put_string(b, s);
+	return vt_perf_writer_set_feature(w, bit, b->data, b->len, error);
+}
+
+/* Records laid end to end in a buffer (each complete, as for
+ * vt_perf_writer_write_record). */
+gboolean vt_perf_writer_write_records(VtPerfWriter *w, const void *recs, gsize len, GError **error)
+{
+	const uint8_t *p = recs;
+	struct perf_event_header h;
+
+	for (gsize off = 0; off < len; off += h.size) {
+		if (len - off >= sizeof(h))
+			memcpy(&h, p + off, sizeof(h));
+		if (len - off < sizeof(h) || h.size > len - off) {
+			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: record cut short", w->path);
+			return FALSE;
+		}
+		if (!vt_perf_writer_write_record(w, p + off, error))
+			return FALSE;
+	}
+	return TRUE;
 }
 
 /* A perf.data directory as `perf record --kcore` writes it: DIR/data and no

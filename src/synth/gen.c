@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 
 #include "src/perf/perf-data.h"
+#include "src/perf/perf-encode.h"
 #include "src/synth/synth.h"
 
 G_DEFINE_QUARK(vt-synth-error-quark, vt_synth_error)
@@ -125,7 +126,7 @@ typedef struct {
 	guint64 slice;
 	gboolean done;
 	/* sideband generated while producing the current chunk */
-	GArray *sb;                  /* of guint8, whole records */
+	GByteArray *sb;              /* whole records */
 	GArray *fix;                 /* Fix: guest TSC payloads of the current chunk */
 } Queue;
 
@@ -386,9 +387,6 @@ static void step(Gen *g, Queue *q)
 		psb_plus(g, q);
 }
 
-static void put_u32(GArray *a, guint32 v) { g_array_append_vals(a, &v, 4); }
-static void put_u64(GArray *a, guint64 v) { g_array_append_vals(a, &v, 8); }
-
 static guint64 perf_time(guint64 tsc)
 {
 	VtPerfTimeConv tc = { .time_shift = TIME_SHIFT, .time_mult = TIME_MULT, .time_zero = 0 };
@@ -396,70 +394,36 @@ static guint64 perf_time(guint64 tsc)
 	return vt_perf_tsc_to_time(tsc, &tc);
 }
 
-/* sample_id trailer for sample_type IP|TID|TIME|CPU|IDENTIFIER */
-static void put_sample_id(GArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
+static void rec_comm(GByteArray *a, guint32 pid, guint32 tid, const char *comm, guint64 tsc, guint64 id)
 {
-	put_u32(a, pid);
-	put_u32(a, tid);
-	put_u64(a, perf_time(tsc));
-	put_u32(a, cpu);
-	put_u32(a, 0);
-	put_u64(a, id);
+	gsize s = vt_perf_rec_begin(a);
+
+	vt_perf_put_u32(a, pid);
+	vt_perf_put_u32(a, tid);
+	vt_perf_put_cstr(a, comm, 15);     /* TASK_COMM_LEN - 1 */
+	vt_perf_put_sample_id(a, pid, tid, perf_time(tsc), 0, id);
+	vt_perf_rec_end(a, s, PERF_RECORD_COMM, 0);
 }
 
-static void finish_record(GArray *a, gsize start, guint32 type, guint16 misc)
+static void rec_itrace_start(GByteArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
 {
-	struct perf_event_header *h = (struct perf_event_header *)(a->data + start);
+	gsize s = vt_perf_rec_begin(a);
 
-	h->type = type;
-	h->misc = misc;
-	h->size = a->len - start;
+	vt_perf_put_u32(a, pid);
+	vt_perf_put_u32(a, tid);
+	vt_perf_put_sample_id(a, pid, tid, perf_time(tsc), cpu, id);
+	vt_perf_rec_end(a, s, PERF_RECORD_ITRACE_START, 0);
 }
 
-static gsize begin_record(GArray *a)
-{
-	struct perf_event_header h = { 0 };
-	gsize start = a->len;
-
-	g_array_append_vals(a, &h, sizeof(h));
-	return start;
-}
-
-static void rec_comm(GArray *a, guint32 pid, guint32 tid, const char *comm, guint64 tsc, guint64 id)
-{
-	gsize s = begin_record(a);
-	char name[16] = { 0 };
-	gsize n = (strlen(comm) + 1 + 7) & ~7UL;
-	char pad[24] = { 0 };
-
-	g_strlcpy(name, comm, sizeof(name));
-	put_u32(a, pid);
-	put_u32(a, tid);
-	memcpy(pad, name, strlen(name));
-	g_array_append_vals(a, pad, n);
-	put_sample_id(a, pid, tid, tsc, 0, id);
-	finish_record(a, s, PERF_RECORD_COMM, 0);
-}
-
-static void rec_itrace_start(GArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
-{
-	gsize s = begin_record(a);
-
-	put_u32(a, pid);
-	put_u32(a, tid);
-	put_sample_id(a, pid, tid, tsc, cpu, id);
-	finish_record(a, s, PERF_RECORD_ITRACE_START, 0);
-}
-
-static void rec_switch(GArray *a, gboolean out, guint32 pid, guint32 tid, guint32 np_pid, guint32 np_tid,
+static void rec_switch(GByteArray *a, gboolean out, guint32 pid, guint32 tid, guint32 np_pid, guint32 np_tid,
 		       guint64 tsc, guint32 cpu, guint64 id)
 {
-	gsize s = begin_record(a);
+	gsize s = vt_perf_rec_begin(a);
 
-	put_u32(a, np_pid);
-	put_u32(a, np_tid);
-	put_sample_id(a, pid, tid, tsc, cpu, id);
-	finish_record(a, s, PERF_RECORD_SWITCH_CPU_WIDE, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
+	vt_perf_put_u32(a, np_pid);
+	vt_perf_put_u32(a, np_tid);
+	vt_perf_put_sample_id(a, pid, tid, perf_time(tsc), cpu, id);
+	vt_perf_rec_end(a, s, PERF_RECORD_SWITCH_CPU_WIDE, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
 }
 
 static guint64 bytes_per_tick_inv(void)
@@ -661,33 +625,6 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 	return ok;
 }
 
-/* perf's string format in feature sections: u32 len (padded to 64) + bytes */
-static void put_perf_string(GArray *a, const char *str)
-{
-	guint32 len = (strlen(str) + 1 + 63) & ~63u;
-	char *pad = g_malloc0(len);
-
-	memcpy(pad, str, strlen(str));
-	put_u32(a, len);
-	g_array_append_vals(a, pad, len);
-	g_free(pad);
-}
-
-/* HEADER_EVENT_DESC: u32 nr, u32 attr size; per event: attr, u32 nr_ids,
- * name (perf string), u64 ids[] */
-static void event_desc(GArray *a, const struct perf_event_attr *attrs[], const char *names[],
-		       guint64 *ids[], guint nids, guint n)
-{
-	put_u32(a, n);
-	put_u32(a, sizeof(struct perf_event_attr));
-	for (guint i = 0; i < n; i++) {
-		g_array_append_vals(a, attrs[i], sizeof(struct perf_event_attr));
-		put_u32(a, nids);
-		put_perf_string(a, names[i]);
-		g_array_append_vals(a, ids[i], nids * sizeof(guint64));
-	}
-}
-
 static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_event_attr *dummy)
 {
 	const VtSynthConfig *c = g->cfg;
@@ -730,6 +667,63 @@ static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_eve
 	dummy->context_switch = g->cfg->per_cpu;
 }
 
+/* TIME_CONV and AUXTRACE_INFO of the synthetic clock and PT config. */
+static void put_time_records(GByteArray *sb, const VtSynthConfig *cfg)
+{
+	const VtPerfTimeConv tc = { .time_shift = TIME_SHIFT, .time_mult = TIME_MULT, .cap_user_time_zero = 1 };
+	guint64 priv[VT_PT_INFO_NR_FIXED + 1] = { 0 };
+
+	vt_perf_put_time_conv(sb, &tc);
+	priv[VT_PT_INFO_PMU_TYPE] = PT_PMU_TYPE;
+	priv[VT_PT_INFO_TIME_SHIFT] = TIME_SHIFT;
+	priv[VT_PT_INFO_TIME_MULT] = TIME_MULT;
+	priv[VT_PT_INFO_TIME_ZERO] = 0;
+	priv[VT_PT_INFO_CAP_USER_TIME_ZERO] = 1;
+	priv[VT_PT_INFO_TSC_BIT] = 0x400;
+	priv[VT_PT_INFO_NORETCOMP_BIT] = 0x800;
+	priv[VT_PT_INFO_HAVE_SCHED_SWITCH] = cfg->per_cpu ? 3 : 0;
+	priv[VT_PT_INFO_SNAPSHOT_MODE] = 0;
+	priv[VT_PT_INFO_PER_CPU_MMAPS] = cfg->per_cpu;
+	priv[VT_PT_INFO_MTC_BIT] = 0x200;
+	priv[VT_PT_INFO_MTC_FREQ_BITS] = 0x3c000;
+	priv[VT_PT_INFO_TSC_CTC_N] = cfg->tsc_ctc_n;
+	priv[VT_PT_INFO_TSC_CTC_D] = cfg->tsc_ctc_d;
+	priv[VT_PT_INFO_CYC_BIT] = 0x2;
+	priv[VT_PT_INFO_MAX_NONTURBO_RATIO] = CBR_RATIO;
+	priv[VT_PT_INFO_FILTER_STR_LEN] = 0;
+	priv[VT_PT_INFO_NR_FIXED] = 0;     /* cap_event_trace */
+	vt_perf_put_auxtrace_info(sb, priv, G_N_ELEMENTS(priv));
+}
+
+/* The feature sections: strings, EVENT_DESC, PMU_MAPPINGS, NRCPUS. */
+static gboolean set_features(const Gen *g, VtPerfWriter *w, const struct perf_event_attr *pt_attr,
+			     const struct perf_event_attr *dummy_attr, const guint64 *pt_ids,
+			     const guint64 *dummy_ids, guint nq, GError **error)
+{
+	const VtPerfEventDesc ev[2] = {
+		{ pt_attr, "intel_pt//k", pt_ids, nq },
+		{ dummy_attr, "dummy:k", dummy_ids, nq },
+	};
+	const uint32_t types[2] = { PT_PMU_TYPE, PERF_TYPE_SOFTWARE };
+	const char *const names[2] = { "intel_pt", "software" };
+	guint32 nr[2] = { MAX(g->ncpus, 1), MAX(g->ncpus, 1) };
+	g_autoptr(GByteArray) desc = g_byte_array_new();
+	g_autoptr(GByteArray) pmus = g_byte_array_new();
+
+	if (!g->cfg->per_cpu)
+		nr[0] = nr[1] = 2;
+	vt_perf_put_event_desc(desc, ev, 2);
+	vt_perf_put_pmu_mappings(pmus, types, names, 2);
+	return vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_OSRELEASE, "6.1.0-synthetic", error) &&
+	       vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_HOSTNAME, "vmtrace-synth", error) &&
+	       vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_ARCH, "x86_64", error) &&
+	       vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_CPUID, "GenuineIntel,6,85,4", error) &&
+	       vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_VERSION, "vmtrace synth " PACKAGE_VERSION, error) &&
+	       vt_perf_writer_set_feature(w, VT_PERF_FEAT_EVENT_DESC, desc->data, desc->len, error) &&
+	       vt_perf_writer_set_feature(w, VT_PERF_FEAT_PMU_MAPPINGS, pmus->data, pmus->len, error) &&
+	       vt_perf_writer_set_feature(w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error);
+}
+
 gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean as_dir, const char *truth,
 			   VtSynthStats *stats_out, GError **error)
 {
@@ -740,7 +734,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	guint nq, i;
 	struct perf_event_attr pt_attr, dummy_attr;
 	guint64 *pt_ids, *dummy_ids;
-	GArray *sb = g_array_new(FALSE, TRUE, 1);
+	GByteArray *sb = g_byte_array_new();
 	gboolean ok = FALSE;
 
 	if (!vt_synth_config_check(cfg, error))
@@ -781,7 +775,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->vcpu = -1;
 		q->ip_host = HOST_IP_BASE + 0x1000;
 		q->ip_guest = GUEST_IP_BASE + 0x2000 + 0x1000 * (i % 16);
-		q->sb = g_array_new(FALSE, TRUE, 1);
+		q->sb = g_byte_array_new();
 		q->fix = g_array_new(FALSE, FALSE, sizeof(Fix));
 		q->slice = 0;
 		if (!q->enc) {
@@ -798,46 +792,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	    !vt_perf_writer_add_attr(w, &dummy_attr, dummy_ids, nq, error))
 		goto out_free;
 
-	/* TIME_CONV */
-	{
-		gsize s = begin_record(sb);
-
-		put_u64(sb, TIME_SHIFT);
-		put_u64(sb, TIME_MULT);
-		put_u64(sb, 0);
-		put_u64(sb, 0);
-		put_u64(sb, 0);
-		put_u64(sb, 1);   /* cap_user_time_zero=1, cap_user_time_short=0, reserved */
-		finish_record(sb, s, VT_PERF_RECORD_TIME_CONV, 0);
-	}
-	/* AUXTRACE_INFO for intel_pt */
-	{
-		gsize s = begin_record(sb);
-		guint64 priv[18] = { 0 };
-
-		put_u32(sb, VT_PERF_AUXTRACE_INTEL_PT);
-		put_u32(sb, 0);
-		priv[VT_PT_INFO_PMU_TYPE] = PT_PMU_TYPE;
-		priv[VT_PT_INFO_TIME_SHIFT] = TIME_SHIFT;
-		priv[VT_PT_INFO_TIME_MULT] = TIME_MULT;
-		priv[VT_PT_INFO_TIME_ZERO] = 0;
-		priv[VT_PT_INFO_CAP_USER_TIME_ZERO] = 1;
-		priv[VT_PT_INFO_TSC_BIT] = 0x400;
-		priv[VT_PT_INFO_NORETCOMP_BIT] = 0x800;
-		priv[VT_PT_INFO_HAVE_SCHED_SWITCH] = cfg->per_cpu ? 3 : 0;
-		priv[VT_PT_INFO_SNAPSHOT_MODE] = 0;
-		priv[VT_PT_INFO_PER_CPU_MMAPS] = cfg->per_cpu;
-		priv[VT_PT_INFO_MTC_BIT] = 0x200;
-		priv[VT_PT_INFO_MTC_FREQ_BITS] = 0x3c000;
-		priv[VT_PT_INFO_TSC_CTC_N] = cfg->tsc_ctc_n;
-		priv[VT_PT_INFO_TSC_CTC_D] = cfg->tsc_ctc_d;
-		priv[VT_PT_INFO_CYC_BIT] = 0x2;
-		priv[VT_PT_INFO_MAX_NONTURBO_RATIO] = CBR_RATIO;
-		priv[VT_PT_INFO_FILTER_STR_LEN] = 0;
-		priv[17] = 0;     /* cap_event_trace */
-		g_array_append_vals(sb, priv, sizeof(priv));
-		finish_record(sb, s, VT_PERF_RECORD_AUXTRACE_INFO, 0);
-	}
+	put_time_records(sb, cfg);
 	/* COMM of the QEMU processes and their vCPU threads */
 	for (guint vm = 0; vm < cfg->nvms; vm++)
 		rec_comm(sb, g.qemu_pid[vm], g.qemu_pid[vm], "qemu-system-x86", g.t0 - 100000, dummy_ids[0]);
@@ -859,19 +814,10 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		rec_itrace_start(sb, pid, vcpu_tid(&g, v), q->t, cfg->per_cpu ? q->cpu : 0, q->pt_id);
 		psb_plus(&g, q);
 	}
-	{
-		gsize s = begin_record(sb);
-
-		finish_record(sb, s, VT_PERF_RECORD_FINISHED_INIT, 0);
-	}
-	for (gsize off = 0; off < sb->len;) {
-		const struct perf_event_header *h = (const void *)(sb->data + off);
-
-		if (!vt_perf_writer_write_record(w, h, error))
-			goto out_free;
-		off += h->size;
-	}
-	g_array_set_size(sb, 0);
+	vt_perf_rec_end(sb, vt_perf_rec_begin(sb), VT_PERF_RECORD_FINISHED_INIT, 0);
+	if (!vt_perf_writer_write_records(w, sb->data, sb->len, error))
+		goto out_free;
+	g_byte_array_set_size(sb, 0);
 
 	/* Rounds: each queue produces one chunk; its sideband goes first. */
 	for (;;) {
@@ -890,14 +836,9 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 				g.err = NULL;
 				goto out_free;
 			}
-			for (gsize off = 0; off < q->sb->len;) {
-				const struct perf_event_header *h = (const void *)(q->sb->data + off);
-
-				if (!vt_perf_writer_write_record(w, h, error))
-					goto out_free;
-				off += h->size;
-			}
-			g_array_set_size(q->sb, 0);
+			if (!vt_perf_writer_write_records(w, q->sb->data, q->sb->len, error))
+				goto out_free;
+			g_byte_array_set_size(q->sb, 0);
 			if (q->len) {
 				any = TRUE;
 				if (!write_chunk(&g, w, q, error))
@@ -914,41 +855,8 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		}
 	}
 
-	if (!vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_OSRELEASE, "6.1.0-synthetic", error) ||
-	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_HOSTNAME, "vmtrace-synth", error) ||
-	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_ARCH, "x86_64", error) ||
-	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_CPUID, "GenuineIntel,6,85,4", error) ||
-	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_VERSION, "vmtrace synth " PACKAGE_VERSION, error))
+	if (!set_features(&g, w, &pt_attr, &dummy_attr, pt_ids, dummy_ids, nq, error))
 		goto out_free;
-	{
-		const struct perf_event_attr *attrs[2] = { &pt_attr, &dummy_attr };
-		const char *names[2] = { "intel_pt//k", "dummy:k" };
-		guint64 *ids[2] = { pt_ids, dummy_ids };
-		GArray *fa = g_array_new(FALSE, TRUE, 1);
-		gboolean fok;
-
-		event_desc(fa, attrs, names, ids, nq, 2);
-		fok = vt_perf_writer_set_feature(w, VT_PERF_FEAT_EVENT_DESC, fa->data, fa->len, error);
-		g_array_set_size(fa, 0);
-		/* HEADER_PMU_MAPPINGS: u32 nr; {u32 type; string name} */
-		put_u32(fa, 2);
-		put_u32(fa, PT_PMU_TYPE);
-		put_perf_string(fa, "intel_pt");
-		put_u32(fa, PERF_TYPE_SOFTWARE);
-		put_perf_string(fa, "software");
-		fok = fok && vt_perf_writer_set_feature(w, VT_PERF_FEAT_PMU_MAPPINGS, fa->data, fa->len, error);
-		g_array_free(fa, TRUE);
-		if (!fok)
-			goto out_free;
-	}
-	{
-		guint32 nr[2] = { MAX(g.ncpus, 1), MAX(g.ncpus, 1) };
-
-		if (!cfg->per_cpu)
-			nr[0] = nr[1] = 2;
-		if (!vt_perf_writer_set_feature(w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error))
-			goto out_free;
-	}
 	st.nqueues = nq;
 	for (i = 0; i < nq; i++) {
 		st.aux_bytes += qs[i].bytes;
@@ -980,7 +888,7 @@ out_free:
 			if (qs[i].rng)
 				g_rand_free(qs[i].rng);
 			if (qs[i].sb)
-				g_array_free(qs[i].sb, TRUE);
+				g_byte_array_unref(qs[i].sb);
 			if (qs[i].fix)
 				g_array_free(qs[i].fix, TRUE);
 		}
@@ -988,7 +896,7 @@ out_free:
 		g_free(pt_ids);
 		g_free(dummy_ids);
 	}
-	g_array_free(sb, TRUE);
+	g_byte_array_unref(sb);
 	if (g.corrected)
 		g_checksum_free(g.corrected);
 	if (g.err)
