@@ -8,6 +8,8 @@
 
 #include "vmcorr/vmcorr.h"
 #include "vmcorr/session.h"
+#include "src/fs/fs.h"
+#include "src/fs/output.h"
 #include "src/cmd/cmd.h"
 
 /* Exit code for an error while reading the input. */
@@ -224,6 +226,47 @@ static int offsets_from_discovery(const char *path, const VmcorrResult *r, Vmcor
 	return VT_EXIT_OK;
 }
 
+static void append_error(GError **error, const char *text)
+{
+	char *m = g_strconcat((*error)->message, text, NULL);
+
+	g_free((*error)->message);
+	(*error)->message = m;
+}
+
+/* -o OUT: not the input, not inside it (nor it inside OUT), and something
+ * an output may be created at (src/fs/output.h): nothing - or with --force,
+ * for a file input, a regular file.  Returns VT_EXIT_OK, or the exit code
+ * with error set. */
+static int check_output(const char *path, const char *out, gboolean force, GError **error)
+{
+	gboolean dir = g_file_test(path, G_FILE_TEST_IS_DIR);
+	struct stat a, b;
+
+	if (stat(path, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "-o names the input itself; use --in-place to correct it in place");
+		return VT_EXIT_USAGE;
+	}
+	if (dir && vt_fs_path_inside(out, path)) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "-o %s is inside the input directory %s; choose an OUT outside it", out, path);
+		return VT_EXIT_USAGE;
+	}
+	if (vt_fs_path_inside(path, out)) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "the input %s is inside the output %s; choose an OUT elsewhere", path, out);
+		return VT_EXIT_USAGE;
+	}
+	if (vt_fs_output_check(out, dir ? VT_FS_OUTPUT_DIR : force ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, error))
+		return VT_EXIT_OK;
+	if (dir && g_error_matches(*error, G_FILE_ERROR, G_FILE_ERROR_EXIST))
+		append_error(error, " (a corrected perf.data directory is written as a new directory)");
+	else if (!dir && lstat(out, &b) == 0 && S_ISREG(b.st_mode))
+		append_error(error, " (-o writes a new file; --force replaces it)");
+	return VT_EXIT_FAILURE;
+}
+
 static int do_apply(const char *path, const char *out, gboolean force, gboolean json, VmcorrOptions *opt)
 {
 	g_autofree char *marker = NULL;
@@ -295,7 +338,7 @@ static int do_apply(const char *path, const char *out, gboolean force, gboolean 
 			g_array_append_vals(all, apply.offsets->data, apply.offsets->len);
 		if (apply.epochs)
 			g_array_append_vals(all, apply.epochs->data, apply.epochs->len);
-		ok = vmcorr_apply_patches(path, out, r, all, &err);
+		ok = vmcorr_apply_patches(path, out, force, r, all, &err);
 		g_array_free(all, TRUE);
 		if (!ok) {
 			/* writing the output failed: not the input's fault */
@@ -379,7 +422,7 @@ int cmd_correlate(int argc, char **argv)
 		{ "vm-time-correlation", 0, 0, G_OPTION_ARG_STRING, &perf_arg, "perf inject's argument, as a drop-in: \"[dry-run] [OFF[:VMCS[,VMCS]...]]...\"", "STRING" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &scales, "The guests use VMX TSC scaling: guest TSC = (host TSC * RATIO >> FRAC) + offset (FRAC default 48, as on VMX); for the listed VMCS or all; repeatable", "RATIO[/FRAC][:VMCS[,VMCS...]]" },
 		{ "kvm-metadata", 0, 0, G_OPTION_ARG_FILENAME, &meta_path, "KVM time metadata (default: DIR/vmtrace-kvm.ini or FILE.vmtrace-kvm.ini, as vmtrace record writes it)", "FILE" },
-		{ "force", 0, 0, G_OPTION_ARG_NONE, &force, "Correct a file that vmtrace has corrected before (subtracts again)", NULL },
+		{ "force", 0, 0, G_OPTION_ARG_NONE, &force, "Correct a file that vmtrace has corrected before (subtracts again); replace an existing regular file OUT", NULL },
 		{ "recover", 0, 0, G_OPTION_ARG_NONE, &recover, "Complete an interrupted --in-place correction of FILE", NULL },
 		{ "format", 'f', 0, G_OPTION_ARG_STRING, &format, "Dry-run output: table (default), perf (perf inject's lines), json", "FMT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &json, "JSON output (same as --format=json)", NULL },
@@ -495,14 +538,11 @@ int cmd_correlate(int argc, char **argv)
 			    "--dry-run, -o and --in-place exclude each other");
 		goto usage_err;
 	}
-	if (out) {
-		struct stat a, b;
-
-		if (stat(path, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-			g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-				    "-o names the input itself; use --in-place to correct it in place");
+	if (out && (rc = check_output(path, out, force, &err)) != VT_EXIT_OK) {
+		if (rc == VT_EXIT_USAGE)
 			goto usage_err;
-		}
+		vt_err("correlate", "%s", err->message);
+		goto done;
 	}
 	if (!dry_run) {
 		rc = do_apply(path, out, force, format && !strcmp(format, "json"), &opt);

@@ -13,6 +13,7 @@
 #include "src/host/domain.h"
 #include "guestfs/guestfs.h"
 #include "src/fs/fs.h"
+#include "src/fs/output.h"
 #include "src/host/host.h"
 #include "src/record/capture.h"
 #include "src/record/recorder.h"
@@ -22,9 +23,34 @@
 
 static volatile sig_atomic_t stop_signal, snapshot_requests;
 
+/* The signals that stop a recording cleanly, and what they did before
+ * (src/fs's cleanup of temporaries, installed by main). */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction stop_old[G_N_ELEMENTS(stop_signals)];
+
+/* The first one stops the recording; the next one, of any of them, gets
+ * the previous action (the temporaries are removed, the process ends): a
+ * stuck run can still be killed. */
 static void on_stop(int sig)
 {
 	stop_signal = sig;
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &stop_old[i], NULL);
+}
+
+static void stop_handlers(gboolean on)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);      /* none of them interrupts on_stop */
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaddset(&sa.sa_mask, stop_signals[i]);
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++) {
+		if (on)
+			sigaction(stop_signals[i], &sa, &stop_old[i]);
+		else
+			sigaction(stop_signals[i], &stop_old[i], NULL);
+	}
 }
 
 static void on_snapshot(int sig)
@@ -281,14 +307,15 @@ int cmd_record(int argc, char **argv)
 	VtCapture *cap = NULL;
 	VtRecorder *rec = NULL;
 	VmcorrKvmMeta *meta = NULL;
-	g_autofree char *tmpdir = NULL;
+	VtFsOutput *output = NULL;
+	const char *tmpdir = NULL;
 	g_auto(GStrv) cmdline = NULL;
 	g_autoptr(GArray) tids = g_array_new(FALSE, FALSE, sizeof(int32_t));
 	g_autoptr(GArray) cpus = NULL;
 	uint64_t aux_bytes = 4ULL << 20, snap_bytes = 0;
 	gint64 t_start;
 	gboolean tty = isatty(2), interactive, handlers = FALSE;
-	struct sigaction sa_stop = { 0 }, sa_snap = { 0 }, old_int, old_term, old_usr2;
+	struct sigaction sa_snap = { 0 }, old_usr2;
 	const GArray *writes;
 	const char *tp_why = NULL;
 
@@ -303,7 +330,8 @@ int cmd_record(int argc, char **argv)
 		"start and the end, plus kvm:kvm_write_tsc_offset events when available.\n"
 		"Next step: vmtrace correlate DIR.");
 	g_option_context_set_description(ctx,
-		"Signals: Ctrl-C (SIGINT) or SIGTERM stop cleanly; SIGUSR2 takes a snapshot in\n"
+		"Signals: Ctrl-C (SIGINT), SIGTERM or SIGHUP stop cleanly (a second one ends\n"
+		"the run at once, removing the unfinished output); SIGUSR2 takes a snapshot in\n"
 		"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
 		"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
 		"(no Intel PT: run `vmtrace check` to see what is missing).\n"
@@ -431,11 +459,7 @@ int cmd_record(int argc, char **argv)
 
 	/* Signals first: a Ctrl-C or SIGUSR2 during the setup must not kill us
 	 * with a half-built output; it stops (or snapshots) cleanly instead. */
-	sa_stop.sa_handler = on_stop;
-	sa_stop.sa_flags = SA_RESETHAND;    /* a second Ctrl-C kills a stuck run */
-	sigemptyset(&sa_stop.sa_mask);
-	sigaction(SIGINT, &sa_stop, &old_int);
-	sigaction(SIGTERM, &sa_stop, &old_term);
+	stop_handlers(TRUE);
 	sa_snap.sa_handler = on_snapshot;
 	sigemptyset(&sa_snap.sa_mask);
 	sigaction(SIGUSR2, &sa_snap, &old_usr2);
@@ -502,20 +526,16 @@ int cmd_record(int argc, char **argv)
 			vt_capture_add_stream(cap, g_array_index(tids, int32_t, i), -1);
 	}
 
-	/* 3. the output, built in a temporary directory next to it */
-	{
-		g_autofree char *parent = g_path_get_dirname(out);
-		g_autofree char *base = g_path_get_basename(out);
-		g_autofree char *tmpl = g_strdup_printf("%s/.%s.vmtrace-XXXXXX", parent, base);
-
-		tmpdir = g_mkdtemp(tmpl) ? g_steal_pointer(&tmpl) : NULL;
-		if (!tmpdir) {
-			vt_err("record", "cannot create a directory next to %s: %s", out, g_strerror(errno));
-			rc = VT_EXIT_FAILURE;
-			goto done;
-		}
-		chmod(tmpdir, 0755);
+	/* 3. the output, built in a temporary directory next to it (an OUT
+	 * there now is moved to OUT.old at the end) */
+	output = vt_fs_output_new(out, VT_FS_OUTPUT_DIR | VT_FS_OUTPUT_REPLACE, 0755, &err);
+	if (!output) {
+		vt_err("record", "%s", err->message);
+		rc = VT_EXIT_FAILURE;
+		goto done;
 	}
+	tmpdir = vt_fs_output_tmp(output);
+	chmod(tmpdir, 0755);
 	meta = vmcorr_kvm_meta_new();
 	meta->domain = g_strdup(domain);
 	meta->qemu_pid = d.pid;
@@ -633,12 +653,11 @@ int cmd_record(int argc, char **argv)
 		rc = VT_EXIT_FAILURE;
 		goto done;
 	}
-	if (rename(tmpdir, out) < 0) {
-		vt_err("record", "cannot rename %s to %s: %s", tmpdir, out, g_strerror(errno));
+	if (!vt_fs_output_commit(output, &err)) {
+		vt_err("record", "%s", err->message);
 		rc = VT_EXIT_FAILURE;
 		goto done;
 	}
-	g_clear_pointer(&tmpdir, g_free);
 	{
 		const VtRecorderStats *st = vt_recorder_stats(rec);
 		double secs = (g_get_monotonic_time() - t_start) / 1e6;
@@ -705,15 +724,13 @@ fail_restore:
 usage_err:
 	vt_err("record", "%s (see vmtrace record --help)", err->message);
 done:
-	if (handlers) {
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGTERM, &old_term, NULL);
-		sigaction(SIGUSR2, &old_usr2, NULL);
-	}
 	vt_recorder_free(rec);
 	vt_capture_free(cap);
-	if (tmpdir)
-		vt_fs_remove_tree(tmpdir);
+	vt_fs_output_free(output);     /* the temporary directory, unless renamed */
+	if (handlers) {
+		stop_handlers(FALSE);
+		sigaction(SIGUSR2, &old_usr2, NULL);
+	}
 	vmcorr_kvm_meta_free(meta);
 	if (d.vcpus)
 		vt_domain_clear(&d);

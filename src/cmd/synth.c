@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "src/synth/synth.h"
+#include "src/fs/fs.h"
+#include "src/fs/output.h"
 #include "src/cmd/cmd.h"
 
 static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **error)
@@ -73,6 +75,22 @@ bad:
 	g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 		    "--offset-change '%s': expected [VM:]OFFSET@FRACTION (e.g. 0:0xfffffff000000000@0.5)", s);
 	return FALSE;
+}
+
+/* What stands at -o and --truth may be replaced only if it is a regular
+ * file (src/fs/output.h) - with --dir, a recording directory - never a
+ * link, directory, FIFO or device. */
+static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, GError **error)
+{
+	g_autoptr(GError) why = NULL;
+
+	if (as_dir && !vt_fs_is_recording(out, &why)) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST, "refusing to write into %s, it is not a "
+			    "recording (%s): move it away or choose another -o", out, why->message);
+		return FALSE;
+	}
+	return (as_dir || vt_fs_output_check(out, VT_FS_OUTPUT_REPLACE, error)) &&
+	       (!truth || vt_fs_output_check(truth, VT_FS_OUTPUT_REPLACE, error));
 }
 
 int cmd_synth(int argc, char **argv)
@@ -178,7 +196,7 @@ int cmd_synth(int argc, char **argv)
 	if (!vt_synth_config_check(&cfg, &err))
 		goto usage_err;
 
-	if (!vt_synth_generate(&cfg, out, as_dir, truth, &st, &err)) {
+	if (!outputs_ok(out, as_dir, truth, &err) || !vt_synth_generate(&cfg, out, as_dir, truth, &st, &err)) {
 		vt_err("synth", "%s", err->message);
 		rc = VT_EXIT_FAILURE;
 		goto done;

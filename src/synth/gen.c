@@ -8,6 +8,7 @@
 
 #include "src/perf/perf-data.h"
 #include "src/perf/perf-encode.h"
+#include "src/fs/output.h"
 #include "src/synth/synth.h"
 
 G_DEFINE_QUARK(vt-synth-error-quark, vt_synth_error)
@@ -620,7 +621,7 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 			       G_GUINT64_FORMAT ", \"host_tsc_packets\": %" G_GUINT64_FORMAT ", \"vm_entries\": %"
 			       G_GUINT64_FORMAT "}\n}\n",
 			       st->aux_bytes, st->guest_tsc_packets, st->host_tsc_packets, st->vm_entries);
-	ok = g_file_set_contents(path, s->str, s->len, error);
+	ok = vt_fs_output_write_file(path, VT_FS_OUTPUT_REPLACE, 0666, s->str, s->len, error);
 	g_string_free(s, TRUE);
 	return ok;
 }
