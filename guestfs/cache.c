@@ -15,6 +15,7 @@
 
 #include "guestfs/guestfs.h"
 #include "src/fs/fs.h"
+#include "src/fs/output.h"
 
 #define TMP_PREFIX ".vmtrace-tmp-"
 
@@ -86,7 +87,7 @@ gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, G
 
 	if (fd < 0) {
 		err = errno;
-	} else if (!vt_guest_write_all(fd, g_bytes_get_data(data, NULL), g_bytes_get_size(data), 0, path, error)) {
+	} else if (!vt_fs_write_all(fd, g_bytes_get_data(data, NULL), g_bytes_get_size(data), 0, path, error)) {
 		close(fd);
 		return FALSE;
 	}

@@ -133,8 +133,6 @@ char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kalls
 			  gboolean need_kcore);
 /* A new temporary directory (mode 0700) next to the snapshots. */
 char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
-/* pwrite all of buf at off (retrying short writes); the error names path. */
-gboolean vt_guest_write_all(int fd, const void *buf, gsize len, guint64 off, const char *path, GError **error);
 /* Write a file (mode 0600) into a directory, fsync'ed. */
 gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, GError **error);
 /* Rename the temporary directory to a fresh timestamp directory; returns it. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "guestfs/guestfs.h"
+#include "src/fs/output.h"
 
 #define PAGE 4096ULL
 #define ALIGN_DOWN(x) ((x) & ~(PAGE - 1))
@@ -267,25 +268,6 @@ static GArray *pieces(const GArray *segs, const GArray *ranges)
 	return out;
 }
 
-gboolean vt_guest_write_all(int fd, const void *buf, gsize len, guint64 off, const char *path, GError **error)
-{
-	while (len) {
-		ssize_t k = pwrite(fd, buf, len, (off_t)off);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot write %s: %s", path,
-				    g_strerror(k < 0 ? errno : ENOSPC));
-			return FALSE;
-		}
-		buf = (const guint8 *)buf + k;
-		len -= (gsize)k;
-		off += (guint64)k;
-	}
-	return TRUE;
-}
-
 /* ELF header and one PT_LOAD per piece, laid out by us (ELF_F_LAYOUT). */
 static gboolean write_headers(int fd, GArray *p, const char *out_path, GError **error)
 {
@@ -380,7 +362,7 @@ gboolean vt_guest_kcore_copy(VtGuestSource *src, const char *path, const GArray 
 				goto out;
 			}
 			if (!read_exact(src, path, s->offset + done, buf, len, error) ||
-			    !vt_guest_write_all(fd, buf, len, off + done, out_path, error))
+			    !vt_fs_write_all(fd, buf, len, off + done, out_path, error))
 				goto out;
 			done += len;
 			*copied += len;

@@ -14,6 +14,7 @@ while read -r name opts; do
 	# shellcheck disable=SC2086
 	"$VMTRACE" synth -o "$f" --size 2M $opts 2>/dev/null || { fail "$name: synth"; continue; }
 	cp "$f" "$TMP/perf.data"
+	rm -f "$TMP/vt.data" "$TMP/vt2.data"     # -o writes a new file
 	if ! "$VMTRACE" correlate "$f" -o "$TMP/vt.data" --json >"$TMP/apply.json" 2>"$TMP/err"; then
 		fail "$name: vmtrace correlate -o failed: $(cat "$TMP/err")"
 		continue

@@ -43,7 +43,8 @@ while [ $i -lt "$KILLS" ]; do
 	else
 		n_mixed=$((n_mixed + 1)); fail "kill $i at ${at}s: file is neither original nor corrected"
 	fi
-	check "kill $i: no journal left after --recover" test ! -e "$TMP/t.data.vmtrace-journal" -a ! -e "$TMP/t.data.vmtrace-journal.tmp"
+	check "kill $i: no journal or journal temporary left after --recover" \
+		sh -c "test ! -e '$TMP/t.data.vmtrace-journal' && ! ls -A '$TMP' | grep -q '^\.t\.data\.vmtrace-journal\.'"
 done
 echo "# $KILLS kills: $n_orig original, $n_corr corrected ($n_journal completed from the journal), $n_mixed mixed"
 check "$KILLS kills, never a mix" test $n_mixed -eq 0 -a $((n_orig + n_corr)) -eq "$KILLS"

@@ -24,6 +24,7 @@ for v in d["vmcs"]:
     assert offs == ["0xfffffe0000000000", "0xffffff0123456789"], offs
     assert int(v["epochs"][0]["last_tsc"], 16) < int(v["epochs"][1]["first_tsc"], 16)
 PY
+	rm -f "$TMP/ch.corr" "$TMP/ch.single" "$TMP/sc.corr"    # -o writes a new file
 	"$VMTRACE" correlate "$TMP/ch.data" -o "$TMP/ch.corr" >/dev/null
 	check "$tag offset change: every guest TSC corrected to its host TSC" test "$(digest "$TMP/ch.corr")" = "$(truth "$TMP/ch.json")"
 	"$VMTRACE" correlate --vm-time-correlation=0xfffffe0000000000 "$TMP/ch.data" -o "$TMP/ch.single" >/dev/null

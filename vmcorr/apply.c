@@ -4,12 +4,15 @@
  * pass (dryrun.c with collect_patches); this file only writes them.
  *
  * To a new file (-o): the input is copied to a temporary file next to the
- * output, patched, marked, fsync'ed and renamed over the output.
+ * output, patched, marked, fsync'ed and renamed over the output (the
+ * output object of src/fs/output.h: what may stand at OUT, temporaries
+ * removed on failure and on signals).
  *
  * In place: before the first byte of the trace changes, a journal
  * (FILE.vmtrace-journal: every patch with its old and new bytes, and the
- * marker) is written to a temporary name, fsync'ed and renamed, so it
- * exists either whole or not at all.  Then the patches and the marker are
+ * marker) is written to a temporary file (created exclusively: never
+ * through a planted link), fsync'ed and renamed, so it exists either whole
+ * or not at all.  Then the patches and the marker are
  * written (only those bytes), the file is fsync'ed and the journal removed.
  * If the process dies in between, `vmtrace correlate --recover FILE` rolls
  * the journal forward: the file is then exactly the corrected one.  Without
@@ -31,6 +34,8 @@
 
 #include "src/fs/fs.h"
 #include "src/cli/json.h"
+#include "src/fs/output.h"
+#include "src/fs/tempfile.h"
 #include "vmcorr/vmcorr.h"
 
 #define MARK_END "VMTRACE-CORR-END"
@@ -44,25 +49,6 @@ static gboolean io_error(GError **error, const char *path, const char *what)
 
 	g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, "%s: %s: %s", path, what, g_strerror(e));
 	return FALSE;
-}
-
-static gboolean pwrite_all(int fd, const void *buf, size_t len, off_t off, const char *path, GError **error)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return io_error(error, path, "write");
-		}
-		p += n;
-		len -= n;
-		off += n;
-	}
-	return TRUE;
 }
 
 static gboolean pread_all(int fd, void *buf, size_t len, off_t off, const char *path, GError **error)
@@ -115,16 +101,14 @@ static char *data_file(const char *path)
 char *vmcorr_marker_read(const char *path, GError **error)
 {
 	g_autofree char *file = data_file(path);
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int fd = vt_fs_open_regular(file, O_RDONLY, error);
 	struct stat st;
 	uint8_t tail[24];
 	uint64_t len;
 	char *text = NULL;
 
-	if (fd < 0) {
-		io_error(error, file, "open");
+	if (fd < 0)
 		return NULL;
-	}
 	if (fstat(fd, &st) < 0 || st.st_size < 24 || !pread_all(fd, tail, 24, st.st_size - 24, file, NULL) ||
 	    memcmp(tail + 8, MARK_END, 16)) {
 		close(fd);
@@ -208,7 +192,7 @@ static gboolean write_patches(int fd, const char *path, const GArray *patches, G
 		uint8_t b[7];
 
 		patch_bytes(&g_array_index(patches, VmcorrPatch, i), b);
-		if (!pwrite_all(fd, b, 7, g_array_index(patches, VmcorrPatch, i).offset, path, error))
+		if (!vt_fs_write_all(fd, b, 7, g_array_index(patches, VmcorrPatch, i).offset, path, error))
 			return FALSE;
 		if (delay)
 			g_usleep(delay);
@@ -237,7 +221,7 @@ static gboolean copy_fd(int in, int out, uint64_t size, const char *path, GError
 		while (done < size) {
 			ssize_t r = pread(in, buf, MIN(1 << 20, size - done), done);
 
-			if (r <= 0 || !pwrite_all(out, buf, r, done, path, error)) {
+			if (r <= 0 || !vt_fs_write_all(out, buf, r, done, path, error)) {
 				g_free(buf);
 				return r <= 0 ? io_error(error, path, "read") : FALSE;
 			}
@@ -252,48 +236,29 @@ static gboolean copy_fd(int in, int out, uint64_t size, const char *path, GError
 	return TRUE;
 }
 
-/* Write a corrected copy of `in_file` to `out_file` (temp + rename). */
-static gboolean apply_to_copy(const char *in_file, const char *out_file, const VmcorrResult *r, GBytes *marker,
-			      GError **error)
+/* Write a corrected copy of `in_file` to `out_file` (an output of src/fs:
+ * temporary file + rename; flags say what may be replaced). */
+static gboolean apply_to_copy(const char *in_file, const char *out_file, VtFsOutputFlags flags, const VmcorrResult *r,
+			      GBytes *marker, GError **error)
 {
-	g_autofree char *dir = g_path_get_dirname(out_file);
-	g_autofree char *base = g_path_get_basename(out_file);
-	g_autofree char *tmpl = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
-	int in = -1, out = -1;
+	g_autoptr(VtFsOutput) o = NULL;
+	int in = vt_fs_open_regular(in_file, O_RDONLY, error), out;
 	struct stat st;
 	gsize mlen;
 	const void *m = g_bytes_get_data(marker, &mlen);
-	gboolean ok = FALSE;
+	gboolean ok;
 
-	in = open(in_file, O_RDONLY | O_CLOEXEC);
-	if (in < 0 || fstat(in, &st) < 0) {
-		io_error(error, in_file, "open");
-		goto out;
-	}
-	out = g_mkstemp_full(tmpl, O_RDWR | O_CLOEXEC, 0600);
-	if (out < 0) {
-		io_error(error, out_file, "create");
-		goto out;
-	}
-	if (!copy_fd(in, out, st.st_size, out_file, error) || !write_patches(out, out_file, r->patches, error) ||
-	    !pwrite_all(out, m, mlen, st.st_size, out_file, error))
-		goto out;
-	if (fsync(out) < 0) {
-		io_error(error, out_file, "fsync");
-		goto out;
-	}
-	if (rename(tmpl, out_file) < 0) {
-		io_error(error, out_file, "rename");
-		goto out;
-	}
-	ok = fsync_dir_of(out_file, error);
-out:
-	if (in >= 0)
+	if (in < 0)
+		return FALSE;
+	if (fstat(in, &st) < 0) {
 		close(in);
-	if (out >= 0)
-		close(out);
-	if (!ok)
-		unlink(tmpl);
+		return io_error(error, in_file, "stat");
+	}
+	o = vt_fs_output_new(out_file, flags, 0600, error);
+	out = o ? vt_fs_output_fd(o) : -1;
+	ok = o && copy_fd(in, out, st.st_size, out_file, error) && write_patches(out, out_file, r->patches, error) &&
+	     vt_fs_write_all(out, m, mlen, st.st_size, out_file, error) && vt_fs_output_commit(o, error);
+	close(in);
 	return ok;
 }
 
@@ -342,33 +307,10 @@ static char *journal_path(const char *file)
 	return g_strconcat(file, JOURNAL_SUFFIX, NULL);
 }
 
-static gboolean write_file_durably(const char *path, GBytes *b, GError **error)
-{
-	g_autofree char *tmp = g_strconcat(path, ".tmp", NULL);
-	gsize len;
-	const void *data = g_bytes_get_data(b, &len);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		return io_error(error, tmp, "create");
-	if (!pwrite_all(fd, data, len, 0, tmp, error) || fsync(fd) < 0) {
-		close(fd);
-		unlink(tmp);
-		return error && *error ? FALSE : io_error(error, tmp, "fsync");
-	}
-	close(fd);
-	if (rename(tmp, path) < 0) {
-		unlink(tmp);
-		return io_error(error, path, "rename");
-	}
-	return fsync_dir_of(path, error);
-}
-
 /* Roll a journal forward onto `file`.  *found says whether there was one. */
 static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npatches, GError **error)
 {
 	g_autofree char *jp = journal_path(file);
-	g_autofree char *jtmp = g_strconcat(jp, ".tmp", NULL);
 	g_autofree uint8_t *j = NULL;
 	gsize len, dlen = 32;
 	uint64_t size_before, n, ml;
@@ -378,7 +320,7 @@ static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npat
 	gboolean ok = FALSE;
 
 	*found = FALSE;
-	unlink(jtmp);          /* an unfinished journal: the file was not touched */
+	vt_tempfile_remove_stale_of(jp);   /* an unfinished journal: the file was not touched */
 	if (!g_file_get_contents(jp, (char **)&j, &len, NULL))
 		return TRUE;
 	*found = TRUE;
@@ -409,10 +351,10 @@ static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npat
 		uint64_t off;
 
 		memcpy(&off, rec, 8);
-		if (!pwrite_all(fd, rec + 15, 7, off, file, error))
+		if (!vt_fs_write_all(fd, rec + 15, 7, off, file, error))
 			goto out;
 	}
-	if (!pwrite_all(fd, j + 32 + n * 24 + 8, ml, size_before, file, error))
+	if (!vt_fs_write_all(fd, j + 32 + n * 24 + 8, ml, size_before, file, error))
 		goto out;
 	if (ftruncate(fd, size_before + ml) < 0 || fsync(fd) < 0) {
 		io_error(error, file, "truncate/fsync");
@@ -446,20 +388,25 @@ gboolean vmcorr_journal_pending(const char *path)
 static gboolean apply_in_place(const char *file, const VmcorrResult *r, GBytes *marker, GError **error)
 {
 	g_autofree char *jp = journal_path(file);
-	int fd = open(file, O_RDWR | O_CLOEXEC);
+	int fd = vt_fs_open_regular(file, O_RDWR, error);
 	struct stat st;
 	GBytes *journal = NULL;
 	gsize mlen;
 	const void *m = g_bytes_get_data(marker, &mlen);
 	gboolean ok = FALSE;
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return io_error(error, file, "open for writing");
+	if (fd < 0)
+		return FALSE;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return io_error(error, file, "stat");
+	}
 	journal = journal_build(fd, file, st.st_size, r->patches, marker, error);
-	if (!journal || !write_file_durably(jp, journal, error))
+	if (!journal || !vt_fs_output_write_file(jp, VT_FS_OUTPUT_REPLACE, 0600, g_bytes_get_data(journal, NULL),
+						 g_bytes_get_size(journal), error))
 		goto out;
 	/* from here on, `vmtrace correlate --recover` completes the job */
-	if (!write_patches(fd, file, r->patches, error) || !pwrite_all(fd, m, mlen, st.st_size, file, error))
+	if (!write_patches(fd, file, r->patches, error) || !vt_fs_write_all(fd, m, mlen, st.st_size, file, error))
 		goto out;
 	if (fsync(fd) < 0) {
 		io_error(error, file, "fsync");
@@ -479,6 +426,28 @@ out:
 
 /* ------------------------------------------------------------ directories */
 
+/* A regular file of the input directory into the (new, private) output
+ * directory; anything else - a FIFO, a device - is refused unopened. */
+static gboolean copy_file(const char *src, const char *dst, GError **error)
+{
+	int in = vt_fs_open_regular(src, O_RDONLY, error), out;
+	struct stat st;
+	gboolean ok;
+
+	if (in < 0)
+		return FALSE;
+	if (fstat(in, &st) < 0) {
+		close(in);
+		return io_error(error, src, "stat");
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
+	ok = out >= 0 ? copy_fd(in, out, st.st_size, dst, error) : io_error(error, dst, "create");
+	if (out >= 0 && close(out) < 0 && ok)
+		ok = io_error(error, dst, "close");
+	close(in);
+	return ok;
+}
+
 static gboolean copy_tree(const char *from, const char *to, const char *skip, GError **error)
 {
 	GDir *d = g_dir_open(from, 0, error);
@@ -494,29 +463,16 @@ static gboolean copy_tree(const char *from, const char *to, const char *skip, GE
 	while (ok && (name = g_dir_read_name(d))) {
 		g_autofree char *src = g_build_filename(from, name, NULL);
 		g_autofree char *dst = g_build_filename(to, name, NULL);
+		struct stat st;
 
 		if (skip && !strcmp(name, skip))
 			continue;
-		if (g_file_test(src, G_FILE_TEST_IS_SYMLINK))
-			continue;
-		if (g_file_test(src, G_FILE_TEST_IS_DIR)) {
+		if (lstat(src, &st) < 0)
+			ok = io_error(error, src, "stat");
+		else if (S_ISDIR(st.st_mode))
 			ok = copy_tree(src, dst, NULL, error);
-		} else {
-			int in = open(src, O_RDONLY | O_CLOEXEC), out;
-			struct stat st;
-
-			if (in < 0 || fstat(in, &st) < 0) {
-				ok = io_error(error, src, "open");
-				if (in >= 0)
-					close(in);
-				break;
-			}
-			out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, st.st_mode & 0777);
-			ok = out >= 0 ? copy_fd(in, out, st.st_size, dst, error) : io_error(error, dst, "create");
-			if (out >= 0)
-				close(out);
-			close(in);
-		}
+		else if (!S_ISLNK(st.st_mode))
+			ok = copy_file(src, dst, error);
 	}
 	g_dir_close(d);
 	return ok;
@@ -528,35 +484,23 @@ static gboolean copy_tree(const char *from, const char *to, const char *skip, GE
 static gboolean apply_to_dir(const char *path, const char *in_file, const char *out, const VmcorrResult *r,
 			     GBytes *marker, GError **error)
 {
-	g_autofree char *dir = g_path_get_dirname(out);
-	g_autofree char *base = g_path_get_basename(out);
-	g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+	g_autoptr(VtFsOutput) o = vt_fs_output_new(out, VT_FS_OUTPUT_DIR, 0700, error);
 	g_autofree char *tmp_data = NULL;
 
-	if (g_file_test(out, G_FILE_TEST_EXISTS)) {
-		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO,
-			    "%s: already exists; a corrected perf.data directory is written as a new directory", out);
+	if (!o) {
+		if (error && g_error_matches(*error, G_FILE_ERROR, G_FILE_ERROR_EXIST))
+			g_prefix_error(error, "a corrected perf.data directory is written as a new directory: ");
 		return FALSE;
 	}
-	if (!g_mkdtemp_full(tmp, 0700))
-		return io_error(error, out, "create a temporary directory");
-	tmp_data = g_build_filename(tmp, "data", NULL);
-	if (!copy_tree(path, tmp, "data", error) || !apply_to_copy(in_file, tmp_data, r, marker, error))
-		goto fail;
-	if (rename(tmp, out) < 0) {
-		io_error(error, out, "rename");
-		goto fail;
-	}
-	return fsync_dir_of(out, error);
-fail:
-	vt_fs_remove_tree(tmp);
-	return FALSE;
+	tmp_data = g_build_filename(vt_fs_output_tmp(o), "data", NULL);
+	return copy_tree(path, vt_fs_output_tmp(o), "data", error) &&
+	       apply_to_copy(in_file, tmp_data, VT_FS_OUTPUT_NEW, r, marker, error) && vt_fs_output_commit(o, error);
 }
 
 /* ------------------------------------------------------------ entry */
 
-gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrResult *r, const GArray *offsets,
-			      GError **error)
+gboolean vmcorr_apply_patches(const char *path, const char *out, gboolean replace, const VmcorrResult *r,
+			      const GArray *offsets, GError **error)
 {
 	g_autofree char *in_file = data_file(path);
 	GBytes *marker = marker_build(path, r, offsets);
@@ -567,7 +511,7 @@ gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrRes
 	} else if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
 		ok = apply_to_dir(path, in_file, out, r, marker, error);
 	} else {
-		ok = apply_to_copy(in_file, out, r, marker, error);
+		ok = apply_to_copy(in_file, out, replace ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, r, marker, error);
 	}
 	g_bytes_unref(marker);
 	return ok;

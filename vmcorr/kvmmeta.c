@@ -28,7 +28,10 @@
 
 #include <string.h>
 
+#include "src/fs/output.h"
 #include "vmcorr/vmcorr.h"
+
+#define META_MAX (256u << 20)   /* bytes: a million offset writes fit */
 
 static char *meta_path(const char *trace)
 {
@@ -100,7 +103,7 @@ gboolean vmcorr_kvm_meta_save(const VmcorrKvmMeta *m, const char *path, GError *
 		}
 	}
 	data = g_key_file_to_data(kf, &len, NULL);
-	return g_file_set_contents_full(path, data, (gssize)len, G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+	return vt_fs_output_write_file(path, VT_FS_OUTPUT_REPLACE, 0666, data, len, error);
 }
 
 VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path, GError **error)
@@ -108,13 +111,17 @@ VmcorrKvmMeta *vmcorr_kvm_meta_load(const char *trace, const char *explicit_path
 	g_autofree char *path = explicit_path ? g_strdup(explicit_path) : meta_path(trace);
 	g_autoptr(GKeyFile) kf = g_key_file_new();
 	g_auto(GStrv) groups = NULL;
+	g_autofree char *text = NULL;
+	gsize len = 0;
 	VmcorrKvmMeta *m;
 	GError *e = NULL;
 
 	if (!explicit_path && !g_file_test(path, G_FILE_TEST_EXISTS))
 		return NULL;
-	if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &e)) {
-		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT, "%s: %s", path, e->message);
+	text = vt_fs_read_all(path, META_MAX, &len, &e);   /* never blocks on a FIFO */
+	if (!text || !g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT, "%s%s%s", text ? path : "", text ? ": " : "",
+			    e->message);
 		g_error_free(e);
 		return NULL;
 	}

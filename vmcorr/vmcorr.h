@@ -165,11 +165,12 @@ gboolean vmcorr_parse_scale_token(const char *tok, VmcorrOptions *opt, GError **
 gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions *opt, GError **error);
 
 /* --- writing the correction (apply.c) */
-/* Write r->patches: to `out` (a new file, or directory for directory
- * input), or in place with a journal when out is NULL.  Appends the
- * "corrected" marker with `offsets`. */
-gboolean vmcorr_apply_patches(const char *path, const char *out, const VmcorrResult *r, const GArray *offsets,
-			      GError **error);
+/* Write r->patches: to `out` (a new file - with `replace`, an existing
+ * regular file is replaced - or a new directory for directory input; see
+ * src/fs/output.h), or in place with a journal when out is NULL.  Appends
+ * the "corrected" marker with `offsets`. */
+gboolean vmcorr_apply_patches(const char *path, const char *out, gboolean replace, const VmcorrResult *r,
+			      const GArray *offsets, GError **error);
 /* The marker JSON if vmtrace corrected the file, else NULL. */
 char *vmcorr_marker_read(const char *path, GError **error);
 /* An interrupted in-place correction left a journal. */

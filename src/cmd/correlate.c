@@ -10,6 +10,8 @@
 #include "src/cli/json.h"
 #include "src/cli/table.h"
 #include "src/cmd/cmd.h"
+#include "src/fs/fs.h"
+#include "src/fs/output.h"
 #include "vmcorr/session.h"
 #include "vmcorr/vmcorr.h"
 
@@ -364,7 +366,8 @@ static int apply_refusal(const char *path, const VmcorrResult *r)
 
 /* Write the patches (to OUT, or in place); the marker lists every offset
  * used, epochs included. */
-static int apply_write(const char *path, const char *out, const VmcorrResult *r, const VmcorrOptions *apply)
+static int apply_write(const char *path, const char *out, gboolean force, const VmcorrResult *r,
+		       const VmcorrOptions *apply)
 {
 	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
 	g_autoptr(GError) err = NULL;
@@ -373,7 +376,7 @@ static int apply_write(const char *path, const char *out, const VmcorrResult *r,
 		g_array_append_vals(all, apply->offsets->data, apply->offsets->len);
 	if (apply->epochs)
 		g_array_append_vals(all, apply->epochs->data, apply->epochs->len);
-	if (!vmcorr_apply_patches(path, out, r, all, &err)) {
+	if (!vmcorr_apply_patches(path, out, force, r, all, &err)) {
 		/* writing the output failed: not the input's fault */
 		vt_err("correlate", "%s", err->message);
 		return VT_EXIT_FAILURE;
@@ -438,7 +441,7 @@ static int corr_apply(const CorrOpts *o)
 		rc = apply_refusal(o->path, r);
 	vmcorr_session_free(s);
 	if (rc == VT_EXIT_OK)
-		rc = apply_write(o->path, o->out, r, &apply);
+		rc = apply_write(o->path, o->out, o->force, r, &apply);
 	if (rc == VT_EXIT_OK)
 		apply_report(o, r, &apply, passes);
 	if (apply.offsets != o->opt.offsets && apply.offsets)
@@ -580,7 +583,7 @@ static gboolean corr_parse(CorrOpts *o, int *argc, char ***argv, GError **err)
 		{ "vm-time-correlation", 0, 0, G_OPTION_ARG_STRING, &o->perf_arg, "perf inject's argument, as a drop-in: \"[dry-run] [OFF[:VMCS[,VMCS]...]]...\"", "STRING" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->scales, "The guests use VMX TSC scaling: guest TSC = (host TSC * RATIO >> FRAC) + offset (FRAC default 48, as on VMX); for the listed VMCS or all; repeatable", "RATIO[/FRAC][:VMCS[,VMCS...]]" },
 		{ "kvm-metadata", 0, 0, G_OPTION_ARG_FILENAME, &o->meta_path, "KVM time metadata (default: DIR/vmtrace-kvm.ini or FILE.vmtrace-kvm.ini, as vmtrace record writes it)", "FILE" },
-		{ "force", 0, 0, G_OPTION_ARG_NONE, &o->force, "Correct a file that vmtrace has corrected before (subtracts again)", NULL },
+		{ "force", 0, 0, G_OPTION_ARG_NONE, &o->force, "Correct a file that vmtrace has corrected before (subtracts again); replace an existing regular file OUT", NULL },
 		{ "recover", 0, 0, G_OPTION_ARG_NONE, &o->recover, "Complete an interrupted --in-place correction of FILE", NULL },
 		{ "format", 'f', 0, G_OPTION_ARG_STRING, &o->format, "Dry-run output: table (default), perf (perf inject's lines), json", "FMT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "JSON output (same as --format=json)", NULL },
@@ -641,11 +644,9 @@ static gboolean corr_validate_values(CorrOpts *o, GError **err)
 	return TRUE;
 }
 
-/* Exactly one of --dry-run, -o, --in-place; -o is not the input. */
+/* Exactly one of --dry-run, -o, --in-place. */
 static gboolean corr_validate_mode(const CorrOpts *o, GError **err)
 {
-	struct stat a, b;
-
 	if (!o->dry_run && !o->in_place && !o->out) {
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
 			    "say where the correction goes: -o OUT, or --in-place (or use --dry-run)");
@@ -655,12 +656,48 @@ static gboolean corr_validate_mode(const CorrOpts *o, GError **err)
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--dry-run, -o and --in-place exclude each other");
 		return FALSE;
 	}
-	if (o->out && stat(o->path, &a) == 0 && stat(o->out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
-		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
-			    "-o names the input itself; use --in-place to correct it in place");
-		return FALSE;
-	}
 	return TRUE;
+}
+
+static void append_error(GError **error, const char *text)
+{
+	char *m = g_strconcat((*error)->message, text, NULL);
+
+	g_free((*error)->message);
+	(*error)->message = m;
+}
+
+/* -o OUT: not the input, not inside it (nor it inside OUT), and something
+ * an output may be created at (src/fs/output.h): nothing - or with --force,
+ * for a file input, a regular file.  Returns VT_EXIT_OK, or the exit code
+ * with error set. */
+static int check_output(const char *path, const char *out, gboolean force, GError **error)
+{
+	gboolean dir = g_file_test(path, G_FILE_TEST_IS_DIR);
+	struct stat a, b;
+
+	if (stat(path, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "-o names the input itself; use --in-place to correct it in place");
+		return VT_EXIT_USAGE;
+	}
+	if (dir && vt_fs_path_inside(out, path)) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "-o %s is inside the input directory %s; choose an OUT outside it", out, path);
+		return VT_EXIT_USAGE;
+	}
+	if (vt_fs_path_inside(path, out)) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+			    "the input %s is inside the output %s; choose an OUT elsewhere", path, out);
+		return VT_EXIT_USAGE;
+	}
+	if (vt_fs_output_check(out, dir ? VT_FS_OUTPUT_DIR : force ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, error))
+		return VT_EXIT_OK;
+	if (dir && g_error_matches(*error, G_FILE_ERROR, G_FILE_ERROR_EXIST))
+		append_error(error, " (a corrected perf.data directory is written as a new directory)");
+	else if (!dir && lstat(out, &b) == 0 && S_ISREG(b.st_mode))
+		append_error(error, " (-o writes a new file; --force replaces it)");
+	return VT_EXIT_FAILURE;
 }
 
 /* The recording's KVM metadata; its TSC scaling unless --tsc-scale was given. */
@@ -700,6 +737,8 @@ int cmd_correlate(int argc, char **argv)
 	    (!o.recover && (!corr_validate_values(&o, &err) || !corr_validate_mode(&o, &err)))) {
 		vt_err("correlate", "%s (see vmtrace correlate --help)", err->message);
 		rc = VT_EXIT_USAGE;
+	} else if (o.out && (rc = check_output(o.path, o.out, o.force, &err)) != VT_EXIT_OK) {
+		vt_err("correlate", "%s%s", err->message, rc == VT_EXIT_USAGE ? " (see vmtrace correlate --help)" : "");
 	} else if (o.recover) {
 		rc = corr_recover(o.path);                    /* complete an interrupted --in-place */
 	} else if ((rc = corr_load_meta(&o)) == VT_EXIT_OK) {

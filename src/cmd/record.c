@@ -15,6 +15,7 @@
 #include "guestfs/guestfs.h"
 #include "src/cli/json.h"
 #include "src/fs/fs.h"
+#include "src/fs/output.h"
 #include "src/host/host.h"
 #include "src/record/capture.h"
 #include "src/record/recorder.h"
@@ -24,9 +25,19 @@
 
 static volatile sig_atomic_t stop_signal, snapshot_requests;
 
+/* The signals that stop a recording cleanly, and what they did before
+ * (src/fs's cleanup of temporaries, installed by main). */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction stop_old[G_N_ELEMENTS(stop_signals)];
+
+/* The first one stops the recording; the next one, of any of them, gets
+ * the previous action (the temporaries are removed, the process ends): a
+ * stuck run can still be killed. */
 static void on_stop(int sig)
 {
 	stop_signal = sig;
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &stop_old[i], NULL);
 }
 
 static void on_snapshot(int sig)
@@ -244,12 +255,13 @@ typedef struct {
 	VtCapture *cap;
 	VtRecorder *rec;
 	VmcorrKvmMeta *meta;
-	char *tmpdir;                /* the output while it is built; NULL once in place */
+	VtFsOutput *output;          /* the output while it is built (src/fs/output.h) */
+	const char *tmpdir;          /* where it is built; NULL once in place */
 	gint64 t_start;
 	const GArray *writes;        /* kvm_write_tsc_offset events (NULL: none recorded ...) */
 	const char *tp_why;          /* ... because of this */
 	gboolean handlers;
-	struct sigaction old_int, old_term, old_usr2;
+	struct sigaction old_usr2;
 } Recording;
 
 static void record_opts_init(RecordOpts *o)
@@ -326,7 +338,8 @@ static const char record_summary[] =
 	"Next step: vmtrace correlate DIR.";
 
 static const char record_description[] =
-	"Signals: Ctrl-C (SIGINT) or SIGTERM stop cleanly; SIGUSR2 takes a snapshot in\n"
+	"Signals: Ctrl-C (SIGINT), SIGTERM or SIGHUP stop cleanly (a second one ends\n"
+	"the run at once, removing the unfinished output); SIGUSR2 takes a snapshot in\n"
 	"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
 	"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
 	"(no Intel PT: run `vmtrace check` to see what is missing).\n"
@@ -510,13 +523,13 @@ static gboolean record_preflight(RecordOpts *o, Recording *r)
  * a half-built output; it stops (or snapshots) cleanly instead. */
 static void signals_install(Recording *r)
 {
-	struct sigaction sa_stop = { 0 }, sa_snap = { 0 };
+	struct sigaction sa_stop = { .sa_handler = on_stop }, sa_snap = { 0 };
 
-	sa_stop.sa_handler = on_stop;
-	sa_stop.sa_flags = SA_RESETHAND;    /* a second Ctrl-C kills a stuck run */
-	sigemptyset(&sa_stop.sa_mask);
-	sigaction(SIGINT, &sa_stop, &r->old_int);
-	sigaction(SIGTERM, &sa_stop, &r->old_term);
+	sigemptyset(&sa_stop.sa_mask);      /* none of them interrupts on_stop */
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaddset(&sa_stop.sa_mask, stop_signals[i]);
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &sa_stop, &stop_old[i]);
 	sa_snap.sa_handler = on_snapshot;
 	sigemptyset(&sa_snap.sa_mask);
 	sigaction(SIGUSR2, &sa_snap, &r->old_usr2);
@@ -529,8 +542,8 @@ static void signals_restore(Recording *r)
 {
 	if (!r->handlers)
 		return;
-	sigaction(SIGINT, &r->old_int, NULL);
-	sigaction(SIGTERM, &r->old_term, NULL);
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &stop_old[i], NULL);
 	sigaction(SIGUSR2, &r->old_usr2, NULL);
 	r->handlers = FALSE;
 }
@@ -605,22 +618,16 @@ static gboolean open_capture(const RecordOpts *o, Recording *r, GError **error)
 	return TRUE;
 }
 
-/* The output is built in a temporary directory next to it, .OUT.vmtrace-XXXXXX. */
-static gboolean output_begin(const char *out, char **tmpdir, GError **error)
+/* The output is built in a temporary directory next to it (src/fs/output.h:
+ * removed on failure, at exit and on signals); an OUT there now is moved to
+ * OUT.old at the end. */
+static gboolean output_begin(const char *out, Recording *r, GError **error)
 {
-	g_autofree char *parent = g_path_get_dirname(out);
-	g_autofree char *base = g_path_get_basename(out);
-	g_autofree char *tmpl = g_strdup_printf("%s/.%s.vmtrace-XXXXXX", parent, base);
-
-	if (!g_mkdtemp(tmpl)) {
-		int e = errno;
-
-		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "cannot create a directory next to %s: %s",
-			    out, g_strerror(e));
+	r->output = vt_fs_output_new(out, VT_FS_OUTPUT_DIR | VT_FS_OUTPUT_REPLACE, 0755, error);
+	if (!r->output)
 		return FALSE;
-	}
-	chmod(tmpl, 0755);
-	*tmpdir = g_steal_pointer(&tmpl);
+	r->tmpdir = vt_fs_output_tmp(r->output);
+	chmod(r->tmpdir, 0755);
 	return TRUE;
 }
 
@@ -630,7 +637,7 @@ static gboolean record_open(const RecordOpts *o, Recording *r)
 	g_autoptr(GError) err = NULL;
 	VtRecorderOptions ro = { 0 };
 
-	if (!open_capture(o, r, &err) || !output_begin(o->out, &r->tmpdir, &err))
+	if (!open_capture(o, r, &err) || !output_begin(o->out, r, &err))
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
 	r->meta = vmcorr_kvm_meta_new();
 	r->meta->domain = g_strdup(o->domain);
@@ -749,23 +756,16 @@ static gboolean record_metadata(Recording *r)
 
 /* The built output becomes OUT: owned by the sudo user, an existing OUT
  * moved to OUT.old first. */
-static gboolean output_commit(const char *out, char **tmpdir, GError **error)
+static gboolean output_commit(const char *out, Recording *r, GError **error)
 {
 	uid_t uid;
 	gid_t gid;
 
-	if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(*tmpdir, uid, gid, error))
+	if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(r->tmpdir, uid, gid, error))
 		return FALSE;
-	if (!move_old(out, error))
+	if (!move_old(out, error) || !vt_fs_output_commit(r->output, error))
 		return FALSE;
-	if (rename(*tmpdir, out) < 0) {
-		int e = errno;
-
-		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "cannot rename %s to %s: %s", *tmpdir, out,
-			    g_strerror(e));
-		return FALSE;
-	}
-	g_clear_pointer(tmpdir, g_free);
+	r->tmpdir = NULL;
 	return TRUE;
 }
 
@@ -773,7 +773,7 @@ static gboolean record_commit(const RecordOpts *o, Recording *r)
 {
 	g_autoptr(GError) err = NULL;
 
-	if (!output_commit(o->out, &r->tmpdir, &err))
+	if (!output_commit(o->out, r, &err))
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
 	return TRUE;
 }
@@ -850,12 +850,10 @@ static void record_report(const RecordOpts *o, const Recording *r)
 /* Close everything; an output that was not put in place is removed. */
 static void recording_clear(Recording *r)
 {
-	signals_restore(r);
 	vt_recorder_free(r->rec);
 	vt_capture_free(r->cap);
-	if (r->tmpdir)
-		vt_fs_remove_tree(r->tmpdir);
-	g_free(r->tmpdir);
+	vt_fs_output_free(r->output);     /* the temporary directory, unless renamed */
+	signals_restore(r);
 	vmcorr_kvm_meta_free(r->meta);
 	if (r->d.vcpus)
 		vt_domain_clear(&r->d);

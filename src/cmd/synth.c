@@ -7,6 +7,8 @@
 
 #include "src/cli/json.h"
 #include "src/cmd/cmd.h"
+#include "src/fs/fs.h"
+#include "src/fs/output.h"
 #include "src/synth/synth.h"
 
 static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **error)
@@ -76,6 +78,22 @@ bad:
 	g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
 		    "--offset-change '%s': expected [VM:]OFFSET@FRACTION (e.g. 0:0xfffffff000000000@0.5)", s);
 	return FALSE;
+}
+
+/* What stands at -o and --truth may be replaced only if it is a regular
+ * file (src/fs/output.h) - with --dir, a recording directory - never a
+ * link, directory, FIFO or device. */
+static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, GError **error)
+{
+	g_autoptr(GError) why = NULL;
+
+	if (as_dir && !vt_fs_is_recording(out, &why)) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_EXIST, "refusing to write into %s, it is not a "
+			    "recording (%s): move it away or choose another -o", out, why->message);
+		return FALSE;
+	}
+	return (as_dir || vt_fs_output_check(out, VT_FS_OUTPUT_REPLACE, error)) &&
+	       (!truth || vt_fs_output_check(truth, VT_FS_OUTPUT_REPLACE, error));
 }
 
 /* The command line, as given. */
@@ -290,7 +308,8 @@ int cmd_synth(int argc, char **argv)
 	if (!synth_parse(&o, &argc, &argv, &err) || !synth_validate(&o, &cfg, &err)) {
 		vt_err("synth", "%s (see vmtrace synth --help)", err->message);
 		rc = VT_EXIT_USAGE;
-	} else if (!vt_synth_generate(&cfg, o.out, o.as_dir, o.truth, &st, &err)) {
+	} else if (!outputs_ok(o.out, o.as_dir, o.truth, &err) ||
+		   !vt_synth_generate(&cfg, o.out, o.as_dir, o.truth, &st, &err)) {
 		vt_err("synth", "%s", err->message);
 		rc = VT_EXIT_FAILURE;
 	} else {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -55,6 +56,30 @@ gboolean vt_fs_chown_tree(const char *path, uid_t uid, gid_t gid, GError **error
 	}
 	g_dir_close(d);
 	return TRUE;
+}
+
+/* realpath, or for a path that does not exist its parent's realpath + its name */
+static char *canonical(const char *path)
+{
+	char *r = realpath(path, NULL);
+	g_autofree char *parent = NULL, *base = NULL, *rp = NULL;
+
+	if (r || errno != ENOENT)
+		return r;
+	parent = g_path_get_dirname(path);
+	base = g_path_get_basename(path);
+	rp = realpath(parent, NULL);
+	return rp ? g_build_filename(rp, base, NULL) : NULL;
+}
+
+gboolean vt_fs_path_inside(const char *path, const char *dir)
+{
+	g_autofree char *p = canonical(path), *d = canonical(dir);
+	gsize n = d ? strlen(d) : 0;
+
+	if (!p || !d)
+		return FALSE;
+	return !strcmp(p, d) || (g_str_has_prefix(p, d) && (p[n] == '/' || !strcmp(d, "/")));
 }
 
 gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid)

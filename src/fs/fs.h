@@ -20,6 +20,10 @@ gboolean vt_fs_is_recording(const char *path, GError **error);
 /* Remove a recording (as vt_fs_is_recording defines it) without following
  * symbolic links; refuses, leaving the rest, at any other entry. */
 gboolean vt_fs_remove_recording(const char *path, GError **error);
+/* TRUE if path is dir or below it, comparing canonical paths (symbolic
+ * links resolved; a path that does not exist yet is resolved through its
+ * parent directory). */
+gboolean vt_fs_path_inside(const char *path, const char *dir);
 /* Under sudo (real uid 0 with SUDO_UID/SUDO_GID set): the invoking user. */
 gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid);
 

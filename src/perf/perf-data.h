@@ -319,6 +319,10 @@ gboolean vt_perf_writer_add_attr(VtPerfWriter *w, const struct perf_event_attr *
  * multiple). */
 gboolean vt_perf_writer_write_record(VtPerfWriter *w, const void *rec, GError **error);
 
+/* Append records laid end to end in recs[0..len) (each as above; a
+ * record with a size below 8 or past len is refused). */
+gboolean vt_perf_writer_write_records(VtPerfWriter *w, const void *recs, gsize len, GError **error);
+
 /* Append a PERF_RECORD_AUXTRACE record followed by `len` payload bytes
  * (len padded with zeros to a multiple of 8; aux->size is set to the
  * padded length).  The record is added to the HEADER_AUXTRACE index.

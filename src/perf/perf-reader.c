@@ -6,6 +6,7 @@
  * arithmetic before the mapping is touched.
  */
 #include "src/perf/perf-data.h"
+#include "src/fs/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -522,6 +523,7 @@ VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **
 	gboolean rdwr = !!(flags & VT_PERF_OPEN_RDWR);
 	struct stat st;
 	uint64_t magic;
+	GError *e = NULL;
 
 	f->fd = -1;
 	f->owned = g_ptr_array_new_with_free_func(g_free);
@@ -530,9 +532,10 @@ VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **
 	else
 		f->path = g_strdup(path);
 	f->rdwr = rdwr;
-	f->fd = open(f->path, (rdwr ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	f->fd = vt_fs_open_regular(f->path, rdwr ? O_RDWR : O_RDONLY, &e);   /* never blocks on a FIFO */
 	if (f->fd < 0) {
-		fail(error, VT_PERF_ERROR_IO, f->path, "cannot open: %s", g_strerror(errno));
+		g_set_error_literal(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, e->message);
+		g_error_free(e);
 		goto err;
 	}
 	if (fstat(f->fd, &st) < 0) {

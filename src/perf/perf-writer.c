@@ -3,9 +3,13 @@
  * Layout: 104-byte header (written last), the ids arrays of all attrs, the
  * attr section, the data section (8-byte aligned), then the feature table
  * and the feature payloads.  Everything goes through a small write buffer
- * into "<final>.tmp.XXXXXX"; large AUX payloads bypass the buffer.
+ * into the output's temporary file (src/fs/output.h: created exclusively
+ * beside the final name, removed on failure and on signals, renamed into
+ * place when finished); large AUX payloads bypass the buffer.
  */
 #include "src/perf/perf-data.h"
+#include "src/perf/perf-encode.h"
+#include "src/fs/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +34,7 @@ struct wattr {
 struct VtPerfWriter {
 	char *path;		/* final file name (PATH or PATH/data) */
 	char *dir;		/* PATH when writing a perf.data directory */
-	char *tmp;		/* temporary file, NULL once renamed */
+	VtFsOutput *out;	/* the temporary file until renamed */
 	int fd;
 	gboolean as_dir, started, finished;
 	uint8_t *buf;
@@ -42,36 +46,25 @@ struct VtPerfWriter {
 	GByteArray *feat[VT_PERF_FEAT_BITS];
 };
 
-static gboolean werr(VtPerfWriter *w, GError **error, const char *what)
+/* A file-system error (G_FILE_ERROR, "PATH: ...") as this layer's. */
+static gboolean io_err(GError **error, GError *fs_error)
 {
-	int e = errno;
-
-	g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, "%s: %s: %s",
-		    w->path, what, g_strerror(e));
+	g_set_error_literal(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, fs_error->message);
+	g_error_free(fs_error);
 	return FALSE;
 }
 
-static gboolean write_all(VtPerfWriter *w, const void *p, size_t n, GError **error)
+/* Write at off (-1: at the end) */
+static gboolean write_at(VtPerfWriter *w, const void *p, uint64_t n, gint64 off, GError **error)
 {
-	const uint8_t *b = p;
+	GError *e = NULL;
 
-	while (n) {
-		ssize_t r = write(w->fd, b, n);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return werr(w, error, "write failed");
-		}
-		b += r;
-		n -= (size_t)r;
-	}
-	return TRUE;
+	return vt_fs_write_all(w->fd, p, n, off, w->path, &e) || io_err(error, e);
 }
 
 static gboolean w_flush(VtPerfWriter *w, GError **error)
 {
-	gboolean ok = write_all(w, w->buf, w->buf_len, error);
+	gboolean ok = write_at(w, w->buf, w->buf_len, -1, error);
 
 	w->buf_len = 0;
 	return ok;
@@ -84,18 +77,9 @@ static gboolean w_put(VtPerfWriter *w, const void *p, uint64_t n, GError **error
 	if (w->buf_len + n > WBUF_SIZE) {
 		if (!w_flush(w, error))
 			return FALSE;
-		if (n >= WBUF_SIZE) {
-			const uint8_t *b = p;
-			uint64_t left = n;
-
-			while (left) {		/* stream large payloads directly */
-				size_t chunk = left > (1u << 30) ? (1u << 30) : (size_t)left;
-
-				if (!write_all(w, b, chunk, error))
-					return FALSE;
-				b += chunk;
-				left -= chunk;
-			}
+		if (n >= WBUF_SIZE) {	/* stream large payloads directly */
+			if (!write_at(w, p, n, -1, error))
+				return FALSE;
 			w->pos += n;
 			return TRUE;
 		}
@@ -161,39 +145,44 @@ static gboolean w_start(VtPerfWriter *w, GError **error)
 	return TRUE;
 }
 
+/* The perf.data directory: created, or an existing directory (never
+ * through a symbolic link). */
+static gboolean make_dir(const char *path, GError **error)
+{
+	struct stat st;
+
+	if (mkdir(path, 0755) == 0)
+		return TRUE;
+	if (errno == EEXIST && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+		errno = ENOTDIR;
+	else if (errno == EEXIST)
+		return TRUE;
+	g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO, "%s: cannot create directory: %s", path,
+		    g_strerror(errno));
+	return FALSE;
+}
+
 VtPerfWriter *vt_perf_writer_new(const char *path, gboolean as_dir, GError **error)
 {
 	VtPerfWriter *w = g_new0(VtPerfWriter, 1);
 	static const uint8_t zero[FILE_HDR_SIZE];
+	GError *e = NULL;
 
 	w->fd = -1;
 	w->as_dir = as_dir;
 	w->attrs = g_array_new(FALSE, TRUE, sizeof(struct wattr));
 	w->aux_index = g_array_new(FALSE, FALSE, sizeof(VtPerfFileSection));
 	w->buf = g_malloc(WBUF_SIZE);
-	if (as_dir) {
-		struct stat st;
-
-		w->dir = g_strdup(path);
-		w->path = g_build_filename(path, "data", NULL);
-		if (mkdir(path, 0755) < 0 &&
-		    (errno != EEXIST || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))) {
-			if (errno == EEXIST)
-				errno = ENOTDIR;
-			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_IO,
-				    "%s: cannot create directory: %s", path, g_strerror(errno));
-			goto err;
-		}
-	} else {
-		w->path = g_strdup(path);
-	}
-	w->tmp = g_strconcat(w->path, ".tmp.XXXXXX", NULL);
-	w->fd = g_mkstemp_full(w->tmp, O_RDWR | O_CLOEXEC, 0600);
-	if (w->fd < 0) {
-		werr(w, error, "cannot create temporary file");
-		g_clear_pointer(&w->tmp, g_free);
+	w->dir = as_dir ? g_strdup(path) : NULL;
+	w->path = as_dir ? g_build_filename(path, "data", NULL) : g_strdup(path);
+	if (as_dir && !make_dir(path, error))
+		goto err;
+	w->out = vt_fs_output_new(w->path, VT_FS_OUTPUT_REPLACE, 0600, &e);
+	if (!w->out) {
+		io_err(error, e);
 		goto err;
 	}
+	w->fd = vt_fs_output_fd(w->out);
 	if (!w_put(w, zero, sizeof(zero), error))	/* header placeholder */
 		goto err;
 	return w;
@@ -309,22 +298,36 @@ gboolean vt_perf_writer_set_feature(VtPerfWriter *w, guint bit, const void *data
 gboolean vt_perf_writer_set_feature_string(VtPerfWriter *w, guint bit, const char *s,
 					   GError **error)
 {
-	size_t n = strlen(s) + 1;
-	uint32_t len = (uint32_t)((n + 63) & ~(size_t)63);
-	uint8_t *p;
-	gboolean ok;
+	g_autoptr(GByteArray) b = NULL;
 
-	if (n > G_MAXUINT32 - 68) {
+	if (strlen(s) + 1 > G_MAXUINT32 - 68) {
 		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
 			    "%s: feature string too long", w->path);
 		return FALSE;
 	}
-	p = g_malloc0(4 + (size_t)len);
-	memcpy(p, &len, 4);
-	memcpy(p + 4, s, n);
-	ok = vt_perf_writer_set_feature(w, bit, p, 4 + (uint64_t)len, error);
-	g_free(p);
-	return ok;
+	b = g_byte_array_new();
+	vt_perf_put_string(b, s);
+	return vt_perf_writer_set_feature(w, bit, b->data, b->len, error);
+}
+
+/* Records laid end to end in a buffer (each complete, as for
+ * vt_perf_writer_write_record). */
+gboolean vt_perf_writer_write_records(VtPerfWriter *w, const void *recs, gsize len, GError **error)
+{
+	const uint8_t *p = recs;
+	struct perf_event_header h;
+
+	for (gsize off = 0; off < len; off += h.size) {
+		if (len - off >= sizeof(h))
+			memcpy(&h, p + off, sizeof(h));
+		if (len - off < sizeof(h) || h.size > len - off) {
+			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: record cut short", w->path);
+			return FALSE;
+		}
+		if (!vt_perf_writer_write_record(w, p + off, error))
+			return FALSE;
+	}
+	return TRUE;
 }
 
 /* A perf.data directory as `perf record --kcore` writes it: DIR/data and no
@@ -363,7 +366,7 @@ gboolean vt_perf_writer_finish(VtPerfWriter *w, GError **error)
 	VtPerfFileSection sec;
 	uint64_t data_end;
 	guint bit, nfeat = 0;
-	ssize_t r;
+	GError *e = NULL;
 
 	G_STATIC_ASSERT(sizeof(h) == FILE_HDR_SIZE);
 	if (w->finished || w->fd < 0) {
@@ -412,26 +415,13 @@ gboolean vt_perf_writer_finish(VtPerfWriter *w, GError **error)
 	h.attrs.size = w->attrs->len * h.attr_size;
 	h.data.offset = w->data_off;
 	h.data.size = data_end - w->data_off;
-	do
-		r = pwrite(w->fd, &h, sizeof(h), 0);
-	while (r < 0 && errno == EINTR);
-	if (r != (ssize_t)sizeof(h)) {
-		if (r >= 0)
-			errno = EIO;
-		return werr(w, error, "cannot write header");
-	}
-	if (fsync(w->fd) < 0)
-		return werr(w, error, "fsync failed");
-	if (close(w->fd) < 0) {
-		w->fd = -1;
-		return werr(w, error, "close failed");
-	}
-	w->fd = -1;
+	if (!write_at(w, &h, sizeof(h), 0, error))
+		return FALSE;
 	if (w->dir && !finish_dir(w, error))
 		return FALSE;
-	if (rename(w->tmp, w->path) < 0)
-		return werr(w, error, "cannot rename temporary file into place");
-	g_clear_pointer(&w->tmp, g_free);
+	w->fd = -1;		/* the commit closes it */
+	if (!vt_fs_output_commit(w->out, &e))
+		return io_err(error, e);
 	w->finished = TRUE;
 	return TRUE;
 }
@@ -442,10 +432,7 @@ void vt_perf_writer_free(VtPerfWriter *w)
 
 	if (!w)
 		return;
-	if (w->fd >= 0)
-		close(w->fd);
-	if (w->tmp && !w->finished)
-		unlink(w->tmp);
+	vt_fs_output_free(w->out);	/* removes the temporary unless finished */
 	for (i = 0; i < w->attrs->len; i++)
 		g_free(g_array_index(w->attrs, struct wattr, i).ids);
 	for (i = 0; i < VT_PERF_FEAT_BITS; i++)
@@ -454,7 +441,6 @@ void vt_perf_writer_free(VtPerfWriter *w)
 	g_array_free(w->attrs, TRUE);
 	g_array_free(w->aux_index, TRUE);
 	g_free(w->buf);
-	g_free(w->tmp);
 	g_free(w->dir);
 	g_free(w->path);
 	g_free(w);
@@ -462,28 +448,12 @@ void vt_perf_writer_free(VtPerfWriter *w)
 
 gboolean vt_perf_writer_patch(VtPerfWriter *w, uint64_t off, const void *data, uint64_t len, GError **error)
 {
-	const uint8_t *b = data;
-
 	if (w->finished || !w->started || off < data_start(w) || off > w->pos || len > w->pos - off) {
 		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: cannot patch bytes not written yet",
 			    w->path);
 		return FALSE;
 	}
-	if (!w_flush(w, error))
-		return FALSE;
-	while (len) {
-		ssize_t r = pwrite(w->fd, b, len, (off_t)off);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return werr(w, error, "write failed");
-		}
-		b += r;
-		off += (uint64_t)r;
-		len -= (uint64_t)r;
-	}
-	return TRUE;
+	return w_flush(w, error) && write_at(w, data, len, (gint64)off, error);
 }
 
 uint64_t vt_perf_writer_tell(const VtPerfWriter *w)

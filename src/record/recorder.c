@@ -10,6 +10,7 @@
 
 #include "src/host/host.h"
 #include "src/perf/perf-data.h"
+#include "src/perf/perf-encode.h"
 #include "src/record/perfev.h"
 #include "src/record/recorder.h"
 
@@ -193,69 +194,17 @@ static uint64_t first_sb_id(const VtRecorder *r)
 	return ((VtPerfevEvent *)g_ptr_array_index(r->sb.events, 0))->id;
 }
 
-/* --- helpers writing records */
+/* --- writing records (built with src/perf/perf-encode.h) */
 
-static void put(GByteArray *b, const void *p, guint len)
+static gboolean write_rec(VtRecorder *r, GByteArray *b, gsize start, uint32_t type, uint16_t misc, GError **error)
 {
-	g_byte_array_append(b, p, len);
-}
-
-static void put_u32(GByteArray *b, uint32_t v) { put(b, &v, 4); }
-static void put_u64(GByteArray *b, uint64_t v) { put(b, &v, 8); }
-
-/* sample_id trailer for IP|TID|TIME|CPU|IDENTIFIER: pid tid time cpu res id */
-static void put_sample_id(GByteArray *b, uint32_t pid, uint32_t tid, uint64_t time, uint32_t cpu, uint64_t id)
-{
-	put_u32(b, pid);
-	put_u32(b, tid);
-	put_u64(b, time);
-	put_u32(b, cpu);
-	put_u32(b, 0);
-	put_u64(b, id);
-}
-
-static void rec_end(GByteArray *b, uint32_t type, uint16_t misc)
-{
-	struct perf_event_header *h = (void *)b->data;
-
-	h->type = type;
-	h->misc = misc;
-	h->size = (uint16_t)b->len;
-}
-
-static gboolean write_rec(VtRecorder *r, GByteArray *b, uint32_t type, uint16_t misc, GError **error)
-{
-	rec_end(b, type, misc);
-	return vt_perf_writer_write_record(r->w, b->data, error);
-}
-
-static GByteArray *rec_begin(void)
-{
-	struct perf_event_header h = { 0 };
-	GByteArray *b = g_byte_array_sized_new(128);
-
-	put(b, &h, sizeof(h));
-	return b;
-}
-
-static GByteArray *time_conv_rec(const VtRecorder *r)
-{
-	GByteArray *b = rec_begin();
-	uint8_t caps[8] = { r->tc.cap_user_time_zero, r->tc.cap_user_time_short };
-
-	put_u64(b, r->tc.time_shift);
-	put_u64(b, r->tc.time_mult);
-	put_u64(b, r->tc.time_zero);
-	put_u64(b, r->tc.time_cycles);
-	put_u64(b, r->tc.time_mask);
-	put(b, caps, 8);
-	rec_end(b, VT_PERF_RECORD_TIME_CONV, 0);
-	return b;
+	vt_perf_rec_end(b, start, type, misc);
+	return vt_perf_writer_write_record(r->w, b->data + start, error);
 }
 
 static GByteArray *auxtrace_info_rec(const VtRecorder *r)
 {
-	GByteArray *b = rec_begin();
+	GByteArray *b = g_byte_array_new();
 	uint64_t priv[VT_PT_INFO_NR_FIXED + 1];
 
 	memcpy(priv, r->cap->info, sizeof(r->cap->info));
@@ -265,19 +214,17 @@ static GByteArray *auxtrace_info_rec(const VtRecorder *r)
 	priv[VT_PT_INFO_CAP_USER_TIME_ZERO] = r->tc.cap_user_time_zero;
 	priv[VT_PT_INFO_FILTER_STR_LEN] = 0;
 	priv[VT_PT_INFO_NR_FIXED] = 0;   /* cap_event_trace */
-	put_u32(b, VT_PERF_AUXTRACE_INTEL_PT);
-	put_u32(b, 0);
-	put(b, priv, sizeof(priv));
-	rec_end(b, VT_PERF_RECORD_AUXTRACE_INFO, 0);
+	vt_perf_put_auxtrace_info(b, priv, G_N_ELEMENTS(priv));
 	return b;
 }
 
 /* TIME_CONV and AUXTRACE_INFO; at `off` (rewrite) or appended (off 0). */
 static gboolean write_time_records(VtRecorder *r, gboolean patch, GError **error)
 {
-	g_autoptr(GByteArray) tc = time_conv_rec(r);
+	g_autoptr(GByteArray) tc = g_byte_array_new();
 	g_autoptr(GByteArray) info = auxtrace_info_rec(r);
 
+	vt_perf_put_time_conv(tc, &r->tc);
 	if (patch)
 		return vt_perf_writer_patch(r->w, r->time_conv_off, tc->data, tc->len, error) &&
 		       vt_perf_writer_patch(r->w, r->info_off, info->data, info->len, error);
@@ -289,17 +236,15 @@ static gboolean write_time_records(VtRecorder *r, gboolean patch, GError **error
 
 static gboolean write_comm(VtRecorder *r, uint32_t pid, uint32_t tid, const char *comm, GError **error)
 {
-	g_autoptr(GByteArray) b = rec_begin();
-	char name[24] = { 0 };
-	guint len = (guint)MIN(strlen(comm), 15u);
+	g_autoptr(GByteArray) b = g_byte_array_new();
+	gsize s = vt_perf_rec_begin(b);
 
-	memcpy(name, comm, len);
-	put_u32(b, pid);
-	put_u32(b, tid);
-	put(b, name, (len + 1 + 7) & ~7u);
+	vt_perf_put_u32(b, pid);
+	vt_perf_put_u32(b, tid);
+	vt_perf_put_cstr(b, comm, 15);     /* TASK_COMM_LEN - 1 */
 	/* time 0, as perf's synthesized events: they describe the state before the trace */
-	put_sample_id(b, pid, tid, 0, 0, first_sb_id(r));
-	return write_rec(r, b, PERF_RECORD_COMM, 0, error);
+	vt_perf_put_sample_id(b, pid, tid, 0, 0, first_sb_id(r));
+	return write_rec(r, b, s, PERF_RECORD_COMM, 0, error);
 }
 
 /* COMM records of the QEMU process's threads, as perf synthesizes them. */
@@ -330,19 +275,17 @@ static gboolean write_comms(VtRecorder *r, GError **error)
 static gboolean write_mmap(VtRecorder *r, uint64_t start, uint64_t len, uint64_t pgoff, const char *name,
 			   GError **error)
 {
-	g_autoptr(GByteArray) b = rec_begin();
-	gsize n = strlen(name) + 1, padded = (n + 7) & ~(gsize)7;
-	g_autofree char *fname = g_malloc0(padded);
+	g_autoptr(GByteArray) b = g_byte_array_new();
+	gsize s = vt_perf_rec_begin(b);
 
-	memcpy(fname, name, n);
-	put_u32(b, (uint32_t)-1);
-	put_u32(b, 0);
-	put_u64(b, start);
-	put_u64(b, len);
-	put_u64(b, pgoff);
-	put(b, fname, (guint)padded);
-	put_sample_id(b, (uint32_t)-1, 0, 0, 0, first_sb_id(r));
-	return write_rec(r, b, PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL, error);
+	vt_perf_put_u32(b, (uint32_t)-1);
+	vt_perf_put_u32(b, 0);
+	vt_perf_put_u64(b, start);
+	vt_perf_put_u64(b, len);
+	vt_perf_put_u64(b, pgoff);
+	vt_perf_put_cstr(b, name, G_MAXSIZE);
+	vt_perf_put_sample_id(b, (uint32_t)-1, 0, 0, 0, first_sb_id(r));
+	return write_rec(r, b, s, PERF_RECORD_MMAP, PERF_RECORD_MISC_KERNEL, error);
 }
 
 /* A module's file as perf names it: its path from modules.dep, else [name]. */
@@ -788,27 +731,6 @@ gboolean vt_recorder_snapshot(VtRecorder *r, GError **error)
 	       r->cap->ops->enable(r->cap, TRUE, error);
 }
 
-/* perf's string in feature sections: u32 length (NUL included, padded to
- * 64), then the padded bytes. */
-static void put_perf_string(GByteArray *b, const char *str)
-{
-	uint32_t len = (uint32_t)((strlen(str) + 1 + 63) & ~63u);
-	g_autofree char *pad = g_malloc0(len);
-
-	memcpy(pad, str, strlen(str));
-	g_byte_array_append(b, (const guint8 *)&len, 4);
-	g_byte_array_append(b, (const guint8 *)pad, len);
-}
-
-static void put_event_desc(GByteArray *b, const struct perf_event_attr *attr, const char *name,
-			   const uint64_t *ids, uint32_t nids)
-{
-	g_byte_array_append(b, (const guint8 *)attr, sizeof(*attr));
-	g_byte_array_append(b, (const guint8 *)&nids, 4);
-	put_perf_string(b, name);
-	g_byte_array_append(b, (const guint8 *)ids, nids * 8);
-}
-
 static gboolean write_features(VtRecorder *r, GError **error)
 {
 	struct utsname u;
@@ -825,40 +747,27 @@ static gboolean write_features(VtRecorder *r, GError **error)
 	     vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_NRCPUS, nr, sizeof(nr), error) &&
 	     (!r->cap->cpuid || vt_perf_writer_set_feature_string(r->w, VT_PERF_FEAT_CPUID, r->cap->cpuid, error));
 	if (ok && r->o.argv) {
-		/* HEADER_CMDLINE: u32 nr, then one perf string per argument */
-		uint32_t n = g_strv_length((char **)r->o.argv);
-
-		g_byte_array_append(b, (const guint8 *)&n, 4);
-		for (guint i = 0; i < n; i++)
-			put_perf_string(b, r->o.argv[i]);
+		vt_perf_put_cmdline(b, r->o.argv);
 		ok = vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_CMDLINE, b->data, b->len, error);
 		g_byte_array_set_size(b, 0);
 	}
 	if (ok) {
-		/* HEADER_EVENT_DESC: u32 nr, u32 attr size; per event: attr,
-		 * u32 nr_ids, name, u64 ids[] */
-		uint32_t nev = r->sw.events->len ? 3 : 2, asz = sizeof(struct perf_event_attr);
 		g_autofree uint64_t *sb_ids = group_ids(&r->sb), *sw_ids = group_ids(&r->sw);
+		const VtPerfEventDesc ev[3] = {
+			{ &r->trace_attr, r->cap->event_name, (const uint64_t *)r->cap->ids->data, r->cap->ids->len },
+			{ &r->sb.attr, r->sb.name, sb_ids, r->sb.events->len },
+			{ &r->sw.attr, r->sw.name, sw_ids, r->sw.events->len },
+		};
 
-		g_byte_array_append(b, (const guint8 *)&nev, 4);
-		g_byte_array_append(b, (const guint8 *)&asz, 4);
-		put_event_desc(b, &r->trace_attr, r->cap->event_name, (const uint64_t *)r->cap->ids->data,
-			       r->cap->ids->len);
-		put_event_desc(b, &r->sb.attr, r->sb.name, sb_ids, r->sb.events->len);
-		if (r->sw.events->len)
-			put_event_desc(b, &r->sw.attr, r->sw.name, sw_ids, r->sw.events->len);
+		vt_perf_put_event_desc(b, ev, r->sw.events->len ? 3 : 2);
 		ok = vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_EVENT_DESC, b->data, b->len, error);
 		g_byte_array_set_size(b, 0);
 	}
 	if (ok) {
-		/* HEADER_PMU_MAPPINGS: u32 nr; {u32 type; name} */
-		uint32_t n = 2, t = r->cap->pmu_type, sw = PERF_TYPE_SOFTWARE;
+		const uint32_t types[2] = { r->cap->pmu_type, PERF_TYPE_SOFTWARE };
+		const char *const names[2] = { "intel_pt", "software" };
 
-		g_byte_array_append(b, (const guint8 *)&n, 4);
-		g_byte_array_append(b, (const guint8 *)&t, 4);
-		put_perf_string(b, "intel_pt");
-		g_byte_array_append(b, (const guint8 *)&sw, 4);
-		put_perf_string(b, "software");
+		vt_perf_put_pmu_mappings(b, types, names, 2);
 		ok = vt_perf_writer_set_feature(r->w, VT_PERF_FEAT_PMU_MAPPINGS, b->data, b->len, error);
 	}
 	return ok;

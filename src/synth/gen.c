@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 
 #include "src/cli/json.h"
+#include "src/fs/output.h"
 #include "src/perf/perf-data.h"
 #include "src/synth/code.h"
 #include "src/synth/synth.h"
@@ -1012,7 +1013,7 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 	vt_json_end_object(j);
 	vt_json_end_object(j);
 	vt_json_free(j);
-	return g_file_set_contents(path, s->str, s->len, error);
+	return vt_fs_output_write_file(path, VT_FS_OUTPUT_REPLACE, 0666, s->str, s->len, error);
 }
 
 /* perf's string format in feature sections: u32 len (padded to 64) + bytes */
