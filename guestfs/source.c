@@ -21,9 +21,9 @@ const char *vt_guest_source_describe(const VtGuestSource *src)
 	return src->description;
 }
 
-GBytes *vt_guest_source_read_file(VtGuestSource *src, const char *path, GError **error)
+GBytes *vt_guest_source_read_file(VtGuestSource *src, const char *path, gsize max, GError **error)
 {
-	return src->ops->read_file(src, path, error);
+	return src->ops->read_file(src, path, max, error);
 }
 
 gboolean vt_guest_source_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len,
@@ -43,6 +43,19 @@ char *vt_guest_bytes_dup(GBytes *b)
 	const char *p = b ? g_bytes_get_data(b, &len) : NULL;
 
 	return g_strndup(len ? p : "", len);
+}
+
+char *vt_guest_bytes_text(GBytes *b)
+{
+	char *s = g_strstrip(vt_guest_bytes_dup(b));
+
+	for (const char *p = s; *p; p++) {
+		if (*p < 0x20 || *p > 0x7e) {
+			g_free(s);
+			return NULL;
+		}
+	}
+	return s;
 }
 
 /* 4-byte alignment of note names and descriptors, in 64 bits (no wrap). */

@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "guestfs/guestfs.h"
+#include "src/fs/inroot.h"
 
 /* --- the libelf checker ------------------------------------------------- */
 static int elf_lookup(const char *file, guint64 vaddr, gboolean validate, guint64 *off_out)
@@ -284,13 +286,140 @@ static void test_ranges(void)
 	vt_guest_kallsyms_clear(&sym);
 }
 
+/* --- src/fs/inroot: openat2 RESOLVE_IN_ROOT and the user-space walk ---- */
+/* What opening path beneath root gives: "R:<contents>" or "E:<code>". */
+static char *open_result(int root, const char *path, gboolean walk)
+{
+	GError *err = NULL;
+	int fd = walk ? vt_fs_open_in_root_walk(root, path, &err) : vt_fs_open_in_root(root, path, &err);
+	g_autoptr(GBytes) b = NULL;
+	g_autofree char *text = NULL;
+	char *r;
+
+	if (fd < 0) {
+		g_assert_nonnull(err);
+		r = g_strdup_printf("E:%s%d", err->domain == VT_FS_ERROR ? "fs" : "file", err->code);
+		g_error_free(err);
+		return r;
+	}
+	g_assert_no_error(err);
+	b = vt_fs_read_bounded(fd, 100, path, &err);
+	g_assert_no_error(err);
+	close(fd);
+	text = vt_guest_bytes_dup(b);
+	return g_strdup_printf("R:%s", text);
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	g_autofree char *p = g_build_filename(dir, name, NULL);
+
+	g_assert_true(g_file_set_contents(p, text, -1, NULL));
+}
+
+static void link_at(const char *dir, const char *target, const char *name)
+{
+	g_autofree char *p = g_build_filename(dir, name, NULL);
+
+	g_assert_cmpint(symlink(target, p), ==, 0);
+}
+
+static void test_inroot(void)
+{
+	g_autofree char *top = g_dir_make_tmp("test-inroot-XXXXXX", NULL);
+	g_autofree char *root = g_build_filename(top, "root", NULL);
+	g_autofree char *outside = g_build_filename(top, "secret", NULL);
+	g_autofree char *escape = g_strdup_printf("../../../../..%s", outside);
+	g_autofree char *fifo = g_build_filename(root, "fifo", NULL);
+	g_autofree char *etc = g_build_filename(root, "etc", NULL);
+	g_autofree char *rm = g_strdup_printf("rm -rf '%s'", top);
+	int rootfd;
+	const char *cases[][2] = {
+		{ "/etc/file", "R:inside" },            /* plain */
+		{ "etc//./file", "R:inside" },
+		{ "/abs", "R:inside" },                 /* -> /etc/file: the root's, not the host's */
+		{ "/rel", "R:inside" },                 /* -> etc/file */
+		{ "/host", "E:file4" },                 /* -> the host's secret: not below the root */
+		{ "/escape", "E:file4" },               /* -> ../../..: clamped at the root */
+		{ "/../../etc/file", "R:inside" },
+		{ "/d/file", "R:inside" },              /* d -> /etc: a directory link in the middle */
+		{ "/d/../etc/file", "R:inside" },
+		{ "/chain", "R:inside" },               /* chain -> abs -> /etc/file */
+		{ "/loop", "E:file11" },                /* loop -> loop: ELOOP */
+		{ "/etc", "E:fs0" },                    /* a directory */
+		{ "/fifo", "E:fs0" },                   /* a FIFO: refused, never blocks */
+		{ "/missing", "E:file4" },
+		{ "/etc/file/x", "E:file5" },           /* ENOTDIR */
+		{ "/", "E:fs0" },
+	};
+
+	g_assert_cmpint(g_mkdir_with_parents(root, 0755), ==, 0);
+	put(top, "secret", "SECRET");
+	g_assert_cmpint(mkdir(etc, 0755), ==, 0);
+	put(root, "etc/file", "inside");
+	link_at(root, "/etc/file", "abs");
+	link_at(root, "etc/file", "rel");
+	link_at(root, outside, "host");
+	link_at(root, escape, "escape");
+	link_at(root, "/etc", "d");
+	link_at(root, "abs", "chain");
+	link_at(root, "loop", "loop");
+	g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+	rootfd = open(root, O_RDONLY | O_DIRECTORY);
+
+	g_assert_cmpint(G_FILE_ERROR_NOENT, ==, 4);
+	g_assert_cmpint(G_FILE_ERROR_NOTDIR, ==, 5);
+	g_assert_cmpint(G_FILE_ERROR_LOOP, ==, 11);
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		for (int walk = 0; walk < 2; walk++) {
+			g_autofree char *got = open_result(rootfd, cases[i][0], walk);
+
+			if (g_strcmp0(got, cases[i][1]))
+				g_error("%s (%s): %s, expected %s", cases[i][0], walk ? "walk" : "openat2", got, cases[i][1]);
+		}
+	}
+	close(rootfd);
+	g_assert_cmpint(system(rm), ==, 0);
+}
+
+static void test_read_bounded(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-bounded-XXXXXX", NULL);
+	g_autofree char *f = g_build_filename(dir, "f", NULL);
+	g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+	g_autofree char *rm = g_strdup_printf("rm -rf '%s'", dir);
+	GError *err = NULL;
+	GBytes *b;
+
+	put(dir, "f", "0123456789");
+	b = vt_fs_read_regular(f, 10, &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(g_bytes_get_size(b), ==, 10);
+	g_bytes_unref(b);
+	g_assert_null(vt_fs_read_regular(f, 9, &err));
+	g_assert_error(err, VT_FS_ERROR, VT_FS_ERROR_TOO_BIG);
+	g_assert_null(strstr(err->message, "0123"));     /* never the contents */
+	g_clear_error(&err);
+	g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+	g_assert_null(vt_fs_read_regular(fifo, 10, &err));   /* no writer: would block */
+	g_assert_error(err, VT_FS_ERROR, VT_FS_ERROR_NOT_REGULAR);
+	g_clear_error(&err);
+	g_assert_false(vt_fs_regular_or_absent(fifo, TRUE, &err));
+	g_assert_error(err, VT_FS_ERROR, VT_FS_ERROR_NOT_REGULAR);
+	g_clear_error(&err);
+	g_assert_true(vt_fs_regular_or_absent(f, FALSE, NULL));
+	g_assert_true(vt_fs_regular_or_absent(rm, TRUE, NULL));    /* absent */
+	g_assert_false(vt_fs_regular_or_absent(dir, TRUE, NULL));
+	g_assert_cmpint(system(rm), ==, 0);
+}
+
 /* A source whose kallsyms changes after the first read. */
 typedef struct {
 	VtGuestSource base;
 	guint reads;
 } FlipSource;
 
-static GBytes *flip_read(VtGuestSource *src, const char *path, GError **error)
+static GBytes *flip_read(VtGuestSource *src, const char *path, gsize max, GError **error)
 {
 	FlipSource *f = (FlipSource *)src;
 	static const guint8 notes[] = { 4, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 'G', 'N', 'U', 0, 1, 2, 3, 4 };
@@ -387,5 +516,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/guestfs/build-id-hostile", test_build_id_hostile);
 	g_test_add_func("/guestfs/ranges", test_ranges);
 	g_test_add_func("/guestfs/changed", test_changed);
+	g_test_add_func("/fs/inroot", test_inroot);
+	g_test_add_func("/fs/read-bounded", test_read_bounded);
 	return g_test_run();
 }
