@@ -23,7 +23,7 @@ void vt_guest_fetch_result_clear(VtGuestFetchResult *r)
 static GBytes *read_modules(VtGuestSource *src, GError **error)
 {
 	GError *err = NULL;
-	GBytes *b = vt_guest_source_read_file(src, "/proc/modules", &err);
+	GBytes *b = vt_guest_source_read_file(src, "/proc/modules", VT_GUEST_MODULES_MAX, &err);
 
 	if (!b && g_error_matches(err, VT_GUEST_ERROR, VT_GUEST_ERROR_NOT_FOUND)) {
 		g_error_free(err);
@@ -36,7 +36,7 @@ static GBytes *read_modules(VtGuestSource *src, GError **error)
 
 gboolean vt_guest_read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **modules, GError **error)
 {
-	*kallsyms = vt_guest_source_read_file(src, "/proc/kallsyms", error);
+	*kallsyms = vt_guest_source_read_file(src, "/proc/kallsyms", VT_GUEST_KALLSYMS_MAX, error);
 	if (!*kallsyms)
 		return FALSE;
 	*modules = read_modules(src, error);
@@ -71,10 +71,16 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 	gboolean ok = FALSE;
 
 	memset(res, 0, sizeof(*res));
-	if (!(osrel = vt_guest_source_read_file(src, "/proc/sys/kernel/osrelease", error)) ||
-	    !(notes = vt_guest_source_read_file(src, "/sys/kernel/notes", error)))
+	if (!(osrel = vt_guest_source_read_file(src, "/proc/sys/kernel/osrelease", VT_GUEST_LINE_MAX, error)) ||
+	    !(notes = vt_guest_source_read_file(src, "/sys/kernel/notes", VT_GUEST_NOTES_MAX, error)))
 		return FALSE;
-	res->osrelease = g_strstrip(vt_guest_bytes_dup(osrel));
+	res->osrelease = vt_guest_bytes_text(osrel);
+	if (!res->osrelease) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
+			    "/proc/sys/kernel/osrelease is not a kernel release (%zu bytes, not one printable line)",
+			    g_bytes_get_size(osrel));
+		return FALSE;
+	}
 	res->build_id = vt_guest_build_id_parse(g_bytes_get_data(notes, NULL), g_bytes_get_size(notes), error);
 	if (!res->build_id || !vt_guest_read_symbols(src, &ks, &mods, error) || !vt_guest_kallsyms_parse(ks, mods, &sym, error))
 		goto out;

@@ -55,8 +55,17 @@ void vt_guest_source_close(VtGuestSource *src);
 /* "ssh root@host:port" or the directory. */
 const char *vt_guest_source_describe(const VtGuestSource *src);
 
-/* Read a whole file (read to EOF: /proc files report size 0). */
-GBytes *vt_guest_source_read_file(VtGuestSource *src, const char *path, GError **error);
+/* The most bytes read_file takes of each guest file (more: the file is
+ * not what it should be, VT_GUEST_ERROR_BAD_DATA). */
+#define VT_GUEST_KALLSYMS_MAX (128u << 20) /* /proc/kallsyms (a distro kernel's: about 10 MiB) */
+#define VT_GUEST_MODULES_MAX (16u << 20)   /* /proc/modules */
+#define VT_GUEST_NOTES_MAX (64u << 10)     /* /sys/kernel/notes (a few hundred bytes) */
+#define VT_GUEST_LINE_MAX (16u << 10)      /* one-line sysctl and sysfs files */
+
+/* Read a whole file (read to EOF: /proc files report size 0), at most max
+ * bytes.  A directory source reads only regular files, resolved beneath
+ * its directory. */
+GBytes *vt_guest_source_read_file(VtGuestSource *src, const char *path, gsize max, GError **error);
 /* Read exactly len bytes at offset (short only at EOF: *got tells). */
 gboolean vt_guest_source_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len,
 			       gsize *got, GError **error);
@@ -65,7 +74,7 @@ gint64 vt_guest_source_uid(VtGuestSource *src);
 
 /* Source implementations fill this in. */
 typedef struct {
-	GBytes *(*read_file)(VtGuestSource *src, const char *path, GError **error);
+	GBytes *(*read_file)(VtGuestSource *src, const char *path, gsize max, GError **error);
 	gboolean (*pread)(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len, gsize *got,
 			  GError **error);
 	gint64 (*uid)(VtGuestSource *src);
@@ -79,6 +88,9 @@ struct VtGuestSource {
 
 /* A NUL-terminated copy of b ("" when empty, never NULL). */
 char *vt_guest_bytes_dup(GBytes *b);
+/* b stripped, if it is one line of printable ASCII (a sysctl value, a
+ * kernel release); NULL otherwise: guest bytes are never echoed raw. */
+char *vt_guest_bytes_text(GBytes *b);
 
 /* --- what the guest files say ---------------------------------------- */
 /* Build-id (lower-case hex) from the contents of /sys/kernel/notes. */

@@ -80,7 +80,7 @@ gboolean vt_guest_kallsyms_parse(GBytes *kallsyms, GBytes *modules, VtGuestKalls
 		addr = g_ascii_strtoull(l, &end, 16);
 		if (end == l || end[0] != ' ' || !end[1] || end[2] != ' ' || !end[3]) {
 			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
-				    "kallsyms line %u is malformed: %.60s", lineno, l);
+				    "kallsyms line %u is malformed (not ADDRESS TYPE NAME)", lineno);
 			vt_guest_kallsyms_clear(ks);
 			return FALSE;
 		}

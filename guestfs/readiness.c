@@ -8,15 +8,19 @@
 #include "guestfs/guestfs.h"
 #include "src/host/host.h"
 
-/* A small text file, stripped; NULL (and *err) if unreadable. */
+/* A one-line text file, stripped; NULL (and *err) if unreadable or not
+ * one printable line (its bytes are never shown). */
 static char *read_text(VtGuestSource *src, const char *path, GError **err)
 {
-	GBytes *b = vt_guest_source_read_file(src, path, err);
+	GBytes *b = vt_guest_source_read_file(src, path, VT_GUEST_LINE_MAX, err);
 	char *s;
 
 	if (!b)
 		return NULL;
-	s = g_strstrip(vt_guest_bytes_dup(b));
+	s = vt_guest_bytes_text(b);
+	if (!s)
+		g_set_error(err, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "%s is not one printable line (%zu bytes)", path,
+			    g_bytes_get_size(b));
 	g_bytes_unref(b);
 	return s;
 }
@@ -84,7 +88,7 @@ static void check_symbols(VtGuestSource *src, GPtrArray *checks, VtGuestKallsyms
 {
 	g_autofree char *kr = read_text(src, "/proc/sys/kernel/kptr_restrict", NULL);
 	g_autoptr(GError) err = NULL;
-	g_autoptr(GBytes) kallsyms = vt_guest_source_read_file(src, "/proc/kallsyms", &err);
+	g_autoptr(GBytes) kallsyms = vt_guest_source_read_file(src, "/proc/kallsyms", VT_GUEST_KALLSYMS_MAX, &err);
 	g_autoptr(GBytes) modules = NULL;
 
 	if (kr && !strcmp(kr, "2"))
@@ -98,7 +102,7 @@ static void check_symbols(VtGuestSource *src, GPtrArray *checks, VtGuestKallsyms
 		return;
 	}
 	g_clear_error(&err);
-	modules = vt_guest_source_read_file(src, "/proc/modules", NULL);
+	modules = vt_guest_source_read_file(src, "/proc/modules", VT_GUEST_MODULES_MAX, NULL);
 	if (!vt_guest_kallsyms_parse(kallsyms, modules, ks, &err))
 		vt_host_check_add(checks, "kallsyms", VT_HOST_CHECK_FAIL, "read it as root in the guest: cat /proc/kallsyms", "%s",
 			     err->message);
@@ -165,7 +169,7 @@ static void check_kcore(VtGuestSource *src, GPtrArray *checks, const VtGuestKall
 static void check_build_id(VtGuestSource *src, GPtrArray *checks)
 {
 	g_autoptr(GError) err = NULL;
-	g_autoptr(GBytes) notes = vt_guest_source_read_file(src, "/sys/kernel/notes", &err);
+	g_autoptr(GBytes) notes = vt_guest_source_read_file(src, "/sys/kernel/notes", VT_GUEST_NOTES_MAX, &err);
 	g_autofree char *rel = read_text(src, "/proc/sys/kernel/osrelease", NULL);
 	g_autofree char *id = notes ? vt_guest_build_id_parse(g_bytes_get_data(notes, NULL), g_bytes_get_size(notes), &err)
 				    : NULL;

@@ -17,6 +17,7 @@
 #include <libssh/callbacks.h>
 
 #include "guestfs/guestfs.h"
+#include "src/fs/inroot.h"
 
 typedef struct {
 	gboolean batch;
@@ -116,16 +117,24 @@ static gboolean sftp_ready(SshSource *s, GError **error)
 	return TRUE;
 }
 
+static void too_big(GError **error, const char *path, gsize max)
+{
+	g_autofree char *lim = vt_fs_format_size(max);
+
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "%s in the guest is larger than %s", path, lim);
+}
+
 /* Read from the current offset until the server says EOF (never trusting
- * the size: /proc files report 0) or len bytes (len 0: unlimited). */
+ * the size: /proc files report 0): into dst, len bytes at most; or into
+ * out, failing beyond len bytes. */
 static gboolean sftp_read_loop(SshSource *s, sftp_file f, const char *path, GByteArray *out, guint8 *dst,
 			       gsize len, gsize *got, GError **error)
 {
 	guint8 chunk[65536];
 	gsize done = 0;
 
-	while (!len || done < len) {
-		gsize want = len ? MIN(sizeof(chunk), len - done) : sizeof(chunk);
+	while (out || done < len) {
+		gsize want = out ? sizeof(chunk) : MIN(sizeof(chunk), len - done);
 		ssize_t k = sftp_read(f, dst ? dst + done : chunk, want);
 
 		if (k < 0) {
@@ -134,6 +143,10 @@ static gboolean sftp_read_loop(SshSource *s, sftp_file f, const char *path, GByt
 		}
 		if (k == 0)
 			break;
+		if (out && (gsize)k > len - done) {
+			too_big(error, path, len);
+			return FALSE;
+		}
 		if (out)
 			g_byte_array_append(out, chunk, (guint)k);
 		done += (gsize)k;
@@ -167,20 +180,21 @@ static gboolean sftp_read_at(SshSource *s, const char *path, guint64 offset, GBy
 	return ok;
 }
 
-static GBytes *sftp_read_file(SshSource *s, const char *path, GError **error)
+static GBytes *sftp_read_file(SshSource *s, const char *path, gsize max, GError **error)
 {
 	GByteArray *buf = g_byte_array_new();
 
-	if (!sftp_read_at(s, path, 0, buf, NULL, 0, NULL, error)) {
+	if (!sftp_read_at(s, path, 0, buf, NULL, max, NULL, error)) {
 		g_byte_array_free(buf, TRUE);
 		return NULL;
 	}
 	return g_byte_array_free_to_bytes(buf);
 }
 
-/* Run a fixed command; stdout to EOF, exit status.  FALSE (no GError) if
- * the channel cannot run commands at all. */
-static gboolean ssh_exec(SshSource *s, const char *command, GBytes **out, int *status)
+/* Run a fixed command; stdout to EOF (at most max bytes: more is exit
+ * status -2), exit status.  FALSE (no GError) if the channel cannot run
+ * commands at all. */
+static gboolean ssh_exec(SshSource *s, const char *command, gsize max, GBytes **out, int *status)
 {
 	ssh_channel ch;
 	GByteArray *buf;
@@ -198,12 +212,12 @@ static gboolean ssh_exec(SshSource *s, const char *command, GBytes **out, int *s
 		return FALSE;
 	}
 	buf = g_byte_array_new();
-	while ((k = ssh_channel_read(ch, chunk, sizeof(chunk), 0)) > 0)
+	while ((k = ssh_channel_read(ch, chunk, sizeof(chunk), 0)) > 0 && (gsize)k <= max - buf->len)
 		g_byte_array_append(buf, chunk, (guint)k);
-	while (ssh_channel_read(ch, chunk, sizeof(chunk), 1) > 0)
+	while (k <= 0 && ssh_channel_read(ch, chunk, sizeof(chunk), 1) > 0)
 		;     /* drain stderr; errors are taken from SFTP */
 	ssh_channel_send_eof(ch);
-	*status = k < 0 ? -1 : ssh_channel_get_exit_status(ch);
+	*status = k > 0 ? -2 : k < 0 ? -1 : ssh_channel_get_exit_status(ch);
 	ssh_channel_close(ch);
 	ssh_channel_free(ch);
 	*out = g_byte_array_free_to_bytes(buf);
@@ -222,20 +236,24 @@ static gboolean shell_safe_path(const char *path)
 	return !strstr(path, "..");
 }
 
-static GBytes *ssh_read_file(VtGuestSource *src, const char *path, GError **error)
+static GBytes *ssh_read_file(VtGuestSource *src, const char *path, gsize max, GError **error)
 {
 	SshSource *s = (SshSource *)src;
 
 	if (shell_safe_path(path)) {
 		g_autofree char *cmd = g_strdup_printf("exec cat %s", path);
 		GBytes *out = NULL;
-		int status;
+		int status = -1;
 
-		if (ssh_exec(s, cmd, &out, &status) && status == 0)
+		if (ssh_exec(s, cmd, max, &out, &status) && status == 0)
 			return out;
 		g_clear_pointer(&out, g_bytes_unref);     /* SFTP tells why */
+		if (status == -2) {
+			too_big(error, path, max);
+			return NULL;
+		}
 	}
-	return sftp_read_file(s, path, error);
+	return sftp_read_file(s, path, max, error);
 }
 
 static gboolean ssh_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len, gsize *got,
@@ -252,7 +270,7 @@ static gint64 ssh_uid(VtGuestSource *src)
 
 	if (s->uid == -2) {
 		s->uid = -1;
-		if (ssh_exec(s, "id -u", &out, &status) && status == 0) {
+		if (ssh_exec(s, "id -u", VT_GUEST_LINE_MAX, &out, &status) && status == 0) {
 			g_autofree char *txt = g_strstrip(vt_guest_bytes_dup(out));
 			guint64 v;
 

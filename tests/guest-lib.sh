@@ -3,9 +3,11 @@
 # started.
 TEST_GUESTFS=$(dirname "$VMTRACE")/tests/test-guestfs   # libelf core checker (tests/test-guestfs.c)
 GUEST_PIDS=
+GUEST_PIDFILES=
 GUEST_MOUNTS=
 guest_cleanup() {
 	for m in $GUEST_MOUNTS; do fusermount3 -u "$m" 2>/dev/null || fusermount -u "$m" 2>/dev/null; done
+	for f in $GUEST_PIDFILES; do GUEST_PIDS="$GUEST_PIDS $(cat "$f" 2>/dev/null)"; done
 	for p in $GUEST_PIDS; do kill "$p" 2>/dev/null; done
 	for p in $GUEST_PIDS; do
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -53,13 +55,14 @@ sys.exit(1)
 EOF
 }
 
-# start_sshd DIR PORT: sshd on 127.0.0.1:PORT with DIR's keys (the
-# current user may log in with DIR/id_ed25519).
+# start_sshd DIR PORT [CONFIG-LINE]: sshd on 127.0.0.1:PORT with DIR's keys
+# (the current user may log in with DIR/id_ed25519).
 start_sshd() {
 	cp "$1/id_ed25519.pub" "$1/authorized_keys"
 	{
 		printf 'ListenAddress 127.0.0.1\nPort %s\nHostKey %s\nPidFile %s\n' "$2" "$1/host_ed25519" "$1/sshd.pid"
 		printf 'AuthorizedKeysFile %s\nStrictModes no\n' "$1/authorized_keys"
+		[ -z "${3:-}" ] || printf '%s\n' "$3"
 		"$top_srcdir/tests/guest-image.sh" --sshd-config
 	} > "$1/sshd_config"
 	[ "$(id -u)" -ne 0 ] || mkdir -p /run/sshd
@@ -67,4 +70,15 @@ start_sshd() {
 	for _ in $(seq 50); do [ -s "$1/sshd.pid" ] && break; sleep 0.1; done
 	GUEST_PIDS="$GUEST_PIDS $(cat "$1/sshd.pid")"
 	wait_port "$2" 10
+}
+
+# start_fake_guest DIR PORT TREE: sshd on 127.0.0.1:PORT whose every command
+# is tests/fake-guest.sh serving TREE as the guest's files; its behaviour is
+# DIR/state/mode (see there), "normal" to start with.
+start_fake_guest() {
+	mkdir -p "$1/state"
+	ln -sfn "$3" "$1/state/tree"
+	echo normal > "$1/state/mode"
+	GUEST_PIDFILES="$GUEST_PIDFILES $1/state/pids"
+	start_sshd "$1" "$2" "ForceCommand /bin/sh $top_srcdir/tests/fake-guest.sh $1/state"
 }
