@@ -1,1 +1,0 @@
-vmtrace record: the process (QEMU pid 11989) has no vCPU threads: is it QEMU?  Threads are found through KVM's debugfs (mount -t debugfs none /sys/kernel/debug) or QEMU's thread names (-name NAME,debug-threads=on; libvirt sets it)
