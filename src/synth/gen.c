@@ -9,6 +9,7 @@
 #include "src/cli/json.h"
 #include "src/fs/output.h"
 #include "src/perf/perf-data.h"
+#include "src/perf/perf-encode.h"
 #include "src/synth/code.h"
 #include "src/synth/synth.h"
 
@@ -136,7 +137,7 @@ typedef struct {
 	gboolean vmcs_dirty;
 	guint host_n, host_budget, guest_left;
 	/* sideband generated while producing the current chunk */
-	GArray *sb;                  /* of guint8, whole records */
+	GByteArray *sb;              /* whole records */
 	GArray *fix;                 /* Fix: guest TSC payloads of the current chunk */
 } Queue;
 
@@ -440,9 +441,6 @@ static void step(Gen *g, Queue *q)
 		psb_plus(g, q);
 }
 
-static void put_u32(GArray *a, guint32 v) { g_array_append_vals(a, &v, 4); }
-static void put_u64(GArray *a, guint64 v) { g_array_append_vals(a, &v, 8); }
-
 static guint64 perf_time(guint64 tsc)
 {
 	VtPerfTimeConv tc = { .time_shift = TIME_SHIFT, .time_mult = TIME_MULT, .time_zero = 0 };
@@ -450,92 +448,61 @@ static guint64 perf_time(guint64 tsc)
 	return vt_perf_tsc_to_time(tsc, &tc);
 }
 
-/* sample_id trailer for sample_type IP|TID|TIME|CPU|IDENTIFIER */
-static void put_sample_id(GArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
+/* The sample_id trailer, its time from the TSC. */
+static void put_sample_id(GByteArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
 {
-	put_u32(a, pid);
-	put_u32(a, tid);
-	put_u64(a, perf_time(tsc));
-	put_u32(a, cpu);
-	put_u32(a, 0);
-	put_u64(a, id);
+	vt_perf_put_sample_id(a, pid, tid, perf_time(tsc), cpu, id);
 }
 
-static void finish_record(GArray *a, gsize start, guint32 type, guint16 misc)
+static void rec_comm(GByteArray *a, guint32 pid, guint32 tid, const char *comm, guint64 tsc, guint64 id)
 {
-	struct perf_event_header *h = (struct perf_event_header *)(a->data + start);
+	gsize s = vt_perf_rec_begin(a);
 
-	h->type = type;
-	h->misc = misc;
-	h->size = a->len - start;
-}
-
-static gsize begin_record(GArray *a)
-{
-	struct perf_event_header h = { 0 };
-	gsize start = a->len;
-
-	g_array_append_vals(a, &h, sizeof(h));
-	return start;
-}
-
-static void rec_comm(GArray *a, guint32 pid, guint32 tid, const char *comm, guint64 tsc, guint64 id)
-{
-	gsize s = begin_record(a);
-	char name[16] = { 0 };
-	gsize n = (strlen(comm) + 1 + 7) & ~7UL;
-	char pad[24] = { 0 };
-
-	g_strlcpy(name, comm, sizeof(name));
-	put_u32(a, pid);
-	put_u32(a, tid);
-	memcpy(pad, name, strlen(name));
-	g_array_append_vals(a, pad, n);
+	vt_perf_put_u32(a, pid);
+	vt_perf_put_u32(a, tid);
+	vt_perf_put_cstr(a, comm, 15);
 	put_sample_id(a, pid, tid, tsc, 0, id);
-	finish_record(a, s, PERF_RECORD_COMM, 0);
+	vt_perf_rec_end(a, s, PERF_RECORD_COMM, 0);
 }
 
-static void rec_itrace_start(GArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
+static void rec_itrace_start(GByteArray *a, guint32 pid, guint32 tid, guint64 tsc, guint32 cpu, guint64 id)
 {
-	gsize s = begin_record(a);
+	gsize s = vt_perf_rec_begin(a);
 
-	put_u32(a, pid);
-	put_u32(a, tid);
+	vt_perf_put_u32(a, pid);
+	vt_perf_put_u32(a, tid);
 	put_sample_id(a, pid, tid, tsc, cpu, id);
-	finish_record(a, s, PERF_RECORD_ITRACE_START, 0);
+	vt_perf_rec_end(a, s, PERF_RECORD_ITRACE_START, 0);
 }
 
 /* PERF_RECORD_MMAP of a kernel: "[kernel.kallsyms]_text" (host, pid -1)
  * or "[guest.kernel.kallsyms]_text" (guest, pid 0), pgoff = _text, as
  * perf record writes them; perf attaches kcore/kallsyms to these maps. */
-static void rec_mmap(GArray *a, gboolean guest, const char *name, guint64 start, guint64 len, guint64 pgoff,
+static void rec_mmap(GByteArray *a, gboolean guest, const char *name, guint64 start, guint64 len, guint64 pgoff,
 		     guint64 tsc, guint64 id)
 {
-	gsize s = begin_record(a);
-	gsize n = (strlen(name) + 1 + 7) & ~7UL;
-	g_autofree char *pad = g_malloc0(n);
+	gsize s = vt_perf_rec_begin(a);
 	guint32 pid = guest ? 0 : (guint32)-1;
 
-	put_u32(a, pid);
-	put_u32(a, 0);
-	put_u64(a, start);
-	put_u64(a, len);
-	put_u64(a, pgoff);
-	memcpy(pad, name, strlen(name));
-	g_array_append_vals(a, pad, n);
+	vt_perf_put_u32(a, pid);
+	vt_perf_put_u32(a, 0);
+	vt_perf_put_u64(a, start);
+	vt_perf_put_u64(a, len);
+	vt_perf_put_u64(a, pgoff);
+	vt_perf_put_cstr(a, name, G_MAXSIZE);
 	put_sample_id(a, pid, 0, tsc, 0, id);
-	finish_record(a, s, PERF_RECORD_MMAP, guest ? PERF_RECORD_MISC_GUEST_KERNEL : PERF_RECORD_MISC_KERNEL);
+	vt_perf_rec_end(a, s, PERF_RECORD_MMAP, guest ? PERF_RECORD_MISC_GUEST_KERNEL : PERF_RECORD_MISC_KERNEL);
 }
 
 /* The kernel's MMAP ("[kernel.kallsyms]_text", pgoff _text) and one per
  * module of DIR/modules, as perf record writes them; perf attaches
  * kcore_dir's code (host) or --guestkallsyms's kcore (guest) to these maps. */
-static void rec_kernel_mmaps(GArray *a, gboolean guest, const char *dir, guint64 text, guint64 tsc, guint64 id)
+static void rec_kernel_mmaps(GByteArray *a, gboolean guest, const char *dir, guint64 text, guint64 tsc, guint64 id)
 {
 	g_autofree char *path = g_build_filename(dir, "modules", NULL);
 	g_autofree char *mods = NULL;
 	guint64 end = ~0ULL;
-	GArray *a_mod = g_array_new(FALSE, TRUE, 1);
+	GByteArray *a_mod = g_byte_array_new();
 
 	if (!g_file_get_contents(path, &mods, NULL, NULL))
 		mods = g_strdup("");
@@ -558,19 +525,19 @@ static void rec_kernel_mmaps(GArray *a, gboolean guest, const char *dir, guint64
 	/* the kernel map ends where the first module starts (as perf's does) */
 	rec_mmap(a, guest, guest ? "[guest.kernel.kallsyms]_text" : "[kernel.kallsyms]_text", text, end - text,
 		 text, tsc, id);
-	g_array_append_vals(a, a_mod->data, a_mod->len);
-	g_array_free(a_mod, TRUE);
+	g_byte_array_append(a, a_mod->data, a_mod->len);
+	g_byte_array_unref(a_mod);
 }
 
-static void rec_switch(GArray *a, gboolean out, guint32 pid, guint32 tid, guint32 np_pid, guint32 np_tid,
+static void rec_switch(GByteArray *a, gboolean out, guint32 pid, guint32 tid, guint32 np_pid, guint32 np_tid,
 		       guint64 tsc, guint32 cpu, guint64 id)
 {
-	gsize s = begin_record(a);
+	gsize s = vt_perf_rec_begin(a);
 
-	put_u32(a, np_pid);
-	put_u32(a, np_tid);
+	vt_perf_put_u32(a, np_pid);
+	vt_perf_put_u32(a, np_tid);
 	put_sample_id(a, pid, tid, tsc, cpu, id);
-	finish_record(a, s, PERF_RECORD_SWITCH_CPU_WIDE, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
+	vt_perf_rec_end(a, s, PERF_RECORD_SWITCH_CPU_WIDE, out ? PERF_RECORD_MISC_SWITCH_OUT : 0);
 }
 
 static guint64 bytes_per_tick_inv(void)
@@ -1016,33 +983,6 @@ static gboolean write_truth(Gen *g, const char *path, Queue *qs, guint nq, const
 	return vt_fs_output_write_file(path, VT_FS_OUTPUT_REPLACE, 0666, s->str, s->len, error);
 }
 
-/* perf's string format in feature sections: u32 len (padded to 64) + bytes */
-static void put_perf_string(GArray *a, const char *str)
-{
-	guint32 len = (strlen(str) + 1 + 63) & ~63u;
-	char *pad = g_malloc0(len);
-
-	memcpy(pad, str, strlen(str));
-	put_u32(a, len);
-	g_array_append_vals(a, pad, len);
-	g_free(pad);
-}
-
-/* HEADER_EVENT_DESC: u32 nr, u32 attr size; per event: attr, u32 nr_ids,
- * name (perf string), u64 ids[] */
-static void event_desc(GArray *a, const struct perf_event_attr *attrs[], const char *names[],
-		       guint64 *ids[], guint nids, guint n)
-{
-	put_u32(a, n);
-	put_u32(a, sizeof(struct perf_event_attr));
-	for (guint i = 0; i < n; i++) {
-		g_array_append_vals(a, attrs[i], sizeof(struct perf_event_attr));
-		put_u32(a, nids);
-		put_perf_string(a, names[i]);
-		g_array_append_vals(a, ids[i], nids * sizeof(guint64));
-	}
-}
-
 static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_event_attr *dummy)
 {
 	const VtSynthConfig *c = g->cfg;
@@ -1197,7 +1137,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	guint nq, i;
 	struct perf_event_attr pt_attr, dummy_attr;
 	guint64 *pt_ids, *dummy_ids;
-	GArray *sb = g_array_new(FALSE, TRUE, 1);
+	GByteArray *sb = g_byte_array_new();
 	gboolean ok = FALSE;
 
 	if (!vt_synth_config_check(cfg, error))
@@ -1242,7 +1182,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->vcpu = -1;
 		q->ip_host = HOST_IP_BASE + 0x1000;
 		q->ip_guest = GUEST_IP_BASE + 0x2000 + 0x1000 * (i % 16);
-		q->sb = g_array_new(FALSE, TRUE, 1);
+		q->sb = g_byte_array_new();
 		q->fix = g_array_new(FALSE, FALSE, sizeof(Fix));
 		q->slice = 0;
 		if (code_mode(&g)) {
@@ -1265,23 +1205,20 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 
 	/* TIME_CONV */
 	{
-		gsize s = begin_record(sb);
+		gsize s = vt_perf_rec_begin(sb);
 
-		put_u64(sb, TIME_SHIFT);
-		put_u64(sb, TIME_MULT);
-		put_u64(sb, 0);
-		put_u64(sb, 0);
-		put_u64(sb, 0);
-		put_u64(sb, 1);   /* cap_user_time_zero=1, cap_user_time_short=0, reserved */
-		finish_record(sb, s, VT_PERF_RECORD_TIME_CONV, 0);
+		vt_perf_put_u64(sb, TIME_SHIFT);
+		vt_perf_put_u64(sb, TIME_MULT);
+		vt_perf_put_u64(sb, 0);
+		vt_perf_put_u64(sb, 0);
+		vt_perf_put_u64(sb, 0);
+		vt_perf_put_u64(sb, 1);   /* cap_user_time_zero=1, cap_user_time_short=0, reserved */
+		vt_perf_rec_end(sb, s, VT_PERF_RECORD_TIME_CONV, 0);
 	}
 	/* AUXTRACE_INFO for intel_pt */
 	{
-		gsize s = begin_record(sb);
 		guint64 priv[18] = { 0 };
 
-		put_u32(sb, VT_PERF_AUXTRACE_INTEL_PT);
-		put_u32(sb, 0);
 		priv[VT_PT_INFO_PMU_TYPE] = PT_PMU_TYPE;
 		priv[VT_PT_INFO_TIME_SHIFT] = TIME_SHIFT;
 		priv[VT_PT_INFO_TIME_MULT] = TIME_MULT;
@@ -1300,8 +1237,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		priv[VT_PT_INFO_MAX_NONTURBO_RATIO] = CBR_RATIO;
 		priv[VT_PT_INFO_FILTER_STR_LEN] = 0;
 		priv[17] = 0;     /* cap_event_trace */
-		g_array_append_vals(sb, priv, sizeof(priv));
-		finish_record(sb, s, VT_PERF_RECORD_AUXTRACE_INFO, 0);
+		vt_perf_put_auxtrace_info(sb, priv, G_N_ELEMENTS(priv));
 	}
 	/* COMM of the QEMU processes and their vCPU threads */
 	for (guint vm = 0; vm < cfg->nvms; vm++)
@@ -1331,9 +1267,9 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		psb_plus(&g, q);
 	}
 	{
-		gsize s = begin_record(sb);
+		gsize s = vt_perf_rec_begin(sb);
 
-		finish_record(sb, s, VT_PERF_RECORD_FINISHED_INIT, 0);
+		vt_perf_rec_end(sb, s, VT_PERF_RECORD_FINISHED_INIT, 0);
 	}
 	for (gsize off = 0; off < sb->len;) {
 		const struct perf_event_header *h = (const void *)(sb->data + off);
@@ -1342,7 +1278,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 			goto out_free;
 		off += h->size;
 	}
-	g_array_set_size(sb, 0);
+	g_byte_array_set_size(sb, 0);
 
 	/* Rounds: each queue produces one chunk; its sideband goes first. */
 	for (;;) {
@@ -1368,7 +1304,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 					goto out_free;
 				off += h->size;
 			}
-			g_array_set_size(q->sb, 0);
+			g_byte_array_set_size(q->sb, 0);
 			if (q->len) {
 				any = TRUE;
 				if (!write_chunk(&g, w, q, error))
@@ -1392,23 +1328,19 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 	    !vt_perf_writer_set_feature_string(w, VT_PERF_FEAT_VERSION, "vmtrace synth " PACKAGE_VERSION, error))
 		goto out_free;
 	{
-		const struct perf_event_attr *attrs[2] = { &pt_attr, &dummy_attr };
-		const char *names[2] = { "intel_pt//k", "dummy:k" };
-		guint64 *ids[2] = { pt_ids, dummy_ids };
-		GArray *fa = g_array_new(FALSE, TRUE, 1);
+		const VtPerfEventDesc ev[2] = { { &pt_attr, "intel_pt//k", pt_ids, nq },
+						{ &dummy_attr, "dummy:k", dummy_ids, nq } };
+		const uint32_t types[2] = { PT_PMU_TYPE, PERF_TYPE_SOFTWARE };
+		const char *const pmus[2] = { "intel_pt", "software" };
+		GByteArray *fa = g_byte_array_new();
 		gboolean fok;
 
-		event_desc(fa, attrs, names, ids, nq, 2);
+		vt_perf_put_event_desc(fa, ev, 2);
 		fok = vt_perf_writer_set_feature(w, VT_PERF_FEAT_EVENT_DESC, fa->data, fa->len, error);
-		g_array_set_size(fa, 0);
-		/* HEADER_PMU_MAPPINGS: u32 nr; {u32 type; string name} */
-		put_u32(fa, 2);
-		put_u32(fa, PT_PMU_TYPE);
-		put_perf_string(fa, "intel_pt");
-		put_u32(fa, PERF_TYPE_SOFTWARE);
-		put_perf_string(fa, "software");
+		g_byte_array_set_size(fa, 0);
+		vt_perf_put_pmu_mappings(fa, types, pmus, 2);
 		fok = fok && vt_perf_writer_set_feature(w, VT_PERF_FEAT_PMU_MAPPINGS, fa->data, fa->len, error);
-		g_array_free(fa, TRUE);
+		g_byte_array_unref(fa);
 		if (!fok)
 			goto out_free;
 	}
@@ -1452,7 +1384,7 @@ out_free:
 			if (qs[i].rng)
 				g_rand_free(qs[i].rng);
 			if (qs[i].sb)
-				g_array_free(qs[i].sb, TRUE);
+				g_byte_array_unref(qs[i].sb);
 			if (qs[i].fix)
 				g_array_free(qs[i].fix, TRUE);
 			vt_synth_ctx_clear(&qs[i].host);
@@ -1461,7 +1393,7 @@ out_free:
 		g_free(pt_ids);
 		g_free(dummy_ids);
 	}
-	g_array_free(sb, TRUE);
+	g_byte_array_unref(sb);
 	if (g.corrected)
 		g_checksum_free(g.corrected);
 	if (g.err)
