@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <intel-pt.h>
 #include <glib/gstdio.h>
 
@@ -158,6 +159,7 @@ typedef struct {
 	VtSynthCtx guest[VT_SYNTH_MAX_VCPUS];  /* each vCPU's walk */
 	guint64 vmexit_ip;           /* host RIP after a VM exit: vmx_vmexit */
 	FILE *branches;
+	VtFsOutput *branches_out;    /* where the branch list is built (src/fs/output.h) */
 	guint64 nbranches;
 } Gen;
 
@@ -1057,11 +1059,17 @@ static gboolean code_open(Gen *g, GError **error)
 		return FALSE;
 	}
 	if (c->branches) {
-		g_autofree char *tmp = g_strconcat(c->branches, ".tmp", NULL);
+		int fd;
 
-		g->branches = fopen(tmp, "w");
+		g->branches_out = vt_fs_output_new(c->branches, VT_FS_OUTPUT_REPLACE, 0666, error);
+		if (!g->branches_out)
+			return FALSE;
+		fd = dup(vt_fs_output_fd(g->branches_out));
+		g->branches = fd >= 0 ? fdopen(fd, "w") : NULL;
 		if (!g->branches) {
-			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot write %s: %s", tmp, g_strerror(errno));
+			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot write %s: %s", c->branches, g_strerror(errno));
+			if (fd >= 0)
+				close(fd);
 			return FALSE;
 		}
 		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
@@ -1079,18 +1087,13 @@ static gboolean code_close(Gen *g, gboolean keep, GError **error)
 	for (guint v = 0; v < VT_SYNTH_MAX_VCPUS; v++)
 		vt_synth_ctx_clear(&g->guest[v]);
 	if (g->branches) {
-		g_autofree char *tmp = g_strconcat(c->branches, ".tmp", NULL);
-
-		ok = fclose(g->branches) == 0 && keep;
+		ok = fclose(g->branches) == 0;
 		g->branches = NULL;
-		if (ok && g_rename(tmp, c->branches) < 0)
-			ok = FALSE;
-		if (!ok) {
-			if (keep)
-				g_set_error(error, VT_SYNTH_ERROR, 0, "cannot write %s: %s", c->branches, g_strerror(errno));
-			g_unlink(tmp);
-		}
+		if (!ok && keep)
+			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot write %s: %s", c->branches, g_strerror(errno));
+		ok = ok && keep && vt_fs_output_commit(g->branches_out, keep && ok ? error : NULL);
 	}
+	g_clear_pointer(&g->branches_out, vt_fs_output_free);   /* the temporary, unless committed */
 	vt_synth_code_free(g->hc);
 	vt_synth_code_free(g->gc);
 	vt_decode_image_free(g->host_img);
