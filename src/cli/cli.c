@@ -49,6 +49,20 @@ void vt_err(const char *cmd, const char *fmt, ...)
 	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
 }
 
+gboolean vt_cli_parse(const char *param, const char *summary, const char *description, const GOptionEntry *entries,
+		      int *argc, char ***argv, GError **error)
+{
+	GOptionContext *ctx = g_option_context_new(param);
+	gboolean ok;
+
+	g_option_context_set_summary(ctx, summary);
+	g_option_context_set_description(ctx, description);
+	g_option_context_add_main_entries(ctx, entries, NULL);
+	ok = g_option_context_parse(ctx, argc, argv, error);
+	g_option_context_free(ctx);
+	return ok;
+}
+
 void vt_warn(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -34,6 +34,10 @@ enum {
  * for vt_cli_finish, which prints every error as one JSON object on stdout
  * ({"error": "vmtrace cmd: ...", "exit_status": N[, "messages": [...]]}). */
 void vt_err(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* Parse a command's options: "Usage: vmtrace CMD PARAM", the summary above
+ * the options, the description (exit status, examples) below them. */
+gboolean vt_cli_parse(const char *param, const char *summary, const char *description, const GOptionEntry *entries,
+		      int *argc, char ***argv, GError **error);
 /* "vmtrace <cmd>: <message>" on stderr, also under --json: a warning or a
  * note that is not the command's failure. */
 void vt_warn(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);

@@ -196,13 +196,10 @@ static gboolean check_parse(CheckOpts *o, int argc, char **argv)
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "JSON output", NULL },
 		G_OPTION_ENTRY_NULL
 	};
-	g_autoptr(GOptionContext) ctx = g_option_context_new("- is this host (and domain) ready for vmtrace record?");
 	g_autoptr(GError) err = NULL;
 
-	g_option_context_set_summary(ctx, check_summary);
-	g_option_context_set_description(ctx, check_description);
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc > 1) {
+	if (!vt_cli_parse("- is this host (and domain) ready for vmtrace record?", check_summary, check_description,
+			  entries, &argc, &argv, &err) || argc > 1) {
 		vt_err("check", "%s (see vmtrace check --help)", err ? err->message : "unexpected argument");
 		return FALSE;
 	}

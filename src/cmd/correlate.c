@@ -592,14 +592,9 @@ static gboolean corr_parse(CorrOpts *o, int *argc, char ***argv, GError **err)
 		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &o->verbose, "Also print the ERROR lines perf would print, on stderr", NULL },
 		G_OPTION_ENTRY_NULL
 	};
-	GOptionContext *ctx = g_option_context_new("FILE - find each VMCS's TSC offset and correct guest TSC packets");
-	gboolean ok;
+	gboolean ok = vt_cli_parse("FILE - find each VMCS's TSC offset and correct guest TSC packets", corr_summary,
+				   corr_description, entries, argc, argv, err);
 
-	g_option_context_set_summary(ctx, corr_summary);
-	g_option_context_set_description(ctx, corr_description);
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	ok = g_option_context_parse(ctx, argc, argv, err);
-	g_option_context_free(ctx);
 	if (ok && *argc != 2) {
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
 			    *argc < 2 ? "missing FILE" : "only one FILE is accepted");

@@ -174,14 +174,9 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
 	};
-	GOptionContext *ctx = g_option_context_new("- write a synthetic host Intel PT recording of KVM guests");
-	gboolean ok;
+	gboolean ok = vt_cli_parse("- write a synthetic host Intel PT recording of KVM guests", synth_summary,
+				   synth_description, entries, argc, argv, err);
 
-	g_option_context_set_summary(ctx, synth_summary);
-	g_option_context_set_description(ctx, synth_description);
-	g_option_context_add_main_entries(ctx, entries, NULL);
-	ok = g_option_context_parse(ctx, argc, argv, err);
-	g_option_context_free(ctx);
 	if (ok && *argc > 1) {
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "unexpected argument '%s'", (*argv)[1]);
 		return FALSE;
