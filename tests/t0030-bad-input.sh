@@ -60,6 +60,16 @@ elif op == 'record-size-zero':
     struct.pack_into('<H', b, pos + 6, 0)
 elif op == 'data-past-eof':
     struct.pack_into('<Q', b, 48, data_size + (1 << 30))
+elif op.startswith('info:'):          # info:WORD:VALUE - an AUXTRACE_INFO word
+    w, v = op.split(':')[1:]
+    pos = [p for p, t, s in records() if t == 70][0]
+    struct.pack_into('<Q', b, pos + 16 + 8 * int(w), int(v, 0))
+elif op == 'time-conv-shift':
+    pos = [p for p, t, s in records() if t == 79][0]
+    struct.pack_into('<Q', b, pos + 8, 64)
+elif op.startswith('short:'):         # short:TYPE - the first TYPE record is cut to its header
+    pos = [p for p, t, s in records() if t == int(op.split(':')[1])][0]
+    struct.pack_into('<H', b, pos + 6, 8)
 elif op.startswith('random-aux'):
     rnd = random.Random(int(op.split(':')[1]))
     for p, t, s in records():
@@ -73,6 +83,16 @@ PY
 }
 for op in magic attr-size attr-size-small header-attr-size aux-past-eof record-size-zero data-past-eof \
 	  random-aux:1 random-aux:2 random-aux:3; do
+	cp "$good" "$TMP/bad.data"
+	patch "$op" "$TMP/bad.data"
+	verdict "$TMP/bad.data" "$op"
+done
+# AUXTRACE_INFO words no hardware gives: refused, never "ok" with garbage
+# (words: 5 TSC bit, 10 MTC bit, 11 MTC frequency bits, 12/13 TSC:CTC, 1 time
+# shift, 15 non-turbo ratio); records cut short name the file too
+for op in info:11:0xffffffffffffffff info:11:0x2c000 info:12:0x8000000000000000 info:13:0 info:12:1 \
+	  info:12:0x100000000 info:5:0x600 info:10:0xffffffffffffffff info:1:64 info:15:256 time-conv-shift \
+	  short:70 short:79 short:71; do
 	cp "$good" "$TMP/bad.data"
 	patch "$op" "$TMP/bad.data"
 	verdict "$TMP/bad.data" "$op"

@@ -1,6 +1,7 @@
 /* session.c - index an Intel PT perf.data into AUX queues and sideband. */
 #include "config.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,6 +92,70 @@ static gboolean add_aux(VmcorrSession *s, GHashTable *byidx, const VtPerfAuxtrac
 	return TRUE;
 }
 
+/* TSC ticks per crystal (ART) tick: real parts run 1-6 GHz over 19.2-38.4 MHz */
+#define MAX_TSC_CTC 10000u
+
+G_GNUC_PRINTF(3, 4)
+static gboolean bad_info(GError **error, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT, "%s: Intel PT AUXTRACE_INFO: %s", path, msg);
+	return FALSE;
+}
+
+/* A word of AUXTRACE_INFO that selects a bit of the event's config: none or one bit. */
+static gboolean info_bit_ok(uint64_t bit)
+{
+	return (bit & (bit - 1)) == 0;
+}
+
+/* The AUXTRACE_INFO words hold what the hardware and the kernel reported;
+ * refuse values neither can produce, before anything divides or shifts by
+ * them (an absurd TSC:CTC ratio would make every spread look consistent). */
+static gboolean check_info(const VmcorrSession *s, GError **error)
+{
+	static const struct { guint word; const char *name; } bits[] = {
+		{ VT_PT_INFO_TSC_BIT, "TSC bit" }, { VT_PT_INFO_NORETCOMP_BIT, "noretcomp bit" },
+		{ VT_PT_INFO_MTC_BIT, "MTC bit" }, { VT_PT_INFO_CYC_BIT, "CYC bit" },
+	};
+	const char *p = vt_perf_file_path(s->f);
+	uint64_t freq = s->nr_priv > VT_PT_INFO_MTC_FREQ_BITS ? s->priv[VT_PT_INFO_MTC_FREQ_BITS] : 0;
+	uint64_t n = s->nr_priv > VT_PT_INFO_TSC_CTC_D ? s->priv[VT_PT_INFO_TSC_CTC_N] : 0;
+	uint64_t d = s->nr_priv > VT_PT_INFO_TSC_CTC_D ? s->priv[VT_PT_INFO_TSC_CTC_D] : 0;
+
+	for (guint i = 0; i < G_N_ELEMENTS(bits); i++) {
+		if (s->nr_priv > bits[i].word && !info_bit_ok(s->priv[bits[i].word]))
+			return bad_info(error, p, "%s %#" G_GINT64_MODIFIER "x is not a single config bit",
+					bits[i].name, s->priv[bits[i].word]);
+	}
+	/* MTCFreq is a 4-bit field of IA32_RTIT_CTL */
+	if (freq && (!info_bit_ok((freq >> __builtin_ctzll(freq)) + 1) || __builtin_popcountll(freq) > 4))
+		return bad_info(error, p, "MTC frequency bits %#" G_GINT64_MODIFIER "x are not a field of at most 4 bits",
+				freq);
+	/* CPUID.15H: EBX/EAX, 32-bit registers; the TSC runs faster than the crystal */
+	if (n && d && (n > G_MAXUINT32 || d > G_MAXUINT32 || n < d || n / d > MAX_TSC_CTC))
+		return bad_info(error, p, "TSC:CTC ratio %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT
+				" is not one CPUID leaf 0x15 gives (32-bit words, 1 to %u TSC ticks per crystal tick)",
+				n, d, MAX_TSC_CTC);
+	if (s->priv[VT_PT_INFO_CAP_USER_TIME_ZERO] && s->priv[VT_PT_INFO_TIME_SHIFT] > 63)
+		return bad_info(error, p, "time shift %" G_GUINT64_FORMAT " is not below 64",
+				s->priv[VT_PT_INFO_TIME_SHIFT]);
+	if (s->nr_priv > VT_PT_INFO_MAX_NONTURBO_RATIO && s->priv[VT_PT_INFO_MAX_NONTURBO_RATIO] > 255)
+		return bad_info(error, p, "maximum non-turbo ratio %" G_GUINT64_FORMAT " is not an 8-bit value",
+				s->priv[VT_PT_INFO_MAX_NONTURBO_RATIO]);
+	if (s->have_tc && s->tc.time_shift > 63) {
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT, "%s: TIME_CONV time shift %" G_GUINT64_FORMAT
+			    " is not below 64", p, (guint64)s->tc.time_shift);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GError **error)
 {
 	VmcorrSession *s = g_new0(VmcorrSession, 1);
@@ -114,7 +179,7 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 			VtPerfAuxtraceInfo info;
 
 			if (!vt_perf_record_auxtrace_info(&rec, &info, error))
-				goto fail;
+				goto fail_named;
 			if (info.type != VT_PERF_AUXTRACE_INTEL_PT) {
 				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
 					    "%s: AUXTRACE_INFO type %u is not Intel PT", vt_perf_file_path(s->f),
@@ -135,13 +200,15 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 		case VT_PERF_RECORD_AUXTRACE: {
 			VtPerfAuxtrace aux;
 
-			if (!vt_perf_record_auxtrace(&rec, &aux, error) || !add_aux(s, byidx, &aux, error))
+			if (!vt_perf_record_auxtrace(&rec, &aux, error))
+				goto fail_named;
+			if (!add_aux(s, byidx, &aux, error))
 				goto fail;
 			break;
 		}
 		case VT_PERF_RECORD_TIME_CONV:
 			if (!vt_perf_record_time_conv(&rec, &s->tc, error))
-				goto fail;
+				goto fail_named;
 			s->have_tc = TRUE;
 			break;
 		case PERF_RECORD_COMM: {
@@ -217,6 +284,8 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 		s->per_cpu = s->priv[VT_PT_INFO_PER_CPU_MMAPS] != 0;
 		s->snapshot = s->priv[VT_PT_INFO_SNAPSHOT_MODE] != 0;
 	}
+	if (!check_info(s, error))
+		goto fail;
 	{
 		GHashTableIter hi;
 		gpointer v;
@@ -238,6 +307,8 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 	}
 	g_hash_table_destroy(byidx);
 	return s;
+fail_named:
+	g_prefix_error(error, "%s: ", vt_perf_file_path(s->f));
 fail:
 	{
 		GHashTableIter hi;

@@ -241,14 +241,18 @@ static void on_block(Dec *d, const struct pt_block *b)
 static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
 			  void *context)
 {
+	int size = 0;
+
 	(void)unknown;
-	(void)config;
 	(void)context;
 	if (pos[0] == 0x02 && pos[1] == 0x13)
-		return 4;
-	if (pos[0] == 0x02 && pos[1] == 0x53)
-		return 11;
-	return -pte_bad_opc;
+		size = 4;
+	else if (pos[0] == 0x02 && pos[1] == 0x53)
+		size = 11;
+	else
+		return -pte_bad_opc;
+	/* cut off by the end of the buffer: libipt would step past it */
+	return (gsize)(config->end - pos) < (gsize)size ? -pte_eos : size;
 }
 
 /* Decode from a synchronisation point (status: what syncing returned) to
