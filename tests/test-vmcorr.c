@@ -367,6 +367,35 @@ static void test_epochs_outliers(void)
 	assert_epoch(d, 1, 0x50a, 2000, 3000, 2, 5);
 }
 
+static void test_epochs_believed(void)
+{
+	/* a change seen once at the very end (or the very start) is believed */
+	static const uint64_t last[] = { 0x500, 0x500, 0x500, 0x9000 };
+	static const uint64_t first[] = { 0x9000, 0x500, 0x500, 0x500 };
+	/* one estimate between two epochs: never */
+	static const uint64_t middle[] = { 0x500, 0x500, 0x9000, 0x20000, 0x20000 };
+	/* seen twice in the middle: three epochs, believed */
+	static const uint64_t twice[] = { 0x500, 0x500, 0x9000, 0x9000, 0x20000 };
+	/* an outlier inside an epoch makes its spread too wide */
+	static const uint64_t outlier[] = { 0x500, 0x500, 0x9000, 0x500, 0x20000, 0x20000 };
+	g_autoptr(GArray) a = segment(last, 4, 4);
+	g_autoptr(GArray) b = segment(first, 4, 4);
+	g_autoptr(GArray) c = segment(middle, 5, 4);
+	g_autoptr(GArray) d = segment(twice, 5, 4);
+	g_autoptr(GArray) e = segment(outlier, 6, 4);
+
+	g_assert_cmpuint(a->len, ==, 2);
+	g_assert_true(vmcorr_epochs_believed(a, 4));
+	g_assert_cmpuint(b->len, ==, 2);
+	g_assert_true(vmcorr_epochs_believed(b, 4));
+	g_assert_cmpuint(c->len, ==, 3);
+	g_assert_false(vmcorr_epochs_believed(c, 4));
+	g_assert_cmpuint(d->len, ==, 3);
+	g_assert_true(vmcorr_epochs_believed(d, 4));
+	g_assert_cmpuint(e->len, ==, 2);
+	g_assert_false(vmcorr_epochs_believed(e, 4));
+}
+
 static void test_epochs_seven_bytes(void)
 {
 	/* TSC packets have 7 bytes: offsets are compared as 56-bit differences,
@@ -401,6 +430,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vmcorr/epochs/none-and-one", test_epochs_none_and_one);
 	g_test_add_func("/vmcorr/epochs/change", test_epochs_change);
 	g_test_add_func("/vmcorr/epochs/outliers", test_epochs_outliers);
+	g_test_add_func("/vmcorr/epochs/believed", test_epochs_believed);
 	g_test_add_func("/vmcorr/epochs/seven-bytes", test_epochs_seven_bytes);
 	return g_test_run();
 }

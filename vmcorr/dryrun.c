@@ -239,6 +239,7 @@ typedef struct {
 	/* context */
 	gboolean in_psb, pge, continuous, same_buf, reliable_flag;
 	gboolean anchor_host;       /* the last TSC was a host TSC */
+	uint64_t tolerance;         /* largest spread of one offset's estimates (VmcorrResult) */
 	uint8_t pip_nr;
 	uint64_t vmcs;
 	uint64_t last_reliable_timestamp;
@@ -424,6 +425,19 @@ static uint64_t pick_offset(const Entry *info, gboolean have_est, uint64_t est)
 		}
 	}
 	return best;
+}
+
+/* An estimate measured from a translated guest TSC can only repeat the
+ * offset used for it (it hides a change); when it differs from that offset
+ * by more than the tolerance, it saw one and counts. */
+static gboolean contradicts(const Dec *d, const Entry *info, uint64_t est)
+{
+	uint64_t o;
+
+	if (!info || !info->tsc_offset)
+		return FALSE;
+	o = pick_offset(info, TRUE, est);
+	return (uint64_t)ABS((int64_t)(((est - o) & SEVEN_BYTES) << 8) >> 8) > d->tolerance;
 }
 
 static void assign(Dec *d, Entry *info, uint64_t off, gboolean rel)
@@ -624,7 +638,7 @@ guest:
 	 * TSC (after a guest TSC translated with a stale offset, the next
 	 * estimate would repeat that offset and hide a change) */
 	stats_guest(d, vmcs, l->pip && d->in_psb && d->reliable_flag && d->continuous && d->same_buf &&
-		    d->anchor_host, off, expected);
+		    (d->anchor_host || contradicts(d, info, off)), off, expected);
 	d->anchor_host = FALSE;
 	if (info && info->vmcs) {
 		if (info->tsc_offset && info->reliable) {
@@ -1162,6 +1176,18 @@ static int64_t sdiff56(uint64_t a, uint64_t b)
 }
 
 /* See vmcorr.h. */
+gboolean vmcorr_epochs_believed(const GArray *epochs, uint64_t tol)
+{
+	for (guint k = 0; k < epochs->len; k++) {
+		const VmcorrEpoch *e = &g_array_index(epochs, VmcorrEpoch, k);
+		gboolean edge = k == 0 || k == epochs->len - 1;
+
+		if ((uint64_t)e->spread > tol || e->n < (edge ? 1u : 2u))
+			return FALSE;
+	}
+	return TRUE;
+}
+
 GArray *vmcorr_segment_epochs(const GArray *ests, uint64_t tol)
 {
 	GArray *ep = g_array_new(FALSE, TRUE, sizeof(VmcorrEpoch));
@@ -1297,6 +1323,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		table_init(&tables[i], opt);
 		dec_init(&decs[i], s, &g_array_index(s->queues, VmcorrQueue, i), &tables[i], FALSE, NULL,
 			 opt->collect_patches);
+		decs[i].tolerance = r->tolerance;
 	}
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
@@ -1325,6 +1352,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 			Dec again;
 
 			dec_init(&again, s, d->q, &shared, TRUE, r->perf_lines, opt->collect_patches);
+			again.tolerance = r->tolerance;
 			dec_run(&again);
 			dec_free(d);
 			*d = again;
@@ -1437,15 +1465,9 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		} else {
 			m->epochs = g_array_new(FALSE, TRUE, sizeof(VmcorrEpoch));
 		}
-		if (m->epochs->len > 1) {
-			gboolean clean = TRUE;
-
-			/* a change is believed when each epoch is seen at least twice */
-			for (guint k = 0; k < m->epochs->len; k++)
-				clean = clean && (uint64_t)g_array_index(m->epochs, VmcorrEpoch, k).spread <= r->tolerance &&
-					g_array_index(m->epochs, VmcorrEpoch, k).n >= 2;
-			m->status = clean ? VMCORR_CHANGES : VMCORR_INCONSISTENT;
-		} else if (!m->offset && m->n_est && (uint64_t)ABS(m->est_min) <= r->tolerance &&
+		if (m->epochs->len > 1)
+			m->status = vmcorr_epochs_believed(m->epochs, r->tolerance) ? VMCORR_CHANGES : VMCORR_INCONSISTENT;
+		else if (!m->offset && m->n_est && (uint64_t)ABS(m->est_min) <= r->tolerance &&
 		    (uint64_t)ABS(m->est_max) <= r->tolerance)
 			m->status = VMCORR_ZERO;  /* e.g. corrected already */
 		else if (!m->offset)

@@ -151,6 +151,12 @@ gboolean vmcorr_patches_reusable(const VmcorrResult *disc, const VmcorrOptions *
  * `tol` of the current epoch (and not within `tol` of the outlier).  An
  * outlier counts in its epoch's n and spread.  Returns a new array. */
 GArray *vmcorr_segment_epochs(const GArray *ests, uint64_t tol);
+/* Whether epochs (from vmcorr_segment_epochs) show a real change: every
+ * epoch's spread is within `tol` and every epoch has two estimates or more -
+ * except the first and the last, which the recording may cut short (an
+ * offset set just before the trace ends leaves one guest TSC packet).  A
+ * single estimate between two epochs is never believed. */
+gboolean vmcorr_epochs_believed(const GArray *epochs, uint64_t tol);
 
 struct VmcorrSession;
 /* The same on an open session (vmcorr/session.h). */

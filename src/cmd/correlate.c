@@ -62,8 +62,8 @@ static void table_row(VtTable *t, const VmcorrVmcs *m)
 		const VmcorrEpoch *e = &g_array_index(m->epochs, VmcorrEpoch, k);
 
 		vt_table_note(t, "  epoch %u: offset %#018" G_GINT64_MODIFIER "x from host TSC %#" G_GINT64_MODIFIER
-			      "x to %#" G_GINT64_MODIFIER "x, %" G_GUINT64_FORMAT " estimates, spread %" G_GINT64_FORMAT,
-			      k + 1, e->offset, e->t_first, e->t_last, e->n, e->spread);
+			      "x to %#" G_GINT64_MODIFIER "x, %" G_GUINT64_FORMAT " estimate%s, spread %" G_GINT64_FORMAT,
+			      k + 1, e->offset, e->t_first, e->t_last, e->n, e->n == 1 ? "" : "s", e->spread);
 	}
 }
 
