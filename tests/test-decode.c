@@ -366,11 +366,46 @@ static void test_garbage(void)
 	remove_dir(dir);
 }
 
+/* Every record's AUX offset lies within the buffer, also when libipt's
+ * sync fails at the very end (found by fuzz-decode in CI: a PSB+ that ends
+ * the buffer; libipt 2.0.5 left its position one byte past it). */
+static void test_offsets_within(void)
+{
+	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	static const guint8 psb_end[] = {
+		0x07, 0x0c, 0x02, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02,
+		0x82, 0x02, 0x82, 0x02, 0x03, 0x1e, 0x00, 0x02, 0xc8, 0x40, 0x23, 0x01, 0x00, 0x26, 0x02, 0x43,
+		0x01, 0x2b, 0x1a, 0x00, 0x23, 0x23, 0x02, 0xf3, 0xfb, 0x31, 0x00, 0x10, 0x00, 0x02, 0x73, 0x0e,
+		0xfc, 0x1a, 0xfe, 0x1a,
+	};
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *h = code_image(dir, "host", host, sizeof(host));
+	VtDecodeCpu cpu = { .cpuid_15_eax = 2, .cpuid_15_ebx = 168, .mtc_freq = 3, .nom_freq = 30,
+			    .family = 6, .model = 85, .stepping = 4 };
+	g_autoptr(GError) err = NULL;
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	guint errors = 0;
+
+	g_assert_true(vt_decode_buffer(psb_end, sizeof(psb_end), &cpu, h, h, out, &err));
+	g_assert_no_error(err);
+	for (guint i = 0; i < out->len; i++) {
+		const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+		g_assert_cmpuint(b->offset, <=, sizeof(psb_end));
+		errors += b->kind == VT_BRANCH_ERROR;
+	}
+	g_assert_cmpuint(errors, >, 0);       /* the case that went past the end */
+	g_array_free(out, TRUE);
+	vt_decode_image_free(h);
+	remove_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/decode/image", test_image);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/garbage", test_garbage);
+	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	return g_test_run();
 }

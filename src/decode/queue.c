@@ -39,7 +39,18 @@ typedef struct {
 	guint64 async_tsc;
 	guint64 last_ip;
 	GArray *out;
+	gsize len;                       /* of the AUX buffer */
 } Dec;
+
+/* The AUX offset of the decoder's position.  After a failed sync at the
+ * very end, libipt 2.0.5 leaves it one byte past the buffer: never past. */
+static guint64 position(const Dec *d)
+{
+	uint64_t off = 0;
+
+	pt_blk_get_offset(d->dec, &off);
+	return MIN(off, (guint64)d->len);
+}
 
 static const VtInsn *insn_at(Dec *d, guint64 ip)
 {
@@ -67,18 +78,16 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 		    gboolean cond, guint64 tsc)
 {
 	VtBranch b = { 0 };
-	uint64_t off = 0;
 
-	pt_blk_get_offset(d->dec, &off);
 	b.from = from;
 	b.to = to;
 	b.tsc = tsc;
 	b.vmcs = d->vmcs;
-	b.offset = off;
 	b.kind = kind;
 	b.from_guest = from_guest;
 	b.to_guest = to_guest;
 	b.conditional = cond;
+	b.offset = position(d);
 	g_array_append_val(d->out, b);
 }
 
@@ -91,14 +100,12 @@ static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean f
 static void emit_error(Dec *d, int status)
 {
 	VtBranch b = { 0 };
-	uint64_t off = 0;
 
-	pt_blk_get_offset(d->dec, &off);
 	b.kind = VT_BRANCH_ERROR;
 	b.from = d->last_ip;
 	b.from_guest = b.to_guest = d->guest;
 	b.code = (gint8)pt_errcode(status);
-	b.offset = off;
+	b.offset = position(d);
 	b.vmcs = d->vmcs;
 	g_array_append_val(d->out, b);
 	d->have_pend = d->have_async = FALSE;
@@ -241,18 +248,14 @@ static void on_block(Dec *d, const struct pt_block *b)
 static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
 			  void *context)
 {
-	int size = 0;
-
 	(void)unknown;
+	(void)config;
 	(void)context;
 	if (pos[0] == 0x02 && pos[1] == 0x13)
-		size = 4;
-	else if (pos[0] == 0x02 && pos[1] == 0x53)
-		size = 11;
-	else
-		return -pte_bad_opc;
-	/* cut off by the end of the buffer: libipt would step past it */
-	return (gsize)(config->end - pos) < (gsize)size ? -pte_eos : size;
+		return 4;
+	if (pos[0] == 0x02 && pos[1] == 0x53)
+		return 11;
+	return -pte_bad_opc;
 }
 
 /* Decode from a synchronisation point (status: what syncing returned) to
@@ -337,6 +340,7 @@ gboolean vt_decode_buffer(const guint8 *data, gsize len, const VtDecodeCpu *cpu,
 
 	memcpy(buf, data, len);
 	d.out = out;
+	d.len = len;
 	d.img[0] = host;
 	d.img[1] = guest ? guest : host;
 	d.pi[0] = vt_decode_image_new_pt(host, error);
