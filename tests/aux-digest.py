@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""SHA-256 of all AUXTRACE payloads of a perf.data (file or DIR/data), in file order."""
+"""SHA-256 of all AUXTRACE payloads of a perf.data (file or DIR/data, pipe mode too), in file order."""
 import hashlib, os, struct, sys
 path = sys.argv[1]
 if os.path.isdir(path):
     path = os.path.join(path, "data")
 b = open(path, "rb").read()
-data_off, data_size = struct.unpack_from("<QQ", b, 40)
+if struct.unpack_from("<Q", b, 8)[0] == 16:      # pipe mode: records from byte 16 to the end
+    data_off, data_size = 16, len(b) - 16
+else:
+    data_off, data_size = struct.unpack_from("<QQ", b, 40)
 pos, end, h = data_off, data_off + data_size, hashlib.sha256()
 while pos < end:
     typ, misc, size = struct.unpack_from("<IHH", b, pos)

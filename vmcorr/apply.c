@@ -21,6 +21,7 @@
  * The marker is a trailer after the last section of the file (perf reads
  * sections by offset and ignores it): "\nVMTRACE-CORRECTED " + JSON + "\n",
  * then the u64 length of that text and the 16 bytes "VMTRACE-CORR-END".
+ * A pipe-mode file gets none (its records run to the end of the file).
  */
 #include "config.h"
 
@@ -503,7 +504,8 @@ gboolean vmcorr_apply_patches(const char *path, const char *out, gboolean replac
 			      const GArray *offsets, GError **error)
 {
 	g_autofree char *in_file = data_file(path);
-	GBytes *marker = marker_build(path, r, offsets);
+	/* a pipe-mode stream has no sections: a trailer would be read as records */
+	GBytes *marker = r->pipe ? g_bytes_new_static("", 0) : marker_build(path, r, offsets);
 	gboolean ok;
 
 	if (!out) {

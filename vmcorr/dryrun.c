@@ -1310,6 +1310,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		r->patches = g_array_new(FALSE, FALSE, sizeof(VmcorrPatch));
 	r->nqueues = nq;
 	r->per_cpu = s->per_cpu;
+	r->pipe = vt_perf_file_is_pipe(s->f);
 	r->aux_bytes = s->aux_bytes;
 	r->tsc_ctc_n = s->tsc_ctc_n;
 	r->tsc_ctc_d = s->tsc_ctc_d;

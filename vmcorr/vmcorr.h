@@ -126,6 +126,7 @@ typedef struct {
 	guint reruns;            /* queues re-decoded sequentially (see dryrun.c) */
 	gboolean ooc_unknown;    /* a TSC out of context met a VMCS of unknown offset */
 	gboolean per_cpu;
+	gboolean pipe;           /* a pipe-mode perf.data (no sections: no marker) */
 	uint64_t tsc_ctc_n, tsc_ctc_d;
 	guint mtc_period;
 	uint64_t tolerance;

@@ -293,7 +293,9 @@ static int read_record(const VtPerfFile *f, uint64_t pos, uint64_t end, VtPerfRe
 
 	if (pos >= end)
 		return 0;
-	if (pos % 8) {
+	/* perf pads records to 8 bytes in files; pipe-mode streams carry
+	 * HEADER_FEATURE records of any size (perf 6.1 inject -o -) */
+	if (pos % 8 && !f->pipe) {
 		fail(error, VT_PERF_ERROR_FORMAT, f->path,
 		     "record at offset %" PRIu64 " is not 8-byte aligned", pos);
 		return -1;
