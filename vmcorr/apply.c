@@ -34,6 +34,7 @@
 #include <glib/gstdio.h>
 
 #include "src/fs/fs.h"
+#include "src/fs/lock.h"
 #include "src/cli/json.h"
 #include "src/fs/output.h"
 #include "src/fs/tempfile.h"
@@ -41,7 +42,7 @@
 
 #define MARK_END "VMTRACE-CORR-END"
 #define MARK_HEAD "\nVMTRACE-CORRECTED "
-#define JOURNAL_MAGIC "VMTRACE-JOURNAL1"
+#define JOURNAL_MAGIC "VMTRACE-JOURNAL2"
 #define JOURNAL_SUFFIX ".vmtrace-journal"
 
 static gboolean io_error(GError **error, const char *path, const char *what)
@@ -237,50 +238,50 @@ static gboolean copy_fd(int in, int out, uint64_t size, const char *path, GError
 	return TRUE;
 }
 
-/* Write a corrected copy of `in_file` to `out_file` (an output of src/fs:
- * temporary file + rename; flags say what may be replaced). */
-static gboolean apply_to_copy(const char *in_file, const char *out_file, VtFsOutputFlags flags, const VmcorrResult *r,
-			      GBytes *marker, GError **error)
+/* Write a corrected copy of the file open at `in` (named in_file) to
+ * `out_file` (an output of src/fs: temporary file + rename; flags say what
+ * may be replaced). */
+static gboolean apply_to_copy(int in, const char *in_file, const char *out_file, VtFsOutputFlags flags,
+			      const VmcorrResult *r, GBytes *marker, GError **error)
 {
 	g_autoptr(VtFsOutput) o = NULL;
-	int in = vt_fs_open_regular(in_file, O_RDONLY, error), out;
 	struct stat st;
 	gsize mlen;
 	const void *m = g_bytes_get_data(marker, &mlen);
-	gboolean ok;
+	int out;
 
-	if (in < 0)
-		return FALSE;
-	if (fstat(in, &st) < 0) {
-		close(in);
+	if (fstat(in, &st) < 0)
 		return io_error(error, in_file, "stat");
-	}
 	o = vt_fs_output_new(out_file, flags, 0600, error);
 	out = o ? vt_fs_output_fd(o) : -1;
-	ok = o && copy_fd(in, out, st.st_size, out_file, error) && write_patches(out, out_file, r->patches, error) &&
-	     vt_fs_write_all(out, m, mlen, st.st_size, out_file, error) && vt_fs_output_commit(o, error);
-	close(in);
-	return ok;
+	return o && copy_fd(in, out, st.st_size, out_file, error) && write_patches(out, out_file, r->patches, error) &&
+	       vt_fs_write_all(out, m, mlen, st.st_size, out_file, error) && vt_fs_output_commit(o, error);
 }
 
 /* ------------------------------------------------------------ journal */
 
-/* Journal: magic[16], u64 size_before, u64 n, n * {u64 off, u8 old[7], u8 new[7], u8 pad[2]},
+/* Journal: magic[16], u64 size_before, u64 dev, u64 ino (of the file it
+ * was written for), u64 n, n * {u64 off, u8 old[7], u8 new[7], u8 pad[2]},
  * u64 marker_len, marker, then a SHA-256 of everything before (32 bytes). */
-static GBytes *journal_build(int fd, const char *path, uint64_t size_before, const GArray *patches, GBytes *marker,
+#define JOURNAL_HEAD 48
+typedef struct {
+	uint64_t size_before, dev, ino, n, marker_len;
+	const uint8_t *recs, *marker;
+} Journal;
+
+static GBytes *journal_build(int fd, const char *path, const struct stat *st, const GArray *patches, GBytes *marker,
 			     GError **error)
 {
 	GByteArray *j = g_byte_array_new();
 	GChecksum *ck = g_checksum_new(G_CHECKSUM_SHA256);
-	uint64_t n = patches->len;
+	uint64_t head[4] = { st->st_size, st->st_dev, st->st_ino, patches->len };
 	gsize mlen, dlen = 32;
 	const uint8_t *m = g_bytes_get_data(marker, &mlen);
 	uint64_t ml = mlen;
 	uint8_t digest[32];
 
 	g_byte_array_append(j, (const guint8 *)JOURNAL_MAGIC, 16);
-	g_byte_array_append(j, (const guint8 *)&size_before, 8);
-	g_byte_array_append(j, (const guint8 *)&n, 8);
+	g_byte_array_append(j, (const guint8 *)head, sizeof(head));
 	for (guint i = 0; i < patches->len; i++) {
 		const VmcorrPatch *p = &g_array_index(patches, VmcorrPatch, i);
 		uint8_t rec[24] = { 0 };
@@ -308,64 +309,120 @@ static char *journal_path(const char *file)
 	return g_strconcat(file, JOURNAL_SUFFIX, NULL);
 }
 
-/* Roll a journal forward onto `file`.  *found says whether there was one. */
-static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npatches, GError **error)
+static gboolean journal_error(GError **error, const char *jp, const char *what)
 {
-	g_autofree char *jp = journal_path(file);
-	g_autofree uint8_t *j = NULL;
-	gsize len, dlen = 32;
-	uint64_t size_before, n, ml;
+	g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_JOURNAL, "%s: %s", jp, what);
+	return FALSE;
+}
+
+/* Check a journal's magic, checksum and sizes, and point j into it. */
+static gboolean journal_parse(const uint8_t *b, gsize len, const char *jp, Journal *j, GError **error)
+{
+	gsize dlen = 32;
 	uint8_t digest[32];
 	GChecksum *ck;
-	int fd;
-	gboolean ok = FALSE;
 
-	*found = FALSE;
-	vt_tempfile_remove_stale_of(jp);   /* an unfinished journal: the file was not touched */
-	if (!g_file_get_contents(jp, (char **)&j, &len, NULL))
-		return TRUE;
-	*found = TRUE;
-	if (len < 16 + 8 + 8 + 8 + 32 || memcmp(j, JOURNAL_MAGIC, 16)) {
-		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: not a vmtrace journal", jp);
-		return FALSE;
-	}
+	if (len < JOURNAL_HEAD + 8 + 32 || memcmp(b, JOURNAL_MAGIC, 16))
+		return journal_error(error, jp, "not a vmtrace journal (of this version)");
 	ck = g_checksum_new(G_CHECKSUM_SHA256);
-	g_checksum_update(ck, j, len - 32);
+	g_checksum_update(ck, b, len - 32);
 	g_checksum_get_digest(ck, digest, &dlen);
 	g_checksum_free(ck);
-	memcpy(&size_before, j + 16, 8);
-	memcpy(&n, j + 24, 8);
-	if (memcmp(digest, j + len - 32, 32) || n > (len - 72) / 24) {
-		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: journal is damaged (checksum)", jp);
-		return FALSE;
+	memcpy(&j->size_before, b + 16, 8);
+	memcpy(&j->dev, b + 24, 8);
+	memcpy(&j->ino, b + 32, 8);
+	memcpy(&j->n, b + 40, 8);
+	if (memcmp(digest, b + len - 32, 32) || j->n > (len - JOURNAL_HEAD - 40) / 24)
+		return journal_error(error, jp, "journal is damaged (checksum)");
+	j->recs = b + JOURNAL_HEAD;
+	memcpy(&j->marker_len, j->recs + j->n * 24, 8);
+	j->marker = j->recs + j->n * 24 + 8;
+	if (JOURNAL_HEAD + j->n * 24 + 8 + j->marker_len + 32 != len)
+		return journal_error(error, jp, "journal is damaged (size)");
+	return TRUE;
+}
+
+/* The journal belongs to the file open at fd: the same inode, a size the
+ * interrupted run can have left, and at every patch either the old bytes
+ * or the new ones.  Anything else is another file under the same name. */
+static gboolean journal_matches(int fd, const char *file, const char *jp, const Journal *j, GError **error)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return io_error(error, file, "stat");
+	if ((uint64_t)st.st_ino != j->ino || (uint64_t)st.st_size < j->size_before ||
+	    (uint64_t)st.st_size > j->size_before + j->marker_len)
+		goto other;
+	for (uint64_t i = 0; i < j->n; i++) {
+		const uint8_t *rec = j->recs + i * 24;
+		uint64_t off;
+		uint8_t now[7];
+
+		memcpy(&off, rec, 8);
+		if (!pread_all(fd, now, 7, off, file, error))
+			return FALSE;
+		if (memcmp(now, rec + 8, 7) && memcmp(now, rec + 15, 7))
+			goto other;
 	}
-	memcpy(&ml, j + 32 + n * 24, 8);
-	if (32 + n * 24 + 8 + ml + 32 != len) {
-		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT, "%s: journal is damaged (size)", jp);
-		return FALSE;
-	}
-	fd = open(file, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return io_error(error, file, "open");
-	for (uint64_t i = 0; i < n; i++) {
-		const uint8_t *rec = j + 32 + i * 24;
+	return TRUE;
+other:
+	g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_JOURNAL,
+		    "%s: the journal %s was written for another file (size %" G_GUINT64_FORMAT ", inode %" G_GUINT64_FORMAT
+		    "; this one has %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT " and other bytes); nothing written - if the "
+		    "file was replaced on purpose, remove the journal", file, jp, j->size_before, j->ino,
+		    (uint64_t)st.st_size, (uint64_t)st.st_ino);
+	return FALSE;
+}
+
+/* Write the journal's new bytes and marker to fd, then drop the journal. */
+static gboolean journal_roll(int fd, const char *file, const char *jp, const Journal *j, GError **error)
+{
+	for (uint64_t i = 0; i < j->n; i++) {
+		const uint8_t *rec = j->recs + i * 24;
 		uint64_t off;
 
 		memcpy(&off, rec, 8);
 		if (!vt_fs_write_all(fd, rec + 15, 7, off, file, error))
-			goto out;
+			return FALSE;
 	}
-	if (!vt_fs_write_all(fd, j + 32 + n * 24 + 8, ml, size_before, file, error))
-		goto out;
-	if (ftruncate(fd, size_before + ml) < 0 || fsync(fd) < 0) {
-		io_error(error, file, "truncate/fsync");
-		goto out;
+	if (!vt_fs_write_all(fd, j->marker, j->marker_len, j->size_before, file, error))
+		return FALSE;
+	if (ftruncate(fd, j->size_before + j->marker_len) < 0 || fsync(fd) < 0)
+		return io_error(error, file, "truncate/fsync");
+	if (unlink(jp) < 0)
+		return io_error(error, jp, "remove");
+	return fsync_dir_of(file, error);
+}
+
+/* Roll a journal forward onto `file`.  *found says whether there was one. */
+static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npatches, GError **error)
+{
+	g_autofree char *jp = journal_path(file);
+	g_autofree uint8_t *b = NULL;
+	struct stat st;
+	Journal j;
+	gsize len;
+	int fd;
+	gboolean ok;
+
+	*found = FALSE;
+	if ((fd = vmcorr_hold(file, TRUE, error)) < 0)
+		return FALSE;
+	vt_tempfile_remove_stale_of(jp);   /* an unfinished journal: the file was not touched */
+	if (lstat(jp, &st) < 0) {
+		ok = errno == ENOENT || io_error(error, jp, "stat");
+		close(fd);
+		return ok;
 	}
-	if (unlink(jp) < 0 || !fsync_dir_of(file, error))
-		goto out;
-	*npatches = n;
-	ok = TRUE;
-out:
+	*found = TRUE;
+	b = S_ISREG(st.st_mode) ? (uint8_t *)vt_fs_read_all(jp, 1ULL << 34, &len, error) : NULL;
+	if (!S_ISREG(st.st_mode))
+		journal_error(error, jp, "not a journal (not a regular file); remove it");
+	ok = b && journal_parse(b, len, jp, &j, error) && journal_matches(fd, file, jp, &j, error) &&
+	     journal_roll(fd, file, jp, &j, error);
+	if (ok)
+		*npatches = j.n;
 	close(fd);
 	return ok;
 }
@@ -382,47 +439,105 @@ gboolean vmcorr_journal_pending(const char *path)
 {
 	g_autofree char *file = data_file(path);
 	g_autofree char *jp = journal_path(file);
+	struct stat st;
 
-	return g_file_test(jp, G_FILE_TEST_EXISTS);
+	return lstat(jp, &st) == 0;
 }
 
-static gboolean apply_in_place(const char *file, const VmcorrResult *r, GBytes *marker, GError **error)
+/* ------------------------------------------------------------ holding the file */
+
+int vmcorr_hold(const char *path, gboolean exclusive, GError **error)
+{
+	g_autofree char *file = data_file(path);
+	int fd = vt_fs_lock_open(file, exclusive ? O_RDWR : O_RDONLY, exclusive, error);
+
+	if (fd < 0 && error && *error && (*error)->domain == VT_FS_LOCK_ERROR) {
+		g_autofree char *msg = g_strdup((*error)->message);
+
+		g_clear_error(error);
+		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BUSY, "%s - another run is correcting or reading it; "
+			    "try again when it has finished", msg);
+	}
+	return fd;
+}
+
+/* The file open at fd is the one the patches were computed from, as it was,
+ * and still the file of that name. */
+static gboolean same_file(int fd, const char *file, const VmcorrResult *r, GError **error)
+{
+	struct stat st, named;
+
+	if (fstat(fd, &st) < 0)
+		return io_error(error, file, "stat");
+	/* and the name still names it: a file moved over it gets nothing either */
+	if (stat(file, &named) == 0 && named.st_dev == st.st_dev && named.st_ino == st.st_ino &&
+	    (uint64_t)st.st_dev == r->file_dev && (uint64_t)st.st_ino == r->file_ino &&
+	    (uint64_t)st.st_size == r->file_size &&
+	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == r->file_mtime_ns)
+		return TRUE;
+	g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_CHANGED,
+		    "%s changed while it was being corrected (replaced, or written by another program); nothing "
+		    "written - correct it again", file);
+	return FALSE;
+}
+
+/* Room for the marker past the end of the file, before the first byte
+ * changes: a full disk then fails here, not half way. */
+static gboolean reserve_tail(int fd, const char *file, uint64_t size, gsize len, GError **error)
+{
+	if (!len || fallocate(fd, FALLOC_FL_KEEP_SIZE, size, len) == 0)
+		return TRUE;
+	if (errno == EOPNOTSUPP || errno == ENOSYS)
+		return TRUE;      /* cannot reserve here: the journal still covers it */
+	return io_error(error, file, "cannot reserve space for the correction marker; nothing written");
+}
+
+/* After the journal exists, a failure leaves the file partly corrected:
+ * the journal completes it. */
+static gboolean tell_recover(GError **error, const char *file)
+{
+	g_prefix_error(error, "%s is partly corrected - run `vmtrace correlate --recover %s` to complete it: ", file,
+		       file);
+	return FALSE;
+}
+
+/* Test hook (see ENVIRONMENT in vmtrace(1)): a pause before writing. */
+static void test_pause(void)
+{
+	const char *e = g_getenv("VMTRACE_TEST_PAUSE_BEFORE_WRITE_MS");
+
+	if (e)
+		g_usleep(g_ascii_strtoull(e, NULL, 10) * 1000);
+}
+
+static gboolean apply_in_place(int fd, const char *file, const VmcorrResult *r, GBytes *marker, GError **error)
 {
 	g_autofree char *jp = journal_path(file);
-	int fd = vt_fs_open_regular(file, O_RDWR, error);
+	g_autoptr(GBytes) journal = NULL;
 	struct stat st;
-	GBytes *journal = NULL;
 	gsize mlen;
 	const void *m = g_bytes_get_data(marker, &mlen);
-	gboolean ok = FALSE;
 
-	if (fd < 0)
-		return FALSE;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
+	if (fstat(fd, &st) < 0)
 		return io_error(error, file, "stat");
-	}
-	journal = journal_build(fd, file, st.st_size, r->patches, marker, error);
+	if (!reserve_tail(fd, file, st.st_size, mlen, error))
+		return FALSE;
+	journal = journal_build(fd, file, &st, r->patches, marker, error);
 	if (!journal || !vt_fs_output_write_file(jp, VT_FS_OUTPUT_REPLACE, 0600, g_bytes_get_data(journal, NULL),
 						 g_bytes_get_size(journal), error))
-		goto out;
+		return FALSE;
 	/* from here on, `vmtrace correlate --recover` completes the job */
 	if (!write_patches(fd, file, r->patches, error) || !vt_fs_write_all(fd, m, mlen, st.st_size, file, error))
-		goto out;
+		return tell_recover(error, file);
 	if (fsync(fd) < 0) {
 		io_error(error, file, "fsync");
-		goto out;
+		return tell_recover(error, file);
 	}
 	if (unlink(jp) < 0) {
 		io_error(error, jp, "remove");
-		goto out;
+		return tell_recover(error, file);
 	}
-	ok = fsync_dir_of(file, error);
-out:
-	if (journal)
-		g_bytes_unref(journal);
-	close(fd);
-	return ok;
+	return fsync_dir_of(file, error);
 }
 
 /* ------------------------------------------------------------ directories */
@@ -482,7 +597,7 @@ static gboolean copy_tree(const char *from, const char *to, const char *skip, GE
 /* perf.data directory: build the corrected copy in a temporary directory
  * next to OUT (everything else copied, then data) and rename it to OUT, so
  * OUT appears complete or not at all.  OUT must not exist. */
-static gboolean apply_to_dir(const char *path, const char *in_file, const char *out, const VmcorrResult *r,
+static gboolean apply_to_dir(const char *path, int in, const char *in_file, const char *out, const VmcorrResult *r,
 			     GBytes *marker, GError **error)
 {
 	g_autoptr(VtFsOutput) o = vt_fs_output_new(out, VT_FS_OUTPUT_DIR, 0700, error);
@@ -495,12 +610,12 @@ static gboolean apply_to_dir(const char *path, const char *in_file, const char *
 	}
 	tmp_data = g_build_filename(vt_fs_output_tmp(o), "data", NULL);
 	return copy_tree(path, vt_fs_output_tmp(o), "data", error) &&
-	       apply_to_copy(in_file, tmp_data, VT_FS_OUTPUT_NEW, r, marker, error) && vt_fs_output_commit(o, error);
+	       apply_to_copy(in, in_file, tmp_data, VT_FS_OUTPUT_NEW, r, marker, error) && vt_fs_output_commit(o, error);
 }
 
 /* ------------------------------------------------------------ entry */
 
-gboolean vmcorr_apply_patches(const char *path, const char *out, gboolean replace, const VmcorrResult *r,
+gboolean vmcorr_apply_patches(const char *path, int fd, const char *out, gboolean replace, const VmcorrResult *r,
 			      const GArray *offsets, GError **error)
 {
 	g_autofree char *in_file = data_file(path);
@@ -508,13 +623,15 @@ gboolean vmcorr_apply_patches(const char *path, const char *out, gboolean replac
 	GBytes *marker = r->pipe ? g_bytes_new_static("", 0) : marker_build(path, r, offsets);
 	gboolean ok;
 
-	if (!out) {
-		ok = apply_in_place(in_file, r, marker, error);
-	} else if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-		ok = apply_to_dir(path, in_file, out, r, marker, error);
-	} else {
-		ok = apply_to_copy(in_file, out, replace ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, r, marker, error);
-	}
+	test_pause();
+	if (!same_file(fd, in_file, r, error))
+		ok = FALSE;
+	else if (!out)
+		ok = apply_in_place(fd, in_file, r, marker, error);
+	else if (g_file_test(path, G_FILE_TEST_IS_DIR))
+		ok = apply_to_dir(path, fd, in_file, out, r, marker, error);
+	else
+		ok = apply_to_copy(fd, in_file, out, replace ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, r, marker, error);
 	g_bytes_unref(marker);
 	return ok;
 }

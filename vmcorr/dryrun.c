@@ -1289,6 +1289,18 @@ static gint cmp_patch(gconstpointer a, gconstpointer b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+static void result_identity(VmcorrResult *r, const VtPerfFile *f)
+{
+	struct stat st;
+
+	if (!vt_perf_file_stat(f, &st))
+		return;      /* all zero: no correction will match it */
+	r->file_dev = st.st_dev;
+	r->file_ino = st.st_ino;
+	r->file_size = st.st_size;
+	r->file_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
 VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GError **error)
 {
 	VmcorrResult *r;
@@ -1311,6 +1323,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	r->nqueues = nq;
 	r->per_cpu = s->per_cpu;
 	r->pipe = vt_perf_file_is_pipe(s->f);
+	result_identity(r, s->f);
 	r->aux_bytes = s->aux_bytes;
 	r->tsc_ctc_n = s->tsc_ctc_n;
 	r->tsc_ctc_d = s->tsc_ctc_d;

@@ -31,6 +31,9 @@ typedef enum {
 	VMCORR_ERROR_BAD_INPUT,     /* inconsistent queues etc. */
 	VMCORR_ERROR_INTERNAL,
 	VMCORR_ERROR_BAD_OFFSET,    /* an offset/VMCS string that does not parse */
+	VMCORR_ERROR_CHANGED,       /* the file changed (replaced, written) during a correction */
+	VMCORR_ERROR_BUSY,          /* another process is correcting the file */
+	VMCORR_ERROR_JOURNAL,       /* a journal that is not this file's (or not a journal) */
 } VmcorrErrorCode;
 
 #define VMCORR_NO_VMCS 0xffffffffffULL
@@ -130,6 +133,10 @@ typedef struct {
 	uint64_t tsc_ctc_n, tsc_ctc_d;
 	guint mtc_period;
 	uint64_t tolerance;
+	/* The file the trace was read from, as it was: a correction writes
+	 * only to this file, unchanged since (vmcorr_apply_patches). */
+	uint64_t file_dev, file_ino, file_size;
+	int64_t file_mtime_ns;
 } VmcorrResult;
 
 void vmcorr_result_free(VmcorrResult *r);
@@ -172,17 +179,30 @@ gboolean vmcorr_parse_scale_token(const char *tok, VmcorrOptions *opt, GError **
 gboolean vmcorr_parse_perf_arg(const char *arg, gboolean *dry_run, VmcorrOptions *opt, GError **error);
 
 /* --- writing the correction (apply.c) */
-/* Write r->patches: to `out` (a new file - with `replace`, an existing
- * regular file is replaced - or a new directory for directory input; see
- * src/fs/output.h), or in place with a journal when out is NULL.  Appends
- * the "corrected" marker with `offsets`. */
-gboolean vmcorr_apply_patches(const char *path, const char *out, gboolean replace, const VmcorrResult *r,
+/* Hold the recording at path (a file, or DIR/data) for a correction: open
+ * it and lock it - exclusively (read-write) to correct it in place, shared
+ * (read-only) to read it into a copy - so that two corrections never
+ * interleave.  Returns the descriptor (the hold lasts until it is closed),
+ * or -1: VMCORR_ERROR_BUSY names the PID of the run that holds it. */
+int vmcorr_hold(const char *path, gboolean exclusive, GError **error);
+/* Write r->patches, read from fd (vmcorr_hold's descriptor of path, which
+ * must still be the file r was computed from - same inode, size and mtime -
+ * else VMCORR_ERROR_CHANGED and nothing written): to `out` (a new file -
+ * with `replace`, an existing regular file is replaced - or a new directory
+ * for directory input; see src/fs/output.h), or in place with a journal
+ * when out is NULL (fd then held exclusively).  Appends the "corrected"
+ * marker with `offsets`.  In place, space for the marker is reserved before
+ * the first byte changes; a failure after that names --recover. */
+gboolean vmcorr_apply_patches(const char *path, int fd, const char *out, gboolean replace, const VmcorrResult *r,
 			      const GArray *offsets, GError **error);
 /* The marker JSON if vmtrace corrected the file, else NULL. */
 char *vmcorr_marker_read(const char *path, GError **error);
 /* An interrupted in-place correction left a journal. */
 gboolean vmcorr_journal_pending(const char *path);
-/* Complete an interrupted in-place correction (roll the journal forward). */
+/* Complete an interrupted in-place correction (roll the journal forward),
+ * holding the file exclusively; refused (VMCORR_ERROR_JOURNAL) when the
+ * journal is not a regular file or was written for another file (another
+ * inode or size, or bytes at a patch that are neither old nor new). */
 gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, GError **error);
 
 /* --- KVM time metadata stored with a recording (kvmmeta.c) */

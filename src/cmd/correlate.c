@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 
@@ -20,6 +21,8 @@ static int exit_code_for(const GError *e)
 {
 	if (e->domain == VMCORR_ERROR && e->code == VMCORR_ERROR_NO_TIME)
 		return VT_EXIT_NO_TIME;
+	if (e->domain == VMCORR_ERROR && (e->code == VMCORR_ERROR_BUSY || e->code == VMCORR_ERROR_CHANGED))
+		return VT_EXIT_BUSY;
 	return VT_EXIT_BAD_INPUT;
 }
 
@@ -366,7 +369,7 @@ static int apply_refusal(const char *path, const VmcorrResult *r)
 
 /* Write the patches (to OUT, or in place); the marker lists every offset
  * used, epochs included. */
-static int apply_write(const char *path, const char *out, gboolean force, const VmcorrResult *r,
+static int apply_write(const char *path, int hold, const char *out, gboolean force, const VmcorrResult *r,
 		       const VmcorrOptions *apply)
 {
 	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(VmcorrOffset));
@@ -376,10 +379,11 @@ static int apply_write(const char *path, const char *out, gboolean force, const 
 		g_array_append_vals(all, apply->offsets->data, apply->offsets->len);
 	if (apply->epochs)
 		g_array_append_vals(all, apply->epochs->data, apply->epochs->len);
-	if (!vmcorr_apply_patches(path, out, force, r, all, &err)) {
-		/* writing the output failed: not the input's fault */
+	if (!vmcorr_apply_patches(path, hold, out, force, r, all, &err)) {
 		vt_err("correlate", "%s", err->message);
-		return VT_EXIT_FAILURE;
+		/* writing the output failed: not the input's fault */
+		return err->domain == VMCORR_ERROR && err->code == VMCORR_ERROR_CHANGED ? VT_EXIT_BUSY
+											 : VT_EXIT_FAILURE;
 	}
 	return VT_EXIT_OK;
 }
@@ -422,8 +426,13 @@ static int corr_apply(const CorrOpts *o)
 	VmcorrResult *disc = NULL, *r = NULL;
 	VmcorrOptions apply = o->opt;
 	g_autoptr(GError) err = NULL;
-	int rc, passes = 1;
+	int rc, passes = 1, hold;
 
+	/* held from before discovery until written: no other run in between */
+	if ((hold = vmcorr_hold(o->path, !o->out, &err)) < 0) {
+		vt_err("correlate", "%s", err->message);
+		return exit_code_for(err);
+	}
 	rc = apply_preflight(o->path, o->force);
 	if (rc == VT_EXIT_OK && !(s = vmcorr_session_open(o->path, VT_PERF_OPEN_RDONLY, &err)))
 		rc = exit_code_for(err);
@@ -441,7 +450,8 @@ static int corr_apply(const CorrOpts *o)
 		rc = apply_refusal(o->path, r);
 	vmcorr_session_free(s);
 	if (rc == VT_EXIT_OK)
-		rc = apply_write(o->path, o->out, o->force, r, &apply);
+		rc = apply_write(o->path, hold, o->out, o->force, r, &apply);
+	close(hold);
 	if (rc == VT_EXIT_OK)
 		apply_report(o, r, &apply, passes);
 	if (apply.offsets != o->opt.offsets && apply.offsets)
@@ -465,7 +475,7 @@ static int corr_recover(const char *path)
 	}
 	if (!vmcorr_recover(path, &found, &n, &err)) {
 		vt_err("correlate", "%s", err->message);
-		return VT_EXIT_FAILURE;
+		return err->domain == VMCORR_ERROR && err->code == VMCORR_ERROR_BUSY ? VT_EXIT_BUSY : VT_EXIT_FAILURE;
 	}
 	if (found)
 		printf("%s: completed an interrupted correction (%" G_GUINT64_FORMAT " TSC packets)\n", path, n);
@@ -562,8 +572,12 @@ static const char corr_description[] =
 	"information (recorded with tsc=0 or mtc=0, or no TSC:CTC ratio: decode it\n"
 	"timeless, per thread);\n"
 	"5 some VMCS undetermined or inconsistent; 6 no VMCS found; 7 already\n"
-	"corrected (nothing to do); 8 a VMCS given with --offset is not in the trace.\n"
-	"Nothing is written unless the exit status is 0.\n\n"
+	"corrected (nothing to do); 8 a VMCS given with --offset is not in the trace;\n"
+	"15 FILE is held by another correction (its PID is named), or changed while\n"
+	"being corrected (replaced or written to).\n"
+	"Nothing is written unless the exit status is 0 - except when an in-place\n"
+	"correction fails after it began (disk error): FILE is then partly corrected,\n"
+	"the message says so, and --recover completes it.\n\n"
 	"Examples:\n"
 	"  vmtrace correlate --dry-run perf.data.kvm\n"
 	"  vmtrace correlate --dry-run --format=perf perf.data.kvm\n"

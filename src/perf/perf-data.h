@@ -14,6 +14,7 @@
 #define VT_PERF_DATA_H
 
 #include <glib.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <linux/perf_event.h>
 
@@ -225,6 +226,8 @@ void vt_perf_file_close(VtPerfFile *f);
 
 const char *vt_perf_file_path(const VtPerfFile *f);     /* the file actually opened */
 uint64_t vt_perf_file_size(const VtPerfFile *f);
+/* fstat of the open file (identity, size and mtime now); FALSE on error. */
+gboolean vt_perf_file_stat(const VtPerfFile *f, struct stat *st);
 gboolean vt_perf_file_is_pipe(const VtPerfFile *f);
 uint64_t vt_perf_file_data_offset(const VtPerfFile *f);
 uint64_t vt_perf_file_data_size(const VtPerfFile *f);

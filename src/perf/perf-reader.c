@@ -603,6 +603,7 @@ void vt_perf_file_close(VtPerfFile *f)
 
 const char *vt_perf_file_path(const VtPerfFile *f) { return f->path; }
 uint64_t vt_perf_file_size(const VtPerfFile *f) { return f->size; }
+gboolean vt_perf_file_stat(const VtPerfFile *f, struct stat *st) { return fstat(f->fd, st) == 0; }
 gboolean vt_perf_file_is_pipe(const VtPerfFile *f) { return f->pipe; }
 uint64_t vt_perf_file_data_offset(const VtPerfFile *f) { return f->data_off; }
 uint64_t vt_perf_file_data_size(const VtPerfFile *f) { return f->data_size; }
