@@ -48,5 +48,11 @@ done
 if [ -w /dev/full ]; then
 	check "synth --json > /dev/full: exit 1" test "$("$VMTRACE" synth -o "$TMP/full.data" --size 64K --json >/dev/full 2>"$TMP/err"; echo $?)" = 1
 	check "synth --json > /dev/full: says stdout could not be written" grep -q "cannot write standard output" "$TMP/err"
+	# every command, through the dispatcher: guest fetch printed its path into /dev/full and exited 0
+	if [ -n "$PYTHON3" ]; then
+		"$PYTHON3" "$top_srcdir/tests/fake-kernel-tree.py" "$TMP/guest" >/dev/null
+		check "guest fetch > /dev/full: exit 1" test "$("$VMTRACE" guest fetch --root "$TMP/guest" --no-kcore -o "$TMP/cache" >/dev/full 2>"$TMP/err"; echo $?)" = 1
+		check "guest fetch > /dev/full: says stdout could not be written" grep -q "vmtrace guest fetch: cannot write standard output" "$TMP/err"
+	fi
 fi
 finish

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -413,10 +414,13 @@ static void apply_report(const CorrOpts *o, const VmcorrResult *r, const VmcorrO
 			       x->vmcs, x->offset);
 		}
 	}
-	if (fflush(stdout) != 0 || ferror(stdout))
+	if (fflush(stdout) != 0 || ferror(stdout)) {
 		/* the correction is done and stays done: the report is what failed */
 		fprintf(stderr, "vmtrace correlate: %s: corrected; the report could not be written to standard "
 			"output (%s)\n", target, g_strerror(errno ? errno : EIO));
+		__fpurge(stdout);        /* said: not a failure of the command */
+		clearerr(stdout);
+	}
 }
 
 /* Correct FILE: discover (unless offsets were given), check, write, report. */
@@ -754,8 +758,6 @@ int cmd_correlate(int argc, char **argv)
 		rc = o.dry_run ? corr_dry_run(&o)             /* find and report */
 			       : corr_apply(&o);              /* find and correct: -o or --in-place */
 	}
-	if (o.dry_run || o.recover)
-		rc = vt_cli_close_stdout("correlate", rc);
 	corr_opts_clear(&o);
 	return rc;
 }

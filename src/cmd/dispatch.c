@@ -13,7 +13,9 @@ int vt_cmd_dispatch(const VtCmd *cmds, gsize n, const char *prefix, int argc, ch
 			g_autofree char *prg = g_strdup_printf("%s %s", prefix, cmds[i].name);
 
 			g_set_prgname(prg);      /* "Usage: vmtrace correlate ..." */
-			return cmds[i].fn(argc, argv);
+			/* output that never reached stdout is a failure of every command */
+			return vt_cli_close_stdout(g_str_has_prefix(prg, "vmtrace ") ? prg + 8 : prg,
+						   cmds[i].fn(argc, argv));
 		}
 	return -1;
 }

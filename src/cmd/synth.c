@@ -309,7 +309,6 @@ int cmd_synth(int argc, char **argv)
 		rc = VT_EXIT_FAILURE;
 	} else {
 		synth_report(&o, &cfg, &st);
-		rc = vt_cli_close_stdout("synth", rc);
 	}
 	synth_opts_clear(&o);
 	return rc;
