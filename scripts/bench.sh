@@ -1,79 +1,109 @@
 #!/bin/bash
-# Benchmark (not a test): vmtrace vs perf on large synthetic traces.
-# For each configuration, generates a trace of SIZE (default 512M), then runs
-# `vmtrace correlate --dry-run` and `perf inject --vm-time-correlation=dry-run`
-# alternately RUNS times each (default 3) under /usr/bin/time -v, and prints
-# median wall time, the perf/vmtrace ratio and both peak RSS values.
-# Then, on the default trace, the correction itself: `vmtrace correlate
-# --in-place` (discovery + rewrite in one step) against perf's in-place
-# rewrite `perf inject --vm-time-correlation=<offsets> --force` (given the
-# offsets), each on a fresh copy.
-# Goals: dry run >= 10x faster than perf, correction >= 5x, <= 64 MiB peak RSS.
-#   scripts/bench.sh [--size 512M] [--runs 3] [--dir DIR] [--keep]
+# Benchmark (not a test): vmtrace vs perf over a matrix of packet mixes.
+# For each mix, generates a trace of SIZE (default 256M) with `vmtrace synth`
+# and runs, alternately, RUNS times each (default 3), under /usr/bin/time:
+#   dry run:    vmtrace correlate --dry-run   vs  perf inject --vm-time-correlation=dry-run
+#   correction: vmtrace correlate --in-place  vs  perf inject --vm-time-correlation=<offsets> --force
+#               (vmtrace discovers and rewrites in one step, crash-safely; perf is
+#               given the offsets, and rewrites in place without a journal or fsync)
+# and prints per mix: the median wall time of each, the trace's MB/s through
+# vmtrace, the perf/vmtrace ratio, peak RSS of both, the correction's time in
+# fsync (strace, reported separately: bounded by the disk), and whether
+# vmtrace's offsets are perf's.
+# Goals (issue #10): dry run >= 10x perf and correction (without fsync) >= 5x
+# on every mix; vmtrace's peak RSS <= 64 MiB on every mix.
+#   scripts/bench.sh [--size 256M] [--runs 3] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 VMTRACE=${VMTRACE:-$top/vmtrace}
 PERF=${PERF:-perf}
-size=512M runs=3 dir= keep=
+size=256M runs=3 dir= keep= only=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) size=$2; shift 2 ;;
 	--runs) runs=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
-	*) echo "usage: $0 [--size 512M] [--runs N] [--dir DIR] [--keep]" >&2; exit 2 ;;
+	--mix) only="$only $2"; shift 2 ;;
+	*) echo "usage: $0 [--size 256M] [--runs N] [--dir DIR] [--keep] [--mix NAME]..." >&2; exit 2 ;;
 	esac
 done
 [ -x "$VMTRACE" ] || { echo "build vmtrace first (scripts/setup-and-demo.sh --no-demo)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+have_strace=; command -v strace >/dev/null && have_strace=1
 dir=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-bench.XXXXXX")}
 mkdir -p "$dir"
 [ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
 
+# The matrix: NAME:SYNTH OPTIONS.  They differ in what real recordings differ
+# in: TNT/TIP density, MTC period, CYC, VM-exit rate, exits to user space
+# (TIP.PGD/PGE), per-thread or per-CPU, vCPU count, buffer size.
+MIXES=(
+	"default:--vcpus 4"
+	"idle-pgd:--vcpus 4 --user-exit-percent 60 --host-steps 30 --mtc-period 2"
+	"percpu-cyc:--per-cpu --vcpus 6 --cyc --mtc-period 0"
+	"tip-dense:--vcpus 4 --tip-percent 90"
+	"exit-heavy:--vcpus 4 --host-steps 6"
+	"mtc-dense:--vcpus 2 --mtc-period 0 --tip-percent 5"
+	"many-vcpus:--per-cpu --vcpus 16 --cpus 2 --buffer-size 16K"
+	"two-vms:--vms 2 --vcpus 8 --psb-period 0 --guest-percent 90"
+)
+
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-# measure OUTPREFIX CMD...: appends "seconds maxrss_kb" to OUTPREFIX.times
+maxof() { sort -n | tail -1; }
+# measure NAME CMD...: appends "seconds maxrss_kb" to NAME.times
 measure() {
 	local out=$1; shift
-	/usr/bin/time -f "%e %M" -o "$dir/t" "$@" >/dev/null 2>"$dir/stderr" || {
+	/usr/bin/time -f "%e %M" -o "$dir/t" "$@" >"$dir/stdout" 2>"$dir/stderr" || {
 		echo "command failed: $*" >&2; cat "$dir/stderr" >&2; exit 1; }
-	cat "$dir/t" >>"$out.times"
+	cat "$dir/t" >>"$dir/$out.times"
 }
+# seconds spent in fsync/fdatasync by CMD (strace -T), on a fresh copy
+fsync_time() {
+	[ -n "$have_strace" ] || { echo 0; return; }
+	strace -f -qq -T -e trace=fsync,fdatasync -o "$dir/strace" "$@" >/dev/null 2>&1 || true
+	sed -n 's/.*<\([0-9.]*\)>$/\1/p' "$dir/strace" | awk '{s += $1} END {printf "%.3f", s}'
+}
+col() { cut -d' ' -f"$1" "$dir/$2.times"; }
 
-printf '%-10s %10s %10s %8s %12s %12s\n' config vmtrace_s perf_s ratio vmtrace_rss perf_rss
-for cfg in "default:" "cyc:--cyc"; do
-	name=${cfg%%:*}; opts=${cfg#*:}
+printf '%-11s | %8s %8s %7s %8s %6s | %8s %8s %8s %7s | %8s %8s | %s\n' \
+	mix vt_dry_s perf_s ratio MB/s same vt_fix_s fsync_s perf_s ratio vt_rss perf_rss "packets (vmtrace synth options)"
+mib=$(numfmt --from=iec "$size")
+for m in "${MIXES[@]}"; do
+	name=${m%%:*}; opts=${m#*:}
+	if [ -n "$only" ] && ! echo " $only " | grep -q " $name "; then continue; fi
 	f="$dir/$name.data"
 	# shellcheck disable=SC2086
 	"$VMTRACE" synth -o "$f" --size "$size" $opts 2>/dev/null
-	rm -f "$dir/vt.times" "$dir/perf.times"
+	rm -f "$dir"/*.times
 	cat "$f" >/dev/null    # both tools start from a warm page cache
 	for _ in $(seq "$runs"); do
-		measure "$dir/vt" "$VMTRACE" correlate --dry-run "$f"
-		measure "$dir/perf" timeout 600 "$PERF" inject -i "$f" --vm-time-correlation=dry-run
+		measure vt "$VMTRACE" correlate --dry-run --format=perf "$f"
+		cp "$dir/stdout" "$dir/vt.out"
+		measure perf timeout 600 "$PERF" inject -i "$f" --vm-time-correlation=dry-run
+		grep '^VMCS' "$dir/stderr" >"$dir/perf.out" || true     # perf prints them on stderr
 	done
-	vt_s=$(cut -d' ' -f1 "$dir/vt.times" | median); perf_s=$(cut -d' ' -f1 "$dir/perf.times" | median)
-	vt_rss=$(cut -d' ' -f2 "$dir/vt.times" | sort -n | tail -1); perf_rss=$(cut -d' ' -f2 "$dir/perf.times" | sort -n | tail -1)
-	ratio=$(awk -v a="$perf_s" -v b="$vt_s" 'BEGIN { printf "%.1fx", (b > 0 ? a / b : 0) }')
-	awk -v n="$name" -v a="$vt_s" -v b="$perf_s" -v r="$ratio" -v x="$vt_rss" -v y="$perf_rss" \
-		'BEGIN { printf "%-10s %10s %10s %8s %9.1f MiB %9.1f MiB\n", n, a, b, r, x / 1024, y / 1024 }'
-	if [ "$name" = default ]; then
-		offs=$("$VMTRACE" correlate --dry-run --format=perf "$f" | awk '{print $5 ":" $2}' | tr '\n' ' ')
-		rm -f "$dir/vt.times" "$dir/perf.times"
-		for _ in $(seq "$runs"); do
-			cp "$f" "$dir/copy.data"; sync
-			measure "$dir/vt" "$VMTRACE" correlate --in-place "$dir/copy.data"
-			cp "$f" "$dir/copy.data"; sync
-			measure "$dir/perf" timeout 600 "$PERF" inject -i "$dir/copy.data" --vm-time-correlation="$offs" --force
-		done
-		rm -f "$dir/copy.data"
-		vt_a=$(cut -d' ' -f1 "$dir/vt.times" | median); perf_a=$(cut -d' ' -f1 "$dir/perf.times" | median)
-		vt_arss=$(cut -d' ' -f2 "$dir/vt.times" | sort -n | tail -1); perf_arss=$(cut -d' ' -f2 "$dir/perf.times" | sort -n | tail -1)
-		apply_line=$(awk -v a="$vt_a" -v b="$perf_a" -v x="$vt_arss" -v y="$perf_arss" \
-			'BEGIN { printf "%-10s %10s %10s %7.1fx %9.1f MiB %9.1f MiB", "apply", a, b, (a > 0 ? b / a : 0), x / 1024, y / 1024 }')
-	fi
-	rm -f "$f"
+	same=no; cmp -s "$dir/vt.out" "$dir/perf.out" && same=yes
+	offs=$(awk '{print $5 ":" $2}' "$dir/vt.out" | tr '\n' ' ')
+	for _ in $(seq "$runs"); do
+		cp "$f" "$dir/copy.data"; sync
+		measure vtfix "$VMTRACE" correlate --in-place "$dir/copy.data"
+		cp "$f" "$dir/copy.data"; sync
+		measure perffix timeout 600 "$PERF" inject -i "$dir/copy.data" --vm-time-correlation="$offs" --force
+	done
+	cp "$f" "$dir/copy.data"; sync
+	fs=$(fsync_time "$VMTRACE" correlate --in-place "$dir/copy.data")
+	rm -f "$dir/copy.data" "$f"
+	vt=$(col 1 vt | median); pf=$(col 1 perf | median)
+	vtfix=$(col 1 vtfix | median); pffix=$(col 1 perffix | median)
+	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
+	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
+		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" 'BEGIN {
+		printf "%-11s | %8.2f %8.2f %6.1fx %8.0f %6s | %8.2f %8.3f %8.2f %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
+			n, a, b, (a > 0 ? b / a : 0), (a > 0 ? mib / 1048576 / a : 0), s,
+			c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), x / 1024, y / 1024, o }'
 done
-[ -n "${apply_line:-}" ] && echo "$apply_line"
-echo "(trace size $size, $runs runs each, median wall time; peak RSS is the maximum over runs; $(nproc) CPUs;"
-echo " dry run = vmtrace correlate --dry-run vs perf inject --vm-time-correlation=dry-run;"
-echo " apply = vmtrace correlate --in-place (discovers + rewrites) vs perf's in-place rewrite given the offsets)"
+echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is the maximum over both"
+echo " operations and all runs; $(nproc) CPUs; ratio = perf / vmtrace, for the correction vmtrace's time"
+echo " without fsync (fsync_s, measured in a separate run with strace); same = vmtrace --format=perf"
+echo " prints exactly perf's VMCS lines)"

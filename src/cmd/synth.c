@@ -98,7 +98,7 @@ static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, 
 
 /* The command line, as given. */
 typedef struct {
-	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct;   /* -1: default */
+	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct;   /* -1: default */
 	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json;
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change;
 	char **offsets, **scales;
@@ -168,6 +168,9 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &o->change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
 		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &o->guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
+		{ "tip-percent", 0, 0, G_OPTION_ARG_INT, &o->tip_pct, "Packet mix: share of branches that are a TIP (else a TNT), 0..100 (default 25)", "PCT" },
+		{ "host-steps", 0, 0, G_OPTION_ARG_INT, &o->host_steps, "Packet mix: mean host branches per VM exit (default 20..220; small = exit-heavy)", "N" },
+		{ "user-exit-percent", 0, 0, G_OPTION_ARG_INT, &o->user_exit_pct, "Packet mix: VM exits handled in user space, traced as TIP.PGD...TIP.PGE, 0..100 (default 0)", "PCT" },
 		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
 		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
 		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
@@ -192,6 +195,8 @@ static gboolean synth_counts(const SynthOpts *o, VtSynthConfig *cfg, GError **er
 		{ "--vcpus", o->vcpus, &cfg->nvcpus }, { "--vms", o->vms, &cfg->nvms },
 		{ "--cpus", o->cpus, &cfg->ncpus }, { "--mtc-period", o->mtc_period, &cfg->mtc_period },
 		{ "--psb-period", o->psb_period, &cfg->psb_period }, { "--guest-percent", o->guest_pct, &cfg->guest_percent },
+		{ "--tip-percent", o->tip_pct, &cfg->tip_percent }, { "--host-steps", o->host_steps, &cfg->host_steps },
+		{ "--user-exit-percent", o->user_exit_pct, &cfg->user_exit_percent },
 	};
 
 	for (gsize i = 0; i < G_N_ELEMENTS(n); i++) {
@@ -294,7 +299,8 @@ static void synth_report(const SynthOpts *o, const VtSynthConfig *cfg, const VtS
 int cmd_synth(int argc, char **argv)
 {
 	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT,
-			.psb_period = G_MININT, .guest_pct = G_MININT };
+			.psb_period = G_MININT, .guest_pct = G_MININT,
+			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT };
 	VtSynthConfig cfg;
 	VtSynthStats st;
 	g_autoptr(GError) err = NULL;

@@ -43,6 +43,7 @@ void vt_synth_config_init(VtSynthConfig *cfg)
 	cfg->buffer_size = 256 << 10;
 	cfg->seed = 1;
 	cfg->guest_percent = 60;
+	cfg->tip_percent = 25;
 }
 
 guint64 vt_synth_vmcs(guint v)
@@ -92,6 +93,10 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 		BAD("--buffer-size must be 4 KiB..1 GiB");
 	if (cfg->guest_percent > 95)
 		BAD("--guest-percent must be 0..95");
+	if (cfg->tip_percent > 100 || cfg->user_exit_percent > 100)
+		BAD("--tip-percent and --user-exit-percent must be 0..100");
+	if (cfg->host_steps > 100000)
+		BAD("--host-steps must be 0..100000");
 	if (cfg->have_change && (cfg->change_vm >= cfg->nvms || cfg->change_at <= 0 || cfg->change_at >= 1))
 		BAD("--offset-change needs a VM index < --vms and a fraction in (0,1)");
 	return TRUE;
@@ -417,6 +422,13 @@ static void psb_plus(Gen *g, Queue *q)
 	q->since_psb = 0;
 }
 
+/* Whether a flow step with random bits r is a TIP (else a TNT); the
+ * default 25% keeps the bytes of earlier versions' recordings. */
+static gboolean is_tip(const VtSynthConfig *c, guint32 r)
+{
+	return c->tip_percent == 25 ? r % 4 == 0 : r % 100 < c->tip_percent;
+}
+
 /* One step of code: some cycles, then a TNT or a TIP. */
 static void step(Gen *g, Queue *q)
 {
@@ -425,7 +437,7 @@ static void step(Gen *g, Queue *q)
 	guint64 base = q->in_guest ? GUEST_IP_BASE : HOST_IP_BASE;
 
 	advance(g, q, 8 + (r & 0x3f), TRUE);
-	if ((r >> 8) % 4 != 0) {
+	if (!is_tip(g->cfg, r >> 8)) {
 		struct pt_packet p = { .type = ppt_tnt_8 };
 
 		p.payload.tnt.bit_size = 1 + (r >> 12) % 6;
@@ -595,6 +607,20 @@ static void vm_entry(Gen *g, Queue *q)
 	pkt_mode64(g, q);
 	pkt_ip(g, q, ppt_tip, q->ip_guest);
 	q->entries++;
+}
+
+/* An exit handled in user space (QEMU): intel_pt//k stops at the return to
+ * user mode (TIP.PGD, no IP) and starts again in the kernel (TIP.PGE). */
+static void user_exit(Gen *g, Queue *q)
+{
+	struct pt_packet p = { .type = ppt_tip_pgd };
+
+	advance(g, q, 60 + (g_rand_int(q->rng) & 0x3f), TRUE);
+	p.payload.ip.ipc = pt_ipc_suppressed;
+	emit(g, q, &p);
+	advance(g, q, 800 + (g_rand_int(q->rng) & 0x7ff), FALSE);
+	q->ip_host = HOST_IP_BASE + 0x4000 + (g_rand_int(q->rng) & 0xff0);
+	pkt_ip(g, q, ppt_tip_pge, q->ip_host);
 }
 
 static void vm_exit(Gen *g, Queue *q)
@@ -807,7 +833,8 @@ static void fill_chunk(Gen *g, Queue *q)
 		}
 		/* A few hundred branches of KVM code, then (share permitting)
 		 * the guest for about guest_percent of the time. */
-		guint nhost = 20 + g_rand_int_range(q->rng, 0, 200);
+		guint nhost = c->host_steps ? 1 + c->host_steps / 2 + (guint)g_rand_int_range(q->rng, 0, c->host_steps)
+					    : 20 + (guint)g_rand_int_range(q->rng, 0, 200);
 		for (guint i = 0; i < nhost; i++)
 			step(g, q);
 		if (c->guest_percent) {
@@ -817,6 +844,8 @@ static void fill_chunk(Gen *g, Queue *q)
 			for (guint i = 0; i < nguest; i++)
 				step(g, q);
 			vm_exit(g, q);
+			if (c->user_exit_percent && (guint)g_rand_int_range(q->rng, 0, 100) < c->user_exit_percent)
+				user_exit(g, q);
 		}
 	}
 }

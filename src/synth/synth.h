@@ -43,6 +43,10 @@ typedef struct VtSynthConfig {
 	guint64 change_offset;
 	double change_at;
 	guint guest_percent;       /* share of time spent in guests (0..100) */
+	/* Packet mix of the random flow (not with real code): */
+	guint tip_percent;         /* flow steps that are a TIP (else a TNT), 0..100 (default 25) */
+	guint host_steps;          /* mean host flow steps per VM exit (0: the default, 20..220) */
+	guint user_exit_percent;   /* VM exits handled in user space (QEMU): TIP.PGD ... TIP.PGE */
 	/* TSC scaling per VM: guest = (host * ratio >> frac) + offset; ratio 0: none */
 	guint64 vm_ratio[VT_SYNTH_MAX_VMS];
 	guint vm_frac[VT_SYNTH_MAX_VMS];
