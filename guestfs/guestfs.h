@@ -26,6 +26,7 @@ typedef enum {
 	VT_GUEST_ERROR_BAD_DATA,        /* malformed kcore / kallsyms / notes */
 	VT_GUEST_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
 	VT_GUEST_ERROR_INTERRUPTED,     /* a stop request (signal) */
+	VT_GUEST_ERROR_TIMEOUT,         /* the SSH server stopped answering (after the connection) */
 } VtGuestErrorCode;
 
 /* --- a source of guest files: SSH or a directory ---------------------- */
@@ -38,8 +39,14 @@ typedef struct {
 	char *identity;      /* private key file; NULL: libssh's defaults (~/.ssh/id_*) */
 	char *known_hosts;   /* NULL: ~/.ssh/known_hosts */
 	gboolean batch;      /* never prompt (no passphrase prompts) */
-	guint timeout_s;     /* connect timeout; 0: 10 s */
+	guint timeout_s;     /* the longest wait for the server, every wait (connect, key
+			      * exchange, auth, channel, SFTP, each read); 0: VT_GUEST_SSH_TIMEOUT */
+	const volatile sig_atomic_t *stop;   /* a signal handler's flag (may be NULL): once
+					      * non-zero, any wait ends within VT_GUEST_SSH_SLICE_MS */
 } VtGuestSshOptions;
+
+#define VT_GUEST_SSH_TIMEOUT 30       /* seconds */
+#define VT_GUEST_SSH_SLICE_MS 100     /* how often a wait looks at the clock and the stop flag */
 
 /* Parse "[USER@]HOST[:PORT]" (HOST may be "[v6addr]") into opts. */
 gboolean vt_guest_ssh_parse_target(const char *target, VtGuestSshOptions *opts, GError **error);
@@ -47,7 +54,11 @@ void vt_guest_ssh_options_clear(VtGuestSshOptions *opts);
 
 /* Connect, verify the host key against known_hosts (refusing unknown or
  * changed keys; the error message carries the SHA256 fingerprint and how to
- * accept it) and authenticate with a public key. */
+ * accept it) and authenticate with a public key.  No wait for the server
+ * lasts longer than opts->timeout_s: a silent server fails with
+ * VT_GUEST_ERROR_CONNECT while connecting, VT_GUEST_ERROR_TIMEOUT later;
+ * *opts->stop ends any wait with VT_GUEST_ERROR_INTERRUPTED.  The source
+ * is unusable after either (its connection is shut down). */
 VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *opts, GError **error);
 /* Files below DIR (DIR/proc/kallsyms, ...). */
 VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error);
