@@ -24,6 +24,62 @@ static char *build_id_dir(const char *cache, const char *build_id)
 	return g_build_filename(cache, "[kernel.kcore]", build_id, NULL);
 }
 
+/* A path of the cache trusted as far as it exists: CACHE itself (it may
+ * be a link: the user chose it), then real directories only. */
+static gboolean trusted_upto(const char *path, gboolean follow, GError **error)
+{
+	GError *e = NULL;
+
+	if (vt_fs_check_trusted(path, follow, &e))
+		return TRUE;
+	if (g_error_matches(e, G_FILE_ERROR, G_FILE_ERROR_NOENT)) {
+		g_error_free(e);
+		return TRUE;
+	}
+	g_propagate_prefixed_error(error, e, "refusing the guest cache: ");
+	return FALSE;
+}
+
+/* CACHE, CACHE/[kernel.kcore], CACHE/[kernel.kcore]/BUILD-ID: each one
+ * that exists is the user's (or root's), writable by no one else, and
+ * below CACHE not a symbolic link - or the snapshots in it could be
+ * anyone's, and a link would make us write where someone else chose. */
+static gboolean cache_trusted(const char *cache, const char *build_id, GError **error)
+{
+	g_autofree char *kc = g_build_filename(cache, "[kernel.kcore]", NULL);
+	g_autofree char *bdir = build_id_dir(cache, build_id);
+
+	return trusted_upto(cache, TRUE, error) && trusted_upto(kc, FALSE, error) && trusted_upto(bdir, FALSE, error);
+}
+
+/* A snapshot directory and its files: the same rules. */
+static gboolean snapshot_trusted(const char *snap, GError **error)
+{
+	static const char *const names[] = { "kallsyms", "modules", "kcore" };
+
+	if (!trusted_upto(snap, FALSE, error))
+		return FALSE;
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree char *f = g_build_filename(snap, names[i], NULL);
+
+		if (!trusted_upto(f, FALSE, error))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/* Starts like an ELF file (a kcore of ours). */
+static gboolean is_elf(const char *path)
+{
+	char magic[4];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	gboolean ok = fd >= 0 && read(fd, magic, 4) == 4 && !memcmp(magic, "\177ELF", 4);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 static gboolean same_file(const char *path, GBytes *want)
 {
 	g_autofree char *data = NULL;
@@ -34,14 +90,16 @@ static gboolean same_file(const char *path, GBytes *want)
 }
 
 char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
-			  gboolean need_kcore)
+			  gboolean need_kcore, GError **error)
 {
 	g_autofree char *bdir = build_id_dir(cache, build_id);
-	GDir *d = g_dir_open(bdir, 0, NULL);
+	GDir *d;
 	const char *name;
 	char *found = NULL;
 
-	if (!d)
+	if (!cache_trusted(cache, build_id, error))
+		return NULL;
+	if (!(d = g_dir_open(bdir, 0, NULL)))
 		return NULL;
 	while (!found && (name = g_dir_read_name(d))) {
 		g_autofree char *snap = g_build_filename(bdir, name, NULL);
@@ -51,7 +109,10 @@ char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kalls
 
 		if (g_str_has_prefix(name, TMP_PREFIX) || strlen(name) != 16)
 			continue;
-		if ((!need_kcore || g_file_test(kcore, G_FILE_TEST_IS_REGULAR)) && same_file(ks, kallsyms) &&
+		if (!snapshot_trusted(snap, error))
+			break;
+		/* a kcore that is not ELF (cut short, or not ours): not reused */
+		if ((g_file_test(kcore, G_FILE_TEST_EXISTS) ? is_elf(kcore) : !need_kcore) && same_file(ks, kallsyms) &&
 		    same_file(mods, modules))
 			found = g_steal_pointer(&snap);
 	}
@@ -64,11 +125,15 @@ char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **er
 	g_autofree char *bdir = build_id_dir(cache, build_id);
 	char *tmp;
 
+	if (!cache_trusted(cache, build_id, error))
+		return NULL;
 	if (g_mkdir_with_parents(bdir, 0755) < 0) {
 		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot create %s: %s", bdir,
 			    g_strerror(errno));
 		return NULL;
 	}
+	if (!cache_trusted(cache, build_id, error))     /* what mkdir made (umask) */
+		return NULL;
 	tmp = g_build_filename(bdir, TMP_PREFIX "XXXXXX", NULL);
 	if (!g_mkdtemp_full(tmp, 0700)) {
 		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot create a directory in %s: %s", bdir,

@@ -68,6 +68,7 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 	g_autoptr(GBytes) osrel = NULL, notes = NULL, ks = NULL, mods = NULL;
 	VtGuestKallsyms sym = { 0 };
 	g_autofree char *tmp = NULL;
+	GError *err = NULL;
 	gboolean ok = FALSE;
 
 	memset(res, 0, sizeof(*res));
@@ -95,7 +96,11 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "kallsyms has no _stext/_etext");
 		goto out;
 	}
-	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore);
+	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore, &err);
+	if (err) {
+		g_propagate_error(error, err);
+		goto out;
+	}
 	if (res->dir) {
 		g_autofree char *kc = g_build_filename(res->dir, "kcore", NULL);
 

@@ -151,9 +151,14 @@ typedef struct {
 } VtGuestSnapshot;
 
 /* An existing snapshot below cache/[kernel.kcore]/build_id with identical
- * kallsyms and modules (and a kcore if need_kcore); NULL if none. */
+ * kallsyms and modules (and an ELF kcore if need_kcore); NULL if none, or
+ * NULL and error if the cache cannot be trusted: CACHE, [kernel.kcore],
+ * the build-id directory and every snapshot and its files must belong to
+ * the user or root and be writable by no one else, and below CACHE none
+ * may be a symbolic link (vt_fs_check_trusted).  vt_guest_cache_tmpdir
+ * checks the same. */
 char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
-			  gboolean need_kcore);
+			  gboolean need_kcore, GError **error);
 /* A new temporary directory (mode 0700) next to the snapshots. */
 char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
 /* Write a file (mode 0600) into a directory, fsync'ed. */
