@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "src/fs/tempfile.h"
+
 G_BEGIN_DECLS
 
 #define VT_GUEST_ERROR (vt_guest_error_quark())
@@ -151,22 +153,25 @@ typedef struct {
 } VtGuestSnapshot;
 
 /* An existing snapshot below cache/[kernel.kcore]/build_id with identical
- * kallsyms and modules (and an ELF kcore if need_kcore); NULL if none, or
- * NULL and error if the cache cannot be trusted: CACHE, [kernel.kcore],
+ * kallsyms and modules (and an ELF kcore if need_kcore); the temporaries of
+ * killed runs there are removed first (see vt_guest_cache_tmpdir).  NULL if
+ * none, or NULL and error if the cache cannot be trusted: CACHE, [kernel.kcore],
  * the build-id directory and every snapshot and its files must belong to
  * the user or root and be writable by no one else, and below CACHE none
  * may be a symbolic link (vt_fs_check_trusted).  vt_guest_cache_tmpdir
  * checks the same. */
 char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
 			  gboolean need_kcore, GError **error);
-/* A new temporary directory (mode 0700) next to the snapshots. */
-char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
+/* A new temporary directory (mode 0700) next to the snapshots,
+ * .snapshot.vmtrace-tmp.PID.XXXXXX (src/fs/tempfile.h: registered, so
+ * removed at exit and on signals; vt_tempfile_free removes it; the
+ * temporaries of runs whose process is gone are removed first). */
+VtTempfile *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
 /* Write a file (mode 0600) into a directory, fsync'ed. */
 gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, GError **error);
-/* Rename the temporary directory to a fresh timestamp directory; returns it. */
-char *vt_guest_cache_commit(const char *tmpdir, GError **error);
-/* Remove a temporary directory and its files. */
-void vt_guest_cache_discard(const char *tmpdir);
+/* Rename the temporary directory to a fresh timestamp directory (never
+ * over an existing one); returns it. */
+char *vt_guest_cache_commit(VtTempfile *tmpdir, GError **error);
 
 /* --- fetch: everything above, in order ------------------------------- */
 typedef struct {

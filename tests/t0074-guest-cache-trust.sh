@@ -3,7 +3,8 @@
 # trusted only if they are the user's (or root's) and writable by no one
 # else, with no symbolic link below the cache directory: another user's
 # snapshot (a non-ELF "kcore") is never reused, a planted
-# CACHE/[kernel.kcore] link never followed.
+# CACHE/[kernel.kcore] link never followed.  What killed runs left there is
+# removed by the next run.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/guest-lib.sh"
 need_python
@@ -50,6 +51,7 @@ check "our own snapshot with a non-ELF kcore: not reused, a new snapshot" \
 ln -s /etc/passwd "$snap/modules.l" && mv -T "$snap/modules.l" "$snap/modules"
 fetch "$C"; rc=$?
 refused "a symbolic link in a snapshot" "$snap/modules is a symbolic link" "rm "
+rm "$snap/modules"
 
 # CACHE/[kernel.kcore] a link to somewhere else: never followed
 C=$TMP/c1 E=$TMP/elsewhere
@@ -64,8 +66,27 @@ fetch "$C"; rc=$?
 refused "a build-id directory of another user" "$C/[kernel.kcore]/$bid belongs to uid $nobody" "rm -r"
 check "... nothing written into it" test -z "$(ls -A "$C/[kernel.kcore]/$bid")"
 
+# what a killed fetch left (.snapshot.vmtrace-tmp.PID.XXXXXX) is removed by
+# the next fetch, reusing or not - unless its process still runs
+B=$TMP/c0/[kernel.kcore]/$bid
+sh -c 'sleep 60' & live=$!
+sh -c 'exit 0' & dead=$!; wait $dead
+mkdir "$B/.snapshot.vmtrace-tmp.$dead.abcdef" "$B/.snapshot.vmtrace-tmp.$live.ghijkl"
+head -c 100000 /dev/zero > "$B/.snapshot.vmtrace-tmp.$dead.abcdef/kcore"
+fetch "$TMP/c0"
+check "a killed fetch's temporary snapshot: removed by the next fetch (it reused a snapshot)" \
+	sh -c "test $? -eq 0 && grep -q 'same snapshot' '$TMP/err' && test ! -e '$B/.snapshot.vmtrace-tmp.$dead.abcdef'"
+check "... one of a running fetch: kept" test -d "$B/.snapshot.vmtrace-tmp.$live.ghijkl"
+"$VMTRACE" guest fetch --root "$T" -o "$TMP/c5" >/dev/null 2>&1   # no reuse: a new snapshot
+mkdir -p "$TMP/c5/[kernel.kcore]/$bid/.snapshot.vmtrace-tmp.$dead.stuvwx"
+rm -rf "$TMP/c5/[kernel.kcore]/$bid/"2*
+fetch "$TMP/c5"
+check "... and by a fetch that makes a new snapshot" \
+	sh -c "test $? -eq 0 && grep -q 'new snapshot' '$TMP/err' && test ! -e '$TMP/c5/[kernel.kcore]/$bid/.snapshot.vmtrace-tmp.$dead.stuvwx'"
+check "no temporary of this run left" test -z "$(ls -A "$TMP/c5/[kernel.kcore]/$bid" | grep vmtrace-tmp)"
+kill $live
+
 # CACHE itself may be a link (the user chose it); its target is checked
-rm "$snap/modules"
 ln -s "$TMP/c0" "$TMP/c0link"
 fetch "$TMP/c0link"
 check "CACHE given as a link to a private cache: works" test $? -eq 0
