@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libssh/libssh.h>
@@ -569,6 +570,65 @@ static int passphrase_cb(const char *prompt, char *buf, size_t len, int echo, in
 	return rc;
 }
 
+#define KEY_FILE_MAX (1u << 20)    /* a private key: a few KiB */
+
+/* The key file's contents (NUL-terminated), read without blocking on a FIFO
+ * or device: only a regular file is read. */
+static char *read_key_file(const char *path, GError **error)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	const char *why = NULL;
+	GBytes *b = NULL;
+	char *text;
+
+	if (fd < 0)
+		why = g_strerror(errno);
+	else if (fstat(fd, &st) < 0)
+		why = g_strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = S_ISFIFO(st.st_mode) ? "it is a FIFO, not a regular file"
+		      : S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file";
+	else if (!(b = vt_fs_read_bounded(fd, KEY_FILE_MAX, path, NULL)))
+		why = "unreadable, or larger than 1 MiB";
+	if (fd >= 0)
+		close(fd);
+	if (why) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot read the key file %s: %s", path, why);
+		return NULL;
+	}
+	text = g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+	g_bytes_unref(b);
+	return text;
+}
+
+/* Files libssh opens itself (known_hosts, the default keys ~/.ssh/id_*):
+ * a FIFO or device there would block it for ever - refuse it before. */
+static gboolean libssh_files_regular(const VtGuestSshOptions *o, const char *kh, const char *sshdir,
+				     GError **error)
+{
+	static const char *const keys[] = { "id_ed25519", "id_ecdsa", "id_rsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk" };
+	GError *e = NULL;
+
+	if (!vt_fs_regular_or_absent(kh, TRUE, &e)) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_HOSTKEY_UNKNOWN, "cannot use the known_hosts file: %s",
+			    e->message);
+		g_error_free(e);
+		return FALSE;
+	}
+	for (guint i = 0; !o->identity && i < G_N_ELEMENTS(keys) * 2; i++) {
+		g_autofree char *f = g_strdup_printf("%s/%s%s", sshdir, keys[i / 2], i % 2 ? ".pub" : "");
+
+		if (!vt_fs_regular_or_absent(f, TRUE, &e)) {
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot use the default key: %s "
+				    "(give a key with -i KEY)", e->message);
+			g_error_free(e);
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
 static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOptions *o, GError **error)
 {
 	int rc;
@@ -577,13 +637,13 @@ static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOpti
 	if (o->identity) {
 		ssh_key key = NULL;
 		PassCtx p = { o->batch, o->identity, NULL };
+		char *text = read_key_file(o->identity, error);
 
-		if (access(o->identity, R_OK) < 0) {
-			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot read the key file %s: %s",
-				    o->identity, g_strerror(errno));
+		if (!text)
 			return FALSE;
-		}
-		rc = ssh_pki_import_privkey_file(o->identity, NULL, passphrase_cb, &p, &key);
+		rc = ssh_pki_import_privkey_base64(text, NULL, passphrase_cb, &p, &key);
+		memset(text, 0, strlen(text));    /* an unencrypted key */
+		g_free(text);
 		if (rc != SSH_OK) {
 			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH,
 				    "%s is not a usable private key (not a key, or encrypted%s)", o->identity,
@@ -676,7 +736,7 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 		ssh_free(ssh);
 		return NULL;
 	}
-	if (!connect_bounded(ssh, o, timeout_s, port, error)) {
+	if (!libssh_files_regular(o, kh, sshdir, error) || !connect_bounded(ssh, o, timeout_s, port, error)) {
 		ssh_free(ssh);
 		return NULL;
 	}
