@@ -67,7 +67,8 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 {
 	g_autoptr(GBytes) osrel = NULL, notes = NULL, ks = NULL, mods = NULL;
 	VtGuestKallsyms sym = { 0 };
-	g_autofree char *tmp = NULL;
+	g_autoptr(VtTempfile) tmp = NULL;
+	GError *err = NULL;
 	gboolean ok = FALSE;
 
 	memset(res, 0, sizeof(*res));
@@ -95,7 +96,11 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA, "kallsyms has no _stext/_etext");
 		goto out;
 	}
-	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore);
+	res->dir = vt_guest_cache_find(opts->cache, res->build_id, ks, mods, opts->kcore, &err);
+	if (err) {
+		g_propagate_error(error, err);
+		goto out;
+	}
 	if (res->dir) {
 		g_autofree char *kc = g_build_filename(res->dir, "kcore", NULL);
 
@@ -107,19 +112,19 @@ static gboolean fetch_once(VtGuestSource *src, const VtGuestFetchOptions *opts, 
 	if (!(tmp = vt_guest_cache_tmpdir(opts->cache, res->build_id, error)))
 		goto out;
 	if (opts->kcore) {
-		g_autofree char *kpath = g_build_filename(tmp, "kcore", NULL);
+		g_autofree char *kpath = g_build_filename(vt_tempfile_path(tmp), "kcore", NULL);
 
 		if (!vt_guest_kcore_copy(src, "/proc/kcore", res->ranges, kpath, opts->stop, &res->kcore_bytes, error))
 			goto out;
 		res->has_kcore = TRUE;
 	}
-	if (!vt_guest_symbols_unchanged(src, ks, mods, error) || !vt_guest_cache_write(tmp, "kallsyms", ks, error) || !vt_guest_cache_write(tmp, "modules", mods, error))
+	if (!vt_guest_symbols_unchanged(src, ks, mods, error) ||
+	    !vt_guest_cache_write(vt_tempfile_path(tmp), "kallsyms", ks, error) ||
+	    !vt_guest_cache_write(vt_tempfile_path(tmp), "modules", mods, error))
 		goto out;
 	res->dir = vt_guest_cache_commit(tmp, error);
 	ok = res->dir != NULL;
-out:
-	if (tmp && !ok)
-		vt_guest_cache_discard(tmp);
+out:     /* tmp, unless renamed, is removed */
 	if (ok)
 		res->kallsyms = g_build_filename(res->dir, "kallsyms", NULL);
 	vt_guest_kallsyms_clear(&sym);

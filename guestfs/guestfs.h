@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "src/fs/tempfile.h"
+
 G_BEGIN_DECLS
 
 #define VT_GUEST_ERROR (vt_guest_error_quark())
@@ -26,6 +28,7 @@ typedef enum {
 	VT_GUEST_ERROR_BAD_DATA,        /* malformed kcore / kallsyms / notes */
 	VT_GUEST_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
 	VT_GUEST_ERROR_INTERRUPTED,     /* a stop request (signal) */
+	VT_GUEST_ERROR_TIMEOUT,         /* the SSH server stopped answering (after the connection) */
 } VtGuestErrorCode;
 
 /* --- a source of guest files: SSH or a directory ---------------------- */
@@ -38,8 +41,14 @@ typedef struct {
 	char *identity;      /* private key file; NULL: libssh's defaults (~/.ssh/id_*) */
 	char *known_hosts;   /* NULL: ~/.ssh/known_hosts */
 	gboolean batch;      /* never prompt (no passphrase prompts) */
-	guint timeout_s;     /* connect timeout; 0: 10 s */
+	guint timeout_s;     /* the longest wait for the server, every wait (connect, key
+			      * exchange, auth, channel, SFTP, each read); 0: VT_GUEST_SSH_TIMEOUT */
+	const volatile sig_atomic_t *stop;   /* a signal handler's flag (may be NULL): once
+					      * non-zero, any wait ends within VT_GUEST_SSH_SLICE_MS */
 } VtGuestSshOptions;
+
+#define VT_GUEST_SSH_TIMEOUT 30       /* seconds */
+#define VT_GUEST_SSH_SLICE_MS 100     /* how often a wait looks at the clock and the stop flag */
 
 /* Parse "[USER@]HOST[:PORT]" (HOST may be "[v6addr]") into opts. */
 gboolean vt_guest_ssh_parse_target(const char *target, VtGuestSshOptions *opts, GError **error);
@@ -47,7 +56,11 @@ void vt_guest_ssh_options_clear(VtGuestSshOptions *opts);
 
 /* Connect, verify the host key against known_hosts (refusing unknown or
  * changed keys; the error message carries the SHA256 fingerprint and how to
- * accept it) and authenticate with a public key. */
+ * accept it) and authenticate with a public key.  No wait for the server
+ * lasts longer than opts->timeout_s: a silent server fails with
+ * VT_GUEST_ERROR_CONNECT while connecting, VT_GUEST_ERROR_TIMEOUT later;
+ * *opts->stop ends any wait with VT_GUEST_ERROR_INTERRUPTED.  The source
+ * is unusable after either (its connection is shut down). */
 VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *opts, GError **error);
 /* Files below DIR (DIR/proc/kallsyms, ...). */
 VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error);
@@ -140,17 +153,25 @@ typedef struct {
 } VtGuestSnapshot;
 
 /* An existing snapshot below cache/[kernel.kcore]/build_id with identical
- * kallsyms and modules (and a kcore if need_kcore); NULL if none. */
+ * kallsyms and modules (and an ELF kcore if need_kcore); the temporaries of
+ * killed runs there are removed first (see vt_guest_cache_tmpdir).  NULL if
+ * none, or NULL and error if the cache cannot be trusted: CACHE, [kernel.kcore],
+ * the build-id directory and every snapshot and its files must belong to
+ * the user or root and be writable by no one else, and below CACHE none
+ * may be a symbolic link (vt_fs_check_trusted).  vt_guest_cache_tmpdir
+ * checks the same. */
 char *vt_guest_cache_find(const char *cache, const char *build_id, GBytes *kallsyms, GBytes *modules,
-			  gboolean need_kcore);
-/* A new temporary directory (mode 0700) next to the snapshots. */
-char *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
+			  gboolean need_kcore, GError **error);
+/* A new temporary directory (mode 0700) next to the snapshots,
+ * .snapshot.vmtrace-tmp.PID.XXXXXX (src/fs/tempfile.h: registered, so
+ * removed at exit and on signals; vt_tempfile_free removes it; the
+ * temporaries of runs whose process is gone are removed first). */
+VtTempfile *vt_guest_cache_tmpdir(const char *cache, const char *build_id, GError **error);
 /* Write a file (mode 0600) into a directory, fsync'ed. */
 gboolean vt_guest_cache_write(const char *dir, const char *name, GBytes *data, GError **error);
-/* Rename the temporary directory to a fresh timestamp directory; returns it. */
-char *vt_guest_cache_commit(const char *tmpdir, GError **error);
-/* Remove a temporary directory and its files. */
-void vt_guest_cache_discard(const char *tmpdir);
+/* Rename the temporary directory to a fresh timestamp directory (never
+ * over an existing one); returns it. */
+char *vt_guest_cache_commit(VtTempfile *tmpdir, GError **error);
 
 /* --- fetch: everything above, in order ------------------------------- */
 typedef struct {

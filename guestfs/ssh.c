@@ -8,8 +8,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libssh/libssh.h>
@@ -19,9 +22,31 @@
 #include "guestfs/guestfs.h"
 #include "src/fs/inroot.h"
 
+/* The watchdog of a connection: libssh's blocking calls (channel open,
+ * exec, sftp_init, reads) wait without a limit, and a signal handler can
+ * only set a flag.  A thread looks at the clock and the flag every
+ * VT_GUEST_SSH_SLICE_MS while a call is under way, and when the deadline
+ * passes or the flag is set it shuts the socket down: the call returns
+ * with an error, which is then reported as a timeout or an interruption. */
+typedef enum { WATCH_QUIET, WATCH_TIMEOUT, WATCH_STOPPED } WatchFired;
+
+typedef struct {
+	GMutex lock;
+	GCond cond;
+	GThread *thread;
+	int fd;                 /* the connection's socket */
+	gint64 timeout_us;
+	gint64 deadline;        /* monotonic; 0: no call under way */
+	const char *what;       /* what the call is doing, for the message */
+	const volatile sig_atomic_t *stop;
+	WatchFired fired;
+	gboolean quit;
+} Watch;
+
 typedef struct {
 	gboolean batch;
 	const char *path;
+	Watch *watch;          /* paused while the user types a passphrase */
 } PassCtx;
 
 typedef struct {
@@ -34,7 +59,124 @@ typedef struct {
 	sftp_session sftp;
 	gboolean exec_broken;   /* the account cannot run commands */
 	gint64 uid;             /* -2: not asked yet */
+	Watch watch;
+	char *host;
+	char *doing;            /* the current call, for a timeout's message */
 } SshSource;
+
+/* --- the watchdog --------------------------------------------------------- */
+static gboolean watch_expired(Watch *w)
+{
+	if (!w->deadline || w->fired)
+		return FALSE;
+	if (w->stop && *w->stop)
+		w->fired = WATCH_STOPPED;
+	else if (g_get_monotonic_time() >= w->deadline)
+		w->fired = WATCH_TIMEOUT;
+	return w->fired != WATCH_QUIET;
+}
+
+static gpointer watch_thread(gpointer data)
+{
+	Watch *w = data;
+
+	g_mutex_lock(&w->lock);
+	while (!w->quit) {
+		if (watch_expired(w))
+			shutdown(w->fd, SHUT_RDWR);   /* the blocked call returns */
+		g_cond_wait_until(&w->cond, &w->lock, g_get_monotonic_time() + VT_GUEST_SSH_SLICE_MS * 1000);
+	}
+	g_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void watch_start(Watch *w, int fd, guint timeout_s, const volatile sig_atomic_t *stop)
+{
+	sigset_t all, old;
+
+	g_mutex_init(&w->lock);
+	g_cond_init(&w->cond);
+	w->fd = fd;
+	w->timeout_us = (gint64)timeout_s * G_USEC_PER_SEC;
+	w->stop = stop;
+	/* signals go to the thread that waits in libssh, not to the watchdog */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	w->thread = g_thread_new("vmtrace-ssh-watch", watch_thread, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void watch_stop(Watch *w)
+{
+	if (!w->thread)
+		return;
+	g_mutex_lock(&w->lock);
+	w->quit = TRUE;
+	g_cond_signal(&w->cond);
+	g_mutex_unlock(&w->lock);
+	g_thread_join(w->thread);
+	w->thread = NULL;
+	g_mutex_clear(&w->lock);
+	g_cond_clear(&w->cond);
+}
+
+/* A call that waits for the server starts (or makes progress): the clock
+ * starts again.  what: "reading /proc/kallsyms" */
+static void watch_arm(Watch *w, const char *what)
+{
+	if (!w->thread)
+		return;
+	g_mutex_lock(&w->lock);
+	w->deadline = g_get_monotonic_time() + w->timeout_us;
+	if (what)
+		w->what = what;
+	g_mutex_unlock(&w->lock);
+}
+
+static void watch_disarm(Watch *w)
+{
+	if (!w->thread)
+		return;
+	g_mutex_lock(&w->lock);
+	w->deadline = 0;
+	g_mutex_unlock(&w->lock);
+}
+
+static WatchFired watch_fired(Watch *w)
+{
+	WatchFired f;
+
+	if (!w->thread)
+		return WATCH_QUIET;
+	g_mutex_lock(&w->lock);
+	f = w->fired;
+	g_mutex_unlock(&w->lock);
+	return f;
+}
+
+static void set_stall_error(GError **error, WatchFired f, const char *host, guint64 timeout_s, const char *what,
+			    int code)
+{
+	if (f == WATCH_STOPPED)
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_INTERRUPTED, "interrupted while %s", what);
+	else
+		g_set_error(error, VT_GUEST_ERROR, code,
+			    "%s did not answer for %" G_GUINT64_FORMAT " s while %s (--timeout)", host, timeout_s, what);
+}
+
+/* After a failed call: if the watchdog ended it, that is the error. */
+static gboolean watch_explains(SshSource *s, GError **error)
+{
+	WatchFired f = watch_fired(&s->watch);
+
+	if (f == WATCH_QUIET)
+		return FALSE;
+	if (error)
+		g_clear_error(error);
+	set_stall_error(error, f, s->host, (guint64)(s->watch.timeout_us / G_USEC_PER_SEC), s->watch.what,
+			VT_GUEST_ERROR_TIMEOUT);
+	return TRUE;
+}
 
 void vt_guest_ssh_options_clear(VtGuestSshOptions *o)
 {
@@ -88,6 +230,23 @@ bad:
 	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED,
 		    "bad SSH target '%s': expected [USER@]HOST[:PORT]", target);
 	return FALSE;
+}
+
+/* A call that waits for the server begins: "reading PATH". */
+static void op_begin(SshSource *s, const char *verb, const char *path)
+{
+	if (watch_fired(&s->watch))
+		return;        /* keep what the stall happened in */
+	g_free(s->doing);
+	s->doing = g_strdup_printf("%s %s", verb, path);
+	watch_arm(&s->watch, s->doing);
+}
+
+/* It ended; if it failed because of the watchdog, that is the error. */
+static gboolean op_end(SshSource *s, gboolean ok, GError **error)
+{
+	watch_disarm(&s->watch);
+	return !watch_explains(s, error) && ok;
 }
 
 /* --- reading ------------------------------------------------------------ */
@@ -150,6 +309,7 @@ static gboolean sftp_read_loop(SshSource *s, sftp_file f, const char *path, GByt
 		if (out)
 			g_byte_array_append(out, chunk, (guint)k);
 		done += (gsize)k;
+		watch_arm(&s->watch, NULL);     /* progress: the clock starts again */
 	}
 	if (got)
 		*got = done;
@@ -212,8 +372,10 @@ static gboolean ssh_exec(SshSource *s, const char *command, gsize max, GBytes **
 		return FALSE;
 	}
 	buf = g_byte_array_new();
-	while ((k = ssh_channel_read(ch, chunk, sizeof(chunk), 0)) > 0 && (gsize)k <= max - buf->len)
+	while ((k = ssh_channel_read(ch, chunk, sizeof(chunk), 0)) > 0 && (gsize)k <= max - buf->len) {
 		g_byte_array_append(buf, chunk, (guint)k);
+		watch_arm(&s->watch, NULL);
+	}
 	while (k <= 0 && ssh_channel_read(ch, chunk, sizeof(chunk), 1) > 0)
 		;     /* drain stderr; errors are taken from SFTP */
 	ssh_channel_send_eof(ch);
@@ -236,10 +398,8 @@ static gboolean shell_safe_path(const char *path)
 	return !strstr(path, "..");
 }
 
-static GBytes *ssh_read_file(VtGuestSource *src, const char *path, gsize max, GError **error)
+static GBytes *read_file(SshSource *s, const char *path, gsize max, GError **error)
 {
-	SshSource *s = (SshSource *)src;
-
 	if (shell_safe_path(path)) {
 		g_autofree char *cmd = g_strdup_printf("exec cat %s", path);
 		GBytes *out = NULL;
@@ -252,14 +412,33 @@ static GBytes *ssh_read_file(VtGuestSource *src, const char *path, gsize max, GE
 			too_big(error, path, max);
 			return NULL;
 		}
+		if (watch_fired(&s->watch)) {
+			g_set_error_literal(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "stalled");  /* op_end says how */
+			return NULL;
+		}
 	}
 	return sftp_read_file(s, path, max, error);
+}
+
+static GBytes *ssh_read_file(VtGuestSource *src, const char *path, gsize max, GError **error)
+{
+	SshSource *s = (SshSource *)src;
+	GBytes *b;
+
+	op_begin(s, "reading", path);
+	b = read_file(s, path, max, error);
+	if (!op_end(s, b != NULL, error))
+		g_clear_pointer(&b, g_bytes_unref);
+	return b;
 }
 
 static gboolean ssh_pread(VtGuestSource *src, const char *path, guint64 offset, void *buf, gsize len, gsize *got,
 			  GError **error)
 {
-	return sftp_read_at((SshSource *)src, path, offset, NULL, buf, len, got, error);
+	SshSource *s = (SshSource *)src;
+
+	op_begin(s, "reading", path);
+	return op_end(s, sftp_read_at(s, path, offset, NULL, buf, len, got, error), error);
 }
 
 static gint64 ssh_uid(VtGuestSource *src)
@@ -269,8 +448,13 @@ static gint64 ssh_uid(VtGuestSource *src)
 	int status;
 
 	if (s->uid == -2) {
+		gboolean ok;
+
 		s->uid = -1;
-		if (ssh_exec(s, "id -u", VT_GUEST_LINE_MAX, &out, &status) && status == 0) {
+		op_begin(s, "running", "id -u");
+		ok = ssh_exec(s, "id -u", VT_GUEST_LINE_MAX, &out, &status);
+		op_end(s, TRUE, NULL);     /* a stall shows in the next call's error */
+		if (ok && status == 0) {
 			g_autofree char *txt = g_strstrip(vt_guest_bytes_dup(out));
 			guint64 v;
 
@@ -286,11 +470,15 @@ static void ssh_close(VtGuestSource *src)
 {
 	SshSource *s = (SshSource *)src;
 
+	op_begin(s, "closing", "the connection");
 	g_clear_pointer(&s->sftp, sftp_free);
-	if (s->ssh) {
+	if (s->ssh)
 		ssh_disconnect(s->ssh);
+	watch_stop(&s->watch);
+	if (s->ssh)
 		ssh_free(s->ssh);
-	}
+	g_free(s->doing);
+	g_free(s->host);
 	g_free(s);
 }
 
@@ -370,10 +558,75 @@ static gboolean verify_host(ssh_session ssh, const VtGuestSshOptions *o, const c
 static int passphrase_cb(const char *prompt, char *buf, size_t len, int echo, int verify, void *userdata)
 {
 	const PassCtx *p = userdata;
+	int rc;
 
 	if (p->batch || !isatty(STDIN_FILENO))
 		return -1;
-	return ssh_getpass(prompt, buf, len, echo, verify);
+	if (p->watch)
+		watch_disarm(p->watch);     /* the user may take their time */
+	rc = ssh_getpass(prompt, buf, len, echo, verify);
+	if (p->watch)
+		watch_arm(p->watch, NULL);
+	return rc;
+}
+
+#define KEY_FILE_MAX (1u << 20)    /* a private key: a few KiB */
+
+/* The key file's contents (NUL-terminated), read without blocking on a FIFO
+ * or device: only a regular file is read. */
+static char *read_key_file(const char *path, GError **error)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	const char *why = NULL;
+	GBytes *b = NULL;
+	char *text;
+
+	if (fd < 0)
+		why = g_strerror(errno);
+	else if (fstat(fd, &st) < 0)
+		why = g_strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = S_ISFIFO(st.st_mode) ? "it is a FIFO, not a regular file"
+		      : S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file";
+	else if (!(b = vt_fs_read_bounded(fd, KEY_FILE_MAX, path, NULL)))
+		why = "unreadable, or larger than 1 MiB";
+	if (fd >= 0)
+		close(fd);
+	if (why) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot read the key file %s: %s", path, why);
+		return NULL;
+	}
+	text = g_strndup(g_bytes_get_data(b, NULL), g_bytes_get_size(b));
+	g_bytes_unref(b);
+	return text;
+}
+
+/* Files libssh opens itself (known_hosts, the default keys ~/.ssh/id_*):
+ * a FIFO or device there would block it for ever - refuse it before. */
+static gboolean libssh_files_regular(const VtGuestSshOptions *o, const char *kh, const char *sshdir,
+				     GError **error)
+{
+	static const char *const keys[] = { "id_ed25519", "id_ecdsa", "id_rsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk" };
+	GError *e = NULL;
+
+	if (!vt_fs_regular_or_absent(kh, TRUE, &e)) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_HOSTKEY_UNKNOWN, "cannot use the known_hosts file: %s",
+			    e->message);
+		g_error_free(e);
+		return FALSE;
+	}
+	for (guint i = 0; !o->identity && i < G_N_ELEMENTS(keys) * 2; i++) {
+		g_autofree char *f = g_strdup_printf("%s/%s%s", sshdir, keys[i / 2], i % 2 ? ".pub" : "");
+
+		if (!vt_fs_regular_or_absent(f, TRUE, &e)) {
+			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot use the default key: %s "
+				    "(give a key with -i KEY)", e->message);
+			g_error_free(e);
+			return FALSE;
+		}
+	}
+	return TRUE;
 }
 
 static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOptions *o, GError **error)
@@ -383,32 +636,36 @@ static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOpti
 
 	if (o->identity) {
 		ssh_key key = NULL;
-		PassCtx p = { o->batch, o->identity };
+		PassCtx p = { o->batch, o->identity, NULL };
+		char *text = read_key_file(o->identity, error);
 
-		if (access(o->identity, R_OK) < 0) {
-			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH, "cannot read the key file %s: %s",
-				    o->identity, g_strerror(errno));
+		if (!text)
 			return FALSE;
-		}
-		rc = ssh_pki_import_privkey_file(o->identity, NULL, passphrase_cb, &p, &key);
+		rc = ssh_pki_import_privkey_base64(text, NULL, passphrase_cb, &p, &key);
+		memset(text, 0, strlen(text));    /* an unencrypted key */
+		g_free(text);
 		if (rc != SSH_OK) {
 			g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH,
 				    "%s is not a usable private key (not a key, or encrypted%s)", o->identity,
 				    o->batch ? " and --batch forbids asking for the passphrase" : " with a wrong passphrase");
 			return FALSE;
 		}
+		op_begin(s, "authenticating as", user);
 		rc = ssh_userauth_publickey(ssh, NULL, key);
 		ssh_key_free(key);
 	} else {
 		/* ~/.ssh/id_*: without an auth callback, an encrypted key makes
 		 * libssh's crypto library prompt on the terminal, even in --batch */
-		s->pass = (PassCtx){ o->batch, NULL };
+		s->pass = (PassCtx){ o->batch, NULL, &s->watch };
 		s->cb.userdata = &s->pass;
 		s->cb.auth_function = passphrase_cb;
 		ssh_callbacks_init(&s->cb);
 		ssh_set_callbacks(ssh, &s->cb);
+		op_begin(s, "authenticating as", user);
 		rc = ssh_userauth_publickey_auto(ssh, NULL, NULL);
 	}
+	if (!op_end(s, TRUE, error))
+		return FALSE;
 	if (rc == SSH_AUTH_SUCCESS)
 		return TRUE;
 	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_AUTH,
@@ -419,11 +676,44 @@ static gboolean authenticate(ssh_session ssh, SshSource *s, const VtGuestSshOpti
 	return FALSE;
 }
 
+/* ssh_connect (TCP connect, banner, key exchange) in non-blocking steps:
+ * every VT_GUEST_SSH_SLICE_MS at most, look at the deadline and the stop flag. */
+static gboolean connect_bounded(ssh_session ssh, const VtGuestSshOptions *o, guint timeout_s, unsigned port,
+				GError **error)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)timeout_s * G_USEC_PER_SEC;
+	int rc;
+
+	ssh_set_blocking(ssh, 0);
+	while ((rc = ssh_connect(ssh)) == SSH_AGAIN) {
+		struct pollfd p = { ssh_get_fd(ssh), POLLIN, 0 };
+		WatchFired f = o->stop && *o->stop ? WATCH_STOPPED
+			       : g_get_monotonic_time() >= deadline ? WATCH_TIMEOUT : WATCH_QUIET;
+
+		if (f) {
+			g_autofree char *what = g_strdup_printf("connecting to port %u", port);
+
+			set_stall_error(error, f, o->host, timeout_s, what, VT_GUEST_ERROR_CONNECT);
+			return FALSE;
+		}
+		if (p.fd < 0 || poll(&p, 1, 10) <= 0)
+			g_usleep(10000);   /* connecting, or nothing to read yet */
+	}
+	ssh_set_blocking(ssh, 1);
+	if (rc != SSH_OK) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_CONNECT, "cannot connect to %s port %u: %s",
+			    o->host, port, ssh_get_error(ssh));
+		return FALSE;
+	}
+	return TRUE;
+}
+
 VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **error)
 {
 	ssh_session ssh = ssh_new();
 	SshSource *s;
-	long timeout = o->timeout_s ? (long)o->timeout_s : 10;
+	guint timeout_s = o->timeout_s ? o->timeout_s : VT_GUEST_SSH_TIMEOUT;
+	long timeout = (long)timeout_s;
 	unsigned int port = o->port ? o->port : 22;
 	g_autofree char *kh = o->known_hosts ? g_strdup(o->known_hosts)
 					     : g_build_filename(g_get_home_dir(), ".ssh", "known_hosts", NULL);
@@ -446,22 +736,21 @@ VtGuestSource *vt_guest_source_ssh_open(const VtGuestSshOptions *o, GError **err
 		ssh_free(ssh);
 		return NULL;
 	}
-	if (ssh_connect(ssh) != SSH_OK) {
-		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_CONNECT, "cannot connect to %s port %u: %s",
-			    o->host, port, ssh_get_error(ssh));
+	if (!libssh_files_regular(o, kh, sshdir, error) || !connect_bounded(ssh, o, timeout_s, port, error)) {
 		ssh_free(ssh);
 		return NULL;
 	}
 	s = g_new0(SshSource, 1);
+	s->ssh = ssh;
+	s->host = g_strdup(o->host);
+	watch_start(&s->watch, ssh_get_fd(ssh), timeout_s, o->stop);
 	if (!verify_host(ssh, o, kh, error) || !authenticate(ssh, s, o, error)) {
-		ssh_disconnect(ssh);
-		ssh_free(ssh);
-		g_free(s);
+		s->base.ops = &ssh_ops;
+		ssh_close(&s->base);
 		return NULL;
 	}
 	s->base.ops = &ssh_ops;
 	s->base.description = g_strdup_printf("ssh %s%s%s:%u", o->user ? o->user : "", o->user ? "@" : "", o->host, port);
-	s->ssh = ssh;
 	s->uid = -2;
 	return &s->base;
 }

@@ -64,6 +64,11 @@ touch ".x.data.vmtrace-tmp.$dead.mnopqr"
 check "a dead process's temporary is removed by the next run" test ! -e ".x.data.vmtrace-tmp.$dead.mnopqr"
 check "  ... one older than its PID's process too" test ! -e ".r.data.vmtrace-tmp.$live.ghijkl"
 check "  ... a live process's temporary is kept" test -e ".l.data.vmtrace-tmp.$live.abcdef"
+# the same for correlate -o (its own helper is the same: src/fs/tempfile.h)
+touch ".c.data.vmtrace-tmp.$live.abcdef" ".c.data.vmtrace-tmp.$dead.mnopqr"
+"$VMTRACE" correlate small.data -o c.data >/dev/null 2>&1
+check "correlate -o: a dead process's temporary is removed, a live one's kept" \
+	sh -c "test ! -e '.c.data.vmtrace-tmp.$dead.mnopqr' -a -e '.c.data.vmtrace-tmp.$live.abcdef'"
 kill $live 2>/dev/null
 
 # record: SIGHUP stops cleanly like SIGINT; nothing left behind
@@ -82,5 +87,14 @@ for _ in $(seq 100); do grep -q "Ctrl-C stops" hup2.err && break; sleep 0.1; don
 sleep 0.3; kill -STOP $pid; kill -INT $pid; kill -TERM $pid; kill -CONT $pid; wait $pid; st=$?
 check "SIGINT then SIGTERM during record: the second ends it (status $st)" test $st = 143
 check "  ... no temporary left, no output" test -z "$(temps hup2.data)" -a ! -e hup2.data
+# record: what a killed record left (a temporary directory) goes, a live one's stays
+sh -c 'sleep 60' & live=$!
+sh -c 'exit 0' & dead=$!; wait $dead
+mkdir ".st.data.vmtrace-tmp.$dead.abcdef" ".st.data.vmtrace-tmp.$live.ghijkl"
+head -c 100000 /dev/zero > ".st.data.vmtrace-tmp.$dead.abcdef/data"
+"$VMTRACE" record --pid $FAKE_QEMU --source synth --synth-size 4M -t 1 -o st.data >/dev/null 2>&1
+check "record: a dead process's temporary directory is removed, a live one's kept" \
+	sh -c "test -e st.data -a ! -e '.st.data.vmtrace-tmp.$dead.abcdef' -a -d '.st.data.vmtrace-tmp.$live.ghijkl'"
+kill $live
 kill $FAKE_QEMU 2>/dev/null
 finish

@@ -134,6 +134,17 @@ check "changed host key: no check output" test ! -s "$TMP/out"
 # --- bad keys, wrong port ---------------------------------------------------
 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" -i "$K/missing" --known-hosts "$K/known_hosts" --batch --no-kcore -o "$C" 2>"$TMP/err"
 check "missing key file: exit 11, says so" sh -c "test $? -eq 11 && grep -q 'cannot read the key file $K/missing' '$TMP/err'"
+# a FIFO as key or known_hosts: refused at once, never opened for reading (it blocked for ever)
+mkfifo "$K/fifo"
+timeout 10 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" -i "$K/fifo" --known-hosts "$K/known_hosts" --batch --no-kcore -o "$C" 2>"$TMP/err"
+check "a FIFO as -i KEY: exit 11 at once, says it is a FIFO" sh -c "test $? -eq 11 && grep -q 'cannot read the key file $K/fifo: it is a FIFO' '$TMP/err'"
+timeout 10 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" -i "$K/id_ed25519" --known-hosts "$K/fifo" --batch --no-kcore -o "$C" 2>"$TMP/err"
+check "a FIFO as --known-hosts: exit 9 at once, says it is not a regular file" \
+	sh -c "test $? -eq 9 && grep -q 'known_hosts file: $K/fifo is not a regular file (a FIFO)' '$TMP/err'"
+mkdir -p "$TMP/fifohome/.ssh" && mkfifo "$TMP/fifohome/.ssh/id_ed25519"
+HOME=$TMP/fifohome timeout 10 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" --known-hosts "$K/known_hosts" --batch --no-kcore -o "$C" 2>"$TMP/err"
+check "a FIFO as the default key ~/.ssh/id_ed25519: exit 11 at once" \
+	sh -c "test $? -eq 11 && grep -q 'id_ed25519 is not a regular file (a FIFO)' '$TMP/err'"
 $VMTRACE guest fetch --ssh "$me@127.0.0.1:$port" -i "$K/known_hosts" --known-hosts "$K/known_hosts" --batch --no-kcore -o "$C" 2>"$TMP/err"
 check "a file that is no key: exit 11" sh -c "test $? -eq 11 && grep -q 'not a usable private key' '$TMP/err'"
 ssh-keygen -q -t ed25519 -N 'secret' -f "$K/encrypted"

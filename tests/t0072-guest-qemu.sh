@@ -69,7 +69,7 @@ check "osrelease is the guest's ($release)" grep -q "\"osrelease\": \"$release\"
 "$VMTRACE" guest fetch $ssh_args -o "$TMP/c3" >/dev/null 2>"$TMP/int.err" &
 fp=$! t0=$(date +%s%N)
 for _ in $(seq 600); do
-	[ -n "$(find "$TMP/c3" -path '*/.vmtrace-tmp-*/kcore' -size +0 2>/dev/null)" ] && break
+	[ -n "$(find "$TMP/c3" -path '*/.snapshot.vmtrace-tmp.*/kcore' -size +0 2>/dev/null)" ] && break
 	sleep 0.02
 done
 echo "# kcore copy seen after $(( ($(date +%s%N) - t0) / 1000000 )) ms: SIGINT"

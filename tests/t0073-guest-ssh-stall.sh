@@ -39,4 +39,51 @@ timeout 180 "$VMTRACE" guest fetch $ssh_args -o "$TMP/c1" --no-kcore >/dev/null 
 check "a 1 MiB notes file over SSH: exit 3, larger than 64 KiB" \
 	sh -c "test $? -eq 3 && grep -q 'notes in the guest is larger than 64 KiB' '$TMP/err'"
 cp "$TMP/notes.good" "$T/sys/kernel/notes"
+
+# A guest that stops answering: every wait ends after --timeout with one
+# line and exit 16, within a few seconds.  $1 mode, $2 what it stalls in,
+# $3... fetch options.
+stalled() {
+	m=$1 what=$2; shift 2
+	mode "$m"
+	start=$(date +%s)
+	timeout 60 "$VMTRACE" guest fetch $ssh_args --timeout 2 -o "$TMP/c-$m" "$@" >/dev/null 2>"$TMP/err"
+	rc=$? took=$(($(date +%s) - start))
+	check "$m: --timeout 2 ends the wait ($took s), exit 16, one line" \
+		sh -c "test $rc -eq 16 && test $took -le 8 && test \$(wc -l < '$TMP/err') -eq 1 &&
+		       grep -q 'did not answer for 2 s while $what (--timeout)' '$TMP/err'"
+	[ $rc -eq 16 ] || { echo "# exit $rc:"; sed "s/^/# /" "$TMP/err"; }
+	check "... nothing left in the cache" test -z "$(ls -A "$TMP/c-$m/[kernel.kcore]/$bid" 2>/dev/null)"
+	mode normal
+}
+stalled stall-kallsyms "reading /proc/kallsyms" --no-kcore   # exec cat stops mid-file
+stalled sleep "reading /proc/sys/kernel/osrelease" --no-kcore   # ForceCommand sleep: no command answers
+stalled stall-sftp "reading /proc/kcore"   # SFTP never says hello (sftp_init)
+
+# A signal ends a stalled fetch (default timeout: 30 s) within about a
+# second, exit 1 "interrupted", and removes the temporary snapshot.
+mode stall-sftp
+for sig in TERM INT HUP; do
+	rm -rf "$TMP/cs"
+	# a background job of a script ignores SIGINT: start it in its own shell
+	"$PYTHON3" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+		timeout 60 "$VMTRACE" guest fetch $ssh_args -o "$TMP/cs" >/dev/null 2>"$TMP/err" &
+	job=$!
+	# until the snapshot's temporary exists and the copy waits for SFTP
+	for _ in $(seq 100); do
+		[ -n "$(ls -A "$TMP/cs/[kernel.kcore]/$bid" 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	sleep 1
+	pid=$(pgrep -P "$job" -f 'vmtrace guest fetch' || pgrep -f "vmtrace guest fetch .*-o $TMP/cs" | head -1)
+	start=$(date +%s%N)
+	kill -s "$sig" "$pid"
+	wait "$job"
+	rc=$? took=$((($(date +%s%N) - start) / 1000000))
+	check "SIG$sig ends a stalled fetch in $took ms (< 2 s), exit 1, interrupted" \
+		sh -c "test $rc -eq 1 && test $took -lt 2000 && grep -q 'interrupted while reading /proc/kcore' '$TMP/err'"
+	[ $rc -eq 1 ] || { echo "# exit $rc:"; sed "s/^/# /" "$TMP/err"; }
+	check "... and leaves nothing in the cache" test -z "$(ls -A "$TMP/cs/[kernel.kcore]/$bid" 2>/dev/null)"
+done
+mode normal
 finish

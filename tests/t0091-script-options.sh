@@ -67,6 +67,24 @@ check "guest dir without kcore: usage error naming the file and vmtrace guest fe
 mkdir -p "$TMP/badguest" && printf 'not an ELF file' >"$TMP/badguest/kcore" && cp "$GUEST_CODE/kallsyms" "$TMP/badguest/"
 "$VMTRACE" script "$f" --guest "$TMP/badguest" >"$TMP/out" 2>&1
 check "malformed guest kcore: exit 3 naming it" sh -c "test $? -eq 3 && grep -q 'guest kernel image $TMP/badguest/kcore: not a little-endian ELF64' '$TMP/out'"
+# a guest snapshot others can write to, or another user's, is refused
+cp -r "$GUEST_CODE" "$TMP/g2" && chmod 0755 "$TMP/g2"
+chmod o+w "$TMP/g2"
+"$VMTRACE" script "$f" --guest "$TMP/g2" >"$TMP/out" 2>&1
+check "--guest DIR writable by everyone: exit 3, refused with the fix" sh -c \
+	"test $? -eq 3 && grep -qF 'refusing the guest snapshot: $TMP/g2 is writable by everyone' '$TMP/out' && grep -q 'chmod go-w' '$TMP/out'"
+chmod o-w "$TMP/g2"
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+	chown nobody "$TMP/g2/kcore"
+	"$VMTRACE" script "$f" --guestkallsyms "$TMP/g2/kallsyms" >"$TMP/out" 2>&1
+	check "--guestkallsyms FILE whose kcore is another user's: exit 3, refused" sh -c \
+		"test $? -eq 3 && grep -qF 'refusing the guest snapshot: $TMP/g2/kcore belongs to uid $(id -u nobody)' '$TMP/out'"
+	chown root "$TMP/g2/kcore"
+fi
+mv "$TMP/g2/kcore" "$TMP/g2-kcore" && ln -s "$TMP/g2-kcore" "$TMP/g2/kcore"
+"$VMTRACE" script "$f" --guest "$TMP/g2" >"$TMP/out" 2>&1
+check "--guest DIR whose kcore is a symbolic link: exit 3, refused" sh -c \
+	"test $? -eq 3 && grep -qF 'refusing the guest snapshot: $TMP/g2/kcore is a symbolic link' '$TMP/out'"
 "$VMTRACE" script "$f" --host-only --guest-only $G >"$TMP/out" 2>&1
 check "--host-only with --guest-only: usage error" test $? -eq 2
 

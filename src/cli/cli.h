@@ -29,6 +29,7 @@ enum {
 	VT_EXIT_GUEST_CHANGED = 13,   /* guest: kallsyms/modules changed during the copy */
 	VT_EXIT_NO_PT = 14,           /* record: this machine cannot trace (no Intel PT) */
 	VT_EXIT_BUSY = 15,            /* correlate: another run holds the file, or it changed during the run */
+	VT_EXIT_TIMEOUT = 16,         /* guest: the SSH server stopped answering (--timeout) */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

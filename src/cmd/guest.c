@@ -16,6 +16,7 @@
 typedef struct {
 	char *ssh, *identity, *known_hosts, *root;
 	gboolean batch, json;
+	int timeout;
 } GuestArgs;
 
 static void guest_args_clear(GuestArgs *a)
@@ -28,9 +29,36 @@ static void guest_args_clear(GuestArgs *a)
 
 static volatile sig_atomic_t stop_signal;
 
+/* The signals that stop a fetch cleanly, and what they did before (src/fs's
+ * cleanup of temporaries, installed by main). */
+static const int stop_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static struct sigaction stop_old[G_N_ELEMENTS(stop_signals)];
+
+/* The first one stops the fetch (every SSH wait ends within
+ * VT_GUEST_SSH_SLICE_MS); the next one gets the previous action. */
 static void on_stop(int sig)
 {
 	stop_signal = sig;
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &stop_old[i], NULL);
+}
+
+static void stop_signals_install(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaddset(&sa.sa_mask, stop_signals[i]);
+	stop_signal = 0;
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &sa, &stop_old[i]);
+}
+
+static void stop_signals_restore(void)
+{
+	for (guint i = 0; i < G_N_ELEMENTS(stop_signals); i++)
+		sigaction(stop_signals[i], &stop_old[i], NULL);
 }
 
 static int exit_code(const GError *err)
@@ -44,6 +72,7 @@ static int exit_code(const GError *err)
 	case VT_GUEST_ERROR_CONNECT: return VT_EXIT_CONNECT;
 	case VT_GUEST_ERROR_CHANGED: return VT_EXIT_GUEST_CHANGED;
 	case VT_GUEST_ERROR_BAD_DATA: return VT_EXIT_BAD_INPUT;
+	case VT_GUEST_ERROR_TIMEOUT: return VT_EXIT_TIMEOUT;
 	default: return VT_EXIT_FAILURE;
 	}
 }
@@ -52,17 +81,20 @@ static const char exit_help[] =
 	"Exit status: 0 ok; 1 failure; 2 usage error; 3 malformed guest data;\n"
 	"9 SSH host key unknown (refused); 10 SSH host key changed (refused);\n"
 	"11 SSH authentication failed or key file unusable; 12 cannot connect;\n"
-	"13 kallsyms/modules changed during the copy (fetch).\n";
+	"13 kallsyms/modules changed during the copy (fetch);\n"
+	"16 the SSH server stopped answering (--timeout).\n";
 
 /* Parse the options shared by both subcommands plus `extra`; open the source. */
 static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, GuestArgs *a, const GOptionEntry *extra,
-				 const char *summary, const char *examples, int *rc)
+				 const char *summary, const char *examples, const volatile sig_atomic_t *stop, int *rc)
 {
 	GOptionEntry common[] = {
 		{ "ssh", 's', 0, G_OPTION_ARG_STRING, &a->ssh, "Connect to the guest over SSH (libssh)", "[USER@]HOST[:PORT]" },
 		{ "identity", 'i', 0, G_OPTION_ARG_FILENAME, &a->identity, "Private key file (default: ssh-agent, ~/.ssh/id_*)", "KEY" },
 		{ "known-hosts", 0, 0, G_OPTION_ARG_FILENAME, &a->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)", "FILE" },
 		{ "batch", 0, 0, G_OPTION_ARG_NONE, &a->batch, "Never prompt (no key passphrase prompt)", NULL },
+		{ "timeout", 't', 0, G_OPTION_ARG_INT, &a->timeout,
+		  "Give up when the SSH server does not answer for SECONDS (every wait; default 30)", "SECONDS" },
 		{ "root", 0, 0, G_OPTION_ARG_FILENAME, &a->root, "Read the guest's files below DIR (an sshfs -o direct_io mount)", "DIR" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &a->json, "JSON output", NULL },
 		G_OPTION_ENTRY_NULL
@@ -84,6 +116,10 @@ static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, Guest
 		g_clear_error(&err);
 		goto out;
 	}
+	if (a->timeout < 1 || a->timeout > 86400) {
+		vt_err(sub, "--timeout %d: give 1 to 86400 seconds", a->timeout);
+		goto out;
+	}
 	if (!a->ssh == !a->root) {
 		vt_err(sub, "give exactly one of --ssh [USER@]HOST[:PORT] and --root DIR");
 		goto out;
@@ -98,6 +134,8 @@ static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, Guest
 	so.identity = g_strdup(a->identity);
 	so.known_hosts = g_strdup(a->known_hosts);
 	so.batch = a->batch;
+	so.timeout_s = (guint)a->timeout;
+	so.stop = stop;
 	src = vt_guest_source_ssh_open(&so, &err);
 	*rc = src ? VT_EXIT_OK : exit_code(err);
 out:
@@ -176,28 +214,9 @@ static void print_fetch_text(const VtGuestFetchResult *r)
 	printf("%s\n", r->kallsyms);
 }
 
-/* vt_guest_fetch, stopped by Ctrl-C or SIGTERM: the copy stops and the
- * temporary snapshot is removed (a second signal kills). */
-static gboolean fetch_interruptible(VtGuestSource *src, VtGuestFetchOptions *o, VtGuestFetchResult *r,
-				    GError **error)
-{
-	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESETHAND }, old_int, old_term;
-	gboolean ok;
-
-	sigemptyset(&sa.sa_mask);
-	stop_signal = 0;
-	o->stop = &stop_signal;
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	ok = vt_guest_fetch(src, o, r, error);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	return ok;
-}
-
 static int cmd_guest_fetch(int argc, char **argv)
 {
-	GuestArgs a = { 0 };
+	GuestArgs a = { .timeout = VT_GUEST_SSH_TIMEOUT };
 	g_autofree char *cache = NULL;
 	gboolean no_kcore = FALSE;
 	GOptionEntry extra[] = {
@@ -208,18 +227,23 @@ static int cmd_guest_fetch(int argc, char **argv)
 	VtGuestFetchResult r = { 0 };
 	g_autoptr(GError) err = NULL;
 	int rc;
-	VtGuestSource *src = guest_open("guest fetch", &argc, &argv, &a, extra,
+	VtGuestSource *src;
+
+	/* Ctrl-C, SIGTERM or SIGHUP: any SSH wait or the copy stops, the
+	 * temporary snapshot is removed (a second signal kills) */
+	stop_signals_install();
+	src = guest_open("guest fetch", &argc, &argv, &a, extra,
 					"copy a guest's kallsyms, modules and trimmed kcore into perf's cache",
 					"  vmtrace guest fetch --ssh root@vm0 -i ~/.ssh/id_ed25519\n"
 					"  vmtrace guest fetch --ssh root@127.0.0.1:2222 --known-hosts kh --no-kcore --json\n"
-					"  sshfs -o direct_io root@vm0:/ vm0 && vmtrace guest fetch --root vm0\n", &rc);
+					"  sshfs -o direct_io root@vm0:/ vm0 && vmtrace guest fetch --root vm0\n", &stop_signal, &rc);
 	g_autofree char *def_cache = g_build_filename(g_get_home_dir(), ".debug", NULL);
-	VtGuestFetchOptions o = { NULL, !no_kcore, 4, NULL };
+	VtGuestFetchOptions o = { NULL, !no_kcore, 4, &stop_signal };
 
 	if (!src)
 		goto out;
 	o.cache = cache ? cache : def_cache;
-	if (!fetch_interruptible(src, &o, &r, &err)) {
+	if (!vt_guest_fetch(src, &o, &r, &err)) {
 		vt_err("guest fetch", "%s: %s", vt_guest_source_describe(src), err->message);
 		rc = exit_code(err);
 	} else if (a.json) {
@@ -230,18 +254,19 @@ static int cmd_guest_fetch(int argc, char **argv)
 out:
 	vt_guest_fetch_result_clear(&r);
 	vt_guest_source_close(src);
+	stop_signals_restore();
 	guest_args_clear(&a);
 	return rc;
 }
 
 static int cmd_guest_check(int argc, char **argv)
 {
-	GuestArgs a = { 0 };
+	GuestArgs a = { .timeout = VT_GUEST_SSH_TIMEOUT };
 	int rc;
 	VtGuestSource *src = guest_open("guest check", &argc, &argv, &a, NULL,
 					"is a guest ready for guest-sideband decoding?",
 					"  vmtrace guest check --ssh root@vm0\n"
-					"  vmtrace guest check --root vm0 --json\n", &rc);
+					"  vmtrace guest check --root vm0 --json\n", NULL, &rc);
 	g_autoptr(GPtrArray) checks = g_ptr_array_new_with_free_func(vt_host_check_free);
 
 	if (src) {

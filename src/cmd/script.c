@@ -11,6 +11,7 @@
 #include "src/cli/json.h"
 #include "src/cmd/cmd.h"
 #include "src/decode/decode.h"
+#include "src/fs/fs.h"
 
 typedef struct {
 	char *rec;
@@ -93,6 +94,32 @@ static gboolean validate(const ScriptOptions *o, GError **error)
 }
 
 /* ----------------------------------------------------------------- open */
+/* The guest snapshot (DIR, or FILE's directory) and its files, as far as
+ * they exist, belong to the user or root and are writable by no one else
+ * (vt_fs_check_trusted; links only where the user named them): a cache
+ * others can write to could hand us any kcore. */
+static gboolean guest_trusted(const char *gdir, const char *kallsyms_file, GError **error)
+{
+	static const char *const names[] = { "kallsyms", "modules", "kcore" };
+	GError *e = NULL;
+
+	if (!vt_fs_check_trusted(gdir, TRUE, &e) || (kallsyms_file && !vt_fs_check_trusted(kallsyms_file, TRUE, &e)))
+		goto bad;
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree char *f = g_build_filename(gdir, names[i], NULL);
+
+		if (kallsyms_file && !strcmp(names[i], "kallsyms"))
+			continue;
+		if (!vt_fs_check_trusted(f, FALSE, &e) && !g_error_matches(e, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+			goto bad;
+		g_clear_error(&e);
+	}
+	return TRUE;
+bad:
+	g_propagate_prefixed_error(error, e, "refusing the guest snapshot: ");
+	return FALSE;
+}
+
 /* The host image: --kcore/--kallsyms or REC/kcore_dir; the guest image:
  * --guest or --guestkallsyms.  *usage: the image was not given. */
 static gboolean open_images(Script *s, gboolean *usage, GError **error)
@@ -126,6 +153,8 @@ static gboolean open_images(Script *s, gboolean *usage, GError **error)
 		}
 	}
 	*usage = FALSE;
+	if (!guest_trusted(gdir, o->guestkallsyms, error))
+		return FALSE;
 	s->host = o->kcore ? vt_decode_image_load(o->kcore, o->kallsyms, "host", error)
 			   : vt_decode_image_load_dir(kcore_dir, "host", error);
 	if (!s->host)

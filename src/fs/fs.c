@@ -101,6 +101,48 @@ gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid)
 	return TRUE;
 }
 
+static gboolean owner_trusted(uid_t uid)
+{
+	uid_t su;
+	gid_t sg;
+
+	return uid == geteuid() || uid == 0 || (vt_fs_sudo_owner(&su, &sg) && uid == su);
+}
+
+gboolean vt_fs_check_trusted(const char *path, gboolean follow, GError **error)
+{
+	struct stat st;
+	g_autofree char *q = g_shell_quote(path);    /* the printed commands must be safe to paste */
+
+	if ((follow ? stat(path, &st) : lstat(path, &st)) < 0) {
+		int e = errno;
+
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "%s: %s", path, g_strerror(e));
+		return FALSE;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+			    "%s is a symbolic link: vmtrace follows none below the cache directory "
+			    "(someone could point it anywhere) - remove it: rm %s", path, q);
+		return FALSE;
+	}
+	if (!owner_trusted(st.st_uid)) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+			    "%s belongs to uid %u, not to you or root: another user could have put anything there - "
+			    "remove it (rm -r %s), or if it is yours: chown -R %u %s", path, (unsigned)st.st_uid, q,
+			    (unsigned)geteuid(), q);
+		return FALSE;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+			    "%s is writable by %s (mode %04o): another user could put anything there - "
+			    "chmod go-w %s", path, st.st_mode & S_IWOTH ? "everyone" : "its group",
+			    (unsigned)(st.st_mode & 07777), q);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* A name a recording directory may hold at depth 0 (its top) or 1 (in
  * kcore_dir), with the file type it must have. */
 static gboolean recording_entry(int depth, const char *name, mode_t mode)

@@ -26,6 +26,13 @@ gboolean vt_fs_remove_recording(const char *path, GError **error);
 gboolean vt_fs_path_inside(const char *path, const char *dir);
 /* Under sudo (real uid 0 with SUDO_UID/SUDO_GID set): the invoking user. */
 gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid);
+/* May what is at path be trusted as this user's own (a cache or snapshot
+ * directory, a file in one)?  Owned by the effective user, root or - under
+ * sudo - the invoking user, and writable by no one else (no group or other
+ * write bit).  follow: path may be a symbolic link (its target is checked;
+ * the user named it); otherwise a link is refused.  FALSE with a message
+ * that says how to fix it (G_FILE_ERROR; G_FILE_ERROR_NOENT if absent). */
+gboolean vt_fs_check_trusted(const char *path, gboolean follow, GError **error);
 
 G_END_DECLS
 

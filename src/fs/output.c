@@ -45,6 +45,7 @@ gboolean vt_fs_output_check(const char *path, VtFsOutputFlags flags, GError **er
 {
 	struct stat st;
 
+	vt_tempfile_remove_stale_of(path);    /* what killed runs left beside it */
 	if (lstat(path, &st) < 0) {
 		if (errno == ENOENT)
 			return TRUE;

@@ -29,7 +29,10 @@ typedef enum {
 
 typedef struct VtFsOutput VtFsOutput;
 
-/* May an output with these flags be created at path now? */
+/* May an output with these flags be created at path now?  Also removes
+ * the stale temporaries of path (vt_tempfile_remove_stale_of): a command
+ * that checks its output first cleans up after killed runs even when it
+ * fails before writing. */
 gboolean vt_fs_output_check(const char *path, VtFsOutputFlags flags, GError **error);
 /* Start an output: check, then create the temporary (mode & ~umask: 0600
  * for traces and kernel memory, 0666 for text others may read). */
