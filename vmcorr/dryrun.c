@@ -28,7 +28,9 @@ G_DEFINE_QUARK(vmcorr-error-quark, vmcorr_error)
 
 #define SEVEN_BYTES VMCORR_SEVEN_BYTES
 #define NO_VMCS VMCORR_NO_VMCS
-#define RELEASE_CHUNK (8u << 20)
+#define AUX_WINDOW (1u << 20)      /* AUX bytes read at once (per queue being decoded) */
+#define AUX_WINDOW_MIN 256u
+#define LOOK_PIECE 4096u           /* lookahead past the window: read this much at a time */
 
 const char *vmcorr_status_name(VmcorrStatus s)
 {
@@ -206,12 +208,29 @@ typedef struct {
 	gboolean reliable;
 } Assign;
 
+/* A worker's reusable read buffer: AUX bytes are read into it (pread),
+ * never mapped - no page faults, no TLB shootdowns, and a file that
+ * shrinks gives an error instead of SIGBUS. */
+typedef struct {
+	guint8 *p;
+	gsize cap;
+	gsize window;               /* largest read (AUX_WINDOW unless a test asks) */
+} AuxBuf;
+
+/* The scanner runs over a window of the open AUX buffer: all of it when it
+ * fits, else `window` bytes at a time, moved along as the scan goes (the
+ * scanner's state carries over; lookaheads and PSB searches that run into
+ * the window's end read on - see look_next and cur_sync - so the result
+ * is the same as over the whole buffer). */
 typedef struct {
 	guint bi;                   /* next buffer */
 	gboolean open;
 	const VmcorrBuffer *b;
 	VtPtScanner sc;
-	uint64_t released;          /* bytes of b already released */
+	AuxBuf *buf;
+	uint64_t ws;                /* offset in b of the window's first byte */
+	gboolean final;             /* the window reaches the end of b */
+	gsize margin;               /* move the window when fewer bytes are left */
 	guint8 stitch[64];
 	gsize carry;                /* bytes of a cut packet carried over */
 } Cursor;
@@ -254,7 +273,57 @@ typedef struct {
 	/* counters */
 	uint64_t n_tsc, n_guest, n_host, n_bad;
 	uint64_t first_bad;         /* file offset of the first bad packet */
+	GError *io_error;           /* reading the AUX data failed: decoding stopped */
 } Dec;
+
+static void dec_io_failed(Dec *d, GError *e)
+{
+	if (d->io_error)
+		g_error_free(e);
+	else
+		d->io_error = e;
+	d->cur.open = FALSE;
+	d->cur.bi = d->q->bufs->len;
+}
+
+/* Lookahead over the packets after a scanner's position, reading past the
+ * cursor's window when it gets there (never past a stitched packet). */
+typedef struct {
+	Dec *d;
+	VtPtScanner t;
+	guint8 piece[LOOK_PIECE];
+} LookIter;
+
+static void look_init(LookIter *li, Dec *d, const VtPtScanner *sc)
+{
+	li->d = d;
+	li->t = *sc;
+}
+
+static int look_next(LookIter *li, VtPtPacket *p)
+{
+	int r = vt_pt_scan_next(&li->t, p);
+	const VmcorrBuffer *b = li->d->cur.b;
+	uint64_t at, wend;
+	gsize n;
+	GError *e = NULL;
+
+	if (r != -vt_pte_eos || li->d->stitching || !b || li->d->io_error)
+		return r;
+	at = vt_pt_scan_offset(&li->t) - b->payload_off;
+	wend = li->t.base + (uint64_t)(li->t.end - li->t.begin) - b->payload_off;
+	if (wend >= b->size)
+		return r;               /* the end of the AUX buffer */
+	n = (gsize)MIN((uint64_t)LOOK_PIECE, b->size - at);
+	if (!vt_perf_file_read(li->d->s->f, b->payload_off + at, li->piece, n, &e)) {
+		dec_io_failed(li->d, e);
+		return r;
+	}
+	li->t.begin = li->t.pos = li->piece;
+	li->t.end = li->piece + n;
+	li->t.base = b->payload_off + at;
+	return vt_pt_scan_next(&li->t, p);
+}
 
 static void dec_error_once(Dec *d, const char *msg)
 {
@@ -540,13 +609,14 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 
 /* Look ahead (within this buffer) for a TMA after a TSC outside PSB+:
  * up to 16 MTC/CYC packets may come first. */
-static void tma_lookahead(const VtPtScanner *sc, Look *l)
+static void tma_lookahead(Dec *d, const VtPtScanner *sc, Look *l)
 {
-	VtPtScanner t = *sc;
+	LookIter li;
 	VtPtPacket p;
 	int n = 0;
 
-	while (vt_pt_scan_next(&t, &p) > 0) {
+	look_init(&li, d, sc);
+	while (look_next(&li, &p) > 0) {
 		if (p.type == VT_PT_PAD)
 			continue;
 		if (p.type == VT_PT_TMA) {
@@ -577,7 +647,7 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const VtPtScanner *sc, uint64_t p)
 			local.pip = TRUE;
 			local.pip_nr = d->pip_nr;
 		}
-		tma_lookahead(sc, &local);
+		tma_lookahead(d, sc, &local);
 		l = &local;
 	} else {
 		l = &d->psb;
@@ -683,14 +753,15 @@ guest:
 /* PSB+ lookahead: TSC/TMA/PIP/VMCS up to PSBEND. */
 static void psb_lookahead(Dec *d, const VtPtScanner *sc)
 {
-	VtPtScanner t = *sc;
+	LookIter li;
 	VtPtPacket p;
 	Look *l = &d->psb;
 
 	memset(l, 0, sizeof(*l));
 	l->ctc_delta = d->ctc_delta;
 	l->last_ctc = d->last_ctc;
-	while (vt_pt_scan_next(&t, &p) > 0) {
+	look_init(&li, d, sc);
+	while (look_next(&li, &p) > 0) {
 		switch (p.type) {
 		case VT_PT_PAD: case VT_PT_MNT: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
 		case VT_PT_MTC: case VT_PT_FUP: case VT_PT_CYC: case VT_PT_CBR:
@@ -722,13 +793,14 @@ static void psb_lookahead(Dec *d, const VtPtScanner *sc)
 
 /* After OVF: PacketEn iff the first packet that is not CYC/MTC/TSC (looking
  * at no more than 16 of those) is a FUP. */
-static gboolean ovf_fup_follows(const VtPtScanner *sc)
+static gboolean ovf_fup_follows(Dec *d, const VtPtScanner *sc)
 {
-	VtPtScanner t = *sc;
+	LookIter li;
 	VtPtPacket p;
 	int n = 0;
 
-	while (vt_pt_scan_next(&t, &p) > 0) {
+	look_init(&li, d, sc);
+	while (look_next(&li, &p) > 0) {
 		if (p.type == VT_PT_PAD)
 			continue;
 		if (p.type == VT_PT_CYC || p.type == VT_PT_MTC || p.type == VT_PT_TSC) {
@@ -778,7 +850,7 @@ static void handle(Dec *d, VtPtScanner *sc, VtPtPacket *pkt)
 		break;
 	case VT_PT_OVF:
 		d->in_psb = FALSE;
-		d->pge = ovf_fup_follows(sc);
+		d->pge = ovf_fup_follows(d, sc);
 		if (!d->pge)
 			d->continuous = FALSE;
 		break;
@@ -840,6 +912,7 @@ static void dec_free(Dec *d)
 		g_ptr_array_free(d->errors, TRUE);
 	if (d->patches)
 		g_array_free(d->patches, TRUE);
+	g_clear_error(&d->io_error);
 }
 
 /* ------------------------------------------------------- queue cursor
@@ -849,23 +922,88 @@ static void dec_free(Dec *d)
  * small stitch buffer, as perf does.  The cursor is resumable so that one
  * thread can interleave two queues (dec_run_pair). */
 
+/* Read the window of the open buffer that starts `back` bytes before
+ * offset `at` of it, and put the scanner at `at` (its IP/BIP state carries
+ * over).  FALSE (decoding stops) if the file cannot be read. */
+static gboolean cur_fill(Dec *d, uint64_t at, gsize back)
+{
+	Cursor *c = &d->cur;
+	const VmcorrBuffer *b = c->b;
+	uint64_t ws = at - back;
+	gsize n = (gsize)MIN((uint64_t)c->buf->window, b->size - ws);
+	GError *e = NULL;
+
+	if (c->buf->cap < n) {
+		g_free(c->buf->p);
+		c->buf->p = g_malloc(n);
+		c->buf->cap = n;
+	}
+	if (!vt_perf_file_read(d->s->f, b->payload_off + ws, c->buf->p, n, &e)) {
+		dec_io_failed(d, e);
+		return FALSE;
+	}
+	c->ws = ws;
+	c->final = ws + n == b->size;
+	c->sc.begin = c->buf->p;
+	c->sc.end = c->buf->p + n;
+	c->sc.pos = c->buf->p + back;
+	c->sc.base = b->payload_off + ws;
+	return TRUE;
+}
+
+/* Offset in the open buffer of a position in the window. */
+static inline uint64_t cur_at(const Cursor *c, const guint8 *pos)
+{
+	return c->ws + (uint64_t)(pos - c->sc.begin);
+}
+
+/* Move the window to the scanner's position, keeping the 16 bytes before
+ * it (vt_pt_scan_sync_forward looks back up to 15). */
+static gboolean cur_slide(Dec *d)
+{
+	uint64_t at = cur_at(&d->cur, d->cur.sc.pos);
+
+	return cur_fill(d, at, (gsize)MIN(at, 16));
+}
+
+/* vt_pt_scan_sync_forward over the whole buffer: a PSB is the last 16
+ * bytes of a run of "02 82" pairs, so one found at the window's end (or
+ * none) is decided only with the bytes after it. */
+static int cur_sync(Dec *d, int at_ok)
+{
+	Cursor *c = &d->cur;
+
+	for (;;) {
+		int r = vt_pt_scan_sync_forward(&c->sc, at_ok);
+		uint64_t at;
+
+		if (c->final || (r == 0 && c->sc.end - c->sc.pos >= 18))
+			return r;
+		/* found near the end: read on from it; none: from the last 16
+		 * bytes, which may start one */
+		at = cur_at(c, r == 0 ? c->sc.pos : c->sc.end - 16);
+		if (!cur_fill(d, at, (gsize)MIN(at, 16)))
+			return -vt_pte_nosync;
+		at_ok = 1;
+	}
+}
+
 /* Open the next buffer of the queue; FALSE when there is none left. */
 static gboolean cur_open_next(Dec *d)
 {
 	Cursor *c = &d->cur;
-	const VtPerfFile *f = d->s->f;
 
 	while (c->bi < d->q->bufs->len) {
 		const VmcorrBuffer *b = &g_array_index(d->q->bufs, VmcorrBuffer, c->bi);
-		const uint8_t *data = vt_perf_file_map(f, b->payload_off, b->size);
 		gboolean consecutive = c->bi > 0 && !d->s->snapshot;
+		const guint8 *data;
 		VtPtPacket pkt;
 
 		c->bi++;
-		if (!data)
-			continue;       /* the session validated payloads; defensive */
 		c->b = b;
-		c->released = 0;
+		if (!cur_fill(d, 0, 0))
+			return FALSE;
+		data = c->sc.begin;
 		d->buf_timestamp = b->reference;
 		if (!consecutive) {
 			d->timestamp = 0;
@@ -874,10 +1012,10 @@ static gboolean cur_open_next(Dec *d)
 			d->ref_timestamp = b->reference;
 			c->carry = 0;
 		}
-		vt_pt_scan_init(&c->sc, data, b->size, b->payload_off);
+		vt_pt_scan_init(&c->sc, data, (gsize)(c->sc.end - data), b->payload_off);
 		if (c->carry) {
 			/* finish the packet cut at the end of the previous buffer */
-			gsize take = MIN((gsize)b->size, sizeof(c->stitch) - c->carry - 16);
+			gsize take = MIN((gsize)(c->sc.end - data), sizeof(c->stitch) - c->carry - 16);
 			VtPtScanner st;
 			int r;
 
@@ -899,8 +1037,9 @@ static gboolean cur_open_next(Dec *d)
 			c->carry = 0;
 		}
 		if (!consecutive) {
-			if (vt_pt_scan_sync_forward(&c->sc, 1) < 0) {
-				vt_perf_file_release(f, b->payload_off, b->size);
+			if (cur_sync(d, 1) < 0) {
+				if (d->io_error)
+					return FALSE;
 				continue;
 			}
 			if (!d->timestamp)
@@ -914,16 +1053,27 @@ static gboolean cur_open_next(Dec *d)
 
 static void cur_close(Dec *d)
 {
-	Cursor *c = &d->cur;
-
-	vt_perf_file_release(d->s->f, c->b->payload_off + c->released, c->b->size - c->released);
-	c->open = FALSE;
+	d->cur.open = FALSE;
 }
 
 /* Is there something left to decode?  Opens buffers as needed. */
 static inline gboolean dec_ready(Dec *d)
 {
-	return d->cur.open || cur_open_next(d);
+	return !d->io_error && (d->cur.open || cur_open_next(d));
+}
+
+/* Decode with `buf` as the read buffer. */
+static void dec_attach(Dec *d, AuxBuf *buf)
+{
+	d->cur.buf = buf;
+	d->cur.margin = MIN((gsize)64 << 10, buf->window / 4);
+}
+
+static void auxbuf_init(AuxBuf *b, gsize window)
+{
+	b->p = NULL;
+	b->cap = 0;
+	b->window = window ? MAX(window, AUX_WINDOW_MIN) : AUX_WINDOW;
 }
 
 /* Decode and handle one packet of the open buffer; closes the buffer at
@@ -932,11 +1082,19 @@ static inline void dec_step(Dec *d)
 {
 	Cursor *c = &d->cur;
 	VtPtPacket pkt;
-	int r = vt_pt_scan_next_inline(&c->sc, &pkt);
+	int r;
 
+	if (G_UNLIKELY(!c->final && (gsize)(c->sc.end - c->sc.pos) < c->margin) && !cur_slide(d))
+		return;
+	r = vt_pt_scan_next_inline(&c->sc, &pkt);
 	if (G_UNLIKELY(r < 0)) {
 		if (r == -vt_pte_eos) {
 			gsize left = c->sc.end - c->sc.pos;
+
+			if (!c->final) {        /* (the margin makes this rare) */
+				cur_slide(d);
+				return;
+			}
 
 			if (left && left < 32) {
 				memcpy(c->stitch, c->sc.pos, left);
@@ -951,17 +1109,11 @@ static inline void dec_step(Dec *d)
 		d->in_psb = FALSE;
 		d->pge = FALSE;
 		d->continuous = FALSE;
-		if (vt_pt_scan_sync_forward(&c->sc, 0) < 0)
+		if (cur_sync(d, 0) < 0)
 			cur_close(d);
 		return;
 	}
 	handle(d, &c->sc, &pkt);
-	if (G_UNLIKELY((uint64_t)(c->sc.pos - c->sc.begin) - c->released > RELEASE_CHUNK)) {
-		uint64_t upto = (uint64_t)(c->sc.pos - c->sc.begin) - 4096;
-
-		vt_perf_file_release(d->s->f, c->b->payload_off + c->released, upto - c->released);
-		c->released = upto;
-	}
 }
 
 /* MTCs may be skipped (accumulated) while a TMA is known, as calc_mtc
@@ -1091,21 +1243,30 @@ typedef struct {
 	Table *tables;
 	gint next;
 	guint n;
+	gsize window;
 } Work;
 
 static gpointer worker(gpointer p)
 {
 	Work *w = p;
+	AuxBuf buf[2];
 	gint i;
 
+	auxbuf_init(&buf[0], w->window);
+	auxbuf_init(&buf[1], w->window);
 	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n) {
 		gint j = g_atomic_int_add(&w->next, 1);
 
-		if (j < (gint)w->n)
+		dec_attach(&w->decs[i], &buf[0]);
+		if (j < (gint)w->n) {
+			dec_attach(&w->decs[j], &buf[1]);
 			dec_run_pair(&w->decs[i], &w->decs[j]);
-		else
+		} else {
 			dec_run(&w->decs[i]);
+		}
 	}
+	g_free(buf[0].p);
+	g_free(buf[1].p);
 	return NULL;
 }
 
@@ -1297,9 +1458,12 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	Dec *decs;
 	Table *tables;
 	GHashTable *agg;
+	AuxBuf rerun_buf;
+	GError *io = NULL;
 
 	if (!check_time(s, error))
 		return NULL;
+	auxbuf_init(&rerun_buf, opt->aux_window);
 	nq = s->queues->len;
 	r = g_new0(VmcorrResult, 1);
 	r->vmcs = g_array_new(FALSE, TRUE, sizeof(VmcorrVmcs));
@@ -1329,7 +1493,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
 	{
-		Work w = { s, decs, tables, 0, nq };
+		Work w = { s, decs, tables, 0, nq, opt->aux_window };
 		GThread **th = g_new0(GThread *, jobs);
 
 		for (guint j = 1; j < jobs; j++)
@@ -1354,6 +1518,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 
 			dec_init(&again, s, d->q, &shared, TRUE, r->perf_lines, opt->collect_patches);
 			again.tolerance = r->tolerance;
+			dec_attach(&again, &rerun_buf);
 			dec_run(&again);
 			dec_free(d);
 			*d = again;
@@ -1480,13 +1645,22 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	}
 	g_hash_table_destroy(agg);
 	for (guint i = 0; i < nq; i++) {
+		if (!io && decs[i].io_error)
+			io = g_steal_pointer(&decs[i].io_error);
 		dec_free(&decs[i]);
 		table_clear(&tables[i]);
 	}
 	g_free(decs);
 	g_free(tables);
 	g_free(order);
+	g_free(rerun_buf.p);
 	table_clear(&shared);
+	/* what was read is what the file still holds */
+	if (io || !vt_perf_file_check_size(s->f, &io)) {
+		g_propagate_error(error, io);
+		vmcorr_result_free(r);
+		return NULL;
+	}
 	if (r->patches)
 		g_array_sort(r->patches, cmp_patch);
 	return r;
