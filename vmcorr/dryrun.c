@@ -283,7 +283,7 @@ static void dec_io_failed(Dec *d, GError *e)
 	else
 		d->io_error = e;
 	d->cur.open = FALSE;
-	d->cur.bi = d->q->bufs->len;
+	d->cur.bi = d->q->nbufs;
 }
 
 /* Lookahead over the packets after a scanner's position, reading past the
@@ -993,8 +993,8 @@ static gboolean cur_open_next(Dec *d)
 {
 	Cursor *c = &d->cur;
 
-	while (c->bi < d->q->bufs->len) {
-		const VmcorrBuffer *b = &g_array_index(d->q->bufs, VmcorrBuffer, c->bi);
+	while (c->bi < d->q->nbufs) {
+		const VmcorrBuffer *b = &d->s->bufs[d->q->first + c->bi];
 		gboolean consecutive = c->bi > 0 && !d->s->snapshot;
 		const guint8 *data;
 		VtPtPacket pkt;
@@ -1237,14 +1237,65 @@ popped:
 
 /* --------------------------------------------------------------- driver */
 
+/* A queue's speculative decode: the decoder and its private table.  Made
+ * by the worker that decodes the queue, and kept only when it found
+ * something (qdec_keep): memory does not grow with queues that hold
+ * nothing. */
+typedef struct {
+	Dec d;
+	Table table;
+} QDec;
+
+static QDec *qdec_new(const VmcorrSession *s, const VmcorrQueue *q, const VmcorrOptions *opt, uint64_t tol)
+{
+	QDec *x = g_new0(QDec, 1);
+
+	table_init(&x->table, opt);
+	dec_init(&x->d, s, q, &x->table, FALSE, NULL, opt->collect_patches);
+	x->d.tolerance = tol;
+	return x;
+}
+
+static void qdec_free(QDec *x)
+{
+	if (!x)
+		return;
+	dec_free(&x->d);
+	table_clear(&x->table);
+	g_free(x);
+}
+
+/* Nothing found: no TSC (so no table lookup, no statistics, no patch), no
+ * bad packet, no error line.  Replaying such a queue, or decoding it again
+ * against the shared table, changes nothing. */
+static gboolean dec_empty(const Dec *d)
+{
+	return !d->n_tsc && !d->n_bad && !d->errors->len && !d->assigns->len && !d->io_error &&
+	       !d->ooc_unknown && !(d->patches && d->patches->len) && !g_hash_table_size(d->stats.h);
+}
+
+static QDec *qdec_keep(QDec *x)
+{
+	x->d.cur.buf = NULL;
+	if (!dec_empty(&x->d))
+		return x;
+	qdec_free(x);
+	return NULL;
+}
+
 typedef struct {
 	VmcorrSession *s;
-	Dec *decs;
-	Table *tables;
+	const VmcorrOptions *opt;
+	uint64_t tolerance;
+	QDec **qd;                  /* per queue: NULL if it found nothing */
 	gint next;
 	guint n;
-	gsize window;
 } Work;
+
+static QDec *work_queue(Work *w, gint i)
+{
+	return qdec_new(w->s, &g_array_index(w->s->queues, VmcorrQueue, i), w->opt, w->tolerance);
+}
 
 static gpointer worker(gpointer p)
 {
@@ -1252,18 +1303,21 @@ static gpointer worker(gpointer p)
 	AuxBuf buf[2];
 	gint i;
 
-	auxbuf_init(&buf[0], w->window);
-	auxbuf_init(&buf[1], w->window);
+	auxbuf_init(&buf[0], w->opt->aux_window);
+	auxbuf_init(&buf[1], w->opt->aux_window);
 	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n) {
 		gint j = g_atomic_int_add(&w->next, 1);
+		QDec *a = work_queue(w, i), *b = j < (gint)w->n ? work_queue(w, j) : NULL;
 
-		dec_attach(&w->decs[i], &buf[0]);
-		if (j < (gint)w->n) {
-			dec_attach(&w->decs[j], &buf[1]);
-			dec_run_pair(&w->decs[i], &w->decs[j]);
+		dec_attach(&a->d, &buf[0]);
+		if (b) {
+			dec_attach(&b->d, &buf[1]);
+			dec_run_pair(&a->d, &b->d);
+			w->qd[j] = qdec_keep(b);
 		} else {
-			dec_run(&w->decs[i]);
+			dec_run(&a->d);
 		}
+		w->qd[i] = qdec_keep(a);
 	}
 	g_free(buf[0].p);
 	g_free(buf[1].p);
@@ -1455,8 +1509,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	VmcorrResult *r;
 	Table shared;
 	guint nq, *order, jobs;
-	Dec *decs;
-	Table *tables;
+	QDec **qd;
 	GHashTable *agg;
 	AuxBuf rerun_buf;
 	GError *io = NULL;
@@ -1482,18 +1535,11 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	r->tolerance = opt->tolerance ? opt->tolerance
 				      : 2 * ((s->tsc_ctc_n + s->tsc_ctc_d - 1) / s->tsc_ctc_d) + 2;
 
-	decs = g_new0(Dec, nq);
-	tables = g_new0(Table, nq);
-	for (guint i = 0; i < nq; i++) {
-		table_init(&tables[i], opt);
-		dec_init(&decs[i], s, &g_array_index(s->queues, VmcorrQueue, i), &tables[i], FALSE, NULL,
-			 opt->collect_patches);
-		decs[i].tolerance = r->tolerance;
-	}
+	qd = g_new0(QDec *, MAX(nq, 1));
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
 	{
-		Work w = { s, decs, tables, 0, nq, opt->aux_window };
+		Work w = { s, opt, r->tolerance, qd, 0, nq };
 		GThread **th = g_new0(GThread *, jobs);
 
 		for (guint j = 1; j < jobs; j++)
@@ -1509,8 +1555,10 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	order = g_new(guint, MAX(nq, 1));
 	perf_queue_order(nq, order);
 	for (guint k = 0; k < nq; k++) {
-		Dec *d = &decs[order[k]];
+		Dec *d = qd[order[k]] ? &qd[order[k]]->d : NULL;
 
+		if (!d)
+			continue;
 		if (speculation_holds(d, &shared, opt)) {
 			replay(d, &shared, r->perf_lines);
 		} else {
@@ -1557,10 +1605,12 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		g_hash_table_insert(agg, &m->vmcs, m);
 	}
 	for (guint k = 0; k < nq; k++) {
-		Dec *d = &decs[order[k]];
+		Dec *d = qd[order[k]] ? &qd[order[k]]->d : NULL;
 		GHashTableIter it;
 		gpointer v;
 
+		if (!d)
+			continue;
 		if (r->patches && d->patches)
 			g_array_append_vals(r->patches, d->patches->data, d->patches->len);
 		r->n_tsc += d->n_tsc;
@@ -1645,13 +1695,11 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	}
 	g_hash_table_destroy(agg);
 	for (guint i = 0; i < nq; i++) {
-		if (!io && decs[i].io_error)
-			io = g_steal_pointer(&decs[i].io_error);
-		dec_free(&decs[i]);
-		table_clear(&tables[i]);
+		if (!io && qd[i] && qd[i]->d.io_error)
+			io = g_steal_pointer(&qd[i]->d.io_error);
+		qdec_free(qd[i]);
 	}
-	g_free(decs);
-	g_free(tables);
+	g_free(qd);
 	g_free(order);
 	g_free(rerun_buf.p);
 	table_clear(&shared);
