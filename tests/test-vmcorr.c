@@ -592,6 +592,70 @@ static void test_window_same_result(void)
 	}
 }
 
+/* SRC with every AUX buffer cut into `piece`-byte buffers of the same
+ * queue (the same stream, many tiny AUXTRACE records). */
+static char *rechunk(const char *src, guint piece)
+{
+	char *out = g_strconcat(src, ".chunked", NULL);
+	GError *err = NULL;
+	VtPerfFile *f = vt_perf_file_open(src, VT_PERF_OPEN_RDONLY, &err);
+	VtPerfWriter *w = vt_perf_writer_new(out, FALSE, &err);
+	VtPerfIter *it = g_new(VtPerfIter, 1);
+	VtPerfRecord rec;
+	int r;
+
+	g_assert_no_error(err);
+	for (guint i = 0; i < vt_perf_file_n_attrs(f); i++) {
+		const VtPerfAttr *a = vt_perf_file_attr(f, i);
+
+		g_assert_true(vt_perf_writer_add_attr(w, &a->attr, a->ids, a->nr_ids, &err));
+	}
+	vt_perf_iter_init(it, f);
+	while ((r = vt_perf_iter_next(it, &rec, &err)) > 0) {
+		VtPerfAuxtrace aux;
+		guint8 *payload;
+
+		if (rec.type != VT_PERF_RECORD_AUXTRACE) {
+			g_assert_true(vt_perf_writer_write_record(w, rec.data, &err));
+			continue;
+		}
+		g_assert_true(vt_perf_record_auxtrace(&rec, &aux, &err));
+		payload = g_malloc(aux.size);
+		g_assert_true(vt_perf_file_read(f, aux.payload_file_offset, payload, aux.size, &err));
+		for (uint64_t k = 0; k < aux.size; k += piece) {
+			VtPerfAuxtrace a = aux;
+
+			a.size = MIN(piece, aux.size - k);
+			a.offset = aux.offset + k;
+			g_assert_true(vt_perf_writer_write_auxtrace(w, &a, payload + k, a.size, NULL, &err));
+		}
+		g_free(payload);
+	}
+	g_assert_no_error(err);
+	g_assert_true(vt_perf_writer_finish(w, &err));
+	vt_perf_writer_free(w);
+	vt_perf_file_close(f);
+	g_free(it);
+	return out;
+}
+
+/* Tiny AUX buffers (256 bytes) are read through the workers' small-read
+ * cache; reading them one by one (as a set window does) gives the same. */
+static void test_tiny_buffers(void)
+{
+	char *path = synth_file("c.data", FALSE, TRUE, 0, 1, 64 << 10);
+	char *chunked = rechunk(path, 256);
+	VmcorrResult *cached = dry_run_window(chunked, 0), *direct = dry_run_window(chunked, 4096);
+
+	g_assert_cmpuint(cached->n_tsc, >, 100);
+	assert_results_equal(cached, direct);
+	vmcorr_result_free(cached);
+	vmcorr_result_free(direct);
+	g_unlink(chunked);
+	g_free(chunked);
+	remove_synth(path);
+}
+
 /* The file shrinks between indexing and decoding: an error naming the
  * file ("changed size while being read"), not SIGBUS. */
 static void test_truncated_while_read(void)
@@ -631,6 +695,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vmcorr/epochs/believed", test_epochs_believed);
 	g_test_add_func("/vmcorr/epochs/seven-bytes", test_epochs_seven_bytes);
 	g_test_add_func("/vmcorr/read/window-same-result", test_window_same_result);
+	g_test_add_func("/vmcorr/read/tiny-buffers", test_tiny_buffers);
 	g_test_add_func("/vmcorr/read/truncated-while-read", test_truncated_while_read);
 	return g_test_run();
 }

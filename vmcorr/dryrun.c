@@ -211,11 +211,47 @@ typedef struct {
 /* A worker's reusable read buffer: AUX bytes are read into it (pread),
  * never mapped - no page faults, no TLB shootdowns, and a file that
  * shrinks gives an error instead of SIGBUS. */
+/* Tiny AUX buffers (a million one-packet queues, ...) are read through a
+ * worker's 16 KiB copy of the file around them: one pread serves the
+ * neighbouring records too (queues are decoded in index order, which is
+ * mostly file order). */
+#define NEAR_MAX 512u
+#define NEAR_SIZE (16u << 10)
+typedef struct {
+	guint8 p[NEAR_SIZE];
+	uint64_t off;
+	gsize len;
+} Near;
+
 typedef struct {
 	guint8 *p;
 	gsize cap;
 	gsize window;               /* largest read (AUX_WINDOW unless a test asks) */
+	Near *near;                 /* the worker's, or NULL */
 } AuxBuf;
+
+/* n bytes at off, through the cache when they are few. */
+static gboolean aux_read(const VtPerfFile *f, Near *nr, uint64_t off, guint8 *dst, gsize n, GError **error)
+{
+	uint64_t size = vt_perf_file_size(f);
+	gsize len;
+
+	if (!nr || n > NEAR_MAX)
+		return vt_perf_file_read(f, off, dst, n, error);
+	/* (tests compare with and without: a window set by the caller skips it) */
+	if (off < nr->off || off - nr->off + n > nr->len) {
+		len = (gsize)MIN((uint64_t)NEAR_SIZE, size - MIN(off, size));
+		nr->len = 0;
+		if (len < n)
+			return vt_perf_file_read(f, off, dst, n, error);    /* (its error) */
+		if (!vt_perf_file_read(f, off, nr->p, len, error))
+			return FALSE;
+		nr->off = off;
+		nr->len = len;
+	}
+	memcpy(dst, nr->p + (off - nr->off), n);
+	return TRUE;
+}
 
 /* The scanner runs over a window of the open AUX buffer: all of it when it
  * fits, else `window` bytes at a time, moved along as the scan goes (the
@@ -938,7 +974,7 @@ static gboolean cur_fill(Dec *d, uint64_t at, gsize back)
 		c->buf->p = g_malloc(n);
 		c->buf->cap = n;
 	}
-	if (!vt_perf_file_read(d->s->f, b->payload_off + ws, c->buf->p, n, &e)) {
+	if (!aux_read(d->s->f, c->buf->near, b->payload_off + ws, c->buf->p, n, &e)) {
 		dec_io_failed(d, e);
 		return FALSE;
 	}
@@ -1074,6 +1110,7 @@ static void auxbuf_init(AuxBuf *b, gsize window)
 	b->p = NULL;
 	b->cap = 0;
 	b->window = window ? MAX(window, AUX_WINDOW_MIN) : AUX_WINDOW;
+	b->near = NULL;
 }
 
 /* Decode and handle one packet of the open buffer; closes the buffer at
@@ -1301,10 +1338,14 @@ static gpointer worker(gpointer p)
 {
 	Work *w = p;
 	AuxBuf buf[2];
+	Near *near = g_new(Near, 1);
 	gint i;
 
+	near->len = 0;
 	auxbuf_init(&buf[0], w->opt->aux_window);
 	auxbuf_init(&buf[1], w->opt->aux_window);
+	if (!w->opt->aux_window)
+		buf[0].near = buf[1].near = near;
 	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n) {
 		gint j = g_atomic_int_add(&w->next, 1);
 		QDec *a = work_queue(w, i), *b = j < (gint)w->n ? work_queue(w, j) : NULL;
@@ -1321,6 +1362,7 @@ static gpointer worker(gpointer p)
 	}
 	g_free(buf[0].p);
 	g_free(buf[1].p);
+	g_free(near);
 	return NULL;
 }
 
