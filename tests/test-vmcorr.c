@@ -1,12 +1,19 @@
 /* test-vmcorr.c - the command-line grammars of VM time correlation
  * (--offset OFF[:VMCS[,VMCS...]], --tsc-scale RATIO[/FRAC][:VMCS,...] and
  * perf's --vm-time-correlation="[dry-run] [OFF[:VMCS[,VMCS]...]]...",
- * vmcorr/offsets.c): what each accepts and every way each refuses; and the
- * split of a VMCS's offset estimates into epochs (vmcorr_segment_epochs). */
+ * vmcorr/offsets.c): what each accepts and every way each refuses; the
+ * split of a VMCS's offset estimates into epochs (vmcorr_segment_epochs);
+ * and the AUX read path: windowed reads give what whole-buffer reads give,
+ * and a file that shrinks under the decoder is an error, not SIGBUS. */
 #include "config.h"
 
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "src/synth/synth.h"
+#include "vmcorr/session.h"
 #include "vmcorr/vmcorr.h"
 
 typedef struct {
@@ -417,6 +424,261 @@ static void test_epochs_seven_bytes(void)
 	assert_epoch(d, 0, 0x10, 1000, 2000, 2, 0x100);
 }
 
+/* ------------------------------------------------------ the AUX read path */
+
+static char *synth_file(const char *name, gboolean per_cpu, gboolean cyc, guint mtc_period, guint psb_period,
+			guint64 buffer_size)
+{
+	char *dir = g_dir_make_tmp("test-vmcorr-XXXXXX", NULL);
+	char *path = g_build_filename(dir, name, NULL);
+	VtSynthConfig cfg;
+	GError *err = NULL;
+
+	g_assert_nonnull(dir);
+	vt_synth_config_init(&cfg);
+	cfg.nvcpus = 4;
+	cfg.per_cpu = per_cpu;
+	cfg.ncpus = per_cpu ? 2 : 0;
+	cfg.cyc = cyc;
+	cfg.mtc_period = mtc_period;
+	cfg.psb_period = psb_period;
+	cfg.size = 3u << 20;
+	cfg.buffer_size = buffer_size;
+	g_assert_true(vt_synth_generate(&cfg, path, FALSE, NULL, NULL, &err));
+	g_assert_no_error(err);
+	g_free(dir);
+	return path;
+}
+
+static void remove_synth(char *path)
+{
+	char *dir = g_path_get_dirname(path);
+
+	g_unlink(path);
+	g_rmdir(dir);
+	g_free(dir);
+	g_free(path);
+}
+
+/* Damage the AUX data: junk, stray PSB pattern runs and PAD runs, so that
+ * the decoder resynchronises and its lookaheads run long. */
+static void damage(const char *path, guint seed)
+{
+	GError *err = NULL;
+	VtPerfFile *f = vt_perf_file_open(path, VT_PERF_OPEN_RDONLY, &err);
+	guint n = 0;
+	VtPerfFileSection *idx;
+	GRand *r = g_rand_new_with_seed(seed);
+	int fd = open(path, O_WRONLY);
+
+	g_assert_no_error(err);
+	idx = vt_perf_file_auxtrace_index(f, &n, &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(n, >, 0);
+	g_assert_cmpint(fd, >=, 0);
+	for (guint i = 0; i < n; i++) {
+		uint64_t payload = idx[i].offset + idx[i].size, len;
+		guint8 hdr[16];
+
+		g_assert_true(vt_perf_file_read(f, idx[i].offset, hdr, sizeof(hdr), &err));
+		memcpy(&len, hdr + 8, 8);
+		for (guint k = 0; k < 32 && len > 64 << 10; k++) {
+			guint8 junk[1200];
+			uint64_t at = payload + g_rand_int_range(r, 0, (gint32)(len - sizeof(junk)));
+			guint kind = g_rand_int_range(r, 0, 4), sz = g_rand_int_range(r, 1, 600);
+
+			for (guint b = 0; b < sz; b++)
+				junk[b] = kind == 0 ? (guint8)g_rand_int(r) : kind == 1 ? (b % 2 ? 0x82 : 0x02) : 0;
+			if (kind == 3) {
+				/* PSB, a long run of PADs, TSC, TMA, PSBEND: a PSB+ whose
+				 * lookahead reads far */
+				static const guint8 tail[] = { 0x19, 1, 2, 3, 4, 5, 6, 0, 0x02, 0x73, 0x10, 0, 0, 5, 0,
+							       0x02, 0x23 };
+
+				sz = 16 + 700 + sizeof(tail);
+				for (guint b = 0; b < 16; b++)
+					junk[b] = b % 2 ? 0x82 : 0x02;
+				memset(junk + 16, 0, 700);
+				memcpy(junk + 716, tail, sizeof(tail));
+			}
+			g_assert_cmpint(pwrite(fd, junk, sz, (off_t)at), ==, (ssize_t)sz);
+		}
+	}
+	close(fd);
+	g_rand_free(r);
+	g_free(idx);
+	vt_perf_file_close(f);
+}
+
+static VmcorrResult *dry_run_window(const char *path, gsize window)
+{
+	VmcorrOptions o;
+	GError *err = NULL;
+	VmcorrResult *r;
+
+	vmcorr_options_init(&o);
+	o.collect_patches = TRUE;
+	o.aux_window = window;
+	o.jobs = 2;
+	r = vmcorr_dry_run(path, &o, &err);
+	g_assert_no_error(err);
+	g_assert_nonnull(r);
+	return r;
+}
+
+static void assert_strings_equal(const GPtrArray *a, const GPtrArray *b)
+{
+	g_assert_cmpuint(a->len, ==, b->len);
+	for (guint i = 0; i < a->len; i++)
+		g_assert_cmpstr(a->pdata[i], ==, b->pdata[i]);
+}
+
+static void assert_results_equal(const VmcorrResult *a, const VmcorrResult *b)
+{
+	assert_strings_equal(a->perf_lines, b->perf_lines);
+	assert_strings_equal(a->perf_errors, b->perf_errors);
+	g_assert_cmpuint(a->n_tsc, ==, b->n_tsc);
+	g_assert_cmpuint(a->n_guest_tsc, ==, b->n_guest_tsc);
+	g_assert_cmpuint(a->n_host_tsc, ==, b->n_host_tsc);
+	g_assert_cmpuint(a->n_bad_packets, ==, b->n_bad_packets);
+	g_assert_cmpuint(a->first_bad_offset, ==, b->first_bad_offset);
+	g_assert_cmpuint(a->vmcs->len, ==, b->vmcs->len);
+	for (guint i = 0; i < a->vmcs->len; i++) {
+		const VmcorrVmcs *x = &g_array_index(a->vmcs, VmcorrVmcs, i);
+		const VmcorrVmcs *y = &g_array_index(b->vmcs, VmcorrVmcs, i);
+
+		g_assert_cmphex(x->vmcs, ==, y->vmcs);
+		g_assert_cmphex(x->offset, ==, y->offset);
+		g_assert_cmpint(x->status, ==, y->status);
+		g_assert_cmpuint(x->n_est, ==, y->n_est);
+		g_assert_cmpint(x->spread, ==, y->spread);
+	}
+	g_assert_cmpuint(a->patches->len, ==, b->patches->len);
+	g_assert_cmpint(memcmp(a->patches->data, b->patches->data, a->patches->len * sizeof(VmcorrPatch)), ==, 0);
+}
+
+/* AUX buffers (256 KiB) read 256 bytes (and odd sizes) at a time give the
+ * result of reading each whole (lookaheads and PSB searches cross window
+ * ends): on clean traces of several mixes and on
+ * damaged ones (resynchronisation, long PAD runs in lookaheads). */
+static void test_window_same_result(void)
+{
+	static const struct { gboolean per_cpu, cyc; guint mtc, psb; guint seed; } mix[] = {
+		{ FALSE, FALSE, 3, 3, 0 },
+		{ TRUE, TRUE, 0, 0, 0 },
+		{ FALSE, TRUE, 0, 1, 7 },
+		{ TRUE, FALSE, 3, 3, 11 },
+	};
+	static const gsize windows[] = { 256, 301, 4099, 65536 + 333 };
+
+	for (guint m = 0; m < G_N_ELEMENTS(mix); m++) {
+		char *path = synth_file("w.data", mix[m].per_cpu, mix[m].cyc, mix[m].mtc, mix[m].psb, 256 << 10);
+		VmcorrResult *whole;
+
+		if (mix[m].seed)
+			damage(path, mix[m].seed);
+		whole = dry_run_window(path, 0);
+		g_assert_cmpuint(whole->n_tsc, >, 100);
+		if (mix[m].seed)
+			g_assert_cmpuint(whole->n_bad_packets, >, 0);
+		for (guint w = 0; w < G_N_ELEMENTS(windows); w++) {
+			VmcorrResult *part = dry_run_window(path, windows[w]);
+
+			assert_results_equal(whole, part);
+			vmcorr_result_free(part);
+		}
+		vmcorr_result_free(whole);
+		remove_synth(path);
+	}
+}
+
+/* SRC with every AUX buffer cut into `piece`-byte buffers of the same
+ * queue (the same stream, many tiny AUXTRACE records). */
+static char *rechunk(const char *src, guint piece)
+{
+	char *out = g_strconcat(src, ".chunked", NULL);
+	GError *err = NULL;
+	VtPerfFile *f = vt_perf_file_open(src, VT_PERF_OPEN_RDONLY, &err);
+	VtPerfWriter *w = vt_perf_writer_new(out, FALSE, &err);
+	VtPerfIter *it = g_new(VtPerfIter, 1);
+	VtPerfRecord rec;
+	int r;
+
+	g_assert_no_error(err);
+	for (guint i = 0; i < vt_perf_file_n_attrs(f); i++) {
+		const VtPerfAttr *a = vt_perf_file_attr(f, i);
+
+		g_assert_true(vt_perf_writer_add_attr(w, &a->attr, a->ids, a->nr_ids, &err));
+	}
+	vt_perf_iter_init(it, f);
+	while ((r = vt_perf_iter_next(it, &rec, &err)) > 0) {
+		VtPerfAuxtrace aux;
+		guint8 *payload;
+
+		if (rec.type != VT_PERF_RECORD_AUXTRACE) {
+			g_assert_true(vt_perf_writer_write_record(w, rec.data, &err));
+			continue;
+		}
+		g_assert_true(vt_perf_record_auxtrace(&rec, &aux, &err));
+		payload = g_malloc(aux.size);
+		g_assert_true(vt_perf_file_read(f, aux.payload_file_offset, payload, aux.size, &err));
+		for (uint64_t k = 0; k < aux.size; k += piece) {
+			VtPerfAuxtrace a = aux;
+
+			a.size = MIN(piece, aux.size - k);
+			a.offset = aux.offset + k;
+			g_assert_true(vt_perf_writer_write_auxtrace(w, &a, payload + k, a.size, NULL, &err));
+		}
+		g_free(payload);
+	}
+	g_assert_no_error(err);
+	g_assert_true(vt_perf_writer_finish(w, &err));
+	vt_perf_writer_free(w);
+	vt_perf_file_close(f);
+	g_free(it);
+	return out;
+}
+
+/* Tiny AUX buffers (256 bytes) are read through the workers' small-read
+ * cache; reading them one by one (as a set window does) gives the same. */
+static void test_tiny_buffers(void)
+{
+	char *path = synth_file("c.data", FALSE, TRUE, 0, 1, 64 << 10);
+	char *chunked = rechunk(path, 256);
+	VmcorrResult *cached = dry_run_window(chunked, 0), *direct = dry_run_window(chunked, 4096);
+
+	g_assert_cmpuint(cached->n_tsc, >, 100);
+	assert_results_equal(cached, direct);
+	vmcorr_result_free(cached);
+	vmcorr_result_free(direct);
+	g_unlink(chunked);
+	g_free(chunked);
+	remove_synth(path);
+}
+
+/* The file shrinks between indexing and decoding: an error naming the
+ * file ("changed size while being read"), not SIGBUS. */
+static void test_truncated_while_read(void)
+{
+	char *path = synth_file("t.data", FALSE, FALSE, 3, 3, 256 << 10);
+	VmcorrOptions o;
+	GError *err = NULL;
+	VmcorrSession *s = vmcorr_session_open(path, VT_PERF_OPEN_RDONLY, &err);
+	VmcorrResult *r;
+
+	g_assert_no_error(err);
+	g_assert_cmpint(truncate(path, 1 << 20), ==, 0);
+	vmcorr_options_init(&o);
+	r = vmcorr_run_session(s, &o, &err);
+	g_assert_null(r);
+	g_assert_error(err, VT_PERF_ERROR, VT_PERF_ERROR_CHANGED);
+	g_assert_nonnull(strstr(err->message, path));
+	g_assert_nonnull(strstr(err->message, "changed size while being read"));
+	g_clear_error(&err);
+	vmcorr_session_free(s);
+	remove_synth(path);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -432,5 +694,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/vmcorr/epochs/outliers", test_epochs_outliers);
 	g_test_add_func("/vmcorr/epochs/believed", test_epochs_believed);
 	g_test_add_func("/vmcorr/epochs/seven-bytes", test_epochs_seven_bytes);
+	g_test_add_func("/vmcorr/read/window-same-result", test_window_same_result);
+	g_test_add_func("/vmcorr/read/tiny-buffers", test_tiny_buffers);
+	g_test_add_func("/vmcorr/read/truncated-while-read", test_truncated_while_read);
 	return g_test_run();
 }

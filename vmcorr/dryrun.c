@@ -28,7 +28,9 @@ G_DEFINE_QUARK(vmcorr-error-quark, vmcorr_error)
 
 #define SEVEN_BYTES VMCORR_SEVEN_BYTES
 #define NO_VMCS VMCORR_NO_VMCS
-#define RELEASE_CHUNK (8u << 20)
+#define AUX_WINDOW (1u << 20)      /* AUX bytes read at once (per queue being decoded) */
+#define AUX_WINDOW_MIN 256u
+#define LOOK_PIECE 4096u           /* lookahead past the window: read this much at a time */
 
 const char *vmcorr_status_name(VmcorrStatus s)
 {
@@ -206,12 +208,65 @@ typedef struct {
 	gboolean reliable;
 } Assign;
 
+/* A worker's reusable read buffer: AUX bytes are read into it (pread),
+ * never mapped - no page faults, no TLB shootdowns, and a file that
+ * shrinks gives an error instead of SIGBUS. */
+/* Tiny AUX buffers (a million one-packet queues, ...) are read through a
+ * worker's 16 KiB copy of the file around them: one pread serves the
+ * neighbouring records too (queues are decoded in index order, which is
+ * mostly file order). */
+#define NEAR_MAX 512u
+#define NEAR_SIZE (16u << 10)
+typedef struct {
+	guint8 p[NEAR_SIZE];
+	uint64_t off;
+	gsize len;
+} Near;
+
+typedef struct {
+	guint8 *p;
+	gsize cap;
+	gsize window;               /* largest read (AUX_WINDOW unless a test asks) */
+	Near *near;                 /* the worker's, or NULL */
+} AuxBuf;
+
+/* n bytes at off, through the cache when they are few. */
+static gboolean aux_read(const VtPerfFile *f, Near *nr, uint64_t off, guint8 *dst, gsize n, GError **error)
+{
+	uint64_t size = vt_perf_file_size(f);
+	gsize len;
+
+	if (!nr || n > NEAR_MAX)
+		return vt_perf_file_read(f, off, dst, n, error);
+	/* (tests compare with and without: a window set by the caller skips it) */
+	if (off < nr->off || off - nr->off + n > nr->len) {
+		len = (gsize)MIN((uint64_t)NEAR_SIZE, size - MIN(off, size));
+		nr->len = 0;
+		if (len < n)
+			return vt_perf_file_read(f, off, dst, n, error);    /* (its error) */
+		if (!vt_perf_file_read(f, off, nr->p, len, error))
+			return FALSE;
+		nr->off = off;
+		nr->len = len;
+	}
+	memcpy(dst, nr->p + (off - nr->off), n);
+	return TRUE;
+}
+
+/* The scanner runs over a window of the open AUX buffer: all of it when it
+ * fits, else `window` bytes at a time, moved along as the scan goes (the
+ * scanner's state carries over; lookaheads and PSB searches that run into
+ * the window's end read on - see look_next and cur_sync - so the result
+ * is the same as over the whole buffer). */
 typedef struct {
 	guint bi;                   /* next buffer */
 	gboolean open;
 	const VmcorrBuffer *b;
 	VtPtScanner sc;
-	uint64_t released;          /* bytes of b already released */
+	AuxBuf *buf;
+	uint64_t ws;                /* offset in b of the window's first byte */
+	gboolean final;             /* the window reaches the end of b */
+	gsize margin;               /* move the window when fewer bytes are left */
 	guint8 stitch[64];
 	gsize carry;                /* bytes of a cut packet carried over */
 } Cursor;
@@ -254,7 +309,57 @@ typedef struct {
 	/* counters */
 	uint64_t n_tsc, n_guest, n_host, n_bad;
 	uint64_t first_bad;         /* file offset of the first bad packet */
+	GError *io_error;           /* reading the AUX data failed: decoding stopped */
 } Dec;
+
+static void dec_io_failed(Dec *d, GError *e)
+{
+	if (d->io_error)
+		g_error_free(e);
+	else
+		d->io_error = e;
+	d->cur.open = FALSE;
+	d->cur.bi = d->q->nbufs;
+}
+
+/* Lookahead over the packets after a scanner's position, reading past the
+ * cursor's window when it gets there (never past a stitched packet). */
+typedef struct {
+	Dec *d;
+	VtPtScanner t;
+	guint8 piece[LOOK_PIECE];
+} LookIter;
+
+static void look_init(LookIter *li, Dec *d, const VtPtScanner *sc)
+{
+	li->d = d;
+	li->t = *sc;
+}
+
+static int look_next(LookIter *li, VtPtPacket *p)
+{
+	int r = vt_pt_scan_next(&li->t, p);
+	const VmcorrBuffer *b = li->d->cur.b;
+	uint64_t at, wend;
+	gsize n;
+	GError *e = NULL;
+
+	if (r != -vt_pte_eos || li->d->stitching || !b || li->d->io_error)
+		return r;
+	at = vt_pt_scan_offset(&li->t) - b->payload_off;
+	wend = li->t.base + (uint64_t)(li->t.end - li->t.begin) - b->payload_off;
+	if (wend >= b->size)
+		return r;               /* the end of the AUX buffer */
+	n = (gsize)MIN((uint64_t)LOOK_PIECE, b->size - at);
+	if (!vt_perf_file_read(li->d->s->f, b->payload_off + at, li->piece, n, &e)) {
+		dec_io_failed(li->d, e);
+		return r;
+	}
+	li->t.begin = li->t.pos = li->piece;
+	li->t.end = li->piece + n;
+	li->t.base = b->payload_off + at;
+	return vt_pt_scan_next(&li->t, p);
+}
 
 static void dec_error_once(Dec *d, const char *msg)
 {
@@ -540,13 +645,14 @@ static uint64_t first_tsc(Dec *d, const Look *l, Entry *info, uint64_t p, uint64
 
 /* Look ahead (within this buffer) for a TMA after a TSC outside PSB+:
  * up to 16 MTC/CYC packets may come first. */
-static void tma_lookahead(const VtPtScanner *sc, Look *l)
+static void tma_lookahead(Dec *d, const VtPtScanner *sc, Look *l)
 {
-	VtPtScanner t = *sc;
+	LookIter li;
 	VtPtPacket p;
 	int n = 0;
 
-	while (vt_pt_scan_next(&t, &p) > 0) {
+	look_init(&li, d, sc);
+	while (look_next(&li, &p) > 0) {
 		if (p.type == VT_PT_PAD)
 			continue;
 		if (p.type == VT_PT_TMA) {
@@ -577,7 +683,7 @@ static uint64_t vm_tm_corr_tsc(Dec *d, const VtPtScanner *sc, uint64_t p)
 			local.pip = TRUE;
 			local.pip_nr = d->pip_nr;
 		}
-		tma_lookahead(sc, &local);
+		tma_lookahead(d, sc, &local);
 		l = &local;
 	} else {
 		l = &d->psb;
@@ -683,14 +789,15 @@ guest:
 /* PSB+ lookahead: TSC/TMA/PIP/VMCS up to PSBEND. */
 static void psb_lookahead(Dec *d, const VtPtScanner *sc)
 {
-	VtPtScanner t = *sc;
+	LookIter li;
 	VtPtPacket p;
 	Look *l = &d->psb;
 
 	memset(l, 0, sizeof(*l));
 	l->ctc_delta = d->ctc_delta;
 	l->last_ctc = d->last_ctc;
-	while (vt_pt_scan_next(&t, &p) > 0) {
+	look_init(&li, d, sc);
+	while (look_next(&li, &p) > 0) {
 		switch (p.type) {
 		case VT_PT_PAD: case VT_PT_MNT: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
 		case VT_PT_MTC: case VT_PT_FUP: case VT_PT_CYC: case VT_PT_CBR:
@@ -722,13 +829,14 @@ static void psb_lookahead(Dec *d, const VtPtScanner *sc)
 
 /* After OVF: PacketEn iff the first packet that is not CYC/MTC/TSC (looking
  * at no more than 16 of those) is a FUP. */
-static gboolean ovf_fup_follows(const VtPtScanner *sc)
+static gboolean ovf_fup_follows(Dec *d, const VtPtScanner *sc)
 {
-	VtPtScanner t = *sc;
+	LookIter li;
 	VtPtPacket p;
 	int n = 0;
 
-	while (vt_pt_scan_next(&t, &p) > 0) {
+	look_init(&li, d, sc);
+	while (look_next(&li, &p) > 0) {
 		if (p.type == VT_PT_PAD)
 			continue;
 		if (p.type == VT_PT_CYC || p.type == VT_PT_MTC || p.type == VT_PT_TSC) {
@@ -778,7 +886,7 @@ static void handle(Dec *d, VtPtScanner *sc, VtPtPacket *pkt)
 		break;
 	case VT_PT_OVF:
 		d->in_psb = FALSE;
-		d->pge = ovf_fup_follows(sc);
+		d->pge = ovf_fup_follows(d, sc);
 		if (!d->pge)
 			d->continuous = FALSE;
 		break;
@@ -840,6 +948,7 @@ static void dec_free(Dec *d)
 		g_ptr_array_free(d->errors, TRUE);
 	if (d->patches)
 		g_array_free(d->patches, TRUE);
+	g_clear_error(&d->io_error);
 }
 
 /* ------------------------------------------------------- queue cursor
@@ -849,23 +958,88 @@ static void dec_free(Dec *d)
  * small stitch buffer, as perf does.  The cursor is resumable so that one
  * thread can interleave two queues (dec_run_pair). */
 
+/* Read the window of the open buffer that starts `back` bytes before
+ * offset `at` of it, and put the scanner at `at` (its IP/BIP state carries
+ * over).  FALSE (decoding stops) if the file cannot be read. */
+static gboolean cur_fill(Dec *d, uint64_t at, gsize back)
+{
+	Cursor *c = &d->cur;
+	const VmcorrBuffer *b = c->b;
+	uint64_t ws = at - back;
+	gsize n = (gsize)MIN((uint64_t)c->buf->window, b->size - ws);
+	GError *e = NULL;
+
+	if (c->buf->cap < n) {
+		g_free(c->buf->p);
+		c->buf->p = g_malloc(n);
+		c->buf->cap = n;
+	}
+	if (!aux_read(d->s->f, c->buf->near, b->payload_off + ws, c->buf->p, n, &e)) {
+		dec_io_failed(d, e);
+		return FALSE;
+	}
+	c->ws = ws;
+	c->final = ws + n == b->size;
+	c->sc.begin = c->buf->p;
+	c->sc.end = c->buf->p + n;
+	c->sc.pos = c->buf->p + back;
+	c->sc.base = b->payload_off + ws;
+	return TRUE;
+}
+
+/* Offset in the open buffer of a position in the window. */
+static inline uint64_t cur_at(const Cursor *c, const guint8 *pos)
+{
+	return c->ws + (uint64_t)(pos - c->sc.begin);
+}
+
+/* Move the window to the scanner's position, keeping the 16 bytes before
+ * it (vt_pt_scan_sync_forward looks back up to 15). */
+static gboolean cur_slide(Dec *d)
+{
+	uint64_t at = cur_at(&d->cur, d->cur.sc.pos);
+
+	return cur_fill(d, at, (gsize)MIN(at, 16));
+}
+
+/* vt_pt_scan_sync_forward over the whole buffer: a PSB is the last 16
+ * bytes of a run of "02 82" pairs, so one found at the window's end (or
+ * none) is decided only with the bytes after it. */
+static int cur_sync(Dec *d, int at_ok)
+{
+	Cursor *c = &d->cur;
+
+	for (;;) {
+		int r = vt_pt_scan_sync_forward(&c->sc, at_ok);
+		uint64_t at;
+
+		if (c->final || (r == 0 && c->sc.end - c->sc.pos >= 18))
+			return r;
+		/* found near the end: read on from it; none: from the last 16
+		 * bytes, which may start one */
+		at = cur_at(c, r == 0 ? c->sc.pos : c->sc.end - 16);
+		if (!cur_fill(d, at, (gsize)MIN(at, 16)))
+			return -vt_pte_nosync;
+		at_ok = 1;
+	}
+}
+
 /* Open the next buffer of the queue; FALSE when there is none left. */
 static gboolean cur_open_next(Dec *d)
 {
 	Cursor *c = &d->cur;
-	const VtPerfFile *f = d->s->f;
 
-	while (c->bi < d->q->bufs->len) {
-		const VmcorrBuffer *b = &g_array_index(d->q->bufs, VmcorrBuffer, c->bi);
-		const uint8_t *data = vt_perf_file_map(f, b->payload_off, b->size);
+	while (c->bi < d->q->nbufs) {
+		const VmcorrBuffer *b = &d->s->bufs[d->q->first + c->bi];
 		gboolean consecutive = c->bi > 0 && !d->s->snapshot;
+		const guint8 *data;
 		VtPtPacket pkt;
 
 		c->bi++;
-		if (!data)
-			continue;       /* the session validated payloads; defensive */
 		c->b = b;
-		c->released = 0;
+		if (!cur_fill(d, 0, 0))
+			return FALSE;
+		data = c->sc.begin;
 		d->buf_timestamp = b->reference;
 		if (!consecutive) {
 			d->timestamp = 0;
@@ -874,10 +1048,10 @@ static gboolean cur_open_next(Dec *d)
 			d->ref_timestamp = b->reference;
 			c->carry = 0;
 		}
-		vt_pt_scan_init(&c->sc, data, b->size, b->payload_off);
+		vt_pt_scan_init(&c->sc, data, (gsize)(c->sc.end - data), b->payload_off);
 		if (c->carry) {
 			/* finish the packet cut at the end of the previous buffer */
-			gsize take = MIN((gsize)b->size, sizeof(c->stitch) - c->carry - 16);
+			gsize take = MIN((gsize)(c->sc.end - data), sizeof(c->stitch) - c->carry - 16);
 			VtPtScanner st;
 			int r;
 
@@ -899,8 +1073,9 @@ static gboolean cur_open_next(Dec *d)
 			c->carry = 0;
 		}
 		if (!consecutive) {
-			if (vt_pt_scan_sync_forward(&c->sc, 1) < 0) {
-				vt_perf_file_release(f, b->payload_off, b->size);
+			if (cur_sync(d, 1) < 0) {
+				if (d->io_error)
+					return FALSE;
 				continue;
 			}
 			if (!d->timestamp)
@@ -914,16 +1089,28 @@ static gboolean cur_open_next(Dec *d)
 
 static void cur_close(Dec *d)
 {
-	Cursor *c = &d->cur;
-
-	vt_perf_file_release(d->s->f, c->b->payload_off + c->released, c->b->size - c->released);
-	c->open = FALSE;
+	d->cur.open = FALSE;
 }
 
 /* Is there something left to decode?  Opens buffers as needed. */
 static inline gboolean dec_ready(Dec *d)
 {
-	return d->cur.open || cur_open_next(d);
+	return !d->io_error && (d->cur.open || cur_open_next(d));
+}
+
+/* Decode with `buf` as the read buffer. */
+static void dec_attach(Dec *d, AuxBuf *buf)
+{
+	d->cur.buf = buf;
+	d->cur.margin = MIN((gsize)64 << 10, buf->window / 4);
+}
+
+static void auxbuf_init(AuxBuf *b, gsize window)
+{
+	b->p = NULL;
+	b->cap = 0;
+	b->window = window ? MAX(window, AUX_WINDOW_MIN) : AUX_WINDOW;
+	b->near = NULL;
 }
 
 /* Decode and handle one packet of the open buffer; closes the buffer at
@@ -932,11 +1119,19 @@ static inline void dec_step(Dec *d)
 {
 	Cursor *c = &d->cur;
 	VtPtPacket pkt;
-	int r = vt_pt_scan_next_inline(&c->sc, &pkt);
+	int r;
 
+	if (G_UNLIKELY(!c->final && (gsize)(c->sc.end - c->sc.pos) < c->margin) && !cur_slide(d))
+		return;
+	r = vt_pt_scan_next_inline(&c->sc, &pkt);
 	if (G_UNLIKELY(r < 0)) {
 		if (r == -vt_pte_eos) {
 			gsize left = c->sc.end - c->sc.pos;
+
+			if (!c->final) {        /* (the margin makes this rare) */
+				cur_slide(d);
+				return;
+			}
 
 			if (left && left < 32) {
 				memcpy(c->stitch, c->sc.pos, left);
@@ -951,17 +1146,11 @@ static inline void dec_step(Dec *d)
 		d->in_psb = FALSE;
 		d->pge = FALSE;
 		d->continuous = FALSE;
-		if (vt_pt_scan_sync_forward(&c->sc, 0) < 0)
+		if (cur_sync(d, 0) < 0)
 			cur_close(d);
 		return;
 	}
 	handle(d, &c->sc, &pkt);
-	if (G_UNLIKELY((uint64_t)(c->sc.pos - c->sc.begin) - c->released > RELEASE_CHUNK)) {
-		uint64_t upto = (uint64_t)(c->sc.pos - c->sc.begin) - 4096;
-
-		vt_perf_file_release(d->s->f, c->b->payload_off + c->released, upto - c->released);
-		c->released = upto;
-	}
 }
 
 /* MTCs may be skipped (accumulated) while a TMA is known, as calc_mtc
@@ -1085,27 +1274,95 @@ popped:
 
 /* --------------------------------------------------------------- driver */
 
+/* A queue's speculative decode: the decoder and its private table.  Made
+ * by the worker that decodes the queue, and kept only when it found
+ * something (qdec_keep): memory does not grow with queues that hold
+ * nothing. */
+typedef struct {
+	Dec d;
+	Table table;
+} QDec;
+
+static QDec *qdec_new(const VmcorrSession *s, const VmcorrQueue *q, const VmcorrOptions *opt, uint64_t tol)
+{
+	QDec *x = g_new0(QDec, 1);
+
+	table_init(&x->table, opt);
+	dec_init(&x->d, s, q, &x->table, FALSE, NULL, opt->collect_patches);
+	x->d.tolerance = tol;
+	return x;
+}
+
+static void qdec_free(QDec *x)
+{
+	if (!x)
+		return;
+	dec_free(&x->d);
+	table_clear(&x->table);
+	g_free(x);
+}
+
+/* Nothing found: no TSC (so no table lookup, no statistics, no patch), no
+ * bad packet, no error line.  Replaying such a queue, or decoding it again
+ * against the shared table, changes nothing. */
+static gboolean dec_empty(const Dec *d)
+{
+	return !d->n_tsc && !d->n_bad && !d->errors->len && !d->assigns->len && !d->io_error &&
+	       !d->ooc_unknown && !(d->patches && d->patches->len) && !g_hash_table_size(d->stats.h);
+}
+
+static QDec *qdec_keep(QDec *x)
+{
+	x->d.cur.buf = NULL;
+	if (!dec_empty(&x->d))
+		return x;
+	qdec_free(x);
+	return NULL;
+}
+
 typedef struct {
 	VmcorrSession *s;
-	Dec *decs;
-	Table *tables;
+	const VmcorrOptions *opt;
+	uint64_t tolerance;
+	QDec **qd;                  /* per queue: NULL if it found nothing */
 	gint next;
 	guint n;
 } Work;
 
+static QDec *work_queue(Work *w, gint i)
+{
+	return qdec_new(w->s, &g_array_index(w->s->queues, VmcorrQueue, i), w->opt, w->tolerance);
+}
+
 static gpointer worker(gpointer p)
 {
 	Work *w = p;
+	AuxBuf buf[2];
+	Near *near = g_new(Near, 1);
 	gint i;
 
+	near->len = 0;
+	auxbuf_init(&buf[0], w->opt->aux_window);
+	auxbuf_init(&buf[1], w->opt->aux_window);
+	if (!w->opt->aux_window)
+		buf[0].near = buf[1].near = near;
 	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n) {
 		gint j = g_atomic_int_add(&w->next, 1);
+		QDec *a = work_queue(w, i), *b = j < (gint)w->n ? work_queue(w, j) : NULL;
 
-		if (j < (gint)w->n)
-			dec_run_pair(&w->decs[i], &w->decs[j]);
-		else
-			dec_run(&w->decs[i]);
+		dec_attach(&a->d, &buf[0]);
+		if (b) {
+			dec_attach(&b->d, &buf[1]);
+			dec_run_pair(&a->d, &b->d);
+			w->qd[j] = qdec_keep(b);
+		} else {
+			dec_run(&a->d);
+		}
+		w->qd[i] = qdec_keep(a);
 	}
+	g_free(buf[0].p);
+	g_free(buf[1].p);
+	g_free(near);
 	return NULL;
 }
 
@@ -1306,12 +1563,14 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	VmcorrResult *r;
 	Table shared;
 	guint nq, *order, jobs;
-	Dec *decs;
-	Table *tables;
+	QDec **qd;
 	GHashTable *agg;
+	AuxBuf rerun_buf;
+	GError *io = NULL;
 
 	if (!check_time(s, error))
 		return NULL;
+	auxbuf_init(&rerun_buf, opt->aux_window);
 	nq = s->queues->len;
 	r = g_new0(VmcorrResult, 1);
 	r->vmcs = g_array_new(FALSE, TRUE, sizeof(VmcorrVmcs));
@@ -1331,18 +1590,11 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	r->tolerance = opt->tolerance ? opt->tolerance
 				      : 2 * ((s->tsc_ctc_n + s->tsc_ctc_d - 1) / s->tsc_ctc_d) + 2;
 
-	decs = g_new0(Dec, nq);
-	tables = g_new0(Table, nq);
-	for (guint i = 0; i < nq; i++) {
-		table_init(&tables[i], opt);
-		dec_init(&decs[i], s, &g_array_index(s->queues, VmcorrQueue, i), &tables[i], FALSE, NULL,
-			 opt->collect_patches);
-		decs[i].tolerance = r->tolerance;
-	}
+	qd = g_new0(QDec *, MAX(nq, 1));
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
 	{
-		Work w = { s, decs, tables, 0, nq };
+		Work w = { s, opt, r->tolerance, qd, 0, nq };
 		GThread **th = g_new0(GThread *, jobs);
 
 		for (guint j = 1; j < jobs; j++)
@@ -1358,8 +1610,10 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	order = g_new(guint, MAX(nq, 1));
 	perf_queue_order(nq, order);
 	for (guint k = 0; k < nq; k++) {
-		Dec *d = &decs[order[k]];
+		Dec *d = qd[order[k]] ? &qd[order[k]]->d : NULL;
 
+		if (!d)
+			continue;
 		if (speculation_holds(d, &shared, opt)) {
 			replay(d, &shared, r->perf_lines);
 		} else {
@@ -1367,6 +1621,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 
 			dec_init(&again, s, d->q, &shared, TRUE, r->perf_lines, opt->collect_patches);
 			again.tolerance = r->tolerance;
+			dec_attach(&again, &rerun_buf);
 			dec_run(&again);
 			dec_free(d);
 			*d = again;
@@ -1405,10 +1660,12 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 		g_hash_table_insert(agg, &m->vmcs, m);
 	}
 	for (guint k = 0; k < nq; k++) {
-		Dec *d = &decs[order[k]];
+		Dec *d = qd[order[k]] ? &qd[order[k]]->d : NULL;
 		GHashTableIter it;
 		gpointer v;
 
+		if (!d)
+			continue;
 		if (r->patches && d->patches)
 			g_array_append_vals(r->patches, d->patches->data, d->patches->len);
 		r->n_tsc += d->n_tsc;
@@ -1493,13 +1750,20 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	}
 	g_hash_table_destroy(agg);
 	for (guint i = 0; i < nq; i++) {
-		dec_free(&decs[i]);
-		table_clear(&tables[i]);
+		if (!io && qd[i] && qd[i]->d.io_error)
+			io = g_steal_pointer(&qd[i]->d.io_error);
+		qdec_free(qd[i]);
 	}
-	g_free(decs);
-	g_free(tables);
+	g_free(qd);
 	g_free(order);
+	g_free(rerun_buf.p);
 	table_clear(&shared);
+	/* what was read is what the file still holds */
+	if (io || !vt_perf_file_check_size(s->f, &io)) {
+		g_propagate_error(error, io);
+		vmcorr_result_free(r);
+		return NULL;
+	}
 	if (r->patches)
 		g_array_sort(r->patches, cmp_patch);
 	return r;

@@ -32,13 +32,6 @@ static int parse_vcpu(const char *comm)
 	return -1;
 }
 
-static gint cmp_queue(gconstpointer a, gconstpointer b)
-{
-	const VmcorrQueue *x = a, *y = b;
-
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
 static gint cmp_switch(gconstpointer a, gconstpointer b)
 {
 	const VmcorrSwitch *x = a, *y = b;
@@ -65,30 +58,109 @@ static void add_switch(VmcorrSession *s, const VtPerfSampleId *sid)
 	g_array_append_val(a, e);
 }
 
-static gboolean add_aux(VmcorrSession *s, GHashTable *byidx, const VtPerfAuxtrace *aux, GError **error)
-{
-	VmcorrQueue *q = g_hash_table_lookup(byidx, GUINT_TO_POINTER(aux->idx));
-	VmcorrBuffer b = { aux->payload_file_offset, aux->size, aux->reference, aux->offset };
+/* AUXTRACE records are indexed flat, then grouped by queue (build_queues):
+ * 40 bytes per record while reading, 32 per buffer and per queue after -
+ * a file of a million one-packet queues needs no per-queue allocations. */
+typedef struct {
+	VmcorrBuffer b;
+	uint32_t cpu, tid;
+} AuxRec;
 
-	if (!q) {
-		q = g_new0(VmcorrQueue, 1);
-		q->idx = aux->idx;
-		q->cpu = aux->cpu;
-		q->tid = aux->tid;
-		q->bufs = g_array_new(FALSE, FALSE, sizeof(VmcorrBuffer));
-		g_hash_table_insert(byidx, GUINT_TO_POINTER(aux->idx), q);
-	} else if (q->cpu != aux->cpu || q->tid != aux->tid) {
-		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
-			    "%s: AUX queue %u conflict: cpu %d, tid %d vs cpu %d, tid %d",
-			    vt_perf_file_path(s->f), aux->idx, (int)q->cpu, (int)q->tid, (int)aux->cpu,
-			    (int)aux->tid);
-		return FALSE;
+typedef struct {
+	GArray *recs;               /* AuxRec in file order */
+	GArray *keys;               /* uint64_t: queue index << 32 | record number */
+} AuxIndex;
+
+static void add_aux(AuxIndex *ix, const VtPerfAuxtrace *aux)
+{
+	AuxRec r = { { aux->payload_file_offset, aux->size, aux->reference, aux->offset }, aux->cpu, aux->tid };
+	uint64_t key = (uint64_t)aux->idx << 32 | ix->recs->len;
+
+	g_array_append_val(ix->recs, r);
+	g_array_append_val(ix->keys, key);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Put recs in key order, in place (following the permutation's cycles;
+ * a key's record number is replaced by its new position when placed). */
+static void permute(AuxRec *recs, uint64_t *keys, guint n)
+{
+	for (guint i = 0; i < n; i++) {
+		AuxRec tmp;
+		guint at = i;
+
+		if ((uint32_t)keys[i] == i)
+			continue;
+		/* the cycle through i: position at takes the record keys[at] names */
+		tmp = recs[i];
+		for (;;) {
+			guint src = (uint32_t)keys[at];
+
+			keys[at] = (keys[at] & ~(uint64_t)G_MAXUINT32) | at;
+			if (src == i) {
+				recs[at] = tmp;
+				break;
+			}
+			recs[at] = recs[src];
+			at = src;
+		}
 	}
-	if (aux->size) {
-		g_array_append_val(q->bufs, b);
-		q->bytes += aux->size;
-		s->aux_bytes += aux->size;
+}
+
+/* Group the records by queue (file order within each), check that each
+ * queue keeps one cpu/tid, and keep the buffers with data. */
+static gboolean build_queues(VmcorrSession *s, AuxIndex *ix, GError **error)
+{
+	guint n = ix->recs->len, nb = 0;
+	AuxRec *recs = (AuxRec *)(void *)ix->recs->data;
+	uint64_t *keys = (uint64_t *)(void *)ix->keys->data;
+	VmcorrBuffer *bufs;
+
+	if (n != ix->recs->len || n >= G_MAXUINT32)
+		return FALSE;      /* unreachable: records are >= 48 bytes of a file */
+	qsort(keys, n, sizeof(*keys), cmp_u64);
+	permute(recs, keys, n);
+	for (guint i = 0; i < n; i++) {
+		guint idx = (guint)(keys[i] >> 32);
+		VmcorrQueue *q = s->queues->len ? &g_array_index(s->queues, VmcorrQueue, s->queues->len - 1) : NULL;
+		VmcorrBuffer b = recs[i].b;
+
+		if (!i || (guint)(keys[i - 1] >> 32) != idx) {
+			VmcorrQueue nq = { .idx = idx, .cpu = recs[i].cpu, .tid = recs[i].tid, .first = nb };
+
+			if (q && !q->nbufs)
+				*q = nq;            /* the last queue had no data: drop it */
+			else
+				g_array_append_val(s->queues, nq);
+			q = &g_array_index(s->queues, VmcorrQueue, s->queues->len - 1);
+		} else if (q->cpu != recs[i].cpu || q->tid != recs[i].tid) {
+			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
+				    "%s: AUX queue %u conflict: cpu %d, tid %d vs cpu %d, tid %d",
+				    vt_perf_file_path(s->f), idx, (int)q->cpu, (int)q->tid, (int)recs[i].cpu,
+				    (int)recs[i].tid);
+			return FALSE;
+		}
+		if (!b.size)
+			continue;
+		/* compact in place: a VmcorrBuffer is smaller than an AuxRec */
+		memcpy((VmcorrBuffer *)(void *)recs + nb++, &b, sizeof(b));
+		q->nbufs++;
+		q->bytes += b.size;
+		s->aux_bytes += b.size;
 	}
+	if (s->queues->len && !g_array_index(s->queues, VmcorrQueue, s->queues->len - 1).nbufs)
+		g_array_set_size(s->queues, s->queues->len - 1);
+	g_array_free(ix->keys, TRUE);
+	ix->keys = NULL;
+	bufs = g_realloc(g_array_free(ix->recs, FALSE), MAX(nb, 1) * sizeof(VmcorrBuffer));
+	ix->recs = NULL;
+	s->bufs = bufs;
 	return TRUE;
 }
 
@@ -159,7 +231,7 @@ static gboolean check_info(const VmcorrSession *s, GError **error)
 VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GError **error)
 {
 	VmcorrSession *s = g_new0(VmcorrSession, 1);
-	GHashTable *byidx = g_hash_table_new(g_direct_hash, g_direct_equal);
+	AuxIndex ix = { g_array_new(FALSE, FALSE, sizeof(AuxRec)), g_array_new(FALSE, FALSE, sizeof(uint64_t)) };
 	VtPerfIter it;
 	VtPerfRecord rec;
 	gboolean have_info = FALSE;
@@ -202,8 +274,7 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 
 			if (!vt_perf_record_auxtrace(&rec, &aux, error))
 				goto fail_named;
-			if (!add_aux(s, byidx, &aux, error))
-				goto fail;
+			add_aux(&ix, &aux);
 			break;
 		}
 		case VT_PERF_RECORD_TIME_CONV:
@@ -286,41 +357,24 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 	}
 	if (!check_info(s, error))
 		goto fail;
+	if (!build_queues(s, &ix, error))
+		goto fail;
 	{
 		GHashTableIter hi;
 		gpointer v;
 
-		g_hash_table_iter_init(&hi, byidx);
-		while (g_hash_table_iter_next(&hi, NULL, &v)) {
-			VmcorrQueue *q = v;
-
-			if (q->bufs->len)
-				g_array_append_val(s->queues, *q);
-			else
-				g_array_free(q->bufs, TRUE);
-			g_free(q);
-		}
-		g_array_sort(s->queues, cmp_queue);
 		g_hash_table_iter_init(&hi, s->switches);
 		while (g_hash_table_iter_next(&hi, NULL, &v))
 			g_array_sort(v, cmp_switch);
 	}
-	g_hash_table_destroy(byidx);
 	return s;
 fail_named:
 	g_prefix_error(error, "%s: ", vt_perf_file_path(s->f));
 fail:
-	{
-		GHashTableIter hi;
-		gpointer v;
-
-		g_hash_table_iter_init(&hi, byidx);
-		while (g_hash_table_iter_next(&hi, NULL, &v)) {
-			g_array_free(((VmcorrQueue *)v)->bufs, TRUE);
-			g_free(v);
-		}
-		g_hash_table_destroy(byidx);
-	}
+	if (ix.recs)
+		g_array_free(ix.recs, TRUE);
+	if (ix.keys)
+		g_array_free(ix.keys, TRUE);
 	vmcorr_session_free(s);
 	return NULL;
 }
@@ -329,9 +383,8 @@ void vmcorr_session_free(VmcorrSession *s)
 {
 	if (!s)
 		return;
-	for (guint i = 0; i < s->queues->len; i++)
-		g_array_free(g_array_index(s->queues, VmcorrQueue, i).bufs, TRUE);
 	g_array_free(s->queues, TRUE);
+	g_free(s->bufs);
 	g_hash_table_destroy(s->threads);
 	g_hash_table_destroy(s->switches);
 	if (s->f)

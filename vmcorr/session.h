@@ -18,7 +18,7 @@ typedef struct {
 typedef struct {
 	guint idx;
 	uint32_t cpu, tid;       /* from the first buffer (-1: n/a) */
-	GArray *bufs;            /* VmcorrBuffer in file order */
+	guint first, nbufs;      /* its buffers: session->bufs[first ..< first + nbufs], in file order */
 	uint64_t bytes;
 } VmcorrQueue;
 
@@ -39,6 +39,7 @@ typedef struct VmcorrSession {
 	guint nr_priv;
 	const VtPerfAttr *pt_attr;
 	GArray *queues;          /* VmcorrQueue sorted by idx; only queues with data */
+	VmcorrBuffer *bufs;      /* every queue's buffers, queue after queue */
 	GHashTable *threads;     /* tid -> VmcorrThread* */
 	GHashTable *switches;    /* cpu -> GArray of VmcorrSwitch (time order) */
 	VtPerfTimeConv tc;

@@ -111,6 +111,7 @@ typedef struct {
 	GArray *epochs;          /* VmcorrOffset, several per VMCS: offsets of its epochs */
 	GArray *scales;          /* VmcorrScale, or NULL */
 	gboolean collect_patches;/* fill VmcorrResult.patches */
+	gsize aux_window;        /* AUX bytes read at once per queue; 0 = 1 MiB (tests use small ones) */
 } VmcorrOptions;
 
 void vmcorr_options_init(VmcorrOptions *o);

@@ -42,19 +42,15 @@ static gboolean join_buffers(const VmcorrSession *s, const VmcorrQueue *q, Job *
 {
 	gsize total = 0, at = 0;
 
-	for (guint i = 0; i < q->bufs->len; i++)
-		total += g_array_index(q->bufs, VmcorrBuffer, i).size;
+	for (guint i = 0; i < q->nbufs; i++)
+		total += s->bufs[q->first + i].size;
 	j->owned = g_malloc(total ? total : 1);
-	for (guint i = 0; i < q->bufs->len; i++) {
-		const VmcorrBuffer *b = &g_array_index(q->bufs, VmcorrBuffer, i);
-		const uint8_t *p = vt_perf_file_map(s->f, b->payload_off, b->size);
+	for (guint i = 0; i < q->nbufs; i++) {
+		const VmcorrBuffer *b = &s->bufs[q->first + i];
 
-		if (!p) {
-			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_INPUT,
-				    "%s: AUX data of queue %u lies past the end of the file", vt_perf_file_path(s->f), q->idx);
+		/* read, not mapped: a file that shrinks is an error, not SIGBUS */
+		if (!vt_perf_file_read(s->f, b->payload_off, j->owned + at, b->size, error))
 			return FALSE;
-		}
-		memcpy(j->owned + at, p, b->size);
 		at += b->size;
 	}
 	j->data = j->owned;

@@ -29,6 +29,7 @@ typedef enum {
 	VT_PERF_ERROR_FORMAT,    /* malformed header, attr, section or record */
 	VT_PERF_ERROR_TRUNCATED, /* something extends past end of file */
 	VT_PERF_ERROR_UNSUPPORTED, /* valid but not handled (e.g. byte-swapped) */
+	VT_PERF_ERROR_CHANGED,   /* the file shrank (or changed size) while being read */
 } VtPerfErrorCode;
 
 /* Record types beyond the kernel's enum perf_event_type (user records). */
@@ -126,7 +127,7 @@ struct VtPerfFileSection {
 typedef struct {
 	struct perf_event_attr attr;   /* zero-extended to sizeof(struct perf_event_attr) */
 	uint32_t on_disk_size;         /* attr.size as found in the file */
-	const uint64_t *ids;           /* points into the mapping (or owned copy for pipe files) */
+	const uint64_t *ids;           /* owned by the file */
 	uint64_t nr_ids;
 	/* Derived from attr.sample_type, for sample_id parsing. */
 	int id_hdr_size;               /* bytes of the sample_id trailer on non-sample records */
@@ -145,7 +146,7 @@ typedef struct {
 } VtPerfSampleId;
 
 /* One record as seen by the iterator.  `data` points at the header in the
- * mapping; `file_offset` is the record's offset in the file.  For
+ * iterator's window; `file_offset` is the record's offset in the file.  For
  * PERF_RECORD_AUXTRACE the AUX payload follows the 48-byte record at
  * file_offset + header.size, aux_size bytes long, and the iterator steps
  * over it. */
@@ -169,7 +170,7 @@ typedef struct {
 typedef struct {
 	uint32_t type;                 /* 1 = Intel PT */
 	uint32_t reserved;
-	const uint64_t *priv;          /* into the mapping */
+	const uint64_t *priv;          /* into the record (valid as its data) */
 	uint32_t nr_priv;
 } VtPerfAuxtraceInfo;
 
@@ -213,7 +214,7 @@ typedef struct VtPerfFile VtPerfFile;
 
 typedef enum {
 	VT_PERF_OPEN_RDONLY = 0,
-	VT_PERF_OPEN_RDWR = 1 << 0,    /* map MAP_SHARED read-write for in-place patching */
+	VT_PERF_OPEN_RDWR = 1 << 0,    /* open read-write; vt_perf_file_map_rw maps MAP_SHARED */
 } VtPerfOpenFlags;
 
 /* Open a perf.data file, or a perf.data directory (then DIR/data is used).
@@ -249,9 +250,18 @@ char *vt_perf_file_feature_string(const VtPerfFile *f, guint bit);
  * section.  Newly allocated. */
 VtPerfFileSection *vt_perf_file_auxtrace_index(const VtPerfFile *f, guint *n, GError **error);
 
-/* Direct access to the file mapping.  Returns NULL if [off, off+len)
- * is outside the file.  With VT_PERF_OPEN_RDWR the bytes are writable
- * (vt_perf_file_map_rw) and writes go to the file. */
+/* Read len bytes at off with pread (SIGBUS-safe: a file that shrank since
+ * it was opened gives VT_PERF_ERROR_CHANGED, "changed size while being
+ * read").  The way to read AUX payloads of a file that may change. */
+gboolean vt_perf_file_read(const VtPerfFile *f, uint64_t off, void *buf, size_t len, GError **error);
+/* VT_PERF_ERROR_CHANGED unless the file still has the size it had at open. */
+gboolean vt_perf_file_check_size(const VtPerfFile *f, GError **error);
+
+/* Direct access to a mapping of the file, created on first use (nothing
+ * else maps it).  Returns NULL if [off, off+len) is outside the file or
+ * the mapping fails.  With VT_PERF_OPEN_RDWR the bytes are writable
+ * (vt_perf_file_map_rw) and writes go to the file.  Touching it after the
+ * file shrank raises SIGBUS: prefer vt_perf_file_read. */
 const uint8_t *vt_perf_file_map(const VtPerfFile *f, uint64_t off, uint64_t len);
 uint8_t *vt_perf_file_map_rw(VtPerfFile *f, uint64_t off, uint64_t len);
 /* Drop the pages of [off, off+len) from this process (madvise DONTNEED on
@@ -263,12 +273,18 @@ void vt_perf_file_prefetch(const VtPerfFile *f, uint64_t off, uint64_t len);
 /* msync the RDWR mapping. */
 gboolean vt_perf_file_sync(VtPerfFile *f, GError **error);
 
-/* Record iteration over the data section, in file order. */
+/* Record iteration over the data section, in file order.  Records are
+ * read (pread) into a window inside the iterator, AUX payloads skipped;
+ * a record's `data` stays valid until the next vt_perf_iter_next on the
+ * same iterator.  No clean-up needed. */
+#define VT_PERF_ITER_WIN (128u << 10)   /* > the largest record (64 KiB) */
 typedef struct {
 	const VtPerfFile *f;
 	uint64_t pos;          /* file offset of next record */
 	uint64_t end;          /* end of data section */
-	uint64_t released;     /* bytes below this were released */
+	uint64_t win_off;      /* file offset of win[0] */
+	uint32_t win_len, read_len;
+	uint8_t win[VT_PERF_ITER_WIN];
 } VtPerfIter;
 
 void vt_perf_iter_init(VtPerfIter *it, const VtPerfFile *f);

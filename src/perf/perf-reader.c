@@ -3,7 +3,13 @@
  *
  * All multi-byte values are read with memcpy (the file may be hostile and
  * its offsets unaligned); every offset/length is checked with overflow-safe
- * arithmetic before the mapping is touched.
+ * arithmetic before anything is read.
+ *
+ * Everything is read with pread: the header, attrs and ids at open, the
+ * records through the iterator's window, feature sections when first
+ * asked for.  A file that shrinks while it is read gives an error ("changed
+ * size while being read"), never SIGBUS.  The file is mapped only for
+ * callers of vt_perf_file_map (lazily, once).
  */
 #include "src/perf/perf-data.h"
 #include "src/fs/output.h"
@@ -21,7 +27,7 @@
 #define PERF_MAGIC2		0x32454c4946524550ULL	/* "PERFILE2" */
 #define FILE_HDR_SIZE		104
 #define PIPE_HDR_SIZE		16
-#define RELEASE_STEP		(8ULL << 20)
+#define ITER_READ_MIN		4096
 #define ATTR_MAX		((uint32_t)sizeof(struct perf_event_attr))
 
 G_DEFINE_QUARK(vt-perf-error-quark, vt_perf_error)
@@ -50,6 +56,9 @@ struct VtPerfFile {
 	struct id_map *ids;
 	guint n_ids;
 	GPtrArray *owned;
+	GMutex lock;                   /* the lazy map and feature loads */
+	gboolean map_tried;
+	const uint8_t *feat_data[VT_PERF_FEAT_BITS];
 	uint64_t feat_bits[VT_PERF_FEAT_BITS / 64];
 	VtPerfFileSection feat[VT_PERF_FEAT_BITS];
 };
@@ -108,6 +117,50 @@ fail(GError **error, int code, const char *path, const char *fmt, ...)
 	g_set_error(error, VT_PERF_ERROR, code, "%s: %s", path, msg);
 	g_free(msg);
 	return FALSE;
+}
+
+/* Exactly len bytes at off; a short read means the file shrank since it
+ * was opened. */
+static gboolean read_exact(const VtPerfFile *f, void *buf, size_t len, uint64_t off, GError **error)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(f->fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fail(error, VT_PERF_ERROR_IO, f->path, "cannot read at offset %" PRIu64 ": %s",
+				    off, g_strerror(errno));
+		if (n == 0)
+			return fail(error, VT_PERF_ERROR_CHANGED, f->path,
+				    "changed size while being read (%" PRIu64 " bytes when opened, now "
+				    "%" PRIu64 " or fewer)", f->size, off);
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return TRUE;
+}
+
+/* [off, off + len) of the file in memory owned by f (freed at close). */
+static const uint8_t *read_owned(VtPerfFile *f, uint64_t off, uint64_t len, GError **error)
+{
+	uint8_t *p;
+
+	if (len > G_MAXSIZE - 8) {
+		fail(error, VT_PERF_ERROR_FORMAT, f->path, "section of %" PRIu64 " bytes is too large", len);
+		return NULL;
+	}
+	p = g_malloc(len + 8);    /* + 8: rd64 at the very end stays in bounds */
+	if (!read_exact(f, p, len, off, error)) {
+		g_free(p);
+		return NULL;
+	}
+	memset(p + len, 0, 8);
+	g_ptr_array_add(f->owned, p);
+	return p;
 }
 
 /* ------------------------------------------------------------- names */
@@ -283,9 +336,36 @@ static void build_id_map(VtPerfFile *f)
 
 /* --------------------------------------------------------- iteration */
 
-static int read_record(const VtPerfFile *f, uint64_t pos, uint64_t end, VtPerfRecord *rec,
+/* Make [pos, pos + len) of the file available in the iterator's window;
+ * NULL + error if it cannot be read. */
+static const uint8_t *iter_fetch(VtPerfIter *it, uint64_t pos, uint32_t len, GError **error)
+{
+	uint64_t want;
+
+	if (pos >= it->win_off && pos - it->win_off + len <= it->win_len)
+		return it->win + (pos - it->win_off);
+	/* reading on near where the window ended: records are dense, read more */
+	if (it->win_len && pos >= it->win_off + it->win_len && pos - (it->win_off + it->win_len) < it->read_len)
+		it->read_len = MIN(it->read_len * 2, (uint32_t)sizeof(it->win));
+	want = MAX((uint64_t)MAX(len, it->read_len), ITER_READ_MIN);
+	want = MIN(want, MIN((uint64_t)sizeof(it->win), it->f->size - MIN(pos, it->f->size)));
+	if (want < len) {
+		fail(error, VT_PERF_ERROR_TRUNCATED, it->f->path,
+		     "record at offset %" PRIu64 " extends past end of file", pos);
+		return NULL;
+	}
+	it->win_len = 0;
+	if (!read_exact(it->f, it->win, (size_t)want, pos, error))
+		return NULL;
+	it->win_off = pos;
+	it->win_len = (uint32_t)want;
+	return it->win;
+}
+
+static int read_record(VtPerfIter *it, uint64_t pos, uint64_t end, VtPerfRecord *rec,
 		       uint64_t *next, GError **error)
 {
+	const VtPerfFile *f = it->f;
 	const uint8_t *p;
 	uint32_t type;
 	uint16_t size;
@@ -306,7 +386,9 @@ static int read_record(const VtPerfFile *f, uint64_t pos, uint64_t end, VtPerfRe
 		     pos, end);
 		return -1;
 	}
-	p = f->map + pos;
+	p = iter_fetch(it, pos, sizeof(struct perf_event_header), error);
+	if (!p)
+		return -1;
 	type = rd32(p);
 	size = rd16(p + 6);
 	if (size < sizeof(struct perf_event_header)) {
@@ -320,6 +402,9 @@ static int read_record(const VtPerfFile *f, uint64_t pos, uint64_t end, VtPerfRe
 		     pos, vt_perf_record_name(type), size, end);
 		return -1;
 	}
+	p = iter_fetch(it, pos, size, error);
+	if (!p)
+		return -1;
 	n = pos + size;
 	if (type == VT_PERF_RECORD_AUXTRACE) {
 		uint64_t psz;
@@ -337,6 +422,8 @@ static int read_record(const VtPerfFile *f, uint64_t pos, uint64_t end, VtPerfRe
 			return -1;
 		}
 		n += psz;
+		if (psz > sizeof(it->win))
+			it->read_len = ITER_READ_MIN;   /* a payload skipped: start small again */
 	}
 	rec->file_offset = pos;
 	rec->hdr = (const struct perf_event_header *)p;
@@ -352,7 +439,9 @@ void vt_perf_iter_init(VtPerfIter *it, const VtPerfFile *f)
 	it->f = f;
 	it->pos = f->data_off;
 	it->end = f->data_off + f->data_size;
-	it->released = f->data_off;
+	it->win_off = 0;
+	it->win_len = 0;
+	it->read_len = ITER_READ_MIN;
 }
 
 int vt_perf_iter_next(VtPerfIter *it, VtPerfRecord *rec, GError **error)
@@ -360,11 +449,7 @@ int vt_perf_iter_next(VtPerfIter *it, VtPerfRecord *rec, GError **error)
 	uint64_t next;
 	int r;
 
-	if (it->pos > it->released && it->pos - it->released >= RELEASE_STEP) {
-		vt_perf_file_release(it->f, it->released, it->pos - it->released);
-		it->released = it->pos & ~(page_size() - 1);
-	}
-	r = read_record(it->f, it->pos, it->end, rec, &next, error);
+	r = read_record(it, it->pos, it->end, rec, &next, error);
 	if (r > 0)
 		it->pos = next;
 	return r;
@@ -375,13 +460,15 @@ int vt_perf_iter_next(VtPerfIter *it, VtPerfRecord *rec, GError **error)
 static gboolean open_file_header(VtPerfFile *f, GError **error)
 {
 	struct file_header h;
+	uint8_t table[VT_PERF_FEAT_BITS * 16];
 	uint64_t end;
-	guint i, bit, nfeat = 0;
+	guint i, bit, k, nfeat = 0;
 
 	if (f->size < FILE_HDR_SIZE)
 		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
 			    "file too short for header (%" PRIu64 " bytes)", f->size);
-	memcpy(&h, f->map, sizeof(h));
+	if (!read_exact(f, &h, sizeof(h), 0, error))
+		return FALSE;
 	if (h.size != FILE_HDR_SIZE)
 		return fail(error, VT_PERF_ERROR_FORMAT, f->path,
 			    "unsupported header size %" PRIu64, h.size);
@@ -404,6 +491,7 @@ static gboolean open_file_header(VtPerfFile *f, GError **error)
 	f->data_size = h.data.size;
 
 	if (h.attrs.size) {
+		const uint8_t *sec;
 		uint64_t n;
 
 		if (h.attr_size < 16 + PERF_ATTR_SIZE_VER0 || h.attrs.size % h.attr_size)
@@ -411,9 +499,12 @@ static gboolean open_file_header(VtPerfFile *f, GError **error)
 				    "bad attr_size %" PRIu64 " for attr section of %" PRIu64 " bytes",
 				    h.attr_size, h.attrs.size);
 		n = h.attrs.size / h.attr_size;
+		sec = read_owned(f, h.attrs.offset, h.attrs.size, error);
+		if (!sec)
+			return FALSE;
 		f->attrs = g_new0(VtPerfAttr, n);
 		for (i = 0; i < n; i++) {
-			const uint8_t *p = f->map + h.attrs.offset + i * h.attr_size;
+			const uint8_t *p = sec + i * h.attr_size;
 			VtPerfAttr *a = &f->attrs[i];
 			uint64_t ioff, isz;
 
@@ -435,12 +526,9 @@ static gboolean open_file_header(VtPerfFile *f, GError **error)
 					    "attr %u ids section (offset %" PRIu64 ", size %" PRIu64
 					    ") extends past end of file", i, ioff, isz);
 			a->nr_ids = isz / 8;
-			if (!a->nr_ids)
-				a->ids = NULL;
-			else if (ioff % 8)
-				a->ids = own_ids(f, f->map + ioff, a->nr_ids);
-			else
-				a->ids = (const uint64_t *)(const void *)(f->map + ioff);
+			a->ids = NULL;
+			if (a->nr_ids && !(a->ids = (const uint64_t *)(const void *)read_owned(f, ioff, isz, error)))
+				return FALSE;
 		}
 	}
 
@@ -454,15 +542,17 @@ static gboolean open_file_header(VtPerfFile *f, GError **error)
 		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
 			    "feature table (%u entries at offset %" PRIu64
 			    ") extends past end of file (%" PRIu64 " bytes)", nfeat, end, f->size);
-	for (bit = 0; bit < VT_PERF_FEAT_BITS; bit++) {
+	if (!read_exact(f, table, (size_t)nfeat * 16, end, error))
+		return FALSE;
+	for (bit = 0, k = 0; bit < VT_PERF_FEAT_BITS; bit++) {
 		VtPerfFileSection *s = &f->feat[bit];
 		const char *name;
 
 		if (!vt_perf_file_has_feature(f, bit))
 			continue;
-		s->offset = rd64(f->map + end);
-		s->size = rd64(f->map + end + 8);
-		end += 16;
+		s->offset = rd64(table + k);
+		s->size = rd64(table + k + 8);
+		k += 16;
 		if (!range_ok(s->offset, s->size, f->size)) {
 			name = vt_perf_feature_name(bit);
 			return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
@@ -478,6 +568,7 @@ static gboolean open_file_header(VtPerfFile *f, GError **error)
 static gboolean open_pipe(VtPerfFile *f, GError **error)
 {
 	GArray *attrs = g_array_new(FALSE, TRUE, sizeof(VtPerfAttr));
+	VtPerfIter *it;
 	uint64_t pos, end, next;
 	VtPerfRecord rec;
 	gboolean ok = TRUE;
@@ -490,8 +581,10 @@ static gboolean open_pipe(VtPerfFile *f, GError **error)
 		return fail(error, VT_PERF_ERROR_FORMAT, f->path, "pipe-mode file has no data");
 	}
 	end = f->size;
+	it = g_new(VtPerfIter, 1);
+	vt_perf_iter_init(it, f);
 	/* A malformed record ends the scan; the iterator reports it later. */
-	for (pos = f->data_off; read_record(f, pos, end, &rec, &next, NULL) > 0; pos = next) {
+	for (pos = f->data_off; read_record(it, pos, end, &rec, &next, NULL) > 0; pos = next) {
 		if (rec.type == VT_PERF_RECORD_HEADER_ATTR) {
 			VtPerfAttr a;
 			uint64_t avail = rec.size - 8;
@@ -513,7 +606,7 @@ static gboolean open_pipe(VtPerfFile *f, GError **error)
 			}
 		}
 	}
-	vt_perf_file_release(f, f->data_off, f->data_size);
+	g_free(it);
 	f->n_attrs = attrs->len;
 	f->attrs = (VtPerfAttr *)(void *)g_array_free(attrs, FALSE);
 	return ok;
@@ -524,11 +617,13 @@ VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **
 	VtPerfFile *f = g_new0(VtPerfFile, 1);
 	gboolean rdwr = !!(flags & VT_PERF_OPEN_RDWR);
 	struct stat st;
+	uint8_t hdr[PIPE_HDR_SIZE] = { 0 };
 	uint64_t magic;
 	GError *e = NULL;
 
 	f->fd = -1;
 	f->owned = g_ptr_array_new_with_free_func(g_free);
+	g_mutex_init(&f->lock);
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		f->path = g_build_filename(path, "data", NULL);
 	else
@@ -554,14 +649,9 @@ VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **
 		     "file too short (%" PRIu64 " bytes)", f->size);
 		goto err;
 	}
-	f->map = mmap(NULL, f->size, rdwr ? PROT_READ | PROT_WRITE : PROT_READ,
-		      rdwr ? MAP_SHARED : MAP_PRIVATE, f->fd, 0);
-	if (f->map == MAP_FAILED) {
-		f->map = NULL;
-		fail(error, VT_PERF_ERROR_IO, f->path, "cannot mmap: %s", g_strerror(errno));
+	if (!read_exact(f, hdr, sizeof(hdr), 0, error))
 		goto err;
-	}
-	magic = rd64(f->map);
+	magic = rd64(hdr);
 	if (magic == GUINT64_SWAP_LE_BE(PERF_MAGIC2)) {
 		fail(error, VT_PERF_ERROR_UNSUPPORTED, f->path,
 		     "byte-swapped (foreign-endian) perf.data files are not supported");
@@ -571,7 +661,7 @@ VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **
 		fail(error, VT_PERF_ERROR_MAGIC, f->path, "not a perf.data file (bad magic)");
 		goto err;
 	}
-	if (f->size >= PIPE_HDR_SIZE && rd64(f->map + 8) == PIPE_HDR_SIZE) {
+	if (f->size >= PIPE_HDR_SIZE && rd64(hdr + 8) == PIPE_HDR_SIZE) {
 		if (!open_pipe(f, error))
 			goto err;
 	} else if (!open_file_header(f, error)) {
@@ -593,6 +683,7 @@ void vt_perf_file_close(VtPerfFile *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	g_ptr_array_free(f->owned, TRUE);
+	g_mutex_clear(&f->lock);
 	g_free(f->attrs);
 	g_free(f->ids);
 	g_free(f->path);
@@ -638,9 +729,19 @@ gboolean vt_perf_file_has_feature(const VtPerfFile *f, guint bit)
 
 gboolean vt_perf_file_feature(const VtPerfFile *f, guint bit, const uint8_t **data, uint64_t *size)
 {
+	VtPerfFile *mf = (VtPerfFile *)f;	/* the lazily loaded copy */
+	const uint8_t *p;
+
 	if (!vt_perf_file_has_feature(f, bit))
 		return FALSE;
-	*data = f->map + f->feat[bit].offset;	/* validated at open */
+	g_mutex_lock(&mf->lock);
+	if (!mf->feat_data[bit])	/* range validated at open */
+		mf->feat_data[bit] = read_owned(mf, f->feat[bit].offset, f->feat[bit].size, NULL);
+	p = mf->feat_data[bit];
+	g_mutex_unlock(&mf->lock);
+	if (!p)
+		return FALSE;		/* the file shrank: as if absent */
+	*data = p;
 	*size = f->feat[bit].size;
 	return TRUE;
 }
@@ -714,21 +815,71 @@ err:
 
 /* ------------------------------------------------------------ mapping */
 
+gboolean vt_perf_file_read(const VtPerfFile *f, uint64_t off, void *buf, size_t len, GError **error)
+{
+	if (!range_ok(off, len, f->size))
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "%zu bytes at offset %" PRIu64 " lie past the end of the file (%" PRIu64 " bytes)",
+			    len, off, f->size);
+	return read_exact(f, buf, len, off, error);
+}
+
+gboolean vt_perf_file_check_size(const VtPerfFile *f, GError **error)
+{
+	struct stat st;
+
+	if (fstat(f->fd, &st) < 0)
+		return fail(error, VT_PERF_ERROR_IO, f->path, "cannot stat: %s", g_strerror(errno));
+	if ((uint64_t)st.st_size != f->size)
+		return fail(error, VT_PERF_ERROR_CHANGED, f->path,
+			    "changed size while being read (%" PRIu64 " bytes, now %" PRIu64 ")",
+			    f->size, (uint64_t)st.st_size);
+	return TRUE;
+}
+
+/* Map the file on first use (callers that want a mapping); NULL if that
+ * fails. */
+static uint8_t *file_mapping(const VtPerfFile *f)
+{
+	VtPerfFile *mf = (VtPerfFile *)f;
+	uint8_t *m;
+
+	g_mutex_lock(&mf->lock);
+	if (!mf->map_tried) {
+		void *p = mmap(NULL, f->size, f->rdwr ? PROT_READ | PROT_WRITE : PROT_READ,
+			       f->rdwr ? MAP_SHARED : MAP_PRIVATE, f->fd, 0);
+
+		mf->map_tried = TRUE;
+		mf->map = p == MAP_FAILED ? NULL : p;
+	}
+	m = mf->map;
+	g_mutex_unlock(&mf->lock);
+	return m;
+}
+
 const uint8_t *vt_perf_file_map(const VtPerfFile *f, uint64_t off, uint64_t len)
 {
-	return range_ok(off, len, f->size) ? f->map + off : NULL;
+	uint8_t *m;
+
+	if (!range_ok(off, len, f->size) || !(m = file_mapping(f)))
+		return NULL;
+	return m + off;
 }
 
 uint8_t *vt_perf_file_map_rw(VtPerfFile *f, uint64_t off, uint64_t len)
 {
-	return f->rdwr && range_ok(off, len, f->size) ? f->map + off : NULL;
+	uint8_t *m;
+
+	if (!f->rdwr || !range_ok(off, len, f->size) || !(m = file_mapping(f)))
+		return NULL;
+	return m + off;
 }
 
 void vt_perf_file_release(const VtPerfFile *f, uint64_t off, uint64_t len)
 {
 	uint64_t pg = page_size(), start, end;
 
-	if (off >= f->size)
+	if (!f->map || off >= f->size)
 		return;
 	if (len > f->size - off)
 		len = f->size - off;
@@ -742,7 +893,7 @@ void vt_perf_file_prefetch(const VtPerfFile *f, uint64_t off, uint64_t len)
 {
 	uint64_t pg = page_size(), start;
 
-	if (off >= f->size || !len)
+	if (!f->map || off >= f->size || !len)
 		return;
 	if (len > f->size - off)
 		len = f->size - off;
@@ -752,7 +903,7 @@ void vt_perf_file_prefetch(const VtPerfFile *f, uint64_t off, uint64_t len)
 
 gboolean vt_perf_file_sync(VtPerfFile *f, GError **error)
 {
-	if (f->rdwr && msync(f->map, f->size, MS_SYNC) < 0)
+	if (f->rdwr && f->map && msync(f->map, f->size, MS_SYNC) < 0)
 		return fail(error, VT_PERF_ERROR_IO, f->path, "msync failed: %s", g_strerror(errno));
 	return TRUE;
 }

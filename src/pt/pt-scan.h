@@ -1,7 +1,7 @@
 /* pt-scan.h - Intel PT packet scanner.
  *
  * A fast, allocation-free scanner over a contiguous buffer of Intel PT
- * bytes (an AUX payload, usually straight out of the file mapping).  It
+ * bytes (an AUX payload, usually a read buffer holding it).  It
  * yields one packet at a time with its offset, size and decoded payload,
  * and reconstructs full IPs for TIP/TIP.PGE/TIP.PGD/FUP from the last-IP
  * state (reset at PSB).  Packet boundaries and payloads agree with libipt's
