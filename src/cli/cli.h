@@ -28,6 +28,9 @@ enum {
 	VT_EXIT_CONNECT = 12,         /* guest: cannot connect to the SSH server */
 	VT_EXIT_GUEST_CHANGED = 13,   /* guest: kallsyms/modules changed during the copy */
 	VT_EXIT_NO_PT = 14,           /* record: this machine cannot trace (no Intel PT) */
+	VT_EXIT_GUEST_DATA = 15,      /* inject: the guest file cannot be injected (ids, ID_INDEX, CPUs) */
+	VT_EXIT_GUEST_CLOCK = 16,     /* inject: the guest's perf clock is not TSC-based (kvm-clock) */
+	VT_EXIT_HOST_SIDEBAND = 17,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it
