@@ -43,21 +43,39 @@ def parse(buf):
     for bit in range(256):
         if bits >> bit & 1:
             off, sz = struct.unpack_from("<QQ", buf, table + 16 * n)
-            feats.append(buf[off:off + sz])
+            feats.append((bit, buf[off:off + sz]))
             n += 1
     return dict(head=bytearray(buf[:d_off]), attr_size=attr_size,
                 a_off=a_off, a_size=a_size, d_off=d_off, t=(t_off, t_size),
                 feat=feat, recs=recs, feats=feats)
 
 
+def auxtrace_index(p):
+    """HEADER_AUXTRACE: the AUXTRACE records' offsets where they are now."""
+    pos, offs = p["d_off"], []
+    for r in p["recs"]:
+        if struct.unpack_from("<I", r)[0] == 71:
+            offs.append(pos)
+        pos += len(r)
+    for i, (bit, f) in enumerate(p["feats"]):
+        if bit == 18:
+            f = bytearray(f)
+            nr = struct.unpack_from("<Q", f)[0]
+            assert nr == len(offs), "AUXTRACE index does not match the records"
+            for k, off in enumerate(offs):
+                struct.pack_into("<Q", f, 8 + 16 * k, off)
+            p["feats"][i] = (bit, bytes(f))
+
+
 def write(p, path):
+    auxtrace_index(p)
     data = b"".join(p["recs"])
     d_off = p["d_off"]
     out = bytearray(p["head"])
     out += data
     table = len(out)
     out += b"\0" * (16 * len(p["feats"]))
-    for i, f in enumerate(p["feats"]):
+    for i, (_, f) in enumerate(p["feats"]):
         struct.pack_into("<QQ", out, table + 16 * i, len(out), len(f))
         out += f
     HDR.pack_into(out, 0, b"PERFILE2", 104, p["attr_size"], p["a_off"],

@@ -96,6 +96,17 @@ static const InjVcpu *vcpu_of(const Merge *m, guint vcpu)
 	return vcpu < m->h->vcpus->len ? g_ptr_array_index(m->h->vcpus, vcpu) : NULL;
 }
 
+static gboolean vcpu_check(const Merge *m, guint vcpu, GError **error);
+
+/* Every guest CPU of the ID_INDEX has a vCPU thread and a clock. */
+static gboolean check_vcpus(const Merge *m, GError **error)
+{
+	for (guint i = 0; i < m->ids->len; i++)
+		if (!vcpu_check(m, g_array_index(m->ids, IdMap, i).vcpu, error))
+			return FALSE;
+	return TRUE;
+}
+
 /* The host attr of a guest attr: + IDENTIFIER, guest-only. */
 static struct perf_event_attr host_attr(const Merge *m, guint i)
 {
@@ -146,21 +157,30 @@ static gboolean bad_record(GError **error, const VtPerfFile *f, const VtPerfReco
 	return FALSE;
 }
 
+static gboolean vcpu_check(const Merge *m, guint vcpu, GError **error)
+{
+	if (!vcpu_of(m, vcpu)) {
+		g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_GUEST_VCPU,
+			    "%s: guest CPU %u has no vCPU thread \"CPU %u/KVM\" in process %u of the host recording "
+			    "(another VM's guest file?)", vt_perf_file_path(m->g->f), vcpu, vcpu, m->h->pid);
+		return FALSE;
+	}
+	if (!clock_of(m->opt, vcpu)) {
+		g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_NO_CLOCK, "no TSC offset for vCPU %u (the host "
+			    "trace shows none): give it with --offset OFF:%u", vcpu, vcpu);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* The guest CPU an event ran on and the clock that converts its time. */
 static gboolean event_vcpu(const Merge *m, const VtPerfSampleId *sid, const IdMap *x, guint *vcpu,
 			   const VtInjectClock **c, GError **error)
 {
 	*vcpu = sid->has_cpu && sid->cpu != (uint32_t)-1 ? sid->cpu : x->vcpu;
-	if (!vcpu_of(m, *vcpu)) {
-		g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_GUEST_VCPU,
-			    "%s: guest CPU %u has no vCPU thread \"CPU %u/KVM\" in process %u of the host recording",
-			    vt_perf_file_path(m->g->f), *vcpu, *vcpu, m->h->pid);
+	if (!vcpu_check(m, *vcpu, error))
 		return FALSE;
-	}
-	if (!(*c = clock_of(m->opt, *vcpu))) {
-		g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_NO_CLOCK, "no TSC offset for vCPU %u", *vcpu);
-		return FALSE;
-	}
+	*c = clock_of(m->opt, *vcpu);
 	return TRUE;
 }
 
@@ -558,7 +578,7 @@ gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *ou
 		}
 		res->skipped = m.g->skipped;
 		map_ids(&m);
-		ok = convert_all(&m, error) && write_output(&m, rec, out, error);
+		ok = check_vcpus(&m, error) && convert_all(&m, error) && write_output(&m, rec, out, error);
 	}
 	g_array_free(m.evs, TRUE);
 	g_hash_table_unref(m.by_guest);
