@@ -8,11 +8,13 @@
 
 G_DEFINE_QUARK(vt-inject-error-quark, vt_inject_error)
 
-static uint64_t div128(uint64_t d, guint frac, uint64_t ratio)
+/* The exact inverse of g = h * ratio >> frac: the smallest h that scales
+ * to g (unique when ratio >= 2^frac), as vmcorr corrects TSC packets. */
+static uint64_t unscale(uint64_t g, guint frac, uint64_t ratio)
 {
-	unsigned __int128 x = (unsigned __int128)d << frac;
+	unsigned __int128 x = (unsigned __int128)g << frac;
 
-	return (uint64_t)(x / ratio);
+	return (uint64_t)((x + ratio - 1) / ratio);
 }
 
 uint64_t vt_inject_time(uint64_t t, const VtPerfTimeConv *gtc, const VtPerfTimeConv *htc, const VtInjectClock *c)
@@ -23,7 +25,7 @@ uint64_t vt_inject_time(uint64_t t, const VtPerfTimeConv *gtc, const VtPerfTimeC
 		return 0;
 	tsc = vt_perf_time_to_tsc(t, gtc) - c->offset;
 	if (c->ratio)
-		tsc = div128(tsc, c->frac, c->ratio);
+		tsc = unscale(tsc, c->frac, c->ratio);
 	return vt_perf_tsc_to_time(tsc, htc);
 }
 

@@ -67,7 +67,8 @@ GArray *vt_inject_host_qemu_pids(const char *rec, GError **error);
 
 /* Guest perf time -> host perf time, in integers: guest TSC from the
  * guest's TIME_CONV (perf_time_to_tsc), host TSC = guest TSC - offset (or,
- * scaled, ((guest - offset) << frac) / ratio in 128 bits), host time from
+ * scaled, the smallest host TSC h with (h * ratio >> frac) = guest - offset,
+ * in 128 bits), host time from
  * the host's TIME_CONV (tsc_to_perf_time).  0 stays 0 (perf's "no time"). */
 uint64_t vt_inject_time(uint64_t guest_time, const VtPerfTimeConv *guest_tc, const VtPerfTimeConv *host_tc,
 			const VtInjectClock *c);
