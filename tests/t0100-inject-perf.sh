@@ -86,4 +86,18 @@ script "$TMP/v2.data" "$TMP/v2.txt"
 check "host TSC 2^55: vmtrace's times are exact, perf's rounded through a double, record by record" test $? -eq 0
 cat "$TMP/times2"
 check "... and perf's differ for some records" grep -q "^# [1-9][0-9]* of [0-9]* guest records: perf" "$TMP/times2"
+
+# perf.data directories: REC's other files (kcore_dir, ...) come along, and a
+# GUEST directory's kcore_dir becomes kcore_dir__PID, as perf puts it
+"$VMTRACE" synth -o "$TMP/hd" --dir --per-cpu --vcpus "$NV" --cpus "$NV" --size 1M 2>/dev/null
+mkdir -p "$TMP/hd/kcore_dir" "$TMP/gd/kcore_dir"
+echo host >"$TMP/hd/kcore_dir/kallsyms"
+echo guest >"$TMP/gd/kcore_dir/kallsyms"
+cp "$TMP/g.data" "$TMP/gd/data"
+"$VMTRACE" inject "$TMP/hd" --guest-data "$TMP/gd" -o "$TMP/od" >/dev/null 2>&1
+check "directories: exit 0, OUT/data, REC's kcore_dir, GUEST's as kcore_dir__4000" \
+	test $? -eq 0 -a -f "$TMP/od/data" -a "$(cat "$TMP/od/kcore_dir/kallsyms")" = host \
+	-a "$(cat "$TMP/od/kcore_dir__4000/kallsyms")" = guest
+"$PERF" script -i "$TMP/od" --show-task-events -F+machine_pid,+vcpu --itrace= 2>/dev/null | grep -c "^VM: 4000" >"$TMP/n"
+check "... perf script reads the directory's guest records" test "$(cat "$TMP/n")" -gt 0
 finish

@@ -30,6 +30,7 @@ typedef struct {
 
 typedef struct {
 	const VtInjectOptions *opt;
+	const char *guest_path;
 	VtInjectResult *res;
 	InjHost *h;
 	InjGuest *g;
@@ -462,6 +463,24 @@ static gboolean copy_tree(const char *from, const char *to, gboolean top, GError
 	return TRUE;
 }
 
+/* A guest perf.data directory's kcore_dir, as OUT/kcore_dir__PID (where
+ * perf inject --guest-data puts it). */
+static gboolean copy_guest_kcore(const Merge *m, const char *tmp, GError **error)
+{
+	g_autofree char *dir = g_path_get_dirname(vt_perf_file_path(m->g->f));
+	g_autofree char *kcore = g_build_filename(dir, "kcore_dir", NULL);
+	g_autofree char *name = g_strdup_printf("kcore_dir__%u", m->h->pid);
+	g_autofree char *dst = g_build_filename(tmp, name, NULL);
+
+	if (!g_file_test(m->guest_path, G_FILE_TEST_IS_DIR) || !g_file_test(kcore, G_FILE_TEST_IS_DIR))
+		return TRUE;
+	if (mkdir(dst, 0700) < 0) {
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", dst, g_strerror(errno));
+		return FALSE;
+	}
+	return copy_tree(kcore, dst, FALSE, error);
+}
+
 static gboolean write_output_(Merge *m, const char *rec, const char *out, GError **error)
 {
 	g_autoptr(VtFsOutput) o = vt_fs_output_new(out, VT_FS_OUTPUT_DIR, 0700, error);
@@ -471,6 +490,8 @@ static gboolean write_output_(Merge *m, const char *rec, const char *out, GError
 	if (!o)
 		return FALSE;
 	if (g_file_test(rec, G_FILE_TEST_IS_DIR) && !copy_tree(rec, vt_fs_output_tmp(o), TRUE, error))
+		return FALSE;
+	if (!copy_guest_kcore(m, vt_fs_output_tmp(o), error))
 		return FALSE;
 	data = g_build_filename(vt_fs_output_tmp(o), "data", NULL);
 	if (!(m->w = vt_perf_writer_new(data, FALSE, error)))
@@ -558,7 +579,7 @@ static void ev_clear(gpointer p)
 gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *out, const VtInjectOptions *opt,
 			      VtInjectResult *res, GError **error)
 {
-	Merge m = { .opt = opt, .res = res };
+	Merge m = { .opt = opt, .guest_path = guest, .res = res };
 	gboolean ok;
 
 	memset(res, 0, sizeof(*res));

@@ -76,7 +76,8 @@ uint64_t vt_inject_time(uint64_t guest_time, const VtPerfTimeConv *guest_tc, con
 /* Merge: REC (a perf.data file or directory) + GUEST (a guest perf.data
  * recorded system-wide with sample ids) -> OUT, a new perf.data directory
  * (OUT/data; other files and directories of a REC directory - kcore_dir,
- * vmtrace-kvm.ini - are copied).  OUT must not exist. */
+ * vmtrace-kvm.ini - are copied, and a GUEST directory's kcore_dir becomes
+ * OUT/kcore_dir__PID as with perf).  OUT must not exist. */
 gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *out, const VtInjectOptions *opt,
 			      VtInjectResult *res, GError **error);
 
