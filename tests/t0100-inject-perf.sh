@@ -5,8 +5,9 @@
 # pid 4000, per-CPU switch records, TIME_CONV, a VMX TSC offset in the guest
 # TSC packets).  The guest file is a REAL `perf record` file - but recorded
 # on THIS host, standing in for a guest's: no guest here runs perf, and there
-# is no hardware PMU, so it is system-wide software sideband (dummy event,
-# comm/fork/exit/mmap/switch records) of a few commands.  This machine's
+# is no hardware PMU, so it is system-wide software events (cpu-clock samples,
+# which are not injected, and comm/fork/exit/mmap/switch records) of a few
+# commands.  This machine's
 # kernel exports no TSC conversion (a VM: cap_user_time_zero 0), so
 # tests/perf-edit.py gives the file the TIME_CONV a no-kvmclock guest writes
 # (shift 10, mult 341: a 3 GHz TSC, like synth's host).  The offset puts the
@@ -22,7 +23,7 @@ need_perf
 need_python
 
 NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
-"$PERF" record -q -e dummy -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/g0.data" -- \
+"$PERF" record -q -e cpu-clock -F 2000 -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/g0.data" -- \
 	sh -c 'sleep 0.02; ls / >/dev/null; cat /proc/version >/dev/null; sleep 0.02' >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
@@ -38,7 +39,7 @@ print(hex((tsc - (int(sys.argv[3], 0) + 200000)) % 2**64))' "$PERF" "$TMP/g.data
 }
 S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
 script() { "$PERF" script -i "$1" $S -F+machine_pid,+vcpu 2>/dev/null | grep -v "instruction trace error" >"$2"; }
-"$PERF" script -i "$TMP/g.data" $S 2>/dev/null >"$TMP/g.txt"
+"$PERF" script -i "$TMP/g.data" $S 2>/dev/null | grep PERF_RECORD_ >"$TMP/g.txt"    # samples are not injected
 
 OFF=$(offset_for 0x100000000000)
 "$VMTRACE" synth -o "$TMP/h.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 32M --offset "$OFF" 2>/dev/null
@@ -66,11 +67,21 @@ check "host TSC < 2^53: every guest time is the exact conversion, in both" grep 
 "$PERF" script -i "$TMP/v.data" -D 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/v.idx"
 check "perf script -D: the guest ids' ID_INDEX entries (id, cpu -1, vCPU thread, machine_pid, vcpu) as perf's" \
 	test_cmp "$TMP/p.idx" "$TMP/v.idx"
-check "... one per guest CPU" test "$(wc -l <"$TMP/v.idx")" -eq "$NV"
+check "... one per guest event and CPU (cpu-clock, dummy)" test "$(wc -l <"$TMP/v.idx")" -eq $((2 * NV))
 "$PERF" evlist -v -i "$TMP/p.data" >"$TMP/p.evl" 2>&1
 "$PERF" evlist -v -i "$TMP/v.data" >"$TMP/v.evl" 2>&1
-check "perf evlist -v: the same events (host's, and the guest's as dummy:G, + IDENTIFIER, exclude_host)" \
+check "perf evlist -v: the same events (host's, and the guest's as cpu-clock:G and dummy:G, + IDENTIFIER, exclude_host)" \
 	test_cmp "$TMP/p.evl" "$TMP/v.evl"
+"$PERF" buildid-list -i "$TMP/p.data" >"$TMP/p.bid" 2>&1
+"$PERF" buildid-list -i "$TMP/v.data" >"$TMP/v.bid" 2>&1
+check "perf buildid-list: the guest's build ids, as in perf's output" test_cmp "$TMP/p.bid" "$TMP/v.bid"
+check "... there are some" test -s "$TMP/v.bid"
+"$PERF" report --header-only -i "$TMP/p.data" 2>&1 | grep -v "^# \(captured on\|data offset\|feat offset\)" >"$TMP/p.hdr"
+"$PERF" report --header-only -i "$TMP/v.data" 2>&1 | grep -v "^# \(captured on\|data offset\|feat offset\)" >"$TMP/v.hdr"
+check "perf report --header-only: the same header (event descriptions with the guest's cpu-clock:G, dummy:G)" \
+	test_cmp "$TMP/p.hdr" "$TMP/v.hdr"
+check "... the guest's samples were not injected (vmtrace says how many)" \
+	grep -q "injected ([1-9][0-9]* not injected: samples" "$TMP/v.out"
 
 # A host up for 139 days at 3 GHz: TSC 2^55.  perf converts through a double.
 OFF2=$(offset_for 0x80000000000000)

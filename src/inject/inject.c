@@ -376,7 +376,99 @@ static void guest_build_ids(const Merge *m, GByteArray *b)
 	}
 }
 
-/* The host's feature sections, the guest's build ids added. */
+/* The guest event's name as perf gives the new event: the guest's name
+ * without its modifiers, ":G" (exclude_host, not exclude_guest) plus the
+ * k/u/h and p modifiers perf prints first. */
+static char *guest_event_name(const char *gname, const struct perf_event_attr *a)
+{
+	g_autofree char *base = g_strndup(gname, strcspn(gname, ":"));
+	GString *mods = g_string_new(NULL);
+
+	if (a->exclude_kernel || a->exclude_user || a->exclude_hv) {
+		if (!a->exclude_kernel)
+			g_string_append_c(mods, 'k');
+		if (!a->exclude_user)
+			g_string_append_c(mods, 'u');
+		if (!a->exclude_hv)
+			g_string_append_c(mods, 'h');
+	}
+	g_string_append_len(mods, "ppp", a->precise_ip);
+	g_string_append_c(mods, 'G');
+	g_autofree char *m = g_string_free(mods, FALSE);
+
+	return g_strdup_printf("%s:%s", base, m);
+}
+
+/* One HEADER_EVENT_DESC entry (attr cut or zero-extended to attr_size). */
+static void put_desc(GByteArray *b, const struct perf_event_attr *a, uint32_t attr_size, const char *name,
+		     const uint64_t *ids, guint n)
+{
+	uint8_t buf[512] = { 0 };
+
+	memcpy(buf, a, MIN(sizeof(*a), sizeof(buf)));
+	vt_perf_put(b, buf, attr_size);
+	vt_perf_put_u32(b, n);
+	vt_perf_put_string(b, name);
+	for (guint i = 0; i < n; i++)
+		vt_perf_put_u64(b, ids[i]);
+}
+
+/* The name of each guest attr in the guest's HEADER_EVENT_DESC ("" if none). */
+static GPtrArray *desc_names(const VtPerfFile *f)
+{
+	GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+	const uint8_t *p;
+	uint64_t n, off = 8;
+	uint32_t nr = 0, asz = 0;
+
+	if (vt_perf_file_feature(f, VT_PERF_FEAT_EVENT_DESC, &p, &n) && n >= 8) {
+		memcpy(&nr, p, 4);
+		memcpy(&asz, p + 4, 4);
+	}
+	for (uint32_t i = 0; i < nr && asz <= 512 && off + asz + 8 <= n; i++) {
+		uint32_t nids, len;
+
+		memcpy(&nids, p + off + asz, 4);
+		memcpy(&len, p + off + asz + 4, 4);
+		if (len > n - off - asz - 8 || (uint64_t)nids * 8 > n - off - asz - 8 - len)
+			break;
+		g_ptr_array_add(names, g_strndup((const char *)p + off + asz + 8, len));
+		off += asz + 8 + len + (uint64_t)nids * 8;
+	}
+	while (names->len < vt_perf_file_n_attrs(f))
+		g_ptr_array_add(names, g_strdup(""));
+	return names;
+}
+
+/* HEADER_EVENT_DESC: the host's, then the guest events (perf writes all). */
+static gboolean event_desc(Merge *m, const uint8_t *p, uint64_t n, GError **error)
+{
+	g_autoptr(GByteArray) b = g_byte_array_new();
+	g_autoptr(GPtrArray) names = desc_names(m->g->f);
+	uint32_t nr, asz;
+
+	memcpy(&nr, p, 4);
+	memcpy(&asz, p + 4, 4);
+	if (asz > 512)
+		return vt_perf_writer_set_feature(m->w, VT_PERF_FEAT_EVENT_DESC, p, n, error);
+	nr += vt_perf_file_n_attrs(m->g->f);
+	vt_perf_put_u32(b, nr);
+	vt_perf_put_u32(b, asz);
+	g_byte_array_append(b, p + 8, n - 8);
+	for (guint i = 0; i < vt_perf_file_n_attrs(m->g->f); i++) {
+		struct perf_event_attr a = host_attr(m, i);
+		g_autofree char *name = guest_event_name(names->pdata[i], &a);
+		g_autoptr(GArray) ids = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+
+		for (guint k = 0; k < m->ids->len; k++)
+			if (g_array_index(m->ids, IdMap, k).attr == i)
+				g_array_append_val(ids, g_array_index(m->ids, IdMap, k).host_id);
+		put_desc(b, &a, asz, name, (const uint64_t *)ids->data, ids->len);
+	}
+	return vt_perf_writer_set_feature(m->w, VT_PERF_FEAT_EVENT_DESC, b->data, b->len, error);
+}
+
+/* The host's feature sections, the guest's build ids and events added. */
 static gboolean copy_features(Merge *m, GError **error)
 {
 	g_autoptr(GByteArray) bid = g_byte_array_new();
@@ -387,7 +479,8 @@ static gboolean copy_features(Merge *m, GError **error)
 		if (bit == VT_PERF_FEAT_AUXTRACE || bit == VT_PERF_FEAT_BUILD_ID ||
 		    !vt_perf_file_feature(m->h->f, bit, &p, &n))
 			continue;
-		if (!vt_perf_writer_set_feature(m->w, bit, p, n, error))
+		if (bit == VT_PERF_FEAT_EVENT_DESC && n >= 8 ? !event_desc(m, p, n, error)
+							     : !vt_perf_writer_set_feature(m->w, bit, p, n, error))
 			return FALSE;
 	}
 	if (vt_perf_file_feature(m->h->f, VT_PERF_FEAT_BUILD_ID, &p, &n))
