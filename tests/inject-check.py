@@ -16,11 +16,14 @@
                    6.1's quirk.
         Prints how many guest records the two rules place differently.
 
-    inject-check.py times GUEST.txt PERF.txt VMTRACE.txt OFFSET GSHIFT GMULT HSHIFT HMULT
+    inject-check.py times GUEST.txt PERF.txt VMTRACE.txt OFFSET GSHIFT GMULT HSHIFT HMULT [RATIO FRAC]
         GUEST.txt: perf script --show-task-events ... --ns of the guest file.
         Every guest record's host time in VMTRACE.txt must be the exact
         integer conversion, in PERF.txt perf's: the host TSC through a
         double.  Prints how many differ, and the largest difference.
+        With TSC scaling (guest = (host * RATIO >> FRAC) + OFFSET) the exact
+        host TSC is the smallest that scales to the guest's; perf divides
+        by the double RATIO / 2^FRAC and truncates.
 """
 import re
 import sys
@@ -125,8 +128,9 @@ def keyed(path, guest_only):
     return out
 
 
-def times(guest, perf, ours, off, gs, gm, hs, hm):
+def times(guest, perf, ours, off, gs, gm, hs, hm, ratio="0", frac="48"):
     off, gs, gm, hs, hm = int(off, 0), int(gs), int(gm), int(hs), int(hm)
+    ratio, frac = int(ratio, 0), int(frac)
     g, p, v = keyed(guest, False), keyed(perf, True), keyed(ours, True)
     if not (len(g) == len(p) == len(v)) or [k for k, _ in g] != [k for k, _ in v] or \
             [k for k, _ in g] != [k for k, _ in p]:
@@ -136,11 +140,16 @@ def times(guest, perf, ours, off, gs, gm, hs, hm):
     example = None
     for (k, gt), (_, pt), (_, vt) in zip(g, p, v):
         if gt == 0:
-            exact = rounded = 0
+            exact = rounded = htsc = 0
         else:
-            htsc = (to_tsc(gt, gs, gm) - off) & M64
+            d = (to_tsc(gt, gs, gm) - off) & M64
+            if ratio:
+                htsc = -(-(d << frac) // ratio)
+                ptsc = int(float(d) / (ratio / 2.0**frac))
+            else:
+                htsc, ptsc = d, int(float(d))
             exact = to_time(htsc, hs, hm)
-            rounded = to_time(int(float(htsc)), hs, hm)
+            rounded = to_time(ptsc, hs, hm)
         if vt != exact or pt != rounded:
             bad += 1
             if bad <= 5:
@@ -149,7 +158,7 @@ def times(guest, perf, ours, off, gs, gm, hs, hm):
             differ += 1
             worst = max(worst, abs(pt - vt))
             if not example:
-                example = (gt, (to_tsc(gt, gs, gm) - off) & M64, vt, pt)
+                example = (gt, htsc, vt, pt)
     print("# %d of %d guest records: perf's host time differs from the exact one, by up to %d ns" % (differ, len(g), worst))
     if example:
         print("# e.g. guest time %d ns = host TSC %#x: exact host time %d ns, perf %d ns" % example)

@@ -29,13 +29,15 @@ NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
 
 # the offset that puts the guest's first timed record 200000 ticks after the host's start
+# (with TSC scaling RATIO/2^48: guest = (host * RATIO >> 48) + offset)
 offset_for() {
 	"$PYTHON3" -c '
 import re, subprocess, sys
 out = subprocess.run([sys.argv[1], "script", "-i", sys.argv[2], "-D"], capture_output=True, text=True).stdout
 t = next(int(m.group(1)) for m in re.finditer(r"^\d+ (\d+) 0x", out, re.M) if int(m.group(1)))
 tsc = ((t // 341) << 10) + ((t % 341) << 10) // 341
-print(hex((tsc - (int(sys.argv[3], 0) + 200000)) % 2**64))' "$PERF" "$TMP/g.data" "$1"
+ratio = int(sys.argv[4], 0) if len(sys.argv) > 4 else 1 << 48
+print(hex((tsc - ((int(sys.argv[3], 0) + 200000) * ratio >> 48)) % 2**64))' "$PERF" "$TMP/g.data" "$@"
 }
 S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
 script() { "$PERF" script -i "$1" $S -F+machine_pid,+vcpu 2>/dev/null | grep -v "instruction trace error" >"$2"; }
@@ -97,6 +99,24 @@ script "$TMP/v2.data" "$TMP/v2.txt"
 check "host TSC 2^55: vmtrace's times are exact, perf's rounded through a double, record by record" test $? -eq 0
 cat "$TMP/times2"
 check "... and perf's differ for some records" grep -q "^# [1-9][0-9]* of [0-9]* guest records: perf" "$TMP/times2"
+
+# VMX TSC scaling 1.5 (guest TSC = host TSC * 1.5 + offset): perf's fourth
+# field is a double it divides by, vmtrace undoes the scaling exactly
+R=0x1800000000000
+OFF3=$(offset_for 0x100000000000 $R)
+"$VMTRACE" synth -o "$TMP/h3.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 4M --offset "$OFF3" --tsc-scale $R \
+	2>/dev/null
+"$VMTRACE" inject "$TMP/h3.data" --guest-data "$TMP/g.data" -o "$TMP/v3.data" --tsc-scale $R >"$TMP/v3.out" 2>&1
+check "TSC scaling: vmtrace inject --tsc-scale $R, offset discovered on that basis: exit 0" \
+	grep -q "TSC offset $OFF3, TSC scaling $(printf %d $R)/2^48" "$TMP/v3.out"
+timeout 300 "$PERF" inject -i "$TMP/h3.data" -o "$TMP/p3.data" --guest-data="$TMP/g.data,4000,$OFF3,1.5" >/dev/null 2>&1
+script "$TMP/p3.data" "$TMP/p3.txt"
+script "$TMP/v3.data" "$TMP/v3.txt"
+"$PYTHON3" "$top_srcdir/tests/inject-check.py" times "$TMP/g.txt" "$TMP/p3.txt" "$TMP/v3.txt" "$OFF3" 10 341 10 341 \
+	$R 48 >"$TMP/times3" 2>&1
+check "TSC scaling: vmtrace's times exact (the smallest host TSC that scales to the guest's), perf's truncated" \
+	test $? -eq 0
+cat "$TMP/times3"
 
 # perf.data directories: REC's other files (kcore_dir, ...) come along, and a
 # GUEST directory's kcore_dir becomes kcore_dir__PID, as perf puts it
