@@ -266,40 +266,41 @@ static void inj_apply_scale(InjOpts *o)
 	}
 }
 
-static void inj_report(const InjOpts *o, const VtInjectResult *r)
+static void inj_report_json(const InjOpts *o, const VtInjectResult *r)
 {
-	if (o->json) {
-		g_autoptr(VtJson) j = vt_json_new(stdout);
+	g_autoptr(VtJson) j = vt_json_new(stdout);
+
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "output", o->out);
+	vt_json_kv_uint(j, "machine_pid", r->machine_pid);
+	vt_json_kv_uint(j, "vcpus", r->nvcpus);
+	vt_json_kv_uint(j, "guest_ids", r->guest_ids);
+	vt_json_kv_uint(j, "first_host_id", r->first_host_id);
+	vt_json_kv_uint(j, "injected", r->injected);
+	vt_json_kv_uint(j, "skipped", r->skipped);
+	vt_json_kv_uint(j, "host_records", r->host_records);
+	vt_json_kv_string(j, "offsets_from", o->source);
+	vt_json_key(j, "clocks");
+	vt_json_begin_array(j);
+	for (guint i = 0; i < o->opt.clocks->len; i++) {
+		const VtInjectClock *c = &g_array_index(o->opt.clocks, VtInjectClock, i);
 
 		vt_json_begin_object(j);
-		vt_json_kv_string(j, "output", o->out);
-		vt_json_kv_uint(j, "machine_pid", r->machine_pid);
-		vt_json_kv_uint(j, "vcpus", r->nvcpus);
-		vt_json_kv_uint(j, "guest_ids", r->guest_ids);
-		vt_json_kv_uint(j, "first_host_id", r->first_host_id);
-		vt_json_kv_uint(j, "injected", r->injected);
-		vt_json_kv_uint(j, "skipped", r->skipped);
-		vt_json_kv_uint(j, "host_records", r->host_records);
-		vt_json_kv_string(j, "offsets_from", o->source);
-		vt_json_key(j, "clocks");
-		vt_json_begin_array(j);
-		for (guint i = 0; i < o->opt.clocks->len; i++) {
-			const VtInjectClock *c = &g_array_index(o->opt.clocks, VtInjectClock, i);
-
-			vt_json_begin_object(j);
-			if (c->vcpu >= 0)
-				vt_json_kv_int(j, "vcpu", c->vcpu);
-			else
-				vt_json_kv_null(j, "vcpu");
-			vt_json_kv_hex(j, "tsc_offset", c->offset);
-			vt_json_kv_uint(j, "tsc_scaling_ratio", c->ratio);
-			vt_json_kv_uint(j, "tsc_scaling_frac", c->frac);
-			vt_json_end_object(j);
-		}
-		vt_json_end_array(j);
+		if (c->vcpu >= 0)
+			vt_json_kv_int(j, "vcpu", c->vcpu);
+		else
+			vt_json_kv_null(j, "vcpu");
+		vt_json_kv_hex(j, "tsc_offset", c->offset);
+		vt_json_kv_uint(j, "tsc_scaling_ratio", c->ratio);
+		vt_json_kv_uint(j, "tsc_scaling_frac", c->frac);
 		vt_json_end_object(j);
-		return;
 	}
+	vt_json_end_array(j);
+	vt_json_end_object(j);
+}
+
+static void inj_report_text(const InjOpts *o, const VtInjectResult *r)
+{
 	printf("%s: %" G_GUINT64_FORMAT " guest records injected (%" G_GUINT64_FORMAT " not injected: samples and "
 	       "others), QEMU pid %u, %u vCPU%s, %" G_GUINT64_FORMAT " guest ids as host ids %" G_GUINT64_FORMAT
 	       "..\n", o->out, r->injected, r->skipped, r->machine_pid, r->nvcpus, r->nvcpus == 1 ? "" : "s",
@@ -313,6 +314,14 @@ static void inj_report(const InjOpts *o, const VtInjectResult *r)
 			printf(", TSC scaling %" G_GUINT64_FORMAT "/2^%u\n", c->ratio, c->frac);
 	}
 	printf("  offsets %s\n", o->source);
+}
+
+static void inj_report(const InjOpts *o, const VtInjectResult *r)
+{
+	if (o->json)
+		inj_report_json(o, r);
+	else
+		inj_report_text(o, r);
 	if (r->unplaced_vcpus)
 		vt_warn("inject", "%s: %" G_GUINT64_FORMAT " vCPU thread%s never switched in or out on the host; "
 			"its guest events show host CPU 0", o->rec, r->unplaced_vcpus, r->unplaced_vcpus == 1 ? "" : "s");
