@@ -67,11 +67,15 @@ refused "$TMP/g.data" "$TMP/h.data" 17 "process 1234" "--pid of a process withou
 refused "$TMP/g.data" "$TMP/h-thread.data" 17 "no context-switch records" "host recording without context switches"
 edit "$TMP/h.data" "$TMP/h-notc.data" drop 79
 refused "$TMP/g.data" "$TMP/h-notc.data" 17 "no TIME_CONV" "host recording without TIME_CONV" --offset 0
-"$VMTRACE" synth -o "$TMP/h-2vm.data" --per-cpu --vcpus 4 --vms 2 --cpus 2 --size 1M 2>/dev/null
-refused "$TMP/g.data" "$TMP/h-2vm.data" 17 "say which with --pid" "two QEMU processes and no --pid" --offset 0
+"$VMTRACE" synth -o "$TMP/h-2vm.data" --per-cpu --vcpus 4 --vms 2 --cpus 2 --size 1M --offset 0xffffff0000000000:0 \
+	--offset 0xfffffe0000000000:1 2>/dev/null
+refused "$TMP/g.data" "$TMP/h-2vm.data" 17 "say which with --pid" "two QEMU processes and no --pid"
+refused "$TMP/g.data" "$TMP/h-2vm.data" 17 "say which with --pid" "two QEMU processes and no --pid (offsets given)" --offset 0
 rm -rf "$TMP/out"
-"$VMTRACE" inject "$TMP/h-2vm.data" --guest-data "$TMP/g.data" -o "$TMP/out" --pid 4100 >"$TMP/o" 2>&1
-check "... --pid 4100 picks the second VM, its offset discovered" grep -q "QEMU pid 4100" "$TMP/o"
+"$VMTRACE" inject "$TMP/h-2vm.data" --guest-data "$TMP/g.data" -o "$TMP/out" --pid 4100 --json >"$TMP/o" 2>&1
+check "... --pid 4100 picks the second VM, with its own offset for each of its vCPUs" json_check "$TMP/o" \
+	'j["machine_pid"] == 4100 and sorted((c["vcpu"], c["tsc_offset"]) for c in j["clocks"]) == [(0, "0xfffffe0000000000"), (1, "0xfffffe0000000000")]'
+refused "$TMP/g.data" "$TMP/missing.data" 3 "missing.data" "a REC that does not exist"
 
 # the offsets
 "$VMTRACE" synth -o "$TMP/h-timeless.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 1M --timeless 2>/dev/null

@@ -212,14 +212,27 @@ static int add_discovered(InjOpts *o, const VmcorrVmcs *m)
 	return VT_EXIT_OK;
 }
 
-/* The pid whose vCPUs matter: --pid or REC's only QEMU process (0: unknown). */
-static uint32_t inj_pid(const InjOpts *o)
+/* The QEMU process: --pid, or REC's only one.  Several: the user says which. */
+static int inj_pick_pid(InjOpts *o)
 {
-	g_autoptr(GArray) pids = o->pid ? NULL : vt_inject_host_qemu_pids(o->rec, NULL);
+	g_autoptr(GError) err = NULL;
+	g_autoptr(GArray) pids = NULL;
 
-	if (o->pid)
-		return o->pid;
-	return pids && pids->len == 1 ? g_array_index(pids, uint32_t, 0) : 0;
+	if (o->opt.machine_pid)
+		return VT_EXIT_OK;
+	if (!(pids = vt_inject_host_qemu_pids(o->rec, &err))) {
+		vt_err("inject", "%s", err->message);
+		return VT_EXIT_BAD_INPUT;
+	}
+	if (pids->len > 1) {
+		vt_err("inject", "%s: %u QEMU processes have vCPU threads (pids %u, %u%s); say which with --pid", o->rec,
+		       pids->len, g_array_index(pids, uint32_t, 0), g_array_index(pids, uint32_t, 1),
+		       pids->len > 2 ? ", ..." : "");
+		return VT_EXIT_HOST_SIDEBAND;
+	}
+	if (pids->len)
+		o->opt.machine_pid = g_array_index(pids, uint32_t, 0);
+	return VT_EXIT_OK;    /* none: the merge says what is missing */
 }
 
 /* Every vCPU's TSC offset, as `vmtrace correlate` finds it in REC. */
@@ -228,7 +241,7 @@ static int inj_discover(InjOpts *o)
 	VmcorrOptions vo;
 	g_autoptr(GError) err = NULL;
 	VmcorrResult *r;
-	uint32_t pid = inj_pid(o);
+	uint32_t pid = o->opt.machine_pid;
 	int rc = VT_EXIT_OK;
 
 	vmcorr_options_init(&vo);
@@ -239,6 +252,10 @@ static int inj_discover(InjOpts *o)
 	r = vmcorr_dry_run(o->rec, &vo, &err);
 	if (vo.scales)
 		g_array_free(vo.scales, TRUE);
+	if (!r && err->domain != VMCORR_ERROR) {    /* unreadable or malformed */
+		vt_err("inject", "%s", err->message);
+		return VT_EXIT_BAD_INPUT;
+	}
 	if (!r) {
 		vt_err("inject", "%s; the TSC offsets cannot be discovered: give them with --offset", err->message);
 		return VT_EXIT_UNRESOLVED;
@@ -336,7 +353,8 @@ static int inj_run(InjOpts *o)
 	if (!o->have_scale)
 		inj_meta_scale(o);
 	o->source = "given with --offset";
-	if (!o->opt.clocks)
+	rc = inj_pick_pid(o);
+	if (rc == VT_EXIT_OK && !o->opt.clocks)
 		rc = inj_discover(o);
 	if (rc != VT_EXIT_OK)
 		return rc;
