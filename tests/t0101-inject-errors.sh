@@ -80,6 +80,7 @@ refused "$TMP/g.data" "$TMP/missing.data" 3 "missing.data" "a REC that does not 
 # the offsets
 "$VMTRACE" synth -o "$TMP/h-timeless.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 1M --timeless 2>/dev/null
 refused "$TMP/g.data" "$TMP/h-timeless.data" 5 "give them with --offset" "a timeless host trace: no offset to discover"
+refused "$TMP/g0.data" "$TMP/h-timeless.data" 16 "no-kvmclock" "the guest file is checked before the offsets are looked for"
 rm -rf "$TMP/out"
 "$VMTRACE" inject "$TMP/h-timeless.data" --guest-data "$TMP/g.data" -o "$TMP/out" --offset 0x1234 --json >"$TMP/o" 2>&1
 check "... --offset 0x1234 for every vCPU: exit 0, JSON says so" \

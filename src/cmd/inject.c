@@ -353,6 +353,10 @@ static int inj_run(InjOpts *o)
 	if (!o->have_scale)
 		inj_meta_scale(o);
 	o->source = "given with --offset";
+	if (!vt_inject_guest_check(o->guest, &err)) {    /* before a long discovery */
+		vt_err("inject", "%s", err->message);
+		return exit_code_for(err);
+	}
 	rc = inj_pick_pid(o);
 	if (rc == VT_EXIT_OK && !o->opt.clocks)
 		rc = inj_discover(o);

@@ -142,6 +142,15 @@ InjGuest *inj_guest_open(const char *path, GError **error)
 	return g;
 }
 
+gboolean vt_inject_guest_check(const char *guest, GError **error)
+{
+	InjGuest *g = inj_guest_open(guest, error);
+	gboolean ok = g != NULL;
+
+	inj_guest_free(g);
+	return ok;
+}
+
 void inj_guest_free(InjGuest *g)
 {
 	if (!g)

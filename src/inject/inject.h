@@ -65,6 +65,11 @@ typedef struct {
  * ascending (a new array of uint32_t, maybe empty). */
 GArray *vt_inject_host_qemu_pids(const char *rec, GError **error);
 
+/* The guest file's own checks (sample ids, sample_id_all, ID_INDEX, CPUs,
+ * a TSC-based clock), as vt_inject_guest_data makes them first: cheap, for
+ * callers with slow work to do before merging. */
+gboolean vt_inject_guest_check(const char *guest, GError **error);
+
 /* Guest perf time -> host perf time, in integers: guest TSC from the
  * guest's TIME_CONV (perf_time_to_tsc), host TSC = guest TSC - offset (or,
  * scaled, the smallest host TSC h with (h * ratio >> frac) = guest - offset,
