@@ -382,6 +382,7 @@ static void guest_build_ids(const Merge *m, GByteArray *b)
 static char *guest_event_name(const char *gname, const struct perf_event_attr *a)
 {
 	g_autofree char *base = g_strndup(gname, strcspn(gname, ":"));
+	g_autofree char *m = NULL;
 	GString *mods = g_string_new(NULL);
 
 	if (a->exclude_kernel || a->exclude_user || a->exclude_hv) {
@@ -394,8 +395,7 @@ static char *guest_event_name(const char *gname, const struct perf_event_attr *a
 	}
 	g_string_append_len(mods, "ppp", a->precise_ip);
 	g_string_append_c(mods, 'G');
-	g_autofree char *m = g_string_free(mods, FALSE);
-
+	m = g_string_free(mods, FALSE);
 	return g_strdup_printf("%s:%s", base, m);
 }
 
