@@ -24,8 +24,17 @@
         With TSC scaling (guest = (host * RATIO >> FRAC) + OFFSET) the exact
         host TSC is the smallest that scales to the guest's; perf divides
         by the double RATIO / 2^FRAC and truncates.
+
+    inject-check.py raw PERF.data VMTRACE.data
+        The guest records of both outputs (cpumode GUEST_KERNEL/USER), byte
+        for byte, as multisets, the CPU of their sample-id trailer aside
+        (sample_type TID|TIME|CPU|IDENTIFIER: the CPU is 16 bytes from the
+        end).  Prints how many.
 """
+import collections
+import os
 import re
+import struct
 import sys
 
 LINE = re.compile(r"^(?:VM: (\d+) VCPU:(\d+)\s+)?(.*?)\s+(\d+) \[(\d+)\]\s+(\d+)\.(\d+): (.*)$")
@@ -165,10 +174,35 @@ def times(guest, perf, ours, off, gs, gm, hs, hm, ratio="0", frac="48"):
     sys.exit(1 if bad else 0)
 
 
+def guest_records(path):
+    if os.path.isdir(path):
+        path = os.path.join(path, "data")
+    buf = open(path, "rb").read()
+    d_off, d_size = struct.unpack_from("<QQ", buf, 40)
+    pos, out = d_off, collections.Counter()
+    while pos < d_off + d_size:
+        typ, misc, size = struct.unpack_from("<IHH", buf, pos)
+        rec = bytearray(buf[pos:pos + size])
+        pos += size + (struct.unpack_from("<Q", buf, pos + 8)[0] if typ == 71 else 0)
+        if typ < 64 and misc & 7 in (4, 5):
+            rec[size - 16:size - 12] = b"CPU?"
+            out[bytes(rec)] += 1
+    return out
+
+
+def raw(perf, ours):
+    a, b = guest_records(perf), guest_records(ours)
+    print("# %d guest records in perf's output, %d in vmtrace's, %d differ (CPU aside)"
+          % (sum(a.values()), sum(b.values()), sum(((a - b) + (b - a)).values())))
+    sys.exit(0 if a == b and a else 1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "cpus":
         cpus(*sys.argv[2:])
     elif sys.argv[1] == "times":
         times(*sys.argv[2:])
+    elif sys.argv[1] == "raw":
+        raw(*sys.argv[2:])
     else:
         sys.exit(__doc__)

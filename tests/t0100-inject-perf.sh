@@ -65,6 +65,9 @@ check "... and the quirk shows: some guest records are on another CPU in perf's 
 "$PYTHON3" "$top_srcdir/tests/inject-check.py" times "$TMP/g.txt" "$TMP/p.txt" "$TMP/v.txt" "$OFF" 10 341 10 341 >"$TMP/times" 2>&1
 check "host TSC < 2^53: every guest time is the exact conversion, in both" grep -q "^# 0 of [1-9]" "$TMP/times"
 
+"$PYTHON3" "$top_srcdir/tests/inject-check.py" raw "$TMP/p.data" "$TMP/v.data" >"$TMP/raw" 2>&1
+check "the guest records, byte for byte as perf writes them (ids, misc, trailers), their CPU aside" test $? -eq 0
+cat "$TMP/raw"
 "$PERF" script -i "$TMP/p.data" -D 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/p.idx"
 "$PERF" script -i "$TMP/v.data" -D 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/v.idx"
 check "perf script -D: the guest ids' ID_INDEX entries (id, cpu -1, vCPU thread, machine_pid, vcpu) as perf's" \
