@@ -30,6 +30,9 @@ enum {
 	VT_EXIT_NO_PT = 14,           /* record: this machine cannot trace (no Intel PT) */
 	VT_EXIT_BUSY = 15,            /* correlate: another run holds the file, or it changed during the run */
 	VT_EXIT_TIMEOUT = 16,         /* guest: the SSH server stopped answering (--timeout) */
+	VT_EXIT_GUEST_DATA = 17,      /* inject: the guest file cannot be injected (ids, ID_INDEX, CPUs) */
+	VT_EXIT_GUEST_CLOCK = 18,     /* inject: the guest's perf clock is not TSC-based (kvm-clock) */
+	VT_EXIT_HOST_SIDEBAND = 19,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

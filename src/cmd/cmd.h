@@ -36,6 +36,7 @@ int cmd_check(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_script(int argc, char **argv);
+int cmd_inject(int argc, char **argv);
 
 /* A check list (VtHostCheck of src/host/host.h), shared by check and guest
  * check (check.c): no check FAILed; print it as a table or JSON. */

@@ -15,6 +15,7 @@ static const VtCmd commands[] = {
 	{ "check", cmd_check, "is this host (and a libvirt domain) ready for host Intel PT tracing of guests?" },
 	{ "correlate", cmd_correlate, "find each VMCS's TSC offset in a host Intel PT trace and correct guest TSC packets" },
 	{ "guest", cmd_guest, "copy a guest's kallsyms, modules and kcore (perf's cache); check the guest" },
+	{ "inject", cmd_inject, "merge a guest's own perf.data (its tasks, mmaps, switches) into a host recording" },
 	{ "record", cmd_record, "trace a libvirt domain's vCPU threads with Intel PT into a perf.data directory" },
 	{ "script", cmd_script, "print the branches of a recording, host and guest code decoded (like perf script --itrace=be)" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
@@ -29,11 +30,16 @@ static void usage(FILE *f)
 		   "  vmtrace --version         versions of vmtrace and libipt\n\n"
 		   "Exit status: 0 ok, 1 failure, 2 usage error, 3 bad input file; correlate adds\n"
 		   "4 (no time information), 5 (VMCS undetermined/inconsistent), 6 (no VMCS found),\n"
-		   "7 (already corrected), 8 (a VMCS given with --offset is not in the trace).\n"
+		   "7 (already corrected), 8 (a VMCS given with --offset is not in the trace),\n"
+		   "15 (the file is held by another correction, or changed during it).\n"
 		   "guest adds 9/10 (SSH host key unknown/changed: refused), 11 (authentication),\n"
-		   "12 (cannot connect), 13 (guest symbols changed during the copy).\n"
+		   "12 (cannot connect), 13 (guest symbols changed during the copy), 16 (the SSH\n"
+		   "server stopped answering: --timeout).\n"
 		   "record adds 14 (no Intel PT on this machine: see vmtrace check).\n"
 		   "script exits 3 when the trace has decode errors.\n"
+		   "inject adds 17 (guest file unusable: ids, ID_INDEX, CPU -1), 18 (guest clock\n"
+		   "not TSC-based: boot it with no-kvmclock), 19 (host recording lacks vCPU\n"
+		   "COMMs, switches or TIME_CONV).\n"
 		   "See vmtrace(1).\n");
 }
 

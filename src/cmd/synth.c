@@ -100,7 +100,7 @@ static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, 
 typedef struct {
 	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct;   /* -1: default */
 	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json;
-	char *ratio, *size, *bufsize, *seed, *out, *truth, *change;
+	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales;
 	char *host_code, *guest_code, *branches;
 } SynthOpts;
@@ -111,6 +111,7 @@ static void synth_opts_clear(SynthOpts *o)
 	g_free(o->size);
 	g_free(o->bufsize);
 	g_free(o->seed);
+	g_free(o->tsc_start);
 	g_free(o->out);
 	g_free(o->truth);
 	g_free(o->change);
@@ -164,6 +165,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "size", 's', 0, G_OPTION_ARG_STRING, &o->size, "Total AUX bytes, e.g. 16M (default 4M)", "SIZE" },
 		{ "buffer-size", 0, 0, G_OPTION_ARG_STRING, &o->bufsize, "Bytes per AUXTRACE record (default 256K)", "SIZE" },
 		{ "seed", 0, 0, G_OPTION_ARG_STRING, &o->seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
+		{ "tsc-start", 0, 0, G_OPTION_ARG_STRING, &o->tsc_start, "Host TSC at the start of the recording (default 0x100000000000; e.g. 0x80000000000000 for a host up 139 days at 3 GHz)", "TSC" },
 		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->offsets, "TSC offset of VM; repeatable (default: a negative offset derived from the seed)", "OFF[:VM]" },
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &o->change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
@@ -270,7 +272,8 @@ static gboolean synth_validate(const SynthOpts *o, VtSynthConfig *cfg, GError **
 	return synth_counts(o, cfg, err) && synth_ratio(o->ratio, cfg, err) &&
 	       vt_opt_size("--size", o->size, &cfg->size, err) &&
 	       vt_opt_size("--buffer-size", o->bufsize, &cfg->buffer_size, err) &&
-	       vt_opt_u64("--seed", o->seed, &cfg->seed, err) && synth_vm_options(o, cfg, err) &&
+	       vt_opt_u64("--seed", o->seed, &cfg->seed, err) && vt_opt_u64("--tsc-start", o->tsc_start, &cfg->t0, err) &&
+	       synth_vm_options(o, cfg, err) &&
 	       vt_synth_config_check(cfg, err);
 }
 

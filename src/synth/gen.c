@@ -79,6 +79,9 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 		BAD("--vms must be 1..%d and at most --vcpus (got %u)", VT_SYNTH_MAX_VMS, cfg->nvms);
 	if (cfg->per_cpu && cfg->ncpus > cfg->nvcpus)
 		BAD("--cpus (%u) must not exceed --vcpus (%u)", cfg->ncpus, cfg->nvcpus);
+	if (cfg->t0 && (cfg->t0 < (1ULL << 20) || cfg->t0 >= (1ULL << 56) - (1ULL << 48)))
+		BAD("--tsc-start must be 2^20..2^56-2^48 (TSC packets hold 7 bytes; got %#" G_GINT64_MODIFIER "x)",
+		    (guint64)cfg->t0);
 	if (cfg->mtc_period > 15)
 		BAD("--mtc-period must be 0..15 (got %u)", cfg->mtc_period);
 	if (cfg->psb_period > 15)

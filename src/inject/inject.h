@@ -1,0 +1,91 @@
+/* inject.h - merge a guest's own perf.data (its sideband: tasks, mmaps,
+ * switches) into a host recording, as `perf inject --guest-data` does, with
+ * exact integer time conversion and a vCPU -> host CPU map taken from the
+ * switch records that really put each vCPU thread on a CPU.
+ *
+ * No printing, no exiting: errors are GErrors in VT_INJECT_ERROR (what the
+ * inputs lack, one line each) or VT_PERF_ERROR / G_FILE_ERROR (unreadable
+ * input, unwritable output).  The output is a perf.data directory built in
+ * a temporary directory and renamed into place: nothing half-written is
+ * left on any error.
+ */
+#ifndef VT_INJECT_H
+#define VT_INJECT_H
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "src/perf/perf-data.h"
+
+G_BEGIN_DECLS
+
+#define VT_INJECT_ERROR (vt_inject_error_quark())
+GQuark vt_inject_error_quark(void);
+
+typedef enum {
+	VT_INJECT_ERROR_GUEST_NO_IDS,      /* guest file: no sample ids / no sample_id_all */
+	VT_INJECT_ERROR_GUEST_NO_ID_INDEX, /* guest file: no ID_INDEX, or an id missing from it */
+	VT_INJECT_ERROR_GUEST_ID_NO_CPU,   /* guest file: an id whose CPU is -1 (not system-wide) */
+	VT_INJECT_ERROR_GUEST_CLOCK,       /* guest file: no TIME_CONV with cap_user_time_zero */
+	VT_INJECT_ERROR_GUEST_VCPU,        /* a guest CPU with no "CPU n/KVM" thread on the host */
+	VT_INJECT_ERROR_HOST_NO_VCPUS,     /* host: no "CPU n/KVM" COMM (for that pid) */
+	VT_INJECT_ERROR_HOST_PIDS,         /* host: several QEMU processes and no pid given */
+	VT_INJECT_ERROR_HOST_NO_SWITCH,    /* host: no context-switch records with CPU */
+	VT_INJECT_ERROR_HOST_NO_TIME,      /* host: no TIME_CONV with cap_user_time_zero */
+	VT_INJECT_ERROR_NO_CLOCK,          /* no offset given for a vCPU */
+	VT_INJECT_ERROR_OUTPUT,            /* OUT cannot be written (message names the file) */
+} VtInjectErrorCode;
+
+/* How a vCPU's guest TSC relates to the host TSC (VMX):
+ * guest = (host * ratio >> frac) + offset; ratio 0: no scaling. */
+typedef struct {
+	int vcpu;                /* -1: every vCPU without an entry of its own */
+	uint64_t offset;
+	uint64_t ratio;
+	guint frac;
+} VtInjectClock;
+
+typedef struct {
+	uint32_t machine_pid;    /* the QEMU process; 0: the recording's only one */
+	GArray *clocks;          /* VtInjectClock; every vCPU needs one (or a -1 entry) */
+} VtInjectOptions;
+
+typedef struct {
+	uint32_t machine_pid;
+	guint nvcpus;            /* "CPU n/KVM" threads of machine_pid */
+	guint64 guest_ids;       /* guest sample ids mapped to new host ids */
+	guint64 injected;        /* guest records written */
+	guint64 skipped;         /* guest records not injected (samples, BPF ksymbols, ...) */
+	guint64 host_records;
+	guint64 first_host_id;   /* the first new id */
+	guint64 unplaced_vcpus;  /* vCPUs never switched in on the host: CPU 0 */
+} VtInjectResult;
+
+/* The QEMU processes of a host recording: pids of threads named "CPU n/KVM",
+ * ascending (a new array of uint32_t, maybe empty). */
+GArray *vt_inject_host_qemu_pids(const char *rec, GError **error);
+
+/* The guest file's own checks (sample ids, sample_id_all, ID_INDEX, CPUs,
+ * a TSC-based clock), as vt_inject_guest_data makes them first: cheap, for
+ * callers with slow work to do before merging. */
+gboolean vt_inject_guest_check(const char *guest, GError **error);
+
+/* Guest perf time -> host perf time, in integers: guest TSC from the
+ * guest's TIME_CONV (perf_time_to_tsc), host TSC = guest TSC - offset (or,
+ * scaled, the smallest host TSC h with (h * ratio >> frac) = guest - offset,
+ * in 128 bits), host time from
+ * the host's TIME_CONV (tsc_to_perf_time).  0 stays 0 (perf's "no time"). */
+uint64_t vt_inject_time(uint64_t guest_time, const VtPerfTimeConv *guest_tc, const VtPerfTimeConv *host_tc,
+			const VtInjectClock *c);
+
+/* Merge: REC (a perf.data file or directory) + GUEST (a guest perf.data
+ * recorded system-wide with sample ids) -> OUT, a new perf.data directory
+ * (OUT/data; other files and directories of a REC directory - kcore_dir,
+ * vmtrace-kvm.ini - are copied, and a GUEST directory's kcore_dir becomes
+ * OUT/kcore_dir__PID as with perf).  OUT must not exist. */
+gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *out, const VtInjectOptions *opt,
+			      VtInjectResult *res, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""perf-edit.py - rewrite a PERFILE2 perf.data for the inject tests.
+
+    perf-edit.py IN OUT OP [ARGS]...
+
+Operations (one per run):
+  time-conv SHIFT MULT ZERO CAP   insert a TIME_CONV record (extended layout,
+                                  cap_user_time_zero = CAP) at the start of
+                                  the data section, replacing any there was
+  drop TYPE                       remove every record of TYPE (e.g. 69 ID_INDEX)
+  id-index-cpu CPU                set the cpu of every ID_INDEX entry
+  no-ids                          empty every attr's ids array
+  no-sample-id-all                clear sample_id_all in every attr
+
+A stand-in for what a guest's perf would write: this host's kernel exports
+no TSC conversion (cap_user_time_zero 0 in a VM), so the tests give a real
+host recording the TIME_CONV a no-kvmclock guest would have.
+"""
+import struct
+import sys
+
+HDR = struct.Struct("<8sQQQQQQQQ32s")
+
+
+def parse(buf):
+    (magic, size, attr_size, a_off, a_size, d_off, d_size,
+     t_off, t_size, feat) = HDR.unpack_from(buf, 0)
+    assert magic == b"PERFILE2", "not a PERFILE2 file"
+    recs = []
+    pos = d_off
+    while pos < d_off + d_size:
+        typ, misc, rsize = struct.unpack_from("<IHH", buf, pos)
+        assert rsize >= 8
+        extra = 0
+        if typ == 71:    # AUXTRACE: payload follows
+            extra = struct.unpack_from("<Q", buf, pos + 8)[0]
+        recs.append(bytearray(buf[pos:pos + rsize + extra]))
+        pos += rsize + extra
+    bits = int.from_bytes(feat, "little")
+    table = d_off + d_size
+    feats = []
+    n = 0
+    for bit in range(256):
+        if bits >> bit & 1:
+            off, sz = struct.unpack_from("<QQ", buf, table + 16 * n)
+            feats.append((bit, buf[off:off + sz]))
+            n += 1
+    return dict(head=bytearray(buf[:d_off]), attr_size=attr_size,
+                a_off=a_off, a_size=a_size, d_off=d_off, t=(t_off, t_size),
+                feat=feat, recs=recs, feats=feats)
+
+
+def auxtrace_index(p):
+    """HEADER_AUXTRACE: the AUXTRACE records' offsets where they are now."""
+    pos, offs = p["d_off"], []
+    for r in p["recs"]:
+        if struct.unpack_from("<I", r)[0] == 71:
+            offs.append(pos)
+        pos += len(r)
+    for i, (bit, f) in enumerate(p["feats"]):
+        if bit == 18:
+            f = bytearray(f)
+            nr = struct.unpack_from("<Q", f)[0]
+            assert nr == len(offs), "AUXTRACE index does not match the records"
+            for k, off in enumerate(offs):
+                struct.pack_into("<Q", f, 8 + 16 * k, off)
+            p["feats"][i] = (bit, bytes(f))
+
+
+def write(p, path):
+    auxtrace_index(p)
+    data = b"".join(p["recs"])
+    d_off = p["d_off"]
+    out = bytearray(p["head"])
+    out += data
+    table = len(out)
+    out += b"\0" * (16 * len(p["feats"]))
+    for i, (_, f) in enumerate(p["feats"]):
+        struct.pack_into("<QQ", out, table + 16 * i, len(out), len(f))
+        out += f
+    HDR.pack_into(out, 0, b"PERFILE2", 104, p["attr_size"], p["a_off"],
+                  p["a_size"], d_off, len(data), p["t"][0], p["t"][1],
+                  p["feat"])
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def attrs(p):
+    n = p["a_size"] // p["attr_size"]
+    return [p["a_off"] + i * p["attr_size"] for i in range(n)]
+
+
+def main():
+    src, dst, op, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    p = parse(open(src, "rb").read())
+    if op == "time-conv":
+        shift, mult, zero, cap = (int(x, 0) for x in args)
+        rec = struct.pack("<IHHQQQQQBB6x", 79, 0, 56, shift, mult, zero,
+                          0, 0, cap, 0)
+        p["recs"] = [rec] + [r for r in p["recs"] if r[:4] != b"O\0\0\0"]
+    elif op == "drop":
+        t = int(args[0])
+        p["recs"] = [r for r in p["recs"]
+                     if struct.unpack_from("<I", r)[0] != t]
+    elif op == "id-index-cpu":
+        cpu = int(args[0]) & (2**64 - 1)
+        for r in p["recs"]:
+            if struct.unpack_from("<I", r)[0] == 69:
+                nr = struct.unpack_from("<Q", r, 8)[0]
+                for i in range(nr):
+                    struct.pack_into("<Q", r, 16 + 32 * i + 16, cpu)
+    elif op == "no-ids":
+        for a in attrs(p):
+            struct.pack_into("<Q", p["head"], a + p["attr_size"] - 8, 0)
+    elif op == "no-sample-id-all":
+        for a in attrs(p):
+            flags = struct.unpack_from("<Q", p["head"], a + 40)[0]
+            struct.pack_into("<Q", p["head"], a + 40, flags & ~(1 << 18))
+    else:
+        sys.exit("perf-edit.py: unknown operation " + op)
+    write(p, dst)
+
+
+if __name__ == "__main__":
+    main()
