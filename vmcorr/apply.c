@@ -202,42 +202,6 @@ static gboolean write_patches(int fd, const char *path, const GArray *patches, G
 	return TRUE;
 }
 
-static gboolean copy_fd(int in, int out, uint64_t size, const char *path, GError **error)
-{
-	uint64_t done = 0;
-	char *buf = NULL;
-
-	while (done < size) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, size - done, 0);
-
-		if (n > 0) {
-			done += n;
-			continue;
-		}
-		if (n == 0)
-			break;
-		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-			return io_error(error, path, "copy");
-		/* fall back to read/write */
-		buf = g_malloc(1 << 20);
-		while (done < size) {
-			ssize_t r = pread(in, buf, MIN(1 << 20, size - done), done);
-
-			if (r <= 0 || !vt_fs_write_all(out, buf, r, done, path, error)) {
-				g_free(buf);
-				return r <= 0 ? io_error(error, path, "read") : FALSE;
-			}
-			done += r;
-		}
-		g_free(buf);
-	}
-	if (done != size) {
-		g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_TRUNCATED, "%s: input shrank while copying", path);
-		return FALSE;
-	}
-	return TRUE;
-}
-
 /* Write a corrected copy of the file open at `in` (named in_file) to
  * `out_file` (an output of src/fs: temporary file + rename; flags say what
  * may be replaced). */
@@ -254,7 +218,7 @@ static gboolean apply_to_copy(int in, const char *in_file, const char *out_file,
 		return io_error(error, in_file, "stat");
 	o = vt_fs_output_new(out_file, flags, 0600, error);
 	out = o ? vt_fs_output_fd(o) : -1;
-	return o && copy_fd(in, out, st.st_size, out_file, error) && write_patches(out, out_file, r->patches, error) &&
+	return o && vt_fs_copy_fd(in, out, st.st_size, out_file, error) && write_patches(out, out_file, r->patches, error) &&
 	       vt_fs_write_all(out, m, mlen, st.st_size, out_file, error) && vt_fs_output_commit(o, error);
 }
 
@@ -542,56 +506,10 @@ static gboolean apply_in_place(int fd, const char *file, const VmcorrResult *r, 
 
 /* ------------------------------------------------------------ directories */
 
-/* A regular file of the input directory into the (new, private) output
- * directory; anything else - a FIFO, a device - is refused unopened. */
-static gboolean copy_file(const char *src, const char *dst, GError **error)
+/* Everything of a perf.data directory but its data (written apart). */
+static gboolean not_data(const char *name, guint depth)
 {
-	int in = vt_fs_open_regular(src, O_RDONLY, error), out;
-	struct stat st;
-	gboolean ok;
-
-	if (in < 0)
-		return FALSE;
-	if (fstat(in, &st) < 0) {
-		close(in);
-		return io_error(error, src, "stat");
-	}
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
-	ok = out >= 0 ? copy_fd(in, out, st.st_size, dst, error) : io_error(error, dst, "create");
-	if (out >= 0 && close(out) < 0 && ok)
-		ok = io_error(error, dst, "close");
-	close(in);
-	return ok;
-}
-
-static gboolean copy_tree(const char *from, const char *to, const char *skip, GError **error)
-{
-	GDir *d = g_dir_open(from, 0, error);
-	const char *name;
-	gboolean ok = TRUE;
-
-	if (!d)
-		return FALSE;
-	if (g_mkdir(to, 0700) < 0 && errno != EEXIST) {
-		g_dir_close(d);
-		return io_error(error, to, "mkdir");
-	}
-	while (ok && (name = g_dir_read_name(d))) {
-		g_autofree char *src = g_build_filename(from, name, NULL);
-		g_autofree char *dst = g_build_filename(to, name, NULL);
-		struct stat st;
-
-		if (skip && !strcmp(name, skip))
-			continue;
-		if (lstat(src, &st) < 0)
-			ok = io_error(error, src, "stat");
-		else if (S_ISDIR(st.st_mode))
-			ok = copy_tree(src, dst, NULL, error);
-		else if (!S_ISLNK(st.st_mode))
-			ok = copy_file(src, dst, error);
-	}
-	g_dir_close(d);
-	return ok;
+	return depth == 0 && !strcmp(name, "data");
 }
 
 /* perf.data directory: build the corrected copy in a temporary directory
@@ -609,7 +527,7 @@ static gboolean apply_to_dir(const char *path, int in, const char *in_file, cons
 		return FALSE;
 	}
 	tmp_data = g_build_filename(vt_fs_output_tmp(o), "data", NULL);
-	return copy_tree(path, vt_fs_output_tmp(o), "data", error) &&
+	return vt_fs_copy_tree(path, vt_fs_output_tmp(o), not_data, error) &&
 	       apply_to_copy(in, in_file, tmp_data, VT_FS_OUTPUT_NEW, r, marker, error) && vt_fs_output_commit(o, error);
 }
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "src/fs/fs.h"
+#include "src/fs/output.h"
 
 void vt_fs_remove_tree(const char *path)
 {
@@ -259,4 +260,110 @@ gboolean vt_fs_remove_recording(const char *path, GError **error)
 {
 	/* check the whole tree first, so a refusal leaves it intact */
 	return recording_check(path, FALSE, error) >= 0 && recording_check(path, TRUE, error) >= 0;
+}
+
+static gboolean copy_error(GError **error, const char *path, const char *what, int e)
+{
+	g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e), "%s: %s: %s", path, what, g_strerror(e));
+	return FALSE;
+}
+
+/* read/write, where copy_file_range cannot (across file systems, old kernels) */
+static gboolean copy_rw(int in, int out, guint64 done, guint64 size, const char *path, GError **error)
+{
+	g_autofree char *buf = g_malloc(1 << 20);
+
+	while (done < size) {
+		ssize_t r = pread(in, buf, MIN(1 << 20, size - done), done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (!vt_fs_write_all(out, buf, r, done, path, error))
+			return FALSE;
+		done += r;
+	}
+	if (done != size) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "%s: input shrank while copying", path);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean vt_fs_copy_fd(int in, int out, guint64 size, const char *path, GError **error)
+{
+	guint64 done = 0;
+
+	while (done < size) {
+		loff_t ip = done, op = done;
+		ssize_t n = copy_file_range(in, &ip, out, &op, size - done, 0);
+
+		if (n > 0) {
+			done += n;
+			continue;
+		}
+		if (n == 0)
+			break;
+		if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINTR)
+			return copy_error(error, path, "copy", errno);
+		if (errno != EINTR)
+			return copy_rw(in, out, done, size, path, error);
+	}
+	return copy_rw(in, out, done, size, path, error);
+}
+
+/* A regular file into a new private file (0600: recordings hold kernel
+ * memory), created exclusively, no link followed. */
+static gboolean copy_file(const char *src, const char *dst, GError **error)
+{
+	int in = vt_fs_open_regular(src, O_RDONLY, error), out;
+	struct stat st;
+	gboolean ok;
+
+	if (in < 0)
+		return FALSE;
+	if (fstat(in, &st) < 0) {
+		ok = copy_error(error, src, "stat", errno);
+		close(in);
+		return ok;
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	ok = out >= 0 ? vt_fs_copy_fd(in, out, st.st_size, dst, error) : copy_error(error, dst, "create", errno);
+	if (out >= 0 && close(out) < 0 && ok)
+		ok = copy_error(error, dst, "close", errno);
+	close(in);
+	return ok;
+}
+
+static gboolean copy_tree_at(const char *from, const char *to, VtFsCopySkip skip, guint depth, GError **error)
+{
+	g_autoptr(GDir) d = g_dir_open(from, 0, error);
+	const char *name;
+	gboolean ok = TRUE;
+
+	if (!d)
+		return FALSE;
+	if (mkdir(to, 0700) < 0 && errno != EEXIST)
+		return copy_error(error, to, "mkdir", errno);
+	while (ok && (name = g_dir_read_name(d))) {
+		g_autofree char *src = g_build_filename(from, name, NULL);
+		g_autofree char *dst = g_build_filename(to, name, NULL);
+		struct stat st;
+
+		if (skip && skip(name, depth))
+			continue;
+		if (lstat(src, &st) < 0)
+			ok = copy_error(error, src, "stat", errno);
+		else if (S_ISDIR(st.st_mode))
+			ok = copy_tree_at(src, dst, skip, depth + 1, error);
+		else if (!S_ISLNK(st.st_mode))
+			ok = copy_file(src, dst, error);    /* refuses a FIFO or device unopened */
+	}
+	return ok;
+}
+
+gboolean vt_fs_copy_tree(const char *from, const char *to, VtFsCopySkip skip, GError **error)
+{
+	return copy_tree_at(from, to, skip, 0, error);
 }

@@ -34,6 +34,19 @@ gboolean vt_fs_sudo_owner(uid_t *uid, gid_t *gid);
  * that says how to fix it (G_FILE_ERROR; G_FILE_ERROR_NOENT if absent). */
 gboolean vt_fs_check_trusted(const char *path, gboolean follow, GError **error);
 
+/* Copy the open regular file `in` (size bytes, from offset 0) to `out`
+ * (copy_file_range, else read/write); an input that turns out shorter is
+ * an error naming `path` (the output). */
+gboolean vt_fs_copy_fd(int in, int out, guint64 size, const char *path, GError **error);
+/* Entries a tree copy leaves out: TRUE for `name` at `depth` (0: top). */
+typedef gboolean (*VtFsCopySkip)(const char *name, guint depth);
+/* Copy the tree `from` into `to` (created 0700 if missing): directories
+ * (0700), and regular files created private (0600: recordings hold kernel
+ * memory) and exclusively (never through a link); symbolic links are left
+ * out; a FIFO, socket or device
+ * is an error and never opened (it could block).  skip may be NULL. */
+gboolean vt_fs_copy_tree(const char *from, const char *to, VtFsCopySkip skip, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/fs/fs.h"
 #include "src/fs/output.h"
 #include "src/inject/internal.h"
 #include "src/perf/perf-encode.h"
@@ -491,69 +492,18 @@ static gboolean copy_features(Merge *m, GError **error)
 
 /* ------------------------------------------------- the output directory */
 
-static gboolean copy_file(const char *from, const char *to, GError **error)
+/* The files and directories of a recording directory (kcore_dir,
+ * vmtrace-kvm.ini, ...) but its data; links are left out, and so are hidden
+ * entries (temporaries); a FIFO or device is an error. */
+static gboolean not_rec_data(const char *name, guint depth)
 {
-	int in = -1, out = -1;
-	char buf[1 << 16];
-	gboolean ok = FALSE;
-	GError *e = NULL;
-	ssize_t k;
-
-	if ((in = vt_fs_open_regular(from, O_RDONLY, error)) < 0)
-		return FALSE;
-	if ((out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", to, g_strerror(errno));
-		goto done;
-	}
-	while ((k = read(in, buf, sizeof(buf))) > 0)
-		if (!vt_fs_write_all(out, buf, k, -1, to, &e))
-			goto done;
-	if (k < 0) {
-		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", from, g_strerror(errno));
-		goto done;
-	}
-	ok = TRUE;
-done:
-	if (e)
-		g_propagate_error(error, e);
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	return ok;
+	return name[0] == '.' || (depth == 0 && (!strcmp(name, "data") || g_str_has_prefix(name, "data.")));
 }
 
-/* The files and directories of a recording directory (kcore_dir,
- * vmtrace-kvm.ini, ...) but its data; links, FIFOs and devices are left
- * out, and so are hidden entries (temporaries). */
-static gboolean copy_tree(const char *from, const char *to, gboolean top, GError **error)
+static gboolean not_hidden(const char *name, guint depth)
 {
-	g_autoptr(GDir) d = g_dir_open(from, 0, error);
-	const char *name;
-
-	if (!d)
-		return FALSE;
-	while ((name = g_dir_read_name(d))) {
-		g_autofree char *src = g_build_filename(from, name, NULL);
-		g_autofree char *dst = g_build_filename(to, name, NULL);
-		struct stat st;
-
-		if (name[0] == '.' || lstat(src, &st) < 0 ||
-		    (top && (!strcmp(name, "data") || g_str_has_prefix(name, "data."))))
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (mkdir(dst, 0700) < 0) {
-				g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", dst,
-					    g_strerror(errno));
-				return FALSE;
-			}
-			if (!copy_tree(src, dst, FALSE, error))
-				return FALSE;
-		} else if (S_ISREG(st.st_mode) && !copy_file(src, dst, error)) {
-			return FALSE;
-		}
-	}
-	return TRUE;
+	(void)depth;
+	return name[0] == '.';
 }
 
 /* A guest perf.data directory's kcore_dir, as OUT/kcore_dir__PID (where
@@ -567,11 +517,7 @@ static gboolean copy_guest_kcore(const Merge *m, const char *tmp, GError **error
 
 	if (!g_file_test(m->guest_path, G_FILE_TEST_IS_DIR) || !g_file_test(kcore, G_FILE_TEST_IS_DIR))
 		return TRUE;
-	if (mkdir(dst, 0700) < 0) {
-		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "%s: %s", dst, g_strerror(errno));
-		return FALSE;
-	}
-	return copy_tree(kcore, dst, FALSE, error);
+	return vt_fs_copy_tree(kcore, dst, not_hidden, error);
 }
 
 static gboolean write_output_(Merge *m, const char *rec, const char *out, GError **error)
@@ -582,7 +528,7 @@ static gboolean write_output_(Merge *m, const char *rec, const char *out, GError
 
 	if (!o)
 		return FALSE;
-	if (g_file_test(rec, G_FILE_TEST_IS_DIR) && !copy_tree(rec, vt_fs_output_tmp(o), TRUE, error))
+	if (g_file_test(rec, G_FILE_TEST_IS_DIR) && !vt_fs_copy_tree(rec, vt_fs_output_tmp(o), not_rec_data, error))
 		return FALSE;
 	if (!copy_guest_kcore(m, vt_fs_output_tmp(o), error))
 		return FALSE;
