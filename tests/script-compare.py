@@ -2,6 +2,7 @@
 """script-compare.py - vmtrace script against perf script and the ground truth.
 
     tests/script-compare.py PERF_OUT VMTRACE_OUT BRANCHES [--per-cpu]
+    tests/script-compare.py --calls[=ret] [--no-depth] PERF_OUT VMTRACE_OUT BRANCHES [--per-cpu]
 
 PERF_OUT: `perf script --itrace=be -F comm,tid,cpu[,time],ip,sym,symoff,dso,addr
 --guestkallsyms ...`; VMTRACE_OUT: `vmtrace script` on the same file;
@@ -14,6 +15,16 @@ BRANCHES: `vmtrace synth --branches` (QUEUE TID KIND FROM TO WHERE VCPU).
 2. each = the ground truth: per thread the (from, to) of every branch, a VM
    entry or exit (perf's two lines "X => 0", "0 => Y") taken as one X => Y.
 Decode errors count as differences.  Exit 0 when all agree.
+
+--calls (perf script --call-trace), --calls=ret (--call-ret-trace):
+1. the same per thread, time and the trailing padding aside (perf pads to
+   a column that follows the lines of all threads in print order), and
+   perf's power-event lines (psb, cbr: --itrace=p) left out; --no-depth
+   also sets the call depth aside (per-CPU recordings: perf's stack of a
+   thread that moves between CPUs depends on how the two decoders' times
+   interleave the CPUs' queues).
+2. = the ground truth: per thread, the line kinds (call-ret: the flags in
+   order, a VM entry or exit two lines; call: the number of lines).
 """
 import collections
 import difflib
@@ -63,9 +74,71 @@ def joined(seq):
     return out
 
 
+CALL_LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) (?:\[\s*(?P<cpu>-?\d+)\] )?(?: *\d+\.\d+: )?(?P<rest>.*)$')
+SHOWN = {'call': {'call': ['call'], 'vmentry': ['vmentry'] * 2, 'vmexit': ['bcyh'] * 2, 'trace-end': ['tr end  async'],
+                  'syscall': ['syscall'], 'async': ['hw int'], 'int': ['int']}}
+SHOWN['ret'] = dict(SHOWN['call'], **{'return': ['return'], 'trace-begin': ['tr strt'], 'sysret': ['sysret'],
+                                       'iret': ['iret']})
+
+
+def load_calls(path, per_cpu, depth):
+    lines, flags, errors = collections.defaultdict(list), collections.defaultdict(list), 0
+    for raw in open(path, errors='replace'):
+        raw = raw.rstrip()
+        if 'instruction trace error' in raw:
+            errors += 1
+            continue
+        m = CALL_LINE.match(raw)
+        if not m or ('\t' not in raw and ('psb offs:' in raw or 'cbr:' in raw)):
+            if m:
+                continue
+            raise SystemExit('%s: unexpected line: %s' % (path, raw))
+        key = (int(m['cpu']) if per_cpu else -1, int(m['tid']))
+        rest = m['rest'] if depth else re.sub(r'\t +', '\t', m['rest'])
+        lines[key].append(m['comm'] + ' ' + rest)
+        flags[key].append(m['rest'].split('(')[0].strip())
+    return lines, flags, errors
+
+
+def calls_main(args, per_cpu, mode, depth):
+    plines, _, perr = load_calls(args[0], per_cpu, depth)
+    vlines, vflags, verr = load_calls(args[1], per_cpu, depth)
+    want = collections.defaultdict(list)
+    for raw in open(args[2]):
+        if not raw.startswith('#'):
+            f = raw.split()
+            want[(int(f[0]) if per_cpu else -1, int(f[1]))] += SHOWN[mode].get(f[2], [])
+    ok = perr == 0 and verr == 0
+    print('perf: %d lines, %d errors; vmtrace: %d lines, %d errors; truth: %d lines' %
+          (sum(map(len, plines.values())), perr, sum(map(len, vlines.values())), verr,
+           sum(map(len, want.values()))))
+    for key in sorted(set(plines) | set(vlines)):
+        if plines[key] != vlines[key]:
+            ok = False
+            print('vmtrace differs from perf for cpu/tid %s:' % (key,))
+            for n, d in enumerate(difflib.unified_diff(plines[key], vlines[key], 'perf', 'vmtrace', lineterm='', n=2)):
+                if n > 40:
+                    print('...')
+                    break
+                print(d)
+            break
+    for key in sorted(set(vflags) | set(want)):
+        got = vflags[key] if mode == 'ret' else len(vflags[key])
+        exp = want[key] if mode == 'ret' else len(want[key])
+        if got != exp:
+            ok = False
+            print('vmtrace differs from the ground truth for cpu/tid %s (%s)' % (key, mode))
+            break
+    print('agree' if ok else 'DIFFER')
+    return 0 if ok else 1
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
     per_cpu = '--per-cpu' in sys.argv
+    calls = [a.split('=')[1] if '=' in a else 'call' for a in sys.argv[1:] if a.startswith('--calls')]
+    if calls and len(args) == 3:
+        return calls_main(args, per_cpu, calls[0], '--no-depth' not in sys.argv)
     if len(args) != 3:
         raise SystemExit(__doc__)
     plines, ppairs, perr = load(args[0], per_cpu)

@@ -1,7 +1,8 @@
 /* script.c - `vmtrace script`: the branches of a host Intel PT recording of
  * KVM guests, host and guest code decoded (src/decode), printed as
  * `perf script --itrace=be -F comm,tid,cpu,time,ip,sym,symoff,dso,addr`
- * prints them, or as JSON. */
+ * prints them, as its --call-trace and --call-ret-trace print calls, or as
+ * JSON. */
 #include "config.h"
 
 #include <stdio.h>
@@ -17,6 +18,7 @@ typedef struct {
 	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
 	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
 	gboolean json, host_only, guest_only;
+	gboolean call_trace, call_ret_trace;
 	gint vcpu, tid, jobs;
 } ScriptOptions;
 
@@ -25,6 +27,9 @@ typedef struct {
 	VtDecodeResult *result;
 	VtJson *json;
 	const ScriptOptions *o;
+	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
+	guint32 show_flags;                /* their branches: perf's flags shown */
+	int spacing;                       /* perf's callindent column, as it goes */
 } Script;
 
 /* ---------------------------------------------------------------- parse */
@@ -35,6 +40,8 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" },
 		{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &o->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" },
 		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
+		{ "call-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_trace, "Calls with their call depth (perf script --call-trace)", NULL },
+		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
 		{ "guest-only", 0, 0, G_OPTION_ARG_NONE, &o->guest_only, "Only branches in guest code", NULL },
@@ -57,6 +64,9 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"  vmtrace script vm.data --guest ~/.debug/[kernel.kcore]/BUILDID/TIMESTAMP\n"
 		"  vmtrace script vm.data --guestkallsyms GUEST/kallsyms --guest-only --vcpu 1\n"
 		"  vmtrace script vm.data --guest SNAP --json\n\n"
+		"--call-trace and --call-ret-trace print calls (and returns) the way perf script\n"
+		"does with those options: flags, call depth (perf's thread stack) and padding;\n"
+		"perf's psb/cbr power-event lines are left out.\n\n"
 		"Decode errors print as perf's --itrace=e lines (libipt's codes and messages);\n"
 		"decoding resumes at the next PSB.  Timed recordings come in time order over\n"
 		"all queues (correct guest time first: vmtrace correlate), timeless ones queue\n"
@@ -85,6 +95,8 @@ static gboolean validate(const ScriptOptions *o, GError **error)
 		bad = "--guest and --guestkallsyms exclude each other";
 	else if (!o->kcore != !o->kallsyms)
 		bad = "--kcore and --kallsyms go together";
+	else if (o->call_trace && o->call_ret_trace)
+		bad = "--call-trace and --call-ret-trace exclude each other";
 	else if (o->jobs < 0 || o->jobs > 1024)
 		bad = "--jobs must be 0..1024";
 	if (bad)
@@ -221,6 +233,91 @@ static void print_text(const Script *s, const VtDecodeEvent *e, GString *l)
 	puts(l->str);
 }
 
+/* ----------------------------------------------------- call traces */
+/* perf's line start for call traces: nanosecond times, the CPU only in
+ * per-CPU recordings, the flags with --call-ret-trace. */
+static void call_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
+{
+	char name[24];
+
+	g_snprintf(name, sizeof(name), ":%d", e->tid);
+	g_string_printf(l, "%16s %5d ", guest || !e->comm ? name : e->comm, e->tid);
+	if (vt_decode_result_per_cpu(s->result))
+		g_string_append_printf(l, "[%03d] ", e->cpu);
+	if (vt_decode_result_timed(s->result))
+		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
+				       e->time % 1000000000);
+	if (s->o->call_ret_trace) {
+		char f[32];
+
+		vt_decode_perf_flags_name(flags, f);
+		g_string_append_printf(l, "  %-21s ", f);
+	}
+}
+
+/* perf's callindent field for one sample (ip => addr in one machine):
+ * "(DSO)\t", the depth's indentation, the called function (calls, trace
+ * begins) or the returning one (returns, trace ends), padded to a column
+ * that follows the longest recent name. */
+static void call_indent(GString *l, Script *s, guint64 ip, guint64 addr, gboolean guest, guint32 flags, guint depth)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
+		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
+	const char *dso = guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]";
+	const char *sym = NULL;
+	guint64 off;
+	gsize avail, start;
+	int len = 0;
+
+	if (!ip || !vt_decode_image_code(img, ip, &avail))
+		dso = "[unknown]";
+	g_string_append_printf(l, s->o->call_trace ? "(%-50s)\t" : "(%s)\t", dso);
+	start = l->len;
+	if (at && vt_decode_image_code(img, at, &avail))
+		sym = vt_decode_image_symbol(img, at, &off);
+	if (sym)
+		g_string_append_printf(l, "%*s%s", (int)depth * 4, "", sym);
+	else if (at)
+		g_string_append_printf(l, "%*s%16" G_GINT64_MODIFIER "x", (int)depth * 4, "", at);
+	len = (int)(l->len - start);
+	if (len > s->spacing || (len && len < s->spacing - 52))
+		s->spacing = (len + 4 + 31) / 32 * 32;
+	if (len < s->spacing)
+		g_string_append_printf(l, "%*s", s->spacing - len, "");
+}
+
+/* One half of a branch (a VM entry or exit is two, each in its machine). */
+static void call_half(Script *s, const VtDecodeEvent *e, GString *l, guint64 ip, guint64 addr, gboolean guest,
+		      guint32 flags)
+{
+	/* perf keeps a stack for the host thread only: guest lines show none */
+	guint depth = guest ? 0 : vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, &e->b);
+
+	if (!wanted(s, guest))
+		return;
+	call_start(l, s, e, guest, flags);
+	call_indent(l, s, ip, addr, guest, flags, depth);
+	puts(l->str);
+}
+
+static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
+	guint32 flags = vt_decode_perf_flags(b);
+
+	if (b->kind == VT_BRANCH_ERROR) {
+		print_text(s, e, l);
+		return;
+	}
+	if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
+		call_half(s, e, l, b->from, 0, b->from_guest, flags);
+		call_half(s, e, l, 0, b->to, b->to_guest, flags);
+	} else {
+		call_half(s, e, l, b->from, b->to, b->from ? b->from_guest : b->to_guest, flags);
+	}
+}
+
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
 {
 	const VtDecodeImage *img = guest ? s->guest : s->host;
@@ -258,6 +355,8 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_int(j, "vcpu", e->vcpu);
 	if (b->vmcs)
 		vt_json_kv_hex(j, "vmcs", b->vmcs);
+	if (s->stacks && b->kind != VT_BRANCH_ERROR)
+		vt_json_kv_uint(j, "depth", vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, b));
 	if (b->kind == VT_BRANCH_ERROR) {
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", b->code);
@@ -290,19 +389,34 @@ static void report(Script *s)
 
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
+	if (s->o->call_trace || s->o->call_ret_trace)
+		s->stacks = vt_decode_stacks_new();
+	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
+	if (s->o->call_ret_trace)
+		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
 	for (gsize i = 0; i < n; i++) {
 		const VtDecodeEvent *e = vt_decode_result_event(s->result, i);
 
+		if (s->stacks) {
+			/* every branch moves perf's stack; only some are shown */
+			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
+			if (e->b.kind != VT_BRANCH_ERROR && !(vt_decode_perf_flags(&e->b) & s->show_flags))
+				continue;
+		}
 		if (!selected(s, e))
 			continue;
 		if (s->json)
 			print_json(s, e);
+		else if (s->stacks)
+			print_call(s, e, l);
 		else
 			print_text(s, e, l);
 	}
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;
+	vt_decode_stacks_free(s->stacks);
+	s->stacks = NULL;
 }
 
 /* ------------------------------------------------------------- command */

@@ -122,7 +122,45 @@ typedef struct {
 	guint8 from_guest, to_guest;
 	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */
 	guint8 conditional;
+	guint8 async;          /* bound to a FUP (interrupt, VM exit, asynchronous trace end) */
+	guint8 insn_kind;      /* VtInsnKind of the instruction at `from` (synchronous branches) */
+	guint8 insn_len;       /* its length (0 for asynchronous branches) */
 } VtBranch;
+
+/* --------------------------------------------------- perf's view of branches */
+/* perf's sample flags (PERF_IP_FLAG_*, the ABI of perf's scripting) */
+enum {
+	VT_PERF_FLAG_BRANCH = 1 << 0, VT_PERF_FLAG_CALL = 1 << 1, VT_PERF_FLAG_RETURN = 1 << 2,
+	VT_PERF_FLAG_CONDITIONAL = 1 << 3, VT_PERF_FLAG_SYSCALLRET = 1 << 4, VT_PERF_FLAG_ASYNC = 1 << 5,
+	VT_PERF_FLAG_INTERRUPT = 1 << 6, VT_PERF_FLAG_TX_ABORT = 1 << 7, VT_PERF_FLAG_TRACE_BEGIN = 1 << 8,
+	VT_PERF_FLAG_TRACE_END = 1 << 9, VT_PERF_FLAG_IN_TX = 1 << 10, VT_PERF_FLAG_VMENTRY = 1 << 11,
+	VT_PERF_FLAG_VMEXIT = 1 << 12,
+};
+
+/* The flags perf gives the branch (a VM entry is a call, a VM exit an
+ * asynchronous call; errors have none). */
+guint32 vt_decode_perf_flags(const VtBranch *b);
+/* perf script's text for the flags ("call", "tr end  async", "bcyh", ...):
+ * at most 20 characters, left-aligned in 19 when named. */
+void vt_decode_perf_flags_name(guint32 flags, char buf[32]);
+
+/* perf's thread stack (what its callindent field shows): per thread (per
+ * CPU for thread 0), calls push their return address unless they call the
+ * next instruction, returns pop down to their target's entry when the
+ * stack holds it, a trace begin pops its target and the calls that ended
+ * the trace; a decode error empties the thread's stack. */
+typedef struct VtDecodeStacks VtDecodeStacks;
+
+VtDecodeStacks *vt_decode_stacks_new(void);
+void vt_decode_stacks_free(VtDecodeStacks *st);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeStacks, vt_decode_stacks_free)
+/* Apply one branch of thread tid (on cpu) to its stack.  trace: which
+ * continuous trace it belongs to (perf's trace_nr); a change empties the
+ * stack. */
+void vt_decode_stacks_event(VtDecodeStacks *st, gint32 tid, gint32 cpu, guint32 trace, const VtBranch *b);
+/* The depth perf's callindent prints for that branch just applied: the
+ * stack's depth, plus one for a return. */
+guint vt_decode_stacks_depth(VtDecodeStacks *st, gint32 tid, gint32 cpu, const VtBranch *b);
 
 /* ------------------------------------------------------------ recordings */
 typedef struct {

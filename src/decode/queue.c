@@ -38,6 +38,9 @@ typedef struct {
 	gboolean async_guest;
 	guint64 async_tsc;
 	guint64 last_ip;
+	/* the source of the next branch emitted (see source()) */
+	gboolean src_async;
+	guint8 src_kind, src_len;
 	GArray *out;
 	gsize len;                       /* of the AUX buffer */
 } Dec;
@@ -74,10 +77,24 @@ static guint64 now(Dec *d)
 	return pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ? 0 : tsc;
 }
 
+/* What the next emitted branch's source instruction is (pending
+ * instruction) or that it is asynchronous. */
+static void source(Dec *d, gboolean async, const VtInsn *in)
+{
+	d->src_async = async;
+	d->src_kind = in ? in->kind : VT_INSN_OTHER;
+	d->src_len = in ? in->len : 0;
+}
+
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		    gboolean cond, guint64 tsc)
 {
 	VtBranch b = { 0 };
+
+	b.async = d->src_async;
+	b.insn_kind = d->src_kind;
+	b.insn_len = d->src_len;
+	source(d, FALSE, NULL);
 
 	b.from = from;
 	b.to = to;
@@ -127,6 +144,7 @@ static void resolve(Dec *d, guint64 to)
 	if (!d->have_pend)
 		return;
 	d->have_pend = FALSE;
+	source(d, FALSE, in);
 	switch (in->kind) {
 	case VT_INSN_COND:
 		if (to != d->pend_ip + in->len)
@@ -152,6 +170,7 @@ static void flush_async(Dec *d)
 	if (!d->have_async)
 		return;
 	d->have_async = FALSE;
+	source(d, TRUE, NULL);
 	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc);
 }
 
@@ -171,6 +190,7 @@ static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
 	if (status_update || !d->have_async)
 		return;
 	d->have_async = FALSE;
+	source(d, TRUE, NULL);
 	emit_at(d, was && !non_root ? VT_BRANCH_VMEXIT : VT_BRANCH_ASYNC, d->async_from, d->async_to, was, non_root,
 		FALSE, d->async_tsc);
 }
@@ -190,12 +210,14 @@ static void on_event(Dec *d, const struct pt_event *ev)
 			guint64 from = d->pend_ip;
 
 			d->have_pend = FALSE;
+			source(d, FALSE, &d->pend);
 			emit(d, VT_BRANCH_TRACE_END, from, 0, d->guest, d->guest, FALSE);
 		}
 		break;
 	case ptev_async_disabled:
 		flush_async(d);
 		resolve(d, ev->variant.async_disabled.at);
+		source(d, TRUE, NULL);
 		emit(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE);
 		break;
 	case ptev_async_branch:
