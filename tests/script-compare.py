@@ -25,6 +25,14 @@ Decode errors count as differences.  Exit 0 when all agree.
    interleave the CPUs' queues).
 2. = the ground truth: per thread, the line kinds (call-ret: the flags in
    order, a VM entry or exit two lines; call: the number of lines).
+
+--insns (perf script --insn-trace): the same per thread, time aside, and
+vmtrace's disassembly after the bytes set aside (perf prints bytes only);
+every discontinuity of vmtrace's instruction flow per thread (per CPU
+with --per-cpu, whichever thread runs; an instruction not
+followed by the next one in memory) is the ground truth's next branch from
+it (or, for a VM exit or interrupt, from the instruction after it or
+from where a branch from it went), in the truth's order.
 """
 import collections
 import difflib
@@ -133,8 +141,81 @@ def calls_main(args, per_cpu, mode, depth):
     return 0 if ok else 1
 
 
+INSN_LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) (?:\[\s*(?P<cpu>-?\d+)\] )?(?: *\d+\.\d+: )?'
+                       r'(?P<rest> +(?P<ip>[0-9a-f]+) .* insn:(?P<bytes>( [0-9a-f]{2})*))(\t\t.*)?$')
+
+
+def load_insns(path, per_cpu):
+    lines, flow, errors = collections.defaultdict(list), collections.defaultdict(list), 0
+    for raw in open(path, errors='replace'):
+        raw = raw.rstrip('\n')
+        if 'instruction trace error' in raw:
+            errors += 1
+            continue
+        m = INSN_LINE.match(raw)
+        if not m:
+            raise SystemExit('%s: unexpected line: %s' % (path, raw))
+        key = (int(m['cpu']) if per_cpu else -1, int(m['tid']))
+        lines[key].append(m['comm'] + m['rest'])
+        # the flow of a queue: per CPU whichever thread runs
+        flow[key[0] if per_cpu else key].append((int(m['ip'], 16), len(m['bytes']) // 3))
+    return lines, flow, errors
+
+
+def insns_main(args, per_cpu):
+    plines, _, perr = load_insns(args[0], per_cpu)
+    vlines, vflow, verr = load_insns(args[1], per_cpu)
+    truth = load_truth(args[2], per_cpu)
+    if per_cpu:
+        by_cpu = collections.defaultdict(list)
+        for raw in open(args[2]):
+            if not raw.startswith('#'):
+                f = raw.split()
+                by_cpu[int(f[0])].append((int(f[3], 16), int(f[4], 16)))
+        truth = by_cpu
+    ok = perr == 0 and verr == 0
+    print('perf: %d instructions, %d errors; vmtrace: %d instructions, %d errors; truth: %d branches' %
+          (sum(map(len, plines.values())), perr, sum(map(len, vlines.values())), verr,
+           sum(map(len, truth.values()))))
+    for key in sorted(set(plines) | set(vlines)):
+        if plines[key] != vlines[key]:
+            ok = False
+            print('vmtrace differs from perf for cpu/tid %s:' % (key,))
+            for n, d in enumerate(difflib.unified_diff(plines[key], vlines[key], 'perf', 'vmtrace', lineterm='', n=2)):
+                if n > 40:
+                    print('...')
+                    break
+                print(d)
+            break
+    for key in sorted(vflow):
+        branches = [b for b in joined(truth[key]) if b[0] and b[1]]
+        seq, k, bad = vflow[key], 0, None
+        for (ip, n), (nip, _) in zip(seq, seq[1:]):
+            if nip == ip + n:
+                continue
+            # the branch from ip (or, asynchronous, from the next one), or
+            # one from the target of a branch from ip (a jump straight to
+            # where a VM exit or interrupt then happens)
+            while k < len(branches) and not (branches[k][1] == nip and (
+                    branches[k][0] in (ip, ip + n) or
+                    (k and branches[k - 1][1] == branches[k][0] and branches[k - 1][0] == ip))):
+                k += 1
+            if k == len(branches):
+                bad = (ip, nip)
+                break
+            k += 1
+        if bad:
+            ok = False
+            print('vmtrace: %#x => %#x of %s is no branch of the ground truth' % (bad + (key,)))
+            break
+    print('agree' if ok else 'DIFFER')
+    return 0 if ok else 1
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
+    if '--insns' in sys.argv and len(args) == 3:
+        return insns_main(args, '--per-cpu' in sys.argv)
     per_cpu = '--per-cpu' in sys.argv
     calls = [a.split('=')[1] if '=' in a else 'call' for a in sys.argv[1:] if a.startswith('--calls')]
     if calls and len(args) == 3:

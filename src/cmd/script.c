@@ -18,7 +18,7 @@ typedef struct {
 	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
 	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
 	gboolean json, host_only, guest_only;
-	gboolean call_trace, call_ret_trace;
+	gboolean call_trace, call_ret_trace, insn_trace;
 	gint vcpu, tid, jobs;
 } ScriptOptions;
 
@@ -30,7 +30,15 @@ typedef struct {
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
+	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
+	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
 } Script;
+
+/* --insn-trace: a queue's flow between branches runs on from `ip`. */
+typedef struct {
+	guint64 ip;
+	gboolean guest, valid;
+} Walk;
 
 /* ---------------------------------------------------------------- parse */
 static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
@@ -42,6 +50,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
 		{ "call-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_trace, "Calls with their call depth (perf script --call-trace)", NULL },
 		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
+		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
 		{ "guest-only", 0, 0, G_OPTION_ARG_NONE, &o->guest_only, "Only branches in guest code", NULL },
@@ -66,7 +75,8 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"  vmtrace script vm.data --guest SNAP --json\n\n"
 		"--call-trace and --call-ret-trace print calls (and returns) the way perf script\n"
 		"does with those options: flags, call depth (perf's thread stack) and padding;\n"
-		"perf's psb/cbr power-event lines are left out.\n\n"
+		"perf's psb/cbr power-event lines are left out.  --insn-trace prints every\n"
+		"instruction as perf script --insn-trace does, then its AT&T disassembly.\n\n"
 		"Decode errors print as perf's --itrace=e lines (libipt's codes and messages);\n"
 		"decoding resumes at the next PSB.  Timed recordings come in time order over\n"
 		"all queues (correct guest time first: vmtrace correlate), timeless ones queue\n"
@@ -95,8 +105,10 @@ static gboolean validate(const ScriptOptions *o, GError **error)
 		bad = "--guest and --guestkallsyms exclude each other";
 	else if (!o->kcore != !o->kallsyms)
 		bad = "--kcore and --kallsyms go together";
-	else if (o->call_trace && o->call_ret_trace)
-		bad = "--call-trace and --call-ret-trace exclude each other";
+	else if (o->call_trace + o->call_ret_trace + o->insn_trace > 1)
+		bad = "--call-trace, --call-ret-trace and --insn-trace exclude each other";
+	else if (o->insn_trace && o->json)
+		bad = "--insn-trace prints text only (no --json)";
 	else if (o->jobs < 0 || o->jobs > 1024)
 		bad = "--jobs must be 0..1024";
 	if (bad)
@@ -318,6 +330,83 @@ static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
 	}
 }
 
+/* ---------------------------------------------------- instruction trace */
+/* Instructions run straight on between two branches: from where the
+ * queue's last branch went up to the next branch's source (a synchronous
+ * branch's instruction runs; the IP of an interrupt, VM exit or
+ * asynchronous trace end does not). */
+#define MAX_STRAIGHT 100000
+
+static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDisasmInsn *in, gboolean guest)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	guint64 off = 0;
+	const char *sym = vt_decode_image_symbol(img, in->ip, &off);
+	char name[24];
+
+	g_snprintf(name, sizeof(name), ":%d", e->tid);
+	g_string_printf(l, "%16s %5d ", guest || !e->comm ? name : e->comm, e->tid);
+	if (vt_decode_result_per_cpu(s->result))
+		g_string_append_printf(l, "[%03d] ", e->cpu);
+	if (vt_decode_result_timed(s->result))
+		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
+				       e->time % 1000000000);
+	g_string_append_printf(l, " %16" G_GINT64_MODIFIER "x ", in->ip);
+	if (sym)
+		g_string_append_printf(l, "%s+0x%" G_GINT64_MODIFIER "x (%s)", sym, off,
+				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+	else
+		g_string_append(l, "[unknown] ([unknown])");
+	g_string_append(l, " insn:");
+	for (guint i = 0; i < in->len; i++)
+		g_string_append_printf(l, " %02x", in->bytes[i]);
+	g_string_append_printf(l, "\t\t%s", in->text);
+	puts(l->str);
+}
+
+static void insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk *w, guint64 to, gboolean inclusive)
+{
+	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
+	guint64 ip = w->ip;
+
+	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
+		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+
+		if (!in->len)
+			return;
+		if (wanted(s, w->guest))
+			insn_line(s, e, l, in, w->guest);
+		ip += in->len;
+	}
+}
+
+static void print_insns(Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
+	Walk *w;
+
+	if (s->walk->len <= e->queue)
+		g_array_set_size(s->walk, e->queue + 1);
+	w = &g_array_index(s->walk, Walk, e->queue);
+	if (b->kind == VT_BRANCH_ERROR) {
+		print_text(s, e, l);
+		w->valid = FALSE;
+		return;
+	}
+	if (!w->valid && b->from && !b->async) {
+		/* the first branch after a PSB: the flow from the PSB's IP is
+		 * not known here, the branch's instruction is */
+		w->ip = b->from;
+		w->guest = b->from_guest;
+		w->valid = TRUE;
+	}
+	if (w->valid && b->from && b->from_guest == w->guest)
+		insn_walk(s, e, l, w, b->from, !b->async);
+	w->valid = b->to != 0;
+	w->ip = b->to;
+	w->guest = b->to_guest;
+}
+
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
 {
 	const VtDecodeImage *img = guest ? s->guest : s->host;
@@ -391,6 +480,11 @@ static void report(Script *s)
 		s->json = vt_json_new(stdout);
 	if (s->o->call_trace || s->o->call_ret_trace)
 		s->stacks = vt_decode_stacks_new();
+	if (s->o->insn_trace) {
+		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
+		s->disasm[0] = vt_decode_disasm_new(s->host);
+		s->disasm[1] = vt_decode_disasm_new(s->guest);
+	}
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
 	if (s->o->call_ret_trace)
 		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
@@ -409,6 +503,8 @@ static void report(Script *s)
 			print_json(s, e);
 		else if (s->stacks)
 			print_call(s, e, l);
+		else if (s->walk)
+			print_insns(s, e, l);
 		else
 			print_text(s, e, l);
 	}
@@ -417,6 +513,13 @@ static void report(Script *s)
 	s->json = NULL;
 	vt_decode_stacks_free(s->stacks);
 	s->stacks = NULL;
+	if (s->walk)
+		g_array_free(s->walk, TRUE);
+	s->walk = NULL;
+	for (int i = 0; i < 2; i++) {
+		vt_decode_disasm_free(s->disasm[i]);
+		s->disasm[i] = NULL;
+	}
 }
 
 /* ------------------------------------------------------------- command */

@@ -94,6 +94,26 @@ typedef struct {
 /* Decode the instruction at ip of img; FALSE (kind BAD) when unmapped or invalid. */
 gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn);
 
+/* ---------------------------------------------------------- disassembly */
+/* One instruction of an image: its bytes and its AT&T text ("(bad)" when
+ * Zydis cannot decode it, "(unmapped)" outside the code; len 0 then). */
+typedef struct {
+	guint64 ip;
+	guint8 len;
+	guint8 bytes[15];
+	char *text;
+} VtDisasmInsn;
+
+typedef struct VtDecodeDisasm VtDecodeDisasm;
+
+/* A cache of the instructions of img (borrowed), each decoded and formatted
+ * once; not thread-safe (one per thread). */
+VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);
+void vt_decode_disasm_free(VtDecodeDisasm *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeDisasm, vt_decode_disasm_free)
+const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip);
+guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* instructions cached */
+
 /* ------------------------------------------------------------- branches */
 typedef enum {
 	VT_BRANCH_JUMP,        /* taken conditional or unconditional jump */
