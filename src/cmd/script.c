@@ -19,8 +19,31 @@ typedef struct {
 	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
 	gboolean json, host_only, guest_only;
 	gboolean call_trace, call_ret_trace, insn_trace;
+	char *itrace, *fields, *time;
 	gint vcpu, tid, jobs;
+	/* what they make of it */
+	gboolean branches, errors;         /* --itrace b/c/r, e */
+	guint32 branch_flags;              /* --itrace c/r: perf flags shown (0: all) */
+	guint field_mask;                  /* -F: F_* */
+	gboolean have_time;
+	guint64 time_start, time_end;      /* --time, ns */
 } ScriptOptions;
+
+/* -F fields, in perf's print order */
+enum {
+	F_COMM = 1 << 0, F_TID = 1 << 1, F_CPU = 1 << 2, F_TIME = 1 << 3, F_PERIOD = 1 << 4, F_EVENT = 1 << 5,
+	F_FLAGS = 1 << 6, F_IP = 1 << 7, F_SYM = 1 << 8, F_SYMOFF = 1 << 9, F_DSO = 1 << 10, F_ADDR = 1 << 11,
+	F_INSN = 1 << 12, F_DISASM = 1 << 13,
+};
+static const struct { const char *name; guint bit; } field_names[] = {
+	{ "comm", F_COMM }, { "tid", F_TID }, { "cpu", F_CPU }, { "time", F_TIME }, { "period", F_PERIOD },
+	{ "event", F_EVENT }, { "flags", F_FLAGS }, { "ip", F_IP }, { "sym", F_SYM }, { "symoff", F_SYMOFF },
+	{ "dso", F_DSO }, { "addr", F_ADDR }, { "insn", F_INSN }, { "disasm", F_DISASM },
+};
+/* the defaults: perf's -F comm,tid,cpu,time,ip,sym,symoff,dso,addr for
+ * branches; --insn-trace's fields for instructions */
+#define F_BRANCH_DEFAULT (F_COMM | F_TID | F_CPU | F_TIME | F_IP | F_SYM | F_SYMOFF | F_DSO | F_ADDR)
+#define F_INSN_DEFAULT (F_COMM | F_TID | F_TIME | F_IP | F_SYM | F_SYMOFF | F_DSO | F_INSN | F_DISASM)
 
 typedef struct {
 	VtDecodeImage *host, *guest;
@@ -51,6 +74,9 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "call-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_trace, "Calls with their call depth (perf script --call-trace)", NULL },
 		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
 		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
+		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, e errors (default: be)", "OPTS" },
+		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm; +F/-F add to/remove from the default", "FIELDS" },
+		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only events from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
 		{ "guest-only", 0, 0, G_OPTION_ARG_NONE, &o->guest_only, "Only branches in guest code", NULL },
@@ -95,11 +121,130 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 	return TRUE;
 }
 
-static gboolean validate(const ScriptOptions *o, GError **error)
+/* --itrace=OPTS: perf's letters b, c, r, e and i with a period that means
+ * every instruction (i0ns, i1i). */
+static const char *parse_itrace(ScriptOptions *o)
+{
+	const char *p = o->itrace;
+	gboolean insns = FALSE;
+
+	o->branches = o->errors = FALSE;
+	o->branch_flags = 0;
+	for (; *p; p++) {
+		switch (*p) {
+		case 'b': o->branches = TRUE; break;
+		case 'c': o->branch_flags |= VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END; break;
+		case 'r': o->branch_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN; break;
+		case 'e': o->errors = TRUE; break;
+		case 'i':
+			if (g_str_has_prefix(p, "i0ns") || g_str_has_prefix(p, "i1i"))
+				p += p[1] == '0' ? 3 : 2;
+			else
+				return "--itrace=i: perf samples every 100000 ns by default; vmtrace prints every "
+				       "instruction: give i0ns (or i1i)";
+			insns = TRUE;
+			break;
+		default:
+			return "--itrace: only b, c, r, e and i0ns are supported";
+		}
+	}
+	if (o->branch_flags)
+		o->branches = TRUE;
+	if (insns && o->branches)
+		return "--itrace: instructions (i) and branches (b, c, r) together are not supported";
+	o->insn_trace |= insns;
+	return NULL;
+}
+
+/* -F: a full list, or +FIELD/-FIELD changes of the default. */
+static const char *parse_fields(ScriptOptions *o)
+{
+	g_auto(GStrv) v = g_strsplit(o->fields, ",", -1);
+	guint mask = o->field_mask;
+	gboolean relative = o->fields[0] == '+' || o->fields[0] == '-';
+
+	if (!relative)
+		mask = 0;
+	for (guint i = 0; v[i]; i++) {
+		const char *f = v[i];
+		int sign = *f == '-' ? -1 : *f == '+' ? 1 : relative ? 1 : 0;
+		guint bit = 0;
+
+		f += *f == '-' || *f == '+';
+		for (gsize k = 0; k < G_N_ELEMENTS(field_names); k++)
+			if (!strcmp(f, field_names[k].name))
+				bit = field_names[k].bit;
+		if (!bit)
+			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm)";
+		mask = sign < 0 ? mask & ~bit : mask | bit;
+	}
+	if (!(mask & (F_IP | F_ADDR)) && (mask & (F_SYM | F_SYMOFF | F_DSO)))
+		return "-F: sym, symoff and dso need ip or addr";
+	o->field_mask = mask;
+	return NULL;
+}
+
+/* seconds[.fraction] -> ns; empty: none */
+static gboolean parse_seconds(const char *t, guint64 *ns)
+{
+	char *end;
+	guint64 sec = g_ascii_strtoull(t, &end, 10), frac = 0, scale = 1000000000;
+
+	if (end == t || *t == '-' || *t == '+')
+		return FALSE;
+	if (*end == '.') {
+		for (end++; g_ascii_isdigit(*end) && scale > 1; end++) {
+			scale /= 10;
+			frac += (guint64)(*end - '0') * scale;
+		}
+	}
+	*ns = sec * 1000000000 + frac;
+	return *end == 0 && sec < G_MAXUINT64 / 1000000000;
+}
+
+static const char *parse_time(ScriptOptions *o)
+{
+	const char *comma = strchr(o->time, ',');
+	g_autofree char *a = comma ? g_strndup(o->time, comma - o->time) : NULL;
+
+	if (!comma || strchr(comma + 1, ','))
+		return "--time: give START,END (seconds.nanoseconds, either may be empty)";
+	o->time_start = 0;
+	o->time_end = G_MAXUINT64;
+	if ((*a && !parse_seconds(a, &o->time_start)) || (comma[1] && !parse_seconds(comma + 1, &o->time_end)))
+		return "--time: START and END are seconds.nanoseconds";
+	if (o->time_start > o->time_end)
+		return "--time: START is after END";
+	o->have_time = TRUE;
+	return NULL;
+}
+
+static const char *parse_selection(ScriptOptions *o)
 {
 	const char *bad = NULL;
 
-	if (o->host_only && o->guest_only)
+	o->branches = o->errors = TRUE;
+	if (o->itrace && (o->call_trace || o->call_ret_trace || o->insn_trace))
+		return "--itrace does not go with --call-trace, --call-ret-trace or --insn-trace";
+	if (o->itrace)
+		bad = parse_itrace(o);
+	o->field_mask = o->insn_trace ? F_INSN_DEFAULT : F_BRANCH_DEFAULT;
+	if (!bad && o->fields && (o->call_trace || o->call_ret_trace || o->json))
+		bad = "-F does not go with --call-trace, --call-ret-trace or --json";
+	if (!bad && o->fields)
+		bad = parse_fields(o);
+	if (!bad && o->time)
+		bad = parse_time(o);
+	return bad;
+}
+
+static gboolean validate(ScriptOptions *o, GError **error)
+{
+	const char *bad = parse_selection(o);
+
+	if (bad)
+		;
+	else if (o->host_only && o->guest_only)
 		bad = "--host-only and --guest-only exclude each other";
 	else if (o->guest_dir && o->guestkallsyms)
 		bad = "--guest and --guestkallsyms exclude each other";
@@ -165,10 +310,12 @@ static gboolean open_images(Script *s, gboolean *usage, GError **error)
 }
 
 /* -------------------------------------------------------------- report */
-/* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)". */
+/* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)", as far
+ * as -F asks. */
 static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 {
 	const VtDecodeImage *img = guest ? s->guest : s->host;
+	guint f = s->o->field_mask;
 	const char *sym = NULL;
 	guint64 off = 0;
 	gsize avail;
@@ -176,24 +323,57 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
 	if (addr && vt_decode_image_code(img, addr, &avail))
 		sym = vt_decode_image_symbol(img, addr, &off);
-	if (sym)
-		g_string_append_printf(l, " %s+0x%" G_GINT64_MODIFIER "x (%s)", sym, off,
-				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
-	else
-		g_string_append(l, " [unknown] ([unknown])");
+	if (f & (F_SYM | F_SYMOFF))
+		g_string_append_printf(l, " %s", sym ? sym : "[unknown]");
+	if (sym && (f & F_SYMOFF))
+		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
+	if (f & F_DSO)
+		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
 }
 
+/* perf's line start: comm, tid, cpu, time (nanoseconds for instructions),
+ * period, event, flags - those -F asks for - and the space before the IP. */
 static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
+	guint f = s->o->field_mask;
 	char name[24];
 
+	g_string_truncate(l, 0);
 	/* perf names a guest thread it has no sideband for ":TID" */
 	g_snprintf(name, sizeof(name), ":%d", e->tid);
-	g_string_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
-	if (vt_decode_result_timed(s->result))
+	if (f & F_COMM)
+		g_string_append_printf(l, "%16s ", guest || !e->comm ? name : e->comm);
+	if (f & F_TID)
+		g_string_append_printf(l, "%5d ", e->tid);
+	if (f & F_CPU)
+		g_string_append_printf(l, "[%03d] ", e->cpu);
+	if ((f & F_TIME) && vt_decode_result_timed(s->result) && s->o->insn_trace)
+		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
+				       e->time % 1000000000);
+	else if ((f & F_TIME) && vt_decode_result_timed(s->result))
 		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT ": ", e->time / 1000000000,
 				       e->time % 1000000000 / 1000);
+	if (f & F_PERIOD)
+		g_string_append_printf(l, "%10u ", 1);
+	if (f & F_EVENT)   /* perf pads event names to the longest in the file: intel_pt//k's 11 */
+		g_string_append_printf(l, "%11s: ", s->o->insn_trace ? "instructions:k" : "branches:k");
+	if (f & F_FLAGS) {
+		char fl[32];
+
+		vt_decode_perf_flags_name(s->o->insn_trace ? 0 : vt_decode_perf_flags(&e->b), fl);
+		g_string_append_printf(l, "  %-21s ", fl);
+	}
 	g_string_append_c(l, ' ');
+}
+
+/* " insn: BYTES" of the instruction at ip */
+static void insn_bytes(GString *l, Script *s, guint64 ip, gboolean guest)
+{
+	const VtDisasmInsn *in = ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL;
+
+	g_string_append(l, " insn:");
+	for (guint i = 0; in && i < in->len; i++)
+		g_string_append_printf(l, " %02x", in->bytes[i]);
 }
 
 static gboolean wanted(const Script *s, gboolean guest)
@@ -201,48 +381,60 @@ static gboolean wanted(const Script *s, gboolean guest)
 	return !(s->o->host_only && guest) && !(s->o->guest_only && !guest);
 }
 
-/* A branch is one line - VM entries and exits two, each half in its own
- * machine, as perf prints them. */
-static void print_text(const Script *s, const VtDecodeEvent *e, GString *l)
+static void print_error(const Script *s, const VtDecodeEvent *e, GString *l)
 {
 	const VtBranch *b = &e->b;
-	gboolean split = b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT;
+
+	if (!s->o->errors)
+		return;
+	g_string_printf(l, " instruction trace error type 1 time ");
+	if (vt_decode_result_timed(s->result))
+		g_string_append_printf(l, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, e->time / 1000000000,
+				       e->time % 1000000000);
+	else
+		g_string_append(l, "0");
+	g_string_append_printf(l, " cpu %d pid %d tid %d ip %#" G_GINT64_MODIFIER "x code %d: %s", e->cpu, e->pid,
+			       e->tid, b->from, b->code, pt_errstr(b->code));
+	puts(l->str);
+}
+
+/* One branch line, FROM => TO in one machine, with the fields -F asks for;
+ * insn: the branch instruction (a VM entry's on both its lines; none from 0). */
+static void branch_line(Script *s, const VtDecodeEvent *e, GString *l, gboolean guest, guint64 from, guint64 to)
+{
+	const VtBranch *b = &e->b;
+	guint f = s->o->field_mask;
+
+	if (!wanted(s, guest))
+		return;
+	line_start(l, s, e, guest);
+	if (f & F_IP)
+		side(l, s, from, guest);
+	if (f & F_ADDR) {
+		g_string_append(l, " => ");
+		side(l, s, to, guest);
+	}
+	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
+		insn_bytes(l, s, b->from, b->from_guest);
+	else if ((f & F_INSN) && from)
+		insn_bytes(l, s, from, guest);
+	puts(l->str);
+}
+
+/* A branch is one line - VM entries and exits two, each half in its own
+ * machine, as perf prints them. */
+static void print_text(Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
 
 	if (b->kind == VT_BRANCH_ERROR) {
-		g_string_printf(l, " instruction trace error type 1 time ");
-		if (vt_decode_result_timed(s->result))
-			g_string_append_printf(l, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, e->time / 1000000000,
-					       e->time % 1000000000);
-		else
-			g_string_append(l, "0");
-		g_string_append_printf(l, " cpu %d pid %d tid %d ip %#" G_GINT64_MODIFIER "x code %d: %s", e->cpu,
-				       e->pid, e->tid, b->from, b->code, pt_errstr(b->code));
-		puts(l->str);
-		return;
-	}
-	if (split && wanted(s, b->from_guest)) {
-		line_start(l, s, e, b->from_guest);
-		side(l, s, b->from, b->from_guest);
-		g_string_append(l, " => ");
-		side(l, s, 0, b->from_guest);
-		puts(l->str);
-	}
-	if (split) {
-		if (!wanted(s, b->to_guest))
-			return;
-		line_start(l, s, e, b->to_guest);
-		side(l, s, 0, b->to_guest);
+		print_error(s, e, l);
+	} else if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
+		branch_line(s, e, l, b->from_guest, b->from, 0);
+		branch_line(s, e, l, b->to_guest, 0, b->to);
 	} else {
-		gboolean guest = b->from ? b->from_guest : b->to_guest;
-
-		if (!wanted(s, guest))
-			return;
-		line_start(l, s, e, guest);
-		side(l, s, b->from, b->from_guest);
+		branch_line(s, e, l, b->from ? b->from_guest : b->to_guest, b->from, b->to);
 	}
-	g_string_append(l, " => ");
-	side(l, s, b->to, b->to_guest);
-	puts(l->str);
 }
 
 /* ----------------------------------------------------- call traces */
@@ -339,28 +531,15 @@ static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
 
 static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDisasmInsn *in, gboolean guest)
 {
-	const VtDecodeImage *img = guest ? s->guest : s->host;
-	guint64 off = 0;
-	const char *sym = vt_decode_image_symbol(img, in->ip, &off);
-	char name[24];
+	guint f = s->o->field_mask;
 
-	g_snprintf(name, sizeof(name), ":%d", e->tid);
-	g_string_printf(l, "%16s %5d ", guest || !e->comm ? name : e->comm, e->tid);
-	if (vt_decode_result_per_cpu(s->result))
-		g_string_append_printf(l, "[%03d] ", e->cpu);
-	if (vt_decode_result_timed(s->result))
-		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
-				       e->time % 1000000000);
-	g_string_append_printf(l, " %16" G_GINT64_MODIFIER "x ", in->ip);
-	if (sym)
-		g_string_append_printf(l, "%s+0x%" G_GINT64_MODIFIER "x (%s)", sym, off,
-				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
-	else
-		g_string_append(l, "[unknown] ([unknown])");
-	g_string_append(l, " insn:");
-	for (guint i = 0; i < in->len; i++)
-		g_string_append_printf(l, " %02x", in->bytes[i]);
-	g_string_append_printf(l, "\t\t%s", in->text);
+	line_start(l, s, e, guest);
+	if (f & F_IP)
+		side(l, s, in->ip, guest);
+	if (f & F_INSN)
+		insn_bytes(l, s, in->ip, guest);
+	if (f & F_DISASM)
+		g_string_append_printf(l, "\t\t%s", in->text);
 	puts(l->str);
 }
 
@@ -380,7 +559,7 @@ static void insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk 
 	}
 }
 
-static void print_insns(Script *s, const VtDecodeEvent *e, GString *l)
+static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean show)
 {
 	const VtBranch *b = &e->b;
 	Walk *w;
@@ -389,7 +568,8 @@ static void print_insns(Script *s, const VtDecodeEvent *e, GString *l)
 		g_array_set_size(s->walk, e->queue + 1);
 	w = &g_array_index(s->walk, Walk, e->queue);
 	if (b->kind == VT_BRANCH_ERROR) {
-		print_text(s, e, l);
+		if (show)
+			print_error(s, e, l);
 		w->valid = FALSE;
 		return;
 	}
@@ -400,7 +580,7 @@ static void print_insns(Script *s, const VtDecodeEvent *e, GString *l)
 		w->guest = b->from_guest;
 		w->valid = TRUE;
 	}
-	if (w->valid && b->from && b->from_guest == w->guest)
+	if (show && w->valid && b->from && b->from_guest == w->guest)
 		insn_walk(s, e, l, w, b->from, !b->async);
 	w->valid = b->to != 0;
 	w->ip = b->to;
@@ -466,6 +646,12 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 		return FALSE;
 	if (s->o->vcpu >= 0 && e->vcpu != s->o->vcpu)
 		return FALSE;
+	if (s->o->have_time && (e->time < s->o->time_start || e->time > s->o->time_end))
+		return FALSE;
+	if (b->kind == VT_BRANCH_ERROR)
+		return s->o->errors;
+	if (!s->stacks && s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags))
+		return FALSE;               /* --itrace c, r */
 	if (s->o->json && b->kind != VT_BRANCH_ERROR)
 		return wanted(s, b->from_guest) || wanted(s, b->to_guest);
 	return TRUE;
@@ -480,14 +666,15 @@ static void report(Script *s)
 		s->json = vt_json_new(stdout);
 	if (s->o->call_trace || s->o->call_ret_trace)
 		s->stacks = vt_decode_stacks_new();
-	if (s->o->insn_trace) {
+	if (s->o->insn_trace)
 		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
-		s->disasm[0] = vt_decode_disasm_new(s->host);
-		s->disasm[1] = vt_decode_disasm_new(s->guest);
-	}
+	s->disasm[0] = vt_decode_disasm_new(s->host);
+	s->disasm[1] = vt_decode_disasm_new(s->guest);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
 	if (s->o->call_ret_trace)
 		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
+	else if (!s->stacks)
+		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	for (gsize i = 0; i < n; i++) {
 		const VtDecodeEvent *e = vt_decode_result_event(s->result, i);
 
@@ -497,14 +684,16 @@ static void report(Script *s)
 			if (e->b.kind != VT_BRANCH_ERROR && !(vt_decode_perf_flags(&e->b) & s->show_flags))
 				continue;
 		}
+		if (s->walk) {
+			print_insns(s, e, l, selected(s, e));   /* the flow goes on unseen */
+			continue;
+		}
 		if (!selected(s, e))
 			continue;
 		if (s->json)
 			print_json(s, e);
 		else if (s->stacks)
 			print_call(s, e, l);
-		else if (s->walk)
-			print_insns(s, e, l);
 		else
 			print_text(s, e, l);
 	}
@@ -530,6 +719,9 @@ static void options_clear(ScriptOptions *o)
 	g_free(o->guestkallsyms);
 	g_free(o->kcore);
 	g_free(o->kallsyms);
+	g_free(o->itrace);
+	g_free(o->fields);
+	g_free(o->time);
 }
 
 int cmd_script(int argc, char **argv)
@@ -555,6 +747,11 @@ int cmd_script(int argc, char **argv)
 		vt_err("script", "%s", err->message);
 		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 											  : VT_EXIT_BAD_INPUT;
+		goto out;
+	}
+	if (o.have_time && !vt_decode_result_timed(s.result)) {
+		vt_err("script", "--time: %s is timeless (recorded with tsc=0), it has no times", o.rec);
+		rc = VT_EXIT_USAGE;
 		goto out;
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
