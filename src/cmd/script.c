@@ -660,7 +660,7 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 static void report(Script *s)
 {
 	g_autoptr(GString) l = g_string_new(NULL);
-	gsize n = vt_decode_result_len(s->result);
+	const VtDecodeEvent *e;
 
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
@@ -675,9 +675,7 @@ static void report(Script *s)
 		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
-	for (gsize i = 0; i < n; i++) {
-		const VtDecodeEvent *e = vt_decode_result_event(s->result, i);
-
+	while ((e = vt_decode_result_next(s->result))) {
 		if (s->stacks) {
 			/* every branch moves perf's stack; only some are shown */
 			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);

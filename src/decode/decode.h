@@ -203,17 +203,20 @@ typedef struct {
 
 typedef struct VtDecodeResult VtDecodeResult;
 
-/* Decode every AUX queue of the recording (queues in parallel threads) and
- * order the branches: timed recordings by time over all queues (ties in
- * queue order), timeless ones queue after queue in trace order. */
+/* Decode every AUX queue of the recording, streamed: each queue in its own
+ * thread a few batches ahead (at most opts->jobs decoding at once), the
+ * branches read with vt_decode_result_next() - timed recordings in time
+ * order over all queues (ties in queue order), timeless ones queue after
+ * queue in trace order.  Memory does not grow with the number of branches. */
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error);
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 
-gsize vt_decode_result_len(const VtDecodeResult *r);
-const VtDecodeEvent *vt_decode_result_event(const VtDecodeResult *r, gsize i);
+/* The next branch (valid until the next call), NULL at the end. */
+const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
+/* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
  * NULL when it has none. */
@@ -228,6 +231,15 @@ typedef struct {
 
 gboolean vt_decode_buffer(const guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
 			  VtDecodeImage *guest, GArray *out, GError **error);
+
+/* The same a piece at a time: a decoder over a copy of buf; each call of
+ * vt_decode_queue_next() appends branches to out until it holds max (or
+ * the trace ends: then FALSE). */
+typedef struct VtDecodeQueue VtDecodeQueue;
+VtDecodeQueue *vt_decode_queue_new(const guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
+				   VtDecodeImage *guest, GError **error);
+gboolean vt_decode_queue_next(VtDecodeQueue *q, GArray *out, guint max);
+void vt_decode_queue_free(VtDecodeQueue *q);
 
 G_END_DECLS
 
