@@ -25,6 +25,7 @@ typedef struct {
 	gboolean branches, errors;         /* --itrace b/c/r, e */
 	guint32 branch_flags;              /* --itrace c/r: perf flags shown (0: all) */
 	guint field_mask;                  /* -F: F_* */
+	gboolean cpu_auto;                 /* the CPU field when per CPU (instructions; -F did not say) */
 	gboolean have_time;
 	guint64 time_start, time_end;      /* --time, ns */
 } ScriptOptions;
@@ -174,6 +175,8 @@ static const char *parse_fields(ScriptOptions *o)
 		for (gsize k = 0; k < G_N_ELEMENTS(field_names); k++)
 			if (!strcmp(f, field_names[k].name))
 				bit = field_names[k].bit;
+		if (bit == F_CPU || !relative)
+			o->cpu_auto = FALSE;
 		if (!bit)
 			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm)";
 		mask = sign < 0 ? mask & ~bit : mask | bit;
@@ -229,6 +232,7 @@ static const char *parse_selection(ScriptOptions *o)
 	if (o->itrace)
 		bad = parse_itrace(o);
 	o->field_mask = o->insn_trace ? F_INSN_DEFAULT : F_BRANCH_DEFAULT;
+	o->cpu_auto = o->insn_trace;
 	if (!bad && o->fields && (o->call_trace || o->call_ret_trace || o->json))
 		bad = "-F does not go with --call-trace, --call-ret-trace or --json";
 	if (!bad && o->fields)
@@ -320,9 +324,15 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 	guint64 off = 0;
 	gsize avail;
 
-	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
 	if (addr && vt_decode_image_code(img, addr, &avail))
 		sym = vt_decode_image_symbol(img, addr, &off);
+	if (sym && (f & (F_SYM | F_SYMOFF | F_DSO)) == (F_SYM | F_SYMOFF | F_DSO)) {
+		/* the usual fields in one go: printing is most of the time */
+		g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x %s+0x%" G_GINT64_MODIFIER "x (%s)", addr, sym, off,
+				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+		return;
+	}
+	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
 	if (f & (F_SYM | F_SYMOFF))
 		g_string_append_printf(l, " %s", sym ? sym : "[unknown]");
 	if (sym && (f & F_SYMOFF))
@@ -341,12 +351,16 @@ static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboo
 	g_string_truncate(l, 0);
 	/* perf names a guest thread it has no sideband for ":TID" */
 	g_snprintf(name, sizeof(name), ":%d", e->tid);
-	if (f & F_COMM)
-		g_string_append_printf(l, "%16s ", guest || !e->comm ? name : e->comm);
-	if (f & F_TID)
-		g_string_append_printf(l, "%5d ", e->tid);
-	if (f & F_CPU)
-		g_string_append_printf(l, "[%03d] ", e->cpu);
+	if ((f & (F_COMM | F_TID | F_CPU)) == (F_COMM | F_TID | F_CPU)) {
+		g_string_append_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
+	} else {
+		if (f & F_COMM)
+			g_string_append_printf(l, "%16s ", guest || !e->comm ? name : e->comm);
+		if (f & F_TID)
+			g_string_append_printf(l, "%5d ", e->tid);
+		if (f & F_CPU)
+			g_string_append_printf(l, "[%03d] ", e->cpu);
+	}
 	if ((f & F_TIME) && vt_decode_result_timed(s->result) && s->o->insn_trace)
 		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
 				       e->time % 1000000000);
@@ -747,6 +761,8 @@ int cmd_script(int argc, char **argv)
 											  : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
+	if (o.cpu_auto && vt_decode_result_per_cpu(s.result))
+		o.field_mask |= F_CPU;     /* as perf: the CPU when samples have one */
 	if (o.have_time && !vt_decode_result_timed(s.result)) {
 		vt_err("script", "--time: %s is timeless (recorded with tsc=0), it has no times", o.rec);
 		rc = VT_EXIT_USAGE;
