@@ -19,5 +19,13 @@ make_code_dirs() {
 	"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0xe00000 "$HOST_CODE" --kvm-stub &&
 		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0x2000000 "$GUEST_CODE" &&
 		"$TRIM_KCORE" "$HOST_CODE" && "$TRIM_KCORE" "$GUEST_CODE" || { echo "cannot build the code directories"; exit 1; }
+	# make_code_dirs --alt: also GUEST_CODE2, the guest kernel at another
+	# load address (+0x3400000)
+	if [ "${1:-}" = --alt ]; then
+		GUEST_CODE2=$TMP/guest-code2
+		mkdir -p "$GUEST_CODE2"
+		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0x3400000 "$GUEST_CODE2" &&
+			"$TRIM_KCORE" "$GUEST_CODE2" || { echo "cannot build the second guest directory"; exit 1; }
+	fi
 	rm -f "$TMP/kernel/vmlinux"
 }

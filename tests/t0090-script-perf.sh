@@ -6,18 +6,23 @@
 # lines are the same apart from the time, and every branch is the one synth
 # took (tests/script-compare.py; a unified diff on failure).  Timed
 # recordings are corrected first (vmtrace correlate), as perf needs too.
+# Twelve configurations: per thread and per CPU, timeless and timed, CYC
+# and MTC period 0, 1 to 8 vCPUs on 1 to 4 CPUs, 2 VMs, and (-alt) the
+# guest kernel at another load address.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_perf
 need_python
-make_code_dirs
+make_code_dirs --alt
 
 FIELDS=comm,tid,cpu,time,ip,sym,symoff,dso,addr
 while read -r name opts; do
 	[ -n "$name" ] || continue
 	f=$TMP/$name.data
+	gc=$GUEST_CODE
+	case $name in *-alt) gc=$GUEST_CODE2 ;; esac   # the guest kernel at another address
 	# shellcheck disable=SC2086
-	"$VMTRACE" synth -o "$f" --size 128K --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
+	"$VMTRACE" synth -o "$f" --size 128K --host-code "$HOST_CODE" --guest-code "$gc" \
 		--branches "$TMP/$name.branches" $opts 2>/dev/null || { fail "$name: synth"; continue; }
 	fields=$FIELDS
 	case $opts in
@@ -25,10 +30,10 @@ while read -r name opts; do
 	*) "$VMTRACE" correlate --in-place "$f" >"$TMP/$name.corr" 2>&1
 	   check "$name: vmtrace correlate --in-place (every VMCS)" test $? -eq 0 ;;
 	esac
-	timeout 300 "$PERF" script -i "$f" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=be -F "$fields" \
+	timeout 300 "$PERF" script -i "$f" --guestkallsyms "$gc/kallsyms" --itrace=be -F "$fields" \
 		>"$TMP/$name.perf" 2>"$TMP/$name.perf.err"
 	check "$name: perf script exit 0" test $? -eq 0
-	"$VMTRACE" script "$f" --guestkallsyms "$GUEST_CODE/kallsyms" >"$TMP/$name.vt" 2>"$TMP/$name.vt.err"
+	"$VMTRACE" script "$f" --guestkallsyms "$gc/kallsyms" >"$TMP/$name.vt" 2>"$TMP/$name.vt.err"
 	check "$name: vmtrace script exit 0" test $? -eq 0
 	check "$name: guest code decoded" grep -q 'guest.kernel.kallsyms' "$TMP/$name.vt"
 	pc=
@@ -45,6 +50,11 @@ cpu-1vcpu-timed         --vcpus 1 --per-cpu --cpus 1
 thread-2vcpu-timeless   --vcpus 2 --timeless --seed 7
 thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0
 cpu-2vcpu-mtc0          --vcpus 2 --per-cpu --cpus 2 --mtc-period 0 --psb-period 0 --seed 3
+thread-8vcpu-timed      --vcpus 8 --psb-period 1 --size 512K
+thread-1vcpu-cyc-mtc0   --vcpus 1 --cyc --mtc-period 0
+thread-2vcpu-timed-alt  --vcpus 2 --psb-period 1
+thread-4vcpu-timeless-cyc-alt --vcpus 4 --timeless --cyc
+cpu-8vcpu-4cpu-timed    --vcpus 8 --per-cpu --cpus 4 --psb-period 0 --size 512K
 CONFIGS
 
 # same options, same bytes and the same ground truth

@@ -1,7 +1,8 @@
 /* script.c - `vmtrace script`: the branches of a host Intel PT recording of
  * KVM guests, host and guest code decoded (src/decode), printed as
  * `perf script --itrace=be -F comm,tid,cpu,time,ip,sym,symoff,dso,addr`
- * prints them, or as JSON. */
+ * prints them, as its --call-trace and --call-ret-trace print calls, or as
+ * JSON. */
 #include "config.h"
 
 #include <stdio.h>
@@ -18,15 +19,51 @@ typedef struct {
 	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
 	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
 	gboolean json, host_only, guest_only;
+	gboolean call_trace, call_ret_trace, insn_trace;
+	char *itrace, *fields, *time;
 	gint vcpu, tid, jobs;
+	/* what they make of it */
+	gboolean branches, errors;         /* --itrace b/c/r, e */
+	guint32 branch_flags;              /* --itrace c/r: perf flags shown (0: all) */
+	guint field_mask;                  /* -F: F_* */
+	gboolean cpu_auto;                 /* the CPU field when per CPU (instructions; -F did not say) */
+	gboolean have_time;
+	guint64 time_start, time_end;      /* --time, ns */
 } ScriptOptions;
+
+/* -F fields, in perf's print order */
+enum {
+	F_COMM = 1 << 0, F_TID = 1 << 1, F_CPU = 1 << 2, F_TIME = 1 << 3, F_PERIOD = 1 << 4, F_EVENT = 1 << 5,
+	F_FLAGS = 1 << 6, F_IP = 1 << 7, F_SYM = 1 << 8, F_SYMOFF = 1 << 9, F_DSO = 1 << 10, F_ADDR = 1 << 11,
+	F_INSN = 1 << 12, F_DISASM = 1 << 13,
+};
+static const struct { const char *name; guint bit; } field_names[] = {
+	{ "comm", F_COMM }, { "tid", F_TID }, { "cpu", F_CPU }, { "time", F_TIME }, { "period", F_PERIOD },
+	{ "event", F_EVENT }, { "flags", F_FLAGS }, { "ip", F_IP }, { "sym", F_SYM }, { "symoff", F_SYMOFF },
+	{ "dso", F_DSO }, { "addr", F_ADDR }, { "insn", F_INSN }, { "disasm", F_DISASM },
+};
+/* the defaults: perf's -F comm,tid,cpu,time,ip,sym,symoff,dso,addr for
+ * branches; --insn-trace's fields for instructions */
+#define F_BRANCH_DEFAULT (F_COMM | F_TID | F_CPU | F_TIME | F_IP | F_SYM | F_SYMOFF | F_DSO | F_ADDR)
+#define F_INSN_DEFAULT (F_COMM | F_TID | F_TIME | F_IP | F_SYM | F_SYMOFF | F_DSO | F_INSN | F_DISASM)
 
 typedef struct {
 	VtDecodeImage *host, *guest;
 	VtDecodeResult *result;
 	VtJson *json;
 	const ScriptOptions *o;
+	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
+	guint32 show_flags;                /* their branches: perf's flags shown */
+	int spacing;                       /* perf's callindent column, as it goes */
+	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
+	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
 } Script;
+
+/* --insn-trace: a queue's flow between branches runs on from `ip`. */
+typedef struct {
+	guint64 ip;
+	gboolean guest, valid;
+} Walk;
 
 /* ---------------------------------------------------------------- parse */
 static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
@@ -36,6 +73,12 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" },
 		{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &o->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" },
 		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
+		{ "call-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_trace, "Calls with their call depth (perf script --call-trace)", NULL },
+		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
+		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
+		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, e errors (default: be)", "OPTS" },
+		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm; +F/-F add to/remove from the default", "FIELDS" },
+		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only events from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
 		{ "guest-only", 0, 0, G_OPTION_ARG_NONE, &o->guest_only, "Only branches in guest code", NULL },
@@ -58,6 +101,10 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"  vmtrace script vm.data --guest ~/.debug/[kernel.kcore]/BUILDID/TIMESTAMP\n"
 		"  vmtrace script vm.data --guestkallsyms GUEST/kallsyms --guest-only --vcpu 1\n"
 		"  vmtrace script vm.data --guest SNAP --json\n\n"
+		"--call-trace and --call-ret-trace print calls (and returns) the way perf script\n"
+		"does with those options: flags, call depth (perf's thread stack) and padding;\n"
+		"perf's psb/cbr power-event lines are left out.  --insn-trace prints every\n"
+		"instruction as perf script --insn-trace does, then its AT&T disassembly.\n\n"
 		"Decode errors print as perf's --itrace=e lines (libipt's codes and messages);\n"
 		"decoding resumes at the next PSB.  Timed recordings come in time order over\n"
 		"all queues (correct guest time first: vmtrace correlate), timeless ones queue\n"
@@ -76,16 +123,142 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 	return TRUE;
 }
 
-static gboolean validate(const ScriptOptions *o, GError **error)
+/* --itrace=OPTS: perf's letters b, c, r, e and i with a period that means
+ * every instruction (i0ns, i1i). */
+static const char *parse_itrace(ScriptOptions *o)
+{
+	const char *p = o->itrace;
+	gboolean insns = FALSE;
+
+	o->branches = o->errors = FALSE;
+	o->branch_flags = 0;
+	for (; *p; p++) {
+		switch (*p) {
+		case 'b': o->branches = TRUE; break;
+		case 'c': o->branch_flags |= VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END; break;
+		case 'r': o->branch_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN; break;
+		case 'e': o->errors = TRUE; break;
+		case 'i':
+			if (g_str_has_prefix(p, "i0ns") || g_str_has_prefix(p, "i1i"))
+				p += p[1] == '0' ? 3 : 2;
+			else
+				return "--itrace=i: perf samples every 100000 ns by default; vmtrace prints every "
+				       "instruction: give i0ns (or i1i)";
+			insns = TRUE;
+			break;
+		default:
+			return "--itrace: only b, c, r, e and i0ns are supported";
+		}
+	}
+	if (o->branch_flags)
+		o->branches = TRUE;
+	if (insns && o->branches)
+		return "--itrace: instructions (i) and branches (b, c, r) together are not supported";
+	o->insn_trace |= insns;
+	return NULL;
+}
+
+/* -F: a full list, or +FIELD/-FIELD changes of the default. */
+static const char *parse_fields(ScriptOptions *o)
+{
+	g_auto(GStrv) v = g_strsplit(o->fields, ",", -1);
+	guint mask = o->field_mask;
+	gboolean relative = o->fields[0] == '+' || o->fields[0] == '-';
+
+	if (!relative)
+		mask = 0;
+	for (guint i = 0; v[i]; i++) {
+		const char *f = v[i];
+		int sign = *f == '-' ? -1 : *f == '+' ? 1 : relative ? 1 : 0;
+		guint bit = 0;
+
+		f += *f == '-' || *f == '+';
+		for (gsize k = 0; k < G_N_ELEMENTS(field_names); k++)
+			if (!strcmp(f, field_names[k].name))
+				bit = field_names[k].bit;
+		if (bit == F_CPU || !relative)
+			o->cpu_auto = FALSE;
+		if (!bit)
+			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm)";
+		mask = sign < 0 ? mask & ~bit : mask | bit;
+	}
+	if (!(mask & (F_IP | F_ADDR)) && (mask & (F_SYM | F_SYMOFF | F_DSO)))
+		return "-F: sym, symoff and dso need ip or addr";
+	o->field_mask = mask;
+	return NULL;
+}
+
+/* seconds[.fraction] -> ns; empty: none */
+static gboolean parse_seconds(const char *t, guint64 *ns)
+{
+	char *end;
+	guint64 sec = g_ascii_strtoull(t, &end, 10), frac = 0, scale = 1000000000;
+
+	if (end == t || *t == '-' || *t == '+')
+		return FALSE;
+	if (*end == '.') {
+		for (end++; g_ascii_isdigit(*end) && scale > 1; end++) {
+			scale /= 10;
+			frac += (guint64)(*end - '0') * scale;
+		}
+	}
+	*ns = sec * 1000000000 + frac;
+	return *end == 0 && sec < G_MAXUINT64 / 1000000000;
+}
+
+static const char *parse_time(ScriptOptions *o)
+{
+	const char *comma = strchr(o->time, ',');
+	g_autofree char *a = comma ? g_strndup(o->time, comma - o->time) : NULL;
+
+	if (!comma || strchr(comma + 1, ','))
+		return "--time: give START,END (seconds.nanoseconds, either may be empty)";
+	o->time_start = 0;
+	o->time_end = G_MAXUINT64;
+	if ((*a && !parse_seconds(a, &o->time_start)) || (comma[1] && !parse_seconds(comma + 1, &o->time_end)))
+		return "--time: START and END are seconds.nanoseconds";
+	if (o->time_start > o->time_end)
+		return "--time: START is after END";
+	o->have_time = TRUE;
+	return NULL;
+}
+
+static const char *parse_selection(ScriptOptions *o)
 {
 	const char *bad = NULL;
 
-	if (o->host_only && o->guest_only)
+	o->branches = o->errors = TRUE;
+	if (o->itrace && (o->call_trace || o->call_ret_trace || o->insn_trace))
+		return "--itrace does not go with --call-trace, --call-ret-trace or --insn-trace";
+	if (o->itrace)
+		bad = parse_itrace(o);
+	o->field_mask = o->insn_trace ? F_INSN_DEFAULT : F_BRANCH_DEFAULT;
+	o->cpu_auto = o->insn_trace;
+	if (!bad && o->fields && (o->call_trace || o->call_ret_trace || o->json))
+		bad = "-F does not go with --call-trace, --call-ret-trace or --json";
+	if (!bad && o->fields)
+		bad = parse_fields(o);
+	if (!bad && o->time)
+		bad = parse_time(o);
+	return bad;
+}
+
+static gboolean validate(ScriptOptions *o, GError **error)
+{
+	const char *bad = parse_selection(o);
+
+	if (bad)
+		;
+	else if (o->host_only && o->guest_only)
 		bad = "--host-only and --guest-only exclude each other";
 	else if (o->guest_dir && o->guestkallsyms)
 		bad = "--guest and --guestkallsyms exclude each other";
 	else if (!o->kcore != !o->kallsyms)
 		bad = "--kcore and --kallsyms go together";
+	else if (o->call_trace + o->call_ret_trace + o->insn_trace > 1)
+		bad = "--call-trace, --call-ret-trace and --insn-trace exclude each other";
+	else if (o->insn_trace && o->json)
+		bad = "--insn-trace prints text only (no --json)";
 	else if (o->jobs < 0 || o->jobs > 1024)
 		bad = "--jobs must be 0..1024";
 	if (bad)
@@ -170,35 +343,80 @@ static gboolean open_images(Script *s, gboolean *usage, GError **error)
 }
 
 /* -------------------------------------------------------------- report */
-/* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)". */
+/* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)", as far
+ * as -F asks. */
 static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 {
 	const VtDecodeImage *img = guest ? s->guest : s->host;
+	guint f = s->o->field_mask;
 	const char *sym = NULL;
 	guint64 off = 0;
 	gsize avail;
 
-	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
 	if (addr && vt_decode_image_code(img, addr, &avail))
 		sym = vt_decode_image_symbol(img, addr, &off);
-	if (sym)
-		g_string_append_printf(l, " %s+0x%" G_GINT64_MODIFIER "x (%s)", sym, off,
+	if (sym && (f & (F_SYM | F_SYMOFF | F_DSO)) == (F_SYM | F_SYMOFF | F_DSO)) {
+		/* the usual fields in one go: printing is most of the time */
+		g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x %s+0x%" G_GINT64_MODIFIER "x (%s)", addr, sym, off,
 				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
-	else
-		g_string_append(l, " [unknown] ([unknown])");
+		return;
+	}
+	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
+	if (f & (F_SYM | F_SYMOFF))
+		g_string_append_printf(l, " %s", sym ? sym : "[unknown]");
+	if (sym && (f & F_SYMOFF))
+		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
+	if (f & F_DSO)
+		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
 }
 
+/* perf's line start: comm, tid, cpu, time (nanoseconds for instructions),
+ * period, event, flags - those -F asks for - and the space before the IP. */
 static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
+	guint f = s->o->field_mask;
 	char name[24];
 
+	g_string_truncate(l, 0);
 	/* perf names a guest thread it has no sideband for ":TID" */
 	g_snprintf(name, sizeof(name), ":%d", e->tid);
-	g_string_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
-	if (vt_decode_result_timed(s->result))
+	if ((f & (F_COMM | F_TID | F_CPU)) == (F_COMM | F_TID | F_CPU)) {
+		g_string_append_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
+	} else {
+		if (f & F_COMM)
+			g_string_append_printf(l, "%16s ", guest || !e->comm ? name : e->comm);
+		if (f & F_TID)
+			g_string_append_printf(l, "%5d ", e->tid);
+		if (f & F_CPU)
+			g_string_append_printf(l, "[%03d] ", e->cpu);
+	}
+	if ((f & F_TIME) && vt_decode_result_timed(s->result) && s->o->insn_trace)
+		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
+				       e->time % 1000000000);
+	else if ((f & F_TIME) && vt_decode_result_timed(s->result))
 		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT ": ", e->time / 1000000000,
 				       e->time % 1000000000 / 1000);
+	if (f & F_PERIOD)
+		g_string_append_printf(l, "%10u ", 1);
+	if (f & F_EVENT)   /* perf pads event names to the longest in the file: intel_pt//k's 11 */
+		g_string_append_printf(l, "%11s: ", s->o->insn_trace ? "instructions:k" : "branches:k");
+	if (f & F_FLAGS) {
+		char fl[32];
+
+		vt_decode_perf_flags_name(s->o->insn_trace ? 0 : vt_decode_perf_flags(&e->b), fl);
+		g_string_append_printf(l, "  %-21s ", fl);
+	}
 	g_string_append_c(l, ' ');
+}
+
+/* " insn: BYTES" of the instruction at ip */
+static void insn_bytes(GString *l, Script *s, guint64 ip, gboolean guest)
+{
+	const VtDisasmInsn *in = ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL;
+
+	g_string_append(l, " insn:");
+	for (guint i = 0; in && i < in->len; i++)
+		g_string_append_printf(l, " %02x", in->bytes[i]);
 }
 
 static gboolean wanted(const Script *s, gboolean guest)
@@ -206,48 +424,210 @@ static gboolean wanted(const Script *s, gboolean guest)
 	return !(s->o->host_only && guest) && !(s->o->guest_only && !guest);
 }
 
-/* A branch is one line - VM entries and exits two, each half in its own
- * machine, as perf prints them. */
-static void print_text(const Script *s, const VtDecodeEvent *e, GString *l)
+static void print_error(const Script *s, const VtDecodeEvent *e, GString *l)
 {
 	const VtBranch *b = &e->b;
-	gboolean split = b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT;
+
+	if (!s->o->errors)
+		return;
+	g_string_printf(l, " instruction trace error type 1 time ");
+	if (vt_decode_result_timed(s->result))
+		g_string_append_printf(l, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, e->time / 1000000000,
+				       e->time % 1000000000);
+	else
+		g_string_append(l, "0");
+	g_string_append_printf(l, " cpu %d pid %d tid %d ip %#" G_GINT64_MODIFIER "x code %d: %s", e->cpu, e->pid,
+			       e->tid, b->from, b->code, pt_errstr(b->code));
+	puts(l->str);
+}
+
+/* One branch line, FROM => TO in one machine, with the fields -F asks for;
+ * insn: the branch instruction (a VM entry's on both its lines; none from 0). */
+static void branch_line(Script *s, const VtDecodeEvent *e, GString *l, gboolean guest, guint64 from, guint64 to)
+{
+	const VtBranch *b = &e->b;
+	guint f = s->o->field_mask;
+
+	if (!wanted(s, guest))
+		return;
+	line_start(l, s, e, guest);
+	if (f & F_IP)
+		side(l, s, from, guest);
+	if (f & F_ADDR) {
+		g_string_append(l, " => ");
+		side(l, s, to, guest);
+	}
+	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
+		insn_bytes(l, s, b->from, b->from_guest);
+	else if ((f & F_INSN) && from)
+		insn_bytes(l, s, from, guest);
+	puts(l->str);
+}
+
+/* A branch is one line - VM entries and exits two, each half in its own
+ * machine, as perf prints them. */
+static void print_text(Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
 
 	if (b->kind == VT_BRANCH_ERROR) {
-		g_string_printf(l, " instruction trace error type 1 time ");
-		if (vt_decode_result_timed(s->result))
-			g_string_append_printf(l, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, e->time / 1000000000,
-					       e->time % 1000000000);
-		else
-			g_string_append(l, "0");
-		g_string_append_printf(l, " cpu %d pid %d tid %d ip %#" G_GINT64_MODIFIER "x code %d: %s", e->cpu,
-				       e->pid, e->tid, b->from, b->code, pt_errstr(b->code));
-		puts(l->str);
+		print_error(s, e, l);
+	} else if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
+		branch_line(s, e, l, b->from_guest, b->from, 0);
+		branch_line(s, e, l, b->to_guest, 0, b->to);
+	} else {
+		branch_line(s, e, l, b->from ? b->from_guest : b->to_guest, b->from, b->to);
+	}
+}
+
+/* ----------------------------------------------------- call traces */
+/* perf's line start for call traces: nanosecond times, the CPU only in
+ * per-CPU recordings, the flags with --call-ret-trace. */
+static void call_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
+{
+	char name[24];
+
+	g_snprintf(name, sizeof(name), ":%d", e->tid);
+	g_string_printf(l, "%16s %5d ", guest || !e->comm ? name : e->comm, e->tid);
+	if (vt_decode_result_per_cpu(s->result))
+		g_string_append_printf(l, "[%03d] ", e->cpu);
+	if (vt_decode_result_timed(s->result))
+		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
+				       e->time % 1000000000);
+	if (s->o->call_ret_trace) {
+		char f[32];
+
+		vt_decode_perf_flags_name(flags, f);
+		g_string_append_printf(l, "  %-21s ", f);
+	}
+}
+
+/* perf's callindent field for one sample (ip => addr in one machine):
+ * "(DSO)\t", the depth's indentation, the called function (calls, trace
+ * begins) or the returning one (returns, trace ends), padded to a column
+ * that follows the longest recent name. */
+static void call_indent(GString *l, Script *s, guint64 ip, guint64 addr, gboolean guest, guint32 flags, guint depth)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
+		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
+	const char *dso = guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]";
+	const char *sym = NULL;
+	guint64 off;
+	gsize avail, start;
+	int len = 0;
+
+	if (!ip || !vt_decode_image_code(img, ip, &avail))
+		dso = "[unknown]";
+	g_string_append_printf(l, s->o->call_trace ? "(%-50s)\t" : "(%s)\t", dso);
+	start = l->len;
+	if (at && vt_decode_image_code(img, at, &avail))
+		sym = vt_decode_image_symbol(img, at, &off);
+	if (sym)
+		g_string_append_printf(l, "%*s%s", (int)depth * 4, "", sym);
+	else if (at)
+		g_string_append_printf(l, "%*s%16" G_GINT64_MODIFIER "x", (int)depth * 4, "", at);
+	len = (int)(l->len - start);
+	if (len > s->spacing || (len && len < s->spacing - 52))
+		s->spacing = (len + 4 + 31) / 32 * 32;
+	if (len < s->spacing)
+		g_string_append_printf(l, "%*s", s->spacing - len, "");
+}
+
+/* One half of a branch (a VM entry or exit is two, each in its machine). */
+static void call_half(Script *s, const VtDecodeEvent *e, GString *l, guint64 ip, guint64 addr, gboolean guest,
+		      guint32 flags)
+{
+	/* perf keeps a stack for the host thread only: guest lines show none */
+	guint depth = guest ? 0 : vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, &e->b);
+
+	if (!wanted(s, guest))
+		return;
+	call_start(l, s, e, guest, flags);
+	call_indent(l, s, ip, addr, guest, flags, depth);
+	puts(l->str);
+}
+
+static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
+	guint32 flags = vt_decode_perf_flags(b);
+
+	if (b->kind == VT_BRANCH_ERROR) {
+		print_text(s, e, l);
 		return;
 	}
-	if (split && wanted(s, b->from_guest)) {
-		line_start(l, s, e, b->from_guest);
-		side(l, s, b->from, b->from_guest);
-		g_string_append(l, " => ");
-		side(l, s, 0, b->from_guest);
-		puts(l->str);
-	}
-	if (split) {
-		if (!wanted(s, b->to_guest))
-			return;
-		line_start(l, s, e, b->to_guest);
-		side(l, s, 0, b->to_guest);
+	if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
+		call_half(s, e, l, b->from, 0, b->from_guest, flags);
+		call_half(s, e, l, 0, b->to, b->to_guest, flags);
 	} else {
-		gboolean guest = b->from ? b->from_guest : b->to_guest;
-
-		if (!wanted(s, guest))
-			return;
-		line_start(l, s, e, guest);
-		side(l, s, b->from, b->from_guest);
+		call_half(s, e, l, b->from, b->to, b->from ? b->from_guest : b->to_guest, flags);
 	}
-	g_string_append(l, " => ");
-	side(l, s, b->to, b->to_guest);
+}
+
+/* ---------------------------------------------------- instruction trace */
+/* Instructions run straight on between two branches: from where the
+ * queue's last branch went up to the next branch's source (a synchronous
+ * branch's instruction runs; the IP of an interrupt, VM exit or
+ * asynchronous trace end does not). */
+#define MAX_STRAIGHT 100000
+
+static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDisasmInsn *in, gboolean guest)
+{
+	guint f = s->o->field_mask;
+
+	line_start(l, s, e, guest);
+	if (f & F_IP)
+		side(l, s, in->ip, guest);
+	if (f & F_INSN)
+		insn_bytes(l, s, in->ip, guest);
+	if (f & F_DISASM)
+		g_string_append_printf(l, "\t\t%s", in->text);
 	puts(l->str);
+}
+
+static void insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk *w, guint64 to, gboolean inclusive)
+{
+	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
+	guint64 ip = w->ip;
+
+	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
+		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+
+		if (!in->len)
+			return;
+		if (wanted(s, w->guest))
+			insn_line(s, e, l, in, w->guest);
+		ip += in->len;
+	}
+}
+
+static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean show)
+{
+	const VtBranch *b = &e->b;
+	Walk *w;
+
+	if (s->walk->len <= e->queue)
+		g_array_set_size(s->walk, e->queue + 1);
+	w = &g_array_index(s->walk, Walk, e->queue);
+	if (b->kind == VT_BRANCH_ERROR) {
+		if (show)
+			print_error(s, e, l);
+		w->valid = FALSE;
+		return;
+	}
+	if (!w->valid && b->from && !b->async) {
+		/* the first branch after a PSB: the flow from the PSB's IP is
+		 * not known here, the branch's instruction is */
+		w->ip = b->from;
+		w->guest = b->from_guest;
+		w->valid = TRUE;
+	}
+	if (show && w->valid && b->from && b->from_guest == w->guest)
+		insn_walk(s, e, l, w, b->from, !b->async);
+	w->valid = b->to != 0;
+	w->ip = b->to;
+	w->guest = b->to_guest;
 }
 
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
@@ -287,6 +667,8 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_int(j, "vcpu", e->vcpu);
 	if (b->vmcs)
 		vt_json_kv_hex(j, "vmcs", b->vmcs);
+	if (s->stacks && b->kind != VT_BRANCH_ERROR)
+		vt_json_kv_uint(j, "depth", vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, b));
 	if (b->kind == VT_BRANCH_ERROR) {
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", b->code);
@@ -307,6 +689,12 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 		return FALSE;
 	if (s->o->vcpu >= 0 && e->vcpu != s->o->vcpu)
 		return FALSE;
+	if (s->o->have_time && (e->time < s->o->time_start || e->time > s->o->time_end))
+		return FALSE;
+	if (b->kind == VT_BRANCH_ERROR)
+		return s->o->errors;
+	if (!s->stacks && s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags))
+		return FALSE;               /* --itrace c, r */
 	if (s->o->json && b->kind != VT_BRANCH_ERROR)
 		return wanted(s, b->from_guest) || wanted(s, b->to_guest);
 	return TRUE;
@@ -315,23 +703,53 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 static void report(Script *s)
 {
 	g_autoptr(GString) l = g_string_new(NULL);
-	gsize n = vt_decode_result_len(s->result);
+	const VtDecodeEvent *e;
 
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
-	for (gsize i = 0; i < n; i++) {
-		const VtDecodeEvent *e = vt_decode_result_event(s->result, i);
-
+	if (s->o->call_trace || s->o->call_ret_trace)
+		s->stacks = vt_decode_stacks_new();
+	if (s->o->insn_trace)
+		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
+	s->disasm[0] = vt_decode_disasm_new(s->host);
+	s->disasm[1] = vt_decode_disasm_new(s->guest);
+	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
+	if (s->o->call_ret_trace)
+		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
+	else if (!s->stacks)
+		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
+	while ((e = vt_decode_result_next(s->result))) {
+		if (s->stacks) {
+			/* every branch moves perf's stack; only some are shown */
+			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
+			if (e->b.kind != VT_BRANCH_ERROR && !(vt_decode_perf_flags(&e->b) & s->show_flags))
+				continue;
+		}
+		if (s->walk) {
+			print_insns(s, e, l, selected(s, e));   /* the flow goes on unseen */
+			continue;
+		}
 		if (!selected(s, e))
 			continue;
 		if (s->json)
 			print_json(s, e);
+		else if (s->stacks)
+			print_call(s, e, l);
 		else
 			print_text(s, e, l);
 	}
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;
+	vt_decode_stacks_free(s->stacks);
+	s->stacks = NULL;
+	if (s->walk)
+		g_array_free(s->walk, TRUE);
+	s->walk = NULL;
+	for (int i = 0; i < 2; i++) {
+		vt_decode_disasm_free(s->disasm[i]);
+		s->disasm[i] = NULL;
+	}
 }
 
 /* ------------------------------------------------------------- command */
@@ -342,6 +760,9 @@ static void options_clear(ScriptOptions *o)
 	g_free(o->guestkallsyms);
 	g_free(o->kcore);
 	g_free(o->kallsyms);
+	g_free(o->itrace);
+	g_free(o->fields);
+	g_free(o->time);
 }
 
 int cmd_script(int argc, char **argv)
@@ -367,6 +788,13 @@ int cmd_script(int argc, char **argv)
 		vt_err("script", "%s", err->message);
 		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 											  : VT_EXIT_BAD_INPUT;
+		goto out;
+	}
+	if (o.cpu_auto && vt_decode_result_per_cpu(s.result))
+		o.field_mask |= F_CPU;     /* as perf: the CPU when samples have one */
+	if (o.have_time && !vt_decode_result_timed(s.result)) {
+		vt_err("script", "--time: %s is timeless (recorded with tsc=0), it has no times", o.rec);
+		rc = VT_EXIT_USAGE;
 		goto out;
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);

@@ -94,6 +94,26 @@ typedef struct {
 /* Decode the instruction at ip of img; FALSE (kind BAD) when unmapped or invalid. */
 gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn);
 
+/* ---------------------------------------------------------- disassembly */
+/* One instruction of an image: its bytes and its AT&T text ("(bad)" when
+ * Zydis cannot decode it, "(unmapped)" outside the code; len 0 then). */
+typedef struct {
+	guint64 ip;
+	guint8 len;
+	guint8 bytes[15];
+	char *text;
+} VtDisasmInsn;
+
+typedef struct VtDecodeDisasm VtDecodeDisasm;
+
+/* A cache of the instructions of img (borrowed), each decoded and formatted
+ * once; not thread-safe (one per thread). */
+VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);
+void vt_decode_disasm_free(VtDecodeDisasm *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeDisasm, vt_decode_disasm_free)
+const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip);
+guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* instructions cached */
+
 /* ------------------------------------------------------------- branches */
 typedef enum {
 	VT_BRANCH_JUMP,        /* taken conditional or unconditional jump */
@@ -122,7 +142,45 @@ typedef struct {
 	guint8 from_guest, to_guest;
 	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */
 	guint8 conditional;
+	guint8 async;          /* bound to a FUP (interrupt, VM exit, asynchronous trace end) */
+	guint8 insn_kind;      /* VtInsnKind of the instruction at `from` (synchronous branches) */
+	guint8 insn_len;       /* its length (0 for asynchronous branches) */
 } VtBranch;
+
+/* --------------------------------------------------- perf's view of branches */
+/* perf's sample flags (PERF_IP_FLAG_*, the ABI of perf's scripting) */
+enum {
+	VT_PERF_FLAG_BRANCH = 1 << 0, VT_PERF_FLAG_CALL = 1 << 1, VT_PERF_FLAG_RETURN = 1 << 2,
+	VT_PERF_FLAG_CONDITIONAL = 1 << 3, VT_PERF_FLAG_SYSCALLRET = 1 << 4, VT_PERF_FLAG_ASYNC = 1 << 5,
+	VT_PERF_FLAG_INTERRUPT = 1 << 6, VT_PERF_FLAG_TX_ABORT = 1 << 7, VT_PERF_FLAG_TRACE_BEGIN = 1 << 8,
+	VT_PERF_FLAG_TRACE_END = 1 << 9, VT_PERF_FLAG_IN_TX = 1 << 10, VT_PERF_FLAG_VMENTRY = 1 << 11,
+	VT_PERF_FLAG_VMEXIT = 1 << 12,
+};
+
+/* The flags perf gives the branch (a VM entry is a call, a VM exit an
+ * asynchronous call; errors have none). */
+guint32 vt_decode_perf_flags(const VtBranch *b);
+/* perf script's text for the flags ("call", "tr end  async", "bcyh", ...):
+ * at most 20 characters, left-aligned in 19 when named. */
+void vt_decode_perf_flags_name(guint32 flags, char buf[32]);
+
+/* perf's thread stack (what its callindent field shows): per thread (per
+ * CPU for thread 0), calls push their return address unless they call the
+ * next instruction, returns pop down to their target's entry when the
+ * stack holds it, a trace begin pops its target and the calls that ended
+ * the trace; a decode error empties the thread's stack. */
+typedef struct VtDecodeStacks VtDecodeStacks;
+
+VtDecodeStacks *vt_decode_stacks_new(void);
+void vt_decode_stacks_free(VtDecodeStacks *st);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeStacks, vt_decode_stacks_free)
+/* Apply one branch of thread tid (on cpu) to its stack.  trace: which
+ * continuous trace it belongs to (perf's trace_nr); a change empties the
+ * stack. */
+void vt_decode_stacks_event(VtDecodeStacks *st, gint32 tid, gint32 cpu, guint32 trace, const VtBranch *b);
+/* The depth perf's callindent prints for that branch just applied: the
+ * stack's depth, plus one for a return. */
+guint vt_decode_stacks_depth(VtDecodeStacks *st, gint32 tid, gint32 cpu, const VtBranch *b);
 
 /* ------------------------------------------------------------ recordings */
 typedef struct {
@@ -145,17 +203,20 @@ typedef struct {
 
 typedef struct VtDecodeResult VtDecodeResult;
 
-/* Decode every AUX queue of the recording (queues in parallel threads) and
- * order the branches: timed recordings by time over all queues (ties in
- * queue order), timeless ones queue after queue in trace order. */
+/* Decode every AUX queue of the recording, streamed: each queue in its own
+ * thread a few batches ahead (at most opts->jobs decoding at once), the
+ * branches read with vt_decode_result_next() - timed recordings in time
+ * order over all queues (ties in queue order), timeless ones queue after
+ * queue in trace order.  Memory does not grow with the number of branches. */
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error);
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 
-gsize vt_decode_result_len(const VtDecodeResult *r);
-const VtDecodeEvent *vt_decode_result_event(const VtDecodeResult *r, gsize i);
+/* The next branch (valid until the next call), NULL at the end. */
+const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
+/* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
  * NULL when it has none. */
@@ -170,6 +231,15 @@ typedef struct {
 
 gboolean vt_decode_buffer(const guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
 			  VtDecodeImage *guest, GArray *out, GError **error);
+
+/* The same a piece at a time: a decoder over a copy of buf; each call of
+ * vt_decode_queue_next() appends branches to out until it holds max (or
+ * the trace ends: then FALSE). */
+typedef struct VtDecodeQueue VtDecodeQueue;
+VtDecodeQueue *vt_decode_queue_new(const guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
+				   VtDecodeImage *guest, GError **error);
+gboolean vt_decode_queue_next(VtDecodeQueue *q, GArray *out, guint max);
+void vt_decode_queue_free(VtDecodeQueue *q);
 
 G_END_DECLS
 

@@ -13,9 +13,11 @@
 #define NO_PROGRESS_LIMIT 1000000
 
 G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+
+typedef struct VtDecodeQueue Dec;
 #define KEY(a) ((gpointer)(guintptr)(a))
 
-typedef struct {
+struct VtDecodeQueue {
 	struct pt_block_decoder *dec;
 	struct pt_image *pi[2];          /* host, guest */
 	VtDecodeImage *img[2];
@@ -38,9 +40,18 @@ typedef struct {
 	gboolean async_guest;
 	guint64 async_tsc;
 	guint64 last_ip;
+	/* the source of the next branch emitted (see source()) */
+	gboolean src_async;
+	guint8 src_kind, src_len;
 	GArray *out;
 	gsize len;                       /* of the AUX buffer */
-} Dec;
+	guint8 *buf;                     /* the AUX bytes (a copy, 16 zeros after them) */
+	/* where decoding stands, between calls of vt_decode_queue_next() */
+	gboolean synced, done;
+	int status;
+	uint64_t prev_sync, last_off;
+	guint stuck;
+};
 
 /* The AUX offset of the decoder's position.  After a failed sync at the
  * very end, libipt 2.0.5 leaves it one byte past the buffer: never past. */
@@ -74,10 +85,24 @@ static guint64 now(Dec *d)
 	return pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ? 0 : tsc;
 }
 
+/* What the next emitted branch's source instruction is (pending
+ * instruction) or that it is asynchronous. */
+static void source(Dec *d, gboolean async, const VtInsn *in)
+{
+	d->src_async = async;
+	d->src_kind = in ? in->kind : VT_INSN_OTHER;
+	d->src_len = in ? in->len : 0;
+}
+
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		    gboolean cond, guint64 tsc)
 {
 	VtBranch b = { 0 };
+
+	b.async = d->src_async;
+	b.insn_kind = d->src_kind;
+	b.insn_len = d->src_len;
+	source(d, FALSE, NULL);
 
 	b.from = from;
 	b.to = to;
@@ -127,6 +152,7 @@ static void resolve(Dec *d, guint64 to)
 	if (!d->have_pend)
 		return;
 	d->have_pend = FALSE;
+	source(d, FALSE, in);
 	switch (in->kind) {
 	case VT_INSN_COND:
 		if (to != d->pend_ip + in->len)
@@ -152,6 +178,7 @@ static void flush_async(Dec *d)
 	if (!d->have_async)
 		return;
 	d->have_async = FALSE;
+	source(d, TRUE, NULL);
 	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc);
 }
 
@@ -171,6 +198,7 @@ static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
 	if (status_update || !d->have_async)
 		return;
 	d->have_async = FALSE;
+	source(d, TRUE, NULL);
 	emit_at(d, was && !non_root ? VT_BRANCH_VMEXIT : VT_BRANCH_ASYNC, d->async_from, d->async_to, was, non_root,
 		FALSE, d->async_tsc);
 }
@@ -190,12 +218,14 @@ static void on_event(Dec *d, const struct pt_event *ev)
 			guint64 from = d->pend_ip;
 
 			d->have_pend = FALSE;
+			source(d, FALSE, &d->pend);
 			emit(d, VT_BRANCH_TRACE_END, from, 0, d->guest, d->guest, FALSE);
 		}
 		break;
 	case ptev_async_disabled:
 		flush_async(d);
 		resolve(d, ev->variant.async_disabled.at);
+		source(d, TRUE, NULL);
 		emit(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE);
 		break;
 	case ptev_async_branch:
@@ -258,46 +288,63 @@ static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_con
 	return -pte_bad_opc;
 }
 
-/* Decode from a synchronisation point (status: what syncing returned) to
- * the end or to an error. */
-static int run(Dec *d, int status)
+/* One step from a synchronisation point: the pending events and one block
+ * (status: what the last call returned); negative at the end or an error. */
+static int step(Dec *d, int status)
 {
 	struct pt_block blk;
 	struct pt_event ev;
-	uint64_t last_off = G_MAXUINT64;
-	guint stuck = 0;
+	uint64_t off = 0;
 
-	for (;;) {
-		uint64_t off = 0;
-
-		while (status & pts_event_pending) {
-			status = pt_blk_event(d->dec, &ev, sizeof(ev));
-			if (status < 0)
-				return status;
-			on_event(d, &ev);
-		}
-		memset(&blk, 0, sizeof(blk));
-		if (status & pts_eos) {
-			/* the trace has ended: the next block only tells where
-			 * the last branch went (like perf, nothing after it) */
-			if (pt_blk_next(d->dec, &blk, sizeof(blk)) >= 0 || blk.ninsn) {
-				flush_async(d);
-				resolve(d, blk.ip);
-			}
-			return -pte_eos;
-		}
-		d->before = now(d);
-		status = pt_blk_next(d->dec, &blk, sizeof(blk));
-		if (blk.ninsn)
-			on_block(d, &blk);
+	while (status & pts_event_pending) {
+		status = pt_blk_event(d->dec, &ev, sizeof(ev));
 		if (status < 0)
 			return status;
-		pt_blk_get_offset(d->dec, &off);
-		stuck = off == last_off ? stuck + 1 : 0;
-		last_off = off;
-		if (stuck > NO_PROGRESS_LIMIT)
-			return -pte_internal;
+		on_event(d, &ev);
 	}
+	memset(&blk, 0, sizeof(blk));
+	if (status & pts_eos) {
+		/* the trace has ended: the next block only tells where the last
+		 * branch went (like perf, nothing after it) */
+		if (pt_blk_next(d->dec, &blk, sizeof(blk)) >= 0 || blk.ninsn) {
+			flush_async(d);
+			resolve(d, blk.ip);
+		}
+		return -pte_eos;
+	}
+	d->before = now(d);
+	status = pt_blk_next(d->dec, &blk, sizeof(blk));
+	if (blk.ninsn)
+		on_block(d, &blk);
+	if (status < 0)
+		return status;
+	pt_blk_get_offset(d->dec, &off);
+	d->stuck = off == d->last_off ? d->stuck + 1 : 0;
+	d->last_off = off;
+	return d->stuck > NO_PROGRESS_LIMIT ? -pte_internal : status;
+}
+
+/* Synchronise at the next PSB; FALSE when there is none (or no progress). */
+static gboolean sync_next(Dec *d)
+{
+	uint64_t off = 0;
+	int status = pt_blk_sync_forward(d->dec);
+
+	if (status == -pte_eos)
+		return FALSE;
+	pt_blk_get_sync_offset(d->dec, &off);
+	if (status < 0 && off == d->prev_sync)
+		return FALSE;            /* syncing makes no progress: give up on the rest */
+	d->prev_sync = off;
+	if (status < 0) {
+		emit_error(d, status);
+		return TRUE;
+	}
+	d->synced = TRUE;
+	d->status = status;
+	d->last_off = G_MAXUINT64;
+	d->stuck = 0;
+	return TRUE;
 }
 
 static gboolean decoder_new(Dec *d, const guint8 *buf, gsize len, const VtDecodeCpu *cpu, GError **error)
@@ -329,52 +376,81 @@ static gboolean decoder_new(Dec *d, const guint8 *buf, gsize len, const VtDecode
 	return pt_blk_set_image(d->dec, d->pi[0]) >= 0;
 }
 
+VtDecodeQueue *vt_decode_queue_new_take(guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
+					VtDecodeImage *guest, GError **error)
+{
+	Dec *d = g_new0(Dec, 1);
+
+	d->buf = buf;
+	d->len = len;
+	d->prev_sync = G_MAXUINT64;
+	d->img[0] = host;
+	d->img[1] = guest ? guest : host;
+	d->pi[0] = vt_decode_image_new_pt(host, error);
+	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
+	d->cache[0] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	d->cache[1] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	if (!d->pi[1] || !decoder_new(d, d->buf, len, cpu, error)) {
+		vt_decode_queue_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+VtDecodeQueue *vt_decode_queue_new(const guint8 *data, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
+				   VtDecodeImage *guest, GError **error)
+{
+	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
+	guint8 *buf = g_malloc0(len + 16);
+
+	memcpy(buf, data, len);
+	return vt_decode_queue_new_take(buf, len, cpu, host, guest, error);
+}
+
+void vt_decode_queue_free(VtDecodeQueue *d)
+{
+	if (!d)
+		return;
+	if (d->dec)
+		pt_blk_free_decoder(d->dec);
+	for (int i = 0; i < 2; i++) {
+		if (d->pi[i])
+			pt_image_free(d->pi[i]);
+		if (d->cache[i])
+			g_hash_table_destroy(d->cache[i]);
+	}
+	g_free(d->buf);
+	g_free(d);
+}
+
+gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
+{
+	d->out = out;
+	while (!d->done && out->len < max) {
+		if (!d->synced) {
+			d->done = !sync_next(d);
+			continue;
+		}
+		d->status = step(d, d->status);
+		if (d->status >= 0)
+			continue;
+		d->synced = FALSE;
+		if (d->status != -pte_eos)
+			emit_error(d, d->status);
+	}
+	d->out = NULL;
+	return !d->done;
+}
+
 gboolean vt_decode_buffer(const guint8 *data, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
 			  VtDecodeImage *guest, GArray *out, GError **error)
 {
-	Dec d = { 0 };
-	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
-	guint8 *buf = g_malloc0(len + 16);
-	gboolean ok = FALSE;
-	int status;
+	VtDecodeQueue *d = vt_decode_queue_new(data, len, cpu, host, guest, error);
 
-	memcpy(buf, data, len);
-	d.out = out;
-	d.len = len;
-	d.img[0] = host;
-	d.img[1] = guest ? guest : host;
-	d.pi[0] = vt_decode_image_new_pt(host, error);
-	d.pi[1] = d.pi[0] ? vt_decode_image_new_pt(d.img[1], error) : NULL;
-	if (!d.pi[1] || !decoder_new(&d, buf, len, cpu, error))
-		goto out;
-	d.cache[0] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	d.cache[1] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	for (uint64_t prev = G_MAXUINT64;;) {
-		uint64_t off = 0;
-
-		status = pt_blk_sync_forward(d.dec);
-		if (status == -pte_eos)
-			break;
-		pt_blk_get_sync_offset(d.dec, &off);
-		if (status < 0 && off == prev)
-			break;            /* syncing makes no progress: give up on the rest */
-		prev = off;
-		if (status >= 0)
-			status = run(&d, status);
-		if (status == -pte_eos)
-			break;
-		emit_error(&d, status);
-	}
-	ok = TRUE;
-out:
-	if (d.dec)
-		pt_blk_free_decoder(d.dec);
-	for (int i = 0; i < 2; i++) {
-		if (d.pi[i])
-			pt_image_free(d.pi[i]);
-		if (d.cache[i])
-			g_hash_table_destroy(d.cache[i]);
-	}
-	g_free(buf);
-	return ok;
+	if (!d)
+		return FALSE;
+	while (vt_decode_queue_next(d, out, G_MAXUINT))
+		;
+	vt_decode_queue_free(d);
+	return TRUE;
 }

@@ -1,5 +1,9 @@
-/* recording.c - every AUX queue of a recording decoded (in parallel
- * threads), the branches named (thread, vCPU, time) and ordered. */
+/* recording.c - every AUX queue of a recording decoded, the branches named
+ * (thread, vCPU, time) and streamed in order: each queue is decoded by its
+ * own thread a few batches ahead of the reader (at most --jobs decoding at
+ * once), and the reader merges the queues' batches (timed: by time over all
+ * queues; timeless: queue after queue).  Memory holds the AUX data and a
+ * few batches per queue, never the branches of the whole trace. */
 #include "config.h"
 
 #include <stdio.h>
@@ -8,54 +12,54 @@
 #include "src/decode/internal.h"
 #include "vmcorr/session.h"
 
+#define BATCH 4096                /* branches per batch */
+#define AHEAD 4                   /* batches a queue's thread decodes ahead */
+
+typedef struct {
+	VtDecodeResult *r;
+	const VmcorrQueue *q;
+	VtDecodeQueue *dec;
+	GAsyncQueue *ready;       /* GArray batches of VtBranch; an empty one ends */
+	gint ahead;               /* batches decoded and not yet read (r->lock) */
+	GArray *cur;              /* the reader's batch */
+	guint pos;
+	gboolean ended;
+	GThread *thread;
+} Queue;
+
 struct VtDecodeResult {
-	GArray *events;          /* VtDecodeEvent */
-	GStringChunk *strings;   /* comm names */
+	VmcorrSession *s;
+	Queue *qs;
+	guint n, at;              /* queues; timeless: the one being read */
+	GMutex lock;
+	GCond cond;
+	guint tokens;             /* threads that may decode now (--jobs) */
+	gboolean stop;
+	GStringChunk *strings;    /* comm names */
 	gboolean timed, per_cpu;
 	guint nerrors;
+	VtDecodeEvent ev;         /* the event last returned */
 };
 
-typedef struct {
-	const guint8 *data;      /* the queue's AUX bytes, buffers joined */
-	gsize len;
-	guint8 *owned;
-	const VmcorrQueue *q;
-	GArray *out;             /* VtBranch */
-	GError *error;
-} Job;
-
-typedef struct {
-	const VtDecodeOptions *opts;
-	VtDecodeCpu cpu;
-} Shared;
-
-static void run_job(gpointer data, gpointer user)
-{
-	Job *j = data;
-	Shared *sh = user;
-
-	vt_decode_buffer(j->data, j->len, &sh->cpu, sh->opts->host, sh->opts->guest, j->out, &j->error);
-}
-
 /* The queue's AUX bytes in one piece (buffers that follow each other). */
-static gboolean join_buffers(const VmcorrSession *s, const VmcorrQueue *q, Job *j, GError **error)
+static guint8 *join_buffers(const VmcorrSession *s, const VmcorrQueue *q, gsize *len, GError **error)
 {
 	gsize total = 0, at = 0;
 
 	for (guint i = 0; i < q->nbufs; i++)
 		total += s->bufs[q->first + i].size;
-	j->owned = g_malloc(total ? total : 1);
+	g_autofree guint8 *owned = g_malloc0(total + 16);   /* 16 zeros: see vt_decode_queue_new_take() */
+
 	for (guint i = 0; i < q->nbufs; i++) {
 		const VmcorrBuffer *b = &s->bufs[q->first + i];
 
 		/* read, not mapped: a file that shrinks is an error, not SIGBUS */
-		if (!vt_perf_file_read(s->f, b->payload_off, j->owned + at, b->size, error))
-			return FALSE;
+		if (!vt_perf_file_read(s->f, b->payload_off, owned + at, b->size, error))
+			return NULL;
 		at += b->size;
 	}
-	j->data = j->owned;
-	j->len = total;
-	return TRUE;
+	*len = total;
+	return g_steal_pointer(&owned);
 }
 
 /* CPU identity (errata), TSC:CTC ratio, MTC frequency, nominal ratio. */
@@ -95,116 +99,142 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
 }
 
-static void add_event(VtDecodeResult *r, const VmcorrSession *s, const Job *j, guint k)
+/* ------------------------------------------------------------- decoding */
+/* A queue's thread: batches until the end, at most AHEAD ahead, at most
+ * `tokens` threads decoding at once. */
+static gpointer produce(gpointer data)
 {
-	VtDecodeEvent e = { 0 };
+	Queue *q = data;
+	VtDecodeResult *r = q->r;
+	gboolean more = TRUE;
 
-	e.b = g_array_index(j->out, VtBranch, k);
-	e.queue = j->q->idx;
-	name_event(r, s, j->q, &e);
-	r->nerrors += e.b.kind == VT_BRANCH_ERROR;
-	g_array_append_val(r->events, e);
+	while (more) {
+		GArray *b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+
+		g_mutex_lock(&r->lock);
+		while (!r->stop && (q->ahead >= AHEAD || !r->tokens))
+			g_cond_wait(&r->cond, &r->lock);
+		if (r->stop) {
+			g_mutex_unlock(&r->lock);
+			g_array_free(b, TRUE);
+			return NULL;
+		}
+		r->tokens--;
+		q->ahead++;
+		g_mutex_unlock(&r->lock);
+		more = vt_decode_queue_next(q->dec, b, BATCH);
+		g_mutex_lock(&r->lock);
+		r->tokens++;
+		g_cond_broadcast(&r->cond);
+		g_mutex_unlock(&r->lock);
+		if (b->len)
+			g_async_queue_push(q->ready, b);
+		else
+			g_array_free(b, TRUE);
+	}
+	g_async_queue_push(q->ready, g_array_new(FALSE, FALSE, sizeof(VtBranch)));
+	return NULL;
 }
 
-/* Timed: the queues merged into one timeline (each queue keeps its own
- * order; of equal times the lower queue first); timeless: queue after
- * queue in trace order. */
-static void collect(VtDecodeResult *r, const VmcorrSession *s, Job *jobs, guint n)
+/* The queue's next branch, waiting for its thread; NULL at its end. */
+static const VtBranch *peek(VtDecodeResult *r, Queue *q)
 {
-	gsize total = 0;
-	g_autofree guint *pos = g_new0(guint, n);
+	while (!q->ended && (!q->cur || q->pos >= q->cur->len)) {
+		if (q->cur)
+			g_array_free(q->cur, TRUE);
+		q->cur = g_async_queue_pop(q->ready);
+		q->pos = 0;
+		q->ended = q->cur->len == 0;
+		g_mutex_lock(&r->lock);
+		q->ahead--;
+		g_cond_broadcast(&r->cond);
+		g_mutex_unlock(&r->lock);
+	}
+	return q->ended ? NULL : &g_array_index(q->cur, VtBranch, q->pos);
+}
 
-	for (guint i = 0; i < n; i++)
-		total += jobs[i].out->len;
-	r->events = g_array_sized_new(FALSE, FALSE, sizeof(VtDecodeEvent), (guint)total);
+/* Timed: the queue whose next branch comes first (of equal times the lower
+ * queue); timeless: the current queue until it ends. */
+static Queue *next_queue(VtDecodeResult *r)
+{
+	Queue *best = NULL;
+	guint64 t = 0;
+
 	if (!r->timed) {
-		for (guint i = 0; i < n; i++)
-			for (guint k = 0; k < jobs[i].out->len; k++)
-				add_event(r, s, &jobs[i], k);
-		return;
+		while (r->at < r->n && !peek(r, &r->qs[r->at]))
+			r->at++;
+		return r->at < r->n ? &r->qs[r->at] : NULL;
 	}
-	for (;;) {
-		gint best = -1;
-		guint64 t = 0;
+	for (guint i = 0; i < r->n; i++) {
+		const VtBranch *b = peek(r, &r->qs[i]);
 
-		for (guint i = 0; i < n; i++) {
-			guint64 ti;
-
-			if (pos[i] >= jobs[i].out->len)
-				continue;
-			ti = g_array_index(jobs[i].out, VtBranch, pos[i]).tsc;
-			if (best < 0 || ti < t) {
-				best = (gint)i;
-				t = ti;
-			}
+		if (b && (!best || b->tsc < t)) {
+			best = &r->qs[i];
+			t = b->tsc;
 		}
-		if (best < 0)
-			break;
-		add_event(r, s, &jobs[best], pos[best]++);
 	}
+	return best;
 }
 
-static gboolean decode_all(const VtDecodeOptions *opts, VmcorrSession *s, Job *jobs, guint n, GError **error)
+const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 {
-	Shared sh = { opts, { 0 } };
-	GThreadPool *pool;
-	guint threads = opts->jobs ? opts->jobs : g_get_num_processors();
+	Queue *q = next_queue(r);
 
-	cpu_of(s, &sh.cpu);
-	pool = g_thread_pool_new(run_job, &sh, (gint)MAX(1, MIN(threads, n)), TRUE, error);
-	if (!pool)
-		return FALSE;
-	for (guint i = 0; i < n; i++)
-		g_thread_pool_push(pool, &jobs[i], NULL);
-	g_thread_pool_free(pool, FALSE, TRUE);
-	for (guint i = 0; i < n; i++) {
-		if (jobs[i].error) {
-			g_propagate_error(error, jobs[i].error);
-			jobs[i].error = NULL;
+	if (!q)
+		return NULL;
+	memset(&r->ev, 0, sizeof(r->ev));
+	r->ev.b = g_array_index(q->cur, VtBranch, q->pos++);
+	r->ev.queue = q->q->idx;
+	name_event(r, r->s, q->q, &r->ev);
+	r->nerrors += r->ev.b.kind == VT_BRANCH_ERROR;
+	return &r->ev;
+}
+
+static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GError **error)
+{
+	VtDecodeCpu cpu;
+
+	cpu_of(r->s, &cpu);
+	for (guint i = 0; i < r->n; i++) {
+		Queue *q = &r->qs[i];
+		gsize len = 0;
+		g_autofree guint8 *aux = NULL;
+
+		q->r = r;
+		q->q = &g_array_index(r->s->queues, VmcorrQueue, i);
+		q->ready = g_async_queue_new();
+		aux = join_buffers(r->s, q->q, &len, error);
+		if (!aux)
 			return FALSE;
-		}
+		q->dec = vt_decode_queue_new_take(g_steal_pointer(&aux), len, &cpu, opts->host, opts->guest, error);
+		if (!q->dec)
+			return FALSE;
 	}
+	for (guint i = 0; i < r->n; i++)
+		r->qs[i].thread = g_thread_new("vmtrace-decode", produce, &r->qs[i]);
 	return TRUE;
 }
 
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 {
 	VmcorrSession *s = vmcorr_session_open(opts->path, VT_PERF_OPEN_RDONLY, error);
-	VtDecodeResult *r = NULL;
-	Job *jobs = NULL;
-	guint n;
-	gboolean ok = FALSE;
+	VtDecodeResult *r;
 
 	if (!s)
 		return NULL;
-	n = s->queues->len;
-	jobs = g_new0(Job, n);
-	for (guint i = 0; i < n; i++) {
-		jobs[i].q = &g_array_index(s->queues, VmcorrQueue, i);
-		jobs[i].out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
-		if (!join_buffers(s, jobs[i].q, &jobs[i], error))
-			goto out;
-	}
-	if (!decode_all(opts, s, jobs, n, error))
-		goto out;
 	r = g_new0(VtDecodeResult, 1);
+	r->s = s;
+	r->n = s->queues->len;
+	r->qs = g_new0(Queue, r->n);
+	g_mutex_init(&r->lock);
+	g_cond_init(&r->cond);
+	r->tokens = opts->jobs ? opts->jobs : MAX(1, g_get_num_processors());
 	r->strings = g_string_chunk_new(4096);
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
-	collect(r, s, jobs, n);
-	ok = TRUE;
-out:
-	for (guint i = 0; jobs && i < n; i++) {
-		g_free(jobs[i].owned);
-		if (jobs[i].out)
-			g_array_free(jobs[i].out, TRUE);
-		g_clear_error(&jobs[i].error);
-	}
-	g_free(jobs);
-	vmcorr_session_free(s);
-	if (!ok && r) {
+	if (!open_queues(r, opts, error)) {
 		vt_decode_result_free(r);
-		r = NULL;
+		return NULL;
 	}
 	return r;
 }
@@ -213,19 +243,31 @@ void vt_decode_result_free(VtDecodeResult *r)
 {
 	if (!r)
 		return;
-	g_array_free(r->events, TRUE);
+	g_mutex_lock(&r->lock);
+	r->stop = TRUE;
+	g_cond_broadcast(&r->cond);
+	g_mutex_unlock(&r->lock);
+	for (guint i = 0; i < r->n; i++) {
+		Queue *q = &r->qs[i];
+		GArray *b;
+
+		if (q->thread)
+			g_thread_join(q->thread);
+		if (q->ready) {
+			while ((b = g_async_queue_try_pop(q->ready)))
+				g_array_free(b, TRUE);
+			g_async_queue_unref(q->ready);
+		}
+		if (q->cur)
+			g_array_free(q->cur, TRUE);
+		vt_decode_queue_free(q->dec);
+	}
+	g_free(r->qs);
+	g_mutex_clear(&r->lock);
+	g_cond_clear(&r->cond);
 	g_string_chunk_free(r->strings);
+	vmcorr_session_free(r->s);
 	g_free(r);
-}
-
-gsize vt_decode_result_len(const VtDecodeResult *r)
-{
-	return r->events->len;
-}
-
-const VtDecodeEvent *vt_decode_result_event(const VtDecodeResult *r, gsize i)
-{
-	return &g_array_index(r->events, VtDecodeEvent, i);
 }
 
 gboolean vt_decode_result_timed(const VtDecodeResult *r)

@@ -1,0 +1,205 @@
+/* callstack.c - perf's view of a branch: its sample flags, their names as
+ * perf script prints them, and the per-thread call stack whose depth perf's
+ * callindent field shows (--call-trace, --call-ret-trace).  Facts from perf
+ * 6.1 (thread-stack.c, builtin-script.c), checked against its output on
+ * traces of real kernel code (tests/t0093). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "src/decode/decode.h"
+
+/* ---------------------------------------------------------------- flags */
+static guint32 insn_flags(guint8 kind)
+{
+	switch (kind) {
+	case VT_INSN_COND:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL;
+	case VT_INSN_CALL: case VT_INSN_CALL_IND:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL;
+	case VT_INSN_RETURN:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_RETURN;
+	case VT_INSN_SYSCALL:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_SYSCALLRET;
+	case VT_INSN_SYSRET:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_RETURN | VT_PERF_FLAG_SYSCALLRET;
+	case VT_INSN_IRET:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_RETURN | VT_PERF_FLAG_INTERRUPT;
+	case VT_INSN_INT:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_INTERRUPT;
+	case VT_INSN_VMENTRY:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_VMENTRY;
+	default:
+		return VT_PERF_FLAG_BRANCH;
+	}
+}
+
+guint32 vt_decode_perf_flags(const VtBranch *b)
+{
+	switch (b->kind) {
+	case VT_BRANCH_ERROR:
+		return 0;
+	case VT_BRANCH_TRACE_BEGIN:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_TRACE_BEGIN;
+	case VT_BRANCH_TRACE_END:
+		return (b->async ? VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_ASYNC : insn_flags(b->insn_kind)) |
+		       VT_PERF_FLAG_TRACE_END;
+	case VT_BRANCH_ASYNC:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_INTERRUPT;
+	case VT_BRANCH_VMEXIT:
+		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_VMEXIT;
+	case VT_BRANCH_VMENTRY:
+		return insn_flags(VT_INSN_VMENTRY);
+	default:
+		return insn_flags(b->insn_kind);
+	}
+}
+
+static const char *flags_to_name(guint32 flags)
+{
+	static const struct { guint32 flags; const char *name; } names[] = {
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL, "call" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_RETURN, "return" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL, "jcc" },
+		{ VT_PERF_FLAG_BRANCH, "jmp" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_INTERRUPT, "int" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_RETURN | VT_PERF_FLAG_INTERRUPT, "iret" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_SYSCALLRET, "syscall" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_RETURN | VT_PERF_FLAG_SYSCALLRET, "sysret" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_ASYNC, "async" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_INTERRUPT, "hw int" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_TX_ABORT, "tx abrt" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_TRACE_BEGIN, "tr strt" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_TRACE_END, "tr end" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_VMENTRY, "vmentry" },
+		{ VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CALL | VT_PERF_FLAG_VMEXIT, "vmexit" },
+	};
+
+	for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
+		if (names[i].flags == flags)
+			return names[i].name;
+	return NULL;
+}
+
+void vt_decode_perf_flags_name(guint32 flags, char buf[32])
+{
+	static const char chars[] = "bcrosyiABExgh";
+	const char *name;
+	gsize pos = 0;
+
+	flags &= ~(guint32)VT_PERF_FLAG_IN_TX;
+	if ((name = flags_to_name(flags))) {
+		g_snprintf(buf, 32, "%-15s    ", name);
+		return;
+	}
+	if ((flags & VT_PERF_FLAG_TRACE_BEGIN) && (name = flags_to_name(flags & ~(guint32)VT_PERF_FLAG_TRACE_BEGIN))) {
+		g_snprintf(buf, 32, "tr strt %-7s    ", name);
+		return;
+	}
+	if ((flags & VT_PERF_FLAG_TRACE_END) && (name = flags_to_name(flags & ~(guint32)VT_PERF_FLAG_TRACE_END))) {
+		g_snprintf(buf, 32, "tr end  %-7s    ", name);
+		return;
+	}
+	for (gsize i = 0; i < sizeof(chars) - 1; i++)
+		if (flags & (1u << i))
+			buf[pos++] = chars[i];
+	buf[pos] = 0;
+}
+
+/* --------------------------------------------------------------- stacks */
+typedef struct {
+	guint64 ret;
+	gboolean trace_end;        /* a call that ended the trace */
+} Frame;
+
+typedef struct {
+	GArray *frames;
+	guint32 trace;             /* the trace (queue) that last changed it */
+} Stack;
+
+static void stack_free(gpointer p)
+{
+	Stack *s = p;
+
+	g_array_unref(s->frames);
+	g_free(s);
+}
+
+struct VtDecodeStacks {
+	GHashTable *by_thread;     /* key (tid, or -1-cpu for thread 0) -> Stack */
+};
+
+VtDecodeStacks *vt_decode_stacks_new(void)
+{
+	VtDecodeStacks *st = g_new0(VtDecodeStacks, 1);
+
+	st->by_thread = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, stack_free);
+	return st;
+}
+
+void vt_decode_stacks_free(VtDecodeStacks *st)
+{
+	if (!st)
+		return;
+	g_hash_table_destroy(st->by_thread);
+	g_free(st);
+}
+
+static Stack *stack_of(VtDecodeStacks *st, gint32 tid, gint32 cpu)
+{
+	gpointer key = GINT_TO_POINTER(tid ? tid : -1 - MAX(cpu, 0));
+	Stack *s = g_hash_table_lookup(st->by_thread, key);
+
+	if (!s) {
+		s = g_new0(Stack, 1);
+		s->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
+		g_hash_table_insert(st->by_thread, key, s);
+	}
+	return s;
+}
+
+/* Down to the frame that returns to `ret`, if there is one. */
+static void pop_to(GArray *s, guint64 ret)
+{
+	for (guint i = s->len; i;)
+		if (g_array_index(s, Frame, --i).ret == ret) {
+			g_array_set_size(s, i);
+			return;
+		}
+}
+
+static void pop_trace_end(GArray *s)
+{
+	while (s->len && g_array_index(s, Frame, s->len - 1).trace_end)
+		g_array_set_size(s, s->len - 1);
+}
+
+void vt_decode_stacks_event(VtDecodeStacks *st, gint32 tid, gint32 cpu, guint32 trace, const VtBranch *b)
+{
+	Stack *stack = stack_of(st, tid, cpu);
+	GArray *s = stack->frames;
+	guint32 flags = vt_decode_perf_flags(b);
+
+	if (trace != stack->trace)
+		g_array_set_size(s, 0);
+	stack->trace = trace;
+	if (b->kind == VT_BRANCH_ERROR) {
+		g_array_set_size(s, 0);
+	} else if (flags & VT_PERF_FLAG_CALL) {
+		Frame f = { b->from + b->insn_len, (flags & VT_PERF_FLAG_TRACE_END) != 0 };
+
+		if (b->to && f.ret != b->to)
+			g_array_append_val(s, f);
+	} else if (flags & VT_PERF_FLAG_TRACE_BEGIN) {
+		pop_to(s, b->to);
+		pop_trace_end(s);
+	} else if ((flags & VT_PERF_FLAG_RETURN) && b->from) {
+		pop_to(s, b->to);
+	}
+}
+
+guint vt_decode_stacks_depth(VtDecodeStacks *st, gint32 tid, gint32 cpu, const VtBranch *b)
+{
+	return stack_of(st, tid, cpu)->frames->len + ((vt_decode_perf_flags(b) & VT_PERF_FLAG_RETURN) ? 1 : 0);
+}
