@@ -66,8 +66,8 @@ fsync_time() {
 }
 col() { cut -d' ' -f"$1" "$dir/$2.times"; }
 
-printf '%-11s | %8s %8s %7s %8s %6s | %8s %8s %8s %7s | %8s %8s | %s\n' \
-	mix vt_dry_s perf_s ratio MB/s same vt_fix_s fsync_s perf_s ratio vt_rss perf_rss "packets (vmtrace synth options)"
+printf '%-11s | %8s %8s %7s %8s %6s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
+	mix vt_dry_s perf_s ratio MB/s same vt_fix_s fsync_s perf_s ratio ratio_fs vt_rss perf_rss "packets (vmtrace synth options)"
 mib=$(numfmt --from=iec "$size")
 for m in "${MIXES[@]}"; do
 	name=${m%%:*}; opts=${m#*:}
@@ -99,11 +99,11 @@ for m in "${MIXES[@]}"; do
 	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
 	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
 		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" 'BEGIN {
-		printf "%-11s | %8.2f %8.2f %6.1fx %8.0f %6s | %8.2f %8.3f %8.2f %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
+		printf "%-11s | %8.2f %8.2f %6.1fx %8.0f %6s | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
 			n, a, b, (a > 0 ? b / a : 0), (a > 0 ? mib / 1048576 / a : 0), s,
-			c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), x / 1024, y / 1024, o }'
+			c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
 done
 echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is the maximum over both"
 echo " operations and all runs; $(nproc) CPUs; ratio = perf / vmtrace, for the correction vmtrace's time"
-echo " without fsync (fsync_s, measured in a separate run with strace); same = vmtrace --format=perf"
-echo " prints exactly perf's VMCS lines)"
+echo " without fsync (fsync_s, measured in a separate run with strace, so it is noisy), ratio_fs with"
+echo " it (perf does not sync); same = vmtrace --format=perf prints exactly perf's VMCS lines)"
