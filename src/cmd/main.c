@@ -9,7 +9,6 @@
 
 #include "src/cmd/cmd.h"
 #include "src/fs/tempfile.h"
-#include "src/fs/tempfile.h"
 
 static const VtCmd commands[] = {
 	{ "check", cmd_check, "is this host (and a libvirt domain) ready for host Intel PT tracing of guests?" },
@@ -63,7 +62,6 @@ int main(int argc, char **argv)
 		printf("vmtrace %s (libipt %u.%u.%u)\n", PACKAGE_VERSION, v.major, v.minor, v.patch);
 		return VT_EXIT_OK;
 	}
-	vt_tempfile_handle_signals();    /* no temporary outlives a signal or exit() */
 	vt_tempfile_handle_signals();    /* no temporary outlives a signal or exit() */
 	vt_cli_scan_json(argc - 1, argv + 1);
 	rc = vt_cmd_dispatch(commands, G_N_ELEMENTS(commands), "vmtrace", argc - 1, argv + 1);
