@@ -326,7 +326,7 @@ static void inj_report_text(const InjOpts *o, const VtInjectResult *r)
 		const VtInjectClock *c = &g_array_index(o->opt.clocks, VtInjectClock, i);
 		g_autofree char *who = c->vcpu >= 0 ? g_strdup_printf("vCPU %d", c->vcpu) : g_strdup("every vCPU");
 
-		printf("  %s: TSC offset %#018" G_GINT64_MODIFIER "x%s", who, c->offset, c->ratio ? "" : "\n");
+		printf("  %s: TSC offset %#" G_GINT64_MODIFIER "x%s", who, c->offset, c->ratio ? "" : "\n");
 		if (c->ratio)
 			printf(", TSC scaling %" G_GUINT64_FORMAT "/2^%u\n", c->ratio, c->frac);
 	}
