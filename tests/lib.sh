@@ -19,6 +19,9 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
 finish() { echo "# $n checks, $fails failed"; [ "$fails" -eq 0 ] && exit 0; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
 need_perf() { [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1 || skip "perf not installed (apt-get install linux-perf)"; }
+# An ASan/UBSan build: its allocator's redzones and quarantine make peak-RSS
+# bounds meaningless there (the normal build checks them).
+asan_build() { grep -q __asan_init "$VMTRACE" 2>/dev/null; }
 need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
 # test_cmp EXPECT ACTUAL: git's test_cmp - succeeds when the two files are
 # equal; otherwise prints a unified diff (expected -, actual +) as "# "

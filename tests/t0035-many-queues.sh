@@ -22,6 +22,10 @@ set -- $(peak_rss_kb "$VMTRACE" correlate -n "$TMP/mq.data")
 echo "# 1,000,000 queues: peak RSS $1 KiB, exit $2"
 check "dry run of 1M one-buffer queues: exit 6 (no guest) - exit $2" test "$2" = 6
 check "it saw every queue" grep -q "1000000 per-thread AUX queues" "$TMP/out"
+if asan_build; then
+	echo "# ASan build: the memory bound is checked by the normal build (peak RSS here $1 KiB)"
+	finish
+fi
 check "peak RSS under 128 MiB ($1 KiB)" test "$1" -lt 131072
 set -- $(peak_rss_kb "$VMTRACE" correlate -n -J 1 "$TMP/mq.data")
 check "the same with --jobs 1 ($1 KiB)" test "$1" -lt 131072
