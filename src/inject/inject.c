@@ -41,6 +41,7 @@ typedef struct {
 	guint next_ev;
 	gboolean index_done;
 	VtPerfWriter *w;
+	GByteArray *aux;         /* an AUX payload, read (not mapped: no SIGBUS) */
 } Merge;
 
 static const IdMap *id_map(const Merge *m, uint64_t guest_id)
@@ -287,16 +288,13 @@ static gboolean flush_guest(Merge *m, uint64_t t, GError **error)
 static gboolean copy_auxtrace(Merge *m, const VtPerfRecord *rec, GError **error)
 {
 	VtPerfAuxtrace aux;
-	const uint8_t *p;
 
 	if (!vt_perf_record_auxtrace(rec, &aux, error))
 		return FALSE;
-	if (!(p = vt_perf_file_map(m->h->f, aux.payload_file_offset, aux.size)))
-		return bad_record(error, m->h->f, rec, "payload past the end of the file");
-	if (!vt_perf_writer_write_auxtrace(m->w, &aux, p, aux.size, NULL, error))
-		return FALSE;
-	vt_perf_file_release(m->h->f, rec->file_offset, aux.payload_file_offset + aux.size - rec->file_offset);
-	return TRUE;
+	g_byte_array_set_size(m->aux, aux.size);
+	/* read, not mapped: a file that shrinks is an error, not SIGBUS */
+	return vt_perf_file_read(m->h->f, aux.payload_file_offset, m->aux->data, aux.size, error) &&
+	       vt_perf_writer_write_auxtrace(m->w, &aux, m->aux->data, aux.size, NULL, error);
 }
 
 /* Host records in file order; before each one with a time, the guest
@@ -625,6 +623,7 @@ gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *ou
 	m.ids = g_array_new(FALSE, FALSE, sizeof(IdMap));
 	m.by_guest = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	m.evs = g_array_new(FALSE, FALSE, sizeof(Ev));
+	m.aux = g_byte_array_new();
 	g_array_set_clear_func(m.evs, ev_clear);
 	ok = (m.g = inj_guest_open(guest, error)) && (m.h = inj_host_open(rec, error)) &&
 	     check_host(m.h, error) && select_pid(m.h, opt->machine_pid, error);
@@ -641,6 +640,7 @@ gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *ou
 		ok = check_vcpus(&m, error) && convert_all(&m, error) && write_output(&m, rec, out, error);
 	}
 	g_array_free(m.evs, TRUE);
+	g_byte_array_unref(m.aux);
 	g_hash_table_unref(m.by_guest);
 	g_array_free(m.ids, TRUE);
 	inj_host_free(m.h);
