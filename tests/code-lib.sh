@@ -29,3 +29,19 @@ make_code_dirs() {
 	fi
 	rm -f "$TMP/kernel/vmlinux"
 }
+
+# code_recording NAME SIZE OPTS...: $TMP/NAME.data, a synth recording of the
+# real code of make_code_dirs (ground truth in $TMP/NAME.branches), corrected
+# by vmtrace correlate unless timeless (perf needs host time too).  Fails
+# (a check) and returns 1 when either step does.
+code_recording() {
+	cr_name=$1 cr_size=$2
+	shift 2
+	"$VMTRACE" synth -o "$TMP/$cr_name.data" --size "$cr_size" --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
+		--branches "$TMP/$cr_name.branches" "$@" 2>/dev/null || { fail "$cr_name: synth"; return 1; }
+	case " $* " in
+	*" --timeless "*) ;;
+	*) "$VMTRACE" correlate --in-place "$TMP/$cr_name.data" >/dev/null 2>&1 ||
+		{ fail "$cr_name: vmtrace correlate"; return 1; } ;;
+	esac
+}

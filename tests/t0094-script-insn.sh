@@ -16,12 +16,7 @@ while read -r name opts; do
 	[ -n "$name" ] || continue
 	f=$TMP/$name.data
 	# shellcheck disable=SC2086
-	"$VMTRACE" synth -o "$f" --size 32K --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
-		--branches "$TMP/$name.branches" $opts 2>/dev/null || { fail "$name: synth"; continue; }
-	case $opts in
-	*--timeless*) ;;
-	*) "$VMTRACE" correlate --in-place "$f" >/dev/null 2>&1 || fail "$name: vmtrace correlate" ;;
-	esac
+	code_recording "$name" 32K $opts || continue
 	pc=
 	case $opts in *--per-cpu*) pc=--per-cpu ;; esac
 	# shellcheck disable=SC2086
