@@ -7,8 +7,8 @@
  * (0x19 followed by the 7 payload bytes the patch replaces).
  *
  * The input lives in a memfd, named /proc/self/fd/N (no disk I/O).
- * Build: make fuzz (clang); with -DVT_FUZZ_STANDALONE a main() that runs
- * the files named on the command line. */
+ * Build: make fuzz (clang); without libFuzzer, link fuzz/standalone.c for a
+ * main() that runs the files named on the command line. */
 #include "config.h"
 
 #include <stdio.h>
@@ -73,20 +73,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	vmcorr_result_free(r);
 	return 0;
 }
-
-#ifdef VT_FUZZ_STANDALONE
-int main(int argc, char **argv)
-{
-	LLVMFuzzerInitialize(&argc, &argv);
-	for (int i = 1; i < argc; i++) {
-		gchar *d;
-		gsize n;
-
-		if (!g_file_get_contents(argv[i], &d, &n, NULL))
-			return 1;
-		LLVMFuzzerTestOneInput((const uint8_t *)d, n);
-		g_free(d);
-	}
-	return 0;
-}
-#endif

@@ -3,8 +3,8 @@
  * that share their addresses (the NR switch runs), must end - no crash, no
  * hang, no sanitizer report - and every branch record must be well formed.
  *
- * Build: make fuzz (clang); or with -DVT_FUZZ_STANDALONE a main() that
- * decodes the files named on the command line. */
+ * Build: make fuzz (clang); without libFuzzer, link fuzz/standalone.c for a
+ * main() that decodes the files named on the command line. */
 #include "config.h"
 
 #include <elf.h>
@@ -104,20 +104,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	g_array_free(out, TRUE);
 	return 0;
 }
-
-#ifdef VT_FUZZ_STANDALONE
-int main(int argc, char **argv)
-{
-	LLVMFuzzerInitialize(&argc, &argv);
-	for (int i = 1; i < argc; i++) {
-		gchar *d;
-		gsize n;
-
-		if (!g_file_get_contents(argv[i], &d, &n, NULL))
-			return 1;
-		LLVMFuzzerTestOneInput((const uint8_t *)d, n);
-		g_free(d);
-	}
-	return 0;
-}
-#endif

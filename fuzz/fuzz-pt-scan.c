@@ -14,8 +14,8 @@
  *
  * Build: clang -fsanitize=fuzzer,address,undefined -Isrc \
  *        src/pt/pt-scan.c fuzz/fuzz-pt-scan.c -lipt
- * With -DVT_FUZZ_STANDALONE it gets a main() that runs the files named on
- * the command line (for builds without libFuzzer).
+ * Without libFuzzer, link fuzz/standalone.c for a main() that runs the
+ * files named on the command line.
  */
 #include "src/pt/pt-scan.h"
 
@@ -253,33 +253,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(mem);
 	return 0;
 }
-
-#ifdef VT_FUZZ_STANDALONE
-int main(int argc, char **argv)
-{
-	int i;
-
-	for (i = 1; i < argc; i++) {
-		FILE *f = fopen(argv[i], "rb");
-		uint8_t *buf;
-		long n;
-
-		if (!f) {
-			perror(argv[i]);
-			return 1;
-		}
-		fseek(f, 0, SEEK_END);
-		n = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		buf = malloc(n > 0 ? (size_t)n : 1);
-		if (!buf || (n > 0 && fread(buf, 1, (size_t)n, f) != (size_t)n)) {
-			perror(argv[i]);
-			return 1;
-		}
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n > 0 ? (size_t)n : 0);
-		free(buf);
-	}
-	return 0;
-}
-#endif
