@@ -84,6 +84,13 @@ gboolean vt_guest_source_pread(VtGuestSource *src, const char *path, guint64 off
 			       gsize *got, GError **error);
 /* The numeric uid the source reads as (-1 if it cannot tell). */
 gint64 vt_guest_source_uid(VtGuestSource *src);
+/* Run a command vmtrace wrote (never user text) in the guest: its stdout
+ * (at most max bytes) and exit status.  Only over SSH: a directory source
+ * fails with VT_GUEST_ERROR_FAILED; so does an account that cannot run
+ * commands. */
+gboolean vt_guest_source_run(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			     GError **error);
+gboolean vt_guest_source_can_run(const VtGuestSource *src);
 
 /* Source implementations fill this in. */
 typedef struct {
@@ -92,6 +99,8 @@ typedef struct {
 			  GError **error);
 	gint64 (*uid)(VtGuestSource *src);
 	void (*close)(VtGuestSource *src);
+	gboolean (*run)(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			GError **error);   /* NULL: cannot run commands */
 } VtGuestSourceOps;
 
 struct VtGuestSource {

@@ -466,6 +466,23 @@ static gint64 ssh_uid(VtGuestSource *src)
 	return s->uid;
 }
 
+static gboolean ssh_run(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			GError **error)
+{
+	SshSource *s = (SshSource *)src;
+	gboolean ok;
+
+	*out = NULL;
+	op_begin(s, "running", command);
+	ok = ssh_exec(s, command, max, out, status);
+	if (!ok)
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot run a command in the guest: %s",
+			    ssh_get_error(s->ssh));
+	if (!op_end(s, ok, error) && *out)
+		g_clear_pointer(out, g_bytes_unref);
+	return ok && *out;
+}
+
 static void ssh_close(VtGuestSource *src)
 {
 	SshSource *s = (SshSource *)src;
@@ -482,7 +499,7 @@ static void ssh_close(VtGuestSource *src)
 	g_free(s);
 }
 
-static const VtGuestSourceOps ssh_ops = { ssh_read_file, ssh_pread, ssh_uid, ssh_close };
+static const VtGuestSourceOps ssh_ops = { ssh_read_file, ssh_pread, ssh_uid, ssh_close, ssh_run };
 
 /* --- connecting ----------------------------------------------------------- */
 static char *fingerprint(ssh_session ssh, char **type)

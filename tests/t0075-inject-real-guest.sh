@@ -74,6 +74,21 @@ tc() {
 boot clocksource=tsc tsc=reliable no-kvmclock ||
 	skip "the guest did not come up: $(tail -3 "$TMP/console" "$TMP/qemu.log" 2>/dev/null | tr '\n' ' ')"
 check "the guest runs the host's perf ($("$PERF" version))" test "$(guest_ssh perf version 2>&1)" = "$("$PERF" version)"
+ssh_args="--ssh root@127.0.0.1:$port -i $K/id_ed25519 --known-hosts $K/known_hosts --batch"
+timeout 120 "$VMTRACE" guest check $ssh_args --json >"$TMP/chk" 2>"$TMP/chk.err"
+check "vmtrace guest check: perf OK, its path and version (perf version 6.1...)" "$PYTHON3" -c "
+import json
+j = json.load(open('$TMP/chk'))
+c = [x for x in j['checks'] if x['name'] == 'perf'][0]
+assert c['status'] == 'OK' and c['what'] == '/usr/bin/perf, $("$PERF" version)', c
+c = [x for x in j['checks'] if x['name'] == 'clocksource'][0]
+assert c['status'] == 'OK' and 'clocksource tsc' in c['what'], c
+"
+guest_ssh 'mv /usr/bin/perf /usr/bin/perf.off'
+timeout 120 "$VMTRACE" guest check $ssh_args >"$TMP/chk2" 2>&1
+check "guest check without perf in the guest: WARN perf, fix linux-perf" \
+	sh -c "grep -q '^WARN perf .*no perf in the guest' '$TMP/chk2' && grep -q 'apt-get install linux-perf' '$TMP/chk2'"
+guest_ssh 'mv /usr/bin/perf.off /usr/bin/perf'
 check "the guest's clocksource is tsc" test "$(guest_ssh cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" = tsc
 guest_record "$TMP/g.data" -e cpu-clock -F 500 --switch-events
 check "perf record -a in the guest: a perf.data copied out" test -s "$TMP/g.data"
