@@ -29,6 +29,8 @@ typedef enum {
 	VT_GUEST_ERROR_CHANGED,         /* kallsyms or modules changed during the copy */
 	VT_GUEST_ERROR_INTERRUPTED,     /* a stop request (signal) */
 	VT_GUEST_ERROR_TIMEOUT,         /* the SSH server stopped answering (after the connection) */
+	VT_GUEST_ERROR_NO_PERF,         /* no perf in the guest */
+	VT_GUEST_ERROR_PERF_FAILED,     /* perf record in the guest failed */
 } VtGuestErrorCode;
 
 /* --- a source of guest files: SSH or a directory ---------------------- */
@@ -84,6 +86,27 @@ gboolean vt_guest_source_pread(VtGuestSource *src, const char *path, guint64 off
 			       gsize *got, GError **error);
 /* The numeric uid the source reads as (-1 if it cannot tell). */
 gint64 vt_guest_source_uid(VtGuestSource *src);
+/* Run a command vmtrace wrote (never user text) in the guest: its stdout
+ * (at most max bytes) and exit status.  Only over SSH: a directory source
+ * fails with VT_GUEST_ERROR_FAILED; so does an account that cannot run
+ * commands. */
+gboolean vt_guest_source_run(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			     GError **error);
+gboolean vt_guest_source_can_run(const VtGuestSource *src);
+
+/* A command that runs in the guest while the host does something else
+ * (SSH only): its stdin stays open until vt_guest_command_finish. */
+typedef struct VtGuestCommand VtGuestCommand;
+VtGuestCommand *vt_guest_command_start(VtGuestSource *src, const char *command, GError **error);
+/* Read its stdout until a line that starts with prefix: the rest of that
+ * line (printable, stripped) in *rest.  The command ending first, or
+ * printing more than 64 KiB, fails with its exit status in *status (-1:
+ * none) and the last line of its stderr in the message. */
+gboolean vt_guest_command_wait_line(VtGuestCommand *c, const char *prefix, char **rest, int *status, GError **error);
+/* Close its stdin, read to the end: its exit status (and its stderr's last
+ * line in *err_line, when there is one). */
+gboolean vt_guest_command_finish(VtGuestCommand *c, int *status, char **err_line, GError **error);
+void vt_guest_command_free(VtGuestCommand *c);
 
 /* Source implementations fill this in. */
 typedef struct {
@@ -92,6 +115,8 @@ typedef struct {
 			  GError **error);
 	gint64 (*uid)(VtGuestSource *src);
 	void (*close)(VtGuestSource *src);
+	gboolean (*run)(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			GError **error);   /* NULL: cannot run commands */
 } VtGuestSourceOps;
 
 struct VtGuestSource {
@@ -200,6 +225,26 @@ gboolean vt_guest_read_symbols(VtGuestSource *src, GBytes **kallsyms, GBytes **m
  * read before a copy (modules or BPF programs came or went meanwhile). */
 gboolean vt_guest_symbols_unchanged(VtGuestSource *src, GBytes *kallsyms, GBytes *modules, GError **error);
 void vt_guest_fetch_result_clear(VtGuestFetchResult *res);
+
+/* --- perf record in the guest (perf.c) ----------------------------------- */
+typedef struct VtGuestPerf VtGuestPerf;
+/* The largest guest perf.data copied back. */
+#define VT_GUEST_PERF_MAX (1ULL << 30)
+/* Start `perf record -a --sample-identifier --switch-events -e EVENTS` in
+ * the guest (EVENTS: NULL for "dummy", sideband only; letters, digits and
+ * ",:/=._-" only) into a new directory below the guest's /tmp; returns once
+ * perf records (its workload runs).  No perf: VT_GUEST_ERROR_NO_PERF; perf
+ * fails: VT_GUEST_ERROR_PERF_FAILED with perf's last line. */
+VtGuestPerf *vt_guest_perf_start(VtGuestSource *src, const char *events, GError **error);
+/* Stop it (its workload reads stdin: end of input ends it, and perf
+ * writes a complete file - also when the SSH connection dies), copy the
+ * file to dir/name (mode 0600) and remove it in the guest.  *bytes: its size. */
+gboolean vt_guest_perf_stop(VtGuestPerf *p, const char *dir, const char *name, guint64 *bytes, GError **error);
+/* Unstopped: the connection's end stops it; its guest directory is removed
+ * when the connection still works. */
+void vt_guest_perf_free(VtGuestPerf *p);
+/* Only letters, digits and ",:/=._-": safe in a guest shell command. */
+gboolean vt_guest_perf_events_ok(const char *events);
 
 /* --- check: OK/WARN/FAIL list (VtHostCheck of src/host/host.h) ----------- */
 void vt_guest_readiness(VtGuestSource *src, GPtrArray *checks);

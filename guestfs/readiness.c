@@ -54,12 +54,74 @@ static void check_clocksource(VtGuestSource *src, GPtrArray *checks)
 			     "boot the guest with no-kvmclock on its kernel command line (Debian: add it to "
 			     "GRUB_CMDLINE_LINUX in /etc/default/grub, update-grub, reboot), then check that "
 			     "current_clocksource is tsc",
-			     "guest clocksource kvm-clock: guest sideband times cannot be converted to host TSC time");
+			     "guest clocksource kvm-clock: guest sideband times cannot be converted to host TSC time "
+			     "(the guest's perf.data has no TSC-based TIME_CONV: vmtrace inject refuses it)");
 	else
 		vt_host_check_add(checks, "clocksource", VT_HOST_CHECK_WARN,
 			     "boot the guest with clocksource=tsc (add tsc=reliable if its kernel marks the TSC unstable)",
 			     "guest clocksource %s (available: %s): guest sideband times are not TSC-based", cur,
 			     avail ? avail : "?");
+}
+
+/* The command that finds perf: its path, then `perf version`'s line
+ * (Debian's /usr/bin/perf is a wrapper that fails when no perf_X.Y for the
+ * running kernel is installed). */
+#define PERF_PROBE "p=$(command -v perf) || exit 127; echo \"$p\"; exec perf version 2>&1"
+#define PERF_FIX "install perf in the guest (Debian: apt-get install linux-perf; Fedora: dnf install perf)"
+
+/* A directory source cannot run it: is there an executable perf file? */
+static void check_perf_root(VtGuestSource *src, GPtrArray *checks)
+{
+	static const char *const paths[] = { "/usr/bin/perf", "/usr/local/bin/perf", "/usr/sbin/perf" };
+	guint8 magic[4];
+	gsize got = 0;
+
+	for (guint i = 0; i < G_N_ELEMENTS(paths); i++)
+		if (vt_guest_source_pread(src, paths[i], 0, magic, sizeof(magic), &got, NULL) && got > 0) {
+			vt_host_check_add(checks, "perf", VT_HOST_CHECK_OK, NULL,
+				     "perf at %s (its version is not checked in a directory: use --ssh)", paths[i]);
+			return;
+		}
+	vt_host_check_add(checks, "perf", VT_HOST_CHECK_WARN, PERF_FIX,
+		     "no perf in the guest (looked in /usr/bin, /usr/local/bin, /usr/sbin): "
+		     "no guest perf.data for vmtrace inject or record --guest-ssh");
+}
+
+static void check_perf(VtGuestSource *src, GPtrArray *checks)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(GBytes) out = NULL;
+	g_auto(GStrv) lines = NULL;
+	g_autofree char *text = NULL;
+	int status = -1;
+
+	if (!vt_guest_source_can_run(src)) {
+		check_perf_root(src, checks);
+		return;
+	}
+	if (!vt_guest_source_run(src, PERF_PROBE, VT_GUEST_LINE_MAX, &out, &status, &err)) {
+		vt_host_check_add(checks, "perf", VT_HOST_CHECK_WARN, "let the SSH account run commands",
+			     "cannot look for perf: %s", err->message);
+		return;
+	}
+	text = vt_guest_bytes_dup(out);
+	lines = g_strsplit(g_strstrip(text), "\n", 3);
+	for (guint i = 0; lines[i]; i++) {
+		g_autoptr(GBytes) b = g_bytes_new_static(lines[i], strlen(lines[i]));
+		char *t = vt_guest_bytes_text(b);
+
+		g_free(lines[i]);
+		lines[i] = t ? t : g_strdup("?");   /* guest bytes are never echoed raw */
+	}
+	if (status == 127 || !lines[0] || !*lines[0])
+		vt_host_check_add(checks, "perf", VT_HOST_CHECK_WARN, PERF_FIX,
+			     "no perf in the guest's PATH: no guest perf.data for vmtrace inject or record --guest-ssh");
+	else if (status != 0 || !lines[1] || !g_str_has_prefix(lines[1], "perf version "))
+		vt_host_check_add(checks, "perf", VT_HOST_CHECK_WARN, PERF_FIX " (for the running kernel)",
+			     "%s does not run: `perf version` %s%s (exit %d)", lines[0],
+			     lines[1] ? "says: " : "printed nothing", lines[1] ? lines[1] : "", status);
+	else
+		vt_host_check_add(checks, "perf", VT_HOST_CHECK_OK, NULL, "%s, %s", lines[0], lines[1]);
 }
 
 static void check_bpf_jit(VtGuestSource *src, GPtrArray *checks)
@@ -188,6 +250,7 @@ void vt_guest_readiness(VtGuestSource *src, GPtrArray *checks)
 	check_login(src, checks);
 	check_build_id(src, checks);
 	check_clocksource(src, checks);
+	check_perf(src, checks);
 	check_bpf_jit(src, checks);
 	check_symbols(src, checks, &ks);
 	check_lockdown(src, checks);

@@ -110,7 +110,7 @@ static void root_close(VtGuestSource *src)
 	g_free(r);
 }
 
-static const VtGuestSourceOps root_ops = { root_read_file, root_pread, root_uid, root_close };
+static const VtGuestSourceOps root_ops = { root_read_file, root_pread, root_uid, root_close, NULL };
 
 VtGuestSource *vt_guest_source_root_open(const char *dir, GError **error)
 {

@@ -37,6 +37,22 @@ gint64 vt_guest_source_uid(VtGuestSource *src)
 	return src->ops->uid(src);
 }
 
+gboolean vt_guest_source_run(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			     GError **error)
+{
+	if (!src->ops->run) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "%s cannot run commands in the guest (SSH can)",
+			    vt_guest_source_describe(src));
+		return FALSE;
+	}
+	return src->ops->run(src, command, max, out, status, error);
+}
+
+gboolean vt_guest_source_can_run(const VtGuestSource *src)
+{
+	return src->ops->run != NULL;
+}
+
 char *vt_guest_bytes_dup(GBytes *b)
 {
 	gsize len = 0;

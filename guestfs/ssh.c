@@ -466,6 +466,23 @@ static gint64 ssh_uid(VtGuestSource *src)
 	return s->uid;
 }
 
+static gboolean ssh_run(VtGuestSource *src, const char *command, gsize max, GBytes **out, int *status,
+			GError **error)
+{
+	SshSource *s = (SshSource *)src;
+	gboolean ok;
+
+	*out = NULL;
+	op_begin(s, "running", command);
+	ok = ssh_exec(s, command, max, out, status);
+	if (!ok)
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot run a command in the guest: %s",
+			    ssh_get_error(s->ssh));
+	if (!op_end(s, ok, error) && *out)
+		g_clear_pointer(out, g_bytes_unref);
+	return ok && *out;
+}
+
 static void ssh_close(VtGuestSource *src)
 {
 	SshSource *s = (SshSource *)src;
@@ -482,7 +499,166 @@ static void ssh_close(VtGuestSource *src)
 	g_free(s);
 }
 
-static const VtGuestSourceOps ssh_ops = { ssh_read_file, ssh_pread, ssh_uid, ssh_close };
+/* --- a command that runs meanwhile ------------------------------------------ */
+struct VtGuestCommand {
+	SshSource *s;
+	ssh_channel ch;
+	GString *out, *err;
+	gboolean eof_sent;
+};
+
+VtGuestCommand *vt_guest_command_start(VtGuestSource *src, const char *command, GError **error)
+{
+	SshSource *s = (SshSource *)src;
+	VtGuestCommand *c;
+	ssh_channel ch;
+	gboolean ok;
+
+	if (!src->ops->run) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "%s cannot run commands in the guest (SSH can)",
+			    vt_guest_source_describe(src));
+		return NULL;
+	}
+	op_begin(s, "starting", "a command");
+	ch = ssh_channel_new(s->ssh);
+	ok = ch && ssh_channel_open_session(ch) == SSH_OK && ssh_channel_request_exec(ch, command) == SSH_OK;
+	if (!ok)
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "cannot run a command in the guest: %s",
+			    ssh_get_error(s->ssh));
+	if (!op_end(s, ok, error)) {
+		if (ch)
+			ssh_channel_free(ch);
+		return NULL;
+	}
+	c = g_new0(VtGuestCommand, 1);
+	c->s = s;
+	c->ch = ch;
+	c->out = g_string_new(NULL);
+	c->err = g_string_new(NULL);
+	return c;
+}
+
+/* The last non-empty line of its stderr, printable (NULL if none). */
+static char *command_err_line(VtGuestCommand *c)
+{
+	g_auto(GStrv) lines = g_strsplit(c->err->str, "\n", -1);
+
+	for (gint i = (gint)g_strv_length(lines) - 1; i >= 0; i--) {
+		g_autoptr(GBytes) b = g_bytes_new_static(lines[i], strlen(lines[i]));
+		char *t = vt_guest_bytes_text(b);
+
+		if (t && *t)
+			return t;
+		g_free(t);
+	}
+	return NULL;
+}
+
+/* One read of stdout (and what stderr has meanwhile): > 0 bytes, 0 at EOF, < 0 error. */
+static int command_read(VtGuestCommand *c)
+{
+	char buf[4096];
+	int k, e;
+
+	while ((e = ssh_channel_read_nonblocking(c->ch, buf, sizeof(buf), 1)) > 0)
+		if (c->err->len < 65536)
+			g_string_append_len(c->err, buf, e);
+	k = ssh_channel_read(c->ch, buf, sizeof(buf), 0);
+	if (k > 0)
+		g_string_append_len(c->out, buf, k);
+	while ((e = ssh_channel_read_nonblocking(c->ch, buf, sizeof(buf), 1)) > 0)
+		if (c->err->len < 65536)
+			g_string_append_len(c->err, buf, e);
+	return k;
+}
+
+static void command_ended(VtGuestCommand *c, int *status, const char *what, GError **error)
+{
+	g_autofree char *line = command_err_line(c);
+
+	*status = ssh_channel_get_exit_status(c->ch);
+	g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "the command in the guest %s (exit status %d)%s%s",
+		    what, *status, line ? ": " : "", line ? line : "");
+}
+
+gboolean vt_guest_command_wait_line(VtGuestCommand *c, const char *prefix, char **rest, int *status, GError **error)
+{
+	gsize from = 0;
+	int k = 1;
+
+	*status = -1;
+	op_begin(c->s, "waiting for", "the command in the guest");
+	for (;;) {
+		char *nl;
+
+		while ((nl = strchr(c->out->str + from, '\n'))) {
+			g_autofree char *l = g_strndup(c->out->str + from, (gsize)(nl - c->out->str - from));
+
+			from = (gsize)(nl - c->out->str) + 1;
+			if (g_str_has_prefix(l, prefix)) {
+				g_autoptr(GBytes) b = g_bytes_new(l + strlen(prefix), strlen(l) - strlen(prefix));
+
+				*rest = vt_guest_bytes_text(b);
+				g_string_erase(c->out, 0, (gssize)from);
+				if (!*rest)
+					g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_BAD_DATA,
+						    "the command in the guest printed an unreadable line");
+				if (!op_end(c->s, *rest != NULL, error))
+					g_clear_pointer(rest, g_free);
+				return *rest != NULL;
+			}
+		}
+		if (k <= 0 || c->out->len > 65536)
+			break;
+		k = command_read(c);
+	}
+	if (k < 0)
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "lost the command in the guest: %s",
+			    ssh_get_error(c->s->ssh));
+	else
+		command_ended(c, status, k == 0 ? "ended" : "printed too much", error);
+	op_end(c->s, FALSE, error);
+	return FALSE;
+}
+
+gboolean vt_guest_command_finish(VtGuestCommand *c, int *status, char **err_line, GError **error)
+{
+	int k;
+
+	*status = -1;
+	op_begin(c->s, "waiting for the end of", "the command in the guest");
+	if (!c->eof_sent && ssh_channel_send_eof(c->ch) != SSH_OK) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "lost the command in the guest: %s",
+			    ssh_get_error(c->s->ssh));
+		return op_end(c->s, FALSE, error);
+	}
+	c->eof_sent = TRUE;
+	while ((k = command_read(c)) > 0)
+		if (c->out->len > 65536)
+			g_string_truncate(c->out, 0);
+	if (k < 0) {
+		g_set_error(error, VT_GUEST_ERROR, VT_GUEST_ERROR_FAILED, "lost the command in the guest: %s",
+			    ssh_get_error(c->s->ssh));
+		return op_end(c->s, FALSE, error);
+	}
+	*status = ssh_channel_get_exit_status(c->ch);
+	if (err_line)
+		*err_line = command_err_line(c);
+	return op_end(c->s, TRUE, error);
+}
+
+void vt_guest_command_free(VtGuestCommand *c)
+{
+	if (!c)
+		return;
+	ssh_channel_close(c->ch);
+	ssh_channel_free(c->ch);
+	g_string_free(c->out, TRUE);
+	g_string_free(c->err, TRUE);
+	g_free(c);
+}
+
+static const VtGuestSourceOps ssh_ops = { ssh_read_file, ssh_pread, ssh_uid, ssh_close, ssh_run };
 
 /* --- connecting ----------------------------------------------------------- */
 static char *fingerprint(ssh_session ssh, char **type)

@@ -3,8 +3,13 @@
 # kernel (uncompressed vmlinux: PVH entry, fast under TCG, no KASLR) and a
 # busybox initramfs that starts sshd.
 #
-#   tests/guest-image.sh OUTDIR AUTHORIZED_KEYS HOST_KEY
+#   tests/guest-image.sh [--perf] OUTDIR AUTHORIZED_KEYS HOST_KEY
 #   tests/guest-image.sh --vmlinux OUTDIR      (only OUTDIR/vmlinux)
+#
+# --perf also puts the host's perf (Debian's linux-perf: the real binary,
+# not the /usr/bin/perf wrapper when there is one) and the libraries ldd
+# lists for it into the initramfs as /usr/bin/perf; the bundle is cached
+# like the kernel (keyed by the binary's size and mtime).
 #
 # writes OUTDIR/vmlinux and OUTDIR/initrd.gz.  The guest brings up eth0
 # (e1000, QEMU user networking 10.0.2.15), runs sshd on port 22 with
@@ -34,13 +39,25 @@ EOF
 }
 [ "${1:-}" = --sshd-config ] && { sshd_common; exit 0; }
 
-kernel_only=
+kernel_only= with_perf=
+[ "${1:-}" = --perf ] && { with_perf=1; shift; }
 if [ "${1:-}" = --vmlinux ] && [ $# -eq 2 ]; then
 	kernel_only=1 out=$2
 else
 	[ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY | --vmlinux OUTDIR" >&2; exit 2; }
 	out=$1 authkeys=$2 hostkey=$3
 fi
+# real_perf: the perf binary itself (Debian's /usr/bin/perf may be a shell
+# wrapper running /usr/bin/perf_X.Y for the running kernel's X.Y)
+real_perf() {
+	p=${PERF:-$(command -v perf || true)}
+	[ -n "$p" ] || return 1
+	if [ "$(head -c 4 "$p" | od -An -c | tr -d ' ')" != "177ELF" ]; then
+		p=$(ls /usr/bin/perf_[0-9]* 2>/dev/null | sort -V | tail -1)
+		[ -n "$p" ] || return 1
+	fi
+	echo "$p"
+}
 for t in dpkg-deb xz cpio gzip ldd; do
 	command -v $t >/dev/null || { echo "$0: $t not found" >&2; exit 1; }
 done
@@ -94,6 +111,22 @@ for lib in $(ldd /usr/sbin/sshd | awk '/=>/ {print $3} /^\t\// {print $1}'); do
 	cp -L "$lib" "$root$lib"
 done
 cp "$kdir/e1000.ko" "$root/lib/modules/e1000.ko"
+if [ -n "$with_perf" ]; then
+	perf=$(real_perf) || { echo "$0: --perf: no perf binary (apt-get install linux-perf)" >&2; exit 1; }
+	pdir=$cache/perf-$(stat -L -c %s-%Y "$perf")
+	if [ ! -x "$pdir/usr/bin/perf" ]; then
+		work=$(mktemp -d "$cache/tmp.XXXXXX")
+		mkdir -p "$work/usr/bin"
+		cp -L "$perf" "$work/usr/bin/perf"
+		for lib in $(ldd "$perf" | awk '/=>/ {print $3} /^\t\// {print $1}'); do
+			mkdir -p "$work$(dirname "$lib")"
+			cp -L "$lib" "$work$lib"
+		done
+		rm -rf "$pdir"
+		mv "$work" "$pdir"
+	fi
+	cp -a "$pdir/." "$root/"
+fi
 cp "$authkeys" "$root/root/.ssh/authorized_keys"
 cp "$hostkey" "$root/etc/ssh/ssh_host_key"
 chmod 600 "$root/etc/ssh/ssh_host_key" "$root/root/.ssh/authorized_keys"

@@ -20,7 +20,8 @@
         GUEST.txt: perf script --show-task-events ... --ns of the guest file.
         Every guest record's host time in VMTRACE.txt must be the exact
         integer conversion, in PERF.txt perf's: the host TSC through a
-        double.  Prints how many differ, and the largest difference.
+        double.  GMULT may be MULT@ZERO: the guest's TIME_CONV time_zero
+        (a real guest's; perf-edit.py's files have 0).  Prints how many differ, and the largest difference.
         With TSC scaling (guest = (host * RATIO >> FRAC) + OFFSET) the exact
         host TSC is the smallest that scales to the guest's; perf divides
         by the double RATIO / 2^FRAC and truncates.
@@ -119,7 +120,8 @@ def cpus(host, perf, ours, pid):
     sys.exit(1 if bad or not total else 0)
 
 
-def to_tsc(ns, shift, mult):
+def to_tsc(ns, shift, mult, zero=0):
+    ns = (ns - zero) & M64
     return ((ns // mult) << shift) + ((ns % mult) << shift) // mult
 
 
@@ -138,7 +140,8 @@ def keyed(path, guest_only):
 
 
 def times(guest, perf, ours, off, gs, gm, hs, hm, ratio="0", frac="48"):
-    off, gs, gm, hs, hm = int(off, 0), int(gs), int(gm), int(hs), int(hm)
+    gm, _, gz = gm.partition("@")
+    off, gs, gm, gz, hs, hm = int(off, 0), int(gs), int(gm), int(gz or "0"), int(hs), int(hm)
     ratio, frac = int(ratio, 0), int(frac)
     g, p, v = keyed(guest, False), keyed(perf, True), keyed(ours, True)
     if not (len(g) == len(p) == len(v)) or [k for k, _ in g] != [k for k, _ in v] or \
@@ -151,7 +154,7 @@ def times(guest, perf, ours, off, gs, gm, hs, hm, ratio="0", frac="48"):
         if gt == 0:
             exact = rounded = htsc = 0
         else:
-            d = (to_tsc(gt, gs, gm) - off) & M64
+            d = (to_tsc(gt, gs, gm, gz) - off) & M64
             if ratio:
                 htsc = -(-(d << frac) // ratio)
                 ptsc = int(float(d) / (ratio / 2.0**frac))

@@ -13,9 +13,21 @@ bid=101112131415161718191a1b1c1d1e1f20212223
 cs=$T/sys/devices/system/clocksource/clocksource0/current_clocksource
 gcheck() { "$VMTRACE" guest check --root "$T" "$@" >"$TMP/out" 2>&1; }
 
+mkdir -p "$T/usr/bin"
+printf '\177ELF' >"$T/usr/bin/perf"
 gcheck
 check "a good guest: exit 0" test $? -eq 0
-check "a good guest: every check OK" sh -c "! grep -q '^WARN\\|^FAIL' '$TMP/out' && test \$(grep -c '^OK' '$TMP/out') -eq 7"
+check "a good guest: every check OK" sh -c "! grep -q '^WARN\\|^FAIL' '$TMP/out' && test \$(grep -c '^OK' '$TMP/out') -eq 8"
+check "a good guest: perf found (its version needs --ssh)" grep -q '^OK   perf .*perf at /usr/bin/perf' "$TMP/out"
+rm "$T/usr/bin/perf"
+gcheck --json
+check "no perf in the guest: exit 0, WARN perf with the fix linux-perf" "$PYTHON3" -c "
+import json
+j = json.load(open('$TMP/out'))
+c = [x for x in j['checks'] if x['name'] == 'perf'][0]
+assert c['status'] == 'WARN' and 'no perf' in c['what'] and 'linux-perf' in c['fix'] and j['ok'] is True, c
+"
+printf '\177ELF' >"$T/usr/bin/perf"
 check "a good guest: build-id and release" grep -q "kernel 6.1.0-test-amd64, build-id $bid" "$TMP/out"
 check "a good guest: _stext and the module/BPF area from kallsyms" \
 	grep -q "_stext 0xffffffff81000000, module/BPF area 0xffffffffc0002000-0xffffffffc0005100" "$TMP/out"

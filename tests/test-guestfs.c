@@ -454,7 +454,7 @@ static void flip_close(VtGuestSource *src)
 	g_free(src);
 }
 
-static const VtGuestSourceOps flip_ops = { flip_read, flip_pread, flip_uid, flip_close };
+static const VtGuestSourceOps flip_ops = { flip_read, flip_pread, flip_uid, flip_close, NULL };
 
 static void test_changed(void)
 {

@@ -42,7 +42,7 @@ static void dir_close(VtGuestSource *src)
 	g_free(src);
 }
 
-static const VtGuestSourceOps dir_ops = { NULL, dir_pread, NULL, dir_close };
+static const VtGuestSourceOps dir_ops = { NULL, dir_pread, NULL, dir_close, NULL };
 
 int main(int argc, char **argv)
 {

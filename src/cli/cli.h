@@ -33,6 +33,8 @@ enum {
 	VT_EXIT_GUEST_DATA = 17,      /* inject: the guest file cannot be injected (ids, ID_INDEX, CPUs) */
 	VT_EXIT_GUEST_CLOCK = 18,     /* inject: the guest's perf clock is not TSC-based (kvm-clock) */
 	VT_EXIT_HOST_SIDEBAND = 19,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
+	VT_EXIT_GUEST_NO_PERF = 20,   /* record --guest-ssh: no perf in the guest */
+	VT_EXIT_GUEST_PERF = 21,      /* record --guest-ssh: perf record in the guest failed */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "src/cli/cli.h"
+#include "guestfs/guestfs.h"
 
 typedef int (*VtCmdFn)(int argc, char **argv);
 
@@ -37,6 +38,28 @@ int cmd_record(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
+/* vmtrace inject REC --guest-data GUEST -o OUT with the offsets discovered
+ * in REC; the report on stderr; the exit status. */
+int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out);
+
+/* The SSH options of guest fetch/check, shared with record --guest-ssh
+ * (guest.c). */
+typedef struct {
+	char *ssh, *identity, *known_hosts;
+	gboolean batch;
+	int timeout;             /* seconds; VT_GUEST_SSH_TIMEOUT by default */
+} VtCmdSsh;
+#define VT_CMD_SSH_ENTRIES 5
+/* Fill e[0..4] with --SSH_NAME, --identity, --known-hosts, --batch,
+ * --timeout (with -s, -i, -t when shorts). */
+void vt_cmd_ssh_entries(VtCmdSsh *a, GOptionEntry *e, const char *ssh_name, gboolean shorts);
+/* --timeout in range? FALSE with a usage message in *err. */
+gboolean vt_cmd_ssh_validate(const VtCmdSsh *a, GError **err);
+/* Connect (a->ssh must be set); *rc: the exit status for the error. */
+VtGuestSource *vt_cmd_ssh_open(const VtCmdSsh *a, const volatile sig_atomic_t *stop, int *rc, GError **err);
+/* The exit status of a VT_GUEST_ERROR. */
+int vt_cmd_guest_exit_code(const GError *err);
+void vt_cmd_ssh_clear(VtCmdSsh *a);
 
 /* A check list (VtHostCheck of src/host/host.h), shared by check and guest
  * check (check.c): no check FAILed; print it as a table or JSON. */

@@ -14,17 +14,67 @@
 #include "src/cmd/cmd.h"
 
 typedef struct {
-	char *ssh, *identity, *known_hosts, *root;
-	gboolean batch, json;
-	int timeout;
+	VtCmdSsh ssh;
+	char *root;
+	gboolean json;
 } GuestArgs;
 
 static void guest_args_clear(GuestArgs *a)
 {
+	vt_cmd_ssh_clear(&a->ssh);
+	g_free(a->root);
+}
+
+void vt_cmd_ssh_clear(VtCmdSsh *a)
+{
 	g_free(a->ssh);
 	g_free(a->identity);
 	g_free(a->known_hosts);
-	g_free(a->root);
+}
+
+void vt_cmd_ssh_entries(VtCmdSsh *a, GOptionEntry *e, const char *ssh_name, gboolean shorts)
+{
+	const GOptionEntry t[VT_CMD_SSH_ENTRIES] = {
+		{ ssh_name, shorts ? 's' : 0, 0, G_OPTION_ARG_STRING, &a->ssh, "Connect to the guest over SSH (libssh)", "[USER@]HOST[:PORT]" },
+		{ "identity", shorts ? 'i' : 0, 0, G_OPTION_ARG_FILENAME, &a->identity, "Private key file (default: ssh-agent, ~/.ssh/id_*)", "KEY" },
+		{ "known-hosts", 0, 0, G_OPTION_ARG_FILENAME, &a->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)", "FILE" },
+		{ "batch", 0, 0, G_OPTION_ARG_NONE, &a->batch, "Never prompt (no key passphrase prompt)", NULL },
+		{ "timeout", shorts ? 't' : 0, 0, G_OPTION_ARG_INT, &a->timeout,
+		  "Give up when the SSH server does not answer for SECONDS (every wait; default 30)", "SECONDS" },
+	};
+
+	memcpy(e, t, sizeof(t));
+	if (!a->timeout)
+		a->timeout = VT_GUEST_SSH_TIMEOUT;
+}
+
+gboolean vt_cmd_ssh_validate(const VtCmdSsh *a, GError **err)
+{
+	if (a->timeout < 1 || a->timeout > 86400) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--timeout %d: give 1 to 86400 seconds",
+			    a->timeout);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+VtGuestSource *vt_cmd_ssh_open(const VtCmdSsh *a, const volatile sig_atomic_t *stop, int *rc, GError **err)
+{
+	VtGuestSshOptions so = { 0 };
+	VtGuestSource *src = NULL;
+
+	*rc = VT_EXIT_USAGE;
+	if (vt_guest_ssh_parse_target(a->ssh, &so, err)) {
+		so.identity = g_strdup(a->identity);
+		so.known_hosts = g_strdup(a->known_hosts);
+		so.batch = a->batch;
+		so.timeout_s = (guint)a->timeout;
+		so.stop = stop;
+		src = vt_guest_source_ssh_open(&so, err);
+		*rc = src ? VT_EXIT_OK : vt_cmd_guest_exit_code(*err);
+	}
+	vt_guest_ssh_options_clear(&so);
+	return src;
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -61,7 +111,7 @@ static void stop_signals_restore(void)
 		sigaction(stop_signals[i], &stop_old[i], NULL);
 }
 
-static int exit_code(const GError *err)
+int vt_cmd_guest_exit_code(const GError *err)
 {
 	if (err->domain != VT_GUEST_ERROR)
 		return VT_EXIT_FAILURE;
@@ -73,6 +123,8 @@ static int exit_code(const GError *err)
 	case VT_GUEST_ERROR_CHANGED: return VT_EXIT_GUEST_CHANGED;
 	case VT_GUEST_ERROR_BAD_DATA: return VT_EXIT_BAD_INPUT;
 	case VT_GUEST_ERROR_TIMEOUT: return VT_EXIT_TIMEOUT;
+	case VT_GUEST_ERROR_NO_PERF: return VT_EXIT_GUEST_NO_PERF;
+	case VT_GUEST_ERROR_PERF_FAILED: return VT_EXIT_GUEST_PERF;
 	default: return VT_EXIT_FAILURE;
 	}
 }
@@ -88,25 +140,19 @@ static const char exit_help[] =
 static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, GuestArgs *a, const GOptionEntry *extra,
 				 const char *summary, const char *examples, const volatile sig_atomic_t *stop, int *rc)
 {
-	GOptionEntry common[] = {
-		{ "ssh", 's', 0, G_OPTION_ARG_STRING, &a->ssh, "Connect to the guest over SSH (libssh)", "[USER@]HOST[:PORT]" },
-		{ "identity", 'i', 0, G_OPTION_ARG_FILENAME, &a->identity, "Private key file (default: ssh-agent, ~/.ssh/id_*)", "KEY" },
-		{ "known-hosts", 0, 0, G_OPTION_ARG_FILENAME, &a->known_hosts, "known_hosts file (default ~/.ssh/known_hosts)", "FILE" },
-		{ "batch", 0, 0, G_OPTION_ARG_NONE, &a->batch, "Never prompt (no key passphrase prompt)", NULL },
-		{ "timeout", 't', 0, G_OPTION_ARG_INT, &a->timeout,
-		  "Give up when the SSH server does not answer for SECONDS (every wait; default 30)", "SECONDS" },
-		{ "root", 0, 0, G_OPTION_ARG_FILENAME, &a->root, "Read the guest's files below DIR (an sshfs -o direct_io mount)", "DIR" },
-		{ "json", 'j', 0, G_OPTION_ARG_NONE, &a->json, "JSON output", NULL },
-		G_OPTION_ENTRY_NULL
+	GOptionEntry common[VT_CMD_SSH_ENTRIES + 3] = {
+		[VT_CMD_SSH_ENTRIES] = { "root", 0, 0, G_OPTION_ARG_FILENAME, &a->root, "Read the guest's files below DIR (an sshfs -o direct_io mount)", "DIR" },
+		[VT_CMD_SSH_ENTRIES + 1] = { "json", 'j', 0, G_OPTION_ARG_NONE, &a->json, "JSON output", NULL },
+		[VT_CMD_SSH_ENTRIES + 2] = G_OPTION_ENTRY_NULL
 	};
 	g_autofree char *param = g_strdup_printf("- %s", summary);
 	g_autofree char *desc = g_strconcat(exit_help, "\nExamples:\n", examples, NULL);
 	GOptionContext *ctx = g_option_context_new(param);
 	GError *err = NULL;
 	VtGuestSource *src = NULL;
-	VtGuestSshOptions so = { 0 };
 
 	*rc = VT_EXIT_USAGE;
+	vt_cmd_ssh_entries(&a->ssh, common, "ssh", TRUE);
 	g_option_context_set_description(ctx, desc);
 	g_option_context_add_main_entries(ctx, common, NULL);
 	if (extra)
@@ -116,11 +162,12 @@ static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, Guest
 		g_clear_error(&err);
 		goto out;
 	}
-	if (a->timeout < 1 || a->timeout > 86400) {
-		vt_err(sub, "--timeout %d: give 1 to 86400 seconds", a->timeout);
+	if (!vt_cmd_ssh_validate(&a->ssh, &err)) {
+		vt_err(sub, "%s", err->message);
+		g_clear_error(&err);
 		goto out;
 	}
-	if (!a->ssh == !a->root) {
+	if (!a->ssh.ssh == !a->root) {
 		vt_err(sub, "give exactly one of --ssh [USER@]HOST[:PORT] and --root DIR");
 		goto out;
 	}
@@ -129,20 +176,11 @@ static VtGuestSource *guest_open(const char *sub, int *argc, char ***argv, Guest
 		*rc = src ? VT_EXIT_OK : VT_EXIT_FAILURE;
 		goto out;
 	}
-	if (!vt_guest_ssh_parse_target(a->ssh, &so, &err))
-		goto out;
-	so.identity = g_strdup(a->identity);
-	so.known_hosts = g_strdup(a->known_hosts);
-	so.batch = a->batch;
-	so.timeout_s = (guint)a->timeout;
-	so.stop = stop;
-	src = vt_guest_source_ssh_open(&so, &err);
-	*rc = src ? VT_EXIT_OK : exit_code(err);
+	src = vt_cmd_ssh_open(&a->ssh, stop, rc, &err);
 out:
 	if (err)
 		vt_err(sub, "%s", err->message);
 	g_clear_error(&err);
-	vt_guest_ssh_options_clear(&so);
 	g_option_context_free(ctx);
 	return src;
 }
@@ -216,7 +254,7 @@ static void print_fetch_text(const VtGuestFetchResult *r)
 
 static int cmd_guest_fetch(int argc, char **argv)
 {
-	GuestArgs a = { .timeout = VT_GUEST_SSH_TIMEOUT };
+	GuestArgs a = { .ssh.timeout = VT_GUEST_SSH_TIMEOUT };
 	g_autofree char *cache = NULL;
 	gboolean no_kcore = FALSE;
 	GOptionEntry extra[] = {
@@ -245,7 +283,7 @@ static int cmd_guest_fetch(int argc, char **argv)
 	o.cache = cache ? cache : def_cache;
 	if (!vt_guest_fetch(src, &o, &r, &err)) {
 		vt_err("guest fetch", "%s: %s", vt_guest_source_describe(src), err->message);
-		rc = exit_code(err);
+		rc = vt_cmd_guest_exit_code(err);
 	} else if (a.json) {
 		print_fetch_json(&r);
 	} else {
@@ -261,7 +299,7 @@ out:
 
 static int cmd_guest_check(int argc, char **argv)
 {
-	GuestArgs a = { .timeout = VT_GUEST_SSH_TIMEOUT };
+	GuestArgs a = { .ssh.timeout = VT_GUEST_SSH_TIMEOUT };
 	int rc;
 	VtGuestSource *src = guest_open("guest check", &argc, &argv, &a, NULL,
 					"is a guest ready for guest-sideband decoding?",

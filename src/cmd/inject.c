@@ -22,6 +22,7 @@ typedef struct {
 	uint64_t ratio;
 	guint frac;
 	const char *source;      /* where the offsets came from */
+	gboolean to_stderr;      /* the report on stderr (record --guest-ssh) */
 } InjOpts;
 
 static void inj_opts_clear(InjOpts *o)
@@ -318,7 +319,9 @@ static void inj_report_json(const InjOpts *o, const VtInjectResult *r)
 
 static void inj_report_text(const InjOpts *o, const VtInjectResult *r)
 {
-	printf("%s: %" G_GUINT64_FORMAT " guest records injected (%" G_GUINT64_FORMAT " not injected: samples and "
+	FILE *f = o->to_stderr ? stderr : stdout;
+
+	fprintf(f, "%s: %" G_GUINT64_FORMAT " guest records injected (%" G_GUINT64_FORMAT " not injected: samples and "
 	       "others), QEMU pid %u, %u vCPU%s, %" G_GUINT64_FORMAT " guest ids as host ids %" G_GUINT64_FORMAT
 	       "..\n", o->out, r->injected, r->skipped, r->machine_pid, r->nvcpus, r->nvcpus == 1 ? "" : "s",
 	       r->guest_ids, r->first_host_id);
@@ -326,16 +329,16 @@ static void inj_report_text(const InjOpts *o, const VtInjectResult *r)
 		const VtInjectClock *c = &g_array_index(o->opt.clocks, VtInjectClock, i);
 		g_autofree char *who = c->vcpu >= 0 ? g_strdup_printf("vCPU %d", c->vcpu) : g_strdup("every vCPU");
 
-		printf("  %s: TSC offset %#" G_GINT64_MODIFIER "x%s", who, c->offset, c->ratio ? "" : "\n");
+		fprintf(f, "  %s: TSC offset %#" G_GINT64_MODIFIER "x%s", who, c->offset, c->ratio ? "" : "\n");
 		if (c->ratio)
-			printf(", TSC scaling %" G_GUINT64_FORMAT "/2^%u\n", c->ratio, c->frac);
+			fprintf(f, ", TSC scaling %" G_GUINT64_FORMAT "/2^%u\n", c->ratio, c->frac);
 	}
-	printf("  offsets %s\n", o->source);
+	fprintf(f, "  offsets %s\n", o->source);
 }
 
 static void inj_report(const InjOpts *o, const VtInjectResult *r)
 {
-	if (o->json)
+	if (o->json && !o->to_stderr)
 		inj_report_json(o, r);
 	else
 		inj_report_text(o, r);
@@ -368,7 +371,21 @@ static int inj_run(InjOpts *o)
 		return exit_code_for(err);
 	}
 	inj_report(o, &r);
-	return vt_cli_close_stdout("inject", VT_EXIT_OK);
+	return o->to_stderr ? VT_EXIT_OK : vt_cli_close_stdout("inject", VT_EXIT_OK);
+}
+
+int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out)
+{
+	InjOpts o = { 0 };
+	int rc;
+
+	o.rec = rec;
+	o.guest = g_strdup(guest);
+	o.out = g_strdup(out);
+	o.to_stderr = TRUE;
+	rc = inj_run(&o);
+	inj_opts_clear(&o);
+	return rc;
 }
 
 int cmd_inject(int argc, char **argv)

@@ -16,6 +16,8 @@
 #include "src/cli/json.h"
 #include "src/fs/fs.h"
 #include "src/fs/output.h"
+#include "src/fs/tempfile.h"
+#include <glib/gstdio.h>
 #include "src/host/host.h"
 #include "src/record/capture.h"
 #include "src/record/recorder.h"
@@ -245,6 +247,8 @@ typedef struct {
 	VtSynthConfig sc;            /* --source synth */
 	VtCaptureConfig cc;          /* without the threads (known after discovery) */
 	gboolean tty, interactive;   /* stderr is a terminal; no --quiet */
+	VtCmdSsh gssh;               /* --guest-ssh and its SSH options */
+	char *guest_events;          /* --guest-events */
 } RecordOpts;
 
 /* One recording: what was found, opened and built, and the exit status. */
@@ -262,6 +266,9 @@ typedef struct {
 	const char *tp_why;          /* ... because of this */
 	gboolean handlers;
 	struct sigaction old_usr2;
+	VtGuestSource *gsrc;         /* --guest-ssh: the connection */
+	VtGuestPerf *gperf;          /* perf record in the guest */
+	VtTempfile *gdir;            /* GDIR/data (the guest's perf.data), GDIR/kcore_dir (its snapshot) */
 } Recording;
 
 static void record_opts_init(RecordOpts *o)
@@ -271,6 +278,7 @@ static void record_opts_init(RecordOpts *o)
 	o->mtc_period = -1;
 	o->aux_bytes = 4ULL << 20;
 	o->tty = isatty(2);
+	o->gssh.timeout = VT_GUEST_SSH_TIMEOUT;
 }
 
 static void record_opts_clear(RecordOpts *o)
@@ -286,6 +294,8 @@ static void record_opts_clear(RecordOpts *o)
 	g_free(o->synth_rate);
 	g_free(o->snapshot_arg);
 	g_strfreev(o->cmdline);
+	vt_cmd_ssh_clear(&o->gssh);
+	g_free(o->guest_events);
 }
 
 /* Report an error, set the exit status: FALSE. */
@@ -382,6 +392,13 @@ static GOptionContext *record_option_context(RecordOpts *o)
 		{ "synth-rate", 0, 0, G_OPTION_ARG_STRING, &o->synth_rate, "synth: produce SIZE bytes per second (default: as fast as they are read)", "SIZE" },
 		G_OPTION_ENTRY_NULL
 	};
+	GOptionEntry guest_entries[VT_CMD_SSH_ENTRIES + 2] = {
+		[VT_CMD_SSH_ENTRIES] = { "guest-events", 0, 0, G_OPTION_ARG_STRING, &o->guest_events,
+					 "perf record -e EVENTS in the guest (default dummy: sideband only)", "EVENTS" },
+		[VT_CMD_SSH_ENTRIES + 1] = G_OPTION_ENTRY_NULL
+	};
+	GOptionGroup *gg = g_option_group_new("guest", "The guest's own perf.data (--guest-ssh):",
+					      "Show the options of record --guest-ssh", NULL, NULL);
 	GOptionContext *ctx = g_option_context_new("- trace a KVM guest's vCPUs with Intel PT");
 	/* the main group carries o for --snapshot's callback */
 	GOptionGroup *main_group = g_option_group_new(NULL, NULL, NULL, o, NULL);
@@ -394,6 +411,10 @@ static GOptionContext *record_option_context(RecordOpts *o)
 	g_option_context_set_main_group(ctx, main_group);
 	g_option_group_add_entries(tg, test_entries);
 	g_option_context_add_group(ctx, tg);
+	vt_cmd_ssh_entries(&o->gssh, guest_entries, "guest-ssh", FALSE);
+	guest_entries[0].description = "Also run perf record in the guest over SSH (libssh) and inject its sideband";
+	g_option_group_add_entries(gg, guest_entries);
+	g_option_context_add_group(ctx, gg);
 	return ctx;
 }
 
@@ -465,6 +486,20 @@ static gboolean validate_source(RecordOpts *o, GError **error)
 	return TRUE;
 }
 
+/* --guest-ssh and its options. */
+static gboolean validate_guest(const RecordOpts *o, GError **error)
+{
+	if (!o->gssh.ssh && (o->gssh.identity || o->gssh.known_hosts || o->gssh.batch || o->guest_events ||
+			     o->gssh.timeout != VT_GUEST_SSH_TIMEOUT))
+		return bad_usage(error, "--identity, --known-hosts, --batch, --timeout and --guest-events need --guest-ssh");
+	if (o->guest_events && !vt_guest_perf_events_ok(o->guest_events))
+		return bad_usage(error, "--guest-events '%s': perf event names (letters, digits, ,:/=._-), e.g. cpu-clock,dummy",
+				 o->guest_events);
+	if (o->gssh.ssh && o->timeless)
+		return bad_usage(error, "--guest-ssh needs time: drop --timeless");
+	return vt_cmd_ssh_validate(&o->gssh, error);
+}
+
 /* Options: FALSE (reported, exit 2) on a usage error. */
 static gboolean record_parse(RecordOpts *o, int argc, char **argv, Recording *r)
 {
@@ -482,7 +517,7 @@ static gboolean record_parse(RecordOpts *o, int argc, char **argv, Recording *r)
 		goto usage;
 	}
 	if (!validate_target(o, &err) || !validate_mode(o, &err) || !validate_sizes(o, &err) ||
-	    !validate_source(o, &err))
+	    !validate_source(o, &err) || !validate_guest(o, &err))
 		goto usage;
 	if (!o->out)
 		o->out = g_strdup("perf.data");
@@ -672,6 +707,71 @@ static gboolean record_kcore(const RecordOpts *o, Recording *r)
 	return TRUE;
 }
 
+/* --guest-ssh: connect, start perf record in the guest (before the host
+ * trace starts, so the guest's file covers it). */
+static gboolean record_guest_start(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	int rc;
+
+	if (!o->gssh.ssh)
+		return TRUE;
+	r->gdir = vt_tempfile_new_dir(o->out, 0700, &err);
+	if (!r->gdir)
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	/* no stop flag: a Ctrl-C stops the recording, and the guest's perf
+	 * must still be stopped and copied (every wait has --timeout) */
+	r->gsrc = vt_cmd_ssh_open(&o->gssh, NULL, &rc, &err);
+	if (!r->gsrc)
+		return record_fail(r, rc, "%s", err->message);
+	r->gperf = vt_guest_perf_start(r->gsrc, o->guest_events, &err);
+	if (!r->gperf)
+		return record_fail(r, vt_cmd_guest_exit_code(err), "%s: %s", vt_guest_source_describe(r->gsrc),
+				   err->message);
+	if (o->interactive)
+		fprintf(stderr, "vmtrace record: perf record runs in the guest (%s, events %s)\n",
+			vt_guest_source_describe(r->gsrc), o->guest_events ? o->guest_events : "dummy");
+	return TRUE;
+}
+
+/* Stop the guest's perf, copy its file to GDIR/data and the guest's
+ * kallsyms/modules/kcore snapshot to GDIR/kcore_dir. */
+static gboolean record_guest_stop(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	const char *gd;
+	g_autofree char *cache = NULL, *kd = NULL;
+	VtGuestFetchResult fr = { 0 };
+	VtGuestFetchOptions fo = { NULL, TRUE, 4, NULL };
+	guint64 bytes = 0;
+	gboolean ok;
+
+	if (!r->gperf)
+		return TRUE;
+	gd = vt_tempfile_path(r->gdir);
+	if (!vt_guest_perf_stop(r->gperf, gd, "data", &bytes, &err))
+		return record_fail(r, vt_cmd_guest_exit_code(err), "%s: %s", vt_guest_source_describe(r->gsrc),
+				   err->message);
+	cache = g_build_filename(gd, "cache", NULL);
+	kd = g_build_filename(gd, "kcore_dir", NULL);
+	fo.cache = cache;
+	ok = vt_guest_fetch(r->gsrc, &fo, &fr, &err);
+	if (ok && g_rename(fr.dir, kd) < 0) {
+		g_set_error(&err, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot rename %s to %s: %s", fr.dir, kd,
+			    g_strerror(errno));
+		ok = FALSE;
+	}
+	vt_guest_fetch_result_clear(&fr);
+	if (!ok)
+		return record_fail(r, vt_cmd_guest_exit_code(err), "%s: guest snapshot: %s",
+				   vt_guest_source_describe(r->gsrc), err->message);
+	vt_tempfile_remove_tree(cache);
+	if (o->interactive)
+		fprintf(stderr, "vmtrace record: the guest's perf.data (%" G_GUINT64_FORMAT " bytes) and kernel snapshot copied\n",
+			bytes);
+	return TRUE;
+}
+
 /* Read the buffers until a stop signal, --duration, QEMU's exit or the end
  * of the synthetic trace; take the snapshots SIGUSR2 asks for. */
 static gboolean poll_until_stopped(const RecordOpts *o, Recording *r, GError **error)
@@ -769,9 +869,29 @@ static gboolean output_commit(const char *out, Recording *r, GError **error)
 	return TRUE;
 }
 
+/* --guest-ssh: OUT is the host recording with the guest's sideband
+ * injected (vmtrace inject), its kcore_dir as kcore_dir__PID. */
+static gboolean record_commit_guest(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *from = g_build_filename(vt_tempfile_path(r->gdir), "data", NULL);
+	g_autofree char *to = g_build_filename(r->tmpdir, "guest.data", NULL);
+
+	/* the guest's own perf.data comes along (inject copies REC's files) */
+	if (link(from, to) < 0)
+		return record_fail(r, VT_EXIT_FAILURE, "cannot link %s to %s: %s", from, to, g_strerror(errno));
+	if (!move_old(o->out, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	r->rc = vt_cmd_inject_merge(r->tmpdir, vt_tempfile_path(r->gdir), o->out);
+	return r->rc == VT_EXIT_OK;
+}
+
 static gboolean record_commit(const RecordOpts *o, Recording *r)
 {
 	g_autoptr(GError) err = NULL;
+
+	if (o->gssh.ssh)
+		return record_commit_guest(o, r);
 
 	if (!output_commit(o->out, r, &err))
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
@@ -850,6 +970,10 @@ static void record_report(const RecordOpts *o, const Recording *r)
 /* Close everything; an output that was not put in place is removed. */
 static void recording_clear(Recording *r)
 {
+	vt_guest_perf_free(r->gperf);
+	if (r->gsrc)
+		vt_guest_source_close(r->gsrc);
+	vt_tempfile_free(r->gdir);
 	vt_recorder_free(r->rec);
 	vt_capture_free(r->cap);
 	vt_fs_output_free(r->output);     /* the temporary directory, unless renamed */
@@ -875,7 +999,9 @@ int cmd_record(int argc, char **argv)
 		ok = record_discover(&o, &r) &&        /* the domain and its vCPU threads */
 		     record_open(&o, &r) &&            /* trace source, output directory, recorder */
 		     record_kcore(&o, &r) &&           /* --kcore */
+		     record_guest_start(&o, &r) &&     /* --guest-ssh: perf record in the guest */
 		     record_run(&o, &r) &&             /* trace until stopped */
+		     record_guest_stop(&o, &r) &&      /* its file and the guest's snapshot copied */
 		     record_metadata(&r) &&            /* vmtrace-kvm.ini */
 		     record_commit(&o, &r);            /* OUT -> OUT.old, the new OUT in place */
 	}
