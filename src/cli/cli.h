@@ -33,6 +33,7 @@ enum {
 	VT_EXIT_GUEST_DATA = 17,      /* inject: the guest file cannot be injected (ids, ID_INDEX, CPUs) */
 	VT_EXIT_GUEST_CLOCK = 18,     /* inject: the guest's perf clock is not TSC-based (kvm-clock) */
 	VT_EXIT_HOST_SIDEBAND = 19,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
+	VT_EXIT_NO_VCPU = 24,         /* timeline: no vCPU thread ("CPU n/KVM") in the recording */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

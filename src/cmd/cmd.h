@@ -37,6 +37,7 @@ int cmd_record(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 /* A check list (VtHostCheck of src/host/host.h), shared by check and guest
  * check (check.c): no check FAILed; print it as a table or JSON. */
