@@ -7,7 +7,7 @@
 
 #include "src/timeline/timeline.h"
 
-#define MAX_DEPTH 256           /* deeper calls are not shown (their returns pop nothing) */
+#define MAX_DEPTH 4096          /* deeper calls are not shown (their returns pop nothing) */
 #define COUNTER_TIMED 1000000   /* a counter bucket: 1 ms ... */
 #define COUNTER_TIMELESS 1000   /* ... or 1000 branches */
 
@@ -18,7 +18,6 @@ typedef struct {
 	guint64 last_ts;
 	gint mode;                   /* VtTimelineMode, -1 unknown */
 	GPtrArray *stack[2];         /* open slice names per lane (const char *) */
-	gboolean guest_suspended;    /* stack[GUEST] ended at a VM exit, to begin again at the entry */
 	gboolean in_exit, exit_begun;
 	guint64 exit_ts;
 	char *exit_details;
@@ -125,28 +124,12 @@ static void pop(VtTimelineBuilder *b, Vcpu *v, VtTimelineMode mode, guint64 ts)
 	b->sink->ops->end(b->sink, VT_TIMELINE_LANE(v->index, mode), ts, NULL);
 }
 
-/* End the lane's open slices; keep: remember them (the guest's, to begin
- * again at the VM entry). */
-static void end_all(VtTimelineBuilder *b, Vcpu *v, VtTimelineMode mode, guint64 ts, gboolean keep)
+/* End the lane's open slices. */
+static void end_all(VtTimelineBuilder *b, Vcpu *v, VtTimelineMode mode, guint64 ts)
 {
 	for (guint i = v->stack[mode]->len; i > 0; i--)
 		b->sink->ops->end(b->sink, VT_TIMELINE_LANE(v->index, mode), ts, NULL);
-	if (!keep)
-		g_ptr_array_set_size(v->stack[mode], 0);
-}
-
-static void resume_guest(VtTimelineBuilder *b, Vcpu *v, guint64 ts)
-{
-	GPtrArray *s = v->stack[VT_TIMELINE_GUEST];
-
-	if (!v->guest_suspended)
-		return;
-	v->guest_suspended = FALSE;
-	for (guint i = 0; i < s->len; i++) {
-		b->sink->ops->begin(b->sink, VT_TIMELINE_LANE(v->index, VT_TIMELINE_GUEST), ts, VT_TIMELINE_FUNCTION,
-				    s->pdata[i], "continued=after a VM exit");
-		b->n_slices++;
-	}
+	g_ptr_array_set_size(v->stack[mode], 0);
 }
 
 /* ------------------------------------------------------------- VM exits */
@@ -193,12 +176,12 @@ static void on_vmexit(VtTimelineBuilder *b, Vcpu *v, const VtBranch *br, guint64
 	g_autofree char *from = where(b, br->from, VT_TIMELINE_GUEST);
 	g_autofree char *to = where(b, br->to, VT_TIMELINE_HOST);
 
-	if (!v->guest_suspended)
-		end_all(b, v, VT_TIMELINE_GUEST, ts, TRUE);
-	v->guest_suspended = TRUE;
-	end_all(b, v, VT_TIMELINE_HOST, ts, FALSE);
-	if (v->in_exit && v->exit_begun)   /* two exits without an entry between them */
+	end_all(b, v, VT_TIMELINE_HOST, ts);
+	if (v->in_exit) {                  /* two exits without an entry between them */
+		if (!v->exit_begun)
+			exit_begin(b, v, "(no host call)");
 		b->sink->ops->end(b->sink, VT_TIMELINE_LANE(v->index, VT_TIMELINE_HOST), ts, NULL);
+	}
 	g_free(v->exit_details);
 	v->exit_details = g_strdup_printf("reason=%s\nguest_ip=%s\nexit_to=%s\nvcpu=%d\nvmcs=%#" G_GINT64_MODIFIER "x",
 					  reason, from, to, v->vcpu, br->vmcs);
@@ -211,28 +194,34 @@ static void on_vmexit(VtTimelineBuilder *b, Vcpu *v, const VtBranch *br, guint64
 
 static void on_vmentry(VtTimelineBuilder *b, Vcpu *v, guint64 ts)
 {
-	end_all(b, v, VT_TIMELINE_HOST, ts, FALSE);
+	end_all(b, v, VT_TIMELINE_HOST, ts);
 	if (v->in_exit) {
 		if (!v->exit_begun)
 			exit_begin(b, v, "(no host call)");
 		b->sink->ops->end(b->sink, VT_TIMELINE_LANE(v->index, VT_TIMELINE_HOST), ts, NULL);
 	}
 	v->in_exit = v->exit_begun = FALSE;
-	resume_guest(b, v, ts);
 }
 
-/* A trace end or decode error: what was open ends. */
+/* A decode error (or the end): what was open ends. */
 static void on_break(VtTimelineBuilder *b, Vcpu *v, guint64 ts)
 {
-	if (!v->guest_suspended)
-		end_all(b, v, VT_TIMELINE_GUEST, ts, FALSE);
-	g_ptr_array_set_size(v->stack[VT_TIMELINE_GUEST], 0);
-	v->guest_suspended = FALSE;
-	end_all(b, v, VT_TIMELINE_HOST, ts, FALSE);
-	if (v->in_exit && v->exit_begun) {
-		b->sink->ops->end(b->sink, VT_TIMELINE_LANE(v->index, VT_TIMELINE_HOST), ts, "ended=trace end");
+	end_all(b, v, VT_TIMELINE_GUEST, ts);
+	end_all(b, v, VT_TIMELINE_HOST, ts);
+	if (v->in_exit) {
+		if (!v->exit_begun)
+			exit_begin(b, v, "(no host call)");
+		b->sink->ops->end(b->sink, VT_TIMELINE_LANE(v->index, VT_TIMELINE_HOST), ts, "ended=decode error or end of trace");
 	}
 	v->in_exit = v->exit_begun = FALSE;
+}
+
+/* A trace end (to user space, or tracing stopped): the kernel functions of
+ * the mode end; a VM exit goes on (QEMU's user-space handling is part of
+ * it) until the entry. */
+static void on_trace_end(VtTimelineBuilder *b, Vcpu *v, const VtBranch *br, guint64 ts)
+{
+	end_all(b, v, br->from_guest ? VT_TIMELINE_GUEST : VT_TIMELINE_HOST, ts);
 }
 
 /* ------------------------------------------------------------- branches */
@@ -292,7 +281,10 @@ void vt_timeline_builder_add(VtTimelineBuilder *b, const VtDecodeEvent *e)
 	case VT_BRANCH_VMENTRY:
 		on_vmentry(b, v, ts);
 		break;
-	case VT_BRANCH_TRACE_END: case VT_BRANCH_ERROR:
+	case VT_BRANCH_TRACE_END:
+		on_trace_end(b, v, br, ts);
+		break;
+	case VT_BRANCH_ERROR:
 		on_break(b, v, ts);
 		break;
 	default:

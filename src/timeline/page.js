@@ -7,8 +7,8 @@
 // when the recording had more slices than the page keeps, the summary bins
 // are drawn under the kept (longest) slices.  Wheel zooms, drag pans, a
 // click shows a slice's details, "0" shows everything; the URL may say
-// #find=NAME (zoom to the first slice of that name and select it) or
-// #view=START,END (relative times).
+// #find=NAME[&lane=LANE] (zoom to the first slice of that name, on that
+// lane, and select it) or #view=START,END (relative times).
 //
 // What was drawn is recorded in the DOM for tests: body[data-draws],
 // body[data-lanes] (JSON), body[data-slices-drawn], and <ol id="drawn">
@@ -234,7 +234,7 @@ function show(sl) {
 	selected = sl;
 	const el = document.getElementById("details");
 	if (!sl) { el.textContent = ""; return; }
-	const lane = D.vcpus[sl.lane >> 1].name + (sl.lane & 1 ? " host" : " guest");
+	const lane = laneName(sl.lane);
 	el.textContent = `${D.names[sl.name]}\n${lane}, depth ${sl.depth}\nstart ${fmt(sl.s)}, duration ${fmt(sl.d)}\n` +
 		sl.details;
 	el.dataset.name = D.names[sl.name];
@@ -273,19 +273,21 @@ canvas.addEventListener("mousemove", e => {
 window.addEventListener("keydown", e => { if (e.key === "0") { view = { a: 0, b: span }; draw(); } });
 window.addEventListener("resize", draw);
 
-// #find=NAME or #view=A,B
+// #find=NAME[&lane=LANE] or #view=A,B
+function laneName(lane) { return D.vcpus[lane >> 1].name + (lane & 1 ? " host" : " guest"); }
 function fromHash() {
-	const h = decodeURIComponent(location.hash.slice(1));
-	if (h.startsWith("find=")) {
-		const id = D.names.indexOf(h.slice(5));
-		const sl = D.slices.length && id >= 0 ? rows.flat(2).filter(s => s.name === id).sort((p, q) => p.s - q.s)[0] : null;
+	const q = new URLSearchParams(location.hash.slice(1));
+	if (q.has("find")) {
+		const id = D.names.indexOf(q.get("find")), lane = q.get("lane");
+		const sl = rows.flat(2).filter(s => s.name === id && (!lane || laneName(s.lane) === lane))
+			.sort((p, r) => p.s - r.s)[0];
 		if (sl) {
 			view = { a: sl.s - sl.d - 1, b: sl.s + 2 * sl.d + 1 };
 			show(sl);
 		}
 		document.body.dataset.found = sl ? "yes" : "no";
-	} else if (h.startsWith("view=")) {
-		const [a, b] = h.slice(5).split(",").map(Number);
+	} else if (q.has("view")) {
+		const [a, b] = q.get("view").split(",").map(Number);
 		if (b > a) view = { a, b };
 	}
 }

@@ -99,9 +99,10 @@ extern const char vt_timeline_page_css[];
  * name is not "CPU n/KVM" are ignored) the guest/host mode, a call stack
  * per lane, VM exits from exit to the next entry (named after the first
  * host function called, its reason the guest instruction that exited),
- * and VM exits per ms.  At a VM exit the open guest slices end and begin
- * again at the entry; trace ends and decode errors end every open slice
- * of the vCPU. */
+ * and VM exits per ms.  Guest slices stay open over VM exits (the guest
+ * lane is the guest's view: its functions were running); a trace end ends
+ * the open slices of its mode (a VM exit goes on: QEMU's handling in user
+ * space is part of it), a decode error every open slice of the vCPU. */
 typedef struct VtTimelineBuilder VtTimelineBuilder;
 
 VtTimelineBuilder *vt_timeline_builder_new(VtTimelineSink *sink, const VtDecodeImage *host,
