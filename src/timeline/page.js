@@ -12,8 +12,9 @@
 //
 // What was drawn is recorded in the DOM for tests: body[data-draws],
 // body[data-lanes] (JSON), body[data-slices-drawn], and <ol id="drawn">
-// with one <li data-lane data-name data-kind data-how> per drawn slice or
-// aggregated pixel (at most MAX_RECORDED).
+// with one <li data-lane data-name data-kind data-how> per drawn slice
+// ("slice"), pixel of several slices ("pixel", the dominant name) and row
+// of summary bins ("bin"), at most MAX_RECORDED.
 "use strict";
 
 const D = JSON.parse(document.getElementById("data").textContent);
@@ -103,15 +104,17 @@ function drawBins(row) {
 	if (!r)
 		return;
 	const first = Math.max(0, Math.floor(view.a / D.bin)), last = Math.min(D.nbins - 1, Math.floor(view.b / D.bin));
+	let n = 0;
 	for (let i = first; i <= last; i++) {
 		if (!r.count[i])
 			continue;
 		const x0 = x(i * D.bin), x1 = Math.max(x(i * D.bin + D.bin), x0 + 1);
 		ctx.fillStyle = colour(r.name[i], 0, 0.25 + 0.5 * Math.min(1, r.busy[i] / D.bin));
 		ctx.fillRect(x0, row.y, x1 - x0, row.h - 1);
-		if (r.name[i] >= 0)
-			note(row, D.names[r.name[i]], 0, "bin");
+		n++;
 	}
+	if (n)   // one record per row: the summary drawn under the kept slices
+		note(row, n + " bins", 0, "bin");
 }
 
 function flushPixel(row, px) {
@@ -119,7 +122,8 @@ function flushPixel(row, px) {
 		return;
 	ctx.fillStyle = colour(px.best.name, px.best.kind, 0.9);
 	ctx.fillRect(px.p, row.y, 1, row.h - 1);
-	note(row, D.names[px.best.name], px.best.kind, "pixel");
+	// a pixel holding one slice is that slice, one pixel wide
+	note(row, D.names[px.best.name], px.best.kind, px.n === 1 ? "slice" : "pixel");
 	px.n = 0;
 }
 
