@@ -35,6 +35,7 @@ enum {
 	VT_EXIT_HOST_SIDEBAND = 19,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
 	VT_EXIT_GUEST_NO_PERF = 20,   /* record --guest-ssh: no perf in the guest */
 	VT_EXIT_GUEST_PERF = 21,      /* record --guest-ssh: perf record in the guest failed */
+	VT_EXIT_NO_VCPU = 24,         /* timeline: no vCPU thread ("CPU n/KVM") in the recording */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

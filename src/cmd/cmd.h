@@ -60,6 +60,7 @@ VtGuestSource *vt_cmd_ssh_open(const VtCmdSsh *a, const volatile sig_atomic_t *s
 /* The exit status of a VT_GUEST_ERROR. */
 int vt_cmd_guest_exit_code(const GError *err);
 void vt_cmd_ssh_clear(VtCmdSsh *a);
+int cmd_timeline(int argc, char **argv);
 
 /* A check list (VtHostCheck of src/host/host.h), shared by check and guest
  * check (check.c): no check FAILed; print it as a table or JSON. */

@@ -18,6 +18,7 @@ static const VtCmd commands[] = {
 	{ "record", cmd_record, "trace a libvirt domain's vCPU threads with Intel PT into a perf.data directory" },
 	{ "script", cmd_script, "print the branches of a recording, host and guest code decoded (like perf script --itrace=be)" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
+	{ "timeline", cmd_timeline, "draw a recording per vCPU (guest/host lanes, functions, VM exits): Perfetto trace or HTML page" },
 };
 
 static void usage(FILE *f)
@@ -39,6 +40,7 @@ static void usage(FILE *f)
 		   "inject adds 17 (guest file unusable: ids, ID_INDEX, CPU -1), 18 (guest clock\n"
 		   "not TSC-based: boot it with no-kvmclock), 19 (host recording lacks vCPU\n"
 		   "COMMs, switches or TIME_CONV).\n"
+		   "timeline adds 24 (no vCPU thread in the recording).\n"
 		   "See vmtrace(1).\n");
 }
 

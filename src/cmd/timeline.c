@@ -1,0 +1,277 @@
+/* timeline.c - `vmtrace timeline REC -o OUT`: the recording decoded
+ * (src/decode) and drawn (src/timeline) as a Perfetto trace or a
+ * self-contained HTML page. */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/cmd/cmd.h"
+#include "src/decode/decode.h"
+#include "src/fs/fs.h"
+#include "src/fs/output.h"
+#include "src/timeline/timeline.h"
+
+typedef enum { FORMAT_PERFETTO, FORMAT_HTML } Format;
+
+typedef struct {
+	char *rec, *out, *format;
+	char *guest_dir, *guestkallsyms, *kcore, *kallsyms;
+	gint jobs, max_slices;
+	gboolean force;
+	Format fmt;
+} TimelineOptions;
+
+static const char tl_summary[] =
+	"Decodes host and guest kernel code (as vmtrace script does) and draws it: per\n"
+	"vCPU a guest lane and a host lane of nested function slices (call to return),\n"
+	"VM exits as slices from exit to entry (named after the first host function\n"
+	"called; reason, guest IP and exit target in their details) and a counter of\n"
+	"VM exits per ms.  OUT is a Perfetto trace (protobuf TrackEvent: open it in\n"
+	"ui.perfetto.dev or trace_processor) or a self-contained HTML page (canvas,\n"
+	"no network: wheel zooms, drag pans, click shows details).";
+
+static const char tl_description[] =
+	"Examples:\n"
+	"  vmtrace timeline vm.data --guest SNAP -o vm.perfetto-trace\n"
+	"  vmtrace timeline vm.data --guest SNAP -o vm.html\n\n"
+	"The format comes from OUT's name (.perfetto-trace, .pftrace, .pb: Perfetto;\n"
+	".html, .htm: HTML) or --format.  The Perfetto trace is written as the branches\n"
+	"are decoded (memory stays flat); the page holds a fixed-size summary per lane\n"
+	"and the --max-slices longest slices, so it stays small and interactive for\n"
+	"any recording: shorter slices are drawn aggregated per pixel.  Timeless\n"
+	"recordings count branches instead of ns.\n\n"
+	"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
+	"3 bad input (unreadable recording or image, or decode errors in the trace: the\n"
+	"output is still written); 24 no vCPU thread (\"CPU n/KVM\") in the recording.\n";
+
+static gboolean parse(int *argc, char ***argv, TimelineOptions *o, GError **error)
+{
+	GOptionEntry entries[] = {
+		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &o->out, "Write OUT (.perfetto-trace or .html)", "OUT" },
+		{ "format", 0, 0, G_OPTION_ARG_STRING, &o->format, "perfetto or html (default: from OUT's name)", "FMT" },
+		{ "guest", 'g', 0, G_OPTION_ARG_FILENAME, &o->guest_dir, "Guest kernel: a `vmtrace guest fetch` snapshot directory (kcore + kallsyms)", "DIR" },
+		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" },
+		{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &o->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" },
+		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
+		{ "max-slices", 0, 0, G_OPTION_ARG_INT, &o->max_slices, "HTML: the longest N slices are kept (default 200000); shorter ones only in the summary", "N" },
+		{ "force", 'f', 0, G_OPTION_ARG_NONE, &o->force, "Replace OUT if it is a regular file", NULL },
+		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
+		G_OPTION_ENTRY_NULL
+	};
+
+	if (!vt_cli_parse("REC - draw a recording: Perfetto trace or HTML page", tl_summary, tl_description, entries,
+			  argc, argv, error))
+		return FALSE;
+	if (*argc != 2) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, *argc < 2 ? "REC (a recording) is required"
+			    : "unexpected argument '%s'", (*argv)[MIN(*argc - 1, 2)]);
+		return FALSE;
+	}
+	o->rec = g_strdup((*argv)[1]);
+	return TRUE;
+}
+
+static gboolean format_of(TimelineOptions *o, GError **error)
+{
+	static const char *const perfetto[] = { ".perfetto-trace", ".pftrace", ".pb" };
+	static const char *const html[] = { ".html", ".htm" };
+	const char *f = o->format;
+
+	if (f && (!strcmp(f, "perfetto") || !strcmp(f, "html"))) {
+		o->fmt = !strcmp(f, "html") ? FORMAT_HTML : FORMAT_PERFETTO;
+		return TRUE;
+	}
+	if (f) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--format '%s': perfetto or html", f);
+		return FALSE;
+	}
+	for (gsize i = 0; i < G_N_ELEMENTS(perfetto); i++)
+		if (g_str_has_suffix(o->out, perfetto[i])) {
+			o->fmt = FORMAT_PERFETTO;
+			return TRUE;
+		}
+	for (gsize i = 0; i < G_N_ELEMENTS(html); i++)
+		if (g_str_has_suffix(o->out, html[i])) {
+			o->fmt = FORMAT_HTML;
+			return TRUE;
+		}
+	g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+		    "-o %s: name it .perfetto-trace or .html, or give --format", o->out);
+	return FALSE;
+}
+
+static gboolean validate(TimelineOptions *o, GError **error)
+{
+	if (!o->out) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "-o OUT is required");
+		return FALSE;
+	}
+	if (o->guest_dir && o->guestkallsyms) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--guest and --guestkallsyms exclude each other");
+		return FALSE;
+	}
+	if (!o->kcore != !o->kallsyms) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--kcore and --kallsyms go together");
+		return FALSE;
+	}
+	if (o->jobs < 0 || o->max_slices < 1) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    o->jobs < 0 ? "--jobs: must be 0 or more" : "--max-slices: must be 1 or more");
+		return FALSE;
+	}
+	return format_of(o, error);
+}
+
+/* The guest snapshot must be trusted as vmtrace script trusts it: owned
+ * by the user or root, writable by no one else. */
+static gboolean guest_trusted(const char *gdir, const char *kallsyms_file, GError **error)
+{
+	static const char *const names[] = { "kallsyms", "modules", "kcore" };
+	GError *e = NULL;
+
+	if (!vt_fs_check_trusted(gdir, TRUE, &e) || (kallsyms_file && !vt_fs_check_trusted(kallsyms_file, TRUE, &e)))
+		goto bad;
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree char *f = g_build_filename(gdir, names[i], NULL);
+
+		if (kallsyms_file && !strcmp(names[i], "kallsyms"))
+			continue;
+		if (!vt_fs_check_trusted(f, FALSE, &e) && !g_error_matches(e, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+			goto bad;
+		g_clear_error(&e);
+	}
+	return TRUE;
+bad:
+	g_propagate_prefixed_error(error, e, "refusing the guest snapshot: ");
+	return FALSE;
+}
+
+/* Host image: --kcore/--kallsyms or REC/kcore_dir; guest: --guest or
+ * --guestkallsyms.  *usage: an image was not given. */
+static gboolean open_images(const TimelineOptions *o, VtDecodeImage **host, VtDecodeImage **guest,
+			    gboolean *usage, GError **error)
+{
+	g_autofree char *kcore_dir = vt_decode_recording_kcore_dir(o->rec);
+	g_autofree char *gdir = o->guest_dir ? g_strdup(o->guest_dir)
+				: o->guestkallsyms ? g_path_get_dirname(o->guestkallsyms) : NULL;
+	g_autofree char *gkcore = gdir ? g_build_filename(gdir, "kcore", NULL) : NULL;
+
+	*usage = TRUE;
+	if (!o->kcore && !kcore_dir) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "%s has no kcore_dir/ with the host kernel's code (`vmtrace record --kcore` writes it); "
+			    "give --kcore FILE --kallsyms FILE", o->rec);
+		return FALSE;
+	}
+	if (!gdir || !g_file_test(gkcore, G_FILE_TEST_EXISTS)) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, gdir ? "%s is missing: the guest "
+			    "kernel's code (`vmtrace guest fetch` copies it)" : "no guest kernel image: give --guest DIR "
+			    "(`vmtrace guest fetch` prints it) or --guestkallsyms FILE (with kcore beside it)%s",
+			    gdir ? gkcore : "");
+		return FALSE;
+	}
+	*usage = FALSE;
+	if (!guest_trusted(gdir, o->guestkallsyms, error))
+		return FALSE;
+	*host = o->kcore ? vt_decode_image_load(o->kcore, o->kallsyms, "host", error)
+			 : vt_decode_image_load_dir(kcore_dir, "host", error);
+	if (!*host)
+		return FALSE;
+	*guest = o->guestkallsyms ? vt_decode_image_load(gkcore, o->guestkallsyms, "guest", error)
+				  : vt_decode_image_load_dir(gdir, "guest", error);
+	return *guest != NULL;
+}
+
+static VtTimelineSink *open_sink(const TimelineOptions *o, gboolean timed, GError **error)
+{
+	g_autofree char *base = g_path_get_basename(o->rec);
+	g_autofree char *title = g_strdup_printf("vmtrace timeline: %s", base);
+
+	if (o->fmt == FORMAT_HTML)
+		return vt_timeline_html_new(o->out, o->force, (guint)o->max_slices, title, timed, error);
+	return vt_timeline_perfetto_new(o->out, o->force, error);
+}
+
+/* Decode, draw, commit; the exit status. */
+static int run(const TimelineOptions *o, VtDecodeImage *host, VtDecodeImage *guest)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeResult) result = vt_decode_recording(&(VtDecodeOptions){ o->rec, host, guest,
+								     (guint)o->jobs }, &err);
+	g_autoptr(VtTimelineSink) sink = NULL;
+	g_autoptr(VtTimelineBuilder) b = NULL;
+	const VtDecodeEvent *e;
+
+	if (!result) {
+		vt_err("timeline", "%s", err->message);
+		return err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
+											  : VT_EXIT_BAD_INPUT;
+	}
+	if (!(sink = open_sink(o, vt_decode_result_timed(result), &err))) {
+		vt_err("timeline", "%s", err->message);
+		return VT_EXIT_FAILURE;
+	}
+	b = vt_timeline_builder_new(sink, host, guest, vt_decode_result_timed(result));
+	while ((e = vt_decode_result_next(result)))
+		vt_timeline_builder_add(b, e);
+	vt_timeline_builder_finish(b);
+	if (!vt_timeline_builder_n_vcpus(b)) {
+		vt_err("timeline", "%s: no vCPU thread (\"CPU n/KVM\") in the recording: nothing to draw", o->rec);
+		return VT_EXIT_NO_VCPU;
+	}
+	if (!sink->ops->finish(sink, &err)) {
+		vt_err("timeline", "%s", err->message);
+		return VT_EXIT_FAILURE;
+	}
+	fprintf(stderr, "vmtrace timeline: wrote %s: %u vCPUs, %" G_GUINT64_FORMAT " slices, %" G_GUINT64_FORMAT
+		" VM exits\n", o->out, vt_timeline_builder_n_vcpus(b), vt_timeline_builder_n_slices(b),
+		vt_timeline_builder_n_exits(b));
+	if (vt_decode_result_n_errors(result)) {
+		vt_err("timeline", "%s: %u decode errors (decoding resumed at the next PSB each time)", o->rec,
+		       vt_decode_result_n_errors(result));
+		return VT_EXIT_BAD_INPUT;
+	}
+	return VT_EXIT_OK;
+}
+
+static void options_clear(TimelineOptions *o)
+{
+	g_free(o->rec);
+	g_free(o->out);
+	g_free(o->format);
+	g_free(o->guest_dir);
+	g_free(o->guestkallsyms);
+	g_free(o->kcore);
+	g_free(o->kallsyms);
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	TimelineOptions o = { .max_slices = 200000 };
+	VtDecodeImage *host = NULL, *guest = NULL;
+	g_autoptr(GError) err = NULL;
+	gboolean usage = FALSE;
+	int rc = VT_EXIT_USAGE;
+
+	if (!parse(&argc, &argv, &o, &err) || !validate(&o, &err)) {
+		vt_err("timeline", "%s (see vmtrace timeline --help)", err->message);
+		goto out;
+	}
+	if (!vt_fs_output_check(o.out, o.force ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, &err)) {
+		vt_err("timeline", "%s%s", err->message, g_error_matches(err, G_FILE_ERROR, G_FILE_ERROR_EXIST)
+		       ? " (--force replaces it)" : "");
+		rc = VT_EXIT_FAILURE;
+		goto out;
+	}
+	if (!open_images(&o, &host, &guest, &usage, &err)) {
+		vt_err("timeline", "%s", err->message);
+		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
+		goto out;
+	}
+	rc = run(&o, host, guest);
+out:
+	vt_decode_image_free(host);
+	vt_decode_image_free(guest);
+	options_clear(&o);
+	return rc;
+}

@@ -1,0 +1,52 @@
+#!/bin/sh
+# vmtrace timeline -o OUT.perfetto-trace on synth recordings of real kernel
+# code: protoc decodes the file with src/timeline/perfetto.proto (Perfetto's
+# own field numbers), and tests/timeline-check.py checks the sequence and
+# interning rules, that every track is declared before use, that slices are
+# balanced and in time order per track, and against synth's ground truth:
+# per vCPU thread one function slice per call, one VM exit slice per exit
+# (the first one named after the first host function it called), the
+# exits/ms counter summing to the exits, the vCPU's first guest call drawn
+# on its guest lane.  (trace_processor and the Perfetto UI cannot run here:
+# see README, "vmtrace timeline".)
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_python
+[ -n "${PROTOC:-}" ] || skip "protoc not installed (apt-get install protobuf-compiler)"
+make_code_dirs
+
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086
+	code_recording "$name" 64K $opts || continue
+	out=$TMP/$name.perfetto-trace
+	"$VMTRACE" timeline "$TMP/$name.data" --guest "$GUEST_CODE" -o "$out" 2>"$TMP/$name.err"
+	check "$name: vmtrace timeline exit 0 ($(tail -1 "$TMP/$name.err"))" test $? -eq 0
+	check "$name: the trace is 0600 (it holds kernel addresses)" test "$(stat -c %a "$out")" = 600
+	"$PROTOC" --decode=perfetto.protos.Trace --proto_path="$top_srcdir" src/timeline/perfetto.proto \
+		<"$out" >"$TMP/$name.txt" 2>"$TMP/$name.protoc"
+	check "$name: protoc --decode reads it ($(head -c 200 "$TMP/$name.protoc"))" test $? -eq 0
+	"$PYTHON3" "$top_srcdir/tests/timeline-check.py" perfetto "$TMP/$name.txt" "$TMP/$name.branches" \
+		"$HOST_CODE/kallsyms" "$GUEST_CODE/kallsyms" >"$TMP/$name.check" 2>&1
+	check "$name: tracks, slices, VM exits and counters = ground truth ($(tail -1 "$TMP/$name.check"))" \
+		grep -qx ok "$TMP/$name.check" || sed 's/^/#   /' "$TMP/$name.check"
+done <<'CONFIGS'
+thread-2vcpu-timed      --vcpus 2 --psb-period 1 --seed 5
+cpu-2vcpu-2cpu-timed    --vcpus 2 --per-cpu --cpus 2 --psb-period 0
+thread-1vcpu-timeless   --vcpus 1 --timeless
+CONFIGS
+
+# the trace is streamed: the same recording twice over gives a file about
+# twice as large from a process whose memory does not grow with it
+f=$TMP/thread-2vcpu-timed.data
+if [ -e "$f" ]; then
+	code_recording big 1M --vcpus 2 --psb-period 1 --seed 5 &&
+		/usr/bin/time -f %M -o "$TMP/big.rss" "$VMTRACE" timeline "$TMP/big.data" --guest "$GUEST_CODE" \
+			-o "$TMP/big.perfetto-trace" 2>/dev/null &&
+		/usr/bin/time -f %M -o "$TMP/small.rss" "$VMTRACE" timeline "$f" --guest "$GUEST_CODE" \
+			-o "$TMP/small2.perfetto-trace" 2>/dev/null
+	small=$(cat "$TMP/small.rss") big=$(cat "$TMP/big.rss")
+	check "memory flat: 1 MiB of AUX data $big KiB, 64 KiB $small KiB (at most 1.5x)" \
+		test "$big" -le $((small * 3 / 2))
+fi
+finish
