@@ -12,6 +12,7 @@
 
 #include "src/cli/cli.h"
 #include "guestfs/guestfs.h"
+#include "src/decode/decode.h"
 
 typedef int (*VtCmdFn)(int argc, char **argv);
 
@@ -61,10 +62,37 @@ VtGuestSource *vt_cmd_ssh_open(const VtCmdSsh *a, const volatile sig_atomic_t *s
 int vt_cmd_guest_exit_code(const GError *err);
 void vt_cmd_ssh_clear(VtCmdSsh *a);
 int cmd_timeline(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* A check list (VtHostCheck of src/host/host.h), shared by check and guest
  * check (check.c): no check FAILed; print it as a table or JSON. */
 gboolean vt_checks_ok(GPtrArray *checks);
 void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);
+
+/* The kernel images of a decoding command (script, report; images.c):
+ * VT_CMD_IMAGE_ENTRIES(im) are its options --guest, --guestkallsyms,
+ * --kcore, --kallsyms. */
+typedef struct {
+	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
+	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
+} VtCmdImages;
+
+#define VT_CMD_IMAGE_ENTRIES(im) \
+	{ "guest", 'g', 0, G_OPTION_ARG_FILENAME, &(im)->guest_dir, "Guest kernel: a `vmtrace guest fetch` snapshot directory (kcore + kallsyms)", "DIR" }, \
+	{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &(im)->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" }, \
+	{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &(im)->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" }, \
+	{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &(im)->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" }
+
+/* A usage error in the image options, or NULL. */
+const char *vt_cmd_images_check(const VtCmdImages *im);
+/* The host image (--kcore/--kallsyms or REC/kcore_dir) and the guest's
+ * (--guest or --guestkallsyms; a snapshot others can write to is
+ * refused).  *usage: an image was not given (a usage error). */
+gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
+			    gboolean *usage, GError **error);
+void vt_cmd_images_clear(VtCmdImages *im);
+/* --time START,END (perf time, seconds.nanoseconds, either may be empty)
+ * into ns; NULL, or what is wrong with it. */
+const char *vt_cmd_parse_time_range(const char *arg, guint64 *start, guint64 *end);
 
 #endif

@@ -16,6 +16,7 @@ static const VtCmd commands[] = {
 	{ "guest", cmd_guest, "copy a guest's kallsyms, modules and kcore (perf's cache); check the guest" },
 	{ "inject", cmd_inject, "merge a guest's own perf.data (its tasks, mmaps, switches) into a host recording" },
 	{ "record", cmd_record, "trace a libvirt domain's vCPU threads with Intel PT into a perf.data directory" },
+	{ "report", cmd_report, "where a guest's time goes: vCPUs, VM exits by handler, top functions, first calls, syscalls" },
 	{ "script", cmd_script, "print the branches of a recording, host and guest code decoded (like perf script --itrace=be)" },
 	{ "synth", cmd_synth, "write a synthetic host Intel PT perf.data of a KVM guest + ground truth" },
 	{ "timeline", cmd_timeline, "draw a recording per vCPU (guest/host lanes, functions, VM exits): Perfetto trace or HTML page" },
@@ -35,11 +36,14 @@ static void usage(FILE *f)
 		   "guest adds 9/10 (SSH host key unknown/changed: refused), 11 (authentication),\n"
 		   "12 (cannot connect), 13 (guest symbols changed during the copy), 16 (the SSH\n"
 		   "server stopped answering: --timeout).\n"
-		   "record adds 14 (no Intel PT on this machine: see vmtrace check).\n"
+		   "record adds 14 (no Intel PT on this machine: see vmtrace check), 20 (--guest-ssh:\n"
+		   "no perf in the guest), 21 (the guest's perf record failed).\n"
 		   "script exits 3 when the trace has decode errors.\n"
 		   "inject adds 17 (guest file unusable: ids, ID_INDEX, CPU -1), 18 (guest clock\n"
 		   "not TSC-based: boot it with no-kvmclock), 19 (host recording lacks vCPU\n"
 		   "COMMs, switches or TIME_CONV).\n"
+		   "report adds 22 (decode errors: the report covers what decoded), 23 (no vCPU\n"
+		   "thread in the recording).\n"
 		   "timeline adds 24 (no vCPU thread in the recording).\n"
 		   "See vmtrace(1).\n");
 }

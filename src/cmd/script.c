@@ -16,8 +16,7 @@
 
 typedef struct {
 	char *rec;
-	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
-	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
+	VtCmdImages img;                   /* --guest, --guestkallsyms, --kcore, --kallsyms */
 	gboolean json, host_only, guest_only;
 	gboolean call_trace, call_ret_trace, insn_trace;
 	char *itrace, *fields, *time;
@@ -69,10 +68,7 @@ typedef struct {
 static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 {
 	GOptionEntry entries[] = {
-		{ "guest", 'g', 0, G_OPTION_ARG_FILENAME, &o->guest_dir, "Guest kernel: a `vmtrace guest fetch` snapshot directory (kcore + kallsyms)", "DIR" },
-		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" },
-		{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &o->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" },
-		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
+		VT_CMD_IMAGE_ENTRIES(&o->img),
 		{ "call-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_trace, "Calls with their call depth (perf script --call-trace)", NULL },
 		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
 		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
@@ -188,39 +184,12 @@ static const char *parse_fields(ScriptOptions *o)
 	return NULL;
 }
 
-/* seconds[.fraction] -> ns; empty: none */
-static gboolean parse_seconds(const char *t, guint64 *ns)
-{
-	char *end;
-	guint64 sec = g_ascii_strtoull(t, &end, 10), frac = 0, scale = 1000000000;
-
-	if (end == t || *t == '-' || *t == '+')
-		return FALSE;
-	if (*end == '.') {
-		for (end++; g_ascii_isdigit(*end) && scale > 1; end++) {
-			scale /= 10;
-			frac += (guint64)(*end - '0') * scale;
-		}
-	}
-	*ns = sec * 1000000000 + frac;
-	return *end == 0 && sec < G_MAXUINT64 / 1000000000;
-}
-
 static const char *parse_time(ScriptOptions *o)
 {
-	const char *comma = strchr(o->time, ',');
-	g_autofree char *a = comma ? g_strndup(o->time, comma - o->time) : NULL;
+	const char *bad = vt_cmd_parse_time_range(o->time, &o->time_start, &o->time_end);
 
-	if (!comma || strchr(comma + 1, ','))
-		return "--time: give START,END (seconds.nanoseconds, either may be empty)";
-	o->time_start = 0;
-	o->time_end = G_MAXUINT64;
-	if ((*a && !parse_seconds(a, &o->time_start)) || (comma[1] && !parse_seconds(comma + 1, &o->time_end)))
-		return "--time: START and END are seconds.nanoseconds";
-	if (o->time_start > o->time_end)
-		return "--time: START is after END";
-	o->have_time = TRUE;
-	return NULL;
+	o->have_time = !bad;
+	return bad;
 }
 
 static const char *parse_selection(ScriptOptions *o)
@@ -251,10 +220,8 @@ static gboolean validate(ScriptOptions *o, GError **error)
 		;
 	else if (o->host_only && o->guest_only)
 		bad = "--host-only and --guest-only exclude each other";
-	else if (o->guest_dir && o->guestkallsyms)
-		bad = "--guest and --guestkallsyms exclude each other";
-	else if (!o->kcore != !o->kallsyms)
-		bad = "--kcore and --kallsyms go together";
+	else if ((bad = vt_cmd_images_check(&o->img)))
+		;
 	else if (o->call_trace + o->call_ret_trace + o->insn_trace > 1)
 		bad = "--call-trace, --call-ret-trace and --insn-trace exclude each other";
 	else if (o->insn_trace && o->json)
@@ -267,79 +234,10 @@ static gboolean validate(ScriptOptions *o, GError **error)
 }
 
 /* ----------------------------------------------------------------- open */
-/* The guest snapshot (DIR, or FILE's directory) and its files, as far as
- * they exist, belong to the user or root and are writable by no one else
- * (vt_fs_check_trusted; links only where the user named them): a cache
- * others can write to could hand us any kcore. */
-static gboolean guest_trusted(const char *gdir, const char *kallsyms_file, GError **error)
-{
-	static const char *const names[] = { "kallsyms", "modules", "kcore" };
-	GError *e = NULL;
-
-	if (!vt_fs_check_trusted(gdir, TRUE, &e) || (kallsyms_file && !vt_fs_check_trusted(kallsyms_file, TRUE, &e)))
-		goto bad;
-	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
-		g_autofree char *f = g_build_filename(gdir, names[i], NULL);
-
-		if (kallsyms_file && !strcmp(names[i], "kallsyms"))
-			continue;
-		if (!vt_fs_check_trusted(f, FALSE, &e) && !g_error_matches(e, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-			goto bad;
-		g_clear_error(&e);
-	}
-	return TRUE;
-bad:
-	g_propagate_prefixed_error(error, e, "refusing the guest snapshot: ");
-	return FALSE;
-}
-
-/* The host image: --kcore/--kallsyms or REC/kcore_dir; the guest image:
- * --guest or --guestkallsyms.  *usage: the image was not given. */
+/* The host and guest images (src/cmd/images.c).  *usage: not given. */
 static gboolean open_images(Script *s, gboolean *usage, GError **error)
 {
-	const ScriptOptions *o = s->o;
-	g_autofree char *kcore_dir = vt_decode_recording_kcore_dir(o->rec);
-	g_autofree char *gdir = o->guest_dir ? g_strdup(o->guest_dir)
-				: o->guestkallsyms ? g_path_get_dirname(o->guestkallsyms) : NULL;
-
-	*usage = TRUE;
-	if (!o->kcore && !kcore_dir) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
-			    "%s has no kcore_dir/ with the host kernel's code (`vmtrace record --kcore` writes it); "
-			    "give --kcore FILE --kallsyms FILE", o->rec);
-		return FALSE;
-	}
-	if (!gdir) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
-			    "no guest kernel image: give --guest DIR (`vmtrace guest fetch` prints it) or "
-			    "--guestkallsyms FILE (with kcore beside it)");
-		return FALSE;
-	}
-	{
-		g_autofree char *gkcore = g_build_filename(gdir, "kcore", NULL);
-
-		if (!g_file_test(gkcore, G_FILE_TEST_EXISTS)) {
-			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
-				    "%s is missing: the guest kernel's code (`vmtrace guest fetch` copies it, unless "
-				    "given --no-kcore)", gkcore);
-			return FALSE;
-		}
-	}
-	*usage = FALSE;
-	if (!guest_trusted(gdir, o->guestkallsyms, error))
-		return FALSE;
-	s->host = o->kcore ? vt_decode_image_load(o->kcore, o->kallsyms, "host", error)
-			   : vt_decode_image_load_dir(kcore_dir, "host", error);
-	if (!s->host)
-		return FALSE;
-	if (o->guestkallsyms) {
-		g_autofree char *kcore = g_build_filename(gdir, "kcore", NULL);
-
-		s->guest = vt_decode_image_load(kcore, o->guestkallsyms, "guest", error);
-	} else {
-		s->guest = vt_decode_image_load_dir(gdir, "guest", error);
-	}
-	return s->guest != NULL;
+	return vt_cmd_images_open(&s->o->img, s->o->rec, &s->host, &s->guest, usage, error);
 }
 
 /* -------------------------------------------------------------- report */
@@ -756,10 +654,7 @@ static void report(Script *s)
 static void options_clear(ScriptOptions *o)
 {
 	g_free(o->rec);
-	g_free(o->guest_dir);
-	g_free(o->guestkallsyms);
-	g_free(o->kcore);
-	g_free(o->kallsyms);
+	vt_cmd_images_clear(&o->img);
 	g_free(o->itrace);
 	g_free(o->fields);
 	g_free(o->time);

@@ -1,0 +1,508 @@
+/* analyze.c - the decoder's branch stream turned into mode intervals, VM
+ * exits, function slices, first calls and syscalls (definitions in
+ * analyze.h). */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/analyze/analyze.h"
+
+#define MAX_STRAIGHT 100000       /* instructions walked between two branches at most */
+#define RUN_CACHE 65536           /* straight runs remembered (direct-mapped) */
+
+typedef struct {
+	guint64 func, ret;            /* symbol start called, return address */
+	const char *sym;
+	guint64 start, insn0;         /* clock and instructions at the call */
+	guint64 child, child_insns;   /* children's inclusive */
+	guint64 other, other_insns;   /* the other machine's time while this frame was on top */
+	gboolean syscall;             /* the frame of the context's open syscall */
+} Frame;
+
+typedef struct {
+	VtAnalyzeWhere w;
+	gboolean started, guest;
+	guint64 now, insns;           /* clock and instructions of the last branch */
+	guint64 first;                /* clock of the first branch */
+	guint64 mode_start, mode_insns;
+	GArray *stack[2];             /* Frame: host, guest */
+	gboolean in_exit, exit_call_seen;
+	VtAnalyzeExit exit;
+	guint64 exit_insns;
+	gboolean sys_open;            /* entry_SYSCALL_64 seen, handler not yet called */
+	VtAnalyzeSyscall sys;
+} Ctx;
+
+/* Where a queue's code runs on from (instruction counts). */
+typedef struct {
+	guint64 ip;
+	gboolean guest, valid;
+} Walk;
+
+/* A straight run measured: from ip up to `to`. */
+typedef struct {
+	guint64 from, to;
+	guint32 flags, n;             /* flags: 1 guest, 2 inclusive, 4 used, 8 the walk failed */
+} Run;
+
+struct VtAnalyze {
+	VtAnalyzeOptions o;
+	VtAnalyzeVisitor v;
+	VtAnalyzeHealth health;
+	GHashTable *ctx;              /* key -> Ctx */
+	GArray *walk;                 /* Walk per queue */
+	Run *runs;
+	GHashTable *first_seen[2];    /* function starts called so far, per machine */
+	guint first_index[2];
+	guint64 sys_entry;            /* guest entry_SYSCALL_64 (0: none) */
+};
+
+/* ------------------------------------------------------------- symbols */
+static const VtDecodeImage *image(const VtAnalyze *a, gboolean guest)
+{
+	return guest ? a->o.guest : a->o.host;
+}
+
+/* The symbol containing addr and its start; NULL outside the code. */
+static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
+{
+	const VtDecodeImage *img = image(a, guest);
+	guint64 off = 0;
+	gsize avail;
+	const char *s;
+
+	*start = addr;
+	if (!img || !addr || !vt_decode_image_code(img, addr, &avail))
+		return NULL;
+	s = vt_decode_image_symbol(img, addr, &off);
+	if (s)
+		*start = addr - off;
+	return s;
+}
+
+/* --------------------------------------------------- instruction counts */
+static guint32 walk_run(const VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive,
+			gboolean *failed)
+{
+	const VtDecodeImage *img = image(a, guest);
+	guint32 n = 0;
+	VtInsn in;
+
+	*failed = FALSE;
+	while (n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to))) {
+		if (!img || !vt_decode_insn(img, ip, &in) || !in.len) {
+			*failed = TRUE;
+			return n;
+		}
+		ip += in.len;
+		n++;
+	}
+	*failed = n == MAX_STRAIGHT;
+	return n;
+}
+
+/* Instructions from ip up to `to` (inclusive: `to`'s too), cached. */
+static guint32 count_run(VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive)
+{
+	guint32 flags = 4 | (guest ? 1 : 0) | (inclusive ? 2 : 0);
+	guint h = (guint)(((ip * 0x9e3779b97f4a7c15ULL) ^ (to * 0xc2b2ae3d27d4eb4fULL) ^ flags) >> 40) % RUN_CACHE;
+	Run *r = &a->runs[h];
+	gboolean failed;
+
+	if ((r->flags & ~8u) == flags && r->from == ip && r->to == to) {
+		if (r->flags & 8)
+			a->health.insn_walk_failures++;
+		return r->n;
+	}
+	r->from = ip;
+	r->to = to;
+	r->n = walk_run(a, ip, to, guest, inclusive, &failed);
+	r->flags = flags | (failed ? 8 : 0);
+	if (failed)
+		a->health.insn_walk_failures++;
+	return r->n;
+}
+
+/* Instructions the queue ran up to and including branch b (an
+ * asynchronous branch's IP does not run). */
+static guint64 count_insns(VtAnalyze *a, const VtDecodeEvent *e)
+{
+	const VtBranch *b = &e->b;
+	guint64 n = 0;
+	Walk *w;
+
+	if (a->walk->len <= e->queue)
+		g_array_set_size(a->walk, e->queue + 1);
+	w = &g_array_index(a->walk, Walk, e->queue);
+	if (b->kind == VT_BRANCH_ERROR) {
+		w->valid = FALSE;
+		return 0;
+	}
+	if (!w->valid && b->from && !b->async) {
+		w->ip = b->from;     /* after a PSB: from the branch's own instruction */
+		w->guest = b->from_guest;
+		w->valid = TRUE;
+	}
+	if (w->valid && b->from && b->from_guest == w->guest)
+		n = count_run(a, w->ip, b->from, w->guest, !b->async);
+	w->valid = b->to != 0;
+	w->ip = b->to;
+	w->guest = b->to_guest;
+	return n;
+}
+
+/* ------------------------------------------------------------ contexts */
+static guint64 ctx_key(const VtDecodeEvent *e)
+{
+	return e->tid > 0 ? (guint64)(guint32)e->tid : (1ULL << 32) | (guint32)(e->cpu + 1);
+}
+
+static void ctx_free(gpointer p)
+{
+	Ctx *c = p;
+
+	g_array_free(c->stack[0], TRUE);
+	g_array_free(c->stack[1], TRUE);
+	g_free(c);
+}
+
+static Ctx *ctx_get(VtAnalyze *a, const VtDecodeEvent *e)
+{
+	guint64 key = ctx_key(e);
+	Ctx *c = g_hash_table_lookup(a->ctx, &key);
+
+	if (!c) {
+		guint64 *k = g_new(guint64, 1);
+
+		*k = key;
+		c = g_new0(Ctx, 1);
+		c->stack[0] = g_array_new(FALSE, FALSE, sizeof(Frame));
+		c->stack[1] = g_array_new(FALSE, FALSE, sizeof(Frame));
+		g_hash_table_insert(a->ctx, k, c);
+	}
+	c->w.vcpu = e->vcpu;
+	c->w.tid = e->tid;
+	c->w.cpu = e->cpu;
+	if (e->b.vmcs)
+		c->w.vmcs = e->b.vmcs;
+	return c;
+}
+
+/* -------------------------------------------------------------- frames */
+static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
+{
+	GArray *st = c->stack[guest];
+	Frame f = g_array_index(st, Frame, st->len - 1);
+	VtAnalyzeSlice s = { .w = c->w, .guest = guest, .depth = st->len - 1, .func = f.func, .sym = f.sym,
+			     .start = f.start, .end = c->now, .complete = complete };
+	guint64 incl = c->now - f.start, insns = c->insns - f.insn0;
+
+	g_array_set_size(st, st->len - 1);
+	s.self = incl - MIN(incl, f.child + f.other);
+	s.insns = insns;
+	s.self_insns = insns - MIN(insns, f.child_insns + f.other_insns);
+	if (st->len) {
+		Frame *p = &g_array_index(st, Frame, st->len - 1);
+
+		p->child += incl;
+		p->child_insns += insns;
+	}
+	if (f.syscall && a->v.syscall) {
+		c->sys.end = c->now;
+		c->sys.complete = complete;
+		a->v.syscall(&c->sys, a->v.user);
+	}
+	if (a->v.slice)
+		a->v.slice(&s, a->v.user);
+}
+
+static void frames_close_all(VtAnalyze *a, Ctx *c, gboolean guest)
+{
+	while (c->stack[guest]->len)
+		frame_close(a, c, guest, FALSE);
+}
+
+/* The other machine ran from `since` to now: not this stack's top frame's own time. */
+static void frame_charge_other(Ctx *c, gboolean guest, guint64 since, guint64 since_insns)
+{
+	GArray *st = c->stack[guest];
+
+	if (st->len) {
+		Frame *f = &g_array_index(st, Frame, st->len - 1);
+
+		f->other += c->now - since;
+		f->other_insns += c->insns - since_insns;
+	}
+}
+
+static void syscall_unnamed(VtAnalyze *a, Ctx *c)
+{
+	if (c->sys_open && a->v.syscall) {
+		c->sys.name = NULL;
+		c->sys.end = c->now;
+		c->sys.complete = FALSE;
+		a->v.syscall(&c->sys, a->v.user);
+	}
+	c->sys_open = FALSE;
+}
+
+static void first_call(VtAnalyze *a, const Ctx *c, gboolean guest, guint64 func, const char *sym)
+{
+	VtAnalyzeFirstCall f = { .w = c->w, .guest = guest, .func = func, .sym = sym, .time = c->now };
+
+	if (g_hash_table_contains(a->first_seen[guest], &func))
+		return;
+	g_hash_table_add(a->first_seen[guest], g_memdup2(&func, sizeof(func)));
+	f.index = a->first_index[guest]++;
+	if (a->v.first_call)
+		a->v.first_call(&f, a->v.user);
+}
+
+static gboolean is_syscall_handler(const char *sym)
+{
+	return sym && (g_str_has_prefix(sym, "__x64_sys_") || g_str_has_prefix(sym, "__ia32_sys_") ||
+		       g_str_has_prefix(sym, "__do_sys_"));
+}
+
+static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	gboolean guest = b->to_guest;
+	Frame f = { .ret = b->from + b->insn_len, .start = c->now, .insn0 = c->insns };
+
+	f.sym = symbol(a, guest, b->to, &f.func);
+	if (!guest && c->in_exit && !c->exit_call_seen) {
+		c->exit.first_call = f.sym;
+		c->exit_call_seen = TRUE;
+	}
+	if (guest && c->sys_open && is_syscall_handler(f.sym)) {
+		c->sys_open = FALSE;
+		c->sys.name = f.sym;
+		f.syscall = TRUE;
+	}
+	g_array_append_val(c->stack[guest], f);
+	first_call(a, c, guest, f.func, f.sym);
+}
+
+static void on_return(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	GArray *st = c->stack[b->from_guest];
+	guint i = st->len;
+
+	while (i && g_array_index(st, Frame, i - 1).ret != b->to)
+		i--;
+	if (!i) {
+		a->health.unmatched_returns++;
+		return;
+	}
+	while (st->len >= i)
+		frame_close(a, c, b->from_guest, TRUE);
+}
+
+/* ------------------------------------------------------ modes and exits */
+static void mode_end(VtAnalyze *a, Ctx *c)
+{
+	VtAnalyzeMode m = { .w = c->w, .guest = c->guest, .start = c->mode_start, .end = c->now,
+			    .insns = c->insns - c->mode_insns };
+
+	if (a->v.mode)
+		a->v.mode(&m, a->v.user);
+	/* the stack of the machine that waited */
+	frame_charge_other(c, !c->guest, c->mode_start, c->mode_insns);
+	c->mode_start = c->now;
+	c->mode_insns = c->insns;
+}
+
+static void exit_end(VtAnalyze *a, Ctx *c, gboolean reentered)
+{
+	if (!c->in_exit)
+		return;
+	c->in_exit = FALSE;
+	c->exit.reentered = reentered;
+	c->exit.entry_time = reentered ? c->now : 0;
+	c->exit.latency = reentered ? c->now - c->exit.exit_time : 0;
+	c->exit.host_insns = reentered ? c->insns - c->exit_insns : 0;
+	c->exit.w = c->w;
+	if (a->v.exit)
+		a->v.exit(&c->exit, a->v.user);
+}
+
+static void on_vmexit(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	guint64 start;
+
+	exit_end(a, c, FALSE);
+	if (c->guest)
+		mode_end(a, c);
+	c->guest = FALSE;
+	c->in_exit = TRUE;
+	c->exit_call_seen = FALSE;
+	c->exit = (VtAnalyzeExit){ .w = c->w, .exit_time = c->now, .exit_ip = b->from, .handler_ip = b->to };
+	c->exit.handler = symbol(a, FALSE, b->to, &start);
+	c->exit_insns = c->insns;
+}
+
+static void on_vmentry(VtAnalyze *a, Ctx *c)
+{
+	if (!c->guest)
+		mode_end(a, c);
+	c->guest = TRUE;
+	exit_end(a, c, TRUE);
+}
+
+/* A break in the trace of one machine (trace end) or both (error). */
+static void on_break(VtAnalyze *a, Ctx *c, gboolean guest, gboolean both)
+{
+	frames_close_all(a, c, guest);
+	if (both)
+		frames_close_all(a, c, !guest);
+	if (guest || both)
+		syscall_unnamed(a, c);
+	if (both)
+		exit_end(a, c, FALSE);
+}
+
+/* ---------------------------------------------------------------- event */
+static void health(VtAnalyze *a, const VtDecodeEvent *e)
+{
+	const VtBranch *b = &e->b;
+	guint64 start;
+
+	a->health.branches++;
+	if (e->vcpu < 0)
+		a->health.unknown_vcpu++;
+	if (b->kind == VT_BRANCH_ERROR) {
+		a->health.errors++;
+		a->health.error_codes[b->code > 0 && b->code < 31 ? b->code : 31]++;
+	} else if (b->kind == VT_BRANCH_TRACE_END) {
+		a->health.trace_breaks++;
+	} else if (b->to && !symbol(a, b->to_guest, b->to, &start)) {
+		a->health.unresolved++;
+	}
+}
+
+static void ctx_advance(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e, guint64 insns)
+{
+	c->insns += insns;
+	c->now = a->o.timed ? MAX(e->time, c->now) : c->insns;
+	if (!c->started) {
+		c->started = TRUE;
+		c->first = c->now;
+		c->mode_start = c->now;
+		c->mode_insns = c->insns;
+		c->guest = e->b.kind == VT_BRANCH_ERROR ? FALSE
+			   : e->b.from ? e->b.from_guest : e->b.to_guest;
+		if (e->b.kind == VT_BRANCH_VMENTRY)
+			c->guest = FALSE;
+	}
+}
+
+static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	switch (b->kind) {
+	case VT_BRANCH_CALL:
+		if (b->from_guest == b->to_guest)
+			on_call(a, c, b);
+		break;
+	case VT_BRANCH_RETURN:
+		if (b->from_guest == b->to_guest)
+			on_return(a, c, b);
+		break;
+	case VT_BRANCH_VMEXIT:
+		on_vmexit(a, c, b);
+		break;
+	case VT_BRANCH_VMENTRY:
+		on_vmentry(a, c);
+		break;
+	case VT_BRANCH_TRACE_END:
+		on_break(a, c, b->from_guest, FALSE);
+		break;
+	case VT_BRANCH_ERROR:
+		on_break(a, c, c->guest, TRUE);
+		break;
+	default:
+		break;
+	}
+	if (b->to_guest && b->to && b->to == a->sys_entry && b->kind != VT_BRANCH_ERROR) {
+		syscall_unnamed(a, c);
+		c->sys_open = TRUE;
+		c->sys = (VtAnalyzeSyscall){ .w = c->w, .start = c->now };
+	}
+}
+
+void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e)
+{
+	guint64 insns = a->o.count_insns ? count_insns(a, e) : 0;
+	Ctx *c;
+
+	if (a->o.vcpu >= 0 && e->vcpu != a->o.vcpu)
+		return;
+	health(a, e);
+	c = ctx_get(a, e);
+	ctx_advance(a, c, e, insns);
+	dispatch(a, c, &e->b);
+}
+
+void vt_analyze_finish(VtAnalyze *a)
+{
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, a->ctx);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		Ctx *c = v;
+
+		if (!c->started)
+			continue;
+		frames_close_all(a, c, TRUE);
+		frames_close_all(a, c, FALSE);
+		syscall_unnamed(a, c);
+		exit_end(a, c, FALSE);
+		mode_end(a, c);
+		c->started = FALSE;
+	}
+}
+
+void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r)
+{
+	const VtDecodeEvent *e;
+
+	while ((e = vt_decode_result_next(r)))
+		vt_analyze_event(a, e);
+	vt_analyze_finish(a);
+}
+
+const VtAnalyzeHealth *vt_analyze_health(const VtAnalyze *a)
+{
+	return &a->health;
+}
+
+VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *visitor)
+{
+	VtAnalyze *a = g_new0(VtAnalyze, 1);
+
+	a->o = *opts;
+	if (!a->o.timed)
+		a->o.count_insns = TRUE;
+	if (visitor)
+		a->v = *visitor;
+	a->ctx = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, ctx_free);
+	a->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
+	a->runs = a->o.count_insns ? g_new0(Run, RUN_CACHE) : NULL;
+	for (int i = 0; i < 2; i++)
+		a->first_seen[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	if (a->o.guest)
+		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
+	return a;
+}
+
+void vt_analyze_free(VtAnalyze *a)
+{
+	if (!a)
+		return;
+	g_hash_table_destroy(a->ctx);
+	g_array_free(a->walk, TRUE);
+	g_free(a->runs);
+	for (int i = 0; i < 2; i++)
+		g_hash_table_destroy(a->first_seen[i]);
+	g_free(a);
+}

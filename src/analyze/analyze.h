@@ -1,0 +1,222 @@
+/* analyze.h - answers from the decoder's branch stream: per-vCPU guest/host
+ * mode intervals, VM exits with their host handler and latency, function
+ * slices from call/return flow, first calls, guest system calls and decode
+ * health - streamed to a visitor one by one (vmtrace timeline draws them),
+ * and aggregated per symbol and vCPU on top (vmtrace report).
+ *
+ * Clock.  Everything is placed on a per-context clock: perf time (ns) in
+ * timed recordings; in timeless ones the number of instructions that
+ * context (thread, or CPU for thread 0) has executed so far.  Instruction
+ * counts between two branches come from walking the code from where the
+ * last branch of the context went to the next branch's source (src/decode's
+ * instruction classifier; a straight run is measured once and cached).
+ *
+ * Contexts.  A context is a thread (tid > 0), or a CPU when the recording
+ * cannot name the thread (tid 0 per CPU).  Each has a guest and a host call
+ * stack: a VM exit suspends the guest stack (its frames stay open while the
+ * host runs) and starts the host's; a VM entry closes the host's frames.
+ *
+ * Definitions (the tests recompute them from synth's ground truth):
+ *  - mode interval: from a VM entry to the next VM exit of the context
+ *    (guest), from a VM exit, or the context's first branch, to the next
+ *    VM entry (host); the last one ends at the context's last branch.
+ *  - VM exit: exit time (the VM-exit branch), re-entry time (the next VM
+ *    entry of the context; 0 and `reentered` FALSE when the trace ends or
+ *    breaks first), exit IP (guest IP the exit left), handler (symbol of the
+ *    exit's TIP target), first host function called after the exit before
+ *    re-entry (NULL if none), latency = re-entry - exit on the clock, and
+ *    the host instructions in between.
+ *  - slice: a call (CALL branch, same machine) to the return that pops it.
+ *    A return pops down to the frame whose return address (call + its
+ *    length) is the return's target; one that matches no frame pops
+ *    nothing.  A trace end, decode error or the end of the recording closes
+ *    the context's open frames (complete FALSE).  inclusive = end - start;
+ *    self = inclusive - children's inclusive - (guest frames) the time the
+ *    context spent in host mode during the frame's own stretches.
+ *  - first call: the first CALL into each function (per machine), in order.
+ *  - system call (guest): a branch into entry_SYSCALL_64 opens one on the
+ *    context; the first call after it into a function named __x64_sys_*
+ *    (or __ia32_sys_*, __do_sys_*) names it; it lasts as that call's slice.
+ *    Opened but unnamed when the trace breaks first: counted as unnamed.
+ *  - health: decode errors (by libipt code), trace breaks (trace end /
+ *    begin), branch targets outside any symbol, branches of unknown vCPUs.
+ *
+ * Memory: per context a call stack; first calls and aggregates per
+ * function and vCPU; nothing per branch.
+ *
+ * No printing, no exiting.  May call: src/decode, glib. */
+#ifndef VT_ANALYZE_H
+#define VT_ANALYZE_H
+
+#include <glib.h>
+
+#include "src/decode/decode.h"
+
+G_BEGIN_DECLS
+
+/* --------------------------------------------------------- streamed items */
+/* Where an item happened.  vcpu -1: not a vCPU thread ("CPU n/KVM"). */
+typedef struct {
+	gint32 vcpu, tid, cpu;
+	guint64 vmcs;
+} VtAnalyzeWhere;
+
+/* A stretch of one mode of a context. */
+typedef struct {
+	VtAnalyzeWhere w;
+	gboolean guest;
+	guint64 start, end;         /* clock */
+	guint64 insns;              /* instructions in it (0 unless counted) */
+} VtAnalyzeMode;
+
+typedef struct {
+	VtAnalyzeWhere w;
+	guint64 exit_time, entry_time;   /* clock; entry_time 0 unless reentered */
+	gboolean reentered;
+	guint64 exit_ip;                 /* guest IP the exit left */
+	guint64 handler_ip;              /* host: the exit's TIP target */
+	const char *handler;             /* its symbol (NULL: none) */
+	const char *first_call;          /* first host function called (NULL: none) */
+	guint64 latency;                 /* entry_time - exit_time (0 unless reentered) */
+	guint64 host_insns;              /* host instructions from exit to re-entry (0 unless counted) */
+} VtAnalyzeExit;
+
+typedef struct {
+	VtAnalyzeWhere w;
+	gboolean guest;
+	guint depth;                /* 0: outermost open frame of its stack */
+	guint64 func;               /* the called address */
+	const char *sym;            /* its symbol (NULL: none) */
+	guint64 start, end;         /* clock */
+	guint64 self;               /* clock units, see above */
+	guint64 insns, self_insns;  /* 0 unless counted */
+	gboolean complete;          /* ended by its return */
+} VtAnalyzeSlice;
+
+typedef struct {
+	VtAnalyzeWhere w;
+	gboolean guest;
+	guint64 func;
+	const char *sym;
+	guint64 time;               /* clock of the call */
+	guint index;                /* 0, 1, ... in order of first calls (per machine) */
+} VtAnalyzeFirstCall;
+
+typedef struct {
+	VtAnalyzeWhere w;
+	const char *name;           /* __x64_sys_* symbol; NULL: not seen */
+	guint64 start, end;         /* clock: entry into entry_SYSCALL_64 .. the handler's return */
+	gboolean complete;
+} VtAnalyzeSyscall;
+
+/* Callbacks (any may be NULL); items arrive in the order the analysis
+ * completes them (a slice when it ends, an exit at re-entry). */
+typedef struct {
+	void (*mode)(const VtAnalyzeMode *m, gpointer user);
+	void (*exit)(const VtAnalyzeExit *x, gpointer user);
+	void (*slice)(const VtAnalyzeSlice *s, gpointer user);
+	void (*first_call)(const VtAnalyzeFirstCall *f, gpointer user);
+	void (*syscall)(const VtAnalyzeSyscall *s, gpointer user);
+	gpointer user;
+} VtAnalyzeVisitor;
+
+/* --------------------------------------------------------------- analysis */
+typedef struct {
+	const VtDecodeImage *host, *guest;   /* borrowed: symbols, instruction lengths */
+	gboolean timed;             /* vt_decode_result_timed() */
+	gboolean count_insns;       /* instruction counts (always when timeless) */
+	gint vcpu;                  /* only this vCPU's thread; -1: all */
+} VtAnalyzeOptions;
+
+typedef struct {
+	guint64 branches;           /* events seen */
+	guint64 errors;             /* decode errors */
+	guint64 error_codes[32];    /* by libipt code (positive; 31: other) */
+	guint64 trace_breaks;       /* trace ends */
+	guint64 unresolved;         /* branch targets without a symbol */
+	guint64 unknown_vcpu;       /* branches of threads that are no vCPU */
+	guint64 unmatched_returns;  /* returns that popped nothing */
+	guint64 insn_walk_failures; /* straight runs that could not be walked */
+} VtAnalyzeHealth;
+
+typedef struct VtAnalyze VtAnalyze;
+
+VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *visitor);
+void vt_analyze_free(VtAnalyze *a);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtAnalyze, vt_analyze_free)
+/* One decoded branch (in the decoder's order). */
+void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e);
+/* The end of the recording: closes every open slice, exit and interval. */
+void vt_analyze_finish(VtAnalyze *a);
+/* Every event of r, then vt_analyze_finish(). */
+void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r);
+const VtAnalyzeHealth *vt_analyze_health(const VtAnalyze *a);
+
+/* ----------------------------------------------- aggregation (report) */
+typedef struct {
+	gboolean timed;
+	gboolean have_range;        /* only items starting in [start, end] (clock) */
+	guint64 range_start, range_end;
+	guint longest;              /* longest exits kept per vCPU (0: 10) */
+} VtAnalyzeSummaryOptions;
+
+/* Latency distribution: exact percentiles (nearest rank) while a group has
+ * at most VT_ANALYZE_EXACT values, then from a log-linear histogram
+ * (relative error below 1/128). */
+#define VT_ANALYZE_EXACT 65536
+typedef struct {
+	guint64 count, total, min, max, p50, p90, p99;
+} VtAnalyzeStats;
+
+typedef struct {
+	gint32 vcpu, tid;
+	guint64 first, last;        /* clock of its first and last branch */
+	guint64 guest, host;        /* clock units in guest and host mode */
+	guint64 guest_insns, host_insns;
+	guint64 exits;              /* VM exits (re-entered or not) */
+	VtAnalyzeStats latency;     /* re-entered exits */
+	GArray *longest;            /* VtAnalyzeExit, longest first */
+} VtAnalyzeVcpu;
+
+typedef struct {
+	gint32 vcpu;                /* -1: all vCPUs */
+	const char *handler, *first_call;
+	VtAnalyzeStats latency;
+} VtAnalyzeExitGroup;
+
+typedef struct {
+	gint32 vcpu;                /* -1: all vCPUs */
+	gboolean guest;
+	guint64 func;
+	const char *sym;
+	guint64 calls;
+	guint64 self, inclusive;    /* clock units; inclusive counts a recursive function's frames each */
+	guint64 self_insns, insns;
+} VtAnalyzeFunction;
+
+typedef struct {
+	const char *name;           /* NULL: unnamed (trace broke first) */
+	guint64 count, complete, total;   /* total: clock units of the complete ones */
+	guint64 first, last;        /* clock of the first and last entry */
+} VtAnalyzeSyscallStats;
+
+typedef struct VtAnalyzeSummary VtAnalyzeSummary;
+
+VtAnalyzeSummary *vt_analyze_summary_new(const VtAnalyzeSummaryOptions *opts);
+void vt_analyze_summary_free(VtAnalyzeSummary *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtAnalyzeSummary, vt_analyze_summary_free)
+/* The visitor that feeds s (a visitor's user is s). */
+VtAnalyzeVisitor vt_analyze_summary_visitor(VtAnalyzeSummary *s);
+/* After vt_analyze_finish(): the results, owned by s, sorted -
+ * vCPUs by number; exit groups by vCPU then count (descending);
+ * functions by vCPU, machine, then self (descending); first calls by
+ * index (per machine: guest first); syscalls by count (descending). */
+const GArray *vt_analyze_summary_vcpus(VtAnalyzeSummary *s);        /* VtAnalyzeVcpu */
+const GArray *vt_analyze_summary_exit_groups(VtAnalyzeSummary *s);  /* VtAnalyzeExitGroup */
+const GArray *vt_analyze_summary_functions(VtAnalyzeSummary *s);    /* VtAnalyzeFunction */
+const GArray *vt_analyze_summary_first_calls(VtAnalyzeSummary *s);  /* VtAnalyzeFirstCall */
+const GArray *vt_analyze_summary_syscalls(VtAnalyzeSummary *s);     /* VtAnalyzeSyscallStats */
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,503 @@
+/* summary.c - the aggregation visitor: per vCPU (mode times, exits,
+ * latency distributions, longest exits), per exit handler, per function
+ * (self and inclusive), first calls and syscalls.  Memory: per vCPU,
+ * handler pair, function and syscall name; latencies exactly up to
+ * VT_ANALYZE_EXACT per group, then in a histogram. */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/analyze/analyze.h"
+
+#define SUB_BITS 7                /* histogram: 128 buckets per power of two */
+#define N_BUCKETS (64 << SUB_BITS)
+
+typedef struct {
+	VtAnalyzeStats st;
+	GArray *exact;                /* guint64; NULL once the histogram took over */
+	guint64 *hist;
+} Dist;
+
+typedef struct {
+	VtAnalyzeVcpu v;
+	Dist lat;
+	gboolean seen;
+} Vcpu;
+
+typedef struct {
+	VtAnalyzeExitGroup g;
+	Dist lat;
+} Group;
+
+struct VtAnalyzeSummary {
+	VtAnalyzeSummaryOptions o;
+	GHashTable *vcpus;            /* vcpu -> Vcpu */
+	GHashTable *groups;           /* GroupKey -> Group */
+	GHashTable *funcs;            /* FuncKey -> VtAnalyzeFunction */
+	GHashTable *sys;              /* name -> VtAnalyzeSyscallStats */
+	GArray *first;                /* VtAnalyzeFirstCall */
+	GArray *out_vcpus, *out_groups, *out_funcs, *out_sys;
+	gboolean done;
+};
+
+/* -------------------------------------------------------- distributions */
+static guint bucket_of(guint64 v)
+{
+	guint msb;
+
+	if (v < (1u << SUB_BITS))
+		return (guint)v;
+	msb = 63 - __builtin_clzll(v);
+	return ((msb - SUB_BITS + 1) << SUB_BITS) + (guint)((v >> (msb - SUB_BITS)) & ((1u << SUB_BITS) - 1));
+}
+
+/* the smallest value of bucket i */
+static guint64 bucket_low(guint i)
+{
+	guint e = i >> SUB_BITS, m = i & ((1u << SUB_BITS) - 1);
+
+	if (!e)
+		return m;
+	return ((guint64)((1u << SUB_BITS) | m)) << (e - 1);
+}
+
+static void dist_add(Dist *d, guint64 v)
+{
+	VtAnalyzeStats *s = &d->st;
+
+	s->min = s->count ? MIN(s->min, v) : v;
+	s->max = MAX(s->max, v);
+	s->count++;
+	s->total += v;
+	if (!d->exact && !d->hist)
+		d->exact = g_array_new(FALSE, FALSE, sizeof(guint64));
+	if (d->exact && d->exact->len < VT_ANALYZE_EXACT) {
+		g_array_append_val(d->exact, v);
+		return;
+	}
+	if (d->exact) {
+		d->hist = g_new0(guint64, N_BUCKETS);
+		for (guint i = 0; i < d->exact->len; i++)
+			d->hist[bucket_of(g_array_index(d->exact, guint64, i))]++;
+		g_array_free(d->exact, TRUE);
+		d->exact = NULL;
+	}
+	d->hist[bucket_of(v)]++;
+}
+
+static gint cmp_u64(gconstpointer a, gconstpointer b)
+{
+	guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* nearest rank: the smallest value with at least pct% of the values at or below it */
+static guint64 dist_rank(const Dist *d, guint pct)
+{
+	guint64 rank = (d->st.count * pct + 99) / 100, seen = 0;
+
+	if (!d->st.count)
+		return 0;
+	rank = MAX(rank, 1);
+	if (d->exact)
+		return g_array_index(d->exact, guint64, rank - 1);
+	for (guint i = 0; i < N_BUCKETS; i++) {
+		seen += d->hist[i];
+		if (seen >= rank)
+			return CLAMP(bucket_low(i), d->st.min, d->st.max);
+	}
+	return d->st.max;
+}
+
+static void dist_finish(Dist *d)
+{
+	if (d->exact)
+		g_array_sort(d->exact, cmp_u64);
+	d->st.p50 = dist_rank(d, 50);
+	d->st.p90 = dist_rank(d, 90);
+	d->st.p99 = dist_rank(d, 99);
+}
+
+static void dist_clear(Dist *d)
+{
+	if (d->exact)
+		g_array_free(d->exact, TRUE);
+	g_free(d->hist);
+}
+
+/* ----------------------------------------------------------------- keys */
+typedef struct {
+	gint32 vcpu;
+	const char *handler, *first_call;
+} GroupKey;
+
+static guint group_hash(gconstpointer p)
+{
+	const GroupKey *k = p;
+
+	return (guint)k->vcpu * 31u + g_direct_hash(k->handler) * 17u + g_direct_hash(k->first_call);
+}
+
+static gboolean group_equal(gconstpointer a, gconstpointer b)
+{
+	const GroupKey *x = a, *y = b;
+
+	return x->vcpu == y->vcpu && x->handler == y->handler && x->first_call == y->first_call;
+}
+
+typedef struct {
+	gint32 vcpu;
+	gboolean guest;
+	guint64 func;
+} FuncKey;
+
+static guint func_hash(gconstpointer p)
+{
+	const FuncKey *k = p;
+
+	return (guint)(k->func ^ (k->func >> 32)) * 31u + (guint)k->vcpu * 7u + (guint)k->guest;
+}
+
+static gboolean func_equal(gconstpointer a, gconstpointer b)
+{
+	const FuncKey *x = a, *y = b;
+
+	return x->vcpu == y->vcpu && x->guest == y->guest && x->func == y->func;
+}
+
+/* -------------------------------------------------------------- visitor */
+static gboolean in_range(const VtAnalyzeSummary *s, guint64 t)
+{
+	return !s->o.have_range || (t >= s->o.range_start && t <= s->o.range_end);
+}
+
+static Vcpu *vcpu_get(VtAnalyzeSummary *s, const VtAnalyzeWhere *w)
+{
+	Vcpu *v = g_hash_table_lookup(s->vcpus, GINT_TO_POINTER(w->vcpu));
+
+	if (!v) {
+		v = g_new0(Vcpu, 1);
+		v->v.vcpu = w->vcpu;
+		v->v.tid = w->tid;
+		v->v.longest = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeExit));
+		g_hash_table_insert(s->vcpus, GINT_TO_POINTER(w->vcpu), v);
+	}
+	return v;
+}
+
+static void on_mode(const VtAnalyzeMode *m, gpointer user)
+{
+	VtAnalyzeSummary *s = user;
+	guint64 a = m->start, b = m->end, insns = m->insns;
+	Vcpu *v;
+
+	if (s->o.have_range) {
+		if (b < s->o.range_start || a > s->o.range_end)
+			return;
+		a = MAX(a, s->o.range_start);
+		b = MIN(b, s->o.range_end);
+		if (m->end > m->start)   /* instructions in proportion to the part kept */
+			insns = (guint64)((double)m->insns * (double)(b - a) / (double)(m->end - m->start));
+	}
+	v = vcpu_get(s, &m->w);
+	v->v.first = v->seen ? MIN(v->v.first, a) : a;
+	v->v.last = MAX(v->v.last, b);
+	v->seen = TRUE;
+	if (m->guest) {
+		v->v.guest += b - a;
+		v->v.guest_insns += insns;
+	} else {
+		v->v.host += b - a;
+		v->v.host_insns += insns;
+	}
+}
+
+static gint cmp_longest(gconstpointer a, gconstpointer b)
+{
+	const VtAnalyzeExit *x = a, *y = b;
+
+	if (x->latency != y->latency)
+		return x->latency > y->latency ? -1 : 1;
+	return x->exit_time < y->exit_time ? -1 : x->exit_time > y->exit_time;
+}
+
+static void keep_longest(VtAnalyzeSummary *s, Vcpu *v, const VtAnalyzeExit *x)
+{
+	GArray *l = v->v.longest;
+	guint n = s->o.longest ? s->o.longest : 10;
+
+	if (l->len == n && cmp_longest(x, &g_array_index(l, VtAnalyzeExit, n - 1)) >= 0)
+		return;
+	g_array_append_val(l, *x);
+	g_array_sort(l, cmp_longest);
+	if (l->len > n)
+		g_array_set_size(l, n);
+}
+
+static void group_add(VtAnalyzeSummary *s, gint32 vcpu, const VtAnalyzeExit *x)
+{
+	GroupKey k = { vcpu, x->handler, x->first_call };
+	Group *g = g_hash_table_lookup(s->groups, &k);
+
+	if (!g) {
+		g = g_new0(Group, 1);
+		g->g.vcpu = vcpu;
+		g->g.handler = x->handler;
+		g->g.first_call = x->first_call;
+		g_hash_table_insert(s->groups, g_memdup2(&k, sizeof(k)), g);
+	}
+	dist_add(&g->lat, x->latency);
+}
+
+static void on_vmexit_done(const VtAnalyzeExit *x, gpointer user)
+{
+	VtAnalyzeSummary *s = user;
+	Vcpu *v;
+
+	if (!in_range(s, x->exit_time))
+		return;
+	v = vcpu_get(s, &x->w);
+	v->v.exits++;
+	if (!x->reentered)
+		return;
+	dist_add(&v->lat, x->latency);
+	keep_longest(s, v, x);
+	group_add(s, x->w.vcpu, x);
+	group_add(s, -1, x);
+}
+
+static void func_add(VtAnalyzeSummary *s, gint32 vcpu, const VtAnalyzeSlice *sl)
+{
+	FuncKey k = { vcpu, sl->guest, sl->func };
+	VtAnalyzeFunction *f = g_hash_table_lookup(s->funcs, &k);
+
+	if (!f) {
+		f = g_new0(VtAnalyzeFunction, 1);
+		f->vcpu = vcpu;
+		f->guest = sl->guest;
+		f->func = sl->func;
+		f->sym = sl->sym;
+		g_hash_table_insert(s->funcs, g_memdup2(&k, sizeof(k)), f);
+	}
+	f->calls++;
+	f->self += sl->self;
+	f->inclusive += sl->end - sl->start;
+	f->self_insns += sl->self_insns;
+	f->insns += sl->insns;
+}
+
+static void on_slice(const VtAnalyzeSlice *sl, gpointer user)
+{
+	VtAnalyzeSummary *s = user;
+
+	if (!in_range(s, sl->start))
+		return;
+	func_add(s, sl->w.vcpu, sl);
+	func_add(s, -1, sl);
+}
+
+static void on_first_call(const VtAnalyzeFirstCall *f, gpointer user)
+{
+	VtAnalyzeSummary *s = user;
+
+	g_array_append_val(s->first, *f);
+}
+
+static void on_syscall(const VtAnalyzeSyscall *sc, gpointer user)
+{
+	VtAnalyzeSummary *s = user;
+	VtAnalyzeSyscallStats *st;
+
+	if (!in_range(s, sc->start))
+		return;
+	st = g_hash_table_lookup(s->sys, sc->name);
+	if (!st) {
+		st = g_new0(VtAnalyzeSyscallStats, 1);
+		st->name = sc->name;
+		st->first = sc->start;
+		g_hash_table_insert(s->sys, (gpointer)sc->name, st);
+	}
+	st->count++;
+	st->first = MIN(st->first, sc->start);
+	st->last = MAX(st->last, sc->start);
+	if (sc->complete) {
+		st->complete++;
+		st->total += sc->end - sc->start;
+	}
+}
+
+VtAnalyzeVisitor vt_analyze_summary_visitor(VtAnalyzeSummary *s)
+{
+	return (VtAnalyzeVisitor){ on_mode, on_vmexit_done, on_slice, on_first_call, on_syscall, s };
+}
+
+/* -------------------------------------------------------------- results */
+static gint cmp_vcpu(gconstpointer a, gconstpointer b)
+{
+	const VtAnalyzeVcpu *x = a, *y = b;
+
+	return (x->vcpu > y->vcpu) - (x->vcpu < y->vcpu);
+}
+
+static gint cmp_group(gconstpointer a, gconstpointer b)
+{
+	const VtAnalyzeExitGroup *x = a, *y = b;
+
+	if (x->vcpu != y->vcpu)
+		return x->vcpu < y->vcpu ? -1 : 1;
+	if (x->latency.count != y->latency.count)
+		return x->latency.count > y->latency.count ? -1 : 1;
+	return g_strcmp0(x->handler, y->handler) ?: g_strcmp0(x->first_call, y->first_call);
+}
+
+static gint cmp_func(gconstpointer a, gconstpointer b)
+{
+	const VtAnalyzeFunction *x = a, *y = b;
+
+	if (x->vcpu != y->vcpu)
+		return x->vcpu < y->vcpu ? -1 : 1;
+	if (x->guest != y->guest)
+		return x->guest ? -1 : 1;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	if (x->self_insns != y->self_insns)
+		return x->self_insns > y->self_insns ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+static gint cmp_first(gconstpointer a, gconstpointer b)
+{
+	const VtAnalyzeFirstCall *x = a, *y = b;
+
+	if (x->guest != y->guest)
+		return x->guest ? -1 : 1;
+	return (x->index > y->index) - (x->index < y->index);
+}
+
+static gint cmp_sys(gconstpointer a, gconstpointer b)
+{
+	const VtAnalyzeSyscallStats *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return g_strcmp0(x->name, y->name);
+}
+
+static void finish(VtAnalyzeSummary *s)
+{
+	GHashTableIter it;
+	gpointer k, val;
+
+	if (s->done)
+		return;
+	s->done = TRUE;
+	g_hash_table_iter_init(&it, s->vcpus);
+	while (g_hash_table_iter_next(&it, &k, &val)) {
+		Vcpu *v = val;
+
+		dist_finish(&v->lat);
+		v->v.latency = v->lat.st;
+		g_array_append_val(s->out_vcpus, v->v);
+	}
+	g_array_sort(s->out_vcpus, cmp_vcpu);
+	g_hash_table_iter_init(&it, s->groups);
+	while (g_hash_table_iter_next(&it, &k, &val)) {
+		Group *g = val;
+
+		dist_finish(&g->lat);
+		g->g.latency = g->lat.st;
+		g_array_append_val(s->out_groups, g->g);
+	}
+	g_array_sort(s->out_groups, cmp_group);
+	g_hash_table_iter_init(&it, s->funcs);
+	while (g_hash_table_iter_next(&it, &k, &val))
+		g_array_append_val(s->out_funcs, *(VtAnalyzeFunction *)val);
+	g_array_sort(s->out_funcs, cmp_func);
+	g_array_sort(s->first, cmp_first);
+	g_hash_table_iter_init(&it, s->sys);
+	while (g_hash_table_iter_next(&it, &k, &val))
+		g_array_append_val(s->out_sys, *(VtAnalyzeSyscallStats *)val);
+	g_array_sort(s->out_sys, cmp_sys);
+}
+
+const GArray *vt_analyze_summary_vcpus(VtAnalyzeSummary *s)
+{
+	finish(s);
+	return s->out_vcpus;
+}
+
+const GArray *vt_analyze_summary_exit_groups(VtAnalyzeSummary *s)
+{
+	finish(s);
+	return s->out_groups;
+}
+
+const GArray *vt_analyze_summary_functions(VtAnalyzeSummary *s)
+{
+	finish(s);
+	return s->out_funcs;
+}
+
+const GArray *vt_analyze_summary_first_calls(VtAnalyzeSummary *s)
+{
+	finish(s);
+	return s->first;
+}
+
+const GArray *vt_analyze_summary_syscalls(VtAnalyzeSummary *s)
+{
+	finish(s);
+	return s->out_sys;
+}
+
+/* ------------------------------------------------------------ lifetime */
+static void vcpu_free(gpointer p)
+{
+	Vcpu *v = p;
+
+	dist_clear(&v->lat);
+	g_array_free(v->v.longest, TRUE);
+	g_free(v);
+}
+
+static void group_free(gpointer p)
+{
+	Group *g = p;
+
+	dist_clear(&g->lat);
+	g_free(g);
+}
+
+VtAnalyzeSummary *vt_analyze_summary_new(const VtAnalyzeSummaryOptions *opts)
+{
+	VtAnalyzeSummary *s = g_new0(VtAnalyzeSummary, 1);
+
+	s->o = *opts;
+	s->vcpus = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, vcpu_free);
+	s->groups = g_hash_table_new_full(group_hash, group_equal, g_free, group_free);
+	s->funcs = g_hash_table_new_full(func_hash, func_equal, g_free, g_free);
+	s->sys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	s->first = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFirstCall));
+	s->out_vcpus = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeVcpu));
+	s->out_groups = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeExitGroup));
+	s->out_funcs = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFunction));
+	s->out_sys = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeSyscallStats));
+	return s;
+}
+
+void vt_analyze_summary_free(VtAnalyzeSummary *s)
+{
+	if (!s)
+		return;
+	g_hash_table_destroy(s->vcpus);
+	g_hash_table_destroy(s->groups);
+	g_hash_table_destroy(s->funcs);
+	g_hash_table_destroy(s->sys);
+	g_array_free(s->first, TRUE);
+	g_array_free(s->out_vcpus, TRUE);
+	g_array_free(s->out_groups, TRUE);
+	g_array_free(s->out_funcs, TRUE);
+	g_array_free(s->out_sys, TRUE);
+	g_free(s);
+}

@@ -1,0 +1,140 @@
+/* images.c - the kernel images a decoding command needs (script, report):
+ * the options that name them, their checks, and loading them. */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/cmd/cmd.h"
+#include "src/fs/fs.h"
+
+const char *vt_cmd_images_check(const VtCmdImages *im)
+{
+	if (im->guest_dir && im->guestkallsyms)
+		return "--guest and --guestkallsyms exclude each other";
+	if (!im->kcore != !im->kallsyms)
+		return "--kcore and --kallsyms go together";
+	return NULL;
+}
+
+/* The guest snapshot (DIR, or FILE's directory) and its files, as far as
+ * they exist, belong to the user or root and are writable by no one else
+ * (vt_fs_check_trusted; links only where the user named them): a cache
+ * others can write to could hand us any kcore. */
+static gboolean guest_trusted(const char *gdir, const char *kallsyms_file, GError **error)
+{
+	static const char *const names[] = { "kallsyms", "modules", "kcore" };
+	GError *e = NULL;
+
+	if (!vt_fs_check_trusted(gdir, TRUE, &e) || (kallsyms_file && !vt_fs_check_trusted(kallsyms_file, TRUE, &e)))
+		goto bad;
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree char *f = g_build_filename(gdir, names[i], NULL);
+
+		if (kallsyms_file && !strcmp(names[i], "kallsyms"))
+			continue;
+		if (!vt_fs_check_trusted(f, FALSE, &e) && !g_error_matches(e, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+			goto bad;
+		g_clear_error(&e);
+	}
+	return TRUE;
+bad:
+	g_propagate_prefixed_error(error, e, "refusing the guest snapshot: ");
+	return FALSE;
+}
+
+/* The image was given at all: REC/kcore_dir or --kcore; --guest or
+ * --guestkallsyms with a kcore beside it. */
+static gboolean images_given(const VtCmdImages *im, const char *rec, const char *kcore_dir, const char *gdir,
+			     GError **error)
+{
+	g_autofree char *gkcore = gdir ? g_build_filename(gdir, "kcore", NULL) : NULL;
+
+	if (!im->kcore && !kcore_dir) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "%s has no kcore_dir/ with the host kernel's code (`vmtrace record --kcore` writes it); "
+			    "give --kcore FILE --kallsyms FILE", rec);
+		return FALSE;
+	}
+	if (!gdir) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "no guest kernel image: give --guest DIR (`vmtrace guest fetch` prints it) or "
+			    "--guestkallsyms FILE (with kcore beside it)");
+		return FALSE;
+	}
+	if (!g_file_test(gkcore, G_FILE_TEST_EXISTS)) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "%s is missing: the guest kernel's code (`vmtrace guest fetch` copies it, unless "
+			    "given --no-kcore)", gkcore);
+		return FALSE;
+	}
+	return TRUE;
+}
+
+gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
+			    gboolean *usage, GError **error)
+{
+	g_autofree char *kcore_dir = vt_decode_recording_kcore_dir(rec);
+	g_autofree char *gdir = im->guest_dir ? g_strdup(im->guest_dir)
+				: im->guestkallsyms ? g_path_get_dirname(im->guestkallsyms) : NULL;
+
+	*usage = TRUE;
+	if (!images_given(im, rec, kcore_dir, gdir, error))
+		return FALSE;
+	*usage = FALSE;
+	if (!guest_trusted(gdir, im->guestkallsyms, error))
+		return FALSE;
+	*host = im->kcore ? vt_decode_image_load(im->kcore, im->kallsyms, "host", error)
+			  : vt_decode_image_load_dir(kcore_dir, "host", error);
+	if (!*host)
+		return FALSE;
+	if (im->guestkallsyms) {
+		g_autofree char *kcore = g_build_filename(gdir, "kcore", NULL);
+
+		*guest = vt_decode_image_load(kcore, im->guestkallsyms, "guest", error);
+	} else {
+		*guest = vt_decode_image_load_dir(gdir, "guest", error);
+	}
+	return *guest != NULL;
+}
+
+void vt_cmd_images_clear(VtCmdImages *im)
+{
+	g_clear_pointer(&im->guest_dir, g_free);
+	g_clear_pointer(&im->guestkallsyms, g_free);
+	g_clear_pointer(&im->kcore, g_free);
+	g_clear_pointer(&im->kallsyms, g_free);
+}
+
+/* seconds[.fraction] -> ns */
+static gboolean parse_seconds(const char *t, guint64 *ns)
+{
+	char *end;
+	guint64 sec = g_ascii_strtoull(t, &end, 10), frac = 0, scale = 1000000000;
+
+	if (end == t || *t == '-' || *t == '+')
+		return FALSE;
+	if (*end == '.') {
+		for (end++; g_ascii_isdigit(*end) && scale > 1; end++) {
+			scale /= 10;
+			frac += (guint64)(*end - '0') * scale;
+		}
+	}
+	*ns = sec * 1000000000 + frac;
+	return *end == 0 && sec < G_MAXUINT64 / 1000000000;
+}
+
+const char *vt_cmd_parse_time_range(const char *arg, guint64 *start, guint64 *end)
+{
+	const char *comma = strchr(arg, ',');
+	g_autofree char *a = comma ? g_strndup(arg, comma - arg) : NULL;
+
+	if (!comma || strchr(comma + 1, ','))
+		return "--time: give START,END (seconds.nanoseconds, either may be empty)";
+	*start = 0;
+	*end = G_MAXUINT64;
+	if ((*a && !parse_seconds(a, start)) || (comma[1] && !parse_seconds(comma + 1, end)))
+		return "--time: START and END are seconds.nanoseconds";
+	if (*start > *end)
+		return "--time: START is after END";
+	return NULL;
+}
