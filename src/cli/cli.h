@@ -33,6 +33,8 @@ enum {
 	VT_EXIT_GUEST_DATA = 17,      /* inject: the guest file cannot be injected (ids, ID_INDEX, CPUs) */
 	VT_EXIT_GUEST_CLOCK = 18,     /* inject: the guest's perf clock is not TSC-based (kvm-clock) */
 	VT_EXIT_HOST_SIDEBAND = 19,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
+	VT_EXIT_TCG_QEMU = 26,        /* record --source tcg: QEMU did not run the plugin to its end */
+	VT_EXIT_TCG_NOTHING = 27,     /* record --source tcg: no kernel code ran: nothing traced */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it
