@@ -18,6 +18,7 @@
 #define PT_PMU_TYPE 8
 #define CHUNK (4u << 20)
 #define PAGE 4096u
+#define MERGE_GAP (64u << 20) / PAGE   /* holes below 64 MiB are filled with zeros */
 
 G_DEFINE_QUARK(vt-tcg-error-quark, vt_tcg_error)
 
@@ -186,7 +187,8 @@ static GArray *code_sorted(GHashTable *pages)
 
 /* An ELF core (ET_CORE, EM_X86_64), one executable PT_LOAD per run of
  * consecutive pages; bytes never executed are zero. */
-static GByteArray *kcore_build(GHashTable *pages, GArray *pn)
+/* *map_end: the end of the segment holding text (the kernel map's end). */
+static GByteArray *kcore_build(GHashTable *pages, GArray *pn, uint64_t text, uint64_t *map_end)
 {
 	GByteArray *b = g_byte_array_new();
 	GArray *runs = g_array_new(FALSE, FALSE, sizeof(Run));
@@ -197,8 +199,11 @@ static GByteArray *kcore_build(GHashTable *pages, GArray *pn)
 		uint64_t p = g_array_index(pn, uint64_t, i);
 		Run *last = runs->len ? &g_array_index(runs, Run, runs->len - 1) : NULL;
 
-		if (last && last->start + last->n == p) {
-			last->n++;
+		/* one segment over small holes: perf keeps only the segment
+		 * holding _stext as the kernel map (the others are merged in
+		 * only where no map is yet) */
+		if (last && p - (last->start + last->n) < MERGE_GAP && (p >> 51) == (last->start >> 51)) {
+			last->n = p - last->start + 1;
 		} else {
 			Run r = { p, 1 };
 
@@ -229,10 +234,25 @@ static GByteArray *kcore_build(GHashTable *pages, GArray *pn)
 	g_byte_array_set_size(b, (sizeof(eh) + runs->len * sizeof(Elf64_Phdr) + PAGE - 1) / PAGE * PAGE);
 	memset(b->data + sizeof(eh) + runs->len * sizeof(Elf64_Phdr), 0,
 	       b->len - sizeof(eh) - runs->len * sizeof(Elf64_Phdr));
-	for (guint i = 0; i < pn->len; i++) {
-		const Page *p = g_hash_table_lookup(pages, GSIZE_TO_POINTER(g_array_index(pn, uint64_t, i)));
+	for (guint i = 0; i < runs->len; i++) {
+		const Run *r = &g_array_index(runs, Run, i);
 
-		g_byte_array_append(b, p->b, PAGE);
+		for (uint64_t k = 0; k < r->n; k++) {
+			const Page *p = g_hash_table_lookup(pages, GSIZE_TO_POINTER(r->start + k));
+			guint at = b->len;
+
+			g_byte_array_set_size(b, at + PAGE);
+			if (p)
+				memcpy(b->data + at, p->b, PAGE);
+			else
+				memset(b->data + at, 0, PAGE);
+		}
+	}
+	for (guint i = 0; i < runs->len; i++) {
+		const Run *r = &g_array_index(runs, Run, i);
+
+		if (text >= r->start * PAGE && text < (r->start + r->n) * PAGE)
+			*map_end = (r->start + r->n) * PAGE;
 	}
 	g_array_unref(runs);
 	return b;
@@ -302,6 +322,27 @@ static gboolean write_image_dir(const char *dir, const GByteArray *kcore, const 
 	       vt_fs_output_write_file(m, VT_FS_OUTPUT_NEW, 0600, "", 0, error);
 }
 
+/* OUT/kcore_dir: the same files (hard links). */
+static gboolean link_image_dir(const char *from, const char *to, GError **error)
+{
+	static const char *const names[] = { "kcore", "kallsyms", "modules" };
+
+	if (g_mkdir(to, 0700) < 0) {
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_IO, "%s: %s", to, g_strerror(errno));
+		return FALSE;
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_autofree char *a = g_build_filename(from, names[i], NULL);
+		g_autofree char *b = g_build_filename(to, names[i], NULL);
+
+		if (link(a, b) < 0) {
+			g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_IO, "%s: %s", b, g_strerror(errno));
+			return FALSE;
+		}
+	}
+	return TRUE;
+}
+
 /* OUT/guest and OUT/kcore_dir; *text, *end: the kernel map. */
 static gboolean image_write(const VtTcgConvertOptions *o, VtTcgStats *st, uint64_t *text, uint64_t *end,
 			    GError **error)
@@ -324,11 +365,15 @@ static gboolean image_write(const VtTcgConvertOptions *o, VtTcgStats *st, uint64
 		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE, "no kernel code ran: nothing was traced");
 		return FALSE;
 	}
-	kcore = kcore_build(pages, pn);
-	g_hash_table_destroy(pages);
 	ks = kallsyms_text(o->kallsyms, lo, hi, text, error);
+	if (!ks) {
+		g_hash_table_destroy(pages);
+		return FALSE;
+	}
 	*end = hi;
-	ok = ks && write_image_dir(gdir, kcore, ks, error) && write_image_dir(hdir, kcore, ks, error);
+	kcore = kcore_build(pages, pn, *text, end);
+	g_hash_table_destroy(pages);
+	ok = write_image_dir(gdir, kcore, ks, error) && link_image_dir(gdir, hdir, error);
 	return ok;
 }
 
