@@ -43,6 +43,7 @@ typedef struct {
 	const char *out;
 	const char *kallsyms;        /* the guest's kallsyms/System.map, or NULL */
 	gboolean kernel_only, json, quiet;
+	guint64 skip;                /* start tracing after this many instructions */
 	guint64 limit;               /* stop tracing after this many instructions (0: never) */
 	char **qemu_argv;            /* NULL-terminated */
 	const char *const *cmdline;

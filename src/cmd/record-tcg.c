@@ -39,6 +39,8 @@ static char *plugin_arg(const VtRecordTcg *a, const char *plugin, const char *ra
 	g_string_append_printf(s, "%s,out=%s", plugin, raw);
 	if (a->kernel_only)
 		g_string_append(s, ",filter=kernel");
+	if (a->skip)
+		g_string_append_printf(s, ",skip=%" G_GUINT64_FORMAT, a->skip);
 	if (a->limit)
 		g_string_append_printf(s, ",limit=%" G_GUINT64_FORMAT, a->limit);
 	return g_string_free(s, FALSE);

@@ -235,9 +235,9 @@ typedef struct {
 	char *domain, *uri, *out, *source, *aux_size;
 	char *synth_size, *synth_offset, *synth_seed, *synth_rate;
 	char *snapshot_arg;          /* --snapshot=SIZE (NULL: --snapshot alone) */
-	char *guestkallsyms, *tcg_limit;   /* --source tcg */
+	char *guestkallsyms, *tcg_limit, *tcg_skip;   /* --source tcg */
 	gboolean kernel_only;
-	guint64 tcg_limit_n;
+	guint64 tcg_limit_n, tcg_skip_n;
 	GStrv qemu_argv;             /* --source tcg: the QEMU command after -- */
 	gboolean snapshot;
 	gint pid, mtc_period;
@@ -291,6 +291,7 @@ static void record_opts_clear(RecordOpts *o)
 	g_free(o->snapshot_arg);
 	g_free(o->guestkallsyms);
 	g_free(o->tcg_limit);
+	g_free(o->tcg_skip);
 	g_strfreev(o->qemu_argv);
 	g_strfreev(o->cmdline);
 }
@@ -385,7 +386,8 @@ static GOptionContext *record_option_context(RecordOpts *o)
 		G_OPTION_ENTRY_NULL
 	};
 	GOptionEntry test_entries[] = {
-		{ "tcg-limit", 0, 0, G_OPTION_ARG_STRING, &o->tcg_limit, "tcg: stop tracing after N instructions (QEMU runs on)", "N" },
+		{ "tcg-skip", 0, 0, G_OPTION_ARG_STRING, &o->tcg_skip, "tcg: start tracing after N instructions", "N" },
+		{ "tcg-limit", 0, 0, G_OPTION_ARG_STRING, &o->tcg_limit, "tcg: stop tracing N instructions after it started (QEMU runs on)", "N" },
 		{ "synth-size", 0, 0, G_OPTION_ARG_STRING, &o->synth_size, "synth: total trace bytes (default 16M)", "SIZE" },
 		{ "synth-offset", 0, 0, G_OPTION_ARG_STRING, &o->synth_offset, "synth: the guest's TSC offset", "OFF" },
 		{ "synth-seed", 0, 0, G_OPTION_ARG_STRING, &o->synth_seed, "synth: random seed", "N" },
@@ -459,8 +461,8 @@ static gboolean validate_source(RecordOpts *o, GError **error)
 {
 	if (o->source && strcmp(o->source, "intel_pt") && strcmp(o->source, "synth") && strcmp(o->source, "tcg"))
 		return bad_usage(error, "--source '%s': intel_pt, tcg or synth", o->source);
-	if (g_strcmp0(o->source, "tcg") && (o->kernel_only || o->guestkallsyms || o->tcg_limit))
-		return bad_usage(error, "--kernel-only, --guestkallsyms and --tcg-limit need --source tcg");
+	if (g_strcmp0(o->source, "tcg") && (o->kernel_only || o->guestkallsyms || o->tcg_limit || o->tcg_skip))
+		return bad_usage(error, "--kernel-only, --guestkallsyms and --tcg-* options need --source tcg");
 	vt_synth_config_init(&o->sc);
 	o->sc.size = 16ULL << 20;
 	if (!vt_opt_size("--synth-size", o->synth_size, &o->sc.size, error) ||
@@ -486,7 +488,8 @@ static gboolean validate_tcg(RecordOpts *o, int argc, char **argv, GError **erro
 		return bad_usage(error, "--source tcg starts QEMU itself: give its command line after --, not --domain/--pid");
 	if (first >= argc)
 		return bad_usage(error, "--source tcg: give the QEMU command line after --, e.g. -- qemu-system-x86_64 -accel tcg ...");
-	if (o->tcg_limit && !vt_opt_u64("--tcg-limit", o->tcg_limit, &o->tcg_limit_n, error))
+	if ((o->tcg_limit && !vt_opt_u64("--tcg-limit", o->tcg_limit, &o->tcg_limit_n, error)) ||
+	    (o->tcg_skip && !vt_opt_u64("--tcg-skip", o->tcg_skip, &o->tcg_skip_n, error)))
 		return FALSE;
 	o->qemu_argv = g_new0(char *, argc - first + 1);
 	for (int i = first; i < argc; i++)
@@ -902,7 +905,7 @@ int cmd_record(int argc, char **argv)
 	ok = record_parse(&o, argc, argv, &r);        /* options; usage errors: exit 2 */
 	if (ok && !strcmp(o.source, "tcg")) {          /* QEMU with the TCG plugin, then REC */
 		VtRecordTcg t = { .out = o.out, .kallsyms = o.guestkallsyms, .kernel_only = o.kernel_only,
-				  .json = o.json, .quiet = o.quiet, .limit = o.tcg_limit_n, .qemu_argv = o.qemu_argv,
+				  .json = o.json, .quiet = o.quiet, .limit = o.tcg_limit_n, .skip = o.tcg_skip_n, .qemu_argv = o.qemu_argv,
 				  .cmdline = (const char *const *)o.cmdline };
 
 		r.rc = vt_record_tcg(&t);

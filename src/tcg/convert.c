@@ -432,6 +432,9 @@ static void rec_itrace_start(GByteArray *a, uint32_t pid, uint32_t tid, uint64_t
 	vt_perf_rec_end(a, s, PERF_RECORD_ITRACE_START, 0);
 }
 
+/* The vCPU threads carry pid 0, the guest machine's in perf: with the QEMU
+ * pid, perf 6.1 adds an idle thread on every walk of guest code
+ * (intel_pt_get_guest) - gigabytes per MiB of trace. */
 static void header_records(GByteArray *sb, const VtTcgConvertOptions *o, GArray *streams, uint64_t text, uint64_t end)
 {
 	VtPerfTimeConv tc = { .time_shift = 10, .time_mult = 1024, .cap_user_time_zero = 1 };
@@ -457,13 +460,13 @@ static void header_records(GByteArray *sb, const VtTcgConvertOptions *o, GArray 
 		char name[16];
 
 		g_snprintf(name, sizeof(name), "CPU %u/TCG", s->idx);
-		rec_comm(sb, o->qemu_pid, s->tid, name, 2000);
+		rec_comm(sb, 0, s->tid, name, 2000);
 	}
 	rec_guest_kernel(sb, text, end, 2000);
 	for (guint i = 0; i < streams->len; i++) {
 		const Stream *s = &g_array_index(streams, Stream, i);
 
-		rec_itrace_start(sb, o->qemu_pid, s->tid, 1000 + i);
+		rec_itrace_start(sb, 0, s->tid, 1000 + i);
 	}
 	{
 		gsize s = vt_perf_rec_begin(sb);

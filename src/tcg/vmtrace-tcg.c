@@ -4,7 +4,10 @@
  * translated block.  `vmtrace record --source tcg` loads it and turns its
  * directory into a perf.data (src/tcg/convert.c).
  *
- *   -plugin vmtrace-tcg.so,out=DIR[,filter=kernel][,limit=N][,psb=BYTES]
+ *   -plugin vmtrace-tcg.so,out=DIR[,filter=kernel][,skip=N][,limit=N][,psb=BYTES]
+ *
+ * skip: tracing starts at the first kernel instruction after N
+ * instructions; limit: it stops N instructions after it started.
  *
  * How control flow is rebuilt, per vCPU, from one callback per executed
  * translated block (TB) and one inline counter per instruction:
@@ -106,7 +109,7 @@ typedef struct {
 static struct {
 	char *dir;
 	int kernel_only;
-	uint64_t limit, psb_bytes;
+	uint64_t limit, skip, psb_bytes;
 	unsigned nvcpus;
 	Vcpu *v;
 	int code_fd;
@@ -572,7 +575,7 @@ static void vcpu_tb_exec(unsigned int vi, void *udata)
 		g.before += d;
 	g.last_v = (int)vi;
 	if (!v->started) {
-		if (!cur->kernel)
+		if (!cur->kernel || g.started < g.skip)
 			return;
 		v->started = 1;
 		v->tid = gettid();
@@ -685,7 +688,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		g_hash_table_add(g.ret_sites, GSIZE_TO_POINTER(fall_of(t)));
 	t->vector = g_hash_table_contains(g.vectors, GSIZE_TO_POINTER(t->pc));
 	t->ret_site = g_hash_table_contains(g.ret_sites, GSIZE_TO_POINTER(t->pc));
-	if (t->kernel || !g.kernel_only)
+	if (t->kernel || (!g.kernel_only && g.trace_start))
 		code_log(t, tb);
 	g.translations++;
 	g_mutex_unlock(&g.lock);
@@ -698,9 +701,9 @@ static void write_meta(void)
 	g_autofree char *path = g_build_filename(g.dir, "meta", NULL);
 	GString *s = g_string_new(NULL);
 
-	g_string_append_printf(s, "format %d\napi %d\nvcpus %u\nfilter %s\nmttcg %d\nlimit %" G_GUINT64_FORMAT "\n",
-			       VT_TCG_FORMAT, VT_QEMU_PLUGIN_API, g.nvcpus, g.kernel_only ? "kernel" : "all", g.mttcg,
-			       g.limit);
+	g_string_append_printf(s, "format %d\napi %d\nvcpus %u\nfilter %s\nmttcg %d\nskip %" G_GUINT64_FORMAT
+			       "\nlimit %" G_GUINT64_FORMAT "\n", VT_TCG_FORMAT, VT_QEMU_PLUGIN_API, g.nvcpus,
+			       g.kernel_only ? "kernel" : "all", g.mttcg, g.skip, g.limit);
 	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\ntranslations %"
 			       G_GUINT64_FORMAT "\n", g.started, g.before, g.translations);
 	for (unsigned i = 0; i < g.nvcpus; i++) {
@@ -771,10 +774,12 @@ static int parse_args(int argc, char **argv)
 			g.kernel_only = 0;
 		else if (g_str_has_prefix(a, "limit="))
 			g.limit = g_ascii_strtoull(a + 6, NULL, 0);
+		else if (g_str_has_prefix(a, "skip="))
+			g.skip = g_ascii_strtoull(a + 5, NULL, 0);
 		else if (g_str_has_prefix(a, "psb="))
 			g.psb_bytes = MAX(g_ascii_strtoull(a + 4, NULL, 0), 256);
 		else
-			return refuse("unknown argument '%s' (out=DIR, filter=kernel|all, limit=N, psb=BYTES)", a);
+			return refuse("unknown argument '%s' (out=DIR, filter=kernel|all, skip=N, limit=N, psb=BYTES)", a);
 	}
 	if (!g.dir)
 		return refuse("%s", "needs out=DIR");
