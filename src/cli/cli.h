@@ -35,9 +35,11 @@ enum {
 	VT_EXIT_HOST_SIDEBAND = 19,   /* inject: the host recording lacks vCPU COMMs, switches or TIME_CONV */
 	VT_EXIT_GUEST_NO_PERF = 20,   /* record --guest-ssh: no perf in the guest */
 	VT_EXIT_GUEST_PERF = 21,      /* record --guest-ssh: perf record in the guest failed */
-	VT_EXIT_NO_VCPU = 24,         /* timeline: no vCPU thread ("CPU n/KVM") in the recording */
 	VT_EXIT_REPORT_ERRORS = 22,   /* report: decode errors (the report covers what decoded) */
 	VT_EXIT_REPORT_NO_VCPU = 23,  /* report: no vCPU thread in the recording (or not --vcpu's) */
+	VT_EXIT_NO_VCPU = 24,         /* timeline: no vCPU thread ("CPU n/KVM") in the recording */
+	VT_EXIT_TCG_QEMU = 26,        /* record --source tcg: QEMU did not run the plugin to its end */
+	VT_EXIT_TCG_NOTHING = 27,     /* record --source tcg: no kernel code ran: nothing traced */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

@@ -64,6 +64,18 @@ void vt_cmd_ssh_clear(VtCmdSsh *a);
 int cmd_timeline(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
+/* record --source tcg (record-tcg.c): QEMU with vmtrace-tcg.so, then REC. */
+typedef struct {
+	const char *out;
+	const char *kallsyms;        /* the guest's kallsyms/System.map, or NULL */
+	gboolean kernel_only, json, quiet;
+	guint64 skip;                /* start tracing after this many instructions */
+	guint64 limit;               /* stop tracing after this many instructions (0: never) */
+	char **qemu_argv;            /* NULL-terminated */
+	const char *const *cmdline;
+} VtRecordTcg;
+int vt_record_tcg(const VtRecordTcg *a);
+
 /* A check list (VtHostCheck of src/host/host.h), shared by check and guest
  * check (check.c): no check FAILed; print it as a table or JSON. */
 gboolean vt_checks_ok(GPtrArray *checks);

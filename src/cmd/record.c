@@ -237,6 +237,10 @@ typedef struct {
 	char *domain, *uri, *out, *source, *aux_size;
 	char *synth_size, *synth_offset, *synth_seed, *synth_rate;
 	char *snapshot_arg;          /* --snapshot=SIZE (NULL: --snapshot alone) */
+	char *guestkallsyms, *tcg_limit, *tcg_skip;   /* --source tcg */
+	gboolean kernel_only;
+	guint64 tcg_limit_n, tcg_skip_n;
+	GStrv qemu_argv;             /* --source tcg: the QEMU command after -- */
 	gboolean snapshot;
 	gint pid, mtc_period;
 	gdouble duration;
@@ -293,6 +297,10 @@ static void record_opts_clear(RecordOpts *o)
 	g_free(o->synth_seed);
 	g_free(o->synth_rate);
 	g_free(o->snapshot_arg);
+	g_free(o->guestkallsyms);
+	g_free(o->tcg_limit);
+	g_free(o->tcg_skip);
+	g_strfreev(o->qemu_argv);
 	g_strfreev(o->cmdline);
 	vt_cmd_ssh_clear(&o->gssh);
 	g_free(o->guest_events);
@@ -382,10 +390,14 @@ static GOptionContext *record_option_context(RecordOpts *o)
 		{ "progress", 0, 0, G_OPTION_ARG_NONE, &o->show_progress, "Live progress line even when stderr is not a terminal", NULL },
 		{ "quiet", 'q', 0, G_OPTION_ARG_NONE, &o->quiet, "No mapping, progress or summary on stderr", NULL },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Print a JSON summary on stdout", NULL },
+		{ "source", 0, 0, G_OPTION_ARG_STRING, &o->source, "intel_pt (default); tcg: run the QEMU command after -- with vmtrace's TCG plugin; synth: packets from `vmtrace synth` for the real threads", "SOURCE" },
+		{ "kernel-only", 0, 0, G_OPTION_ARG_NONE, &o->kernel_only, "tcg: trace kernel-half addresses only", NULL },
+		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "tcg: the guest's kallsyms (or System.map) for REC/guest/kallsyms", "FILE" },
 		G_OPTION_ENTRY_NULL
 	};
 	GOptionEntry test_entries[] = {
-		{ "source", 0, 0, G_OPTION_ARG_STRING, &o->source, "intel_pt (default) or synth: packets from `vmtrace synth` for the real threads", "SOURCE" },
+		{ "tcg-skip", 0, 0, G_OPTION_ARG_STRING, &o->tcg_skip, "tcg: start tracing after N instructions", "N" },
+		{ "tcg-limit", 0, 0, G_OPTION_ARG_STRING, &o->tcg_limit, "tcg: stop tracing N instructions after it started (QEMU runs on)", "N" },
 		{ "synth-size", 0, 0, G_OPTION_ARG_STRING, &o->synth_size, "synth: total trace bytes (default 16M)", "SIZE" },
 		{ "synth-offset", 0, 0, G_OPTION_ARG_STRING, &o->synth_offset, "synth: the guest's TSC offset", "OFF" },
 		{ "synth-seed", 0, 0, G_OPTION_ARG_STRING, &o->synth_seed, "synth: random seed", "N" },
@@ -468,8 +480,10 @@ static gboolean validate_sizes(RecordOpts *o, GError **error)
 /* --source and the synthetic source's options; source is set after. */
 static gboolean validate_source(RecordOpts *o, GError **error)
 {
-	if (o->source && strcmp(o->source, "intel_pt") && strcmp(o->source, "synth"))
-		return bad_usage(error, "--source '%s': intel_pt or synth", o->source);
+	if (o->source && strcmp(o->source, "intel_pt") && strcmp(o->source, "synth") && strcmp(o->source, "tcg"))
+		return bad_usage(error, "--source '%s': intel_pt, tcg or synth", o->source);
+	if (g_strcmp0(o->source, "tcg") && (o->kernel_only || o->guestkallsyms || o->tcg_limit || o->tcg_skip))
+		return bad_usage(error, "--kernel-only, --guestkallsyms and --tcg-* options need --source tcg");
 	vt_synth_config_init(&o->sc);
 	o->sc.size = 16ULL << 20;
 	if (!vt_opt_size("--synth-size", o->synth_size, &o->sc.size, error) ||
@@ -500,6 +514,24 @@ static gboolean validate_guest(const RecordOpts *o, GError **error)
 	return vt_cmd_ssh_validate(&o->gssh, error);
 }
 
+/* --source tcg: the QEMU command line after --, no domain or process. */
+static gboolean validate_tcg(RecordOpts *o, int argc, char **argv, GError **error)
+{
+	int first = argc > 1 && !strcmp(argv[1], "--") ? 2 : 1;
+
+	if (o->domain || o->pid != G_MININT)
+		return bad_usage(error, "--source tcg starts QEMU itself: give its command line after --, not --domain/--pid");
+	if (first >= argc)
+		return bad_usage(error, "--source tcg: give the QEMU command line after --, e.g. -- qemu-system-x86_64 -accel tcg ...");
+	if ((o->tcg_limit && !vt_opt_u64("--tcg-limit", o->tcg_limit, &o->tcg_limit_n, error)) ||
+	    (o->tcg_skip && !vt_opt_u64("--tcg-skip", o->tcg_skip, &o->tcg_skip_n, error)))
+		return FALSE;
+	o->qemu_argv = g_new0(char *, argc - first + 1);
+	for (int i = first; i < argc; i++)
+		o->qemu_argv[i - first] = g_strdup(argv[i]);
+	return TRUE;
+}
+
 /* Options: FALSE (reported, exit 2) on a usage error. */
 static gboolean record_parse(RecordOpts *o, int argc, char **argv, Recording *r)
 {
@@ -512,12 +544,16 @@ static gboolean record_parse(RecordOpts *o, int argc, char **argv, Recording *r)
 		o->cmdline[i + 1] = g_strdup(argv[i]);
 	if (!g_option_context_parse(ctx, &argc, &argv, &err))
 		goto usage;
-	if (argc > 1) {
+	if (!g_strcmp0(o->source, "tcg")) {
+		if (!validate_tcg(o, argc, argv, &err) || !validate_source(o, &err))
+			goto usage;
+	} else if (argc > 1) {
 		bad_usage(&err, "unexpected argument '%s'", argv[1]);
 		goto usage;
-	}
-	if (!validate_target(o, &err) || !validate_mode(o, &err) || !validate_sizes(o, &err) ||
-	    !validate_source(o, &err) || !validate_guest(o, &err))
+	} else if (!validate_target(o, &err) || !validate_mode(o, &err) || !validate_sizes(o, &err) ||
+		   !validate_source(o, &err))
+		goto usage;
+	if (!validate_guest(o, &err))
 		goto usage;
 	if (!o->out)
 		o->out = g_strdup("perf.data");
@@ -992,8 +1028,17 @@ int cmd_record(int argc, char **argv)
 	gboolean ok;
 
 	record_opts_init(&o);
-	ok = record_parse(&o, argc, argv, &r) &&      /* options; usage errors: exit 2 */
-	     record_preflight(&o, &r);                 /* -o replaceable?  Intel PT here (else 14)? */
+	ok = record_parse(&o, argc, argv, &r);        /* options; usage errors: exit 2 */
+	if (ok && !strcmp(o.source, "tcg")) {          /* QEMU with the TCG plugin, then REC */
+		VtRecordTcg t = { .out = o.out, .kallsyms = o.guestkallsyms, .kernel_only = o.kernel_only,
+				  .json = o.json, .quiet = o.quiet, .limit = o.tcg_limit_n, .skip = o.tcg_skip_n, .qemu_argv = o.qemu_argv,
+				  .cmdline = (const char *const *)o.cmdline };
+
+		r.rc = vt_record_tcg(&t);
+		record_opts_clear(&o);
+		return r.rc;
+	}
+	ok = ok && record_preflight(&o, &r);           /* -o replaceable?  Intel PT here (else 14)? */
 	if (ok) {
 		signals_install(&r);                   /* Ctrl-C/SIGTERM stop, SIGUSR2 snapshots */
 		ok = record_discover(&o, &r) &&        /* the domain and its vCPU threads */

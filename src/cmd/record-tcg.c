@@ -1,0 +1,206 @@
+/* record-tcg.c - `vmtrace record --source tcg -o REC -- QEMU ARGS...`:
+ * runs QEMU (TCG) with vmtrace-tcg.so, then turns what the plugin wrote
+ * into REC (src/tcg/tcg.h) and reports instructions, packets and size. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <glib/gstdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "src/cli/json.h"
+#include "src/cmd/cmd.h"
+#include "src/fs/output.h"
+#include "src/tcg/tcg.h"
+
+static volatile pid_t qemu_child;
+
+/* Ctrl-C, SIGTERM, SIGHUP while QEMU runs: QEMU shuts down (its plugin
+ * writes its files), then the recording is written. */
+static void forward(int sig)
+{
+	if (qemu_child > 0)
+		kill(qemu_child, sig);
+}
+
+static char *plugin_path(void)
+{
+	const char *env = g_getenv("VMTRACE_TCG_PLUGIN");
+
+	return g_strdup(env && *env ? env : VT_PKGLIBDIR "/vmtrace-tcg.so");
+}
+
+static char *plugin_arg(const VtRecordTcg *a, const char *plugin, const char *raw)
+{
+	GString *s = g_string_new(NULL);
+
+	g_string_append_printf(s, "%s,out=%s", plugin, raw);
+	if (a->kernel_only)
+		g_string_append(s, ",filter=kernel");
+	if (a->skip)
+		g_string_append_printf(s, ",skip=%" G_GUINT64_FORMAT, a->skip);
+	if (a->limit)
+		g_string_append_printf(s, ",limit=%" G_GUINT64_FORMAT, a->limit);
+	return g_string_free(s, FALSE);
+}
+
+/* Run QEMU to its end; *secs: how long it ran. */
+static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, double *secs, GError **error)
+{
+	GPtrArray *argv = g_ptr_array_new();
+	struct sigaction sa = { .sa_handler = forward }, old[3];
+	const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	gint64 t0 = g_get_monotonic_time();
+	GPid child;
+	int status = 0;
+	gboolean ok;
+
+	for (guint i = 0; a->qemu_argv[i]; i++)
+		g_ptr_array_add(argv, a->qemu_argv[i]);
+	g_ptr_array_add(argv, (gpointer) "-plugin");
+	g_ptr_array_add(argv, (gpointer)arg);
+	g_ptr_array_add(argv, NULL);
+	ok = g_spawn_async(NULL, (char **)argv->pdata, NULL,
+			   G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL,
+			   &child, error);
+	g_ptr_array_free(argv, TRUE);
+	if (!ok)
+		return FALSE;
+	qemu_child = *pid = child;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	qemu_child = 0;
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	*secs = (g_get_monotonic_time() - t0) / 1e6;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return TRUE;
+	g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s %s", a->qemu_argv[0],
+		    WIFEXITED(status) ? g_strdup_printf("exited with status %d", WEXITSTATUS(status))
+				      : g_strdup_printf("was killed by signal %d", WTERMSIG(status)));
+	return FALSE;
+}
+
+static void remove_raw(const char *raw)
+{
+	GDir *d = g_dir_open(raw, 0, NULL);
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d))) {
+		g_autofree char *p = g_build_filename(raw, name, NULL);
+
+		g_unlink(p);
+	}
+	if (d)
+		g_dir_close(d);
+	g_rmdir(raw);
+}
+
+static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
+{
+	double mib = st->aux_bytes / 1048576.0;
+
+	fprintf(stderr,
+		"vmtrace record: %s (QEMU TCG, %u vCPU%s, %s)\n"
+		"  instructions traced %" G_GUINT64_FORMAT " (QEMU started %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
+		" before tracing began, %" G_GUINT64_FORMAT " restarted after exceptions, %" G_GUINT64_FORMAT
+		" rep iterations, %" G_GUINT64_FORMAT " filtered, %" G_GUINT64_FORMAT " in the last block)\n"
+		"  packets %" G_GUINT64_FORMAT ", %.1f MiB of trace, %.1f s (%.1f MiB/s), perf.data %.1f MiB\n"
+		"  interrupts and exceptions %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " return address%s never seen: "
+		"guessed)\n"
+		"  code image: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT " pages; %" G_GUINT64_FORMAT
+		" translations changed code (%" G_GUINT64_FORMAT " bytes patched at run time: the image holds the "
+		"newest bytes)\n",
+		a->out, st->vcpus, st->vcpus == 1 ? "" : "s", st->kernel_only ? "kernel only" : "kernel and user",
+		st->retired, st->started, st->before, st->faults, st->rep_iters, st->filtered, st->final_started,
+		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,
+		st->unresolved, st->unresolved == 1 ? "" : "es", st->code_bytes, st->code_pages, st->smc_translations,
+		st->smc_bytes);
+	if (st->mttcg)
+		fprintf(stderr, "  warning: several TCG threads ran vCPUs: counts and streams are inexact "
+				"(use -accel tcg,thread=single)\n");
+}
+
+static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
+{
+	VtJson *j = vt_json_new(stdout);
+
+	vt_json_begin_object(j);
+	vt_json_kv_string(j, "output", a->out);
+	vt_json_kv_string(j, "source", "tcg");
+	vt_json_kv_uint(j, "vcpus", st->vcpus);
+	vt_json_kv_bool(j, "kernel_only", st->kernel_only);
+	vt_json_kv_uint(j, "instructions", st->retired);
+	vt_json_kv_uint(j, "started", st->started);
+	vt_json_kv_uint(j, "before_trace", st->before);
+	vt_json_kv_uint(j, "restarted", st->faults);
+	vt_json_kv_uint(j, "rep_iterations", st->rep_iters);
+	vt_json_kv_uint(j, "filtered", st->filtered);
+	vt_json_kv_uint(j, "last_block", st->final_started);
+	vt_json_kv_uint(j, "packets", st->packets);
+	vt_json_kv_uint(j, "aux_bytes", st->aux_bytes);
+	vt_json_kv_uint(j, "file_bytes", st->file_bytes);
+	vt_json_kv_double(j, "seconds", secs, 3);
+	vt_json_kv_uint(j, "async", st->asyncs);
+	vt_json_kv_uint(j, "unresolved", st->unresolved);
+	vt_json_kv_uint(j, "code_bytes", st->code_bytes);
+	vt_json_kv_uint(j, "smc_translations", st->smc_translations);
+	vt_json_kv_uint(j, "smc_bytes", st->smc_bytes);
+	vt_json_kv_bool(j, "mttcg", st->mttcg);
+	vt_json_end_object(j);
+	vt_json_free(j);
+}
+
+int vt_record_tcg(const VtRecordTcg *a)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtFsOutput) out = vt_fs_output_new(a->out, VT_FS_OUTPUT_DIR, 0700, &err);
+	g_autofree char *plugin = plugin_path();
+	g_autofree char *raw = NULL;
+	g_autofree char *arg = NULL;
+	VtTcgStats st;
+	VtTcgConvertOptions co = { .kallsyms = a->kallsyms, .argv = a->cmdline };
+	double secs = 0;
+	pid_t pid = 0;
+	gboolean ran;
+
+	if (!out) {
+		vt_err("record", "%s", err->message);
+		return VT_EXIT_FAILURE;
+	}
+	if (!g_file_test(plugin, G_FILE_TEST_IS_REGULAR)) {
+		vt_err("record", "the QEMU plugin %s is missing (install vmtrace, or set VMTRACE_TCG_PLUGIN)", plugin);
+		return VT_EXIT_TCG_QEMU;
+	}
+	raw = g_build_filename(vt_fs_output_tmp(out), "tcg-raw", NULL);
+	arg = plugin_arg(a, plugin, raw);
+	ran = run_qemu(a, arg, &pid, &secs, &err);
+	if (!vt_tcg_read_meta(raw, &st, NULL)) {
+		vt_err("record", "%s; the plugin wrote nothing", ran ? "QEMU did not run the plugin to its end" : err->message);
+		return VT_EXIT_TCG_QEMU;
+	}
+	if (!ran)
+		vt_warn("record", "%s: recording what the plugin wrote", err->message);
+	g_clear_error(&err);
+	co.in_dir = raw;
+	co.out_dir = vt_fs_output_tmp(out);
+	co.qemu_pid = (uint32_t)pid;
+	if (!vt_tcg_convert(&co, &st, &err)) {
+		vt_err("record", "%s", err->message);
+		return g_error_matches(err, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE) ? VT_EXIT_TCG_NOTHING : VT_EXIT_FAILURE;
+	}
+	remove_raw(raw);
+	if (!vt_fs_output_commit(out, &err)) {
+		vt_err("record", "%s", err->message);
+		return VT_EXIT_FAILURE;
+	}
+	if (!a->quiet)
+		report_text(a, &st, secs);
+	if (a->json)
+		report_json(a, &st, secs);
+	return VT_EXIT_OK;
+}

@@ -1,0 +1,54 @@
+/* tcg.h - turn what the QEMU TCG plugin (vmtrace-tcg.so) wrote into a
+ * recording: a perf.data directory with one AUX stream per vCPU (the same
+ * attrs and sideband shape as a host Intel PT recording of a guest: PIP
+ * NR=1, a guest kernel MMAP) and the image of every executed instruction
+ * (OUT/guest/{kcore,kallsyms,modules}, kcore_dir-style; a copy in
+ * OUT/kcore_dir for tools that want a host image too).
+ *
+ * No printing, no exiting: errors are GErrors in VT_TCG_ERROR.
+ * Prefix: vt_tcg_ / VtTcg.  May call: src/perf, src/fs, glib. */
+#ifndef VT_TCG_H
+#define VT_TCG_H
+
+#include <glib.h>
+#include <stdint.h>
+
+G_BEGIN_DECLS
+
+#define VT_TCG_ERROR (vt_tcg_error_quark())
+GQuark vt_tcg_error_quark(void);
+typedef enum {
+	VT_TCG_ERROR_INPUT,      /* the plugin's directory is missing or malformed */
+	VT_TCG_ERROR_NO_TRACE,   /* the plugin traced nothing (no kernel-half code ran) */
+	VT_TCG_ERROR_IO,
+} VtTcgErrorCode;
+
+typedef struct {
+	const char *in_dir;          /* the plugin's out=DIR */
+	const char *out_dir;         /* the recording (an existing, empty directory) */
+	const char *kallsyms;        /* the guest's kallsyms or System.map (NULL: _text/_stext only) */
+	uint32_t qemu_pid;
+	const char *const *argv;     /* HEADER_CMDLINE */
+} VtTcgConvertOptions;
+
+typedef struct {
+	guint vcpus;
+	gboolean kernel_only, mttcg;
+	uint64_t started;            /* instructions QEMU started (all, plugin counter) */
+	uint64_t before;             /* ... before tracing began (firmware, setup) */
+	uint64_t retired;            /* instructions in the trace (what a decoder walks) */
+	uint64_t faults, rep_iters, filtered, final_started;
+	uint64_t asyncs, unresolved;
+	uint64_t packets, aux_bytes, file_bytes;
+	uint64_t code_bytes, code_pages, translations;
+	uint64_t smc_translations;   /* translations whose bytes differ from earlier ones */
+	uint64_t smc_bytes;          /* code bytes seen with more than one value */
+} VtTcgStats;
+
+/* The plugin's meta file (for callers that want the counts only). */
+gboolean vt_tcg_read_meta(const char *in_dir, VtTcgStats *st, GError **error);
+gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **error);
+
+G_END_DECLS
+
+#endif

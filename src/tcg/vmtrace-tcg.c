@@ -1,0 +1,834 @@
+/* vmtrace-tcg.c - a QEMU TCG plugin (API version 1, QEMU 7.2) that records
+ * the guest's execution as the Intel PT packets the hardware would have
+ * written, one raw packet stream per vCPU, plus the bytes of every
+ * translated block.  `vmtrace record --source tcg` loads it and turns its
+ * directory into a perf.data (src/tcg/convert.c).
+ *
+ *   -plugin vmtrace-tcg.so,out=DIR[,filter=kernel][,skip=N][,limit=N][,psb=BYTES]
+ *
+ * skip: tracing starts at the first kernel instruction after N
+ * instructions; limit: it stops N instructions after it started.
+ *
+ * How control flow is rebuilt, per vCPU, from one callback per executed
+ * translated block (TB) and one inline counter per instruction:
+ * - at translation, the TB's last instruction is classified with Zydis
+ *   (conditional, direct jump/call, indirect, return, far, rep string);
+ * - when the next TB of the vCPU starts, its address says what the last
+ *   one did: a conditional branch gives a TNT bit, an indirect branch or a
+ *   far transfer a TIP; an address that is neither fall-through nor
+ *   target is an interrupt or exception: FUP + TIP;
+ * - the inline counter (instructions started) tells how much of the TB
+ *   ran: fewer than its length means an exception at the last one started
+ *   (FUP = that instruction).
+ * QEMU delivers interrupts only between TBs, so after a TB ending in a
+ * branch whose outcome is unknown (conditional, indirect) - or whose last
+ * instruction may have faulted - the interrupted address is only known
+ * when the handler's IRET returns there: such FUPs (and the TNT/TIP before
+ * them) are written as fixed-size placeholders and patched in place then.
+ * Interrupt entry points are learnt from unambiguous interrupts; an
+ * indirect branch or IRET landing on one that is no return site is an
+ * interrupt.
+ *
+ * Tracing starts at the first instruction in the kernel half of the
+ * address space (bit 63 set): firmware, real-mode setup and the
+ * decompressor run in 16/32-bit modes the v1 API does not reveal.  Every
+ * traced instruction is assumed 64-bit (MODE.Exec CS.L=1).
+ * filter=kernel traces only kernel-half addresses (TIP.PGD/TIP.PGE around
+ * user space, as Intel PT's CPL filter).
+ *
+ * Time is an instruction clock: TSC = VT_TCG_T0 + instructions started by
+ * all vCPUs so far (one tick per instruction: deterministic for the same
+ * execution); TMA/MTC from the TSC:CTC ratio below; CBR constant.
+ * PIP: CR3 is not visible in API v1: every PIP carries CR3 0 and NR=1
+ * (the trace is of a guest).
+ *
+ * Files in DIR: vcpuN.pt (packets), code (per translation: u64 vaddr, u32
+ * length, u32 0, u64 TSC, then the bytes), meta (key value lines, written
+ * at exit).
+ *
+ * Counting: with one TCG thread (-smp 1, or -accel tcg,thread=single) the
+ * counts are exact; multi-threaded TCG shares the inline counter between
+ * threads (API v1 has no per-vCPU inline counters): meta says "mttcg 1".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <Zydis/Zydis.h>
+
+#include "src/tcg/qemu-plugin-api.h"
+#include "src/tcg/tcg-format.h"
+
+VT_QEMU_PLUGIN_EXPORT int qemu_plugin_version = VT_QEMU_PLUGIN_API;
+
+enum { K_OTHER, K_REP, K_COND, K_JUMP, K_CALL, K_IND, K_RET, K_SYSCALL, K_FAR, K_IRET, K_INT };
+
+typedef struct {
+	uint64_t pc, last_ip, target;
+	uint32_t n;
+	uint8_t last_len, kind, kernel;
+	uint8_t vector, ret_site;      /* learnt: interrupt entry; return site of a call */
+	uint16_t off[];                /* instruction i at pc + off[i] */
+} Tb;
+
+/* A FUP whose address waits for the IRET that returns there. */
+enum { P_EXACT, P_FUP2, P_COND, P_IND };
+typedef struct {
+	uint8_t type;
+	uint64_t a, b, c;              /* candidates (see resolve) */
+	uint64_t off_br, off_fup;      /* stream offsets of the placeholders */
+} Pend;
+
+#define OUT_BUF (1u << 20)
+#define MAX_PEND 256
+
+typedef struct {
+	int fd;
+	uint8_t *buf;
+	size_t len;
+	uint64_t base;                 /* stream offset of buf[0] */
+	uint64_t since_psb;
+	uint64_t last_ip;
+	int have_last_ip;
+	uint32_t tnt_bits, tnt_n;
+	const Tb *prev;
+	uint64_t prev_d;               /* instructions started in prev */
+	int started, enabled;
+	uint64_t ctc_prev;
+	Pend pend[MAX_PEND];
+	unsigned npend;
+	long tid;
+	uint64_t retired, asyncs, faults, rep_iters, unresolved, filtered, final_started, packets;
+} Vcpu;
+
+static struct {
+	char *dir;
+	int kernel_only;
+	uint64_t limit, skip, psb_bytes;
+	unsigned nvcpus;
+	Vcpu *v;
+	int code_fd;
+	GMutex lock;                   /* translation: code log, learnt sets */
+	GHashTable *vectors, *ret_sites;
+	ZydisDecoder dec;
+	uint64_t started;              /* inline: instructions started (all vCPUs) */
+	uint64_t mark;                 /* `started` at the last TB callback */
+	int last_v;                    /* vCPU of the last TB callback (-1: none) */
+	uint64_t before, trace_start;
+	int stopped, mttcg;
+	long first_tid;
+	uint64_t translations;
+	GString *code;
+} g = { .last_v = -1, .code_fd = -1 };
+
+/* ------------------------------------------------------------ output */
+static void out_flush(Vcpu *v)
+{
+	size_t done = 0;
+
+	while (done < v->len) {
+		ssize_t n = write(v->fd, v->buf + done, v->len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;             /* meta reports the stream length: the converter checks */
+		done += (size_t)n;
+	}
+	v->base += v->len;
+	v->len = 0;
+}
+
+static void out_put(Vcpu *v, const void *p, size_t n)
+{
+	if (v->len + n > OUT_BUF)
+		out_flush(v);
+	memcpy(v->buf + v->len, p, n);
+	v->len += n;
+	v->since_psb += n;
+}
+
+static uint64_t out_pos(const Vcpu *v)
+{
+	return v->base + v->len;
+}
+
+static void out_patch(Vcpu *v, uint64_t off, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+
+	for (size_t i = 0; i < n; i++, off++) {
+		if (off >= v->base)
+			v->buf[off - v->base] = s[i];
+		else if (pwrite(v->fd, &s[i], 1, (off_t)off) != 1)
+			return;
+	}
+}
+
+/* ----------------------------------------------------------- packets */
+static void tnt_flush(Vcpu *v)
+{
+	uint8_t b;
+
+	if (!v->tnt_n)
+		return;
+	b = (uint8_t)(((1u << v->tnt_n) | v->tnt_bits) << 1);
+	v->tnt_n = v->tnt_bits = 0;
+	out_put(v, &b, 1);
+	v->packets++;
+}
+
+static void put(Vcpu *v, const void *p, size_t n)
+{
+	tnt_flush(v);
+	out_put(v, p, n);
+	v->packets++;
+}
+
+static void tnt(Vcpu *v, int taken)
+{
+	v->tnt_bits = (v->tnt_bits << 1) | (taken != 0);
+	if (++v->tnt_n == 6)
+		tnt_flush(v);
+}
+
+/* An IP packet (opcode TIP 0x0d, FUP 0x1d, TIP.PGE 0x11, TIP.PGD 0x01),
+ * compressed against the last IP; full: the 8-byte form (placeholders). */
+static void ip_pkt(Vcpu *v, uint8_t op, uint64_t ip, int full)
+{
+	uint8_t b[9];
+	unsigned ipc, n;
+
+	if (full)
+		ipc = 6, n = 8;
+	else if (v->have_last_ip && (ip >> 16) == (v->last_ip >> 16))
+		ipc = 1, n = 2;
+	else if (v->have_last_ip && (ip >> 32) == (v->last_ip >> 32))
+		ipc = 2, n = 4;
+	else if ((ip >> 47) == 0 || (ip >> 47) == 0x1ffff)
+		ipc = 3, n = 6;
+	else
+		ipc = 6, n = 8;
+	b[0] = (uint8_t)(op | ipc << 5);
+	for (unsigned i = 0; i < n; i++)
+		b[1 + i] = (uint8_t)(ip >> (8 * i));
+	v->last_ip = ip;
+	v->have_last_ip = 1;
+	put(v, b, 1 + n);
+}
+
+static void ip_suppressed(Vcpu *v, uint8_t op)
+{
+	put(v, &op, 1);
+}
+
+static uint64_t now_tsc(void)
+{
+	return VT_TCG_T0 + g.started;
+}
+
+static uint64_t ctc_of(uint64_t tsc)
+{
+	return (uint64_t)((unsigned __int128)tsc * VT_TCG_CTC_D / VT_TCG_CTC_N);
+}
+
+/* MTC packets for every CTC period boundary crossed since the last. */
+static void mtc(Vcpu *v, uint64_t tsc)
+{
+	uint64_t ctc = ctc_of(tsc);
+	uint64_t b = (v->ctc_prev >> VT_TCG_MTC_PERIOD) + 1, e = ctc >> VT_TCG_MTC_PERIOD;
+
+	for (; b <= e; b++) {
+		uint8_t p[2] = { 0x59, (uint8_t)b };
+
+		put(v, p, 2);
+	}
+	v->ctc_prev = ctc;
+}
+
+/* PSB+: TSC, TMA, CBR, PIP (CR3 0, NR=1), MODE.Exec 64-bit, FUP(ip) when
+ * tracing is on. */
+static void psb_plus(Vcpu *v, uint64_t ip, int with_fup)
+{
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	uint64_t tsc = now_tsc(), ctc = ctc_of(tsc);
+	uint64_t fc = tsc - (uint64_t)((unsigned __int128)ctc * VT_TCG_CTC_N / VT_TCG_CTC_D);
+	uint8_t t[8] = { 0x19 }, tma[7] = { 2, 0x73, (uint8_t)ctc, (uint8_t)(ctc >> 8), 0, (uint8_t)fc,
+					     (uint8_t)((fc >> 8) & 1) };
+	uint8_t cbr[4] = { 2, 0x03, VT_TCG_CBR, 0 }, pip[8] = { 2, 0x43, 1 /* NR, CR3 0 */ }, mode[2] = { 0x99, 0x01 };
+	uint8_t end[2] = { 2, 0x23 };
+
+	for (int i = 0; i < 7; i++)
+		t[1 + i] = (uint8_t)(tsc >> (8 * i));
+	put(v, psb, sizeof(psb));
+	v->have_last_ip = 0;
+	put(v, t, sizeof(t));
+	put(v, tma, sizeof(tma));
+	put(v, cbr, sizeof(cbr));
+	put(v, pip, sizeof(pip));
+	put(v, mode, sizeof(mode));
+	if (with_fup)
+		ip_pkt(v, 0x1d, ip, 0);
+	put(v, end, sizeof(end));
+	v->ctc_prev = ctc;
+	v->since_psb = 0;
+}
+
+/* ------------------------------------------------ interrupt bookkeeping */
+static uint64_t fall_of(const Tb *t)
+{
+	return t->last_ip + t->last_len;
+}
+
+static void pend_push(Vcpu *v, const Pend *p)
+{
+	if (v->npend == MAX_PEND) {
+		v->unresolved++;
+		memmove(&v->pend[0], &v->pend[1], sizeof(Pend) * (MAX_PEND - 1));
+		v->npend--;
+	}
+	v->pend[v->npend++] = *p;
+}
+
+static int pend_match(const Pend *p, uint64_t l)
+{
+	switch (p->type) {
+	case P_EXACT: return l == p->a;
+	case P_FUP2: return l == p->a || l == p->b;
+	case P_COND: return l == p->a || l == p->b || l == p->c;
+	default: return l == p->c;
+	}
+}
+
+static void put_full_ip(uint8_t b[9], uint8_t op, uint64_t ip)
+{
+	b[0] = (uint8_t)(op | 6 << 5);
+	for (int i = 0; i < 8; i++)
+		b[1 + i] = (uint8_t)(ip >> (8 * i));
+}
+
+/* Fill a placeholder in with what the IRET to l says. */
+static void pend_apply(Vcpu *v, const Pend *p, uint64_t l)
+{
+	uint8_t b[9];
+	int faulted = 0;
+
+	switch (p->type) {
+	case P_FUP2:
+		faulted = l == p->b;
+		break;
+	case P_COND: {
+		uint8_t t = l == p->a ? 0x06 : l == p->b ? 0x04 : 0x00;   /* TNT taken / not / PAD */
+
+		faulted = l == p->c;
+		out_patch(v, p->off_br, &t, 1);
+		break;
+	}
+	case P_IND:
+		faulted = l == p->c;
+		if (faulted) {
+			memset(b, 0, sizeof(b));
+		} else {
+			put_full_ip(b, 0x0d, l);
+		}
+		out_patch(v, p->off_br, b, 9);
+		break;
+	default:
+		return;
+	}
+	put_full_ip(b, 0x1d, l);
+	out_patch(v, p->off_fup, b, 9);
+	if (faulted) {
+		v->faults++;
+	} else {
+		v->retired++;
+	}
+}
+
+/* An IRET landed at l: the newest interrupt that returns there, else the
+ * newest whose indirect branch target is unknown (same address half). */
+static void pend_resolve(Vcpu *v, uint64_t l)
+{
+	int found = -1;
+
+	for (int i = (int)v->npend - 1; i >= 0 && found < 0; i--)
+		if (pend_match(&v->pend[i], l))
+			found = i;
+	for (int i = (int)v->npend - 1; i >= 0 && found < 0; i--)
+		if (v->pend[i].type == P_IND && (v->pend[i].c >> 63) == (l >> 63))
+			found = i;
+	if (found < 0)
+		return;
+	pend_apply(v, &v->pend[found], l);
+	memmove(&v->pend[found], &v->pend[found + 1], sizeof(Pend) * (v->npend - (unsigned)found - 1));
+	v->npend--;
+}
+
+/* Interrupt or exception between prev and cur (prev fully started). */
+static void async_after(Vcpu *v, const Tb *prev, Tb *cur, int type, uint64_t expected)
+{
+	Pend p = { .type = (uint8_t)type, .a = expected, .b = prev->last_ip, .c = prev->last_ip };
+	uint8_t b[9];
+
+	v->asyncs++;
+	v->retired += prev->n - 1;   /* the last one: when the IRET tells */
+	if (type == P_COND) {
+		uint8_t t = 0x04;       /* not taken until known */
+
+		p.a = prev->target;
+		p.b = fall_of(prev);
+		tnt_flush(v);
+		p.off_br = out_pos(v);
+		put(v, &t, 1);
+		expected = p.b;
+	} else if (type == P_IND) {
+		memset(b, 0, sizeof(b));   /* PADs: as if the branch faulted, until known */
+		tnt_flush(v);
+		p.off_br = out_pos(v);
+		put(v, b, 9);
+		expected = prev->last_ip;
+	} else {
+		p.b = prev->last_ip;
+	}
+	tnt_flush(v);
+	p.off_fup = out_pos(v);
+	put_full_ip(b, 0x1d, expected);
+	put(v, b, 9);
+	v->last_ip = expected;
+	ip_pkt(v, 0x0d, cur->pc, 1);
+	pend_push(v, &p);
+	if (!cur->vector) {
+		cur->vector = 1;
+		g_mutex_lock(&g.lock);
+		g_hash_table_add(g.vectors, GSIZE_TO_POINTER(cur->pc));
+		g_mutex_unlock(&g.lock);
+	}
+}
+
+/* Exception at instruction i (< prev->n) of prev: exact. */
+static void fault_at(Vcpu *v, const Tb *prev, uint32_t i, Tb *cur)
+{
+	Pend p = { .type = P_EXACT, .a = prev->pc + prev->off[i] };
+
+	v->asyncs++;
+	v->faults += i < prev->n;
+	v->retired += i;
+	ip_pkt(v, 0x1d, p.a, 0);
+	ip_pkt(v, 0x0d, cur->pc, 0);
+	pend_push(v, &p);
+	cur->vector = 1;
+}
+
+/* ------------------------------------------------------------- flow */
+static void transition(Vcpu *v, const Tb *prev, uint64_t d, Tb *cur)
+{
+	uint64_t pc = cur->pc;
+	int looks_async = cur->vector && !cur->ret_site;
+
+	if (d < prev->n) {
+		if (prev->kind == K_REP && d == prev->n - 1 + 0) {
+			/* cannot happen: a rep iteration starts the whole TB */
+		}
+		fault_at(v, prev, d ? (uint32_t)d - 1 : 0, cur);
+		return;
+	}
+	switch (prev->kind) {
+	case K_REP:
+		if (pc == prev->last_ip) {         /* another iteration */
+			v->retired += prev->n - 1;
+			v->rep_iters++;
+			return;
+		}
+		/* fall through */
+	case K_OTHER:
+		if (pc == fall_of(prev))
+			break;
+		async_after(v, prev, cur, P_FUP2, fall_of(prev));
+		return;
+	case K_JUMP:
+	case K_CALL:
+		if (pc == prev->target)
+			break;
+		async_after(v, prev, cur, P_FUP2, prev->target);
+		return;
+	case K_COND:
+		if (pc == prev->target || pc == fall_of(prev)) {
+			tnt(v, pc == prev->target && prev->target != fall_of(prev));
+			break;
+		}
+		async_after(v, prev, cur, P_COND, 0);
+		return;
+	case K_SYSCALL:
+		ip_pkt(v, 0x0d, pc, 0);
+		break;
+	case K_INT: {
+		Pend p = { .type = P_EXACT, .a = fall_of(prev) };
+
+		ip_pkt(v, 0x0d, pc, 0);
+		pend_push(v, &p);
+		cur->vector = 1;
+		break;
+	}
+	default:                                   /* K_IND, K_RET, K_FAR, K_IRET */
+		if (looks_async) {
+			async_after(v, prev, cur, P_IND, 0);
+			return;
+		}
+		ip_pkt(v, 0x0d, pc, 0);
+		if (prev->kind == K_IRET)
+			pend_resolve(v, pc);
+		break;
+	}
+	v->retired += prev->n;
+}
+
+static void trace_begin(Vcpu *v, const Tb *cur)
+{
+	psb_plus(v, 0, 0);
+	ip_pkt(v, 0x11, cur->pc, 0);           /* TIP.PGE */
+	v->enabled = 1;
+}
+
+/* Tracing stops before prev (none of it counted as retired). */
+static void trace_end(Vcpu *v)
+{
+	if (!v->enabled || !v->prev)
+		return;
+	ip_pkt(v, 0x1d, v->prev->pc, 0);
+	ip_suppressed(v, 0x01);                 /* TIP.PGD */
+	v->enabled = 0;
+}
+
+static int in_filter(const Tb *t)
+{
+	return !g.kernel_only || t->kernel;
+}
+
+static void step(Vcpu *v, Tb *cur)
+{
+	const Tb *prev = v->prev;
+	uint64_t d = v->prev_d;
+
+	if (v->enabled) {
+		mtc(v, now_tsc());
+		if (in_filter(cur)) {
+			transition(v, prev, d, cur);
+		} else {                           /* leaving the filter: far transfer to user */
+			v->retired += MIN(d, prev->n);
+			ip_suppressed(v, 0x01);
+			v->enabled = 0;
+		}
+	} else {
+		v->filtered += d;
+		if (in_filter(cur)) {
+			if (ctc_of(now_tsc()) - v->ctc_prev >= (128ULL << VT_TCG_MTC_PERIOD))
+				psb_plus(v, 0, 0);
+			else
+				mtc(v, now_tsc());
+			ip_pkt(v, 0x11, cur->pc, 0);
+			v->enabled = 1;
+		}
+	}
+	if (v->enabled && v->since_psb >= g.psb_bytes)
+		psb_plus(v, cur->pc, 1);
+}
+
+static void stop_all(void)
+{
+	for (unsigned i = 0; i < g.nvcpus; i++) {
+		Vcpu *v = &g.v[i];
+
+		if (!v->started)
+			continue;
+		if ((int)i == g.last_v)
+			v->prev_d = g.started - g.mark;
+		if (v->enabled)
+			v->final_started += v->prev_d;
+		else
+			v->filtered += v->prev_d;
+		trace_end(v);
+		tnt_flush(v);
+		out_flush(v);
+	}
+	g.stopped = 1;
+}
+
+static void vcpu_tb_exec(unsigned int vi, void *udata)
+{
+	Tb *cur = udata;
+	Vcpu *v;
+	uint64_t d;
+
+	if (g.stopped || vi >= g.nvcpus)
+		return;
+	v = &g.v[vi];
+	d = g.started - g.mark;
+	g.mark = g.started;
+	if (g.last_v >= 0 && g.v[g.last_v].started)
+		g.v[g.last_v].prev_d = d;
+	else
+		g.before += d;
+	g.last_v = (int)vi;
+	if (!v->started) {
+		if (!cur->kernel || g.started < g.skip)
+			return;
+		v->started = 1;
+		v->tid = gettid();
+		if (!g.trace_start)
+			g.trace_start = g.started;
+		if (!g.first_tid)
+			g.first_tid = v->tid;
+		trace_begin(v, cur);
+	} else {
+		step(v, cur);
+	}
+	if (v->tid != g.first_tid)
+		g.mttcg = 1;
+	v->prev = cur;
+	if (g.limit && g.started - g.trace_start >= g.limit)
+		stop_all();
+}
+
+/* -------------------------------------------------------- translation */
+static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *target)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	int direct;
+
+	*target = 0;
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&g.dec, code, len, &in, op)))
+		return K_OTHER;
+	direct = in.operand_count_visible > 0 && op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && op[0].imm.is_relative;
+	if (direct) {
+		ZyanU64 t;
+
+		if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
+			*target = t;
+	}
+	switch (in.meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+		return K_COND;
+	case ZYDIS_CATEGORY_UNCOND_BR:
+		return in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ? K_FAR : direct ? K_JUMP : K_IND;
+	case ZYDIS_CATEGORY_CALL:
+		return in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ? K_FAR : direct ? K_CALL : K_IND;
+	case ZYDIS_CATEGORY_RET:
+		return in.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR ? K_FAR : K_RET;
+	default:
+		break;
+	}
+	switch (in.mnemonic) {
+	case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSENTER:
+		return K_SYSCALL;
+	case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT:
+		return K_FAR;
+	case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+		return K_IRET;
+	case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
+		return K_INT;
+	default:
+		break;
+	}
+	if (in.attributes & (ZYDIS_ATTRIB_HAS_REP | ZYDIS_ATTRIB_HAS_REPE | ZYDIS_ATTRIB_HAS_REPNE))
+		return K_REP;
+	return K_OTHER;
+}
+
+static void code_log(const Tb *t, struct qemu_plugin_tb *tb)
+{
+	VtTcgCodeHeader h = { .vaddr = t->pc, .tsc = now_tsc() };
+	size_t start = g.code->len;
+
+	g_string_set_size(g.code, start + sizeof(h));
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+
+		g_string_append_len(g.code, qemu_plugin_insn_data(in), (gssize)qemu_plugin_insn_size(in));
+	}
+	h.len = (uint32_t)(g.code->len - start - sizeof(h));
+	memcpy(g.code->str + start, &h, sizeof(h));
+	if (g.code->len >= OUT_BUF) {
+		if (write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
+			g.code_fd = g.code_fd;   /* the converter sees a short file */
+		g_string_set_size(g.code, 0);
+	}
+}
+
+static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t n = qemu_plugin_tb_n_insns(tb);
+	Tb *t;
+	struct qemu_plugin_insn *last;
+
+	(void)id;
+	if (!n)
+		return;
+	t = g_malloc0(sizeof(Tb) + n * sizeof(uint16_t));
+	t->pc = qemu_plugin_tb_vaddr(tb);
+	t->n = (uint32_t)n;
+	t->kernel = t->pc >> 63;
+	for (size_t i = 0; i < n; i++) {
+		struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+
+		t->off[i] = (uint16_t)(qemu_plugin_insn_vaddr(in) - t->pc);
+		qemu_plugin_register_vcpu_insn_exec_inline(in, QEMU_PLUGIN_INLINE_ADD_U64, &g.started, 1);
+	}
+	last = qemu_plugin_tb_get_insn(tb, n - 1);
+	t->last_ip = qemu_plugin_insn_vaddr(last);
+	t->last_len = (uint8_t)qemu_plugin_insn_size(last);
+	t->kind = classify(qemu_plugin_insn_data(last), t->last_len, t->last_ip, &t->target);
+	g_mutex_lock(&g.lock);
+	if (t->kind == K_CALL || (t->kind == K_IND && t->last_len))
+		g_hash_table_add(g.ret_sites, GSIZE_TO_POINTER(fall_of(t)));
+	t->vector = g_hash_table_contains(g.vectors, GSIZE_TO_POINTER(t->pc));
+	t->ret_site = g_hash_table_contains(g.ret_sites, GSIZE_TO_POINTER(t->pc));
+	if (t->kernel || (!g.kernel_only && g.trace_start))
+		code_log(t, tb);
+	g.translations++;
+	g_mutex_unlock(&g.lock);
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, vcpu_tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
+}
+
+/* ---------------------------------------------------------------- exit */
+static void write_meta(void)
+{
+	g_autofree char *path = g_build_filename(g.dir, "meta", NULL);
+	GString *s = g_string_new(NULL);
+
+	g_string_append_printf(s, "format %d\napi %d\nvcpus %u\nfilter %s\nmttcg %d\nskip %" G_GUINT64_FORMAT
+			       "\nlimit %" G_GUINT64_FORMAT "\n", VT_TCG_FORMAT, VT_QEMU_PLUGIN_API, g.nvcpus,
+			       g.kernel_only ? "kernel" : "all", g.mttcg, g.skip, g.limit);
+	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\ntranslations %"
+			       G_GUINT64_FORMAT "\n", g.started, g.before, g.translations);
+	for (unsigned i = 0; i < g.nvcpus; i++) {
+		const Vcpu *v = &g.v[i];
+
+		if (!v->started)
+			continue;
+		for (unsigned k = 0; k < v->npend; k++)
+			if (v->pend[k].type != P_EXACT)
+				((Vcpu *)v)->unresolved++;
+		g_string_append_printf(s, "vcpu %u tid %ld bytes %" G_GUINT64_FORMAT " packets %" G_GUINT64_FORMAT
+				       " retired %" G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %"
+				       G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT " unresolved %" G_GUINT64_FORMAT
+				       " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT "\n",
+				       i, v->tid, out_pos(v), v->packets, v->retired, v->asyncs, v->faults, v->rep_iters,
+				       v->unresolved, v->filtered, v->final_started);
+	}
+	g_file_set_contents(path, s->str, (gssize)s->len, NULL);
+	g_string_free(s, TRUE);
+}
+
+static void plugin_exit(qemu_plugin_id_t id, void *p)
+{
+	(void)id;
+	(void)p;
+	if (!g.stopped)
+		stop_all();
+	/* unresolved placeholders keep their defaults: count what they retire */
+	for (unsigned i = 0; i < g.nvcpus; i++)
+		for (unsigned k = 0; k < g.v[i].npend; k++)
+			if (g.v[i].pend[k].type == P_FUP2 || g.v[i].pend[k].type == P_COND)
+				g.v[i].retired++;
+	if (g.code->len && write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
+		g.code_fd = g.code_fd;
+	write_meta();
+	for (unsigned i = 0; i < g.nvcpus; i++)
+		if (g.v[i].fd >= 0)
+			close(g.v[i].fd);
+	close(g.code_fd);
+}
+
+static int refuse(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static int refuse(const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+	g_autofree char *line = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	line = g_strdup_printf("vmtrace-tcg: %s\n", msg);
+	qemu_plugin_outs(line);
+	return -1;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	g.psb_bytes = 16384;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (g_str_has_prefix(a, "out="))
+			g.dir = g_strdup(a + 4);
+		else if (!strcmp(a, "filter=kernel"))
+			g.kernel_only = 1;
+		else if (!strcmp(a, "filter=all"))
+			g.kernel_only = 0;
+		else if (g_str_has_prefix(a, "limit="))
+			g.limit = g_ascii_strtoull(a + 6, NULL, 0);
+		else if (g_str_has_prefix(a, "skip="))
+			g.skip = g_ascii_strtoull(a + 5, NULL, 0);
+		else if (g_str_has_prefix(a, "psb="))
+			g.psb_bytes = MAX(g_ascii_strtoull(a + 4, NULL, 0), 256);
+		else
+			return refuse("unknown argument '%s' (out=DIR, filter=kernel|all, skip=N, limit=N, psb=BYTES)", a);
+	}
+	if (!g.dir)
+		return refuse("%s", "needs out=DIR");
+	return 0;
+}
+
+static int open_files(void)
+{
+	g_autofree char *cp = g_build_filename(g.dir, "code", NULL);
+
+	if (g_mkdir_with_parents(g.dir, 0700) < 0)
+		return refuse("cannot create %s: %s", g.dir, g_strerror(errno));
+	g.code_fd = open(cp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (g.code_fd < 0)
+		return refuse("cannot create %s: %s", cp, g_strerror(errno));
+	for (unsigned i = 0; i < g.nvcpus; i++) {
+		g_autofree char *name = g_strdup_printf("vcpu%u.pt", i);
+		g_autofree char *p = g_build_filename(g.dir, name, NULL);
+
+		g.v[i].fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (g.v[i].fd < 0)
+			return refuse("cannot create %s: %s", p, g_strerror(errno));
+		g.v[i].buf = g_malloc(OUT_BUF);
+	}
+	return 0;
+}
+
+VT_QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc, char **argv)
+{
+	if (info->version.min > VT_QEMU_PLUGIN_API || info->version.cur < VT_QEMU_PLUGIN_API)
+		return refuse("QEMU speaks plugin API versions %d to %d; this plugin speaks only version %d (QEMU 7.2)",
+			      info->version.min, info->version.cur, VT_QEMU_PLUGIN_API);
+	if (!info->system_emulation || strcmp(info->target_name, "x86_64"))
+		return refuse("records x86_64 system emulation only (this QEMU: %s%s)", info->target_name,
+			      info->system_emulation ? "" : " user mode");
+	if (parse_args(argc, argv))
+		return -1;
+	g.nvcpus = (unsigned)MAX(info->system.max_vcpus, 1);
+	g.v = g_new0(Vcpu, g.nvcpus);
+	for (unsigned i = 0; i < g.nvcpus; i++)
+		g.v[i].fd = -1;
+	if (open_files())
+		return -1;
+	g.vectors = g_hash_table_new(NULL, NULL);
+	g.ret_sites = g_hash_table_new(NULL, NULL);
+	g.code = g_string_sized_new(OUT_BUF + 65536);
+	g_mutex_init(&g.lock);
+	ZydisDecoderInit(&g.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
+	qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
+	return 0;
+}
