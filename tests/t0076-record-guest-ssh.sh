@@ -91,11 +91,11 @@ check "... stdout is record's JSON only" "$PYTHON3" -c "import json; j = json.lo
 "$PERF" script -i "$TMP/r1/guest.data" $S 2>/dev/null | grep -c PERF_RECORD_ >"$TMP/n.g"
 "$PERF" script -i "$TMP/r1" $S -F+machine_pid,+vcpu 2>/dev/null >"$TMP/r1.txt"
 check "perf script reads it: the guest's $(cat "$TMP/n.g") sideband records as VM: $qemu on both vCPUs" \
-	sh -c "test \$(grep -c '^VM: $qemu VCPU:00[01]' '$TMP/r1.txt') -eq $(cat "$TMP/n.g") &&
-	       grep -q '^VM: $qemu VCPU:000' '$TMP/r1.txt' && grep -q '^VM: $qemu VCPU:001' '$TMP/r1.txt'"
+	sh -c "test \$(grep -c '^VM: *$qemu VCPU:00[01]' '$TMP/r1.txt') -eq $(cat "$TMP/n.g") &&
+	       grep -q '^VM: *$qemu VCPU:000' '$TMP/r1.txt' && grep -q '^VM: *$qemu VCPU:001' '$TMP/r1.txt'"
 check "... the guest's commands are there (ls, cat)" \
-	sh -c "grep '^VM: $qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: ls:' &&
-	       grep '^VM: $qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: cat:'"
+	sh -c "grep '^VM: *$qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: ls:' &&
+	       grep '^VM: *$qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: cat:'"
 guest_ssh cat /proc/kallsyms >"$TMP/kallsyms"
 check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$TMP/r1/kcore_dir__$qemu/kallsyms"
 
@@ -109,7 +109,7 @@ wait $rp
 rc=$?
 check "Ctrl-C: exit 0, the recording and the guest's records are in place" \
 	sh -c "test $rc -eq 0 && test -s '$TMP/r2/guest.data' && \"\$PERF\" script -i '$TMP/r2' --show-task-events --itrace= \
-	       -F+machine_pid 2>/dev/null | grep -q '^VM: $qemu'"
+	       -F+machine_pid 2>/dev/null | grep -q '^VM: *$qemu'"
 "$PERF" script -i "$TMP/r2/guest.data" --show-task-events >/dev/null 2>"$TMP/r2.perf"
 sed 's/^/# perf: /' "$TMP/r2.perf"
 check "... the guest's perf.data is complete: perf reads it without a warning, data size in its header" \

@@ -879,14 +879,20 @@ static gboolean record_commit_guest(const RecordOpts *o, Recording *r)
 	g_autoptr(GError) err = NULL;
 	g_autofree char *from = g_build_filename(vt_tempfile_path(r->gdir), "data", NULL);
 	g_autofree char *to = g_build_filename(r->tmpdir, "guest.data", NULL);
+	uid_t uid;
+	gid_t gid;
 
 	/* the guest's own perf.data comes along (inject copies REC's files) */
 	if (link(from, to) < 0)
 		return record_fail(r, VT_EXIT_FAILURE, "cannot link %s to %s: %s", from, to, g_strerror(errno));
 	if (!move_old(o->out, &err))
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
-	r->rc = vt_cmd_inject_merge(r->tmpdir, vt_tempfile_path(r->gdir), o->out);
-	return r->rc == VT_EXIT_OK;
+	r->rc = vt_cmd_inject_merge(r->tmpdir, vt_tempfile_path(r->gdir), o->out, !o->interactive);
+	if (r->rc != VT_EXIT_OK)
+		return FALSE;
+	if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(o->out, uid, gid, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	return TRUE;
 }
 
 static gboolean record_commit(const RecordOpts *o, Recording *r)
