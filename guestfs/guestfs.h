@@ -101,9 +101,9 @@ VtGuestCommand *vt_guest_command_start(VtGuestSource *src, const char *command, 
 /* Read its stdout until a line that starts with prefix: the rest of that
  * line (printable, stripped) in *rest.  The command ending first, or
  * printing more than 64 KiB, fails with its exit status in *status (-1:
- * none) and the last line of its stderr in the message. */
+ * none) and the first line of its stderr in the message. */
 gboolean vt_guest_command_wait_line(VtGuestCommand *c, const char *prefix, char **rest, int *status, GError **error);
-/* Close its stdin, read to the end: its exit status (and its stderr's last
+/* Close its stdin, read to the end: its exit status (and its stderr's first
  * line in *err_line, when there is one). */
 gboolean vt_guest_command_finish(VtGuestCommand *c, int *status, char **err_line, GError **error);
 void vt_guest_command_free(VtGuestCommand *c);

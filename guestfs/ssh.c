@@ -538,12 +538,13 @@ VtGuestCommand *vt_guest_command_start(VtGuestSource *src, const char *command, 
 	return c;
 }
 
-/* The last non-empty line of its stderr, printable (NULL if none). */
+/* The first non-empty line of its stderr (perf's error; its usage text
+ * follows), printable (NULL if none). */
 static char *command_err_line(VtGuestCommand *c)
 {
 	g_auto(GStrv) lines = g_strsplit(c->err->str, "\n", -1);
 
-	for (gint i = (gint)g_strv_length(lines) - 1; i >= 0; i--) {
+	for (guint i = 0; lines[i]; i++) {
 		g_autoptr(GBytes) b = g_bytes_new_static(lines[i], strlen(lines[i]));
 		char *t = vt_guest_bytes_text(b);
 

@@ -40,8 +40,8 @@ int cmd_guest(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_inject(int argc, char **argv);
 /* vmtrace inject REC --guest-data GUEST -o OUT with the offsets discovered
- * in REC; the report on stderr; the exit status. */
-int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out);
+ * in REC; the report on stderr (none when quiet); the exit status. */
+int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out, gboolean quiet);
 
 /* The SSH options of guest fetch/check, shared with record --guest-ssh
  * (guest.c). */

@@ -23,6 +23,7 @@ typedef struct {
 	guint frac;
 	const char *source;      /* where the offsets came from */
 	gboolean to_stderr;      /* the report on stderr (record --guest-ssh) */
+	gboolean quiet;          /* no report (record --guest-ssh --quiet) */
 } InjOpts;
 
 static void inj_opts_clear(InjOpts *o)
@@ -338,6 +339,8 @@ static void inj_report_text(const InjOpts *o, const VtInjectResult *r)
 
 static void inj_report(const InjOpts *o, const VtInjectResult *r)
 {
+	if (o->quiet)
+		return;
 	if (o->json && !o->to_stderr)
 		inj_report_json(o, r);
 	else
@@ -374,7 +377,7 @@ static int inj_run(InjOpts *o)
 	return o->to_stderr ? VT_EXIT_OK : vt_cli_close_stdout("inject", VT_EXIT_OK);
 }
 
-int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out)
+int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out, gboolean quiet)
 {
 	InjOpts o = { 0 };
 	int rc;
@@ -383,6 +386,7 @@ int vt_cmd_inject_merge(const char *rec, const char *guest, const char *out)
 	o.guest = g_strdup(guest);
 	o.out = g_strdup(out);
 	o.to_stderr = TRUE;
+	o.quiet = quiet;
 	rc = inj_run(&o);
 	inj_opts_clear(&o);
 	return rc;

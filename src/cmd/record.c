@@ -360,13 +360,16 @@ static const char record_description[] =
 	"the run at once, removing the unfinished output); SIGUSR2 takes a snapshot in\n"
 	"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
 	"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
-	"(no Intel PT: run `vmtrace check` to see what is missing).\n"
+	"(no Intel PT: run `vmtrace check` to see what is missing).  --guest-ssh:\n"
+	"9-12, 16 as guest fetch (SSH), 17-19 as inject; 20 no perf in the guest;\n"
+	"21 perf record in the guest failed.\n"
 	"\n"
 	"Examples:\n"
 	"  sudo vmtrace record --domain kubuntu20.04 --duration 5\n"
 	"  sudo vmtrace record --domain vm0 --per-cpu --cyc -o vm0.data\n"
 	"  sudo vmtrace record --domain vm0 --snapshot=16M     # then: kill -USR2 <pid>\n"
-	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n";
+	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n"
+	"  sudo vmtrace record --domain vm0 -t 5 --guest-ssh root@vm0   # + the guest's own perf.data\n";
 
 static GOptionContext *record_option_context(RecordOpts *o)
 {
@@ -912,14 +915,20 @@ static gboolean record_commit_guest(const RecordOpts *o, Recording *r)
 	g_autoptr(GError) err = NULL;
 	g_autofree char *from = g_build_filename(vt_tempfile_path(r->gdir), "data", NULL);
 	g_autofree char *to = g_build_filename(r->tmpdir, "guest.data", NULL);
+	uid_t uid;
+	gid_t gid;
 
 	/* the guest's own perf.data comes along (inject copies REC's files) */
 	if (link(from, to) < 0)
 		return record_fail(r, VT_EXIT_FAILURE, "cannot link %s to %s: %s", from, to, g_strerror(errno));
 	if (!move_old(o->out, &err))
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
-	r->rc = vt_cmd_inject_merge(r->tmpdir, vt_tempfile_path(r->gdir), o->out);
-	return r->rc == VT_EXIT_OK;
+	r->rc = vt_cmd_inject_merge(r->tmpdir, vt_tempfile_path(r->gdir), o->out, !o->interactive);
+	if (r->rc != VT_EXIT_OK)
+		return FALSE;
+	if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(o->out, uid, gid, &err))
+		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
+	return TRUE;
 }
 
 static gboolean record_commit(const RecordOpts *o, Recording *r)

@@ -1,0 +1,146 @@
+#!/bin/sh
+# vmtrace record --guest-ssh end to end: QEMU (TCG, 2 vCPUs) runs the test
+# guest with sshd and perf (tests/guest-image.sh --perf); the host side is
+# the synth capture source on the real QEMU process (--source synth: real
+# vCPU threads, real comm/switch sideband, synthetic trace).  perf record
+# runs in the guest over SSH while the host records, its file and the
+# guest's kernel snapshot are copied back and injected: ONE directory.
+#
+# Under TCG QEMU names its vCPU threads "CPU n/TCG"; perf inject --guest-data
+# and vmtrace inject find vCPU threads by "CPU n/KVM" only, and another
+# process cannot rename a thread (/proc/PID/task/TID/comm: EINVAL), so the
+# injection is refused (exit 19, checked first); then QEMU runs with
+# tests/tcg-as-kvm.c preloaded, which names its threads as KVM's.
+#
+# Refusals: no perf in the guest (20), the guest's perf fails (21), the SSH
+# server gone mid-way (1); Ctrl-C stops both recordings cleanly.  None
+# leaves an output or a temporary behind.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/guest-lib.sh"
+need_perf
+need_ssh
+command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86 (apt-get install qemu-system-x86)"
+command -v busybox >/dev/null || skip "needs busybox-static"
+command -v cpio >/dev/null || skip "needs cpio"
+CC=${CC:-cc}
+command -v "$CC" >/dev/null || skip "needs a C compiler for tests/tcg-as-kvm.c"
+
+K=$TMP/keys
+ssh_keys "$K"
+"$top_srcdir/tests/guest-image.sh" --perf "$TMP/img" "$K/id_ed25519.pub" "$K/host_ed25519" 2>"$TMP/image.err" ||
+	skip "cannot build the guest image with perf: $(tail -1 "$TMP/image.err")"
+"$CC" -shared -fPIC -o "$TMP/tcg-as-kvm.so" "$top_srcdir/tests/tcg-as-kvm.c" -ldl || skip "cannot build tests/tcg-as-kvm.c"
+
+# boot [PRELOAD]: start the 2-vCPU guest, wait for its sshd (120 s at most)
+boot() {
+	port=$(free_port)
+	rm -f "$TMP/console"
+	LD_PRELOAD=${1:-} qemu-system-x86_64 -name vmtrace-test,debug-threads=on -accel tcg -m 512 -smp 2 -nodefaults \
+		-no-user-config -display none -serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" \
+		-initrd "$TMP/img/initrd.gz" -append "console=ttyS0 panic=-1 quiet clocksource=tsc tsc=reliable no-kvmclock" \
+		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" -device e1000,netdev=n0 \
+		>"$TMP/qemu.log" 2>&1 &
+	qemu=$!
+	GUEST_PIDS="$GUEST_PIDS $qemu"
+	for _ in $(seq 600); do
+		grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && break
+		kill -0 $qemu 2>/dev/null || break
+		sleep 0.2
+	done
+	grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && wait_port "$port" 10 || return 1
+	known_hosts_for "$K" "$port" > "$K/known_hosts"
+	G="--guest-ssh root@127.0.0.1:$port --identity $K/id_ed25519 --known-hosts $K/known_hosts --batch"
+}
+halt() {
+	kill $qemu 2>/dev/null
+	wait $qemu 2>/dev/null
+}
+guest_ssh() {
+	ssh -p "$port" -i "$K/id_ed25519" -o BatchMode=yes -o StrictHostKeyChecking=yes -o LogLevel=ERROR \
+		-o UserKnownHostsFile="$K/known_hosts" -o GlobalKnownHostsFile=/dev/null root@127.0.0.1 "$@"
+}
+rec() { "$VMTRACE" record --pid $qemu --source synth --synth-size 2M "$@"; }
+# nothing_left OUT: no OUT, no temporary next to it, no perf directory in the guest
+nothing_left() {
+	! test -e "$1" && test -z "$(find "$TMP" -maxdepth 1 -name ".*vmtrace-tmp*")" &&
+		test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
+}
+S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
+
+# --- TCG's own thread names: the injection is refused ------------------------
+boot || skip "the guest did not come up: $(tail -3 "$TMP/console" "$TMP/qemu.log" 2>/dev/null | tr '\n' ' ')"
+rec -t 1 $G -o "$TMP/t0" >"$TMP/t0.err" 2>&1
+rc=$?
+check "TCG's \"CPU n/TCG\" threads: exit 19, names CPU n/KVM, nothing left behind" \
+	sh -c "test $rc -eq 19 && grep -q 'CPU n/KVM' '$TMP/t0.err'" && nothing_left "$TMP/t0"
+halt
+
+# --- the whole pipeline -------------------------------------------------------
+boot "$TMP/tcg-as-kvm.so" || fail "the guest did not come up with tcg-as-kvm.so"
+check "QEMU's vCPU threads are named CPU 0/KVM, CPU 1/KVM" \
+	test "$(cat /proc/$qemu/task/*/comm | grep -c '^CPU [01]/KVM$')" = 2
+guest_ssh 'sh -c "while :; do ls / >/dev/null; cat /proc/version >/dev/null; sleep 0.2; done" >/dev/null 2>&1 &'
+rec -t 2 $G --json -o "$TMP/r1" >"$TMP/r1.json" 2>"$TMP/r1.err"
+rc=$?
+check "record --guest-ssh: exit 0" test $rc -eq 0
+[ $rc -eq 0 ] || sed 's/^/# /' "$TMP/r1.err"
+check "... one directory: data, guest.data, kcore_dir__$qemu (kcore, kallsyms, modules), vmtrace-kvm.ini" \
+	test -s "$TMP/r1/data" -a -s "$TMP/r1/guest.data" -a -s "$TMP/r1/kcore_dir__$qemu/kcore" \
+	-a -s "$TMP/r1/kcore_dir__$qemu/kallsyms" -a -s "$TMP/r1/kcore_dir__$qemu/modules" -a -s "$TMP/r1/vmtrace-kvm.ini"
+check "... stdout is record's JSON only" "$PYTHON3" -c "import json; j = json.load(open('$TMP/r1.json')); assert j['qemu_pid'] == $qemu"
+"$PERF" script -i "$TMP/r1/guest.data" $S 2>/dev/null | grep -c PERF_RECORD_ >"$TMP/n.g"
+"$PERF" script -i "$TMP/r1" $S -F+machine_pid,+vcpu 2>/dev/null >"$TMP/r1.txt"
+check "perf script reads it: the guest's $(cat "$TMP/n.g") sideband records as VM: $qemu on both vCPUs" \
+	sh -c "test \$(grep -c '^VM: *$qemu VCPU:00[01]' '$TMP/r1.txt') -eq $(cat "$TMP/n.g") &&
+	       grep -q '^VM: *$qemu VCPU:000' '$TMP/r1.txt' && grep -q '^VM: *$qemu VCPU:001' '$TMP/r1.txt'"
+check "... the guest's commands are there (ls, cat)" \
+	sh -c "grep '^VM: *$qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: ls:' &&
+	       grep '^VM: *$qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: cat:'"
+guest_ssh cat /proc/kallsyms >"$TMP/kallsyms"
+check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$TMP/r1/kcore_dir__$qemu/kallsyms"
+
+# --- Ctrl-C: both stop, the guest file is complete -----------------------------
+rec $G -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
+rp=$!
+for _ in $(seq 600); do grep -q "Ctrl-C stops" "$TMP/r2.err" 2>/dev/null && break; sleep 0.1; done
+sleep 1
+kill -INT $rp
+wait $rp
+rc=$?
+check "Ctrl-C: exit 0, the recording and the guest's records are in place" \
+	sh -c "test $rc -eq 0 && test -s '$TMP/r2/guest.data' && \"\$PERF\" script -i '$TMP/r2' --show-task-events --itrace= \
+	       -F+machine_pid 2>/dev/null | grep -q '^VM: *$qemu'"
+"$PERF" script -i "$TMP/r2/guest.data" --show-task-events >/dev/null 2>"$TMP/r2.perf"
+sed 's/^/# perf: /' "$TMP/r2.perf"
+check "... the guest's perf.data is complete: perf reads it without a warning, data size in its header" \
+	sh -c "! grep -qi 'warn\|trunc\|error' '$TMP/r2.perf' &&
+	       \"\$PERF\" report --header-only -i '$TMP/r2/guest.data' 2>/dev/null | grep -q '^# data size *: [1-9]'"
+check "... nothing left in the guest's /tmp" test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
+
+# --- refusals -----------------------------------------------------------------
+rec -t 1 $G --guest-events no-such-event -o "$TMP/r3" >/dev/null 2>"$TMP/r3.err"
+rc=$?
+check "the guest's perf fails (--guest-events no-such-event): exit 21, perf's message, nothing left" \
+	sh -c "test $rc -eq 21 && grep -q 'perf record in the guest failed.*event syntax error' '$TMP/r3.err'" && nothing_left "$TMP/r3"
+sed 's/^/# /' "$TMP/r3.err"
+rec -t 1 $G --guest-events 'cpu-clock;reboot' -o "$TMP/r4" >/dev/null 2>"$TMP/r4.err"
+check "--guest-events with shell characters: exit 2" test $? -eq 2
+guest_ssh 'mv /usr/bin/perf /usr/bin/perf.off'
+rec -t 1 $G -o "$TMP/r5" >/dev/null 2>"$TMP/r5.err"
+rc=$?
+check "no perf in the guest: exit 20, says install linux-perf, nothing left" \
+	sh -c "test $rc -eq 20 && grep -q 'no perf in the guest' '$TMP/r5.err'" && nothing_left "$TMP/r5"
+guest_ssh 'mv /usr/bin/perf.off /usr/bin/perf'
+# the guest's sshd (listener and sessions) killed while the host records
+rec -t 4 $G --timeout 5 -o "$TMP/r6" >/dev/null 2>"$TMP/r6.err" &
+rp=$!
+for _ in $(seq 600); do grep -q "Ctrl-C stops" "$TMP/r6.err" 2>/dev/null && break; sleep 0.1; done
+guest_ssh 'killall sshd' 2>/dev/null
+wait $rp
+rc=$?
+check "the SSH server gone mid-way: exit $rc (not 0), says so, no output, no temporary" \
+	sh -c "test $rc -ne 0 && grep -qi 'guest\|ssh' '$TMP/r6.err' && ! test -e '$TMP/r6' &&
+	       test -z \"\$(find '$TMP' -maxdepth 1 -name '.*vmtrace-tmp*')\""
+sed 's/^/# /' "$TMP/r6.err" | tail -2
+halt
+finish
