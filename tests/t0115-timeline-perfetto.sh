@@ -30,6 +30,9 @@ while read -r name opts; do
 		"$HOST_CODE/kallsyms" "$GUEST_CODE/kallsyms" >"$TMP/$name.check" 2>&1
 	check "$name: tracks, slices, VM exits and counters = ground truth ($(tail -1 "$TMP/$name.check"))" \
 		grep -qx ok "$TMP/$name.check" || sed 's/^/#   /' "$TMP/$name.check"
+	unit='VM exits/ms'
+	case $opts in *--timeless*) unit='VM exits/1000 branches' ;; esac
+	check "$name: the counter track is \"$unit\"" grep -q "name: \"$unit\"" "$TMP/$name.txt"
 done <<'CONFIGS'
 thread-2vcpu-timed      --vcpus 2 --psb-period 1 --seed 5
 cpu-2vcpu-2cpu-timed    --vcpus 2 --per-cpu --cpus 2 --psb-period 0
