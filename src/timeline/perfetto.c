@@ -261,8 +261,9 @@ static void pf_begin(VtTimelineSink *s, guint lane, guint64 ts, VtTimelineKind k
 {
 	Perfetto *p = (Perfetto *)s;
 
-	(void)kind;
-	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name, details, 0);
+	/* a function's details (its address) would double the file: its name says it */
+	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name,
+	      kind == VT_TIMELINE_EXIT ? details : NULL, 0);
 }
 
 static void pf_end(VtTimelineSink *s, guint lane, guint64 ts, const char *details)
