@@ -5,10 +5,11 @@
 # VM-exit lanes, slices; #find=NAME&lane=LANE zooms to a slice and shows
 # its details, so the vCPU's first guest call (ground truth) must be drawn
 # as a function slice on its guest lane and its first VM exit, named after
-# the first host function called, as an exit slice on its host lane.  No
-# console message (errors and exceptions are logged there) may appear.  A
-# page limited to 50 slices (--max-slices) draws the summary bins and
-# still finds a long slice.  The screenshots are kept beside the test log:
+# the first host function called, as an exit slice on its host lane; a
+# click (#view=START,END&click=X,Y) where the page drew them shows their
+# details.  No console message (errors and exceptions are logged there)
+# may appear.  A page limited to 50 slices (--max-slices) draws the
+# summary bins under the kept slices.  The screenshots are kept beside the test log:
 # tests/t0116-timeline-html*.png in the build directory.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
@@ -64,6 +65,18 @@ for v in 0 1; do
 		grep -q '^ok' "$TMP/ex$v.check"
 done
 check "details of a VM exit: reason, guest IP, handler" grep -q 'reason=.*guest_ip=0x.*handler=' "$TMP/ex0.dom"
+
+# a click on a drawn slice shows its details: where #find drew vCPU 1's
+# first call and first exit, the same view is loaded and clicked there
+for what in fn ex; do
+	case $what in fn) lane="vCPU 1 guest" name=$fn kind=function ;; ex) lane="vCPU 1 host" name=$ex kind=exit ;; esac
+	set -- $("$PYTHON3" "$top_srcdir/tests/timeline-check.py" target "$TMP/${what}1.dom" "$lane" "$name")
+	browse "$page#view=$1&click=$2" "click-$what"
+	"$PYTHON3" "$top_srcdir/tests/timeline-check.py" clicked "$TMP/click-$what.dom" "$name" "$kind" \
+		>"$TMP/click-$what.check" 2>&1
+	check "a click at $2 on $lane shows '$name' ($(tail -1 "$TMP/click-$what.check"))" \
+		grep -q '^ok' "$TMP/click-$what.check"
+done
 shot "$page#find=$ex&lane=vCPU 1 host" "$ART/t0116-timeline-html-exit.png" 900
 
 # large recordings: only the longest slices are kept, the rest is summary

@@ -17,6 +17,12 @@ VCPU) and the kallsyms of the code directories.
   timeline-check.py dom DOM LANE NAME KIND
       DOM (chromium --dump-dom) drew NAME on LANE as a slice of KIND
       ("function"/"exit") and shows it in the details panel.
+  timeline-check.py target DOM LANE NAME
+      "START,END X,Y": the view of DOM and where NAME is drawn on LANE
+      (the middle of the slice), for a #view=START,END&click=X,Y load.
+  timeline-check.py clicked DOM NAME KIND
+      the details panel of DOM shows NAME (of KIND) - and nothing was found
+      by #find: the click chose it.
 """
 import bisect
 import sys
@@ -151,7 +157,7 @@ def perfetto(args):
         t = threads.get(v["tid"])
         assert t, "no thread track for vCPU %d (tid %d)" % (n, v["tid"])
         guest, host = lanes[(t, "guest")], lanes[(t, "host")]
-        counter = lanes[(t, "VM exits/ms")]
+        counter = lanes.get((t, "VM exits/ms")) or lanes[(t, "VM exits/1000 branches")]
         fn = [s for u in (guest, host) for s in slices.get(u, []) if "continued" not in s[1]
               and not s[0].startswith("VM exit: ")]
         exits = [s for s in slices.get(host, []) if s[0].startswith("VM exit: ")]
@@ -208,10 +214,28 @@ def dom(args):
     print("ok", lane, name, kind)
 
 
+def target(args):
+    d = Dom()
+    d.feed(open(args[0]).read())
+    hits = [i for i in d.items if i["data-lane"] == args[1] and i["data-name"] == args[2]
+            and i["data-how"] == "slice"]
+    assert hits, "%r not drawn on %r" % (args[2], args[1])
+    print(d.body["data-view"], "%s,%s" % (hits[0]["data-x"], hits[0]["data-y"]))
+
+
+def clicked(args):
+    d = Dom()
+    d.feed(open(args[0]).read())
+    assert "data-found" not in d.body, "the page was told what to find"
+    assert d.details.get("data-name") == args[1] and d.details.get("data-kind") == args[2], \
+        "details after the click: %r" % d.text[:200]
+    print("ok", args[1])
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     try:
-        {"expect": expect, "perfetto": perfetto, "dom": dom}[cmd](args)
+        {"expect": expect, "perfetto": perfetto, "dom": dom, "target": target, "clicked": clicked}[cmd](args)
     except AssertionError as e:
         print("FAIL:", e)
         sys.exit(1)

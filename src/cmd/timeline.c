@@ -189,7 +189,7 @@ static VtTimelineSink *open_sink(const TimelineOptions *o, gboolean timed, GErro
 
 	if (o->fmt == FORMAT_HTML)
 		return vt_timeline_html_new(o->out, o->force, (guint)o->max_slices, title, timed, error);
-	return vt_timeline_perfetto_new(o->out, o->force, error);
+	return vt_timeline_perfetto_new(o->out, o->force, timed, error);
 }
 
 /* Decode, draw, commit; the exit status. */

@@ -16,7 +16,6 @@ typedef struct {
 	gint32 tid, vcpu;            /* the thread and its "CPU n/KVM" number */
 	guint64 n;                   /* branches seen (timeless time) */
 	guint64 last_ts;
-	gint mode;                   /* VtTimelineMode, -1 unknown */
 	GPtrArray *stack[2];         /* open slice names per lane (const char *) */
 	gboolean in_exit, exit_begun;
 	guint64 exit_ts;
@@ -236,7 +235,6 @@ static Vcpu *vcpu_of(VtTimelineBuilder *b, const VtDecodeEvent *e)
 	v->index = b->n_vcpus++;
 	v->tid = e->tid;
 	v->vcpu = e->vcpu;
-	v->mode = -1;
 	v->stack[0] = g_ptr_array_new();
 	v->stack[1] = g_ptr_array_new();
 	g_hash_table_insert(b->vcpus, GINT_TO_POINTER(e->tid), v);

@@ -421,12 +421,13 @@ static void json_data(Html *h, GString *out)
 	vt_json_end_object(j);
 }
 
-/* JSON inside <script>: "</" must not appear ("<\/" means the same in JSON). */
+/* JSON inside <script>: no "<" at all ("\u003c" means the same in JSON),
+ * so neither "</script" nor "<!--" can end or confuse the element. */
 static void append_script_safe(GString *page, const char *s)
 {
-	for (const char *p; (p = strstr(s, "</")); s = p + 2) {
+	for (const char *p; (p = strchr(s, '<')); s = p + 1) {
 		g_string_append_len(page, s, p - s);
-		g_string_append(page, "<\\/");
+		g_string_append(page, "\\u003c");
 	}
 	g_string_append(page, s);
 }

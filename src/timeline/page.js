@@ -12,7 +12,7 @@
 //
 // What was drawn is recorded in the DOM for tests: body[data-draws],
 // body[data-lanes] (JSON), body[data-slices-drawn], and <ol id="drawn">
-// with one <li data-lane data-name data-kind data-how> per drawn slice
+// with one <li data-lane data-name data-kind data-how data-x data-y> per drawn slice
 // ("slice"), pixel of several slices ("pixel", the dominant name) and row
 // of summary bins ("bin"), at most MAX_RECORDED.
 "use strict";
@@ -92,10 +92,11 @@ function firstVisible(list, t) {
 // ---------------------------------------------------------------- drawing
 let record;   // what this draw drew: [lane label, name, kind, how]
 
-function note(row, name, kind, how) {
+// x: the middle of what was drawn (canvas pixels), y: its row's middle
+function note(row, name, kind, how, x) {
 	record.count++;
 	if (record.items.length < MAX_RECORDED)
-		record.items.push([row.name, name, kind, how]);
+		record.items.push([row.name, name, kind, how, Math.round(x), row.y + (row.h >> 1)]);
 }
 
 function drawBins(row) {
@@ -114,7 +115,7 @@ function drawBins(row) {
 		n++;
 	}
 	if (n)   // one record per row: the summary drawn under the kept slices
-		note(row, n + " bins", 0, "bin");
+		note(row, n + " bins", 0, "bin", LABEL_W);
 }
 
 function flushPixel(row, px) {
@@ -123,7 +124,7 @@ function flushPixel(row, px) {
 	ctx.fillStyle = colour(px.best.name, px.best.kind, 0.9);
 	ctx.fillRect(px.p, row.y, 1, row.h - 1);
 	// a pixel holding one slice is that slice, one pixel wide
-	note(row, D.names[px.best.name], px.best.kind, px.n === 1 ? "slice" : "pixel");
+	note(row, D.names[px.best.name], px.best.kind, px.n === 1 ? "slice" : "pixel", px.p);
 	px.n = 0;
 }
 
@@ -155,7 +156,7 @@ function drawSlices(row) {
 			ctx.fillText(D.names[sl.name], x0 + 2, row.y + row.h - 3);
 			ctx.restore();
 		}
-		note(row, D.names[sl.name], sl.kind, "slice");
+		note(row, D.names[sl.name], sl.kind, "slice", (x0 + x1) / 2);
 	}
 	flushPixel(row, px);
 }
@@ -223,12 +224,14 @@ function publish() {
 	b.slicesDrawn = String(record.count);
 	b.view = view.a + "," + view.b;
 	const ol = document.getElementById("drawn");
-	ol.replaceChildren(...record.items.map(([lane, name, kind, how]) => {
+	ol.replaceChildren(...record.items.map(([lane, name, kind, how, x, y]) => {
 		const li = document.createElement("li");
 		li.dataset.lane = lane;
 		li.dataset.name = name;
 		li.dataset.kind = kind === 1 ? "exit" : "function";
 		li.dataset.how = how;
+		li.dataset.x = x;
+		li.dataset.y = y;
 		return li;
 	}));
 }
@@ -277,7 +280,8 @@ canvas.addEventListener("mousemove", e => {
 window.addEventListener("keydown", e => { if (e.key === "0") { view = { a: 0, b: span }; draw(); } });
 window.addEventListener("resize", draw);
 
-// #find=NAME[&lane=LANE] or #view=A,B
+// #find=NAME[&lane=LANE] or #view=A,B[&click=X,Y] (a click at canvas
+// pixel X,Y after drawing: what tests use to click a drawn slice)
 function laneName(lane) { return D.vcpus[lane >> 1].name + (lane & 1 ? " host" : " guest"); }
 function fromHash() {
 	const q = new URLSearchParams(location.hash.slice(1));
@@ -294,7 +298,16 @@ function fromHash() {
 		const [a, b] = q.get("view").split(",").map(Number);
 		if (b > a) view = { a, b };
 	}
+	return q.get("click");
+}
+
+function clickAt(xy) {
+	const [px, py] = xy.split(",").map(Number), r = canvas.getBoundingClientRect();
+	for (const type of ["mousedown", "mouseup"])
+		canvas.dispatchEvent(new MouseEvent(type, { bubbles: true, clientX: r.left + px, clientY: r.top + py }));
 }
 window.addEventListener("hashchange", () => { fromHash(); draw(); });
-fromHash();
+const click = fromHash();
 draw();
+if (click)
+	clickAt(click);

@@ -25,6 +25,7 @@ typedef struct {
 	GByteArray *buf;
 	GError *error;                      /* the first write error */
 	gboolean first;                     /* no packet written yet */
+	const char *counter_name;           /* "VM exits/ms", timeless "VM exits/1000 branches" */
 	guint64 next_uuid;
 	GHashTable *processes;              /* pid -> uuid */
 	GArray *vcpus;                      /* VcpuTracks */
@@ -134,7 +135,7 @@ static void pf_vcpu(VtTimelineSink *s, guint index, const char *name, gint32 pid
 	t.lane[VT_TIMELINE_HOST] = p->next_uuid++;
 	track(p, t.lane[VT_TIMELINE_HOST], t.thread, "host", NULL, NULL, FALSE);
 	t.counter = p->next_uuid++;
-	track(p, t.counter, t.thread, "VM exits/ms", NULL, NULL, TRUE);
+	track(p, t.counter, t.thread, p->counter_name, NULL, NULL, TRUE);
 	if (p->vcpus->len <= index)
 		g_array_set_size(p->vcpus, index + 1);
 	g_array_index(p->vcpus, VcpuTracks, index) = t;
@@ -260,8 +261,9 @@ static void pf_begin(VtTimelineSink *s, guint lane, guint64 ts, VtTimelineKind k
 {
 	Perfetto *p = (Perfetto *)s;
 
-	(void)kind;
-	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name, details, 0);
+	/* a function's details (its address) would double the file: its name says it */
+	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name,
+	      kind == VT_TIMELINE_EXIT ? details : NULL, 0);
 }
 
 static void pf_end(VtTimelineSink *s, guint lane, guint64 ts, const char *details)
@@ -312,7 +314,7 @@ static const VtTimelineSinkOps perfetto_ops = {
 	pf_vcpu, pf_begin, pf_end, pf_counter, pf_finish, pf_free,
 };
 
-VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, GError **error)
+VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, gboolean timed, GError **error)
 {
 	VtFsOutput *out = vt_fs_output_new(path, replace ? VT_FS_OUTPUT_REPLACE : VT_FS_OUTPUT_NEW, 0600, error);
 	Perfetto *p;
@@ -324,6 +326,7 @@ VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, GEr
 	p->out = out;
 	p->buf = g_byte_array_sized_new(FLUSH_AT + 4096);
 	p->first = TRUE;
+	p->counter_name = timed ? "VM exits/ms" : "VM exits/1000 branches";
 	p->next_uuid = 1;
 	p->processes = g_hash_table_new(g_direct_hash, g_direct_equal);
 	p->vcpus = g_array_new(FALSE, TRUE, sizeof(VcpuTracks));

@@ -80,8 +80,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtTimelineSink, vt_timeline_sink_free)
  * at finish; replace: an existing regular file may be replaced).  One
  * packet sequence; names and annotation keys interned; a process track
  * per QEMU pid, a thread track per vCPU with child tracks "guest", "host"
- * and the counter track "VM exits/ms". */
-VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, GError **error);
+ * and the counter track "VM exits/ms" (timeless: "VM exits/1000 branches"). */
+VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, gboolean timed, GError **error);
 
 /* The HTML writer: a page with the lanes drawn on a canvas (zoom, pan,
  * click for details) from an embedded summary; timed: times are ns, else
