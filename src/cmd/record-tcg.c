@@ -107,7 +107,8 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	fprintf(stderr,
 		"vmtrace record: %s (QEMU TCG, %u vCPU%s, %s)\n"
 		"  instructions traced %" G_GUINT64_FORMAT " (QEMU started %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
-		" before tracing began, %" G_GUINT64_FORMAT " restarted after exceptions, %" G_GUINT64_FORMAT
+		" before tracing began, %" G_GUINT64_FORMAT " after it stopped, %" G_GUINT64_FORMAT
+		" restarted after exceptions, %" G_GUINT64_FORMAT
 		" rep iterations, %" G_GUINT64_FORMAT " filtered, %" G_GUINT64_FORMAT " in the last block)\n"
 		"  packets %" G_GUINT64_FORMAT ", %.1f MiB of trace, %.1f s (%.1f MiB/s), perf.data %.1f MiB\n"
 		"  interrupts and exceptions %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " return address%s never seen: "
@@ -116,7 +117,7 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 		" translations changed code (%" G_GUINT64_FORMAT " bytes patched at run time: the image holds the "
 		"newest bytes)\n",
 		a->out, st->vcpus, st->vcpus == 1 ? "" : "s", st->kernel_only ? "kernel only" : "kernel and user",
-		st->retired, st->started, st->before, st->faults, st->rep_iters, st->filtered, st->final_started,
+		st->retired, st->started, st->before, st->after, st->faults, st->rep_iters, st->filtered, st->final_started,
 		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,
 		st->unresolved, st->unresolved == 1 ? "" : "es", st->code_bytes, st->code_pages, st->smc_translations,
 		st->smc_bytes);
@@ -137,6 +138,7 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_kv_uint(j, "instructions", st->retired);
 	vt_json_kv_uint(j, "started", st->started);
 	vt_json_kv_uint(j, "before_trace", st->before);
+	vt_json_kv_uint(j, "after_trace", st->after);
 	vt_json_kv_uint(j, "restarted", st->faults);
 	vt_json_kv_uint(j, "rep_iterations", st->rep_iters);
 	vt_json_kv_uint(j, "filtered", st->filtered);

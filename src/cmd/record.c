@@ -350,13 +350,18 @@ static const char record_description[] =
 	"the run at once, removing the unfinished output); SIGUSR2 takes a snapshot in\n"
 	"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
 	"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
-	"(no Intel PT: run `vmtrace check` to see what is missing).\n"
+	"(no Intel PT: run `vmtrace check` to see what is missing); --source tcg: 26\n"
+	"QEMU did not run the plugin to its end, 27 no kernel code ran.\n"
+	"--source tcg runs the QEMU command after -- with vmtrace's TCG plugin and\n"
+	"writes what Intel PT would have recorded (DIR/data) and the executed code\n"
+	"(DIR/guest): vmtrace script DIR --guest DIR/guest.\n"
 	"\n"
 	"Examples:\n"
 	"  sudo vmtrace record --domain kubuntu20.04 --duration 5\n"
 	"  sudo vmtrace record --domain vm0 --per-cpu --cyc -o vm0.data\n"
 	"  sudo vmtrace record --domain vm0 --snapshot=16M     # then: kill -USR2 <pid>\n"
-	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n";
+	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n"
+	"  vmtrace record --source tcg -o boot.data -- qemu-system-x86_64 -accel tcg -kernel vmlinux ...\n";
 
 static GOptionContext *record_option_context(RecordOpts *o)
 {

@@ -87,6 +87,7 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 		if (sscanf(l, "format %d", &format) == 1 || sscanf(l, "vcpus %u", &st->vcpus) == 1 ||
 		    sscanf(l, "started %" G_GUINT64_FORMAT, &st->started) == 1 ||
 		    sscanf(l, "before %" G_GUINT64_FORMAT, &st->before) == 1 ||
+		    sscanf(l, "after %" G_GUINT64_FORMAT, &st->after) == 1 ||
 		    sscanf(l, "translations %" G_GUINT64_FORMAT, &st->translations) == 1)
 			continue;
 		if (sscanf(l, "filter %15s", word) == 1)

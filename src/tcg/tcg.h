@@ -36,6 +36,7 @@ typedef struct {
 	gboolean kernel_only, mttcg;
 	uint64_t started;            /* instructions QEMU started (all, plugin counter) */
 	uint64_t before;             /* ... before tracing began (firmware, setup) */
+	uint64_t after;              /* ... after it stopped (--tcg-limit) */
 	uint64_t retired;            /* instructions in the trace (what a decoder walks) */
 	uint64_t faults, rep_iters, filtered, final_started;
 	uint64_t asyncs, unresolved;

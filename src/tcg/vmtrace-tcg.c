@@ -119,7 +119,7 @@ static struct {
 	uint64_t started;              /* inline: instructions started (all vCPUs) */
 	uint64_t mark;                 /* `started` at the last TB callback */
 	int last_v;                    /* vCPU of the last TB callback (-1: none) */
-	uint64_t before, trace_start;
+	uint64_t before, trace_start, stopped_at;
 	int stopped, mttcg;
 	long first_tid;
 	uint64_t translations;
@@ -556,6 +556,7 @@ static void stop_all(void)
 		out_flush(v);
 	}
 	g.stopped = 1;
+	g.stopped_at = g.started;
 }
 
 static void vcpu_tb_exec(unsigned int vi, void *udata)
@@ -704,8 +705,9 @@ static void write_meta(void)
 	g_string_append_printf(s, "format %d\napi %d\nvcpus %u\nfilter %s\nmttcg %d\nskip %" G_GUINT64_FORMAT
 			       "\nlimit %" G_GUINT64_FORMAT "\n", VT_TCG_FORMAT, VT_QEMU_PLUGIN_API, g.nvcpus,
 			       g.kernel_only ? "kernel" : "all", g.mttcg, g.skip, g.limit);
-	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\ntranslations %"
-			       G_GUINT64_FORMAT "\n", g.started, g.before, g.translations);
+	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\nafter %" G_GUINT64_FORMAT
+			       "\ntranslations %" G_GUINT64_FORMAT "\n", g.started, g.before, g.started - g.stopped_at,
+			       g.translations);
 	for (unsigned i = 0; i < g.nvcpus; i++) {
 		const Vcpu *v = &g.v[i];
 
@@ -730,7 +732,7 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 	(void)id;
 	(void)p;
 	if (!g.stopped)
-		stop_all();
+		stop_all();   /* after: 0 */
 	/* unresolved placeholders keep their defaults: count what they retire */
 	for (unsigned i = 0; i < g.nvcpus; i++)
 		for (unsigned k = 0; k < g.v[i].npend; k++)
@@ -756,7 +758,8 @@ static int refuse(const char *fmt, ...)
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
 	line = g_strdup_printf("vmtrace-tcg: %s\n", msg);
-	qemu_plugin_outs(line);
+	/* qemu_plugin_outs goes to QEMU's log (-d plugin), unseen at install */
+	fputs(line, stderr);
 	return -1;
 }
 
