@@ -63,6 +63,10 @@ check "QEMU's own count (an inline counter in the same run, $started) = the plug
 check "started = before + traced + restarted + rep iterations + filtered + last block + after" \
 	json_check "$TMP/rec.json" "j['started'] == j['before_trace'] + j['instructions'] + j['restarted'] + \
 		j['rep_iterations'] + j['filtered'] + j['last_block'] + j['after_trace']"
+check "interrupts and exceptions seen, nearly all resolved by their IRET (fewer than 1 in 20 guessed)" \
+	json_check "$TMP/rec.json" "j['async'] > 0 and j['unresolved'] * 20 < j['async']"
+check "QEMU's page-crossing TB cuts are no exceptions: few restarted instructions" \
+	json_check "$TMP/rec.json" "j['restarted'] * 4 < j['async']"
 check "the kernel's run-time code patching is detected (translations whose bytes changed)" \
 	json_check "$TMP/rec.json" "j['smc_translations'] > 0 and j['smc_bytes'] > 0"
 

@@ -72,6 +72,7 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 	g_autofree char *text = NULL;
 	g_auto(GStrv) lines = NULL;
 	int format = 0;
+	guint64 write_errors = 0;
 
 	memset(st, 0, sizeof(*st));
 	if (!g_file_get_contents(path, &text, NULL, NULL)) {
@@ -88,7 +89,8 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 		    sscanf(l, "started %" G_GUINT64_FORMAT, &st->started) == 1 ||
 		    sscanf(l, "before %" G_GUINT64_FORMAT, &st->before) == 1 ||
 		    sscanf(l, "after %" G_GUINT64_FORMAT, &st->after) == 1 ||
-		    sscanf(l, "translations %" G_GUINT64_FORMAT, &st->translations) == 1)
+		    sscanf(l, "translations %" G_GUINT64_FORMAT, &st->translations) == 1 ||
+		    sscanf(l, "write_errors %" G_GUINT64_FORMAT, &write_errors) == 1)
 			continue;
 		if (sscanf(l, "filter %15s", word) == 1)
 			st->kernel_only = !strcmp(word, "kernel");
@@ -99,6 +101,11 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 	}
 	if (format != VT_TCG_FORMAT)
 		goto bad;
+	if (write_errors) {
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_IO, "%s: the plugin could not write all of its files "
+			    "(%" G_GUINT64_FORMAT " failed writes: disk full?)", in_dir, write_errors);
+		return FALSE;
+	}
 	return TRUE;
 bad:
 	g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s: not written by this version's vmtrace-tcg.so", path);

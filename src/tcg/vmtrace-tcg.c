@@ -73,6 +73,7 @@ typedef struct {
 	uint32_t n;
 	uint8_t last_len, kind, kernel;
 	uint8_t vector, ret_site;      /* learnt: interrupt entry; return site of a call */
+	const void *cut;               /* the TB without its last instruction (see transition) */
 	uint16_t off[];                /* instruction i at pc + off[i] */
 } Tb;
 
@@ -122,7 +123,7 @@ static struct {
 	uint64_t before, trace_start, stopped_at;
 	int stopped, mttcg;
 	long first_tid;
-	uint64_t translations;
+	uint64_t translations, write_errors;
 	GString *code;
 } g = { .last_v = -1, .code_fd = -1 };
 
@@ -136,8 +137,10 @@ static void out_flush(Vcpu *v)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break;             /* meta reports the stream length: the converter checks */
+		if (n <= 0) {
+			g.write_errors++;  /* meta says so: the converter refuses */
+			break;
+		}
 		done += (size_t)n;
 	}
 	v->base += v->len;
@@ -288,7 +291,7 @@ static uint64_t fall_of(const Tb *t)
 static void pend_push(Vcpu *v, const Pend *p)
 {
 	if (v->npend == MAX_PEND) {
-		v->unresolved++;
+		v->unresolved += v->pend[0].type != P_EXACT;
 		memmove(&v->pend[0], &v->pend[1], sizeof(Pend) * (MAX_PEND - 1));
 		v->npend--;
 	}
@@ -430,9 +433,15 @@ static void transition(Vcpu *v, const Tb *prev, uint64_t d, Tb *cur)
 	uint64_t pc = cur->pc;
 	int looks_async = cur->vector && !cur->ret_site;
 
+	/* QEMU 7.2 drops an instruction that crosses a page from the end of a
+	 * TB after the plugin saw it (it starts the next TB): the TB ran
+	 * without it */
+	if (prev->cut && d == prev->n - 1)
+		prev = prev->cut;
 	if (d < prev->n) {
-		if (prev->kind == K_REP && d == prev->n - 1 + 0) {
-			/* cannot happen: a rep iteration starts the whole TB */
+		if (pc == prev->pc + prev->off[d]) {   /* cut short, resumed right there */
+			v->retired += d;
+			return;
 		}
 		fault_at(v, prev, d ? (uint32_t)d - 1 : 0, cur);
 		return;
@@ -612,6 +621,9 @@ static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *
 		if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
 			*target = t;
 	}
+	if (in.mnemonic == ZYDIS_MNEMONIC_IRET || in.mnemonic == ZYDIS_MNEMONIC_IRETD ||
+	    in.mnemonic == ZYDIS_MNEMONIC_IRETQ)
+		return K_IRET;           /* before the categories: Zydis files IRET under RET */
 	switch (in.meta.category) {
 	case ZYDIS_CATEGORY_COND_BR:
 		return K_COND;
@@ -629,8 +641,6 @@ static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *
 		return K_SYSCALL;
 	case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT:
 		return K_FAR;
-	case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
-		return K_IRET;
 	case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
 		return K_INT;
 	default:
@@ -656,9 +666,29 @@ static void code_log(const Tb *t, struct qemu_plugin_tb *tb)
 	memcpy(g.code->str + start, &h, sizeof(h));
 	if (g.code->len >= OUT_BUF) {
 		if (write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
-			g.code_fd = g.code_fd;   /* the converter sees a short file */
+			g.write_errors++;
 		g_string_set_size(g.code, 0);
 	}
+}
+
+/* The TB without its last instruction when that one crosses a page (and
+ * is not the only one): what QEMU 7.2 runs. */
+static const Tb *cut_of(const Tb *t)
+{
+	Tb *c;
+
+	if (t->n < 2 || (t->last_ip >> 12) == ((t->last_ip + t->last_len - 1) >> 12))
+		return NULL;
+	c = g_malloc0(sizeof(Tb) + (t->n - 1) * sizeof(uint16_t));
+	*c = *t;
+	c->n = t->n - 1;
+	memcpy(c->off, t->off, c->n * sizeof(uint16_t));
+	c->last_ip = t->pc + t->off[c->n - 1];
+	c->last_len = (uint8_t)(t->off[c->n] - t->off[c->n - 1]);
+	c->kind = K_OTHER;             /* else the TB would have ended there */
+	c->target = 0;
+	c->cut = NULL;
+	return c;
 }
 
 static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -684,6 +714,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	t->last_ip = qemu_plugin_insn_vaddr(last);
 	t->last_len = (uint8_t)qemu_plugin_insn_size(last);
 	t->kind = classify(qemu_plugin_insn_data(last), t->last_len, t->last_ip, &t->target);
+	t->cut = cut_of(t);
 	g_mutex_lock(&g.lock);
 	if (t->kind == K_CALL || (t->kind == K_IND && t->last_len))
 		g_hash_table_add(g.ret_sites, GSIZE_TO_POINTER(fall_of(t)));
@@ -706,8 +737,8 @@ static void write_meta(void)
 			       "\nlimit %" G_GUINT64_FORMAT "\n", VT_TCG_FORMAT, VT_QEMU_PLUGIN_API, g.nvcpus,
 			       g.kernel_only ? "kernel" : "all", g.mttcg, g.skip, g.limit);
 	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\nafter %" G_GUINT64_FORMAT
-			       "\ntranslations %" G_GUINT64_FORMAT "\n", g.started, g.before, g.started - g.stopped_at,
-			       g.translations);
+			       "\ntranslations %" G_GUINT64_FORMAT "\nwrite_errors %" G_GUINT64_FORMAT "\n", g.started, g.before,
+			       g.started - g.stopped_at, g.translations, g.write_errors);
 	for (unsigned i = 0; i < g.nvcpus; i++) {
 		const Vcpu *v = &g.v[i];
 
@@ -739,7 +770,7 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 			if (g.v[i].pend[k].type == P_FUP2 || g.v[i].pend[k].type == P_COND)
 				g.v[i].retired++;
 	if (g.code->len && write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
-		g.code_fd = g.code_fd;
+		g.write_errors++;
 	write_meta();
 	for (unsigned i = 0; i < g.nvcpus; i++)
 		if (g.v[i].fd >= 0)
