@@ -79,9 +79,12 @@ static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, doub
 	*secs = (g_get_monotonic_time() - t0) / 1e6;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return TRUE;
-	g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s %s", a->qemu_argv[0],
-		    WIFEXITED(status) ? g_strdup_printf("exited with status %d", WEXITSTATUS(status))
-				      : g_strdup_printf("was killed by signal %d", WTERMSIG(status)));
+	if (WIFEXITED(status))
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s exited with status %d", a->qemu_argv[0],
+			    WEXITSTATUS(status));
+	else
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s was killed by signal %d", a->qemu_argv[0],
+			    WTERMSIG(status));
 	return FALSE;
 }
 
