@@ -42,12 +42,13 @@ static gboolean meta_vcpu(const char *l, GArray *streams, VtTcgStats *st)
 {
 	guint idx;
 	long tid;
-	guint64 bytes, packets, retired, async, faults, rep, unres, filt, fin;
+	guint64 bytes, packets, retired, async, faults, rep, unres, filt, fin, infl;
 
 	if (sscanf(l, "vcpu %u tid %ld bytes %" G_GUINT64_FORMAT " packets %" G_GUINT64_FORMAT " retired %"
 		   G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %" G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT
-		   " unresolved %" G_GUINT64_FORMAT " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT,
-		   &idx, &tid, &bytes, &packets, &retired, &async, &faults, &rep, &unres, &filt, &fin) != 11)
+		   " unresolved %" G_GUINT64_FORMAT " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT
+		   " inflight %" G_GUINT64_FORMAT,
+		   &idx, &tid, &bytes, &packets, &retired, &async, &faults, &rep, &unres, &filt, &fin, &infl) != 12)
 		return FALSE;
 	if (streams) {
 		Stream s = { idx, (uint32_t)tid, bytes };
@@ -61,6 +62,7 @@ static gboolean meta_vcpu(const char *l, GArray *streams, VtTcgStats *st)
 	st->faults += faults;
 	st->rep_iters += rep;
 	st->unresolved += unres;
+	st->inflight += infl;
 	st->filtered += filt;
 	st->final_started += fin;
 	return TRUE;

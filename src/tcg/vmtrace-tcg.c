@@ -104,7 +104,7 @@ typedef struct {
 	Pend pend[MAX_PEND];
 	unsigned npend;
 	long tid;
-	uint64_t retired, asyncs, faults, rep_iters, unresolved, filtered, final_started, packets;
+	uint64_t retired, asyncs, faults, rep_iters, unresolved, inflight, filtered, final_started, packets;
 } Vcpu;
 
 static struct {
@@ -288,10 +288,22 @@ static uint64_t fall_of(const Tb *t)
 	return t->last_ip + t->last_len;
 }
 
+/* A placeholder never filled in keeps its default: the expected address
+ * (the last instruction retired) or, after an indirect branch, the branch
+ * itself (not retired: counted with the restarted ones). */
+static void pend_default(Vcpu *v, const Pend *p)
+{
+	if (p->type == P_FUP2 || p->type == P_COND)
+		v->retired++;
+	else if (p->type == P_IND)
+		v->faults++;
+}
+
 static void pend_push(Vcpu *v, const Pend *p)
 {
 	if (v->npend == MAX_PEND) {
 		v->unresolved += v->pend[0].type != P_EXACT;
+		pend_default(v, &v->pend[0]);
 		memmove(&v->pend[0], &v->pend[1], sizeof(Pend) * (MAX_PEND - 1));
 		v->npend--;
 	}
@@ -744,15 +756,12 @@ static void write_meta(void)
 
 		if (!v->started)
 			continue;
-		for (unsigned k = 0; k < v->npend; k++)
-			if (v->pend[k].type != P_EXACT)
-				((Vcpu *)v)->unresolved++;
 		g_string_append_printf(s, "vcpu %u tid %ld bytes %" G_GUINT64_FORMAT " packets %" G_GUINT64_FORMAT
 				       " retired %" G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %"
 				       G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT " unresolved %" G_GUINT64_FORMAT
-				       " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT "\n",
-				       i, v->tid, out_pos(v), v->packets, v->retired, v->asyncs, v->faults, v->rep_iters,
-				       v->unresolved, v->filtered, v->final_started);
+				       " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT " inflight %"
+				       G_GUINT64_FORMAT "\n", i, v->tid, out_pos(v), v->packets, v->retired, v->asyncs,
+				       v->faults, v->rep_iters, v->unresolved, v->filtered, v->final_started, v->inflight);
 	}
 	g_file_set_contents(path, s->str, (gssize)s->len, NULL);
 	g_string_free(s, TRUE);
@@ -764,11 +773,12 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 	(void)p;
 	if (!g.stopped)
 		stop_all();   /* after: 0 */
-	/* unresolved placeholders keep their defaults: count what they retire */
+	/* interrupts still in flight when tracing stopped keep their defaults */
 	for (unsigned i = 0; i < g.nvcpus; i++)
-		for (unsigned k = 0; k < g.v[i].npend; k++)
-			if (g.v[i].pend[k].type == P_FUP2 || g.v[i].pend[k].type == P_COND)
-				g.v[i].retired++;
+		for (unsigned k = 0; k < g.v[i].npend; k++) {
+			g.v[i].inflight += g.v[i].pend[k].type != P_EXACT;
+			pend_default(&g.v[i], &g.v[i].pend[k]);
+		}
 	if (g.code->len && write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
 		g.write_errors++;
 	write_meta();
