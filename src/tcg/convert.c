@@ -119,6 +119,16 @@ gboolean vt_tcg_read_meta(const char *in_dir, VtTcgStats *st, GError **error)
 	return read_meta(in_dir, st, NULL, error);
 }
 
+/* With one TCG thread (thread=single) every vCPU ran in it: vCPU i gets
+ * that tid + i, so that each stream is a thread of its own. */
+static void distinct_tids(GArray *streams)
+{
+	for (guint i = 1; i < streams->len; i++)
+		for (guint k = 0; k < i; k++)
+			if (g_array_index(streams, Stream, i).tid == g_array_index(streams, Stream, k).tid)
+				g_array_index(streams, Stream, i).tid += i;
+}
+
 /* ---------------------------------------------------------- code image */
 static void code_add(GHashTable *pages, const VtTcgCodeHeader *h, const uint8_t *b, VtTcgStats *st)
 {
@@ -597,6 +607,7 @@ gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **e
 
 	if (!read_meta(o->in_dir, st, streams, error))
 		return FALSE;
+	distinct_tids(streams);
 	if (!streams->len) {
 		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE,
 			    "no vCPU reached kernel code (address bit 63 set): nothing was traced");
