@@ -163,6 +163,43 @@ static void test_perf_data(void)
 	rm_rf(out);
 }
 
+/* thread=single: both vCPUs ran in one thread; each stream gets a tid */
+static void test_one_thread(void)
+{
+	g_autofree char *in = plugin_dir("vcpu 1 tid 123 bytes 64 packets 5 retired 0 async 0 faults 0 rep 0 unresolved 0 "
+					 "filtered 0 final 0 inflight 0\n", TRUE);
+	g_autofree char *pt0 = g_build_filename(in, "vcpu0.pt", NULL);
+	g_autofree char *pt1 = g_build_filename(in, "vcpu1.pt", NULL);
+	g_autofree char *data = NULL;
+	g_autofree char *out = NULL;
+	g_autoptr(GError) err = NULL;
+	VtPerfFile *f;
+	VtPerfIter it;
+	VtPerfRecord rec;
+	gsize len;
+	guint tids = 0;
+	gboolean ok;
+
+	g_assert_true(g_file_get_contents(pt0, &data, &len, NULL));
+	g_assert_true(g_file_set_contents(pt1, data, (gssize)len, NULL));
+	convert(in, &out, &err, &ok);
+	g_assert_no_error(err);
+	f = vt_perf_file_open(out, VT_PERF_OPEN_RDONLY, &err);
+	g_assert_no_error(err);
+	vt_perf_iter_init(&it, f);
+	while (vt_perf_iter_next(&it, &rec, &err) == 1) {
+		VtPerfComm cm;
+
+		if (rec.type == PERF_RECORD_COMM && vt_perf_record_comm(&rec, &cm, NULL) &&
+		    ((!strcmp(cm.comm, "CPU 0/TCG") && cm.tid == 123) || (!strcmp(cm.comm, "CPU 1/TCG") && cm.tid == 124)))
+			tids++;
+	}
+	g_assert_cmpuint(tids, ==, 2);
+	vt_perf_file_close(f);
+	rm_rf(in);
+	rm_rf(out);
+}
+
 static void test_refusals(void)
 {
 	g_autofree char *in1 = plugin_dir("write_errors 2\n", TRUE);
@@ -190,6 +227,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/tcg/image", test_image);
 	g_test_add_func("/tcg/perf-data", test_perf_data);
+	g_test_add_func("/tcg/one-thread", test_one_thread);
 	g_test_add_func("/tcg/refusals", test_refusals);
 	return g_test_run();
 }
