@@ -79,9 +79,12 @@ static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, doub
 	*secs = (g_get_monotonic_time() - t0) / 1e6;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return TRUE;
-	g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s %s", a->qemu_argv[0],
-		    WIFEXITED(status) ? g_strdup_printf("exited with status %d", WEXITSTATUS(status))
-				      : g_strdup_printf("was killed by signal %d", WTERMSIG(status)));
+	if (WIFEXITED(status))
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s exited with status %d", a->qemu_argv[0],
+			    WEXITSTATUS(status));
+	else
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s was killed by signal %d", a->qemu_argv[0],
+			    WTERMSIG(status));
 	return FALSE;
 }
 
@@ -107,18 +110,19 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	fprintf(stderr,
 		"vmtrace record: %s (QEMU TCG, %u vCPU%s, %s)\n"
 		"  instructions traced %" G_GUINT64_FORMAT " (QEMU started %" G_GUINT64_FORMAT ": %" G_GUINT64_FORMAT
-		" before tracing began, %" G_GUINT64_FORMAT " restarted after exceptions, %" G_GUINT64_FORMAT
+		" before tracing began, %" G_GUINT64_FORMAT " after it stopped, %" G_GUINT64_FORMAT
+		" restarted after exceptions, %" G_GUINT64_FORMAT
 		" rep iterations, %" G_GUINT64_FORMAT " filtered, %" G_GUINT64_FORMAT " in the last block)\n"
 		"  packets %" G_GUINT64_FORMAT ", %.1f MiB of trace, %.1f s (%.1f MiB/s), perf.data %.1f MiB\n"
-		"  interrupts and exceptions %" G_GUINT64_FORMAT " (%" G_GUINT64_FORMAT " return address%s never seen: "
-		"guessed)\n"
+		"  interrupts and exceptions %" G_GUINT64_FORMAT " (return address guessed: %" G_GUINT64_FORMAT
+		" never seen, %" G_GUINT64_FORMAT " in flight at the end)\n"
 		"  code image: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT " pages; %" G_GUINT64_FORMAT
 		" translations changed code (%" G_GUINT64_FORMAT " bytes patched at run time: the image holds the "
 		"newest bytes)\n",
 		a->out, st->vcpus, st->vcpus == 1 ? "" : "s", st->kernel_only ? "kernel only" : "kernel and user",
-		st->retired, st->started, st->before, st->faults, st->rep_iters, st->filtered, st->final_started,
+		st->retired, st->started, st->before, st->after, st->faults, st->rep_iters, st->filtered, st->final_started,
 		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,
-		st->unresolved, st->unresolved == 1 ? "" : "es", st->code_bytes, st->code_pages, st->smc_translations,
+		st->unresolved, st->inflight, st->code_bytes, st->code_pages, st->smc_translations,
 		st->smc_bytes);
 	if (st->mttcg)
 		fprintf(stderr, "  warning: several TCG threads ran vCPUs: counts and streams are inexact "
@@ -137,6 +141,7 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_kv_uint(j, "instructions", st->retired);
 	vt_json_kv_uint(j, "started", st->started);
 	vt_json_kv_uint(j, "before_trace", st->before);
+	vt_json_kv_uint(j, "after_trace", st->after);
 	vt_json_kv_uint(j, "restarted", st->faults);
 	vt_json_kv_uint(j, "rep_iterations", st->rep_iters);
 	vt_json_kv_uint(j, "filtered", st->filtered);
@@ -147,6 +152,7 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_kv_double(j, "seconds", secs, 3);
 	vt_json_kv_uint(j, "async", st->asyncs);
 	vt_json_kv_uint(j, "unresolved", st->unresolved);
+	vt_json_kv_uint(j, "in_flight", st->inflight);
 	vt_json_kv_uint(j, "code_bytes", st->code_bytes);
 	vt_json_kv_uint(j, "smc_translations", st->smc_translations);
 	vt_json_kv_uint(j, "smc_bytes", st->smc_bytes);

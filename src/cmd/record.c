@@ -362,14 +362,19 @@ static const char record_description[] =
 	"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
 	"(no Intel PT: run `vmtrace check` to see what is missing).  --guest-ssh:\n"
 	"9-12, 16 as guest fetch (SSH), 17-19 as inject; 20 no perf in the guest;\n"
-	"21 perf record in the guest failed.\n"
+	"21 perf record in the guest failed.  --source tcg: 26 QEMU did not run the\n"
+	"plugin to its end, 27 no kernel code ran.\n"
+	"--source tcg runs the QEMU command after -- with vmtrace's TCG plugin and\n"
+	"writes what Intel PT would have recorded (DIR/data) and the executed code\n"
+	"(DIR/guest): vmtrace script DIR --guest DIR/guest.\n"
 	"\n"
 	"Examples:\n"
 	"  sudo vmtrace record --domain kubuntu20.04 --duration 5\n"
 	"  sudo vmtrace record --domain vm0 --per-cpu --cyc -o vm0.data\n"
 	"  sudo vmtrace record --domain vm0 --snapshot=16M     # then: kill -USR2 <pid>\n"
 	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n"
-	"  sudo vmtrace record --domain vm0 -t 5 --guest-ssh root@vm0   # + the guest's own perf.data\n";
+	"  sudo vmtrace record --domain vm0 -t 5 --guest-ssh root@vm0   # + the guest's own perf.data\n"
+	"  vmtrace record --source tcg -o boot.data -- qemu-system-x86_64 -accel tcg -kernel vmlinux ...\n";
 
 static GOptionContext *record_option_context(RecordOpts *o)
 {

@@ -42,12 +42,13 @@ static gboolean meta_vcpu(const char *l, GArray *streams, VtTcgStats *st)
 {
 	guint idx;
 	long tid;
-	guint64 bytes, packets, retired, async, faults, rep, unres, filt, fin;
+	guint64 bytes, packets, retired, async, faults, rep, unres, filt, fin, infl;
 
 	if (sscanf(l, "vcpu %u tid %ld bytes %" G_GUINT64_FORMAT " packets %" G_GUINT64_FORMAT " retired %"
 		   G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %" G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT
-		   " unresolved %" G_GUINT64_FORMAT " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT,
-		   &idx, &tid, &bytes, &packets, &retired, &async, &faults, &rep, &unres, &filt, &fin) != 11)
+		   " unresolved %" G_GUINT64_FORMAT " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT
+		   " inflight %" G_GUINT64_FORMAT,
+		   &idx, &tid, &bytes, &packets, &retired, &async, &faults, &rep, &unres, &filt, &fin, &infl) != 12)
 		return FALSE;
 	if (streams) {
 		Stream s = { idx, (uint32_t)tid, bytes };
@@ -61,6 +62,7 @@ static gboolean meta_vcpu(const char *l, GArray *streams, VtTcgStats *st)
 	st->faults += faults;
 	st->rep_iters += rep;
 	st->unresolved += unres;
+	st->inflight += infl;
 	st->filtered += filt;
 	st->final_started += fin;
 	return TRUE;
@@ -72,6 +74,7 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 	g_autofree char *text = NULL;
 	g_auto(GStrv) lines = NULL;
 	int format = 0;
+	guint64 write_errors = 0;
 
 	memset(st, 0, sizeof(*st));
 	if (!g_file_get_contents(path, &text, NULL, NULL)) {
@@ -87,7 +90,9 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 		if (sscanf(l, "format %d", &format) == 1 || sscanf(l, "vcpus %u", &st->vcpus) == 1 ||
 		    sscanf(l, "started %" G_GUINT64_FORMAT, &st->started) == 1 ||
 		    sscanf(l, "before %" G_GUINT64_FORMAT, &st->before) == 1 ||
-		    sscanf(l, "translations %" G_GUINT64_FORMAT, &st->translations) == 1)
+		    sscanf(l, "after %" G_GUINT64_FORMAT, &st->after) == 1 ||
+		    sscanf(l, "translations %" G_GUINT64_FORMAT, &st->translations) == 1 ||
+		    sscanf(l, "write_errors %" G_GUINT64_FORMAT, &write_errors) == 1)
 			continue;
 		if (sscanf(l, "filter %15s", word) == 1)
 			st->kernel_only = !strcmp(word, "kernel");
@@ -98,6 +103,11 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 	}
 	if (format != VT_TCG_FORMAT)
 		goto bad;
+	if (write_errors) {
+		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_IO, "%s: the plugin could not write all of its files "
+			    "(%" G_GUINT64_FORMAT " failed writes: disk full?)", in_dir, write_errors);
+		return FALSE;
+	}
 	return TRUE;
 bad:
 	g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s: not written by this version's vmtrace-tcg.so", path);
@@ -107,6 +117,16 @@ bad:
 gboolean vt_tcg_read_meta(const char *in_dir, VtTcgStats *st, GError **error)
 {
 	return read_meta(in_dir, st, NULL, error);
+}
+
+/* With one TCG thread (thread=single) every vCPU ran in it: vCPU i gets
+ * that tid + i, so that each stream is a thread of its own. */
+static void distinct_tids(GArray *streams)
+{
+	for (guint i = 1; i < streams->len; i++)
+		for (guint k = 0; k < i; k++)
+			if (g_array_index(streams, Stream, i).tid == g_array_index(streams, Stream, k).tid)
+				g_array_index(streams, Stream, i).tid += i;
 }
 
 /* ---------------------------------------------------------- code image */
@@ -587,6 +607,7 @@ gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **e
 
 	if (!read_meta(o->in_dir, st, streams, error))
 		return FALSE;
+	distinct_tids(streams);
 	if (!streams->len) {
 		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE,
 			    "no vCPU reached kernel code (address bit 63 set): nothing was traced");

@@ -36,9 +36,12 @@ typedef struct {
 	gboolean kernel_only, mttcg;
 	uint64_t started;            /* instructions QEMU started (all, plugin counter) */
 	uint64_t before;             /* ... before tracing began (firmware, setup) */
+	uint64_t after;              /* ... after it stopped (--tcg-limit) */
 	uint64_t retired;            /* instructions in the trace (what a decoder walks) */
 	uint64_t faults, rep_iters, filtered, final_started;
-	uint64_t asyncs, unresolved;
+	uint64_t asyncs;
+	uint64_t unresolved;         /* interrupted addresses never returned to: guessed */
+	uint64_t inflight;           /* ... still in flight when tracing stopped: guessed */
 	uint64_t packets, aux_bytes, file_bytes;
 	uint64_t code_bytes, code_pages, translations;
 	uint64_t smc_translations;   /* translations whose bytes differ from earlier ones */

@@ -73,6 +73,7 @@ typedef struct {
 	uint32_t n;
 	uint8_t last_len, kind, kernel;
 	uint8_t vector, ret_site;      /* learnt: interrupt entry; return site of a call */
+	const void *cut;               /* the TB without its last instruction (see transition) */
 	uint16_t off[];                /* instruction i at pc + off[i] */
 } Tb;
 
@@ -103,7 +104,7 @@ typedef struct {
 	Pend pend[MAX_PEND];
 	unsigned npend;
 	long tid;
-	uint64_t retired, asyncs, faults, rep_iters, unresolved, filtered, final_started, packets;
+	uint64_t retired, asyncs, faults, rep_iters, unresolved, inflight, filtered, final_started, packets;
 } Vcpu;
 
 static struct {
@@ -119,10 +120,10 @@ static struct {
 	uint64_t started;              /* inline: instructions started (all vCPUs) */
 	uint64_t mark;                 /* `started` at the last TB callback */
 	int last_v;                    /* vCPU of the last TB callback (-1: none) */
-	uint64_t before, trace_start;
+	uint64_t before, trace_start, stopped_at;
 	int stopped, mttcg;
 	long first_tid;
-	uint64_t translations;
+	uint64_t translations, write_errors;
 	GString *code;
 } g = { .last_v = -1, .code_fd = -1 };
 
@@ -136,8 +137,10 @@ static void out_flush(Vcpu *v)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break;             /* meta reports the stream length: the converter checks */
+		if (n <= 0) {
+			g.write_errors++;  /* meta says so: the converter refuses */
+			break;
+		}
 		done += (size_t)n;
 	}
 	v->base += v->len;
@@ -285,10 +288,22 @@ static uint64_t fall_of(const Tb *t)
 	return t->last_ip + t->last_len;
 }
 
+/* A placeholder never filled in keeps its default: the expected address
+ * (the last instruction retired) or, after an indirect branch, the branch
+ * itself (not retired: counted with the restarted ones). */
+static void pend_default(Vcpu *v, const Pend *p)
+{
+	if (p->type == P_FUP2 || p->type == P_COND)
+		v->retired++;
+	else if (p->type == P_IND)
+		v->faults++;
+}
+
 static void pend_push(Vcpu *v, const Pend *p)
 {
 	if (v->npend == MAX_PEND) {
-		v->unresolved++;
+		v->unresolved += v->pend[0].type != P_EXACT;
+		pend_default(v, &v->pend[0]);
 		memmove(&v->pend[0], &v->pend[1], sizeof(Pend) * (MAX_PEND - 1));
 		v->npend--;
 	}
@@ -430,9 +445,15 @@ static void transition(Vcpu *v, const Tb *prev, uint64_t d, Tb *cur)
 	uint64_t pc = cur->pc;
 	int looks_async = cur->vector && !cur->ret_site;
 
+	/* QEMU 7.2 drops an instruction that crosses a page from the end of a
+	 * TB after the plugin saw it (it starts the next TB): the TB ran
+	 * without it */
+	if (prev->cut && d == prev->n - 1)
+		prev = prev->cut;
 	if (d < prev->n) {
-		if (prev->kind == K_REP && d == prev->n - 1 + 0) {
-			/* cannot happen: a rep iteration starts the whole TB */
+		if (pc == prev->pc + prev->off[d]) {   /* cut short, resumed right there */
+			v->retired += d;
+			return;
 		}
 		fault_at(v, prev, d ? (uint32_t)d - 1 : 0, cur);
 		return;
@@ -556,6 +577,7 @@ static void stop_all(void)
 		out_flush(v);
 	}
 	g.stopped = 1;
+	g.stopped_at = g.started;
 }
 
 static void vcpu_tb_exec(unsigned int vi, void *udata)
@@ -611,6 +633,9 @@ static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *
 		if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
 			*target = t;
 	}
+	if (in.mnemonic == ZYDIS_MNEMONIC_IRET || in.mnemonic == ZYDIS_MNEMONIC_IRETD ||
+	    in.mnemonic == ZYDIS_MNEMONIC_IRETQ)
+		return K_IRET;           /* before the categories: Zydis files IRET under RET */
 	switch (in.meta.category) {
 	case ZYDIS_CATEGORY_COND_BR:
 		return K_COND;
@@ -628,8 +653,6 @@ static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *
 		return K_SYSCALL;
 	case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT:
 		return K_FAR;
-	case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
-		return K_IRET;
 	case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
 		return K_INT;
 	default:
@@ -655,9 +678,29 @@ static void code_log(const Tb *t, struct qemu_plugin_tb *tb)
 	memcpy(g.code->str + start, &h, sizeof(h));
 	if (g.code->len >= OUT_BUF) {
 		if (write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
-			g.code_fd = g.code_fd;   /* the converter sees a short file */
+			g.write_errors++;
 		g_string_set_size(g.code, 0);
 	}
+}
+
+/* The TB without its last instruction when that one crosses a page (and
+ * is not the only one): what QEMU 7.2 runs. */
+static const Tb *cut_of(const Tb *t)
+{
+	Tb *c;
+
+	if (t->n < 2 || (t->last_ip >> 12) == ((t->last_ip + t->last_len - 1) >> 12))
+		return NULL;
+	c = g_malloc0(sizeof(Tb) + (t->n - 1) * sizeof(uint16_t));
+	*c = *t;
+	c->n = t->n - 1;
+	memcpy(c->off, t->off, c->n * sizeof(uint16_t));
+	c->last_ip = t->pc + t->off[c->n - 1];
+	c->last_len = (uint8_t)(t->off[c->n] - t->off[c->n - 1]);
+	c->kind = K_OTHER;             /* else the TB would have ended there */
+	c->target = 0;
+	c->cut = NULL;
+	return c;
 }
 
 static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
@@ -683,6 +726,7 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	t->last_ip = qemu_plugin_insn_vaddr(last);
 	t->last_len = (uint8_t)qemu_plugin_insn_size(last);
 	t->kind = classify(qemu_plugin_insn_data(last), t->last_len, t->last_ip, &t->target);
+	t->cut = cut_of(t);
 	g_mutex_lock(&g.lock);
 	if (t->kind == K_CALL || (t->kind == K_IND && t->last_len))
 		g_hash_table_add(g.ret_sites, GSIZE_TO_POINTER(fall_of(t)));
@@ -704,22 +748,20 @@ static void write_meta(void)
 	g_string_append_printf(s, "format %d\napi %d\nvcpus %u\nfilter %s\nmttcg %d\nskip %" G_GUINT64_FORMAT
 			       "\nlimit %" G_GUINT64_FORMAT "\n", VT_TCG_FORMAT, VT_QEMU_PLUGIN_API, g.nvcpus,
 			       g.kernel_only ? "kernel" : "all", g.mttcg, g.skip, g.limit);
-	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\ntranslations %"
-			       G_GUINT64_FORMAT "\n", g.started, g.before, g.translations);
+	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\nafter %" G_GUINT64_FORMAT
+			       "\ntranslations %" G_GUINT64_FORMAT "\nwrite_errors %" G_GUINT64_FORMAT "\n", g.started, g.before,
+			       g.started - g.stopped_at, g.translations, g.write_errors);
 	for (unsigned i = 0; i < g.nvcpus; i++) {
 		const Vcpu *v = &g.v[i];
 
 		if (!v->started)
 			continue;
-		for (unsigned k = 0; k < v->npend; k++)
-			if (v->pend[k].type != P_EXACT)
-				((Vcpu *)v)->unresolved++;
 		g_string_append_printf(s, "vcpu %u tid %ld bytes %" G_GUINT64_FORMAT " packets %" G_GUINT64_FORMAT
 				       " retired %" G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %"
 				       G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT " unresolved %" G_GUINT64_FORMAT
-				       " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT "\n",
-				       i, v->tid, out_pos(v), v->packets, v->retired, v->asyncs, v->faults, v->rep_iters,
-				       v->unresolved, v->filtered, v->final_started);
+				       " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT " inflight %"
+				       G_GUINT64_FORMAT "\n", i, v->tid, out_pos(v), v->packets, v->retired, v->asyncs,
+				       v->faults, v->rep_iters, v->unresolved, v->filtered, v->final_started, v->inflight);
 	}
 	g_file_set_contents(path, s->str, (gssize)s->len, NULL);
 	g_string_free(s, TRUE);
@@ -730,14 +772,15 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 	(void)id;
 	(void)p;
 	if (!g.stopped)
-		stop_all();
-	/* unresolved placeholders keep their defaults: count what they retire */
+		stop_all();   /* after: 0 */
+	/* interrupts still in flight when tracing stopped keep their defaults */
 	for (unsigned i = 0; i < g.nvcpus; i++)
-		for (unsigned k = 0; k < g.v[i].npend; k++)
-			if (g.v[i].pend[k].type == P_FUP2 || g.v[i].pend[k].type == P_COND)
-				g.v[i].retired++;
+		for (unsigned k = 0; k < g.v[i].npend; k++) {
+			g.v[i].inflight += g.v[i].pend[k].type != P_EXACT;
+			pend_default(&g.v[i], &g.v[i].pend[k]);
+		}
 	if (g.code->len && write(g.code_fd, g.code->str, g.code->len) != (ssize_t)g.code->len)
-		g.code_fd = g.code_fd;
+		g.write_errors++;
 	write_meta();
 	for (unsigned i = 0; i < g.nvcpus; i++)
 		if (g.v[i].fd >= 0)
@@ -756,7 +799,8 @@ static int refuse(const char *fmt, ...)
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
 	line = g_strdup_printf("vmtrace-tcg: %s\n", msg);
-	qemu_plugin_outs(line);
+	/* qemu_plugin_outs goes to QEMU's log (-d plugin), unseen at install */
+	fputs(line, stderr);
 	return -1;
 }
 

@@ -1,0 +1,233 @@
+/* test-tcg.c - unit tests of src/tcg/convert.c (GTest): a plugin directory
+ * written by hand becomes a recording whose code image holds the newest
+ * bytes in one segment per address half (holes filled), counts the code
+ * that changed, and whose perf.data has the vCPU's AUX stream and sideband. */
+#include "config.h"
+
+#include <elf.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "src/decode/decode.h"
+#include "src/perf/perf-data.h"
+#include "src/tcg/tcg-format.h"
+#include "src/tcg/tcg.h"
+
+#define KTEXT 0xffffffff81000000ULL
+
+static void code_rec(GByteArray *a, guint64 vaddr, const char *bytes, guint32 len)
+{
+	VtTcgCodeHeader h = { .vaddr = vaddr, .len = len, .tsc = VT_TCG_T0 };
+
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, (const guint8 *)bytes, len);
+}
+
+/* A plugin directory: three kernel translations (one rewrites a byte), one
+ * user one, a 64-byte packet stream; extra: more meta lines. */
+static char *plugin_dir(const char *extra, gboolean with_vcpu)
+{
+	char *dir = g_dir_make_tmp("test-tcg.XXXXXX", NULL);
+	g_autofree char *meta = g_build_filename(dir, "meta", NULL);
+	g_autofree char *code = g_build_filename(dir, "code", NULL);
+	g_autofree char *pt = g_build_filename(dir, "vcpu0.pt", NULL);
+	g_autofree char *m = g_strdup_printf("format 1\napi 1\nvcpus 1\nfilter all\nmttcg 0\nstarted 100\nbefore 10\n%s%s",
+					     with_vcpu ? "vcpu 0 tid 123 bytes 64 packets 5 retired 80 async 1 faults 0 rep 10 "
+							 "unresolved 0 filtered 0 final 0 inflight 0\n" : "", extra);
+	GByteArray *a = g_byte_array_new();
+	guint8 buf[64] = { 0 };
+
+	code_rec(a, KTEXT, "\x90\x90\xc3", 3);
+	code_rec(a, KTEXT + 1, "\xcc", 1);            /* patched at run time */
+	code_rec(a, KTEXT + 0x10000, "\xc3", 1);       /* 15 pages further: same segment */
+	code_rec(a, 0x400000, "\x90", 1);              /* user space: its own segment */
+	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
+	g_assert_true(g_file_set_contents(meta, m, -1, NULL));
+	for (int i = 0; i < 16; i += 2) {
+		buf[i] = 0x02;
+		buf[i + 1] = 0x82;                     /* a PSB, then PADs */
+	}
+	g_assert_true(g_file_set_contents(pt, (const char *)buf, sizeof(buf), NULL));
+	g_byte_array_unref(a);
+	return dir;
+}
+
+static void rm_rf(const char *dir)
+{
+	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+
+	g_assert_cmpint(system(cmd), ==, 0);
+}
+
+static VtTcgStats convert(const char *in, char **out, GError **error, gboolean *ok)
+{
+	VtTcgStats st;
+	VtTcgConvertOptions o = { .in_dir = in, .qemu_pid = 4242 };
+
+	*out = g_dir_make_tmp("test-tcg-out.XXXXXX", NULL);
+	o.out_dir = *out;
+	*ok = vt_tcg_convert(&o, &st, error);
+	return st;
+}
+
+static guint phnum(const char *kcore)
+{
+	g_autofree char *data = NULL;
+	gsize len;
+	const Elf64_Ehdr *eh;
+
+	g_assert_true(g_file_get_contents(kcore, &data, &len, NULL));
+	g_assert_cmpuint(len, >=, sizeof(*eh));
+	eh = (const Elf64_Ehdr *)data;
+	g_assert_cmpint(eh->e_type, ==, ET_CORE);
+	return eh->e_phnum;
+}
+
+static void test_image(void)
+{
+	g_autofree char *in = plugin_dir("", TRUE);
+	g_autofree char *out = NULL;
+	g_autofree char *gdir = NULL;
+	g_autofree char *kcore = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) img = NULL;
+	gboolean ok;
+	VtTcgStats st = convert(in, &out, &err, &ok);
+	gsize avail = 0;
+	const guint8 *c;
+
+	g_assert_no_error(err);
+	g_assert_true(ok);
+	g_assert_cmpuint(st.smc_translations, ==, 1);
+	g_assert_cmpuint(st.smc_bytes, ==, 1);
+	g_assert_cmpuint(st.code_bytes, ==, 5);
+	g_assert_cmpuint(st.code_pages, ==, 3);
+	g_assert_cmpuint(st.retired, ==, 80);
+	gdir = g_build_filename(out, "guest", NULL);
+	kcore = g_build_filename(gdir, "kcore", NULL);
+	/* kernel half: one segment over the hole (perf keeps only the one
+	 * holding _stext); user half: another */
+	g_assert_cmpuint(phnum(kcore), ==, 2);
+	img = vt_decode_image_load_dir(gdir, "guest", &err);
+	g_assert_no_error(err);
+	c = vt_decode_image_code(img, KTEXT, &avail);
+	g_assert_nonnull(c);
+	g_assert_cmpuint(avail, >=, 0x11000);
+	g_assert_cmpuint(c[0], ==, 0x90);
+	g_assert_cmpuint(c[1], ==, 0xcc);           /* the newest bytes */
+	g_assert_cmpuint(c[2], ==, 0xc3);
+	g_assert_cmpuint(c[0x8000], ==, 0);         /* never executed */
+	g_assert_cmpuint(c[0x10000], ==, 0xc3);
+	g_assert_cmphex(vt_decode_image_text(img), ==, KTEXT);
+	rm_rf(in);
+	rm_rf(out);
+}
+
+static void test_perf_data(void)
+{
+	g_autofree char *in = plugin_dir("", TRUE);
+	g_autofree char *out = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autofree VtPerfFileSection *idx = NULL;
+	VtPerfFile *f;
+	VtPerfIter it;
+	VtPerfRecord rec;
+	gboolean ok, comm = FALSE, mmap = FALSE;
+	guint n = 0;
+
+	convert(in, &out, &err, &ok);
+	g_assert_no_error(err);
+	f = vt_perf_file_open(out, VT_PERF_OPEN_RDONLY, &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(vt_perf_file_n_attrs(f), ==, 2);
+	idx = vt_perf_file_auxtrace_index(f, &n, &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(n, ==, 1);
+	vt_perf_iter_init(&it, f);
+	while (vt_perf_iter_next(&it, &rec, &err) == 1) {
+		VtPerfComm cm;
+
+		if (rec.type == PERF_RECORD_COMM && vt_perf_record_comm(&rec, &cm, NULL) && !strcmp(cm.comm, "CPU 0/TCG"))
+			comm = cm.pid == 0 && cm.tid == 123;
+		if (rec.type == PERF_RECORD_MMAP && rec.hdr->misc == PERF_RECORD_MISC_GUEST_KERNEL) {
+			const guint64 *p = (const guint64 *)(rec.data + 16);
+
+			mmap = p[0] == KTEXT && p[2] == KTEXT;   /* start, len, pgoff = _text */
+		}
+	}
+	g_assert_no_error(err);
+	g_assert_true(comm);
+	g_assert_true(mmap);
+	vt_perf_file_close(f);
+	rm_rf(in);
+	rm_rf(out);
+}
+
+/* thread=single: both vCPUs ran in one thread; each stream gets a tid */
+static void test_one_thread(void)
+{
+	g_autofree char *in = plugin_dir("vcpu 1 tid 123 bytes 64 packets 5 retired 0 async 0 faults 0 rep 0 unresolved 0 "
+					 "filtered 0 final 0 inflight 0\n", TRUE);
+	g_autofree char *pt0 = g_build_filename(in, "vcpu0.pt", NULL);
+	g_autofree char *pt1 = g_build_filename(in, "vcpu1.pt", NULL);
+	g_autofree char *data = NULL;
+	g_autofree char *out = NULL;
+	g_autoptr(GError) err = NULL;
+	VtPerfFile *f;
+	VtPerfIter it;
+	VtPerfRecord rec;
+	gsize len;
+	guint tids = 0;
+	gboolean ok;
+
+	g_assert_true(g_file_get_contents(pt0, &data, &len, NULL));
+	g_assert_true(g_file_set_contents(pt1, data, (gssize)len, NULL));
+	convert(in, &out, &err, &ok);
+	g_assert_no_error(err);
+	f = vt_perf_file_open(out, VT_PERF_OPEN_RDONLY, &err);
+	g_assert_no_error(err);
+	vt_perf_iter_init(&it, f);
+	while (vt_perf_iter_next(&it, &rec, &err) == 1) {
+		VtPerfComm cm;
+
+		if (rec.type == PERF_RECORD_COMM && vt_perf_record_comm(&rec, &cm, NULL) &&
+		    ((!strcmp(cm.comm, "CPU 0/TCG") && cm.tid == 123) || (!strcmp(cm.comm, "CPU 1/TCG") && cm.tid == 124)))
+			tids++;
+	}
+	g_assert_cmpuint(tids, ==, 2);
+	vt_perf_file_close(f);
+	rm_rf(in);
+	rm_rf(out);
+}
+
+static void test_refusals(void)
+{
+	g_autofree char *in1 = plugin_dir("write_errors 2\n", TRUE);
+	g_autofree char *in2 = plugin_dir("", FALSE);
+	g_autofree char *out1 = NULL;
+	g_autofree char *out2 = NULL;
+	g_autoptr(GError) e1 = NULL;
+	g_autoptr(GError) e2 = NULL;
+	gboolean ok;
+
+	convert(in1, &out1, &e1, &ok);
+	g_assert_false(ok);
+	g_assert_error(e1, VT_TCG_ERROR, VT_TCG_ERROR_IO);
+	convert(in2, &out2, &e2, &ok);
+	g_assert_false(ok);
+	g_assert_error(e2, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE);
+	rm_rf(in1);
+	rm_rf(in2);
+	rm_rf(out1);
+	rm_rf(out2);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/tcg/image", test_image);
+	g_test_add_func("/tcg/perf-data", test_perf_data);
+	g_test_add_func("/tcg/one-thread", test_one_thread);
+	g_test_add_func("/tcg/refusals", test_refusals);
+	return g_test_run();
+}
