@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <Zydis/Zydis.h>
 
 #include "src/analyze/analyze.h"
 
@@ -52,6 +53,7 @@ struct VtAnalyze {
 	GHashTable *ctx;              /* key -> Ctx */
 	GArray *walk;                 /* Walk per queue */
 	Run *runs;
+	ZydisDecoder zydis;           /* instruction lengths */
 	GHashTable *first_seen[2];    /* function starts called so far, per machine */
 	guint first_index[2];
 	guint64 sys_entry;            /* guest entry_SYSCALL_64 (0: none) */
@@ -81,20 +83,35 @@ static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guin
 }
 
 /* --------------------------------------------------- instruction counts */
+/* The length of the instruction at ip (0: not code or not decodable):
+ * Zydis's minimal mode, no operands - lengths are all a count needs. */
+static guint insn_len(const VtAnalyze *a, guint64 ip, gboolean guest)
+{
+	const VtDecodeImage *img = image(a, guest);
+	ZydisDecodedInstruction in;
+	gsize avail;
+	const guint8 *code = img ? vt_decode_image_code(img, ip, &avail) : NULL;
+
+	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&a->zydis, NULL, code,
+								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &in)))
+		return 0;
+	return in.length;
+}
+
 static guint32 walk_run(const VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive,
 			gboolean *failed)
 {
-	const VtDecodeImage *img = image(a, guest);
 	guint32 n = 0;
-	VtInsn in;
 
 	*failed = FALSE;
 	while (n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to))) {
-		if (!img || !vt_decode_insn(img, ip, &in) || !in.len) {
+		guint len = insn_len(a, ip, guest);
+
+		if (!len) {
 			*failed = TRUE;
 			return n;
 		}
-		ip += in.len;
+		ip += len;
 		n++;
 	}
 	*failed = n == MAX_STRAIGHT;
@@ -490,6 +507,8 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	a->runs = a->o.count_insns ? g_new0(Run, RUN_CACHE) : NULL;
 	for (int i = 0; i < 2; i++)
 		a->first_seen[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	ZydisDecoderInit(&a->zydis, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisDecoderEnableMode(&a->zydis, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
 	if (a->o.guest)
 		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
 	return a;

@@ -44,7 +44,7 @@
  * Memory: per context a call stack; first calls and aggregates per
  * function and vCPU; nothing per branch.
  *
- * No printing, no exiting.  May call: src/decode, glib. */
+ * No printing, no exiting.  May call: src/decode, Zydis, glib. */
 #ifndef VT_ANALYZE_H
 #define VT_ANALYZE_H
 
