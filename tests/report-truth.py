@@ -27,6 +27,7 @@ import json
 import sys
 
 ASYNC = {'vmexit', 'trace-end', 'async'}   # bound to a FUP: the IP does not run
+MAX_DEPTH = 1024                           # frames a call stack holds (analyze.h)
 
 
 def load_symbols(path):
@@ -206,6 +207,12 @@ class Model:
         is_sys = False
         if g and c.sys is not None and name and name.startswith(('__x64_sys_', '__ia32_sys_', '__do_sys_')):
             c.sys, c.sys_name, is_sys = None, name, True
+        if len(c.stack[g]) == MAX_DEPTH:        # full: the outer half ends now
+            keep = c.stack[g][MAX_DEPTH // 2:]
+            del c.stack[g][MAX_DEPTH // 2:]
+            while c.stack[g]:
+                self.close(c, g, False)
+            c.stack[g].extend(keep)
         c.stack[g].append(dict(func=start, ret=t['ret'], start=c.now, insn0=c.insns, child=0, child_i=0,
                                other=0, other_i=0, syscall=is_sys))
         if start not in self.first_seen[g]:

@@ -9,6 +9,7 @@
 #include "src/analyze/analyze.h"
 
 #define MAX_STRAIGHT 100000       /* instructions walked between two branches at most */
+#define MAX_DEPTH 1024            /* frames a call stack holds at most */
 #define RUN_CACHE 65536           /* straight runs remembered (direct-mapped) */
 
 typedef struct {
@@ -233,6 +234,21 @@ static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
 		a->v.slice(&s, a->v.user);
 }
 
+/* A stack is full: its outermost MAX_DEPTH / 2 frames (calls whose returns
+ * the trace never showed: longjmp-like flows, a guest task switch) end now,
+ * innermost first, as if they returned - so memory stays flat. */
+static void frames_drop_outer(VtAnalyze *a, Ctx *c, gboolean guest)
+{
+	GArray *st = c->stack[guest];
+	g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(Frame));
+
+	g_array_append_vals(keep, &g_array_index(st, Frame, MAX_DEPTH / 2), st->len - MAX_DEPTH / 2);
+	g_array_set_size(st, MAX_DEPTH / 2);
+	while (st->len)
+		frame_close(a, c, guest, FALSE);
+	g_array_append_vals(st, keep->data, keep->len);
+}
+
 static void frames_close_all(VtAnalyze *a, Ctx *c, gboolean guest)
 {
 	while (c->stack[guest]->len)
@@ -296,6 +312,8 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 		c->sys.name = f.sym;
 		f.syscall = TRUE;
 	}
+	if (c->stack[guest]->len == MAX_DEPTH)
+		frames_drop_outer(a, c, guest);
 	g_array_append_val(c->stack[guest], f);
 	first_call(a, c, guest, f.func, f.sym);
 }
