@@ -4,10 +4,12 @@
 #include "config.h"
 
 #include <string.h>
+#include <Zydis/Zydis.h>
 
 #include "src/analyze/analyze.h"
 
 #define MAX_STRAIGHT 100000       /* instructions walked between two branches at most */
+#define MAX_DEPTH 1024            /* frames a call stack holds at most */
 #define RUN_CACHE 65536           /* straight runs remembered (direct-mapped) */
 
 typedef struct {
@@ -52,6 +54,7 @@ struct VtAnalyze {
 	GHashTable *ctx;              /* key -> Ctx */
 	GArray *walk;                 /* Walk per queue */
 	Run *runs;
+	ZydisDecoder zydis;           /* instruction lengths */
 	GHashTable *first_seen[2];    /* function starts called so far, per machine */
 	guint first_index[2];
 	guint64 sys_entry;            /* guest entry_SYSCALL_64 (0: none) */
@@ -81,20 +84,35 @@ static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guin
 }
 
 /* --------------------------------------------------- instruction counts */
+/* The length of the instruction at ip (0: not code or not decodable):
+ * Zydis's minimal mode, no operands - lengths are all a count needs. */
+static guint insn_len(const VtAnalyze *a, guint64 ip, gboolean guest)
+{
+	const VtDecodeImage *img = image(a, guest);
+	ZydisDecodedInstruction in;
+	gsize avail;
+	const guint8 *code = img ? vt_decode_image_code(img, ip, &avail) : NULL;
+
+	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&a->zydis, NULL, code,
+								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &in)))
+		return 0;
+	return in.length;
+}
+
 static guint32 walk_run(const VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive,
 			gboolean *failed)
 {
-	const VtDecodeImage *img = image(a, guest);
 	guint32 n = 0;
-	VtInsn in;
 
 	*failed = FALSE;
 	while (n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to))) {
-		if (!img || !vt_decode_insn(img, ip, &in) || !in.len) {
+		guint len = insn_len(a, ip, guest);
+
+		if (!len) {
 			*failed = TRUE;
 			return n;
 		}
-		ip += in.len;
+		ip += len;
 		n++;
 	}
 	*failed = n == MAX_STRAIGHT;
@@ -216,6 +234,21 @@ static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
 		a->v.slice(&s, a->v.user);
 }
 
+/* A stack is full: its outermost MAX_DEPTH / 2 frames (calls whose returns
+ * the trace never showed: longjmp-like flows, a guest task switch) end now,
+ * innermost first, as if they returned - so memory stays flat. */
+static void frames_drop_outer(VtAnalyze *a, Ctx *c, gboolean guest)
+{
+	GArray *st = c->stack[guest];
+	g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(Frame));
+
+	g_array_append_vals(keep, &g_array_index(st, Frame, MAX_DEPTH / 2), st->len - MAX_DEPTH / 2);
+	g_array_set_size(st, MAX_DEPTH / 2);
+	while (st->len)
+		frame_close(a, c, guest, FALSE);
+	g_array_append_vals(st, keep->data, keep->len);
+}
+
 static void frames_close_all(VtAnalyze *a, Ctx *c, gboolean guest)
 {
 	while (c->stack[guest]->len)
@@ -279,6 +312,8 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 		c->sys.name = f.sym;
 		f.syscall = TRUE;
 	}
+	if (c->stack[guest]->len == MAX_DEPTH)
+		frames_drop_outer(a, c, guest);
 	g_array_append_val(c->stack[guest], f);
 	first_call(a, c, guest, f.func, f.sym);
 }
@@ -490,6 +525,8 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	a->runs = a->o.count_insns ? g_new0(Run, RUN_CACHE) : NULL;
 	for (int i = 0; i < 2; i++)
 		a->first_seen[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	ZydisDecoderInit(&a->zydis, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisDecoderEnableMode(&a->zydis, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
 	if (a->o.guest)
 		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
 	return a;

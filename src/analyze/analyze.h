@@ -29,7 +29,9 @@
  *  - slice: a call (CALL branch, same machine) to the return that pops it.
  *    A return pops down to the frame whose return address (call + its
  *    length) is the return's target; one that matches no frame pops
- *    nothing.  A trace end, decode error or the end of the recording closes
+ *    nothing.  A stack holds at most 1024 frames: a call that finds it
+ *    full first closes the outermost 512 (complete FALSE; calls whose
+ *    returns never came: longjmp-like flows, guest task switches).  A trace end, decode error or the end of the recording closes
  *    the context's open frames (complete FALSE).  inclusive = end - start;
  *    self = inclusive - children's inclusive - (guest frames) the time the
  *    context spent in host mode during the frame's own stretches.
@@ -41,10 +43,10 @@
  *  - health: decode errors (by libipt code), trace breaks (trace end /
  *    begin), branch targets outside any symbol, branches of unknown vCPUs.
  *
- * Memory: per context a call stack; first calls and aggregates per
- * function and vCPU; nothing per branch.
+ * Memory: per context two call stacks of at most 1024 frames; first calls
+ * and aggregates per function and vCPU; nothing per branch.
  *
- * No printing, no exiting.  May call: src/decode, glib. */
+ * No printing, no exiting.  May call: src/decode, Zydis, glib. */
 #ifndef VT_ANALYZE_H
 #define VT_ANALYZE_H
 

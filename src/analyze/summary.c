@@ -127,6 +127,18 @@ static void dist_clear(Dist *d)
 }
 
 /* ----------------------------------------------------------------- keys */
+/* Names (NULL allowed): groups and syscalls go by name - static functions
+ * of one name are one row. */
+static guint name_hash(gconstpointer p)
+{
+	return p ? g_str_hash(p) : 0;
+}
+
+static gboolean name_equal(gconstpointer a, gconstpointer b)
+{
+	return !g_strcmp0(a, b);
+}
+
 typedef struct {
 	gint32 vcpu;
 	const char *handler, *first_call;
@@ -136,14 +148,14 @@ static guint group_hash(gconstpointer p)
 {
 	const GroupKey *k = p;
 
-	return (guint)k->vcpu * 31u + g_direct_hash(k->handler) * 17u + g_direct_hash(k->first_call);
+	return (guint)k->vcpu * 31u + name_hash(k->handler) * 17u + name_hash(k->first_call);
 }
 
 static gboolean group_equal(gconstpointer a, gconstpointer b)
 {
 	const GroupKey *x = a, *y = b;
 
-	return x->vcpu == y->vcpu && x->handler == y->handler && x->first_call == y->first_call;
+	return x->vcpu == y->vcpu && !g_strcmp0(x->handler, y->handler) && !g_strcmp0(x->first_call, y->first_call);
 }
 
 typedef struct {
@@ -477,7 +489,7 @@ VtAnalyzeSummary *vt_analyze_summary_new(const VtAnalyzeSummaryOptions *opts)
 	s->vcpus = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, vcpu_free);
 	s->groups = g_hash_table_new_full(group_hash, group_equal, g_free, group_free);
 	s->funcs = g_hash_table_new_full(func_hash, func_equal, g_free, g_free);
-	s->sys = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	s->sys = g_hash_table_new_full(name_hash, name_equal, NULL, g_free);
 	s->first = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFirstCall));
 	s->out_vcpus = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeVcpu));
 	s->out_groups = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeExitGroup));

@@ -579,7 +579,8 @@ static int run(Report *r)
 		print_text(r);
 	if (!errors)
 		return VT_EXIT_OK;
-	vt_err("report", "%s: %" G_GUINT64_FORMAT " decode errors (decoding resumed at the next PSB each time; "
+	/* a warning: under --json the report is the one document on stdout */
+	vt_warn("report", "%s: %" G_GUINT64_FORMAT " decode errors (decoding resumed at the next PSB each time; "
 	       "the report covers what decoded)", o->rec, errors);
 	return VT_EXIT_REPORT_ERRORS;
 }

@@ -61,6 +61,7 @@ void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip)
 	ctx->stack = g_array_new(FALSE, FALSE, sizeof(guint64));
 	ctx->comp = g_array_new(FALSE, FALSE, sizeof(guint64));
 	ctx->top_replaced = FALSE;
+	ctx->insns = 0;
 }
 
 void vt_synth_ctx_clear(VtSynthCtx *ctx)
@@ -238,13 +239,17 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 		guint64 ip = ctx->ip, t;
 		const VtInsn *in = insn_at(c, ip);
 
+		/* ctx->insns counts what runs: not an instruction that exits
+		 * the guest or where control cannot go on */
 		switch (in->kind) {
 		case VT_INSN_OTHER:
 			ctx->top_replaced |= in->writes_stack_top;
+			ctx->insns++;
 			ctx->ip = ip + in->len;
 			continue;
 		case VT_INSN_VMEXIT:
 			if (!guest) {
+				ctx->insns++;
 				ctx->ip = ip + in->len;
 				continue;
 			}
@@ -262,6 +267,7 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 				step->resume = vt_synth_code_pick(c, rng);
 				return;
 			}
+			ctx->insns++;
 			if (in->kind == VT_INSN_JUMP) {
 				fn(VT_BRANCH_JUMP, ip, in->target, user);
 				ctx->ip = in->target;
@@ -272,6 +278,7 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 			ctx->ip = in->target;
 			continue;
 		case VT_INSN_COND:
+			ctx->insns++;
 			step->what = VT_WALK_TNT;
 			step->taken = choose_taken(c, in, ip, rng, bias);
 			ctx->ip = step->taken ? in->target : ip + in->len;
@@ -281,6 +288,7 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 		case VT_INSN_JUMP_IND:
 		case VT_INSN_CALL_IND:
 			t = vt_synth_code_pick(c, rng);
+			ctx->insns++;
 			if (in->kind == VT_INSN_CALL_IND)
 				push_return(ctx, ip + in->len, t);
 			fn(in->kind == VT_INSN_CALL_IND ? VT_BRANCH_CALL : VT_BRANCH_JUMP, ip, t, user);
@@ -288,10 +296,12 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 			step->tip = ctx->ip = t;
 			return;
 		case VT_INSN_RETURN:
+			ctx->insns++;
 			do_return(c, ctx, rng, step);
 			fn(VT_BRANCH_RETURN, ip, ctx->ip, user);
 			return;
 		case VT_INSN_VMENTRY:
+			ctx->insns += !guest;      /* VMRESUME runs: the entry */
 			step->what = guest ? VT_WALK_EXIT : VT_WALK_VMENTRY;
 			step->resume = guest ? vt_synth_code_pick(c, rng) : 0;
 			return;

@@ -23,6 +23,7 @@ typedef struct {
 	GArray *stack;            /* guint64: return addresses (the program's stack) */
 	GArray *comp;             /* guint64: what a compressed RET may return to */
 	gboolean top_replaced;    /* mov REG,(%rsp) replaced the top return address */
+	guint64 insns;            /* instructions executed so far (an exiting or stuck one is not) */
 } VtSynthCtx;
 
 typedef enum {

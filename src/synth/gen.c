@@ -148,6 +148,7 @@ typedef struct {
 	/* sideband generated while producing the current chunk */
 	GByteArray *sb;              /* whole records */
 	GArray *fix;                 /* Fix: guest TSC payloads of the current chunk */
+	guint64 insns;               /* real code: instructions this queue ran (host and guest) */
 } Queue;
 
 typedef struct {
@@ -643,26 +644,49 @@ static guint32 queue_tid(const Gen *g, const Queue *q)
 	return g->cfg->per_cpu ? vcpu_tid(g, q->vcpu) : q->tid;
 }
 
-/* One line of the ground truth: QUEUE TID KIND FROM TO WHERE VCPU. */
-static void truth_branch(Gen *g, Queue *q, VtBranchKind kind, guint64 from, guint64 to, gboolean guest)
+/* One line of the ground truth: QUEUE TID KIND FROM TO WHERE VCPU INSNS RET
+ * (INSNS: instructions the queue has run, the branch's included when it
+ * runs - not an exiting instruction's or an interrupted one's; RET: a
+ * call's return address, else 0). */
+static void truth_branch_ret(Gen *g, Queue *q, VtBranchKind kind, guint64 from, guint64 to, gboolean guest,
+			     guint64 ret)
 {
 	g->nbranches++;
 	if (g->branches)
-		fprintf(g->branches, "%u %u %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %s %d\n", q->idx,
-			queue_tid(g, q), vt_branch_kind_name(kind), from, to, guest ? "guest" : "host", q->vcpu);
+		fprintf(g->branches, "%u %u %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %s %d %" G_GUINT64_FORMAT
+			" %#" G_GINT64_MODIFIER "x\n", q->idx, queue_tid(g, q), vt_branch_kind_name(kind), from, to,
+			guest ? "guest" : "host", q->vcpu, q->insns, ret);
+}
+
+static void truth_branch(Gen *g, Queue *q, VtBranchKind kind, guint64 from, guint64 to, gboolean guest)
+{
+	truth_branch_ret(g, q, kind, from, to, guest, 0);
 }
 
 typedef struct {
 	Gen *g;
 	Queue *q;
 	gboolean guest;
+	const VtSynthCtx *ctx;       /* the walk's, and its instruction count so far */
+	guint64 counted;
 } WalkUser;
+
+/* The instructions the walk ran since the last look go to the queue. */
+static void walk_count(WalkUser *u)
+{
+	u->q->insns += u->ctx->insns - u->counted;
+	u->counted = u->ctx->insns;
+}
 
 static void on_branch(VtBranchKind kind, guint64 from, guint64 to, gpointer user)
 {
 	WalkUser *u = user;
+	VtInsn in = { 0 };
 
-	truth_branch(u->g, u->q, kind, from, to, u->guest);
+	walk_count(u);
+	if (kind == VT_BRANCH_CALL && u->g->branches)
+		vt_decode_insn(u->guest ? u->g->guest_img : u->g->host_img, from, &in);
+	truth_branch_ret(u->g, u->q, kind, from, to, u->guest, in.len ? from + in.len : 0);
 }
 
 /* Time passes with every decision; TNT bits wait for their packet. */
@@ -765,7 +789,7 @@ static void code_step(Gen *g, Queue *q)
 {
 	const VtSynthConfig *c = g->cfg;
 	VtSynthCtx *gc = &g->guest[q->vcpu];
-	WalkUser u = { g, q, q->in_guest };
+	WalkUser u = { g, q, q->in_guest, q->in_guest ? gc : &q->host, q->in_guest ? gc->insns : q->host.insns };
 	VtWalkStep st;
 
 	if (!q->in_guest) {
@@ -777,6 +801,7 @@ static void code_step(Gen *g, Queue *q)
 			return;
 		}
 		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
+		walk_count(&u);
 		q->host_n++;
 		if (st.what == VT_WALK_VMENTRY) {
 			code_vm_entry(g, q);
@@ -797,6 +822,7 @@ static void code_step(Gen *g, Queue *q)
 		}
 		q->guest_left--;
 		vt_synth_walk(g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
+		walk_count(&u);
 		if (st.what == VT_WALK_EXIT) {
 			code_vm_exit(g, q, st.resume);
 			return;
@@ -1105,7 +1131,7 @@ static gboolean code_open(Gen *g, GError **error)
 			return FALSE;
 		}
 		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
-				     "# QUEUE TID KIND FROM TO WHERE VCPU\n");
+				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET\n");
 	}
 	return TRUE;
 }

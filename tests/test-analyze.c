@@ -1,0 +1,192 @@
+/* test-analyze.c - unit tests of src/analyze/ (GTest): a hand-made branch
+ * stream over two tiny images (guest: entry_SYSCALL_64, __x64_sys_read,
+ * helper; host: vmx_vmexit, kvm_handle) checks the definitions of
+ * analyze.h - mode time, a VM exit's latency, handler and first call, an
+ * exit never re-entered, self time without the host's time, a return that
+ * matches no call, a system call named by its handler - through the
+ * summary visitor. */
+#include "config.h"
+
+#include <elf.h>
+#include <string.h>
+#include <glib/gstdio.h>
+
+#include "src/analyze/analyze.h"
+
+#define G 0xffffffff81000000ULL     /* both kernels at one address, as in life */
+#define H 0xffffffff81000000ULL
+
+/* DIR/kcore (one executable PT_LOAD of nops at base) and DIR/kallsyms. */
+static VtDecodeImage *image(const char *dir, const char *kallsyms)
+{
+	static guint8 code[4096];
+	Elf64_Ehdr eh = { 0 };
+	Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = sizeof(eh) + sizeof(ph),
+			  .p_vaddr = G, .p_filesz = sizeof(code), .p_memsz = sizeof(code) };
+	g_autoptr(GByteArray) f = g_byte_array_new();
+	g_autofree char *core = g_build_filename(dir, "kcore", NULL);
+	g_autofree char *ks = g_build_filename(dir, "kallsyms", NULL);
+	g_autoptr(GError) err = NULL;
+	VtDecodeImage *img;
+
+	memset(code, 0x90, sizeof(code));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_phoff = sizeof(eh);
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = 1;
+	g_byte_array_append(f, (guint8 *)&eh, sizeof(eh));
+	g_byte_array_append(f, (guint8 *)&ph, sizeof(ph));
+	g_byte_array_append(f, code, sizeof(code));
+	g_assert_true(g_file_set_contents(core, (char *)f->data, f->len, NULL));
+	g_assert_true(g_file_set_contents(ks, kallsyms, -1, NULL));
+	img = vt_decode_image_load_dir(dir, "test", &err);
+	g_assert_no_error(err);
+	return img;
+}
+
+/* One branch of thread 100 (vCPU 0) at time t. */
+static void ev(VtAnalyze *a, guint64 t, VtBranchKind kind, gboolean from_guest, guint64 from, gboolean to_guest,
+	       guint64 to, guint8 len)
+{
+	VtDecodeEvent e = { .b = { .from = from, .to = to, .tsc = t, .kind = kind, .from_guest = from_guest,
+				   .to_guest = to_guest, .insn_len = len, .async = kind == VT_BRANCH_VMEXIT },
+			    .cpu = -1, .pid = 99, .tid = 100, .vcpu = 0, .comm = "CPU 0/KVM", .time = t };
+
+	vt_analyze_event(a, &e);
+}
+
+static const VtAnalyzeFunction *func(VtAnalyzeSummary *s, const char *name, gint vcpu)
+{
+	const GArray *f = vt_analyze_summary_functions(s);
+
+	for (guint i = 0; i < f->len; i++)
+		if (!g_strcmp0(g_array_index(f, VtAnalyzeFunction, i).sym, name) &&
+		    g_array_index(f, VtAnalyzeFunction, i).vcpu == vcpu)
+			return &g_array_index(f, VtAnalyzeFunction, i);
+	g_assert_not_reached();
+	return NULL;
+}
+
+static void test_stream(void)
+{
+	g_autofree char *gdir = g_dir_make_tmp("test-analyze-g-XXXXXX", NULL);
+	g_autofree char *hdir = g_dir_make_tmp("test-analyze-h-XXXXXX", NULL);
+	g_autoptr(VtDecodeImage) guest = image(gdir, "ffffffff81000000 T entry_SYSCALL_64\n"
+						     "ffffffff81000100 T __x64_sys_read\n"
+						     "ffffffff81000200 t helper\n"
+						     "ffffffff81000300 T fn_a\n");
+	g_autoptr(VtDecodeImage) host = image(hdir, "ffffffff81000000 T vmx_vmexit\n"
+						    "ffffffff81000100 T kvm_handle\n");
+	VtAnalyzeSummaryOptions so = { .timed = TRUE };
+	g_autoptr(VtAnalyzeSummary) s = vt_analyze_summary_new(&so);
+	VtAnalyzeVisitor v = vt_analyze_summary_visitor(s);
+	VtAnalyzeOptions ao = { .host = host, .guest = guest, .timed = TRUE, .vcpu = -1 };
+	g_autoptr(VtAnalyze) a = vt_analyze_new(&ao, &v);
+	const GArray *vcpus, *groups, *first, *sys;
+	const VtAnalyzeVcpu *vc;
+	const VtAnalyzeExitGroup *grp;
+
+	ev(a, 1000, VT_BRANCH_VMENTRY, FALSE, H + 0x10, TRUE, G + 0x300, 3);
+	ev(a, 1100, VT_BRANCH_JUMP, TRUE, G + 0x310, TRUE, G + 0x000, 2);           /* into entry_SYSCALL_64 */
+	ev(a, 1200, VT_BRANCH_CALL, TRUE, G + 0x010, TRUE, G + 0x100, 5);           /* names the syscall */
+	ev(a, 1300, VT_BRANCH_CALL, TRUE, G + 0x110, TRUE, G + 0x200, 5);
+	ev(a, 1400, VT_BRANCH_VMEXIT, TRUE, G + 0x220, FALSE, H + 0x000, 0);
+	ev(a, 1450, VT_BRANCH_CALL, FALSE, H + 0x010, FALSE, H + 0x100, 5);
+	ev(a, 1500, VT_BRANCH_RETURN, FALSE, H + 0x120, FALSE, H + 0x015, 1);
+	ev(a, 1600, VT_BRANCH_VMENTRY, FALSE, H + 0x020, TRUE, G + 0x220, 3);
+	ev(a, 1700, VT_BRANCH_RETURN, TRUE, G + 0x230, TRUE, G + 0x115, 1);         /* helper returns */
+	ev(a, 1800, VT_BRANCH_RETURN, TRUE, G + 0x130, TRUE, G + 0x015, 1);         /* the handler returns */
+	ev(a, 1900, VT_BRANCH_RETURN, TRUE, G + 0x040, TRUE, G + 0x3f0, 1);         /* matches no call */
+	ev(a, 2000, VT_BRANCH_VMEXIT, TRUE, G + 0x050, FALSE, H + 0x000, 0);        /* never re-entered */
+	vt_analyze_finish(a);
+
+	vcpus = vt_analyze_summary_vcpus(s);
+	g_assert_cmpuint(vcpus->len, ==, 1);
+	vc = &g_array_index(vcpus, VtAnalyzeVcpu, 0);
+	g_assert_cmpint(vc->vcpu, ==, 0);
+	g_assert_cmpuint(vc->last - vc->first, ==, 1000);
+	g_assert_cmpuint(vc->guest, ==, 800);
+	g_assert_cmpuint(vc->host, ==, 200);
+	g_assert_cmpuint(vc->exits, ==, 2);
+	g_assert_cmpuint(vc->latency.count, ==, 1);
+	g_assert_cmpuint(vc->latency.max, ==, 200);
+	g_assert_cmpuint(vc->latency.p50, ==, 200);
+	g_assert_cmpuint(vc->longest->len, ==, 1);
+	g_assert_cmpuint(g_array_index(vc->longest, VtAnalyzeExit, 0).exit_ip, ==, G + 0x220);
+
+	groups = vt_analyze_summary_exit_groups(s);
+	grp = &g_array_index(groups, VtAnalyzeExitGroup, 0);
+	g_assert_cmpint(grp->vcpu, ==, -1);
+	g_assert_cmpstr(grp->handler, ==, "vmx_vmexit");
+	g_assert_cmpstr(grp->first_call, ==, "kvm_handle");
+
+	/* helper: 1300..1700, the exit's 200 ns are the host's */
+	g_assert_cmpuint(func(s, "helper", -1)->inclusive, ==, 400);
+	g_assert_cmpuint(func(s, "helper", -1)->self, ==, 200);
+	g_assert_cmpuint(func(s, "__x64_sys_read", 0)->inclusive, ==, 600);
+	g_assert_cmpuint(func(s, "__x64_sys_read", 0)->self, ==, 200);
+	g_assert_cmpuint(func(s, "kvm_handle", -1)->self, ==, 50);
+	g_assert_false(func(s, "kvm_handle", -1)->guest);
+	g_assert_cmpuint(vt_analyze_health(a)->unmatched_returns, ==, 1);
+
+	first = vt_analyze_summary_first_calls(s);
+	g_assert_cmpuint(first->len, ==, 3);
+	g_assert_cmpstr(g_array_index(first, VtAnalyzeFirstCall, 0).sym, ==, "__x64_sys_read");
+	g_assert_cmpuint(g_array_index(first, VtAnalyzeFirstCall, 0).time, ==, 1200);
+	g_assert_cmpstr(g_array_index(first, VtAnalyzeFirstCall, 1).sym, ==, "helper");
+	g_assert_cmpstr(g_array_index(first, VtAnalyzeFirstCall, 2).sym, ==, "kvm_handle");
+	g_assert_false(g_array_index(first, VtAnalyzeFirstCall, 2).guest);
+
+	sys = vt_analyze_summary_syscalls(s);
+	g_assert_cmpuint(sys->len, ==, 1);
+	g_assert_cmpstr(g_array_index(sys, VtAnalyzeSyscallStats, 0).name, ==, "__x64_sys_read");
+	g_assert_cmpuint(g_array_index(sys, VtAnalyzeSyscallStats, 0).count, ==, 1);
+	g_assert_cmpuint(g_array_index(sys, VtAnalyzeSyscallStats, 0).complete, ==, 1);
+	g_assert_cmpuint(g_array_index(sys, VtAnalyzeSyscallStats, 0).total, ==, 700);   /* 1100..1800 */
+	for (const char *d = gdir; d; d = d == gdir ? hdir : NULL) {
+		g_autofree char *k = g_build_filename(d, "kcore", NULL);
+		g_autofree char *s2 = g_build_filename(d, "kallsyms", NULL);
+
+		g_unlink(k);
+		g_unlink(s2);
+		g_rmdir(d);
+	}
+}
+
+/* Percentiles by nearest rank, exact below VT_ANALYZE_EXACT values. */
+static void test_percentiles(void)
+{
+	VtAnalyzeSummaryOptions so = { .timed = TRUE };
+	g_autoptr(VtAnalyzeSummary) s = vt_analyze_summary_new(&so);
+	VtAnalyzeVisitor v = vt_analyze_summary_visitor(s);
+	const VtAnalyzeVcpu *vc;
+
+	for (guint i = 1; i <= 1000; i++) {
+		VtAnalyzeExit x = { .w = { .vcpu = 3, .tid = 7 }, .exit_time = i * 10000, .entry_time = i * 10000 + i,
+				    .reentered = TRUE, .latency = i, .handler = "h" };
+
+		v.exit(&x, v.user);
+	}
+	vc = &g_array_index(vt_analyze_summary_vcpus(s), VtAnalyzeVcpu, 0);
+	g_assert_cmpuint(vc->latency.count, ==, 1000);
+	g_assert_cmpuint(vc->latency.p50, ==, 500);
+	g_assert_cmpuint(vc->latency.p90, ==, 900);
+	g_assert_cmpuint(vc->latency.p99, ==, 990);
+	g_assert_cmpuint(vc->latency.max, ==, 1000);
+	g_assert_cmpuint(vc->latency.min, ==, 1);
+	g_assert_cmpuint(vc->longest->len, ==, 10);
+	g_assert_cmpuint(g_array_index(vc->longest, VtAnalyzeExit, 0).latency, ==, 1000);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/analyze/stream", test_stream);
+	g_test_add_func("/analyze/percentiles", test_percentiles);
+	return g_test_run();
+}
