@@ -992,9 +992,23 @@ static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t
 	uint64_t x = W->mtc & vis;
 
 	*ip |= (W->ip & vis) != 0;
-	while (unlikely(x)) {
-		mtc_add(acc, w[__builtin_ctzll(x) + 1]);
-		x &= x - 1;
+	if (x) {
+		/* Steps of (m - last) mod 256, a zero counting 256: they add
+		 * up to m_last - last plus 256 per step that does not go up.
+		 * In locals, not through acc (the byte loads may alias it,
+		 * which made every step a store and a reload). */
+		unsigned int last = acc->last, m = last, wraps = 0, n = 0;
+
+		do {
+			m = w[__builtin_ctzll(x) + 1];
+			wraps += m <= last;
+			n++;
+			last = m;
+			x &= x - 1;
+		} while (x);
+		acc->ticks += (uint64_t)m - acc->last + 256u * wraps;
+		acc->count += n;
+		acc->last = (uint8_t)m;
 	}
 }
 
