@@ -1190,15 +1190,18 @@ static inline void mtc_acc_end(Dec *d, const VtPtMtcAcc *acc)
 }
 
 /* While PacketEn is known, TNT/TIP/FUP/PAD/CYC change nothing here (nor
- * MODE; MTC and PIP go through the accumulator). */
+ * MODE; MTC and PIP go through the accumulator).  While it is off (after
+ * TIP.PGD: idle guests' exits to user space), PAD/CYC/MODE/MTC/PIP still
+ * change nothing but through the accumulator; TNT, TIP and TIP.PGE would
+ * set it, FUP in PSB+ too, so they stop that skipping. */
 static inline void dec_skip(Dec *d)
 {
-	VtPtMtcAcc acc, *a;
+	VtPtMtcAcc acc, *a = mtc_acc_begin(d, &acc);
 
-	if (!d->pge)
-		return;
-	a = mtc_acc_begin(d, &acc);
-	vt_pt_scan_skip_flow(&d->cur.sc, a);
+	if (d->pge)
+		vt_pt_scan_skip_flow(&d->cur.sc, a);
+	else
+		vt_pt_scan_skip_timing(&d->cur.sc, a);
 	mtc_acc_end(d, a);
 }
 
@@ -1224,6 +1227,9 @@ static void dec_run_pair(Dec *a, Dec *b)
 			stopped = vt_pt_scan_skip_flow2(&a->cur.sc, pa, &b->cur.sc, pb);
 			mtc_acc_end(a, pa);
 			mtc_acc_end(b, pb);
+		} else {
+			dec_skip(a);
+			dec_skip(b);
 		}
 		if (stopped & 1)
 			dec_step(a);

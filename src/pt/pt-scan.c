@@ -705,6 +705,9 @@ int vt_pt_scan_next(VtPtScanner *s, VtPtPacket *pkt)
 	 CLS(b) == C_MODE ? (0x20 | 2) : 0)
 
 static const uint8_t skip_tab[256] = { T256(SKIP) };
+/* The same while tracing is disabled: TNT-8 and IP packets stop it. */
+#define SKIP_OFF(b)	(CLS(b) == C_TNT8 || CLS(b) == C_IP ? 0 : SKIP(b))
+static const uint8_t skip_tab_off[256] = { T256(SKIP_OFF) };
 
 /* Length of a CYC with extension bytes, 0 if it is invalid (more than 8
  * extension bytes: scan_cyc_long's limit).  Reads at most p[8]. */
@@ -759,15 +762,16 @@ static inline void mtc_add(VtPtMtcAcc *acc, uint8_t m)
 }
 
 /* Scalar skipping from p up to the first packet boundary at or after end
- * (or a packet that cannot be skipped). */
-HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
-				      VtPtMtcAcc *acc, uint8_t mtc_mask,
-				      uint8_t *flags)
+ * (or a packet that cannot be skipped), with table tab (skip_tab or
+ * skip_tab_off). */
+HOT_INLINE const uint8_t *skip_scalar_tab(const uint8_t *p, const uint8_t *end,
+					  VtPtMtcAcc *acc, uint8_t mtc_mask,
+					  uint8_t *flags, const uint8_t *tab)
 {
 	uint8_t fl = 0;
 
 	while (p < end) {
-		uint8_t t = skip_tab[*p];
+		uint8_t t = tab[*p];
 		unsigned int n = skip_len(t, p, mtc_mask);
 
 		if (unlikely(!n)) {
@@ -782,6 +786,13 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 	}
 	*flags |= fl;
 	return p;
+}
+
+HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
+				      VtPtMtcAcc *acc, uint8_t mtc_mask,
+				      uint8_t *flags)
+{
+	return skip_scalar_tab(p, end, acc, mtc_mask, flags, skip_tab);
 }
 
 /* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
@@ -1122,6 +1133,17 @@ size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 		s->have_last_ip = 0;
 	s->pos = p;
 	return (size_t)(p - start);
+}
+
+size_t vt_pt_scan_skip_timing(VtPtScanner *s, VtPtMtcAcc *acc)
+{
+	const uint8_t *p = s->pos;
+	uint8_t flags = 0;
+
+	if (s->bip_ctx || s->end - p < 32)
+		return 0;
+	s->pos = skip_scalar_tab(p, s->end - 16, acc, acc ? 0 : 0x40, &flags, skip_tab_off);
+	return (size_t)(s->pos - p);
 }
 
 int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
