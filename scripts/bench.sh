@@ -98,7 +98,7 @@ for m in "${MIXES[@]}"; do
 	rm -f "$dir/copy.data" "$f"
 	vt=$(col 1 vt | median); pf=$(col 1 perf | median)
 	usr=$(col 3 vt | median); sys=$(col 4 vt | median)
-	sysp=$(awk '{u += $3; s += $4} END {printf "%.1f", u > 0 ? 100 * s / u : 0}' "$dir/vt.times")
+	sysp=$(awk '{u += $3; s += $4} END {printf "%.1f", (u > 0 ? 100 * s / u : 0)}' "$dir/vt.times")
 	vtfix=$(col 1 vtfix | median); pffix=$(col 1 perffix | median)
 	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
 	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
