@@ -869,9 +869,11 @@ static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cy
  * window instead of keeping them in registers or on the stack. */
 #define SKW_OPAQUE(v)	__asm__("" : "+x"(v))
 #define SKW_CONSTS(T)	T k01, k02, k03, k07, k0a, k0c, k0d, k0e, k0f, k11, k1f, k59, mtc_on, \
-			  k08, k3f, k43, k99, pip_on
+			  k08, k3f, k43, k99, pip_on, lim1
 #define SKW_INIT(K, SET1, with_mtc, with_pip)				\
 	do {								\
+		SKW_LIM1(K);						\
+		SKW_OPAQUE((K)->lim1);					\
 		(K)->k08 = SET1(0x08); (K)->k3f = SET1(0x3f);		\
 		(K)->k43 = SET1(0x43); (K)->k99 = SET1((char)0x99);	\
 		(K)->pip_on = SET1((with_pip) ? -1 : 0);		\
@@ -895,10 +897,14 @@ static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cy
 	} while (0)
 
 struct skw_k_sse2 { SKW_CONSTS(__m128i); };
+/* lim1: byte positions 0-15 (a quarter's offsets, compared per quarter) */
+#define SKW_LIM1_SSE2(K)	((K)->lim1 = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
 HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc, int with_pip)
 {
+#define SKW_LIM1 SKW_LIM1_SSE2
 	SKW_INIT(K, _mm_set1_epi8, with_mtc, with_pip);
+#undef SKW_LIM1
 }
 
 /* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
@@ -936,6 +942,24 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
 		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(_mm_or_si128(ism, ismode), k02));
 		len = _mm_or_si128(len, _mm_and_si128(ispip, k08));
+		{
+			/* a 3-byte IP packet right before another IP packet
+			 * (TIP-dense code): one step over both, when the second
+			 * starts before 52 + 3 = WIN_LIM (it has a boundary's
+			 * room then); the first one's IP bit stands for both */
+			__m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q + 3));
+			__m128i ip3 = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v3, k0f), k0d),
+						   _mm_cmpeq_epi8(_mm_and_si128(v3, k1f), k11));
+			__m128i t3 = _mm_and_si128(_mm_srli_epi16(v3, 4), k0e);
+			__m128i len3 = _mm_min_epu8(_mm_or_si128(t3, k01), k07);
+			__m128i pair;
+
+			ip3 = _mm_andnot_si128(_mm_cmpeq_epi8(_mm_and_si128(t3, k0a), k0a), ip3);
+			len3 = _mm_add_epi8(len3, _mm_and_si128(_mm_cmpeq_epi8(t3, k0c), k02));
+			pair = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(len, k03), ip3),
+					     _mm_cmplt_epi8(K->lim1, _mm_set1_epi8((char)(52 - 16 * q))));
+			len = _mm_add_epi8(len, _mm_and_si128(pair, len3));
+		}
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
 		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(is02) << (16 * q);
 		pip |= (uint64_t)(uint32_t)_mm_movemask_epi8(ispip) << (16 * q);
@@ -959,7 +983,12 @@ struct skw_k_avx2 { SKW_CONSTS(__m256i); };
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
 static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc, int with_pip)
 {
+	/* lim1: byte positions 32-63 (the second half) */
+#define SKW_LIM1(K)	((K)->lim1 = _mm256_setr_epi8(32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, \
+						       44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, \
+						       56, 57, 58, 59, 60, 61, 62, 63))
 	SKW_INIT(K, _mm256_set1_epi8, with_mtc, with_pip);
+#undef SKW_LIM1
 }
 
 /* skip_win_load_sse2, 32 bytes at a time. */
@@ -994,6 +1023,21 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 		len = _mm256_or_si256(_mm256_and_si256(isip, len),
 				      _mm256_and_si256(_mm256_or_si256(ism, ismode), k02));
 		len = _mm256_or_si256(len, _mm256_and_si256(ispip, k08));
+		{
+			/* pairs of IP packets: see skip_win_load_sse2 */
+			__m256i v3 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q + 3));
+			__m256i ip3 = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v3, k0f), k0d),
+						      _mm256_cmpeq_epi8(_mm256_and_si256(v3, k1f), k11));
+			__m256i t3 = _mm256_and_si256(_mm256_srli_epi16(v3, 4), k0e);
+			__m256i len3 = _mm256_min_epu8(_mm256_or_si256(t3, k01), k07);
+			__m256i lim = q ? _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1) : _mm256_cmpeq_epi8(v3, v3);
+			__m256i pair;
+
+			ip3 = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t3, k0a), k0a), ip3);
+			len3 = _mm256_add_epi8(len3, _mm256_and_si256(_mm256_cmpeq_epi8(t3, k0c), k02));
+			pair = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(len, k03), ip3), lim);
+			len = _mm256_add_epi8(len, _mm256_and_si256(pair, len3));
+		}
 		_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32 * q), len);
 		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(is02) << (32 * q);
 		pip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ispip) << (32 * q);
