@@ -7,11 +7,13 @@
 #               (vmtrace discovers and rewrites in one step, crash-safely; perf is
 #               given the offsets, and rewrites in place without a journal or fsync)
 # and prints per mix: the median wall time of each, the trace's MB/s through
-# vmtrace, the perf/vmtrace ratio, peak RSS of both, the correction's time in
-# fsync (strace, reported separately: bounded by the disk), and whether
-# vmtrace's offsets are perf's.
+# vmtrace, the perf/vmtrace ratio, the dry run's median user and system CPU
+# time and system time as a share of user time (summed over the runs), peak
+# RSS of both, the correction's time in fsync (strace, reported separately:
+# bounded by the disk), and whether vmtrace's offsets are perf's.
 # Goals (issue #10): dry run >= 10x perf and correction (without fsync) >= 5x
-# on every mix; vmtrace's peak RSS <= 64 MiB on every mix.
+# on every mix; vmtrace's peak RSS <= 64 MiB on every mix; the dry run's
+# system time < 10% of its user time.
 #   scripts/bench.sh [--size 256M] [--runs 3] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,10 +53,10 @@ MIXES=(
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 maxof() { sort -n | tail -1; }
-# measure NAME CMD...: appends "seconds maxrss_kb" to NAME.times
+# measure NAME CMD...: appends "seconds maxrss_kb user_s sys_s" to NAME.times
 measure() {
 	local out=$1; shift
-	/usr/bin/time -f "%e %M" -o "$dir/t" "$@" >"$dir/stdout" 2>"$dir/stderr" || {
+	/usr/bin/time -f "%e %M %U %S" -o "$dir/t" "$@" >"$dir/stdout" 2>"$dir/stderr" || {
 		echo "command failed: $*" >&2; cat "$dir/stderr" >&2; exit 1; }
 	cat "$dir/t" >>"$dir/$out.times"
 }
@@ -66,8 +68,8 @@ fsync_time() {
 }
 col() { cut -d' ' -f"$1" "$dir/$2.times"; }
 
-printf '%-11s | %8s %8s %7s %8s %6s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
-	mix vt_dry_s perf_s ratio MB/s same vt_fix_s fsync_s perf_s ratio ratio_fs vt_rss perf_rss "packets (vmtrace synth options)"
+printf '%-11s | %8s %8s %7s %8s %6s | %6s %6s %5s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
+	mix vt_dry_s perf_s ratio MB/s same usr_s sys_s sys% vt_fix_s fsync_s perf_s ratio ratio_fs vt_rss perf_rss "packets (vmtrace synth options)"
 mib=$(numfmt --from=iec "$size")
 for m in "${MIXES[@]}"; do
 	name=${m%%:*}; opts=${m#*:}
@@ -95,15 +97,19 @@ for m in "${MIXES[@]}"; do
 	fs=$(fsync_time "$VMTRACE" correlate --in-place "$dir/copy.data")
 	rm -f "$dir/copy.data" "$f"
 	vt=$(col 1 vt | median); pf=$(col 1 perf | median)
+	usr=$(col 3 vt | median); sys=$(col 4 vt | median)
+	sysp=$(awk '{u += $3; s += $4} END {printf "%.1f", (u > 0 ? 100 * s / u : 0)}' "$dir/vt.times")
 	vtfix=$(col 1 vtfix | median); pffix=$(col 1 perffix | median)
 	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
 	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
-		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" 'BEGIN {
-		printf "%-11s | %8.2f %8.2f %6.1fx %8.0f %6s | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
+		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" -v us="$usr" -v sy="$sys" -v sp="$sysp" 'BEGIN {
+		printf "%-11s | %8.2f %8.2f %6.1fx %8.0f %6s | %6.2f %6.2f %4.1f%% | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
 			n, a, b, (a > 0 ? b / a : 0), (a > 0 ? mib / 1048576 / a : 0), s,
-			c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
+			us, sy, sp, c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
 done
 echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is the maximum over both"
 echo " operations and all runs; $(nproc) CPUs; ratio = perf / vmtrace, for the correction vmtrace's time"
 echo " without fsync (fsync_s, measured in a separate run with strace, so it is noisy), ratio_fs with"
-echo " it (perf does not sync); same = vmtrace --format=perf prints exactly perf's VMCS lines)"
+echo " it (perf does not sync); same = vmtrace --format=perf prints exactly perf's VMCS lines;"
+echo " usr_s/sys_s = the dry run's median CPU times (all threads; /usr/bin/time's 10 ms resolution),"
+echo " sys% = its system time as a share of its user time over all runs)"

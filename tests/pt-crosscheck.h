@@ -307,6 +307,9 @@ static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, cons
 	VtPtScanner s;
 	VtPtPacket p;
 
+	int off = mode & 4;	/* vt_pt_scan_skip_timing: TNT, TIP, TIP.PGE, FUP stop */
+
+	mode &= 3;
 	vt_pt_scan_init(&s, buf, len, 0);
 	s.pos = from;
 	*ip = 0;
@@ -317,8 +320,10 @@ static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, cons
 		if (s.end - at <= 16 || vt_pt_scan_next(&s, &p) <= 0)
 			return at;
 		switch (p.type) {
-		case VT_PT_PAD: case VT_PT_TNT_8: case VT_PT_TIP: case VT_PT_TIP_PGE:
-		case VT_PT_FUP: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
+		case VT_PT_TNT_8: case VT_PT_TIP: case VT_PT_TIP_PGE: case VT_PT_FUP:
+			ok = !off;
+			break;
+		case VT_PT_PAD: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
 			ok = 1;
 			break;
 		case VT_PT_CYC:

@@ -108,12 +108,14 @@ static const char *const impl_name[] = { "auto", "scalar", "sse2", "avx2" };
 
 /* Skip from every stop to the next through buf[0, len) (and, for `all`,
  * from every offset) with the implementation selected, against the
- * reference.  Returns the number of skips checked. */
+ * reference.  with_mtc | 4: vt_pt_scan_skip_timing.  Returns the number
+ * of skips checked. */
 static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean all)
 {
 	VtPtScanner s;
 	VtPtPacket p;
 	guint n = 0;
+	int timing = with_mtc & 4, mode = with_mtc & 3;
 
 	vt_pt_scan_init(&s, buf, len, 0);
 	for (size_t off = 0; off + 32 < len; off++) {
@@ -121,19 +123,22 @@ static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean
 			break;
 		s.pos = buf + off;
 		while (s.end - s.pos > 32) {
-			VtPtMtcAcc got = { .last = 0x42, .skip_pip = with_mtc == 2, .pip_nr = 7 };
+			VtPtMtcAcc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 7 };
 			VtPtMtcAcc want = got;
 			const uint8_t *from = s.pos;
 			gboolean ip;
 			const uint8_t *stop = reference_stop(buf, len, from, with_mtc, &want, &ip);
 
 			s.have_last_ip = 1;
-			vt_pt_scan_skip_flow(&s, with_mtc ? &got : NULL);
+			if (timing)
+				vt_pt_scan_skip_timing(&s, mode ? &got : NULL);
+			else
+				vt_pt_scan_skip_flow(&s, mode ? &got : NULL);
 			if (s.pos != stop)
 				g_error("skip from %zu: stopped at %zu, not %zu", (size_t)(from - buf),
 					(size_t)(s.pos - buf), (size_t)(stop - buf));
 			g_assert_cmpint(s.have_last_ip, ==, !ip);
-			if (with_mtc) {
+			if (mode) {
 				g_assert_cmpuint(got.ticks, ==, want.ticks);
 				g_assert_cmpuint(got.count, ==, want.count);
 				g_assert_cmpuint(got.last, ==, want.last);
@@ -252,6 +257,24 @@ static void skip_single(void)
 static void test_skip_single(void)
 {
 	for_each_impl(skip_single);
+}
+
+/* vt_pt_scan_skip_timing (one implementation): stops at TNT-8 and IP
+ * packets too, the last IP stays known. */
+static void test_skip_timing(void)
+{
+	GRand *r = g_rand_new_with_seed(17);
+	uint8_t *buf = g_malloc0(1 << 16);
+	guint stops = 0;
+
+	for (int round = 0; round < 200; round++) {
+		size_t len = gen_stream(r, buf, 1 << 16);
+
+		stops += check_single(buf, len, 4 | round % 3, FALSE);
+	}
+	g_assert_cmpuint(stops, >, 1000);
+	g_free(buf);
+	g_rand_free(r);
 }
 
 static void skip_pair(void)
@@ -405,6 +428,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/pt-skip/single", test_skip_single);
 	g_test_add_func("/pt-skip/pair", test_skip_pair);
+	g_test_add_func("/pt-skip/timing", test_skip_timing);
 	g_test_add_func("/pt-skip/tricky", test_skip_tricky);
 	g_test_add_func("/pt-skip/random", test_skip_random);
 	return g_test_run();

@@ -1190,15 +1190,18 @@ static inline void mtc_acc_end(Dec *d, const VtPtMtcAcc *acc)
 }
 
 /* While PacketEn is known, TNT/TIP/FUP/PAD/CYC change nothing here (nor
- * MODE; MTC and PIP go through the accumulator). */
+ * MODE; MTC and PIP go through the accumulator).  While it is off (after
+ * TIP.PGD: idle guests' exits to user space), PAD/CYC/MODE/MTC/PIP still
+ * change nothing but through the accumulator; TNT, TIP and TIP.PGE would
+ * set it, FUP in PSB+ too, so they stop that skipping. */
 static inline void dec_skip(Dec *d)
 {
-	VtPtMtcAcc acc, *a;
+	VtPtMtcAcc acc, *a = mtc_acc_begin(d, &acc);
 
-	if (!d->pge)
-		return;
-	a = mtc_acc_begin(d, &acc);
-	vt_pt_scan_skip_flow(&d->cur.sc, a);
+	if (d->pge)
+		vt_pt_scan_skip_flow(&d->cur.sc, a);
+	else
+		vt_pt_scan_skip_timing(&d->cur.sc, a);
 	mtc_acc_end(d, a);
 }
 
@@ -1224,6 +1227,9 @@ static void dec_run_pair(Dec *a, Dec *b)
 			stopped = vt_pt_scan_skip_flow2(&a->cur.sc, pa, &b->cur.sc, pb);
 			mtc_acc_end(a, pa);
 			mtc_acc_end(b, pb);
+		} else {
+			dec_skip(a);
+			dec_skip(b);
 		}
 		if (stopped & 1)
 			dec_step(a);
@@ -1325,9 +1331,22 @@ typedef struct {
 	const VmcorrOptions *opt;
 	uint64_t tolerance;
 	QDec **qd;                  /* per queue: NULL if it found nothing */
-	gint next;
+	gint next;                  /* the next unit of work */
 	guint n;
+	guint pairs;                /* units 0..pairs-1: queues 2u and 2u+1 together */
 } Work;
+
+/* How many pairs of queues to decode together (dec_run_pair) when `jobs`
+ * threads decode n queues: a pair gains from the overlap of two streams,
+ * but a thread of its own gains more, so pairs are made only of the
+ * queues beyond one per thread (with 2 queues and 2 threads, each thread
+ * takes one; with 4 or more, two each). */
+static guint work_pairs(guint n, guint jobs)
+{
+	if (n >= 2 * jobs)
+		return n / 2;
+	return n > jobs ? n - jobs : 0;
+}
 
 static QDec *work_queue(Work *w, gint i)
 {
@@ -1339,16 +1358,17 @@ static gpointer worker(gpointer p)
 	Work *w = p;
 	AuxBuf buf[2];
 	Near *near = g_new(Near, 1);
-	gint i;
+	gint u;
 
 	near->len = 0;
 	auxbuf_init(&buf[0], w->opt->aux_window);
 	auxbuf_init(&buf[1], w->opt->aux_window);
 	if (!w->opt->aux_window)
 		buf[0].near = buf[1].near = near;
-	while ((i = g_atomic_int_add(&w->next, 1)) < (gint)w->n) {
-		gint j = g_atomic_int_add(&w->next, 1);
-		QDec *a = work_queue(w, i), *b = j < (gint)w->n ? work_queue(w, j) : NULL;
+	while ((u = g_atomic_int_add(&w->next, 1)) < (gint)(w->n - w->pairs)) {
+		gint i = u < (gint)w->pairs ? 2 * u : u + (gint)w->pairs;
+		gint j = u < (gint)w->pairs ? i + 1 : -1;
+		QDec *a = work_queue(w, i), *b = j >= 0 ? work_queue(w, j) : NULL;
 
 		dec_attach(&a->d, &buf[0]);
 		if (b) {
@@ -1594,7 +1614,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
 	{
-		Work w = { s, opt, r->tolerance, qd, 0, nq };
+		Work w = { s, opt, r->tolerance, qd, 0, nq, work_pairs(nq, jobs) };
 		GThread **th = g_new0(GThread *, jobs);
 
 		for (guint j = 1; j < jobs; j++)

@@ -705,6 +705,9 @@ int vt_pt_scan_next(VtPtScanner *s, VtPtPacket *pkt)
 	 CLS(b) == C_MODE ? (0x20 | 2) : 0)
 
 static const uint8_t skip_tab[256] = { T256(SKIP) };
+/* The same while tracing is disabled: TNT-8 and IP packets stop it. */
+#define SKIP_OFF(b)	(CLS(b) == C_TNT8 || CLS(b) == C_IP ? 0 : SKIP(b))
+static const uint8_t skip_tab_off[256] = { T256(SKIP_OFF) };
 
 /* Length of a CYC with extension bytes, 0 if it is invalid (more than 8
  * extension bytes: scan_cyc_long's limit).  Reads at most p[8]. */
@@ -759,15 +762,16 @@ static inline void mtc_add(VtPtMtcAcc *acc, uint8_t m)
 }
 
 /* Scalar skipping from p up to the first packet boundary at or after end
- * (or a packet that cannot be skipped). */
-HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
-				      VtPtMtcAcc *acc, uint8_t mtc_mask,
-				      uint8_t *flags)
+ * (or a packet that cannot be skipped), with table tab (skip_tab or
+ * skip_tab_off). */
+HOT_INLINE const uint8_t *skip_scalar_tab(const uint8_t *p, const uint8_t *end,
+					  VtPtMtcAcc *acc, uint8_t mtc_mask,
+					  uint8_t *flags, const uint8_t *tab)
 {
 	uint8_t fl = 0;
 
 	while (p < end) {
-		uint8_t t = skip_tab[*p];
+		uint8_t t = tab[*p];
 		unsigned int n = skip_len(t, p, mtc_mask);
 
 		if (unlikely(!n)) {
@@ -782,6 +786,13 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 	}
 	*flags |= fl;
 	return p;
+}
+
+HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
+				      VtPtMtcAcc *acc, uint8_t mtc_mask,
+				      uint8_t *flags)
+{
+	return skip_scalar_tab(p, end, acc, mtc_mask, flags, skip_tab);
 }
 
 /* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
@@ -836,14 +847,16 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 #define WIN_ROOM	80	/* bytes needed from a window's start to the end */
 
 struct skip_win {
-	uint64_t ends, cx2, stop02, ip, mtc;
+	uint64_t ends, cx2, stop02, ip, mtc, pip;
 	uint8_t lens[64];
 };
 
 /* The masks from the per-byte classes (bit k = byte k). */
 static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cycx,
-				   uint64_t odd, uint64_t e02, uint64_t ip, uint64_t mtc)
+				   uint64_t odd, uint64_t e02, uint64_t ip, uint64_t mtc,
+				   uint64_t pip)
 {
+	W->pip = pip;
 	W->cx2 = cycx & ~(odd >> 1) & ~(1ULL << 63);	/* two-byte CYC headers */
 	W->stop02 = (W->cx2 << 1) & e02 & ~WIN_SENT;
 	W->ends = ~(one | W->cx2 | (W->cx2 << 1)) | WIN_SENT;
@@ -855,9 +868,18 @@ static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cy
  * "changes" them) once per walk: otherwise it rebuilds them at every
  * window instead of keeping them in registers or on the stack. */
 #define SKW_OPAQUE(v)	__asm__("" : "+x"(v))
-#define SKW_CONSTS(T)	T k01, k02, k03, k07, k0a, k0c, k0d, k0e, k0f, k11, k1f, k59, mtc_on
-#define SKW_INIT(K, SET1, with_mtc)					\
+#define SKW_CONSTS(T)	T k01, k02, k03, k07, k0a, k0c, k0d, k0e, k0f, k11, k1f, k59, mtc_on, \
+			  k08, k3f, k43, k99, pip_on, lim1
+#define SKW_INIT(K, SET1, with_mtc, with_pip)				\
 	do {								\
+		SKW_LIM1(K);						\
+		SKW_OPAQUE((K)->lim1);					\
+		(K)->k08 = SET1(0x08); (K)->k3f = SET1(0x3f);		\
+		(K)->k43 = SET1(0x43); (K)->k99 = SET1((char)0x99);	\
+		(K)->pip_on = SET1((with_pip) ? -1 : 0);		\
+		SKW_OPAQUE((K)->k08); SKW_OPAQUE((K)->k3f);		\
+		SKW_OPAQUE((K)->k43); SKW_OPAQUE((K)->k99);		\
+		SKW_OPAQUE((K)->pip_on);				\
 		(K)->k01 = SET1(0x01); (K)->k02 = SET1(0x02);		\
 		(K)->k03 = SET1(0x03); (K)->k07 = SET1(0x07);		\
 		(K)->k0a = SET1(0x0a); (K)->k0c = SET1(0x0c);		\
@@ -875,10 +897,14 @@ static inline void skip_win_finish(struct skip_win *W, uint64_t one, uint64_t cy
 	} while (0)
 
 struct skw_k_sse2 { SKW_CONSTS(__m128i); };
+/* lim1: byte positions 0-15 (a quarter's offsets, compared per quarter) */
+#define SKW_LIM1_SSE2(K)	((K)->lim1 = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
 
-HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc)
+HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc, int with_pip)
 {
-	SKW_INIT(K, _mm_set1_epi8, with_mtc);
+#define SKW_LIM1 SKW_LIM1_SSE2
+	SKW_INIT(K, _mm_set1_epi8, with_mtc, with_pip);
+#undef SKW_LIM1
 }
 
 /* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
@@ -889,11 +915,18 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 	const __m128i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
 	const __m128i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
 	const __m128i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
-	const __m128i mtc_on = K->mtc_on;
-	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+	const __m128i mtc_on = K->mtc_on, k08 = K->k08, k3f = K->k3f, k43 = K->k43;
+	const __m128i k99 = K->k99, pip_on = K->pip_on;
+	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0, pip = 0;
 
 	for (int q = 0; q < 4; q++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
+		/* the next byte: MODE's leaf (valid: < 0x40), PIP's 0x43 */
+		__m128i v1 = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q + 1));
+		__m128i is02 = _mm_cmpeq_epi8(v, k02);
+		__m128i ismode = _mm_and_si128(_mm_cmpeq_epi8(v, k99),
+					       _mm_cmpeq_epi8(_mm_min_epu8(v1, k3f), v1));
+		__m128i ispip = _mm_and_si128(_mm_and_si128(is02, _mm_cmpeq_epi8(v1, k43)), pip_on);
 		__m128i lo3 = _mm_and_si128(v, k07);
 		__m128i ism = _mm_and_si128(_mm_cmpeq_epi8(v, k59), mtc_on);
 		/* TIP 0x0d, FUP 0x1d (bits 3:0 = 0xd), TIP.PGE 0x11 in bits
@@ -907,9 +940,29 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 
 		isip = _mm_andnot_si128(bad, isip);
 		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
-		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(ism, k02));
+		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(_mm_or_si128(ism, ismode), k02));
+		len = _mm_or_si128(len, _mm_and_si128(ispip, k08));
+		{
+			/* a 3-byte IP packet right before another IP packet
+			 * (TIP-dense code): one step over both, when the second
+			 * starts before 52 + 3 = WIN_LIM (it has a boundary's
+			 * room then); the first one's IP bit stands for both */
+			__m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q + 3));
+			__m128i ip3 = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v3, k0f), k0d),
+						   _mm_cmpeq_epi8(_mm_and_si128(v3, k1f), k11));
+			__m128i t3 = _mm_and_si128(_mm_srli_epi16(v3, 4), k0e);
+			__m128i len3 = _mm_min_epu8(_mm_or_si128(t3, k01), k07);
+			__m128i pair;
+
+			ip3 = _mm_andnot_si128(_mm_cmpeq_epi8(_mm_and_si128(t3, k0a), k0a), ip3);
+			len3 = _mm_add_epi8(len3, _mm_and_si128(_mm_cmpeq_epi8(t3, k0c), k02));
+			pair = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(len, k03), ip3),
+					     _mm_cmplt_epi8(K->lim1, _mm_set1_epi8((char)(52 - 16 * q))));
+			len = _mm_add_epi8(len, _mm_and_si128(pair, len3));
+		}
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
-		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, k02)) << (16 * q);
+		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(is02) << (16 * q);
+		pip |= (uint64_t)(uint32_t)_mm_movemask_epi8(ispip) << (16 * q);
 		c3 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k03)) << (16 * q);
 		cycx |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k07)) << (16 * q);
 		ip |= (uint64_t)(uint32_t)_mm_movemask_epi8(isip) << (16 * q);
@@ -918,7 +971,7 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
 	}
 	/* one-byte packets: PAD/TNT-8 (even, not 0x02), CYC without extension */
-	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc);
+	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -928,9 +981,14 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 struct skw_k_avx2 { SKW_CONSTS(__m256i); };
 
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc)
+static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc, int with_pip)
 {
-	SKW_INIT(K, _mm256_set1_epi8, with_mtc);
+	/* lim1: byte positions 32-63 (the second half) */
+#define SKW_LIM1(K)	((K)->lim1 = _mm256_setr_epi8(32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, \
+						       44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, \
+						       56, 57, 58, 59, 60, 61, 62, 63))
+	SKW_INIT(K, _mm256_set1_epi8, with_mtc, with_pip);
+#undef SKW_LIM1
 }
 
 /* skip_win_load_sse2, 32 bytes at a time. */
@@ -941,11 +999,17 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 	const __m256i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
 	const __m256i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
 	const __m256i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
-	const __m256i mtc_on = K->mtc_on;
-	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0;
+	const __m256i mtc_on = K->mtc_on, k08 = K->k08, k3f = K->k3f, k43 = K->k43;
+	const __m256i k99 = K->k99, pip_on = K->pip_on;
+	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0, pip = 0;
 
 	for (int q = 0; q < 2; q++) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q));
+		__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q + 1));
+		__m256i is02 = _mm256_cmpeq_epi8(v, k02);
+		__m256i ismode = _mm256_and_si256(_mm256_cmpeq_epi8(v, k99),
+						  _mm256_cmpeq_epi8(_mm256_min_epu8(v1, k3f), v1));
+		__m256i ispip = _mm256_and_si256(_mm256_and_si256(is02, _mm256_cmpeq_epi8(v1, k43)), pip_on);
 		__m256i lo3 = _mm256_and_si256(v, k07);
 		__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, k59), mtc_on);
 		__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, k0f), k0d),
@@ -956,16 +1020,34 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 
 		isip = _mm256_andnot_si256(bad, isip);
 		len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, k0c), k02));
-		len = _mm256_or_si256(_mm256_and_si256(isip, len), _mm256_and_si256(ism, k02));
+		len = _mm256_or_si256(_mm256_and_si256(isip, len),
+				      _mm256_and_si256(_mm256_or_si256(ism, ismode), k02));
+		len = _mm256_or_si256(len, _mm256_and_si256(ispip, k08));
+		{
+			/* pairs of IP packets: see skip_win_load_sse2 */
+			__m256i v3 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q + 3));
+			__m256i ip3 = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v3, k0f), k0d),
+						      _mm256_cmpeq_epi8(_mm256_and_si256(v3, k1f), k11));
+			__m256i t3 = _mm256_and_si256(_mm256_srli_epi16(v3, 4), k0e);
+			__m256i len3 = _mm256_min_epu8(_mm256_or_si256(t3, k01), k07);
+			__m256i lim = q ? _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1) : _mm256_cmpeq_epi8(v3, v3);
+			__m256i pair;
+
+			ip3 = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t3, k0a), k0a), ip3);
+			len3 = _mm256_add_epi8(len3, _mm256_and_si256(_mm256_cmpeq_epi8(t3, k0c), k02));
+			pair = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(len, k03), ip3), lim);
+			len = _mm256_add_epi8(len, _mm256_and_si256(pair, len3));
+		}
 		_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32 * q), len);
-		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, k02)) << (32 * q);
+		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(is02) << (32 * q);
+		pip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ispip) << (32 * q);
 		c3 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k03)) << (32 * q);
 		cycx |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k07)) << (32 * q);
 		ip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(isip) << (32 * q);
 		mtc |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ism) << (32 * q);
 		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
 	}
-	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc);
+	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
 #endif
 
@@ -984,25 +1066,53 @@ static inline unsigned int win_leave(const struct skip_win *W, unsigned int i, u
 	return j + (i < j && ((W->cx2 >> (j - 1)) & 1));
 }
 
-/* Account for the visited boundaries `vis` of window w: MTCs (in order)
- * and IP packets. */
+/* The visited PIPs of window w (only when acc skips them): their count
+ * and the last one's NR. */
+static inline void win_pips(const struct skip_win *W, const uint8_t *w, uint64_t vis,
+			    VtPtMtcAcc *acc)
+{
+	uint64_t y = W->pip & vis;
+
+	if (y) {
+		acc->pip_count += (uint32_t)__builtin_popcountll(y);
+		acc->pip_nr = w[63 - __builtin_clzll(y) + 2] & 1;
+	}
+}
+
+/* Account for the visited boundaries `vis` of window w: MTCs (in order),
+ * IP packets and PIPs. */
 static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
 			    VtPtMtcAcc *acc, unsigned int *ip)
 {
 	uint64_t x = W->mtc & vis;
 
 	*ip |= (W->ip & vis) != 0;
-	while (unlikely(x)) {
-		mtc_add(acc, w[__builtin_ctzll(x) + 1]);
-		x &= x - 1;
+	win_pips(W, w, vis, acc);
+	if (x) {
+		/* Steps of (m - last) mod 256, a zero counting 256: they add
+		 * up to m_last - last plus 256 per step that does not go up.
+		 * In locals, not through acc (the byte loads may alias it,
+		 * which made every step a store and a reload). */
+		unsigned int last = acc->last, m = last, wraps = 0, n = 0;
+
+		do {
+			m = w[__builtin_ctzll(x) + 1];
+			wraps += m <= last;
+			n++;
+			last = m;
+			x &= x - 1;
+		} while (x);
+		acc->ticks += (uint64_t)m - acc->last + 256u * wraps;
+		acc->count += n;
+		acc->last = (uint8_t)m;
 	}
 }
 
 /* A packet the window walk leaves to skip_len (never an MTC that is to be
  * accumulated: those have a size in lens) or skip_pip.  Returns its size
  * or 0. */
-static inline unsigned int win_slow(const uint8_t *q, VtPtMtcAcc *acc,
-				    uint8_t *flags)
+static inline unsigned int win_slow1(const uint8_t *q, VtPtMtcAcc *acc,
+				     uint8_t *flags)
 {
 	uint8_t t = skip_tab[*q];
 	unsigned int n = skip_len(t, q, 0x40);
@@ -1012,6 +1122,19 @@ static inline unsigned int win_slow(const uint8_t *q, VtPtMtcAcc *acc,
 	else
 		n = skip_pip(q, acc);
 	return n;
+}
+
+/* win_slow1 for the packet at offset j of window w, which may be a PIP
+ * (skip_pip notes it at once): the PIPs visited before it in the window
+ * are noted first, so that the last NR is the last PIP's. */
+static inline unsigned int win_slow_at(const struct skip_win *W, const uint8_t *w, unsigned int j,
+				       uint64_t *vis, VtPtMtcAcc *acc, uint8_t *flags)
+{
+	if (unlikely(W->pip & *vis)) {
+		win_pips(W, w, *vis, acc);
+		*vis &= ~W->pip;
+	}
+	return win_slow1(w + j, acc, flags);
 }
 
 /* The walks, once per instruction set. */
@@ -1108,6 +1231,17 @@ size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 		s->have_last_ip = 0;
 	s->pos = p;
 	return (size_t)(p - start);
+}
+
+size_t vt_pt_scan_skip_timing(VtPtScanner *s, VtPtMtcAcc *acc)
+{
+	const uint8_t *p = s->pos;
+	uint8_t flags = 0;
+
+	if (s->bip_ctx || s->end - p < 32)
+		return 0;
+	s->pos = skip_scalar_tab(p, s->end - 16, acc, acc ? 0 : 0x40, &flags, skip_tab_off);
+	return (size_t)(s->pos - p);
 }
 
 int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,

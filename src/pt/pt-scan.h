@@ -169,6 +169,11 @@ struct VtPtMtcAcc {
  * unknown (later partial IPs report suppressed).  Returns the number of
  * bytes skipped. */
 size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc);
+/* The same while tracing is known to be disabled (after TIP.PGD): only
+ * PAD, CYC, valid MODE, and MTC (PIP) through `acc`; TNT-8 and IP
+ * packets stop it, as everything else.  The last IP is unchanged.  One
+ * packet at a time (such stretches are short). */
+size_t vt_pt_scan_skip_timing(VtPtScanner *s, VtPtMtcAcc *acc);
 /* The same on two independent streams at once (their load chains overlap),
  * until either stops.  Returns a bit mask of the scanners that stopped
  * (1: a, 2: b); the other may be in the middle of a run of skippable

@@ -18,7 +18,7 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 	unsigned int ip = 0;
 	uint8_t fl = 0;
 
-	SKW(skip_win_kinit)(&K, acc != NULL);
+	SKW(skip_win_kinit)(&K, acc != NULL, acc && acc->skip_pip);
 	*stop = 0;
 	while (p <= last) {
 		struct skip_win W;
@@ -38,7 +38,7 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 			n = win_event(&W, j);
 			vis |= 1ULL << j;
 			if (unlikely(n == 0)) {
-				n = win_slow(p + j, acc, &fl);
+				n = win_slow_at(&W, p, j, &vis, acc, &fl);
 				if (!n) {
 					win_done(&W, p, vis, acc, &ip);
 					p += j;
@@ -48,7 +48,7 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 			}
 			i = j + n;
 			while (unlikely((W.stop02 >> i) & 1)) {
-				n = win_slow(p + i, acc, &fl);
+				n = win_slow_at(&W, p, i, &vis, acc, &fl);
 				if (!n) {
 					win_done(&W, p, vis, acc, &ip);
 					p += i;
@@ -79,8 +79,8 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 	struct SKW(skw_k) Ka, Kb;
 	int stopped = 0, tail = 0;
 
-	SKW(skip_win_kinit)(&Ka, acca != NULL);
-	SKW(skip_win_kinit)(&Kb, accb != NULL);
+	SKW(skip_win_kinit)(&Ka, acca != NULL, acca && acca->skip_pip);
+	SKW(skip_win_kinit)(&Kb, accb != NULL, accb && accb->skip_pip);
 	SKW(skip_win_load)(pa, &Wa, &Ka);
 	SKW(skip_win_load)(pb, &Wb, &Kb);
 	for (;;) {
@@ -117,12 +117,12 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 		visb |= 1ULL << jb;
 		if (unlikely(na == 0 || nb == 0)) {
 			if (na == 0) {
-				na = win_slow(pa + ja, acca, &fa);
+				na = win_slow_at(&Wa, pa, ja, &visa, acca, &fa);
 				if (!na)
 					stopped |= 1;
 			}
 			if (nb == 0) {
-				nb = win_slow(pb + jb, accb, &fb);
+				nb = win_slow_at(&Wb, pb, jb, &visb, accb, &fb);
 				if (!nb)
 					stopped |= 2;
 			}
@@ -137,7 +137,7 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 		ib = jb + nb;
 		if (unlikely(((Wa.stop02 >> ia) | (Wb.stop02 >> ib)) & 1)) {
 			while ((Wa.stop02 >> ia) & 1) {
-				na = win_slow(pa + ia, acca, &fa);
+				na = win_slow_at(&Wa, pa, ia, &visa, acca, &fa);
 				if (!na) {
 					stopped |= 1;
 					break;
@@ -145,7 +145,7 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 				ia += na;
 			}
 			while ((Wb.stop02 >> ib) & 1) {
-				nb = win_slow(pb + ib, accb, &fb);
+				nb = win_slow_at(&Wb, pb, ib, &visb, accb, &fb);
 				if (!nb) {
 					stopped |= 2;
 					break;
