@@ -71,8 +71,14 @@ S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
 boot || skip "the guest did not come up: $(tail -3 "$TMP/console" "$TMP/qemu.log" 2>/dev/null | tr '\n' ' ')"
 rec -t 1 $G -o "$TMP/t0" >"$TMP/t0.err" 2>&1
 rc=$?
-check "TCG's \"CPU n/TCG\" threads: exit 19, names CPU n/KVM, nothing left behind" \
-	sh -c "test $rc -eq 19 && grep -q 'CPU n/KVM' '$TMP/t0.err'" && nothing_left "$TMP/t0"
+check "TCG's \"CPU n/TCG\" threads: exit 19, names CPU n/KVM" \
+	sh -c "test $rc -eq 19 && grep -q 'CPU n/KVM' '$TMP/t0.err'"
+check "... the host recording is kept with guest.data (not merged), the retry command said, no temporaries" \
+	sh -c "test -s '$TMP/t0/data' && test -s '$TMP/t0/guest.data' && test -s '$TMP/t0/vmtrace-kvm.ini' &&
+		! ls -d '$TMP'/t0/kcore_dir__* 2>/dev/null && grep -q 'vmtrace inject $TMP/t0 --guest-data $TMP/t0/guest.data' '$TMP/t0.err' &&
+		test -z \"\$(find '$TMP' -maxdepth 1 -name '.*vmtrace-tmp*')\""
+check "... perf reads the kept host recording" sh -c "'$PERF' script -i '$TMP/t0' --itrace= --show-task-events 2>/dev/null | grep -q COMM"
+check "... nothing left in the guest's /tmp" test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
 halt
 
 # --- the whole pipeline -------------------------------------------------------

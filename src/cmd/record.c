@@ -913,6 +913,24 @@ static gboolean output_commit(const char *out, Recording *r, GError **error)
 	return TRUE;
 }
 
+/* The injection failed (its error is printed, r->rc says which): what was
+ * recorded cannot be recorded again, so OUT becomes the host recording with
+ * the guest's file beside it (OUT/guest.data), and the user is told how to
+ * retry.  FALSE: the run still fails with the injection's status. */
+static gboolean keep_host_recording(const RecordOpts *o, Recording *r)
+{
+	g_autoptr(GError) err = NULL;
+
+	if (!output_commit(o->out, r, &err)) {
+		vt_err("record", "%s", err->message);
+		return FALSE;
+	}
+	vt_err("record", "kept %s: the host recording and the guest's perf.data (%s/guest.data), not merged; "
+	       "once the cause is fixed: vmtrace inject %s --guest-data %s/guest.data -o NEW", o->out, o->out, o->out,
+	       o->out);
+	return FALSE;
+}
+
 /* --guest-ssh: OUT is the host recording with the guest's sideband
  * injected (vmtrace inject), its kcore_dir as kcore_dir__PID. */
 static gboolean record_commit_guest(const RecordOpts *o, Recording *r)
@@ -930,7 +948,7 @@ static gboolean record_commit_guest(const RecordOpts *o, Recording *r)
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
 	r->rc = vt_cmd_inject_merge(r->tmpdir, vt_tempfile_path(r->gdir), o->out, !o->interactive);
 	if (r->rc != VT_EXIT_OK)
-		return FALSE;
+		return keep_host_recording(o, r);
 	if (vt_fs_sudo_owner(&uid, &gid) && !vt_fs_chown_tree(o->out, uid, gid, &err))
 		return record_fail(r, VT_EXIT_FAILURE, "%s", err->message);
 	return TRUE;
