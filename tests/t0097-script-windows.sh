@@ -25,13 +25,13 @@ same() {
 	VMTRACE_DECODE_WINDOW=1 "$VMTRACE" script "$@" >"$TMP/$sn.win" 2>"$TMP/$sn.win.err"
 	rc1=$?
 	check "$sn: $(wc -l <"$TMP/$sn.whole") lines, exit $rc0, the same with a window per PSB segment" \
-		sh -c "test $rc0 -eq $rc1 && test -s '$TMP/$sn.whole' && cmp -s '$TMP/$sn.whole' '$TMP/$sn.win'" ||
-		diff "$TMP/$sn.whole" "$TMP/$sn.win" | head -20 | sed 's/^/#   /'
+		sh -c "test $rc0 -eq $rc1 && test -s '$TMP/$sn.whole' && cmp -s '$TMP/$sn.whole' '$TMP/$sn.win'"
+	cmp -s "$TMP/$sn.whole" "$TMP/$sn.win" || diff "$TMP/$sn.whole" "$TMP/$sn.win" | head -10 | sed 's/^/#   /'
 }
 while read -r name opts; do
 	[ -n "$name" ] || continue
 	# shellcheck disable=SC2086
-	code_recording "$name" 256K $opts || continue
+	code_recording "$name" 128K $opts || continue
 	f=$TMP/$name.data
 	# shellcheck disable=SC2086
 	same "$name-branches" "$f" $G --itrace=be

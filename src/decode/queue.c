@@ -80,6 +80,8 @@ struct VtDecodeQueue {
 	guint8 *buf;                     /* the window's bytes (16 zeros after them) */
 	gsize buf_size;
 	gboolean at_seam;                /* the decoder reached the seam's PSB+ */
+	guint64 begin;                   /* buffer offset of the window's first PSB */
+	gboolean warming;                /* decoding the PSB segment before it, silently */
 	GError *error;                   /* reading failed */
 	/* where decoding stands, between calls of vt_decode_queue_next() */
 	gboolean synced, done;
@@ -98,13 +100,31 @@ static guint64 position(const Dec *d)
 	return d->base + MIN(off, (guint64)d->len);
 }
 
-/* The decoder has read past the seam's PSB (a fresh decoder takes over). */
-static gboolean past_seam(const Dec *d)
+/* The decoder has read past the PSB at buffer offset `psb`. */
+static gboolean past(const Dec *d, guint64 psb)
 {
 	uint64_t off = 0;
 
 	pt_blk_get_offset(d->dec, &off);
-	return d->seam != G_MAXUINT64 && off > d->seam;
+	return psb != G_MAXUINT64 && off > psb;
+}
+
+/* Warming up: the events of the PSB segment before the window only switch
+ * the image (libipt's timing state - CYC calibration - is what the warm-up
+ * is for); TRUE when the window's first PSB+ is reached: the state is the
+ * previous window's from there. */
+static gboolean warm_event(Dec *d, const struct pt_event *ev)
+{
+	if (ev->status_update && past(d, d->begin)) {
+		d->warming = FALSE;
+		pt_blk_set_image(d->dec, d->pi[d->guest ? 1 : 0]);
+		return TRUE;
+	}
+	if (ev->type == ptev_paging)
+		pt_blk_set_image(d->dec, d->pi[ev->variant.paging.non_root ? 1 : 0]);
+	else if (ev->type == ptev_async_paging)
+		pt_blk_set_image(d->dec, d->pi[ev->variant.async_paging.non_root ? 1 : 0]);
+	return FALSE;
 }
 
 static const VtInsn *insn_at(Dec *d, guint64 ip)
@@ -343,14 +363,16 @@ static int step(Dec *d, int status)
 		status = pt_blk_event(d->dec, &ev, sizeof(ev));
 		if (status < 0)
 			return status;
-		if (ev.status_update && past_seam(d)) {
+		if (ev.status_update && past(d, d->seam)) {
 			d->at_seam = TRUE;
 			return -pte_eos;
 		}
+		if (d->warming && !warm_event(d, &ev))
+			continue;
 		on_event(d, &ev);
 	}
 	memset(&blk, 0, sizeof(blk));
-	if (status & pts_eos) {
+	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
 		if (pt_blk_next(d->dec, &blk, sizeof(blk)) >= 0 || blk.ninsn) {
@@ -361,7 +383,7 @@ static int step(Dec *d, int status)
 	}
 	d->before = now(d);
 	status = pt_blk_next(d->dec, &blk, sizeof(blk));
-	if (blk.ninsn)
+	if (blk.ninsn && !d->warming)
 		on_block(d, &blk);
 	if (status < 0)
 		return status;
@@ -384,7 +406,8 @@ static gboolean sync_next(Dec *d)
 		return FALSE;            /* syncing makes no progress: give up on the rest */
 	d->prev_sync = off;
 	if (status < 0) {
-		emit_error(d, status);
+		if (!d->warming)
+			emit_error(d, status);
 		return TRUE;
 	}
 	d->synced = TRUE;
@@ -450,12 +473,36 @@ static gboolean find_psb(Dec *d, guint64 from, guint64 *at, GError **error)
 	return TRUE;
 }
 
+/* The last PSB in the 64 KiB before queue offset `before` (`before` if none). */
+static gboolean find_psb_before(Dec *d, guint64 before, guint64 *at, GError **error)
+{
+	static const guint8 psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	guint64 from = before > 65536 ? before - 65536 : 0;
+	gsize n = (gsize)(before - from);
+	g_autofree guint8 *chunk = g_malloc(n + 1);
+	const guint8 *p = chunk, *hit;
+
+	*at = before;
+	if (!d->read(d->read_ctx, from, chunk, n, error))
+		return FALSE;
+	while (n >= sizeof(psb) && (hit = memmem(p, n, psb, sizeof(psb)))) {
+		*at = from + (guint64)(hit - chunk);
+		n -= (gsize)(hit - p) + 2;       /* PSBs overlap themselves by pairs */
+		p = hit + 2;
+	}
+	return TRUE;
+}
+
 /* Read the window starting at queue offset `start` (and the bytes up to
  * the PSB after its seam) and put a fresh decoder on it. */
 static gboolean window_open(Dec *d, guint64 start, GError **error)
 {
-	guint64 seam = d->total, end = d->total;
+	guint64 seam = d->total, end = d->total, warm = start;
 
+	/* the PSB segment before the window is decoded too (silently): libipt
+	 * then has the timing state a continuous decoder has there */
+	if (start && !find_psb_before(d, start, &warm, error))
+		return FALSE;
 	if (d->window < d->total - start && !find_psb(d, start + d->window, &seam, error))
 		return FALSE;
 	if (seam < d->total && !find_psb(d, seam + 1, &end, error))
@@ -463,9 +510,11 @@ static gboolean window_open(Dec *d, guint64 start, GError **error)
 	if (d->dec)
 		pt_blk_free_decoder(d->dec);
 	d->dec = NULL;
-	d->base = start;
-	d->len = (gsize)(end - start);
-	d->seam = seam < d->total ? seam - start : G_MAXUINT64;
+	d->base = warm;
+	d->begin = start - warm;
+	d->warming = warm < start;
+	d->len = (gsize)(end - warm);
+	d->seam = seam < d->total ? seam - warm : G_MAXUINT64;
 	if (d->buf_size < d->len + 16) {
 		g_free(d->buf);
 		d->buf_size = d->len + 16;
@@ -473,7 +522,7 @@ static gboolean window_open(Dec *d, guint64 start, GError **error)
 	}
 	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
 	memset(d->buf + d->len, 0, 16);
-	if (!d->read(d->read_ctx, start, d->buf, d->len, error))
+	if (!d->read(d->read_ctx, warm, d->buf, d->len, error))
 		return FALSE;
 	d->at_seam = d->synced = FALSE;
 	d->prev_sync = G_MAXUINT64;
@@ -566,7 +615,7 @@ gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 		d->synced = FALSE;
 		if (d->at_seam || d->status == -pte_eos)
 			d->done = !window_next(d);
-		else
+		else if (!d->warming)
 			emit_error(d, d->status);
 	}
 	d->out = NULL;
