@@ -5,6 +5,8 @@
  * JSON. */
 #include "config.h"
 
+#include <malloc.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <intel-pt.h>
@@ -693,9 +695,19 @@ int cmd_script(int argc, char **argv)
 		goto out;
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
+#ifdef M_MMAP_THRESHOLD
+	/* libipt's block caches (256 KiB a section) come and go with its
+	 * section cache: from mmap, so they go back to the system and the
+	 * threads' arenas do not keep them (a fixed threshold: glibc's
+	 * sliding one moves above them after the first free) */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
+#endif
 	report(&s);
 	rc = vt_decode_result_n_errors(s.result) ? VT_EXIT_BAD_INPUT : VT_EXIT_OK;
-	if (rc)
+	if (!vt_decode_result_check(s.result, &err)) {
+		vt_err("script", "%s", err->message);
+		rc = VT_EXIT_BAD_INPUT;
+	} else if (rc)
 		vt_err("script", "%s: %u decode errors (decoding resumed at the next PSB each time)", o.rec,
 		       vt_decode_result_n_errors(s.result));
 out:

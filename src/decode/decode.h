@@ -218,6 +218,9 @@ gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
 /* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
+/* After the last branch: FALSE (and why) when a queue's AUX data could not
+ * be read to its end (the file shrank or failed), TRUE otherwise. */
+gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);
 /* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
  * NULL when it has none. */
 char *vt_decode_recording_kcore_dir(const char *path);

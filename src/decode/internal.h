@@ -11,9 +11,16 @@
  * not be shared between decoders. */
 struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error);
 
-/* vt_decode_queue_new() over buf itself (len bytes and 16 zeros after
- * them, g_malloc'ed), which the decoder then owns - also on failure. */
-VtDecodeQueue *vt_decode_queue_new_take(guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
-					VtDecodeImage *guest, GError **error);
+/* Reads len bytes at offset off of a queue's AUX data into dst. */
+typedef gboolean (*VtDecodeReadFunc)(gpointer ctx, guint64 off, guint8 *dst, gsize len, GError **error);
+
+/* A queue of len bytes, read through read(ctx) a window of about `window`
+ * bytes at a time (0: in one piece); ctx_free(ctx) when the queue is freed
+ * (also on failure). */
+VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
+					  guint64 len, guint64 window, const VtDecodeCpu *cpu, VtDecodeImage *host,
+					  VtDecodeImage *guest, GError **error);
+/* Why the queue ended early (a window could not be read), NULL if not. */
+const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 
 #endif

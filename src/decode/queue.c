@@ -1,7 +1,24 @@
 /* queue.c - one AUX queue through libipt's block decoder: host and guest
  * images swapped on every paging event's NR bit (strategy D), blocks and
  * events turned into branches, errors recorded and decoding resumed at the
- * next PSB. */
+ * next PSB.
+ *
+ * Windows.  A queue is read a window at a time (its reader: pread), so
+ * memory does not grow with the AUX data: a window starts at a PSB (the
+ * first at the queue's start) and ends at the first PSB (the seam) after
+ * `window` bytes; its buffer also holds the bytes up to the PSB after the
+ * seam.  The window's decoder runs through the seam's PSB+ until its first
+ * status event (PIP, VMCS, ... restated) and stops there: everything before
+ * the PSB has been delivered then, and a fresh decoder synchronised at the
+ * seam delivers the same status events, blocks and events from there on -
+ * libipt reports no trace begin when it synchronises at a PSB+ with a FUP,
+ * as it reports none when it decodes through one.  What PSB+ does not
+ * restate stays in this file's state across the seam: the pending branch
+ * (its target is the next block's start), a pending asynchronous branch,
+ * host/guest when PSB+ has no PIP and the VMCS when it has no VMCS packet.
+ * libipt's own state that a fresh decoder lacks: the return-compression
+ * stack (hardware compresses no return across a PSB) and the CYC
+ * calibration (perf's files give nom_freq: CBR, in PSB+, calibrates). */
 #include "config.h"
 
 #include <string.h>
@@ -12,16 +29,22 @@
  * a loop no packet ends (only bad data does that). */
 #define NO_PROGRESS_LIMIT 1000000
 
-G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
 
 typedef struct VtDecodeQueue Dec;
-#define KEY(a) ((gpointer)(guintptr)(a))
+
+/* The instructions that end blocks, decoded once: a direct-mapped cache
+ * (bounded: a trace that visits the whole kernel does not grow it). */
+#define CACHE_SIZE (1u << 15)
+typedef struct {
+	guint64 ip;                      /* 0: empty */
+	VtInsn insn;
+} Cached;
 
 struct VtDecodeQueue {
 	struct pt_block_decoder *dec;
 	struct pt_image *pi[2];          /* host, guest */
 	VtDecodeImage *img[2];
-	GHashTable *cache[2];            /* ip -> VtInsn* */
+	Cached *cache[2];                /* CACHE_SIZE instructions each, by ip */
 	gboolean guest;                  /* NR of the last paging event */
 	guint64 vmcs;
 	/* the last block's final instruction: a branch whose target the next
@@ -44,8 +67,22 @@ struct VtDecodeQueue {
 	gboolean src_async;
 	guint8 src_kind, src_len;
 	GArray *out;
-	gsize len;                       /* of the AUX buffer */
-	guint8 *buf;                     /* the AUX bytes (a copy, 16 zeros after them) */
+	/* the queue's AUX data, read a window at a time */
+	VtDecodeReadFunc read;
+	gpointer read_ctx;
+	GDestroyNotify read_free;
+	guint64 total;                   /* bytes in the queue */
+	guint64 window;                  /* a window's size (at least; it ends at a PSB) */
+	VtDecodeCpu cpu;
+	guint64 base;                    /* queue offset of buf[0] */
+	guint64 seam;                    /* buffer offset of the next window's PSB; G_MAXUINT64: last */
+	gsize len;                       /* of the buffer */
+	guint8 *buf;                     /* the window's bytes (16 zeros after them) */
+	gsize buf_size;
+	gboolean at_seam;                /* the decoder reached the seam's PSB+ */
+	guint64 begin;                   /* buffer offset of the window's first PSB */
+	gboolean warming;                /* decoding the PSB segment before it, silently */
+	GError *error;                   /* reading failed */
 	/* where decoding stands, between calls of vt_decode_queue_next() */
 	gboolean synced, done;
 	int status;
@@ -60,20 +97,46 @@ static guint64 position(const Dec *d)
 	uint64_t off = 0;
 
 	pt_blk_get_offset(d->dec, &off);
-	return MIN(off, (guint64)d->len);
+	return d->base + MIN(off, (guint64)d->len);
+}
+
+/* The decoder has read past the PSB at buffer offset `psb`. */
+static gboolean past(const Dec *d, guint64 psb)
+{
+	uint64_t off = 0;
+
+	pt_blk_get_offset(d->dec, &off);
+	return psb != G_MAXUINT64 && off > psb;
+}
+
+/* Warming up: the events of the PSB segment before the window only switch
+ * the image (libipt's timing state - CYC calibration - is what the warm-up
+ * is for); TRUE when the window's first PSB+ is reached: the state is the
+ * previous window's from there. */
+static gboolean warm_event(Dec *d, const struct pt_event *ev)
+{
+	if (ev->status_update && past(d, d->begin)) {
+		d->warming = FALSE;
+		pt_blk_set_image(d->dec, d->pi[d->guest ? 1 : 0]);
+		return TRUE;
+	}
+	if (ev->type == ptev_paging)
+		pt_blk_set_image(d->dec, d->pi[ev->variant.paging.non_root ? 1 : 0]);
+	else if (ev->type == ptev_async_paging)
+		pt_blk_set_image(d->dec, d->pi[ev->variant.async_paging.non_root ? 1 : 0]);
+	return FALSE;
 }
 
 static const VtInsn *insn_at(Dec *d, guint64 ip)
 {
 	int w = d->guest ? 1 : 0;
-	VtInsn *in = g_hash_table_lookup(d->cache[w], KEY(ip));
+	Cached *c = &d->cache[w][(ip ^ (ip >> 15)) & (CACHE_SIZE - 1)];
 
-	if (!in) {
-		in = g_new(VtInsn, 1);
-		vt_decode_insn(d->img[w], ip, in);
-		g_hash_table_insert(d->cache[w], KEY(ip), in);
+	if (c->ip != ip || !ip) {
+		c->ip = ip;
+		vt_decode_insn(d->img[w], ip, &c->insn);
 	}
-	return in;
+	return &c->insn;
 }
 
 /* The decoder's time now (0 when the trace has none yet). */
@@ -300,10 +363,16 @@ static int step(Dec *d, int status)
 		status = pt_blk_event(d->dec, &ev, sizeof(ev));
 		if (status < 0)
 			return status;
+		if (ev.status_update && past(d, d->seam)) {
+			d->at_seam = TRUE;
+			return -pte_eos;
+		}
+		if (d->warming && !warm_event(d, &ev))
+			continue;
 		on_event(d, &ev);
 	}
 	memset(&blk, 0, sizeof(blk));
-	if (status & pts_eos) {
+	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
 		if (pt_blk_next(d->dec, &blk, sizeof(blk)) >= 0 || blk.ninsn) {
@@ -314,7 +383,7 @@ static int step(Dec *d, int status)
 	}
 	d->before = now(d);
 	status = pt_blk_next(d->dec, &blk, sizeof(blk));
-	if (blk.ninsn)
+	if (blk.ninsn && !d->warming)
 		on_block(d, &blk);
 	if (status < 0)
 		return status;
@@ -337,7 +406,8 @@ static gboolean sync_next(Dec *d)
 		return FALSE;            /* syncing makes no progress: give up on the rest */
 	d->prev_sync = off;
 	if (status < 0) {
-		emit_error(d, status);
+		if (!d->warming)
+			emit_error(d, status);
 		return TRUE;
 	}
 	d->synced = TRUE;
@@ -347,13 +417,14 @@ static gboolean sync_next(Dec *d)
 	return TRUE;
 }
 
-static gboolean decoder_new(Dec *d, const guint8 *buf, gsize len, const VtDecodeCpu *cpu, GError **error)
+static gboolean decoder_new(Dec *d, GError **error)
 {
+	const VtDecodeCpu *cpu = &d->cpu;
 	struct pt_config cfg;
 
 	pt_config_init(&cfg);
-	cfg.begin = (uint8_t *)buf;
-	cfg.end = (uint8_t *)buf + len;
+	cfg.begin = d->buf;
+	cfg.end = d->buf + d->len;
 	if (cpu->family) {
 		cfg.cpu.vendor = pcv_intel;
 		cfg.cpu.family = cpu->family;
@@ -373,38 +444,128 @@ static gboolean decoder_new(Dec *d, const guint8 *buf, gsize len, const VtDecode
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt block decoder");
 		return FALSE;
 	}
-	return pt_blk_set_image(d->dec, d->pi[0]) >= 0;
+	return pt_blk_set_image(d->dec, d->pi[d->guest ? 1 : 0]) >= 0;
 }
 
-VtDecodeQueue *vt_decode_queue_new_take(guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
-					VtDecodeImage *guest, GError **error)
+/* The first PSB at or after queue offset `from` (d->total if none). */
+static gboolean find_psb(Dec *d, guint64 from, guint64 *at, GError **error)
+{
+	static const guint8 psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	guint8 chunk[65536];
+
+	for (guint64 off = from; off < d->total; off += sizeof(chunk) - (sizeof(psb) - 1)) {
+		gsize n = (gsize)MIN((guint64)sizeof(chunk), d->total - off);
+		const guint8 *hit;
+
+		if (n < sizeof(psb))
+			break;
+		if (!d->read(d->read_ctx, off, chunk, n, error))
+			return FALSE;
+		hit = memmem(chunk, n, psb, sizeof(psb));
+		if (hit) {
+			*at = off + (guint64)(hit - chunk);
+			return TRUE;
+		}
+		if (n < sizeof(chunk))
+			break;
+	}
+	*at = d->total;
+	return TRUE;
+}
+
+/* The last PSB in the 64 KiB before queue offset `before` (`before` if none). */
+static gboolean find_psb_before(Dec *d, guint64 before, guint64 *at, GError **error)
+{
+	static const guint8 psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	guint64 from = before > 65536 ? before - 65536 : 0;
+	gsize n = (gsize)(before - from);
+	g_autofree guint8 *chunk = g_malloc(n + 1);
+	const guint8 *p = chunk, *hit;
+
+	*at = before;
+	if (!d->read(d->read_ctx, from, chunk, n, error))
+		return FALSE;
+	while (n >= sizeof(psb) && (hit = memmem(p, n, psb, sizeof(psb)))) {
+		*at = from + (guint64)(hit - chunk);
+		n -= (gsize)(hit - p) + 2;       /* PSBs overlap themselves by pairs */
+		p = hit + 2;
+	}
+	return TRUE;
+}
+
+/* Read the window starting at queue offset `start` (and the bytes up to
+ * the PSB after its seam) and put a fresh decoder on it. */
+static gboolean window_open(Dec *d, guint64 start, GError **error)
+{
+	guint64 seam = d->total, end = d->total, warm = start;
+
+	/* the PSB segment before the window is decoded too (silently): libipt
+	 * then has the timing state a continuous decoder has there */
+	if (start && !find_psb_before(d, start, &warm, error))
+		return FALSE;
+	if (d->window < d->total - start && !find_psb(d, start + d->window, &seam, error))
+		return FALSE;
+	if (seam < d->total && !find_psb(d, seam + 1, &end, error))
+		return FALSE;
+	if (d->dec)
+		pt_blk_free_decoder(d->dec);
+	d->dec = NULL;
+	d->base = warm;
+	d->begin = start - warm;
+	d->warming = warm < start;
+	d->len = (gsize)(end - warm);
+	d->seam = seam < d->total ? seam - warm : G_MAXUINT64;
+	if (d->buf_size < d->len + 16) {
+		g_free(d->buf);
+		d->buf_size = d->len + 16;
+		d->buf = g_malloc(d->buf_size);
+	}
+	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
+	memset(d->buf + d->len, 0, 16);
+	if (!d->read(d->read_ctx, warm, d->buf, d->len, error))
+		return FALSE;
+	d->at_seam = d->synced = FALSE;
+	d->prev_sync = G_MAXUINT64;
+	return decoder_new(d, error);
+}
+
+VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
+					  guint64 len, guint64 window, const VtDecodeCpu *cpu, VtDecodeImage *host,
+					  VtDecodeImage *guest, GError **error)
 {
 	Dec *d = g_new0(Dec, 1);
 
-	d->buf = buf;
-	d->len = len;
-	d->prev_sync = G_MAXUINT64;
+	d->read = read;
+	d->read_ctx = ctx;
+	d->read_free = ctx_free;
+	d->total = len;
+	d->window = window ? window : G_MAXUINT64;
+	d->cpu = *cpu;
 	d->img[0] = host;
 	d->img[1] = guest ? guest : host;
 	d->pi[0] = vt_decode_image_new_pt(host, error);
 	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
-	d->cache[0] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	d->cache[1] = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	if (!d->pi[1] || !decoder_new(d, d->buf, len, cpu, error)) {
+	d->cache[0] = g_new0(Cached, CACHE_SIZE);
+	d->cache[1] = g_new0(Cached, CACHE_SIZE);
+	if (!d->pi[1] || !window_open(d, 0, error)) {
 		vt_decode_queue_free(d);
 		return NULL;
 	}
 	return d;
 }
 
+static gboolean read_memory(gpointer ctx, guint64 off, guint8 *dst, gsize len, GError **error)
+{
+	(void)error;
+	memcpy(dst, (const guint8 *)ctx + off, len);
+	return TRUE;
+}
+
 VtDecodeQueue *vt_decode_queue_new(const guint8 *data, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,
 				   VtDecodeImage *guest, GError **error)
 {
-	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
-	guint8 *buf = g_malloc0(len + 16);
-
-	memcpy(buf, data, len);
-	return vt_decode_queue_new_take(buf, len, cpu, host, guest, error);
+	return vt_decode_queue_new_reader(read_memory, g_memdup2(data, len), g_free, len, 0, cpu, host, guest,
+					  error);
 }
 
 void vt_decode_queue_free(VtDecodeQueue *d)
@@ -416,11 +577,27 @@ void vt_decode_queue_free(VtDecodeQueue *d)
 	for (int i = 0; i < 2; i++) {
 		if (d->pi[i])
 			pt_image_free(d->pi[i]);
-		if (d->cache[i])
-			g_hash_table_destroy(d->cache[i]);
+		g_free(d->cache[i]);
 	}
+	if (d->read_free)
+		d->read_free(d->read_ctx);
+	g_clear_error(&d->error);
 	g_free(d->buf);
 	g_free(d);
+}
+
+/* This window is done: on to the next one, FALSE at the queue's end (or
+ * when it cannot be read: d->error). */
+static gboolean window_next(Dec *d)
+{
+	if (d->seam == G_MAXUINT64)
+		return FALSE;
+	return window_open(d, d->base + d->seam, &d->error);
+}
+
+const GError *vt_decode_queue_error(const VtDecodeQueue *d)
+{
+	return d->error;
 }
 
 gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
@@ -428,14 +605,17 @@ gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 	d->out = out;
 	while (!d->done && out->len < max) {
 		if (!d->synced) {
-			d->done = !sync_next(d);
+			if (!sync_next(d))
+				d->done = !window_next(d);
 			continue;
 		}
 		d->status = step(d, d->status);
 		if (d->status >= 0)
 			continue;
 		d->synced = FALSE;
-		if (d->status != -pte_eos)
+		if (d->at_seam || d->status == -pte_eos)
+			d->done = !window_next(d);
+		else if (!d->warming)
 			emit_error(d, d->status);
 	}
 	d->out = NULL;

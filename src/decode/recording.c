@@ -2,8 +2,9 @@
  * (thread, vCPU, time) and streamed in order: each queue is decoded by its
  * own thread a few batches ahead of the reader (at most --jobs decoding at
  * once), and the reader merges the queues' batches (timed: by time over all
- * queues; timeless: queue after queue).  Memory holds the AUX data and a
- * few batches per queue, never the branches of the whole trace. */
+ * queues; timeless: queue after queue).  Memory holds a window of AUX
+ * data (read with pread, see queue.c) and a few batches per queue, never
+ * the whole AUX data or the branches of the whole trace. */
 #include "config.h"
 
 #include <stdio.h>
@@ -14,11 +15,13 @@
 
 #define BATCH 4096                /* branches per batch */
 #define AHEAD 4                   /* batches a queue's thread decodes ahead */
+#define WINDOW (2u << 20)         /* AUX bytes a queue's decoder reads at a time */
 
 typedef struct {
 	VtDecodeResult *r;
 	const VmcorrQueue *q;
 	VtDecodeQueue *dec;
+	guint64 *starts;          /* queue offset of each AUX buffer, and the total */
 	GAsyncQueue *ready;       /* GArray batches of VtBranch; an empty one ends */
 	gint ahead;               /* batches decoded and not yet read (r->lock) */
 	GArray *cur;              /* the reader's batch */
@@ -38,28 +41,48 @@ struct VtDecodeResult {
 	GStringChunk *strings;    /* comm names */
 	gboolean timed, per_cpu;
 	guint nerrors;
+	GError *error;            /* a queue that could not be read to its end (lock) */
 	VtDecodeEvent ev;         /* the event last returned */
 };
 
-/* The queue's AUX bytes in one piece (buffers that follow each other). */
-static guint8 *join_buffers(const VmcorrSession *s, const VmcorrQueue *q, gsize *len, GError **error)
+/* Where the queue's AUX buffers start in its data (buffers that follow
+ * each other). */
+static void buffer_starts(const VmcorrSession *s, Queue *q)
 {
-	gsize total = 0, at = 0;
+	q->starts = g_new(guint64, q->q->nbufs + 1);
+	q->starts[0] = 0;
+	for (guint i = 0; i < q->q->nbufs; i++)
+		q->starts[i + 1] = q->starts[i] + s->bufs[q->q->first + i].size;
+}
 
-	for (guint i = 0; i < q->nbufs; i++)
-		total += s->bufs[q->first + i].size;
-	g_autofree guint8 *owned = g_malloc0(total + 16);   /* 16 zeros: see vt_decode_queue_new_take() */
+/* The queue's AUX bytes [off, off+len): read, not mapped (a file that
+ * shrinks is an error, not SIGBUS). */
+static gboolean read_queue(gpointer ctx, guint64 off, guint8 *dst, gsize len, GError **error)
+{
+	const Queue *q = ctx;
+	const VmcorrSession *s = q->r->s;
+	guint lo = 0, hi = q->q->nbufs;
 
-	for (guint i = 0; i < q->nbufs; i++) {
-		const VmcorrBuffer *b = &s->bufs[q->first + i];
+	while (hi - lo > 1) {                  /* the buffer holding off */
+		guint mid = (lo + hi) / 2;
 
-		/* read, not mapped: a file that shrinks is an error, not SIGBUS */
-		if (!vt_perf_file_read(s->f, b->payload_off, owned + at, b->size, error))
-			return NULL;
-		at += b->size;
+		if (q->starts[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
 	}
-	*len = total;
-	return g_steal_pointer(&owned);
+	for (guint i = lo; len; i++) {
+		const VmcorrBuffer *b = &s->bufs[q->q->first + i];
+		guint64 in = off - q->starts[i];
+		gsize n = (gsize)MIN((guint64)len, b->size - in);
+
+		if (!vt_perf_file_read(s->f, b->payload_off + in, dst, n, error))
+			return FALSE;
+		dst += n;
+		off += n;
+		len -= n;
+	}
+	return TRUE;
 }
 
 /* CPU identity (errata), TSC:CTC ratio, MTC frequency, nominal ratio. */
@@ -132,6 +155,10 @@ static gpointer produce(gpointer data)
 		else
 			g_array_free(b, TRUE);
 	}
+	g_mutex_lock(&r->lock);
+	if (vt_decode_queue_error(q->dec) && !r->error)
+		r->error = g_error_copy(vt_decode_queue_error(q->dec));
+	g_mutex_unlock(&r->lock);
 	g_async_queue_push(q->ready, g_array_new(FALSE, FALSE, sizeof(VtBranch)));
 	return NULL;
 }
@@ -192,21 +219,20 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 
 static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GError **error)
 {
+	const char *w = g_getenv("VMTRACE_DECODE_WINDOW");   /* tests: the window's size */
+	guint64 window = w ? g_ascii_strtoull(w, NULL, 0) : WINDOW;
 	VtDecodeCpu cpu;
 
 	cpu_of(r->s, &cpu);
 	for (guint i = 0; i < r->n; i++) {
 		Queue *q = &r->qs[i];
-		gsize len = 0;
-		g_autofree guint8 *aux = NULL;
 
 		q->r = r;
 		q->q = &g_array_index(r->s->queues, VmcorrQueue, i);
 		q->ready = g_async_queue_new();
-		aux = join_buffers(r->s, q->q, &len, error);
-		if (!aux)
-			return FALSE;
-		q->dec = vt_decode_queue_new_take(g_steal_pointer(&aux), len, &cpu, opts->host, opts->guest, error);
+		buffer_starts(r->s, q);
+		q->dec = vt_decode_queue_new_reader(read_queue, q, NULL, q->starts[q->q->nbufs], window, &cpu,
+						    opts->host, opts->guest, error);
 		if (!q->dec)
 			return FALSE;
 	}
@@ -261,7 +287,9 @@ void vt_decode_result_free(VtDecodeResult *r)
 		if (q->cur)
 			g_array_free(q->cur, TRUE);
 		vt_decode_queue_free(q->dec);
+		g_free(q->starts);
 	}
+	g_clear_error(&r->error);
 	g_free(r->qs);
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
@@ -283,6 +311,18 @@ gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 guint vt_decode_result_n_errors(const VtDecodeResult *r)
 {
 	return r->nerrors;
+}
+
+gboolean vt_decode_result_check(VtDecodeResult *r, GError **error)
+{
+	gboolean ok;
+
+	g_mutex_lock(&r->lock);
+	ok = !r->error;
+	if (!ok)
+		g_propagate_error(error, g_error_copy(r->error));
+	g_mutex_unlock(&r->lock);
+	return ok;
 }
 
 char *vt_decode_recording_kcore_dir(const char *path)
