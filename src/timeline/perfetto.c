@@ -260,10 +260,13 @@ static void pf_begin(VtTimelineSink *s, guint lane, guint64 ts, VtTimelineKind k
 		     const char *details)
 {
 	Perfetto *p = (Perfetto *)s;
+	const char *rest = details ? strchr(details, '\n') : NULL;
 
-	/* a function's details (its address) would double the file: its name says it */
-	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name,
-	      kind == VT_TIMELINE_EXIT ? details : NULL, 0);
+	/* a function's address (its first detail) would double the file: its
+	 * name says it; what follows (continued=...) is kept */
+	if (kind == VT_TIMELINE_FUNCTION)
+		details = rest ? rest + 1 : NULL;
+	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name, details, 0);
 }
 
 static void pf_end(VtTimelineSink *s, guint lane, guint64 ts, const char *details)
