@@ -25,7 +25,7 @@ typedef struct {
 	GByteArray *buf;
 	GError *error;                      /* the first write error */
 	gboolean first;                     /* no packet written yet */
-	const char *counter_name;           /* "VM exits/ms", timeless "VM exits/1000 branches" */
+	const char *counter_name;           /* "VM exits/ms", timeless "VM exits/1000 instructions" */
 	guint64 next_uuid;
 	GHashTable *processes;              /* pid -> uuid */
 	GArray *vcpus;                      /* VcpuTracks */
@@ -329,7 +329,7 @@ VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, gbo
 	p->out = out;
 	p->buf = g_byte_array_sized_new(FLUSH_AT + 4096);
 	p->first = TRUE;
-	p->counter_name = timed ? "VM exits/ms" : "VM exits/1000 branches";
+	p->counter_name = timed ? "VM exits/ms" : "VM exits/1000 instructions";
 	p->next_uuid = 1;
 	p->processes = g_hash_table_new(g_direct_hash, g_direct_equal);
 	p->vcpus = g_array_new(FALSE, TRUE, sizeof(VcpuTracks));

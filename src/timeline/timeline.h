@@ -13,7 +13,7 @@
  * summary per lane and the longest slices (its `max_slices`), so a page
  * of a huge recording stays small and interactive.
  *
- * Times are perf times in ns; a timeless recording's are branch counts
+ * Times are perf times in ns; a timeless recording's are instruction counts
  * per vCPU (the builder says which in vt_timeline_builder_timed).
  *
  * No printing, no exiting: errors are GErrors (G_FILE_ERROR from the
@@ -80,12 +80,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtTimelineSink, vt_timeline_sink_free)
  * at finish; replace: an existing regular file may be replaced).  One
  * packet sequence; names and annotation keys interned; a process track
  * per QEMU pid, a thread track per vCPU with child tracks "guest", "host"
- * and the counter track "VM exits/ms" (timeless: "VM exits/1000 branches"). */
+ * and the counter track "VM exits/ms" (timeless: "VM exits/1000 instructions"). */
 VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, gboolean timed, GError **error);
 
 /* The HTML writer: a page with the lanes drawn on a canvas (zoom, pan,
  * click for details) from an embedded summary; timed: times are ns, else
- * branch counts.  Slices beyond max_slices
+ * instruction counts.  Slices beyond max_slices
  * (the longest are kept) are shown only aggregated. */
 VtTimelineSink *vt_timeline_html_new(const char *path, gboolean replace, guint max_slices, const char *title,
 				     gboolean timed, GError **error);
