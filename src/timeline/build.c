@@ -236,7 +236,8 @@ static void on_slice(const VtAnalyzeSlice *s, gpointer user)
 	if (!v)
 		return;
 	o = v->open[mode];
-	g_return_if_fail(s->depth < o->len);
+	if (s->depth >= o->len)              /* begun before its vCPU was known: never */
+		return;
 	if (s->depth + 1 < o->len) {           /* a full stack drops its outer frames */
 		g_array_append_vals(v->resume[mode], &g_array_index(o, Open, s->depth + 1),
 				    o->len - s->depth - 1);
