@@ -31,7 +31,7 @@ while read -r name opts; do
 	check "$name: tracks, slices, VM exits and counters = ground truth ($(tail -1 "$TMP/$name.check"))" \
 		grep -qx ok "$TMP/$name.check" || sed 's/^/#   /' "$TMP/$name.check"
 	unit='VM exits/ms'
-	case $opts in *--timeless*) unit='VM exits/1000 branches' ;; esac
+	case $opts in *--timeless*) unit='VM exits/1000 instructions' ;; esac
 	check "$name: the counter track is \"$unit\"" grep -q "name: \"$unit\"" "$TMP/$name.txt"
 done <<'CONFIGS'
 thread-2vcpu-timed      --vcpus 2 --psb-period 1 --seed 5

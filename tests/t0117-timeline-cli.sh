@@ -3,7 +3,7 @@
 # created only when complete (no temporary left behind), 0600, never over
 # an existing file without --force; a recording without vCPU threads
 # (its COMM records removed) exits 24 and writes nothing; a timeless
-# recording counts branches.
+# recording counts instructions (analyze's clock, as report).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_python
@@ -72,12 +72,12 @@ check "no COMM records (no vCPU thread): exit 24" rc_is 24
 check "no vCPU thread: says so" says 'no vCPU thread ("CPU n/KVM")'
 check "no vCPU thread: nothing written" test ! -e "$TMP/nocomm.html"
 
-# timeless: the page counts branches
+# timeless: the page counts instructions (analyze's clock, as report)
 code_recording tl 32K --vcpus 1 --timeless || { finish; }
 # shellcheck disable=SC2086
 tl "$TMP/tl.data" $G -o "$TMP/tl.html"
 check "timeless: exit 0" rc_is 0
-check "timeless: the page's unit is branches" grep -q '"unit": "branches"' "$TMP/tl.html"
-check "timeless: vmtrace timeline --help says timeless recordings count branches" \
-	sh -c "'$VMTRACE' timeline --help | grep -q 'Timeless'"
+check "timeless: the page's unit is instructions" grep -q '"unit": "instructions"' "$TMP/tl.html"
+check "timeless: vmtrace timeline --help says timeless recordings count instructions" \
+	sh -c "'$VMTRACE' timeline --help | grep -q 'count instructions'"
 finish

@@ -72,6 +72,24 @@ static const VtAnalyzeFunction *func(VtAnalyzeSummary *s, const char *name, gint
 	return NULL;
 }
 
+/* The stream of test_stream: a syscall whose helper is interrupted by a
+ * VM exit, a return matching no call, an exit never re-entered. */
+static void feed(VtAnalyze *a)
+{
+	ev(a, 1000, VT_BRANCH_VMENTRY, FALSE, H + 0x10, TRUE, G + 0x300, 3);
+	ev(a, 1100, VT_BRANCH_JUMP, TRUE, G + 0x310, TRUE, G + 0x000, 2);           /* into entry_SYSCALL_64 */
+	ev(a, 1200, VT_BRANCH_CALL, TRUE, G + 0x010, TRUE, G + 0x100, 5);           /* names the syscall */
+	ev(a, 1300, VT_BRANCH_CALL, TRUE, G + 0x110, TRUE, G + 0x200, 5);
+	ev(a, 1400, VT_BRANCH_VMEXIT, TRUE, G + 0x220, FALSE, H + 0x000, 0);
+	ev(a, 1450, VT_BRANCH_CALL, FALSE, H + 0x010, FALSE, H + 0x100, 5);
+	ev(a, 1500, VT_BRANCH_RETURN, FALSE, H + 0x120, FALSE, H + 0x015, 1);
+	ev(a, 1600, VT_BRANCH_VMENTRY, FALSE, H + 0x020, TRUE, G + 0x220, 3);
+	ev(a, 1700, VT_BRANCH_RETURN, TRUE, G + 0x230, TRUE, G + 0x115, 1);         /* helper returns */
+	ev(a, 1800, VT_BRANCH_RETURN, TRUE, G + 0x130, TRUE, G + 0x015, 1);         /* the handler returns */
+	ev(a, 1900, VT_BRANCH_RETURN, TRUE, G + 0x040, TRUE, G + 0x3f0, 1);         /* matches no call */
+	ev(a, 2000, VT_BRANCH_VMEXIT, TRUE, G + 0x050, FALSE, H + 0x000, 0);        /* never re-entered */
+}
+
 static void test_stream(void)
 {
 	g_autofree char *gdir = g_dir_make_tmp("test-analyze-g-XXXXXX", NULL);
@@ -91,18 +109,7 @@ static void test_stream(void)
 	const VtAnalyzeVcpu *vc;
 	const VtAnalyzeExitGroup *grp;
 
-	ev(a, 1000, VT_BRANCH_VMENTRY, FALSE, H + 0x10, TRUE, G + 0x300, 3);
-	ev(a, 1100, VT_BRANCH_JUMP, TRUE, G + 0x310, TRUE, G + 0x000, 2);           /* into entry_SYSCALL_64 */
-	ev(a, 1200, VT_BRANCH_CALL, TRUE, G + 0x010, TRUE, G + 0x100, 5);           /* names the syscall */
-	ev(a, 1300, VT_BRANCH_CALL, TRUE, G + 0x110, TRUE, G + 0x200, 5);
-	ev(a, 1400, VT_BRANCH_VMEXIT, TRUE, G + 0x220, FALSE, H + 0x000, 0);
-	ev(a, 1450, VT_BRANCH_CALL, FALSE, H + 0x010, FALSE, H + 0x100, 5);
-	ev(a, 1500, VT_BRANCH_RETURN, FALSE, H + 0x120, FALSE, H + 0x015, 1);
-	ev(a, 1600, VT_BRANCH_VMENTRY, FALSE, H + 0x020, TRUE, G + 0x220, 3);
-	ev(a, 1700, VT_BRANCH_RETURN, TRUE, G + 0x230, TRUE, G + 0x115, 1);         /* helper returns */
-	ev(a, 1800, VT_BRANCH_RETURN, TRUE, G + 0x130, TRUE, G + 0x015, 1);         /* the handler returns */
-	ev(a, 1900, VT_BRANCH_RETURN, TRUE, G + 0x040, TRUE, G + 0x3f0, 1);         /* matches no call */
-	ev(a, 2000, VT_BRANCH_VMEXIT, TRUE, G + 0x050, FALSE, H + 0x000, 0);        /* never re-entered */
+	feed(a);
 	vt_analyze_finish(a);
 
 	vcpus = vt_analyze_summary_vcpus(s);
@@ -158,6 +165,83 @@ static void test_stream(void)
 	}
 }
 
+/* The begin callbacks: every item announced at its start, in time order,
+ * nesting with its end (slices by depth; an exit before the next). */
+static void log_begin(const VtAnalyzeSlice *x, gpointer user)
+{
+	g_string_append_printf(user, "B%c%u %s %" G_GUINT64_FORMAT ";", x->guest ? 'g' : 'h', x->depth, x->sym,
+			       x->start);
+}
+
+static void log_slice(const VtAnalyzeSlice *x, gpointer user)
+{
+	g_string_append_printf(user, "E%c%u %s %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT "%s;", x->guest ? 'g' : 'h',
+			       x->depth, x->sym, x->start, x->end, x->complete ? "" : " cut");
+}
+
+static void log_exit_begin(const VtAnalyzeExit *x, gpointer user)
+{
+	g_string_append_printf(user, "X %s %" G_GUINT64_FORMAT ";", x->handler, x->exit_time);
+	g_assert_null(x->first_call);
+	g_assert_false(x->reentered);
+}
+
+static void log_exit(const VtAnalyzeExit *x, gpointer user)
+{
+	g_string_append_printf(user, "x %s %" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT "%s;",
+			       x->first_call ? x->first_call : "-",
+			       x->exit_time, x->end, x->reentered ? "" : " cut");
+	g_assert_cmpuint(x->end, ==, x->reentered ? x->entry_time : x->end);
+}
+
+static void test_begin(void)
+{
+	g_autofree char *gdir = g_dir_make_tmp("test-analyze-g-XXXXXX", NULL);
+	g_autofree char *hdir = g_dir_make_tmp("test-analyze-h-XXXXXX", NULL);
+	g_autoptr(VtDecodeImage) guest = image(gdir, "ffffffff81000000 T entry_SYSCALL_64\n"
+						     "ffffffff81000100 T __x64_sys_read\n"
+						     "ffffffff81000200 t helper\n"
+						     "ffffffff81000300 T fn_a\n");
+	g_autoptr(VtDecodeImage) host = image(hdir, "ffffffff81000000 T vmx_vmexit\n"
+						    "ffffffff81000100 T kvm_handle\n");
+	g_autoptr(GString) log = g_string_new(NULL);
+	VtAnalyzeVisitor v = { .slice = log_slice, .slice_begin = log_begin, .exit = log_exit,
+			       .exit_begin = log_exit_begin, .user = log };
+	VtAnalyzeOptions ao = { .host = host, .guest = guest, .timed = TRUE, .vcpu = -1 };
+	g_autoptr(VtAnalyze) a = vt_analyze_new(&ao, &v);
+
+	feed(a);
+	g_assert_cmpstr(log->str, ==, "Bg0 __x64_sys_read 1200;Bg1 helper 1300;X vmx_vmexit 1400;"
+			"Bh0 kvm_handle 1450;Eh0 kvm_handle 1450-1500;x kvm_handle 1400-1600;"
+			"Eg1 helper 1300-1700;Eg0 __x64_sys_read 1200-1800;X vmx_vmexit 2000;");
+	g_string_truncate(log, 0);
+	vt_analyze_finish(a);
+	g_assert_cmpstr(log->str, ==, "x - 2000-2000 cut;");
+	/* a full stack: 1025 calls; the 1025th closes the outer 512 (511..0),
+	 * the inner ones renumber from 0, then it begins at depth 512 */
+	g_string_truncate(log, 0);
+	ev(a, 3000, VT_BRANCH_VMENTRY, FALSE, H + 0x10, TRUE, G + 0x300, 3);
+	for (guint i = 0; i < 1025; i++)
+		ev(a, 3001 + i, VT_BRANCH_CALL, TRUE, G + 0x210, TRUE, G + 0x200, 5);
+	{
+		g_auto(GStrv) items = g_strsplit(log->str, ";", -1);
+
+		g_assert_cmpuint(g_strv_length(items), ==, 1024 + 512 + 1 + 1);
+		g_assert_cmpstr(items[1023], ==, "Bg1023 helper 4024");
+		g_assert_cmpstr(items[1024], ==, "Eg511 helper 3512-4025 cut");
+		g_assert_cmpstr(items[1024 + 511], ==, "Eg0 helper 3001-4025 cut");
+		g_assert_cmpstr(items[1024 + 512], ==, "Bg512 helper 4025");
+	}
+	for (const char *d = gdir; d; d = d == gdir ? hdir : NULL) {
+		g_autofree char *k = g_build_filename(d, "kcore", NULL);
+		g_autofree char *s2 = g_build_filename(d, "kallsyms", NULL);
+
+		g_unlink(k);
+		g_unlink(s2);
+		g_rmdir(d);
+	}
+}
+
 /* Percentiles by nearest rank, exact below VT_ANALYZE_EXACT values. */
 static void test_percentiles(void)
 {
@@ -188,5 +272,6 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/analyze/stream", test_stream);
 	g_test_add_func("/analyze/percentiles", test_percentiles);
+	g_test_add_func("/analyze/begin", test_begin);
 	return g_test_run();
 }

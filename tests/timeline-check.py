@@ -157,7 +157,7 @@ def perfetto(args):
         t = threads.get(v["tid"])
         assert t, "no thread track for vCPU %d (tid %d)" % (n, v["tid"])
         guest, host = lanes[(t, "guest")], lanes[(t, "host")]
-        counter = lanes.get((t, "VM exits/ms")) or lanes[(t, "VM exits/1000 branches")]
+        counter = lanes.get((t, "VM exits/ms")) or lanes[(t, "VM exits/1000 instructions")]
         fn = [s for u in (guest, host) for s in slices.get(u, []) if "continued" not in s[1]
               and not s[0].startswith("VM exit: ")]
         exits = [s for s in slices.get(host, []) if s[0].startswith("VM exit: ")]

@@ -315,6 +315,12 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	if (c->stack[guest]->len == MAX_DEPTH)
 		frames_drop_outer(a, c, guest);
 	g_array_append_val(c->stack[guest], f);
+	if (a->v.slice_begin) {
+		VtAnalyzeSlice s = { .w = c->w, .guest = guest, .depth = c->stack[guest]->len - 1,
+				     .func = f.func, .sym = f.sym, .start = f.start };
+
+		a->v.slice_begin(&s, a->v.user);
+	}
 	first_call(a, c, guest, f.func, f.sym);
 }
 
@@ -356,6 +362,7 @@ static void exit_end(VtAnalyze *a, Ctx *c, gboolean reentered)
 	c->exit.entry_time = reentered ? c->now : 0;
 	c->exit.latency = reentered ? c->now - c->exit.exit_time : 0;
 	c->exit.host_insns = reentered ? c->insns - c->exit_insns : 0;
+	c->exit.end = c->now;
 	c->exit.w = c->w;
 	if (a->v.exit)
 		a->v.exit(&c->exit, a->v.user);
@@ -374,6 +381,8 @@ static void on_vmexit(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	c->exit = (VtAnalyzeExit){ .w = c->w, .exit_time = c->now, .exit_ip = b->from, .handler_ip = b->to };
 	c->exit.handler = symbol(a, FALSE, b->to, &start);
 	c->exit_insns = c->insns;
+	if (a->v.exit_begin)
+		a->v.exit_begin(&c->exit, a->v.user);
 }
 
 static void on_vmentry(VtAnalyze *a, Ctx *c)

@@ -81,6 +81,8 @@ typedef struct {
 	const char *first_call;          /* first host function called (NULL: none) */
 	guint64 latency;                 /* entry_time - exit_time (0 unless reentered) */
 	guint64 host_insns;              /* host instructions from exit to re-entry (0 unless counted) */
+	guint64 end;                     /* clock when it ended: entry_time if reentered, else the
+					  * trace break, next exit or end of the recording */
 } VtAnalyzeExit;
 
 typedef struct {
@@ -112,11 +114,23 @@ typedef struct {
 } VtAnalyzeSyscall;
 
 /* Callbacks (any may be NULL); items arrive in the order the analysis
- * completes them (a slice when it ends, an exit at re-entry). */
+ * completes them (a slice when it ends, an exit at re-entry or when it
+ * ends unre-entered).  slice_begin and exit_begin announce an item when it
+ * starts (the call; the VM-exit branch), so a sink can draw begin/end in
+ * time order: slice_begin's slice has w, guest, depth, func, sym and start
+ * (its end, self, insns 0, complete FALSE); exit_begin's exit has w,
+ * exit_time, exit_ip, handler_ip and handler (first_call NULL, not
+ * reentered).  Per context and machine, every begun slice later ends
+ * through `slice`, begins and ends nesting by depth - except when a full
+ * stack closes its outermost frames (analyze.h, "slice"): those end while
+ * the inner ones stay open and renumber from depth 0.  Every begun exit
+ * ends through `exit` before the context's next exit begins. */
 typedef struct {
 	void (*mode)(const VtAnalyzeMode *m, gpointer user);
 	void (*exit)(const VtAnalyzeExit *x, gpointer user);
 	void (*slice)(const VtAnalyzeSlice *s, gpointer user);
+	void (*slice_begin)(const VtAnalyzeSlice *s, gpointer user);
+	void (*exit_begin)(const VtAnalyzeExit *x, gpointer user);
 	void (*first_call)(const VtAnalyzeFirstCall *f, gpointer user);
 	void (*syscall)(const VtAnalyzeSyscall *s, gpointer user);
 	gpointer user;

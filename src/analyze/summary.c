@@ -341,7 +341,8 @@ static void on_syscall(const VtAnalyzeSyscall *sc, gpointer user)
 
 VtAnalyzeVisitor vt_analyze_summary_visitor(VtAnalyzeSummary *s)
 {
-	return (VtAnalyzeVisitor){ on_mode, on_vmexit_done, on_slice, on_first_call, on_syscall, s };
+	return (VtAnalyzeVisitor){ .mode = on_mode, .exit = on_vmexit_done, .slice = on_slice,
+				   .first_call = on_first_call, .syscall = on_syscall, .user = s };
 }
 
 /* -------------------------------------------------------------- results */

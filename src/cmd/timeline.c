@@ -39,7 +39,7 @@ static const char tl_description[] =
 	"are decoded (memory stays flat); the page holds a fixed-size summary per lane\n"
 	"and the --max-slices longest slices, so it stays small and interactive for\n"
 	"any recording: shorter slices are drawn aggregated per pixel.  Timeless\n"
-	"recordings count branches instead of ns.\n\n"
+	"recordings count instructions (per vCPU thread) instead of ns, as report does.\n\n"
 	"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
 	"3 bad input (unreadable recording or image, or decode errors in the trace: the\n"
 	"output is still written); 24 no vCPU thread (\"CPU n/KVM\") in the recording.\n";

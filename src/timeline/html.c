@@ -404,7 +404,7 @@ static void json_data(Html *h, GString *out)
 
 	vt_json_begin_object(j);
 	vt_json_kv_string(j, "title", h->title);
-	vt_json_kv_string(j, "unit", h->timed ? "ns" : "branches");
+	vt_json_kv_string(j, "unit", h->timed ? "ns" : "instructions");
 	vt_json_kv_uint(j, "t0", h->t0);
 	vt_json_kv_uint(j, "bin", h->width);
 	vt_json_kv_uint(j, "nbins", n);

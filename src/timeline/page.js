@@ -70,8 +70,8 @@ function colour(nameId, kind, alpha) {
 	return `hsla(${hue(D.names[nameId] || "")}, 55%, 60%, ${alpha})`;
 }
 function fmt(t) {
-	if (D.unit === "branches")
-		return Math.round(t) + " br";
+	if (D.unit === "instructions")
+		return Math.round(t) + " insns";
 	if (t >= 1e6) return (t / 1e6).toFixed(3) + " ms";
 	if (t >= 1e3) return (t / 1e3).toFixed(2) + " us";
 	return Math.round(t) + " ns";

@@ -25,7 +25,7 @@ typedef struct {
 	GByteArray *buf;
 	GError *error;                      /* the first write error */
 	gboolean first;                     /* no packet written yet */
-	const char *counter_name;           /* "VM exits/ms", timeless "VM exits/1000 branches" */
+	const char *counter_name;           /* "VM exits/ms", timeless "VM exits/1000 instructions" */
 	guint64 next_uuid;
 	GHashTable *processes;              /* pid -> uuid */
 	GArray *vcpus;                      /* VcpuTracks */
@@ -260,10 +260,13 @@ static void pf_begin(VtTimelineSink *s, guint lane, guint64 ts, VtTimelineKind k
 		     const char *details)
 {
 	Perfetto *p = (Perfetto *)s;
+	const char *rest = details ? strchr(details, '\n') : NULL;
 
-	/* a function's details (its address) would double the file: its name says it */
-	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name,
-	      kind == VT_TIMELINE_EXIT ? details : NULL, 0);
+	/* a function's address (its first detail) would double the file: its
+	 * name says it; what follows (continued=...) is kept */
+	if (kind == VT_TIMELINE_FUNCTION)
+		details = rest ? rest + 1 : NULL;
+	event(p, lane_uuid(p, lane), ts, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name, details, 0);
 }
 
 static void pf_end(VtTimelineSink *s, guint lane, guint64 ts, const char *details)
@@ -326,7 +329,7 @@ VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, gbo
 	p->out = out;
 	p->buf = g_byte_array_sized_new(FLUSH_AT + 4096);
 	p->first = TRUE;
-	p->counter_name = timed ? "VM exits/ms" : "VM exits/1000 branches";
+	p->counter_name = timed ? "VM exits/ms" : "VM exits/1000 instructions";
 	p->next_uuid = 1;
 	p->processes = g_hash_table_new(g_direct_hash, g_direct_equal);
 	p->vcpus = g_array_new(FALSE, TRUE, sizeof(VcpuTracks));

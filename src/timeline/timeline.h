@@ -13,12 +13,12 @@
  * summary per lane and the longest slices (its `max_slices`), so a page
  * of a huge recording stays small and interactive.
  *
- * Times are perf times in ns; a timeless recording's are branch counts
+ * Times are perf times in ns; a timeless recording's are instruction counts
  * per vCPU (the builder says which in vt_timeline_builder_timed).
  *
  * No printing, no exiting: errors are GErrors (G_FILE_ERROR from the
  * output, VT_TIMELINE_ERROR otherwise).
- * May call: src/decode (the builder), src/fs (outputs), src/cli/json.h
+ * May call: src/analyze and src/decode (the builder), src/fs (outputs), src/cli/json.h
  * (into a GString), protobuf-c. */
 #ifndef VT_TIMELINE_H
 #define VT_TIMELINE_H
@@ -80,12 +80,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtTimelineSink, vt_timeline_sink_free)
  * at finish; replace: an existing regular file may be replaced).  One
  * packet sequence; names and annotation keys interned; a process track
  * per QEMU pid, a thread track per vCPU with child tracks "guest", "host"
- * and the counter track "VM exits/ms" (timeless: "VM exits/1000 branches"). */
+ * and the counter track "VM exits/ms" (timeless: "VM exits/1000 instructions"). */
 VtTimelineSink *vt_timeline_perfetto_new(const char *path, gboolean replace, gboolean timed, GError **error);
 
 /* The HTML writer: a page with the lanes drawn on a canvas (zoom, pan,
  * click for details) from an embedded summary; timed: times are ns, else
- * branch counts.  Slices beyond max_slices
+ * instruction counts.  Slices beyond max_slices
  * (the longest are kept) are shown only aggregated. */
 VtTimelineSink *vt_timeline_html_new(const char *path, gboolean replace, guint max_slices, const char *title,
 				     gboolean timed, GError **error);
@@ -95,14 +95,18 @@ extern const char vt_timeline_page_js[];
 extern const char vt_timeline_page_css[];
 
 /* -------------------------------------------------------------- builder */
-/* Turns decoded branches into sink events: per vCPU thread (threads whose
- * name is not "CPU n/KVM" are ignored) the guest/host mode, a call stack
- * per lane, VM exits from exit to the next entry (named after the first
- * host function called, its reason the guest instruction that exited),
- * and VM exits per ms.  Guest slices stay open over VM exits (the guest
- * lane is the guest's view: its functions were running); a trace end ends
- * the open slices of its mode (a VM exit goes on: QEMU's handling in user
- * space is part of it), a decode error every open slice of the vCPU. */
+/* Turns decoded branches into sink events through src/analyze, so the
+ * timeline draws what vmtrace report counts: per vCPU thread (threads whose
+ * name is not "CPU n/KVM" are not drawn) analyze's slices on the guest and
+ * host lanes, its VM exits from exit to the next entry (named after the
+ * first host function called, its reason the guest instruction that
+ * exited; host slices still drawn end when an exit begins or ends, those
+ * called in it are nested inside), and VM exits per ms.  Guest slices stay
+ * open over VM exits (the guest lane is the guest's view); a trace end ends
+ * the open slices of its machine (a VM exit goes on: QEMU's handling in user
+ * space is part of it), a decode error every open slice of the vCPU.  When
+ * a full stack drops its outer frames, the inner slices are drawn again
+ * (details: continued=...).  Times: analyze's clock (timeless: instructions). */
 typedef struct VtTimelineBuilder VtTimelineBuilder;
 
 VtTimelineBuilder *vt_timeline_builder_new(VtTimelineSink *sink, const VtDecodeImage *host,
