@@ -65,7 +65,7 @@ static gboolean parse(int *argc, char ***argv, ReportOptions *o, GError **error)
 	GOptionEntry entries[] = {
 		VT_CMD_IMAGE_ENTRIES(&o->img),
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "The same sections as one JSON object", NULL },
-		{ "vcpu", 0, 0, G_OPTION_ARG_INT, &o->vcpu, "Only the vCPU thread \"CPU N/KVM\"", "N" },
+		{ "vcpu", 0, 0, G_OPTION_ARG_INT, &o->vcpu, "Only the vCPU thread \"CPU N/KVM\" (record --source tcg: \"CPU N/TCG\")", "N" },
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only what starts from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "top", 0, 0, G_OPTION_ARG_INT, &o->top, "Rows per function table, longest exits per vCPU (default 20)", "N" },
 		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
@@ -570,7 +570,7 @@ static int run(Report *r)
 		if (o->vcpu >= 0)
 			vt_err("report", "%s: no vCPU thread \"CPU %d/KVM\" in the recording", o->rec, o->vcpu);
 		else
-			vt_err("report", "%s: no vCPU thread (\"CPU n/KVM\") in the recording", o->rec);
+			vt_err("report", "%s: no vCPU thread (\"CPU n/KVM\", or \"CPU n/TCG\" from record --source tcg) in the recording", o->rec);
 		return VT_EXIT_REPORT_NO_VCPU;
 	}
 	if (o->json)

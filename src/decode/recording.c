@@ -40,6 +40,7 @@ struct VtDecodeResult {
 	gboolean stop;
 	GStringChunk *strings;    /* comm names */
 	gboolean timed, per_cpu;
+	gboolean tcg;             /* written by record --source tcg: "CPU n/TCG" are vCPUs */
 	guint nerrors;
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	VtDecodeEvent ev;         /* the event last returned */
@@ -106,6 +107,29 @@ static void cpu_of(const VmcorrSession *s, VtDecodeCpu *cpu)
 	}
 }
 
+/* A recording of record --source tcg (its OSRELEASE says so). */
+static gboolean is_tcg(const VmcorrSession *s)
+{
+	g_autofree char *rel = vt_perf_file_feature_string(s->f, VT_PERF_FEAT_OSRELEASE);
+
+	return !g_strcmp0(rel, "guest (QEMU TCG)");
+}
+
+/* The vCPU of thread t: "CPU n/KVM" (the session's), or in a TCG source's
+ * recording "CPU n/TCG" - its AUX streams are the guest's own execution.
+ * (A host recording of a TCG QEMU keeps -1: those threads run host code.) */
+static gint32 vcpu_of(const VtDecodeResult *r, const VmcorrThread *t)
+{
+	unsigned v;
+	char tail[8];
+
+	if (!t || t->vcpu >= 0 || !r->tcg || !t->comm)
+		return t ? t->vcpu : -1;
+	if (sscanf(t->comm, "CPU %u/%7s", &v, tail) == 2 && strcmp(tail, "TCG") == 0)
+		return (gint32)v;
+	return -1;
+}
+
 static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQueue *q, VtDecodeEvent *e)
 {
 	const VmcorrThread *t;
@@ -117,7 +141,7 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->tid = (gint32)tid;
 	t = tid ? vmcorr_session_thread(s, tid) : NULL;
 	e->pid = t ? (gint32)t->pid : -1;
-	e->vcpu = t ? t->vcpu : -1;
+	e->vcpu = vcpu_of(r, t);
 	e->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
 }
@@ -258,6 +282,7 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 	r->strings = g_string_chunk_new(4096);
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
+	r->tcg = is_tcg(s);
 	if (!open_queues(r, opts, error)) {
 		vt_decode_result_free(r);
 		return NULL;
