@@ -46,6 +46,8 @@ timeout 300 "$PERF" script -i "$TMP/v.data" --itrace=be -F $F >"$TMP/perf" 2>/de
 check "perf script -F ...,machine_pid,vcpu: exit 0" test $? -eq 0
 "$VMTRACE" script "$TMP/v.data" --guest "$TMP/v.data/kcore_dir__4000" -F $F >"$TMP/vt" 2>"$TMP/vt.err"
 check "vmtrace script -F ...,machine_pid,vcpu: exit 0" test $? -eq 0
+"$VMTRACE" script "$TMP/v.data" -F $F >"$TMP/vt2" 2>/dev/null
+check "without --guest: REC/kcore_dir__4000 is the guest kernel, the same output" cmp -s "$TMP/vt" "$TMP/vt2"
 check "guest branches name guest threads (VM: 4000 VCPU:000 and VCPU:001)" \
 	sh -c "grep -q '^VM: 4000 VCPU:000 ' '$TMP/vt' && grep -q '^VM: 4000 VCPU:001 ' '$TMP/vt'"
 "$PERF" script -i "$TMP/v.data" --show-switch-events --itrace= --ns -F +machine_pid,+vcpu 2>/dev/null >"$TMP/switches"

@@ -235,10 +235,36 @@ static gboolean validate(ScriptOptions *o, GError **error)
 }
 
 /* ----------------------------------------------------------------- open */
-/* The host and guest images (src/cmd/images.c).  *usage: not given. */
-static gboolean open_images(Script *s, gboolean *usage, GError **error)
+/* An injected recording's guest kernel, REC/kcore_dir__PID (vmtrace inject
+ * and perf inject --guest-data copy the guest's kcore_dir there), when REC
+ * has exactly one; NULL otherwise. */
+static char *injected_guest_dir(const char *rec)
 {
-	return vt_cmd_images_open(&s->o->img, s->o->rec, &s->host, &s->guest, usage, error);
+	g_autoptr(GDir) d = g_dir_open(rec, 0, NULL);
+	const char *name;
+	char *found = NULL;
+
+	while (d && (name = g_dir_read_name(d))) {
+		if (!g_str_has_prefix(name, "kcore_dir__"))
+			continue;
+		if (found) {
+			g_free(found);
+			return NULL;
+		}
+		found = g_build_filename(rec, name, NULL);
+	}
+	return found;
+}
+
+/* The host and guest images (src/cmd/images.c); the guest's by default
+ * from an injected recording.  *usage: not given. */
+static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError **error)
+{
+	VtCmdImages *im = &o->img;
+
+	if (!im->guest_dir && !im->guestkallsyms)
+		im->guest_dir = injected_guest_dir(o->rec);
+	return vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error);
 }
 
 /* -------------------------------------------------------------- report */
@@ -716,7 +742,7 @@ int cmd_script(int argc, char **argv)
 		goto out;
 	}
 	vt_cli_set_json(o.json);
-	if (!open_images(&s, &usage, &err)) {
+	if (!open_images(&s, &o, &usage, &err)) {
 		vt_err("script", "%s", err->message);
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
