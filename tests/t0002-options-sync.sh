@@ -17,6 +17,13 @@ check "guest subcommands (fetch check) are completed" test "$subs" = "fetch chec
 check "--help, man page and completion list the same options for every command" \
 	"$PYTHON3" "$top_srcdir/tests/options-sync.py" "$VMTRACE" "$top_srcdir" $cmds
 
+# Every environment variable the sources read is in vmtrace(1)'s ENVIRONMENT.
+envs=$(cd "$top_srcdir" && grep -rhoE 'getenv\("[A-Z_]+"\)' src vmcorr guestfs | sed 's/.*("\(.*\)")/\1/' | sort -u)
+check "the sources read environment variables (grep works)" test -n "$envs"
+for v in $envs; do
+	check "vmtrace(1) documents \$$v" sh -c "sed -n '/^\.SH ENVIRONMENT/,/^\.SH FILES/p' '$top_srcdir/doc/vmtrace.1' | grep -q '^\.B .*\<$v\>'"
+done
+
 # The checker itself notices a difference.
 mkdir -p "$TMP/top/doc" "$TMP/top/scripts/completion"
 cp "$top_srcdir"/doc/*.1 "$TMP/top/doc/"

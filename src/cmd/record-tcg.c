@@ -25,11 +25,22 @@ static void forward(int sig)
 		kill(qemu_child, sig);
 }
 
+/* $VMTRACE_TCG_PLUGIN; else, when vmtrace runs from its build tree, the
+ * plugin built beside it (vmtrace-tcg.so next to the binary); else the
+ * installed one. */
 static char *plugin_path(void)
 {
 	const char *env = g_getenv("VMTRACE_TCG_PLUGIN");
+	g_autofree char *self = NULL, *dir = NULL, *built = NULL;
 
-	return g_strdup(env && *env ? env : VT_PKGLIBDIR "/vmtrace-tcg.so");
+	if (env && *env)
+		return g_strdup(env);
+	self = g_file_read_link("/proc/self/exe", NULL);
+	dir = self ? g_path_get_dirname(self) : NULL;
+	built = dir ? g_build_filename(dir, "vmtrace-tcg.so", NULL) : NULL;
+	if (built && g_file_test(built, G_FILE_TEST_IS_REGULAR))
+		return g_steal_pointer(&built);
+	return g_strdup(VT_PKGLIBDIR "/vmtrace-tcg.so");
 }
 
 static char *plugin_arg(const VtRecordTcg *a, const char *plugin, const char *raw)
