@@ -16,6 +16,7 @@ if [ "${1:-}" = --sanitizers ]; then
 else
 	scripts/setup-and-demo.sh --no-demo || exit 1
 fi
+rm -f tests/*.trs tests/*.log     # results of earlier runs (of tests since removed, too) are not counted
 make -s -j"$(nproc)" check >make-check.log 2>&1
 status=$?
 if [ $status -ne 0 ] && ! ls tests/*.trs >/dev/null 2>&1; then

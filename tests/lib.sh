@@ -93,3 +93,10 @@ time.sleep(300)' "${1:-}" ${2+"$2"} &
 	done
 	return 1
 }
+
+# need_debugfs: KVM's debugfs (vcpuN/pid, tsc-offset) mounted if it is not.
+# It stays mounted: tests run in parallel (make -j), and one that unmounted
+# it at its end pulled it from under another's KVM checks.
+need_debugfs() {
+	[ -d /sys/kernel/debug/kvm ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+}

@@ -64,8 +64,7 @@ check "TCG QEMU: threads match /proc ($want)" sh -c "echo '$(what vcpu_threads)'
 check "TCG QEMU: not KVM -> WARN" test "$(status domain_kvm)" = WARN
 
 if [ -w /dev/kvm ] && [ "$(id -u)" = 0 ]; then
-	mounted=
-	if [ ! -d /sys/kernel/debug/kvm ]; then mount -t debugfs none /sys/kernel/debug 2>/dev/null && mounted=1; fi
+	need_debugfs
 	check_qemu kvm "-cpu qemu64"
 	if grep -q "failed to initialize kvm\|Could not access KVM" "$TMP/qemu.log"; then
 		echo "# KVM unusable here: $(head -1 "$TMP/qemu.log")"
@@ -74,7 +73,6 @@ if [ -w /dev/kvm ] && [ "$(id -u)" = 0 ]; then
 		check "KVM QEMU: debugfs threads match /proc ($want)" sh -c "echo '$(what vcpu_threads)' | grep -qF '$want'"
 		check "KVM QEMU: kvm_debugfs OK with the vCPU's tsc-offset" sh -c "[ '$(status kvm_debugfs)' = OK ] && echo '$(what kvm_debugfs)' | grep -q 'tsc-offset'"
 	fi
-	[ -n "$mounted" ] && umount /sys/kernel/debug
 else
 	echo "# /dev/kvm not usable as root here: skipping the KVM process check"
 fi

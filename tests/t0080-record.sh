@@ -76,10 +76,9 @@ command -v qemu-system-x86_64 >/dev/null || { echo "# no QEMU: skipping the proc
 # A QEMU with 2 vCPUs idling in the BIOS; KVM when usable (debugfs, tsc
 # writes), else TCG.  A monitor socket lets the test reset it.
 accel=tcg
-mounted=
 if [ -w /dev/kvm ]; then
 	accel=kvm
-	[ -d /sys/kernel/debug/kvm ] || { mount -t debugfs none /sys/kernel/debug 2>/dev/null && mounted=1; }
+	need_debugfs
 fi
 tmounted=
 [ -d /sys/kernel/tracing/events ] || { mount -t tracefs none /sys/kernel/tracing 2>/dev/null && tmounted=1; }
@@ -90,7 +89,6 @@ qemu-system-x86_64 -name "vt-rec,debug-threads=on" -accel $accel $cpu -smp 2 -m 
 qpid=$!
 cleanup() {
 	kill $qpid ${spid:-} 2>/dev/null; wait $qpid 2>/dev/null
-	[ -n "$mounted" ] && umount /sys/kernel/debug 2>/dev/null
 	[ -n "$tmounted" ] && umount /sys/kernel/tracing 2>/dev/null
 	rm -rf "$TMP"
 }

@@ -31,8 +31,7 @@ if ! virsh -c $URI version >/dev/null 2>&1; then
 	for _ in $(seq 120); do virsh -c $URI version >/dev/null 2>&1 && break; sleep 0.5; done
 	virsh -c $URI version >/dev/null 2>&1 || skip "libvirtd does not answer on $URI"
 fi
-dmounted=
-[ -d /sys/kernel/debug/kvm ] || { mount -t debugfs none /sys/kernel/debug 2>/dev/null && dmounted=1; }
+need_debugfs
 
 # define_start NAME TYPE: a domain with no disk (it idles in the BIOS)
 define_start() {
@@ -87,5 +86,4 @@ if [ -w /dev/kvm ] && define_start vt-rec-kvm kvm; then
 else
 	echo "# /dev/kvm not usable: no KVM domain test"
 fi
-[ -n "$dmounted" ] && umount /sys/kernel/debug 2>/dev/null
 finish
