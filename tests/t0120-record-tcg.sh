@@ -37,6 +37,12 @@ timeout 60 "$VMTRACE" record --source tcg -o "$TMP/none" -- $QEMU_NONE >/dev/nul
 check "no kernel code ran: exit 27, nothing traced, no output left" \
 	sh -c "[ $? = 27 ] && grep -q 'nothing was traced' '$TMP/none.err' && [ -z \"\$(find '$TMP' -maxdepth 1 -name '*none*' ! -name none.err)\" ]"
 # shellcheck disable=SC2086
+if [ -f "$(dirname "$VMTRACE")/vmtrace-tcg.so" ]; then
+	timeout 60 env -u VMTRACE_TCG_PLUGIN "$VMTRACE" record --source tcg -o "$TMP/beside" -- $QEMU_NONE >/dev/null 2>"$TMP/beside.err"
+	check "without \$VMTRACE_TCG_PLUGIN a build tree's vmtrace loads the plugin beside it (exit 27, not 26)" \
+		sh -c "[ $? = 27 ] && ! grep -q 'is missing' '$TMP/beside.err'"
+fi
+# shellcheck disable=SC2086
 timeout 60 $QEMU_NONE -plugin "$VMTRACE_TCG_PLUGIN,out=$TMP/p,bogus=1" >"$TMP/bogus.out" 2>&1
 check "the plugin refuses an unknown argument, QEMU does not start" \
 	sh -c "[ $? != 0 ] && grep -q 'vmtrace-tcg: unknown argument .bogus=1.' '$TMP/bogus.out'"
