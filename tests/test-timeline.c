@@ -64,7 +64,7 @@ static void test_perfetto(void)
 	g_autofree char *buf = NULL;
 	gsize len;
 	const guint8 *p, *end;
-	GHashTable *tracks = g_hash_table_new(g_int64_hash, g_int64_equal);
+	GHashTable *tracks = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	GHashTable *names = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
 	guint n = 0, begins = 0, ends = 0, counters = 0, depth = 0;
 	guint64 guest_track = 0;
