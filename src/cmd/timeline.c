@@ -15,7 +15,7 @@ typedef enum { FORMAT_PERFETTO, FORMAT_HTML } Format;
 
 typedef struct {
 	char *rec, *out, *format;
-	char *guest_dir, *guestkallsyms, *kcore, *kallsyms;
+	VtCmdImages img;                 /* --guest, --guestkallsyms, --kcore, --kallsyms */
 	gint jobs, max_slices;
 	gboolean force;
 	Format fmt;
@@ -49,10 +49,7 @@ static gboolean parse(int *argc, char ***argv, TimelineOptions *o, GError **erro
 	GOptionEntry entries[] = {
 		{ "output", 'o', 0, G_OPTION_ARG_FILENAME, &o->out, "Write OUT (.perfetto-trace or .html)", "OUT" },
 		{ "format", 0, 0, G_OPTION_ARG_STRING, &o->format, "perfetto or html (default: from OUT's name)", "FMT" },
-		{ "guest", 'g', 0, G_OPTION_ARG_FILENAME, &o->guest_dir, "Guest kernel: a `vmtrace guest fetch` snapshot directory (kcore + kallsyms)", "DIR" },
-		{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" },
-		{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &o->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" },
-		{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &o->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" },
+		VT_CMD_IMAGE_ENTRIES(&o->img),
 		{ "max-slices", 0, 0, G_OPTION_ARG_INT, &o->max_slices, "HTML: the longest N slices are kept (default 200000); shorter ones only in the summary", "N" },
 		{ "force", 'f', 0, G_OPTION_ARG_NONE, &o->force, "Replace OUT if it is a regular file", NULL },
 		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
@@ -102,16 +99,14 @@ static gboolean format_of(TimelineOptions *o, GError **error)
 
 static gboolean validate(TimelineOptions *o, GError **error)
 {
+	const char *bad = vt_cmd_images_check(&o->img);
+
 	if (!o->out) {
 		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "-o OUT is required");
 		return FALSE;
 	}
-	if (o->guest_dir && o->guestkallsyms) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--guest and --guestkallsyms exclude each other");
-		return FALSE;
-	}
-	if (!o->kcore != !o->kallsyms) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--kcore and --kallsyms go together");
+	if (bad) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "%s", bad);
 		return FALSE;
 	}
 	if (o->jobs < 0 || o->max_slices < 1) {
@@ -120,66 +115,6 @@ static gboolean validate(TimelineOptions *o, GError **error)
 		return FALSE;
 	}
 	return format_of(o, error);
-}
-
-/* The guest snapshot must be trusted as vmtrace script trusts it: owned
- * by the user or root, writable by no one else. */
-static gboolean guest_trusted(const char *gdir, const char *kallsyms_file, GError **error)
-{
-	static const char *const names[] = { "kallsyms", "modules", "kcore" };
-	GError *e = NULL;
-
-	if (!vt_fs_check_trusted(gdir, TRUE, &e) || (kallsyms_file && !vt_fs_check_trusted(kallsyms_file, TRUE, &e)))
-		goto bad;
-	for (guint i = 0; i < G_N_ELEMENTS(names); i++) {
-		g_autofree char *f = g_build_filename(gdir, names[i], NULL);
-
-		if (kallsyms_file && !strcmp(names[i], "kallsyms"))
-			continue;
-		if (!vt_fs_check_trusted(f, FALSE, &e) && !g_error_matches(e, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-			goto bad;
-		g_clear_error(&e);
-	}
-	return TRUE;
-bad:
-	g_propagate_prefixed_error(error, e, "refusing the guest snapshot: ");
-	return FALSE;
-}
-
-/* Host image: --kcore/--kallsyms or REC/kcore_dir; guest: --guest or
- * --guestkallsyms.  *usage: an image was not given. */
-static gboolean open_images(const TimelineOptions *o, VtDecodeImage **host, VtDecodeImage **guest,
-			    gboolean *usage, GError **error)
-{
-	g_autofree char *kcore_dir = vt_decode_recording_kcore_dir(o->rec);
-	g_autofree char *gdir = o->guest_dir ? g_strdup(o->guest_dir)
-				: o->guestkallsyms ? g_path_get_dirname(o->guestkallsyms) : NULL;
-	g_autofree char *gkcore = gdir ? g_build_filename(gdir, "kcore", NULL) : NULL;
-
-	*usage = TRUE;
-	if (!o->kcore && !kcore_dir) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
-			    "%s has no kcore_dir/ with the host kernel's code (`vmtrace record --kcore` writes it); "
-			    "give --kcore FILE --kallsyms FILE", o->rec);
-		return FALSE;
-	}
-	if (!gdir || !g_file_test(gkcore, G_FILE_TEST_EXISTS)) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, gdir ? "%s is missing: the guest "
-			    "kernel's code (`vmtrace guest fetch` copies it)" : "no guest kernel image: give --guest DIR "
-			    "(`vmtrace guest fetch` prints it) or --guestkallsyms FILE (with kcore beside it)%s",
-			    gdir ? gkcore : "");
-		return FALSE;
-	}
-	*usage = FALSE;
-	if (!guest_trusted(gdir, o->guestkallsyms, error))
-		return FALSE;
-	*host = o->kcore ? vt_decode_image_load(o->kcore, o->kallsyms, "host", error)
-			 : vt_decode_image_load_dir(kcore_dir, "host", error);
-	if (!*host)
-		return FALSE;
-	*guest = o->guestkallsyms ? vt_decode_image_load(gkcore, o->guestkallsyms, "guest", error)
-				  : vt_decode_image_load_dir(gdir, "guest", error);
-	return *guest != NULL;
 }
 
 static VtTimelineSink *open_sink(const TimelineOptions *o, gboolean timed, GError **error)
@@ -239,10 +174,7 @@ static void options_clear(TimelineOptions *o)
 	g_free(o->rec);
 	g_free(o->out);
 	g_free(o->format);
-	g_free(o->guest_dir);
-	g_free(o->guestkallsyms);
-	g_free(o->kcore);
-	g_free(o->kallsyms);
+	vt_cmd_images_clear(&o->img);
 }
 
 int cmd_timeline(int argc, char **argv)
@@ -263,7 +195,7 @@ int cmd_timeline(int argc, char **argv)
 		rc = VT_EXIT_FAILURE;
 		goto out;
 	}
-	if (!open_images(&o, &host, &guest, &usage, &err)) {
+	if (!vt_cmd_images_open(&o.img, o.rec, &host, &guest, &usage, &err)) {
 		vt_err("timeline", "%s", err->message);
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
