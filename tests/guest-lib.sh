@@ -82,3 +82,30 @@ start_fake_guest() {
 	GUEST_PIDFILES="$GUEST_PIDFILES $1/state/pids"
 	start_sshd "$1" "$2" "ForceCommand /bin/sh $top_srcdir/tests/fake-guest.sh $1/state"
 }
+
+# boot_guest SMP TICKS APPEND: boot $TMP/img (tests/guest-image.sh) under TCG
+# with SMP vCPUs and the kernel command line APPEND (after console=ttyS0
+# panic=-1 quiet), its sshd forwarded to 127.0.0.1:$port; wait TICKS x 0.2 s
+# for it; then $K/known_hosts holds its host key.  Sets port and qemu (also
+# added to GUEST_PIDS).  $BOOT_PRELOAD, when set, is QEMU's LD_PRELOAD.
+# Non-zero when the guest did not come up.
+boot_guest() {
+	bg_smp=$1 bg_ticks=$2
+	shift 2
+	port=$(free_port)
+	rm -f "$TMP/console"
+	LD_PRELOAD=${BOOT_PRELOAD:-} qemu-system-x86_64 -name vmtrace-test,debug-threads=on -accel tcg -m 512 \
+		-smp "$bg_smp" -nodefaults -no-user-config -display none -serial "file:$TMP/console" -no-reboot \
+		-kernel "$TMP/img/vmlinux" -initrd "$TMP/img/initrd.gz" -append "console=ttyS0 panic=-1 quiet $*" \
+		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" -device e1000,netdev=n0 \
+		>"$TMP/qemu.log" 2>&1 &
+	qemu=$!
+	GUEST_PIDS="$GUEST_PIDS $qemu"
+	for _ in $(seq "$bg_ticks"); do
+		grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && break
+		kill -0 $qemu 2>/dev/null || break
+		sleep 0.2
+	done
+	grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && wait_port "$port" 10 || return 1
+	known_hosts_for "$K" "$port" >"$K/known_hosts"
+}

@@ -32,24 +32,7 @@ ssh_keys "$K"
 	skip "cannot build the guest image with perf: $(tail -1 "$TMP/image.err")"
 
 # boot APPEND...: start the 2-vCPU guest, wait for its sshd (120 s at most)
-boot() {
-	port=$(free_port)
-	rm -f "$TMP/console"
-	qemu-system-x86_64 -name vmtrace-test,debug-threads=on -accel tcg -m 512 -smp 2 -nodefaults -no-user-config \
-		-display none -serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -initrd "$TMP/img/initrd.gz" \
-		-append "console=ttyS0 panic=-1 quiet $*" \
-		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" -device e1000,netdev=n0 \
-		>"$TMP/qemu.log" 2>&1 &
-	qemu=$!
-	GUEST_PIDS="$GUEST_PIDS $qemu"
-	for _ in $(seq 600); do
-		grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && break
-		kill -0 $qemu 2>/dev/null || break
-		sleep 0.2
-	done
-	grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && wait_port "$port" 10 || return 1
-	known_hosts_for "$K" "$port" > "$K/known_hosts"
-}
+boot() { boot_guest 2 600 "$@"; }
 halt() {
 	kill $qemu 2>/dev/null
 	wait $qemu 2>/dev/null

@@ -33,22 +33,7 @@ ssh_keys "$K"
 
 # boot [PRELOAD]: start the 2-vCPU guest, wait for its sshd (120 s at most)
 boot() {
-	port=$(free_port)
-	rm -f "$TMP/console"
-	LD_PRELOAD=${1:-} qemu-system-x86_64 -name vmtrace-test,debug-threads=on -accel tcg -m 512 -smp 2 -nodefaults \
-		-no-user-config -display none -serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" \
-		-initrd "$TMP/img/initrd.gz" -append "console=ttyS0 panic=-1 quiet clocksource=tsc tsc=reliable no-kvmclock" \
-		-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" -device e1000,netdev=n0 \
-		>"$TMP/qemu.log" 2>&1 &
-	qemu=$!
-	GUEST_PIDS="$GUEST_PIDS $qemu"
-	for _ in $(seq 600); do
-		grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && break
-		kill -0 $qemu 2>/dev/null || break
-		sleep 0.2
-	done
-	grep -q VMTRACE-GUEST-READY "$TMP/console" 2>/dev/null && wait_port "$port" 10 || return 1
-	known_hosts_for "$K" "$port" > "$K/known_hosts"
+	BOOT_PRELOAD=${1:-} boot_guest 2 600 clocksource=tsc tsc=reliable no-kvmclock || return 1
 	G="--guest-ssh root@127.0.0.1:$port --identity $K/id_ed25519 --known-hosts $K/known_hosts --batch"
 }
 halt() {
