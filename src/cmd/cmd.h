@@ -103,6 +103,9 @@ const char *vt_cmd_images_check(const VtCmdImages *im);
 gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
 			    gboolean *usage, GError **error);
 void vt_cmd_images_clear(VtCmdImages *im);
+/* After option parsing: exactly one argument left, the recording (*rec,
+ * newly allocated); else a usage error. */
+gboolean vt_cmd_take_rec(int argc, char **argv, char **rec, GError **error);
 /* --time START,END (perf time, seconds.nanoseconds, either may be empty)
  * into ns; NULL, or what is wrong with it. */
 const char *vt_cmd_parse_time_range(const char *arg, guint64 *start, guint64 *end);

@@ -138,3 +138,14 @@ const char *vt_cmd_parse_time_range(const char *arg, guint64 *start, guint64 *en
 		return "--time: START is after END";
 	return NULL;
 }
+
+gboolean vt_cmd_take_rec(int argc, char **argv, char **rec, GError **error)
+{
+	if (argc != 2) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, argc < 2 ? "REC (a recording) is required"
+			    : "unexpected argument '%s'", argv[MIN(argc - 1, 2)]);
+		return FALSE;
+	}
+	*rec = g_strdup(argv[1]);
+	return TRUE;
+}

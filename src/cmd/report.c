@@ -75,13 +75,7 @@ static gboolean parse(int *argc, char ***argv, ReportOptions *o, GError **error)
 	if (!vt_cli_parse("REC - where a KVM guest's time goes: vCPUs, VM exits, functions, syscalls", report_summary,
 			  report_description, entries, argc, argv, error))
 		return FALSE;
-	if (*argc != 2) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, *argc < 2 ? "REC (a recording) is required"
-			    : "unexpected argument '%s'", (*argv)[MIN(*argc - 1, 2)]);
-		return FALSE;
-	}
-	o->rec = g_strdup((*argv)[1]);
-	return TRUE;
+	return vt_cmd_take_rec(*argc, *argv, &o->rec, error);
 }
 
 static gboolean validate(ReportOptions *o, GError **error)

@@ -112,13 +112,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, argc, argv, error))
 		return FALSE;
-	if (*argc != 2) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, *argc < 2 ? "REC (a recording) is required"
-			    : "unexpected argument '%s'", (*argv)[MIN(*argc - 1, 2)]);
-		return FALSE;
-	}
-	o->rec = g_strdup((*argv)[1]);
-	return TRUE;
+	return vt_cmd_take_rec(*argc, *argv, &o->rec, error);
 }
 
 /* --itrace=OPTS: perf's letters b, c, r, e and i with a period that means

@@ -59,13 +59,7 @@ static gboolean parse(int *argc, char ***argv, TimelineOptions *o, GError **erro
 	if (!vt_cli_parse("REC - draw a recording: Perfetto trace or HTML page", tl_summary, tl_description, entries,
 			  argc, argv, error))
 		return FALSE;
-	if (*argc != 2) {
-		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, *argc < 2 ? "REC (a recording) is required"
-			    : "unexpected argument '%s'", (*argv)[MIN(*argc - 1, 2)]);
-		return FALSE;
-	}
-	o->rec = g_strdup((*argv)[1]);
-	return TRUE;
+	return vt_cmd_take_rec(*argc, *argv, &o->rec, error);
 }
 
 static gboolean format_of(TimelineOptions *o, GError **error)
