@@ -11,6 +11,10 @@ Operations (one per run):
   id-index-cpu CPU                set the cpu of every ID_INDEX entry
   no-ids                          empty every attr's ids array
   no-sample-id-all                clear sample_id_all in every attr
+  kernel-mmap START LEN           the kernel's MMAP ([kernel.kallsyms]_text):
+                                  another start (= pgoff) and length - the
+                                  kernel of a kcore_dir standing in for the
+                                  guest's
 
 A stand-in for what a guest's perf would write: this host's kernel exports
 no TSC conversion (cap_user_time_zero 0 in a VM), so the tests give a real
@@ -116,6 +120,11 @@ def main():
         for a in attrs(p):
             flags = struct.unpack_from("<Q", p["head"], a + 40)[0]
             struct.pack_into("<Q", p["head"], a + 40, flags & ~(1 << 18))
+    elif op == "kernel-mmap":
+        start, length = (int(x, 0) for x in args)
+        for r in p["recs"]:
+            if struct.unpack_from("<I", r)[0] == 1 and b"[kernel.kallsyms]_text" in r[40:]:
+                struct.pack_into("<QQQ", r, 16, start, length, start)
     else:
         sys.exit("perf-edit.py: unknown operation " + op)
     write(p, dst)

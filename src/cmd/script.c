@@ -36,12 +36,13 @@ typedef struct {
 enum {
 	F_COMM = 1 << 0, F_TID = 1 << 1, F_CPU = 1 << 2, F_TIME = 1 << 3, F_PERIOD = 1 << 4, F_EVENT = 1 << 5,
 	F_FLAGS = 1 << 6, F_IP = 1 << 7, F_SYM = 1 << 8, F_SYMOFF = 1 << 9, F_DSO = 1 << 10, F_ADDR = 1 << 11,
-	F_INSN = 1 << 12, F_DISASM = 1 << 13,
+	F_INSN = 1 << 12, F_DISASM = 1 << 13, F_MACHINE_PID = 1 << 14, F_VCPU = 1 << 15,
 };
 static const struct { const char *name; guint bit; } field_names[] = {
 	{ "comm", F_COMM }, { "tid", F_TID }, { "cpu", F_CPU }, { "time", F_TIME }, { "period", F_PERIOD },
 	{ "event", F_EVENT }, { "flags", F_FLAGS }, { "ip", F_IP }, { "sym", F_SYM }, { "symoff", F_SYMOFF },
 	{ "dso", F_DSO }, { "addr", F_ADDR }, { "insn", F_INSN }, { "disasm", F_DISASM },
+	{ "machine_pid", F_MACHINE_PID }, { "vcpu", F_VCPU },
 };
 /* the defaults: perf's -F comm,tid,cpu,time,ip,sym,symoff,dso,addr for
  * branches; --insn-trace's fields for instructions */
@@ -75,7 +76,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
 		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
 		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, e errors (default: be)", "OPTS" },
-		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm; +F/-F add to/remove from the default", "FIELDS" },
+		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,machine_pid,vcpu; +F/-F add to/remove from the default", "FIELDS" },
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only events from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
@@ -171,7 +172,7 @@ static const char *parse_fields(ScriptOptions *o)
 		if (bit == F_CPU || !relative)
 			o->cpu_auto = FALSE;
 		if (!bit)
-			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm)";
+			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,machine_pid,vcpu)";
 		mask = sign < 0 ? mask & ~bit : mask | bit;
 	}
 	if (!(mask & (F_IP | F_ADDR)) && (mask & (F_SYM | F_SYMOFF | F_DSO)))
@@ -230,13 +231,47 @@ static gboolean validate(ScriptOptions *o, GError **error)
 }
 
 /* ----------------------------------------------------------------- open */
-/* The host and guest images (src/cmd/images.c).  *usage: not given. */
-static gboolean open_images(Script *s, gboolean *usage, GError **error)
+/* An injected recording's guest kernel, REC/kcore_dir__PID (vmtrace inject
+ * and perf inject --guest-data copy the guest's kcore_dir there), when REC
+ * has exactly one; NULL otherwise. */
+static char *injected_guest_dir(const char *rec)
 {
-	return vt_cmd_images_open(&s->o->img, s->o->rec, &s->host, &s->guest, usage, error);
+	g_autoptr(GDir) d = g_dir_open(rec, 0, NULL);
+	const char *name;
+	char *found = NULL;
+
+	while (d && (name = g_dir_read_name(d))) {
+		if (!g_str_has_prefix(name, "kcore_dir__"))
+			continue;
+		if (found) {
+			g_free(found);
+			return NULL;
+		}
+		found = g_build_filename(rec, name, NULL);
+	}
+	return found;
+}
+
+/* The host and guest images (src/cmd/images.c); the guest's by default
+ * from an injected recording.  *usage: not given. */
+static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError **error)
+{
+	VtCmdImages *im = &o->img;
+
+	if (!im->guest_dir && !im->guestkallsyms)
+		im->guest_dir = injected_guest_dir(o->rec);
+	return vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error);
 }
 
 /* -------------------------------------------------------------- report */
+/* The guest kernel's DSO as perf names it: with an injected guest sideband
+ * the guest machine is the QEMU pid's, whose kernel (REC/kcore_dir__PID)
+ * perf calls [kernel.kallsyms]; otherwise perf's default guest. */
+static const char *guest_dso(const Script *s)
+{
+	return vt_decode_result_machine_pid(s->result) ? "[kernel.kallsyms]" : "[guest.kernel.kallsyms]";
+}
+
 /* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)", as far
  * as -F asks. */
 static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
@@ -252,7 +287,7 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 	if (sym && (f & (F_SYM | F_SYMOFF | F_DSO)) == (F_SYM | F_SYMOFF | F_DSO)) {
 		/* the usual fields in one go: printing is most of the time */
 		g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x %s+0x%" G_GINT64_MODIFIER "x (%s)", addr, sym, off,
-				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+				       guest ? guest_dso(s) : "[kernel.kallsyms]");
 		return;
 	}
 	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
@@ -261,26 +296,50 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 	if (sym && (f & F_SYMOFF))
 		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
 	if (f & F_DSO)
-		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
 }
 
 /* perf's line start: comm, tid, cpu, time (nanoseconds for instructions),
  * period, event, flags - those -F asks for - and the space before the IP. */
+/* The thread of one side of a branch: on the guest side the guest thread
+ * the injected sideband names (perf: "VM: PID VCPU:NNN " before it with
+ * -F machine_pid,vcpu), else the host thread - which perf names ":TID" in
+ * guest code. */
+static const char *line_thread(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, gint32 *tid,
+			       char name[24])
+{
+	guint f = s->o->field_mask;
+	const char *comm = guest ? NULL : e->comm;
+
+	*tid = e->tid;
+	if (guest && e->machine_pid) {
+		if (f & F_MACHINE_PID)
+			g_string_append_printf(l, "VM:%5d ", e->machine_pid);
+		if (f & F_VCPU)
+			g_string_append_printf(l, "VCPU:%03d ", e->vcpu);
+		*tid = e->guest_tid;
+		comm = e->guest_comm;
+	}
+	g_snprintf(name, 24, ":%d", *tid);
+	return comm ? comm : name;
+}
+
 static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
 	guint f = s->o->field_mask;
 	char name[24];
+	const char *comm;
+	gint32 tid;
 
 	g_string_truncate(l, 0);
-	/* perf names a guest thread it has no sideband for ":TID" */
-	g_snprintf(name, sizeof(name), ":%d", e->tid);
+	comm = line_thread(l, s, e, guest, &tid, name);
 	if ((f & (F_COMM | F_TID | F_CPU)) == (F_COMM | F_TID | F_CPU)) {
-		g_string_append_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
+		g_string_append_printf(l, "%16s %5d [%03d] ", comm, tid, e->cpu);
 	} else {
 		if (f & F_COMM)
-			g_string_append_printf(l, "%16s ", guest || !e->comm ? name : e->comm);
+			g_string_append_printf(l, "%16s ", comm);
 		if (f & F_TID)
-			g_string_append_printf(l, "%5d ", e->tid);
+			g_string_append_printf(l, "%5d ", tid);
 		if (f & F_CPU)
 			g_string_append_printf(l, "[%03d] ", e->cpu);
 	}
@@ -380,9 +439,12 @@ static void print_text(Script *s, const VtDecodeEvent *e, GString *l)
 static void call_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
 {
 	char name[24];
+	const char *comm;
+	gint32 tid;
 
-	g_snprintf(name, sizeof(name), ":%d", e->tid);
-	g_string_printf(l, "%16s %5d ", guest || !e->comm ? name : e->comm, e->tid);
+	g_string_truncate(l, 0);
+	comm = line_thread(l, s, e, guest, &tid, name);
+	g_string_append_printf(l, "%16s %5d ", comm, tid);
 	if (vt_decode_result_per_cpu(s->result))
 		g_string_append_printf(l, "[%03d] ", e->cpu);
 	if (vt_decode_result_timed(s->result))
@@ -405,7 +467,7 @@ static void call_indent(GString *l, Script *s, guint64 ip, guint64 addr, gboolea
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
-	const char *dso = guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]";
+	const char *dso = guest ? guest_dso(s) : "[kernel.kallsyms]";
 	const char *sym = NULL;
 	guint64 off;
 	gsize avail, start;
@@ -559,6 +621,13 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 	vt_json_kv_string(j, "comm", e->comm);
 	if (e->vcpu >= 0)
 		vt_json_kv_int(j, "vcpu", e->vcpu);
+	if (e->machine_pid && b->kind != VT_BRANCH_ERROR && (b->from_guest || b->to_guest)) {
+		/* the guest thread (injected guest sideband) */
+		vt_json_kv_int(j, "machine_pid", e->machine_pid);
+		vt_json_kv_int(j, "guest_pid", e->guest_pid);
+		vt_json_kv_int(j, "guest_tid", e->guest_tid);
+		vt_json_kv_string(j, "guest_comm", e->guest_comm);
+	}
 	if (b->vmcs)
 		vt_json_kv_hex(j, "vmcs", b->vmcs);
 	if (s->stacks && b->kind != VT_BRANCH_ERROR)
@@ -669,7 +738,7 @@ int cmd_script(int argc, char **argv)
 		goto out;
 	}
 	vt_cli_set_json(o.json);
-	if (!open_images(&s, &usage, &err)) {
+	if (!open_images(&s, &o, &usage, &err)) {
 		vt_err("script", "%s", err->message);
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;

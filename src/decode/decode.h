@@ -23,6 +23,8 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "src/perf/perf-data.h"
+
 G_BEGIN_DECLS
 
 #define VT_DECODE_ERROR (vt_decode_error_quark())
@@ -199,6 +201,12 @@ typedef struct {
 	gint32 vcpu;              /* from the thread's name "CPU n/KVM", -1 if unknown */
 	const char *comm;         /* thread name; owned by the result */
 	guint64 time;             /* perf time (ns) when timed, else 0 */
+	/* the guest thread on the vCPU at that time, from an injected guest
+	 * sideband (vmtrace inject, perf inject --guest-data); machine_pid 0:
+	 * none known (no guest sideband, no switch-in on that vCPU yet) */
+	gint32 machine_pid;       /* the QEMU pid */
+	gint32 guest_pid, guest_tid;
+	const char *guest_comm;   /* NULL: no COMM (perf prints ":TID") */
 } VtDecodeEvent;
 
 typedef struct VtDecodeResult VtDecodeResult;
@@ -221,9 +229,23 @@ guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);
+
+/* The QEMU pid of an injected guest sideband (0: the recording has none). */
+gint32 vt_decode_result_machine_pid(const VtDecodeResult *r);
 /* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
  * NULL when it has none. */
 char *vt_decode_recording_kcore_dir(const char *path);
+
+/* The guest sideband of an injected recording (guest-threads.c): per vCPU
+ * the guest tasks switched in, each guest thread's pid and comm over time. */
+typedef struct VtDecodeGuestThreads VtDecodeGuestThreads;
+VtDecodeGuestThreads *vt_decode_guest_threads_load(const VtPerfFile *f, GError **error);
+void vt_decode_guest_threads_free(VtDecodeGuestThreads *g);
+gint32 vt_decode_guest_threads_machine_pid(const VtDecodeGuestThreads *g);   /* 0: none */
+/* The guest thread on vcpu at perf time `time`: FALSE before the vCPU's first
+ * switch-in; *comm NULL when the thread has no COMM. */
+gboolean vt_decode_guest_threads_at(const VtDecodeGuestThreads *g, gint32 vcpu, guint64 time, gint32 *pid,
+				    gint32 *tid, const char **comm);
 
 /* Decode one AUX buffer (tests, fuzzing): branches appended to out. */
 typedef struct {

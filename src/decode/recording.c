@@ -44,6 +44,7 @@ struct VtDecodeResult {
 	guint nerrors;
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	VtDecodeEvent ev;         /* the event last returned */
+	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -144,6 +145,9 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->vcpu = vcpu_of(r, t);
 	e->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
+	if (r->timed && vt_decode_guest_threads_at(r->guest, e->vcpu, e->time, &e->guest_pid, &e->guest_tid,
+						   &e->guest_comm))
+		e->machine_pid = vt_decode_guest_threads_machine_pid(r->guest);
 }
 
 /* ------------------------------------------------------------- decoding */
@@ -283,7 +287,8 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
-	if (!open_queues(r, opts, error)) {
+	r->guest = vt_decode_guest_threads_load(s->f, error);
+	if (!r->guest || !open_queues(r, opts, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}
@@ -319,6 +324,7 @@ void vt_decode_result_free(VtDecodeResult *r)
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
 	g_string_chunk_free(r->strings);
+	vt_decode_guest_threads_free(r->guest);
 	vmcorr_session_free(r->s);
 	g_free(r);
 }
@@ -331,6 +337,11 @@ gboolean vt_decode_result_timed(const VtDecodeResult *r)
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 {
 	return r->per_cpu;
+}
+
+gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
+{
+	return vt_decode_guest_threads_machine_pid(r->guest);
 }
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)
