@@ -299,12 +299,10 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
 }
 
-/* perf's line start: comm, tid, cpu, time (nanoseconds for instructions),
- * period, event, flags - those -F asks for - and the space before the IP. */
 /* The thread of one side of a branch: on the guest side the guest thread
  * the injected sideband names (perf: "VM: PID VCPU:NNN " before it with
- * -F machine_pid,vcpu), else the host thread - which perf names ":TID" in
- * guest code. */
+ * -F machine_pid,vcpu; pid/tid -1 before the vCPU's first guest switch-in),
+ * else the host thread - which perf names ":TID" in guest code. */
 static const char *line_thread(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, gint32 *tid,
 			       char name[24])
 {
@@ -312,18 +310,20 @@ static const char *line_thread(GString *l, const Script *s, const VtDecodeEvent 
 	const char *comm = guest ? NULL : e->comm;
 
 	*tid = e->tid;
-	if (guest && e->machine_pid) {
-		if (f & F_MACHINE_PID)
+	if (guest && vt_decode_result_machine_pid(s->result)) {
+		if (e->machine_pid && (f & F_MACHINE_PID))
 			g_string_append_printf(l, "VM:%5d ", e->machine_pid);
-		if (f & F_VCPU)
+		if (e->machine_pid && (f & F_VCPU))
 			g_string_append_printf(l, "VCPU:%03d ", e->vcpu);
-		*tid = e->guest_tid;
+		*tid = e->guest_tid;    /* -1 before the vCPU's first switch-in */
 		comm = e->guest_comm;
 	}
 	g_snprintf(name, 24, ":%d", *tid);
 	return comm ? comm : name;
 }
 
+/* perf's line start: comm, tid, cpu, time (nanoseconds for instructions),
+ * period, event, flags - those -F asks for - and the space before the IP. */
 static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
 	guint f = s->o->field_mask;

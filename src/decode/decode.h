@@ -203,7 +203,8 @@ typedef struct {
 	guint64 time;             /* perf time (ns) when timed, else 0 */
 	/* the guest thread on the vCPU at that time, from an injected guest
 	 * sideband (vmtrace inject, perf inject --guest-data); machine_pid 0:
-	 * none known (no guest sideband, no switch-in on that vCPU yet) */
+	 * none known (no guest sideband, no switch-in on that vCPU yet; then
+	 * guest_pid and guest_tid are -1 when the recording has a sideband) */
 	gint32 machine_pid;       /* the QEMU pid */
 	gint32 guest_pid, guest_tid;
 	const char *guest_comm;   /* NULL: no COMM (perf prints ":TID") */

@@ -7,7 +7,8 @@
  * ID_INDEX entries of their sample ids name the QEMU pid (machine_pid) and
  * the vCPU.  perf (intel_pt_guest_context_switch) makes the task of a
  * switch-in record the vCPU's current guest thread; a thread's comm is its
- * last COMM (a forked thread starts with its parent's), ":TID" without one.
+ * last COMM (a forked thread starts with its parent's), ":TID" without one,
+ * "swapper" for the idle task 0.
  * Indexed like the host's switches: per vCPU an array in time order. */
 #include "config.h"
 
@@ -219,5 +220,7 @@ gboolean vt_decode_guest_threads_at(const VtDecodeGuestThreads *g, gint32 vcpu, 
 	*pid = t ? t->pid : sw->pid;
 	*tid = sw->tid;
 	*comm = t ? thread_comm_at(t, time) : NULL;
+	if (!*comm && !sw->tid)
+		*comm = "swapper";      /* perf's idle thread of every machine */
 	return TRUE;
 }

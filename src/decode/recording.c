@@ -145,8 +145,11 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->vcpu = vcpu_of(r, t);
 	e->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
-	if (r->timed && vt_decode_guest_threads_at(r->guest, e->vcpu, e->time, &e->guest_pid, &e->guest_tid,
-						   &e->guest_comm))
+	if (!r->timed || !vt_decode_guest_threads_machine_pid(r->guest))
+		return;
+	/* perf: pid/tid -1 on a vCPU before its first guest switch-in */
+	e->guest_pid = e->guest_tid = -1;
+	if (vt_decode_guest_threads_at(r->guest, e->vcpu, e->time, &e->guest_pid, &e->guest_tid, &e->guest_comm))
 		e->machine_pid = vt_decode_guest_threads_machine_pid(r->guest);
 }
 
