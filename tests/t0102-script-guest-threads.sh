@@ -106,6 +106,20 @@ check "perf loses vCPU 1's guest code before its first switch-in: 4 errors 'Fail
 check "vmtrace decodes it as thread -1, no decode error" \
 	sh -c "grep -q '^ *:-1  *-1 .*vmx_vmresume\|^ *:-1  *-1 ' '$TMP/v.vt' && ! grep -q 'instruction trace error' '$TMP/v.vt'"
 
+# --tid: perf selects a guest branch by its guest thread, a host one by the
+# host thread (the two halves of a VM entry or exit each by its own)
+timeout 300 "$PERF" script -i "$TMP/v.data" --itrace=be -F $F --tid 101 2>/dev/null |
+	grep -v 'instruction trace error' | sed -E 's/ [0-9]+\.[0-9]+: / T: /' >"$TMP/tid.perf"
+"$VMTRACE" script "$TMP/v.data" -F $F --tid 101 >"$TMP/tid.vt" 2>/dev/null
+grep ' 101 \[' "$TMP/v.vt" >"$TMP/tid.want"
+check "--tid 101 (a guest thread): the lines of guest thread 101 ($(wc -l <"$TMP/tid.want"))" \
+	sh -c "test -s '$TMP/tid.want' && cmp -s '$TMP/tid.want' '$TMP/tid.vt'"
+ndiff=$(sed -E 's/ [0-9]+\.[0-9]+: / T: /' "$TMP/tid.vt" | diff - "$TMP/tid.perf" | grep -c '^[<>]')
+check "--tid 101: perf --tid 101's lines, time aside, but for $ndiff lines at a guest switch (at most 4)" test "$ndiff" -le 4
+"$VMTRACE" script "$TMP/v.data" -F $F --tid 4010 >"$TMP/tid2.vt" 2>/dev/null
+check "--tid 4010 (vCPU 0's QEMU thread): its host lines only, as many as perf prints ($(grep -c ' 4010 \[' "$TMP/v.perf"))" \
+	sh -c "! grep -q '^VM:' '$TMP/tid2.vt' && test \$(wc -l <'$TMP/tid2.vt') -eq \$(grep -c ' 4010 \[' '$TMP/v.perf')"
+
 compare b
 check "b: a vCPU with no guest records - no VM: 4000 VCPU:001 line, its guest code as thread -1" \
 	sh -c "! grep -q '^VM: 4000 VCPU:001' '$TMP/b.vt' && grep -q '^ *:-1  *-1 ' '$TMP/b.vt'"

@@ -372,8 +372,18 @@ static void insn_bytes(GString *l, Script *s, guint64 ip, gboolean guest)
 		g_string_append_printf(l, " %02x", in->bytes[i]);
 }
 
-static gboolean wanted(const Script *s, gboolean guest)
+/* The thread of one half of a branch, as perf's --tid sees it: in guest
+ * code of an injected recording the guest thread (-1 before the vCPU's
+ * first switch-in), else the host thread. */
+static gint32 half_tid(const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
+	return guest && vt_decode_result_machine_pid(s->result) ? e->guest_tid : e->tid;
+}
+
+static gboolean wanted(const Script *s, const VtDecodeEvent *e, gboolean guest)
+{
+	if (s->o->tid >= 0 && half_tid(s, e, guest) != s->o->tid)
+		return FALSE;
 	return !(s->o->host_only && guest) && !(s->o->guest_only && !guest);
 }
 
@@ -401,7 +411,7 @@ static void branch_line(Script *s, const VtDecodeEvent *e, GString *l, gboolean 
 	const VtBranch *b = &e->b;
 	guint f = s->o->field_mask;
 
-	if (!wanted(s, guest))
+	if (!wanted(s, e, guest))
 		return;
 	line_start(l, s, e, guest);
 	if (f & F_IP)
@@ -497,7 +507,7 @@ static void call_half(Script *s, const VtDecodeEvent *e, GString *l, guint64 ip,
 	/* perf keeps a stack for the host thread only: guest lines show none */
 	guint depth = guest ? 0 : vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, &e->b);
 
-	if (!wanted(s, guest))
+	if (!wanted(s, e, guest))
 		return;
 	call_start(l, s, e, guest, flags);
 	call_indent(l, s, ip, addr, guest, flags, depth);
@@ -552,7 +562,7 @@ static void insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk 
 
 		if (!in->len)
 			return;
-		if (wanted(s, w->guest))
+		if (wanted(s, e, w->guest))
 			insn_line(s, e, l, in, w->guest);
 		ip += in->len;
 	}
@@ -648,7 +658,7 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 
-	if (s->o->tid >= 0 && e->tid != s->o->tid)
+	if (s->o->tid >= 0 && half_tid(s, e, b->from_guest) != s->o->tid && half_tid(s, e, b->to_guest) != s->o->tid)
 		return FALSE;
 	if (s->o->vcpu >= 0 && e->vcpu != s->o->vcpu)
 		return FALSE;
@@ -659,7 +669,7 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 	if (!s->stacks && s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags))
 		return FALSE;               /* --itrace c, r */
 	if (s->o->json && b->kind != VT_BRANCH_ERROR)
-		return wanted(s, b->from_guest) || wanted(s, b->to_guest);
+		return wanted(s, e, b->from_guest) || wanted(s, e, b->to_guest);
 	return TRUE;
 }
 
