@@ -147,6 +147,8 @@ typedef struct {
 	guint8 async;          /* bound to a FUP (interrupt, VM exit, asynchronous trace end) */
 	guint8 insn_kind;      /* VtInsnKind of the instruction at `from` (synchronous branches) */
 	guint8 insn_len;       /* its length (0 for asynchronous branches) */
+	guint8 overflows;      /* OVF packets (internal buffer overflow: trace lost) the queue
+				* had since its previous branch (at most 255) */
 } VtBranch;
 
 /* --------------------------------------------------- perf's view of branches */

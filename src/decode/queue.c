@@ -63,6 +63,7 @@ struct VtDecodeQueue {
 	gboolean async_guest;
 	guint64 async_tsc;
 	guint64 last_ip;
+	guint ovf;                       /* OVF packets since the last branch emitted */
 	/* the source of the next branch emitted (see source()) */
 	gboolean src_async;
 	guint8 src_kind, src_len;
@@ -176,6 +177,8 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	b.to_guest = to_guest;
 	b.conditional = cond;
 	b.offset = position(d);
+	b.overflows = (guint8)MIN(d->ovf, 255);
+	d->ovf = 0;
 	g_array_append_val(d->out, b);
 }
 
@@ -195,6 +198,8 @@ static void emit_error(Dec *d, int status)
 	b.code = (gint8)pt_errcode(status);
 	b.offset = position(d);
 	b.vmcs = d->vmcs;
+	b.overflows = (guint8)MIN(d->ovf, 255);
+	d->ovf = 0;
 	g_array_append_val(d->out, b);
 	d->have_pend = d->have_async = FALSE;
 }
@@ -315,6 +320,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		break;
 	case ptev_overflow:
 		flush_async(d);
+		d->ovf++;
 		d->have_pend = FALSE;
 		break;
 	default:
