@@ -167,6 +167,11 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	return TRUE;
 }
 
+void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes)
+{
+	pt_iscache_set_limit(img->iscache, bytes);
+}
+
 static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 {
 	img->iscache = pt_iscache_alloc(img->what);
