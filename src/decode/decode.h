@@ -144,7 +144,9 @@ typedef struct {
 	guint64 from, to;
 	guint64 tsc;           /* host TSC (when timed; 0 otherwise) */
 	guint64 vmcs;          /* VMCS loaded (address), 0 if none seen */
-	guint64 offset;        /* AUX offset of the packet that decided it */
+	guint64 offset;        /* AUX offset just past the packet that decided it
+				* (the decoder's position then: the next TNT, TIP, FUP,
+				* PSB...; the last decision's for a direct branch) */
 	guint8 kind;           /* VtBranchKind */
 	guint8 from_guest, to_guest;
 	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */

@@ -54,6 +54,7 @@ struct VtDecodeQueue {
 	VtInsn pend;
 	gboolean pend_guest;
 	guint64 pend_tsc;                /* time when its trace was read */
+	guint64 pend_off;                /* AUX offset then (see emit_at()) */
 	guint64 before;                  /* time before the current pt_blk_next: libipt
 					  * reads timing packets ahead, up to the next
 					  * decision, so the time after it is the next's */
@@ -61,7 +62,7 @@ struct VtDecodeQueue {
 	gboolean have_async;
 	guint64 async_from, async_to;
 	gboolean async_guest;
-	guint64 async_tsc;
+	guint64 async_tsc, async_off;
 	guint64 last_ip;
 	guint ovf;                       /* OVF packets since the last branch emitted */
 	/* the source of the next branch emitted (see source()) */
@@ -158,8 +159,13 @@ static void source(Dec *d, gboolean async, const VtInsn *in)
 	d->src_len = in ? in->len : 0;
 }
 
+/* A branch decided at time tsc and AUX offset off: where the decoder
+ * stood when it had read the packet that decided it (taken when it is read,
+ * never later: how far libipt reads ahead by then depends on the shared
+ * block cache - a block ends where another thread's decoder first filled
+ * the cache - so a later position would differ from run to run). */
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
-		    gboolean cond, guint64 tsc)
+		    gboolean cond, guint64 tsc, guint64 off)
 {
 	VtBranch b = { 0 };
 
@@ -176,7 +182,7 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	b.from_guest = from_guest;
 	b.to_guest = to_guest;
 	b.conditional = cond;
-	b.offset = position(d);
+	b.offset = off;
 	b.overflows = (guint8)MIN(d->ovf, 255);
 	d->ovf = 0;
 	g_array_append_val(d->out, b);
@@ -185,7 +191,7 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		 gboolean cond)
 {
-	emit_at(d, kind, from, to, from_guest, to_guest, cond, now(d));
+	emit_at(d, kind, from, to, from_guest, to_guest, cond, now(d), position(d));
 }
 
 static void emit_error(Dec *d, int status)
@@ -224,16 +230,17 @@ static void resolve(Dec *d, guint64 to)
 	switch (in->kind) {
 	case VT_INSN_COND:
 		if (to != d->pend_ip + in->len)
-			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc);
+			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc,
+				d->pend_off);
 		return;
 	case VT_INSN_VMENTRY:
 		if (d->guest && !d->pend_guest)
-			emit_at(d, VT_BRANCH_VMENTRY, d->pend_ip, to, FALSE, TRUE, FALSE, d->pend_tsc);
+			emit_at(d, VT_BRANCH_VMENTRY, d->pend_ip, to, FALSE, TRUE, FALSE, d->pend_tsc, d->pend_off);
 		return;
 	case VT_INSN_JUMP: case VT_INSN_CALL: case VT_INSN_JUMP_IND: case VT_INSN_CALL_IND:
 	case VT_INSN_RETURN: case VT_INSN_SYSCALL: case VT_INSN_SYSRET: case VT_INSN_IRET:
 	case VT_INSN_INT: case VT_INSN_FAR:
-		emit_at(d, kind_of[in->kind], d->pend_ip, to, d->pend_guest, d->guest, FALSE, d->pend_tsc);
+		emit_at(d, kind_of[in->kind], d->pend_ip, to, d->pend_guest, d->guest, FALSE, d->pend_tsc, d->pend_off);
 		return;
 	default:
 		return;                  /* the block ended for another reason */
@@ -247,7 +254,8 @@ static void flush_async(Dec *d)
 		return;
 	d->have_async = FALSE;
 	source(d, TRUE, NULL);
-	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc);
+	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc,
+		d->async_off);
 }
 
 static void set_guest(Dec *d, gboolean guest)
@@ -268,7 +276,7 @@ static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
 	d->have_async = FALSE;
 	source(d, TRUE, NULL);
 	emit_at(d, was && !non_root ? VT_BRANCH_VMEXIT : VT_BRANCH_ASYNC, d->async_from, d->async_to, was, non_root,
-		FALSE, d->async_tsc);
+		FALSE, d->async_tsc, d->async_off);
 }
 
 static void on_event(Dec *d, const struct pt_event *ev)
@@ -304,6 +312,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		d->async_to = ev->variant.async_branch.to;
 		d->async_guest = d->guest;
 		d->async_tsc = ev->has_tsc ? ev->tsc : now(d);
+		d->async_off = position(d);
 		d->last_ip = d->async_to;
 		break;
 	case ptev_paging:
@@ -338,6 +347,7 @@ static void on_block(Dec *d, const struct pt_block *b)
 	d->pend_ip = b->end_ip;
 	d->pend_guest = d->guest;
 	d->pend_tsc = d->before;
+	d->pend_off = position(d);
 	d->have_pend = TRUE;
 	d->last_ip = b->end_ip;
 }
