@@ -69,7 +69,7 @@ check "--time START,: from START to the end" test "$(tail -1 "$TMP/open.json")" 
 check "--time ,END: from the start" test "$(head -1 "$TMP/head.out")" = "$("$VMTRACE" script "$t" $G -F tid,time,ip,addr | head -1)"
 
 # --- usage errors --------------------------------------------------------
-for bad in "--itrace=x" "--itrace=i" "--itrace=ib" "-F tid,bogus" "-F sym" "--time 5" "--time 2,1" "--time x,"; do
+for bad in "--itrace=x" "--itrace=i" "--itrace=iz" "-F tid,bogus" "-F sym" "--time 5" "--time 2,1" "--time x,"; do
 	# shellcheck disable=SC2086
 	"$VMTRACE" script "$t" $G $bad >"$TMP/out" 2>&1
 	check "$bad: usage error" test $? -eq 2

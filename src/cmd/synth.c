@@ -99,7 +99,7 @@ static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, 
 /* The command line, as given. */
 typedef struct {
 	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc;   /* -1: default */
-	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json;
+	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json, cbr_vary;
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales;
 	char *host_code, *guest_code, *branches;
@@ -162,6 +162,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "psb-period", 0, 0, G_OPTION_ARG_INT, &o->psb_period, "PSB every 2K<<N bytes, 0..15 (default 3)", "N" },
 		{ "tsc-ctc-ratio", 0, 0, G_OPTION_ARG_STRING, &o->ratio, "CPUID.15H EBX/EAX, TSC ticks per CTC tick (default 168/2)", "N/D" },
 		{ "timeless", 0, 0, G_OPTION_ARG_NONE, &o->timeless, "No timing packets at all (intel_pt/tsc=0,mtc=0/)", NULL },
+		{ "cbr-vary", 0, 0, G_OPTION_ARG_NONE, &o->cbr_vary, "The core:bus ratio (CBR packets in PSB+) changes: 30, 30, 24, 36, ... (perf's cbr events)", NULL },
 		{ "size", 's', 0, G_OPTION_ARG_STRING, &o->size, "Total AUX bytes, e.g. 16M (default 4M)", "SIZE" },
 		{ "buffer-size", 0, 0, G_OPTION_ARG_STRING, &o->bufsize, "Bytes per AUXTRACE record (default 256K)", "SIZE" },
 		{ "seed", 0, 0, G_OPTION_ARG_STRING, &o->seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
@@ -269,6 +270,7 @@ static gboolean synth_validate(const SynthOpts *o, VtSynthConfig *cfg, GError **
 	cfg->cyc = o->cyc;
 	cfg->mtc = !o->no_mtc;
 	cfg->timeless = o->timeless;
+	cfg->cbr_vary = o->cbr_vary;
 	cfg->host_code = o->host_code;
 	cfg->guest_code = o->guest_code;
 	cfg->branches = o->branches;

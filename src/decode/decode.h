@@ -107,6 +107,7 @@ gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn);
 typedef struct {
 	guint64 ip;
 	guint8 len;
+	guint8 kind;           /* VtInsnKind */
 	guint8 bytes[15];
 	char *text;
 } VtDisasmInsn;
@@ -136,6 +137,10 @@ typedef enum {
 	VT_BRANCH_TRACE_BEGIN, /* from 0 */
 	VT_BRANCH_TRACE_END,   /* to 0 */
 	VT_BRANCH_ERROR,       /* a decode error at `from`; `code` says which */
+	/* power events (only from vt_decode_recording_power): not branches */
+	VT_BRANCH_PSB,         /* a PSB+ at AUX `offset`; `from`: its FUP's IP (0 if none) */
+	VT_BRANCH_CBR,         /* the core:bus ratio changed (perf: first in a queue and on
+				* every change) to `to`; `from`: the IP it binds to */
 } VtBranchKind;
 
 const char *vt_branch_kind_name(VtBranchKind k);  /* "jump", "call", ... */
@@ -227,6 +232,9 @@ typedef struct VtDecodeResult VtDecodeResult;
  * order over all queues (ties in queue order), timeless ones queue after
  * queue in trace order.  Memory does not grow with the number of branches. */
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error);
+/* The same; with power, perf's power events (VT_BRANCH_PSB, VT_BRANCH_CBR)
+ * come among the branches too. */
+VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean power, GError **error);
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 
@@ -234,6 +242,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
+/* perf's kHz per unit of core:bus ratio (TSC frequency / maximum non-turbo
+ * ratio, from the recording's TSC conversion) and that ratio; 0 if unknown */
+guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo);
 /* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not

@@ -32,6 +32,8 @@
 
 typedef struct VtDecodeQueue Dec;
 
+#define MAX_PSB 8
+
 /* The instructions that end blocks, decoded once: a direct-mapped cache
  * (bounded: a trace that visits the whole kernel does not grow it). */
 #define CACHE_SIZE (1u << 15)
@@ -65,6 +67,15 @@ struct VtDecodeQueue {
 	guint64 async_tsc, async_off;
 	guint64 last_ip;
 	guint ovf;                       /* OVF packets since the last branch emitted */
+	/* power events (VtDecodeOptions.power): a PSB+ and a new core:bus
+	 * ratio wait for the IP they bind to (the next block's) */
+	gboolean power;
+	guint npsb;                      /* PSBs waiting (PSB+ after PSB+ binds to one IP) */
+	guint64 psb_off[MAX_PSB], psb_tsc[MAX_PSB];
+	guint64 last_psb;                /* queue offset; G_MAXUINT64: none yet */
+	gboolean have_cbr;
+	guint8 cbr, cbr_seen;
+	guint64 cbr_off;                 /* AUX offset where the ratio was read */
 	/* the source of the next branch emitted (see source()) */
 	gboolean src_async;
 	guint8 src_kind, src_len;
@@ -258,6 +269,87 @@ static void flush_async(Dec *d)
 		d->async_off);
 }
 
+/* The queue offset of the PSB whose PSB+ the decoder is in: the last one
+ * at or before its position (libipt delivers PSB+'s events at PSBEND). */
+static guint64 psb_here(const Dec *d)
+{
+	static const guint8 psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	guint64 end = position(d) - d->base;
+	guint64 lo = end > 4096 ? end - 4096 : 0;
+
+	for (guint64 at = end >= sizeof(psb) ? end - sizeof(psb) + 1 : 0; at-- > lo;)
+		if (d->buf[at] == 2 && !memcmp(d->buf + at, psb, sizeof(psb)))
+			return d->base + at;
+	return G_MAXUINT64;
+}
+
+static void on_cbr(Dec *d, guint8 ratio)
+{
+	if (!d->have_cbr || ratio != d->cbr)
+		d->cbr_off = position(d);
+	d->cbr = ratio;
+	d->have_cbr = d->power && ratio != d->cbr_seen;
+}
+
+/* The pending power events, bound to ip (in the current machine). */
+static void flush_power(Dec *d, guint64 ip)
+{
+	guint64 tsc = d->npsb ? d->psb_tsc[d->npsb - 1] : now(d);
+
+	for (guint i = 0; i < d->npsb; i++) {
+		emit_at(d, VT_BRANCH_PSB, ip, 0, d->guest, d->guest, FALSE, d->psb_tsc[i], d->psb_off[i]);
+	}
+	d->npsb = 0;
+	if (d->have_cbr) {
+		d->have_cbr = FALSE;
+		d->cbr_seen = d->cbr;
+		emit_at(d, VT_BRANCH_CBR, ip, d->cbr, d->guest, d->guest, FALSE, tsc, d->cbr_off);
+	}
+}
+
+static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
+			  void *context);
+
+/* The TSC of the PSB+ at buffer offset psb (0: none, timeless). */
+static guint64 psb_tsc(const Dec *d, guint64 psb)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *pd;
+	struct pt_packet p;
+	guint64 tsc = 0;
+
+	pt_config_init(&cfg);
+	cfg.begin = d->buf;
+	cfg.end = d->buf + d->len;
+	cfg.decode.callback = unknown_packet;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return 0;
+	if (pt_pkt_sync_set(pd, psb) >= 0)
+		for (int i = 0; i < 64 && pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend; i++)
+			if (p.type == ppt_tsc) {
+				tsc = p.payload.tsc.tsc;
+				break;
+			}
+	pt_pkt_free_decoder(pd);
+	return tsc;
+}
+
+/* A status event of a PSB+: the PSB is an event once (perf's psb). */
+static void on_status(Dec *d, const struct pt_event *ev)
+{
+	guint64 at, tsc;
+
+	if (!d->power || !ev->status_update || (at = psb_here(d)) == G_MAXUINT64 || at == d->last_psb)
+		return;
+	d->last_psb = at;
+	if (d->npsb == MAX_PSB)
+		flush_power(d, 0);
+	d->psb_off[d->npsb] = at;
+	tsc = psb_tsc(d, at - d->base);
+	d->psb_tsc[d->npsb++] = tsc ? tsc : now(d);
+}
+
 static void set_guest(Dec *d, gboolean guest)
 {
 	if (guest == d->guest)
@@ -281,9 +373,14 @@ static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
 
 static void on_event(Dec *d, const struct pt_event *ev)
 {
+	on_status(d, ev);
 	switch (ev->type) {
+	case ptev_cbr:
+		on_cbr(d, ev->variant.cbr.ratio);
+		break;
 	case ptev_enabled:
 		flush_async(d);
+		flush_power(d, 0);
 		d->have_pend = FALSE;
 		emit(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.enabled.ip, d->guest, d->guest, FALSE);
 		d->last_ip = ev->variant.enabled.ip;
@@ -341,6 +438,7 @@ static void on_block(Dec *d, const struct pt_block *b)
 {
 	flush_async(d);
 	resolve(d, b->ip);
+	flush_power(d, b->ip);
 	if (!b->ninsn)
 		return;
 	d->pend = *insn_at(d, b->end_ip);
@@ -561,6 +659,7 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 	d->img[1] = guest ? guest : host;
 	d->pi[0] = vt_decode_image_new_pt(host, error);
 	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
+	d->last_psb = G_MAXUINT64;
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
 	if (!d->pi[1] || !window_open(d, 0, error)) {
@@ -609,6 +708,11 @@ static gboolean window_next(Dec *d)
 	if (d->seam == G_MAXUINT64)
 		return FALSE;
 	return window_open(d, d->base + d->seam, &d->error);
+}
+
+void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
+{
+	d->power = power;
 }
 
 const GError *vt_decode_queue_error(const VtDecodeQueue *d)

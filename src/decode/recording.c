@@ -248,7 +248,7 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 	return &r->ev;
 }
 
-static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GError **error)
+static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboolean power, GError **error)
 {
 	const char *w = g_getenv("VMTRACE_DECODE_WINDOW");   /* tests: the window's size */
 	guint64 window = w ? g_ascii_strtoull(w, NULL, 0) : WINDOW;
@@ -266,6 +266,7 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GErr
 						    opts->host, opts->guest, error);
 		if (!q->dec)
 			return FALSE;
+		vt_decode_queue_set_power(q->dec, power);
 	}
 	for (guint i = 0; i < r->n; i++)
 		r->qs[i].thread = g_thread_new("vmtrace-decode", produce, &r->qs[i]);
@@ -273,6 +274,11 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GErr
 }
 
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
+{
+	return vt_decode_recording_power(opts, FALSE, error);
+}
+
+VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean power, GError **error)
 {
 	VmcorrSession *s = vmcorr_session_open(opts->path, VT_PERF_OPEN_RDONLY, error);
 	VtDecodeResult *r;
@@ -291,7 +297,7 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
 	r->guest = vt_decode_guest_threads_load(s->f, error);
-	if (!r->guest || !open_queues(r, opts, error)) {
+	if (!r->guest || !open_queues(r, opts, power, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}
@@ -345,6 +351,26 @@ gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
 {
 	return vt_decode_guest_threads_machine_pid(r->guest);
+}
+
+/* perf: the TSC frequency from the AUX info's time conversion (ns to
+ * ticks of one second), the maximum non-turbo ratio from the AUX info or
+ * else the TSC frequency in units of 100 MHz, rounded. */
+guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo)
+{
+	const VmcorrSession *s = r->s;
+	guint64 mult = s->nr_priv > VT_PT_INFO_TIME_MULT ? s->priv[VT_PT_INFO_TIME_MULT] : 0;
+	guint64 shift = s->nr_priv > VT_PT_INFO_TIME_SHIFT ? s->priv[VT_PT_INFO_TIME_SHIFT] : 0;
+	guint64 freq, ratio = s->nr_priv > VT_PT_INFO_MAX_NONTURBO_RATIO ? s->priv[VT_PT_INFO_MAX_NONTURBO_RATIO] : 0;
+
+	*max_nonturbo = (guint32)ratio;
+	if (!mult || shift > 32)
+		return 0;
+	freq = (1000000000ull / mult << shift) + ((1000000000ull % mult) << shift) / mult;
+	if (!ratio)
+		ratio = (freq + 50000000) / 100000000;
+	*max_nonturbo = (guint32)ratio;
+	return ratio ? (guint32)(freq / ratio / 1000) : 0;
 }
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)

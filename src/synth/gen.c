@@ -130,6 +130,7 @@ typedef struct {
 	guint64 last_ip;
 	gboolean have_last_ip;
 	guint64 since_psb;
+	guint npsb;                      /* PSB+ written (--cbr-vary) */
 	guint64 psb_bytes;
 	gboolean in_guest;
 	gint vcpu;                   /* vCPU loaded on this queue, -1 none */
@@ -377,6 +378,7 @@ static void advance(Gen *g, Queue *q, guint64 dt, gboolean cyc_now)
 
 static void psb_plus(Gen *g, Queue *q)
 {
+	static const guint8 cbr_cycle[] = { CBR_RATIO, CBR_RATIO, 24, 36 };
 	const VtSynthConfig *c = g->cfg;
 	struct pt_packet p;
 
@@ -421,7 +423,7 @@ static void psb_plus(Gen *g, Queue *q)
 	}
 	memset(&p, 0, sizeof(p));
 	p.type = ppt_cbr;
-	p.payload.cbr.ratio = CBR_RATIO;
+	p.payload.cbr.ratio = c->cbr_vary ? cbr_cycle[q->npsb++ % G_N_ELEMENTS(cbr_cycle)] : CBR_RATIO;
 	emit(g, q, &p);
 	if (q->vcpu >= 0)
 		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));

@@ -34,6 +34,7 @@ typedef struct VtSynthConfig {
 	guint64 buffer_size;       /* bytes per AUXTRACE record */
 	guint64 seed;
 	gboolean timeless;         /* tsc=0, mtc=0 */
+	gboolean cbr_vary;         /* the core:bus ratio in PSB+ changes (30, 30, 24, 36, ...) */
 	guint64 vm_offset[VT_SYNTH_MAX_VMS];   /* VMX TSC offset per VM */
 	gboolean have_offset[VT_SYNTH_MAX_VMS];
 	/* Offset change: VM `change_vm` switches to `change_offset` at
