@@ -571,6 +571,85 @@ static void test_rdwr(void)
 	g_free(path);
 }
 
+/* Windows: mapped parts of the file; reading one after the file shrank
+ * is an error under vt_perf_file_guarded, not SIGBUS; records iterated
+ * from windows are the records read. */
+typedef struct {
+	const VtPerfWindow *w;
+	guint sum;
+} Touch;
+
+static void touch_window(void *p)
+{
+	Touch *t = p;
+
+	for (size_t i = 0; i < t->w->len; i += 64)
+		t->sum += t->w->base[i];
+}
+
+static void test_window(void)
+{
+	char *path = tmp_path("win.data");
+	GError *err = NULL;
+	SampleInfo info;
+	VtPerfWindow w = { 0 };
+	VtPerfIter *a = g_new(VtPerfIter, 1), *b = g_new(VtPerfIter, 1);
+	VtPerfRecord ra, rb;
+	Touch t = { &w, 0 };
+	VtPerfFile *f;
+	guint64 size;
+	int n = 0, x, y;
+
+	write_sample_file(path, FALSE, &info);
+	f = vt_perf_file_open(path, 0, &err);
+	g_assert_no_error(err);
+	size = vt_perf_file_size(f);
+	vt_perf_iter_init(a, f);
+	vt_perf_iter_init_mapped(b, f);
+	g_assert_true(vt_perf_file_guarded(f, touch_window, &t, &err));
+	while ((x = vt_perf_iter_next(a, &ra, &err)) > 0) {
+		y = vt_perf_iter_next(b, &rb, &err);
+		g_assert_cmpint(y, ==, 1);
+		g_assert_cmpuint(ra.file_offset, ==, rb.file_offset);
+		g_assert_cmpuint(ra.size, ==, rb.size);
+		g_assert_cmpint(memcmp(ra.data, rb.data, ra.size), ==, 0);
+		g_assert_true(b->mapped);
+		n++;
+	}
+	g_assert_cmpint(x, ==, 0);
+	g_assert_cmpint(vt_perf_iter_next(b, &rb, &err), ==, 0);
+	g_assert_cmpint(n, >, 3);
+	vt_perf_iter_clear(b);
+	g_assert_false(b->mapped);
+	/* a window: page-rounded, the whole small file */
+	g_assert_true(vt_perf_window_map(f, &w, 8, 8, 1 << 20, &err));
+	g_assert_no_error(err);
+	g_assert_cmpuint(w.off, ==, 0);
+	g_assert_cmpuint(w.len, ==, size);
+	g_assert_cmpint(memcmp(vt_perf_window_at(&w, 0, 8), "PERFILE2", 8), ==, 0);
+	g_assert_null(vt_perf_window_at(&w, size - 4, 8));
+	g_assert_true(vt_perf_file_guarded(f, touch_window, &t, &err));
+	g_assert_cmpuint(t.sum, >, 0);
+	/* the file shrinks under the mapping */
+	g_assert_cmpint(truncate(path, 0), ==, 0);
+	g_assert_false(vt_perf_file_guarded(f, touch_window, &t, &err));
+	assert_error_path(err, path, VT_PERF_ERROR_CHANGED);
+	g_assert_nonnull(strstr(err->message, "changed size while being read"));
+	g_clear_error(&err);
+	/* again (the guard is re-armed), and a window past the end is refused */
+	g_assert_false(vt_perf_file_guarded(f, touch_window, &t, &err));
+	g_clear_error(&err);
+	g_assert_false(vt_perf_window_map(f, &w, size, 1, 1 << 20, &err));
+	g_assert_null(w.base);
+	assert_error_path(err, path, VT_PERF_ERROR_TRUNCATED);
+	g_clear_error(&err);
+	vt_perf_window_unmap(&w);
+	vt_perf_file_close(f);
+	g_free(a);
+	g_free(b);
+	g_free(path);
+}
+
 /* SWITCH, old TIME_CONV, ID_INDEX with VM extension, no PERF_SAMPLE_IDENTIFIER. */
 static void test_more_records(void)
 {
@@ -1092,6 +1171,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/perf-data/roundtrip", test_roundtrip);
 	g_test_add_func("/perf-data/directory", test_directory);
 	g_test_add_func("/perf-data/rdwr", test_rdwr);
+	g_test_add_func("/perf-data/window", test_window);
 	g_test_add_func("/perf-data/more-records", test_more_records);
 	g_test_add_func("/perf-data/pipe", test_pipe);
 	g_test_add_func("/perf-data/tsc-time", test_tsc_time);
