@@ -228,116 +228,14 @@ static gboolean check_info(const VmcorrSession *s, GError **error)
 	return TRUE;
 }
 
-enum { SCAN_OK, SCAN_FAILED, SCAN_FAILED_NAMED };
-
-/* Take what the correlation needs from one record. */
-static int session_record(VmcorrSession *s, AuxIndex *ix, const VtPerfRecord *rec, gboolean *have_info,
-			  GError **error)
-{
-	switch (rec->type) {
-	case VT_PERF_RECORD_AUXTRACE_INFO: {
-		VtPerfAuxtraceInfo info;
-
-		if (!vt_perf_record_auxtrace_info(rec, &info, error))
-			return SCAN_FAILED_NAMED;
-		if (info.type != VT_PERF_AUXTRACE_INTEL_PT) {
-			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
-				    "%s: AUXTRACE_INFO type %u is not Intel PT", vt_perf_file_path(s->f),
-				    info.type);
-			return SCAN_FAILED;
-		}
-		if (info.nr_priv < 10) {
-			g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
-				    "%s: Intel PT AUXTRACE_INFO has %u words, need at least 10",
-				    vt_perf_file_path(s->f), info.nr_priv);
-			return SCAN_FAILED;
-		}
-		s->nr_priv = MIN(info.nr_priv, G_N_ELEMENTS(s->priv));
-		memcpy(s->priv, info.priv, s->nr_priv * 8);
-		*have_info = TRUE;
-		break;
-	}
-	case VT_PERF_RECORD_AUXTRACE: {
-		VtPerfAuxtrace aux;
-
-		if (!vt_perf_record_auxtrace(rec, &aux, error))
-			return SCAN_FAILED_NAMED;
-		add_aux(ix, &aux);
-		break;
-	}
-	case VT_PERF_RECORD_TIME_CONV:
-		if (!vt_perf_record_time_conv(rec, &s->tc, error))
-			return SCAN_FAILED_NAMED;
-		s->have_tc = TRUE;
-		break;
-	case PERF_RECORD_COMM: {
-		VtPerfComm c;
-		VmcorrThread *t;
-
-		if (!vt_perf_record_comm(rec, &c, NULL))
-			break;     /* sideband problems are not fatal */
-		t = g_new0(VmcorrThread, 1);
-		t->pid = c.pid;
-		t->comm = g_strdup(c.comm);
-		t->vcpu = parse_vcpu(c.comm);
-		g_hash_table_replace(s->threads, GUINT_TO_POINTER(c.tid), t);
-		break;
-	}
-	case PERF_RECORD_ITRACE_START: {
-		/* the task on the CPU when tracing started (per-CPU mode) */
-		VtPerfSampleId sid;
-
-		if (vt_perf_record_sample_id(s->f, rec, &sid))
-			add_switch(s, &sid);
-		break;
-	}
-	case PERF_RECORD_SWITCH_CPU_WIDE:
-	case PERF_RECORD_SWITCH: {
-		VtPerfSwitch sw;
-		VtPerfSampleId sid;
-
-		if (vt_perf_record_switch(rec, &sw, NULL) && !sw.out &&
-		    vt_perf_record_sample_id(s->f, rec, &sid))
-			add_switch(s, &sid);
-		break;
-	}
-	default:
-		break;
-	}
-	return SCAN_OK;
-}
-
-/* Every record of the file, in mapped windows (the caller guards). */
-typedef struct {
-	VmcorrSession *s;
-	AuxIndex *ix;
-	VtPerfIter it;
-	gboolean have_info;
-	int failed;                 /* SCAN_OK, or how it failed */
-	GError *error;
-} Scan;
-
-static void session_scan(void *p)
-{
-	Scan *sc = p;
-	VtPerfRecord rec;
-	int r;
-
-	while ((r = vt_perf_iter_next(&sc->it, &rec, &sc->error)) > 0) {
-		sc->failed = session_record(sc->s, sc->ix, &rec, &sc->have_info, &sc->error);
-		if (sc->failed)
-			return;
-	}
-	if (r < 0)
-		sc->failed = SCAN_FAILED;
-}
-
 VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GError **error)
 {
 	VmcorrSession *s = g_new0(VmcorrSession, 1);
 	AuxIndex ix = { g_array_new(FALSE, FALSE, sizeof(AuxRec)), g_array_new(FALSE, FALSE, sizeof(uint64_t)) };
-	g_autofree Scan *sc = g_new0(Scan, 1);
-	gboolean have_info, guarded;
+	VtPerfIter it;
+	VtPerfRecord rec;
+	gboolean have_info = FALSE;
+	int r;
 
 	s->threads = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, thread_free);
 	s->switches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, switches_free);
@@ -346,18 +244,81 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 	if (!s->f)
 		goto fail;
 
-	sc->s = s;
-	sc->ix = &ix;
-	vt_perf_iter_init_mapped(&sc->it, s->f);
-	guarded = vt_perf_file_guarded(s->f, session_scan, sc, &sc->error);
-	vt_perf_iter_clear(&sc->it);
-	have_info = sc->have_info;
-	if (!guarded || sc->failed) {
-		g_propagate_error(error, g_steal_pointer(&sc->error));
-		if (guarded && sc->failed == SCAN_FAILED_NAMED)
-			goto fail_named;
-		goto fail;
+	vt_perf_iter_init(&it, s->f);
+	while ((r = vt_perf_iter_next(&it, &rec, error)) > 0) {
+		switch (rec.type) {
+		case VT_PERF_RECORD_AUXTRACE_INFO: {
+			VtPerfAuxtraceInfo info;
+
+			if (!vt_perf_record_auxtrace_info(&rec, &info, error))
+				goto fail_named;
+			if (info.type != VT_PERF_AUXTRACE_INTEL_PT) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
+					    "%s: AUXTRACE_INFO type %u is not Intel PT", vt_perf_file_path(s->f),
+					    info.type);
+				goto fail;
+			}
+			if (info.nr_priv < 10) {
+				g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_BAD_INPUT,
+					    "%s: Intel PT AUXTRACE_INFO has %u words, need at least 10",
+					    vt_perf_file_path(s->f), info.nr_priv);
+				goto fail;
+			}
+			s->nr_priv = MIN(info.nr_priv, G_N_ELEMENTS(s->priv));
+			memcpy(s->priv, info.priv, s->nr_priv * 8);
+			have_info = TRUE;
+			break;
+		}
+		case VT_PERF_RECORD_AUXTRACE: {
+			VtPerfAuxtrace aux;
+
+			if (!vt_perf_record_auxtrace(&rec, &aux, error))
+				goto fail_named;
+			add_aux(&ix, &aux);
+			break;
+		}
+		case VT_PERF_RECORD_TIME_CONV:
+			if (!vt_perf_record_time_conv(&rec, &s->tc, error))
+				goto fail_named;
+			s->have_tc = TRUE;
+			break;
+		case PERF_RECORD_COMM: {
+			VtPerfComm c;
+			VmcorrThread *t;
+
+			if (!vt_perf_record_comm(&rec, &c, NULL))
+				break;     /* sideband problems are not fatal */
+			t = g_new0(VmcorrThread, 1);
+			t->pid = c.pid;
+			t->comm = g_strdup(c.comm);
+			t->vcpu = parse_vcpu(c.comm);
+			g_hash_table_replace(s->threads, GUINT_TO_POINTER(c.tid), t);
+			break;
+		}
+		case PERF_RECORD_ITRACE_START: {
+			/* the task on the CPU when tracing started (per-CPU mode) */
+			VtPerfSampleId sid;
+
+			if (vt_perf_record_sample_id(s->f, &rec, &sid))
+				add_switch(s, &sid);
+			break;
+		}
+		case PERF_RECORD_SWITCH_CPU_WIDE:
+		case PERF_RECORD_SWITCH: {
+			VtPerfSwitch sw;
+			VtPerfSampleId sid;
+
+			if (vt_perf_record_switch(&rec, &sw, NULL) && !sw.out &&
+			    vt_perf_record_sample_id(s->f, &rec, &sid))
+				add_switch(s, &sid);
+			break;
+		}
+		default:
+			break;
+		}
 	}
+	if (r < 0)
+		goto fail;
 	if (!have_info) {
 		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
 			    "%s: no Intel PT data (no AUXTRACE_INFO record); record with -e intel_pt//",

@@ -315,20 +315,10 @@ typedef struct {
 	uint64_t end;          /* end of data section */
 	uint64_t win_off;      /* file offset of win[0] */
 	uint32_t win_len, read_len;
-	gboolean mapped;       /* records come from map (vt_perf_iter_init_mapped) */
-	VtPerfWindow map;
 	uint8_t win[VT_PERF_ITER_WIN];
 } VtPerfIter;
 
 void vt_perf_iter_init(VtPerfIter *it, const VtPerfFile *f);
-/* The same, but records are looked at in windows of the file mapped a few
- * MiB at a time instead of read: one system call per window, not one per
- * record between large AUX payloads (a 256 MiB per-CPU recording with
- * 16 KiB AUX buffers took 16,000 preads).  Iterate only inside
- * vt_perf_file_guarded; vt_perf_iter_clear unmaps.  Falls back to reading
- * if the file cannot be mapped. */
-void vt_perf_iter_init_mapped(VtPerfIter *it, const VtPerfFile *f);
-void vt_perf_iter_clear(VtPerfIter *it);
 /* 1: *rec filled; 0: end of data; -1: error (record malformed, size < 8,
  * past end of data, AUXTRACE payload past EOF, ...).  Errors name the
  * file and the offset. */

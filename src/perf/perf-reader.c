@@ -30,7 +30,7 @@
 #define FILE_HDR_SIZE		104
 #define PIPE_HDR_SIZE		16
 #define ITER_READ_MIN		4096
-#define ITER_MAP_SPAN		(4u << 20)
+#define ITER_READ_SKIP		512	/* after an AUX payload: its header and what follows */
 #define ATTR_MAX		((uint32_t)sizeof(struct perf_event_attr))
 
 G_DEFINE_QUARK(vt-perf-error-quark, vt_perf_error)
@@ -345,21 +345,12 @@ static const uint8_t *iter_fetch(VtPerfIter *it, uint64_t pos, uint32_t len, GEr
 {
 	uint64_t want;
 
-	if (it->mapped) {
-		const uint8_t *p = vt_perf_window_at(&it->map, pos, len);
-
-		if (p || (vt_perf_window_map(it->f, &it->map, pos, len, ITER_MAP_SPAN, NULL) &&
-			  (p = vt_perf_window_at(&it->map, pos, len))))
-			return p;
-		/* past the end of the file (reading says so), or not mappable */
-		vt_perf_iter_clear(it);
-	}
 	if (pos >= it->win_off && pos - it->win_off + len <= it->win_len)
 		return it->win + (pos - it->win_off);
 	/* reading on near where the window ended: records are dense, read more */
 	if (it->win_len && pos >= it->win_off + it->win_len && pos - (it->win_off + it->win_len) < it->read_len)
 		it->read_len = MIN(it->read_len * 2, (uint32_t)sizeof(it->win));
-	want = MAX((uint64_t)MAX(len, it->read_len), ITER_READ_MIN);
+	want = MAX((uint64_t)len, it->read_len);
 	want = MIN(want, MIN((uint64_t)sizeof(it->win), it->f->size - MIN(pos, it->f->size)));
 	if (want < len) {
 		fail(error, VT_PERF_ERROR_TRUNCATED, it->f->path,
@@ -434,8 +425,8 @@ static int read_record(VtPerfIter *it, uint64_t pos, uint64_t end, VtPerfRecord 
 			return -1;
 		}
 		n += psz;
-		if (psz > sizeof(it->win))
-			it->read_len = ITER_READ_MIN;   /* a payload skipped: start small again */
+		if (psz > ITER_READ_MIN)
+			it->read_len = ITER_READ_SKIP;  /* a payload skipped: start small again */
 	}
 	rec->file_offset = pos;
 	rec->hdr = (const struct perf_event_header *)p;
@@ -454,20 +445,6 @@ void vt_perf_iter_init(VtPerfIter *it, const VtPerfFile *f)
 	it->win_off = 0;
 	it->win_len = 0;
 	it->read_len = ITER_READ_MIN;
-	it->mapped = FALSE;
-	memset(&it->map, 0, sizeof(it->map));
-}
-
-void vt_perf_iter_init_mapped(VtPerfIter *it, const VtPerfFile *f)
-{
-	vt_perf_iter_init(it, f);
-	it->mapped = TRUE;
-}
-
-void vt_perf_iter_clear(VtPerfIter *it)
-{
-	vt_perf_window_unmap(&it->map);
-	it->mapped = FALSE;
 }
 
 int vt_perf_iter_next(VtPerfIter *it, VtPerfRecord *rec, GError **error)
