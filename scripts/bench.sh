@@ -17,6 +17,8 @@
 # Goals (issue #10): dry run >= 10x perf and correction (without fsync) >= 5x
 # on every mix; vmtrace's peak RSS <= 64 MiB on every mix; the dry run's
 # system time < 10% of its user time.
+# VMTRACE_AUX_PREAD=1 in the environment makes correlate read its AUX data
+# with pread instead of mapping it (run both to compare; vmtrace(1)).
 #   scripts/bench.sh [--size 256M] [--runs 3] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -23,6 +23,14 @@ echo "# $aux bytes of AUX data in 16 KiB buffers: $maps mmaps, $big preads > 4 K
 check "the AUX data is mapped, at most one mmap per MiB ($maps)" test "$maps" -ge 1 -a "$maps" -le $((aux / (1 << 20) + 8))
 check "...not read ($big preads of more than 4 KiB)" test "$big" -le 2
 check "record headers after an AUX payload are read 512 bytes at a time, not 4 KiB ($hdr)" test "$hdr" -le 2
+# the same with VMTRACE_AUX_PREAD (pread, as before: for comparing): no mmap
+VMTRACE_AUX_PREAD=1 strace -ff -qq -y -e trace=pread64,mmap -o "$TMP/sp" "$VMTRACE" correlate --dry-run --json \
+	"$TMP/t.data" >"$TMP/pread.json" 2>&1
+cat "$TMP"/sp.* >"$TMP/sp"
+check "VMTRACE_AUX_PREAD: the AUX data is read, not mapped" \
+	sh -c "! grep -q '^mmap(.*t\.data>' '$TMP/sp' && grep -q '^pread64(.*t\.data>, .*, 16[0-9][0-9][0-9], ' '$TMP/sp'"
+"$VMTRACE" correlate --dry-run --json "$TMP/t.data" >"$TMP/map.json" 2>&1
+check "...with the same answer" cmp "$TMP/map.json" "$TMP/pread.json"
 for j in 1 2; do
 	"$VMTRACE" correlate --dry-run --json --jobs $j "$TMP/t.data" >"$TMP/j$j" 2>&1
 done

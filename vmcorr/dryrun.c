@@ -1113,11 +1113,12 @@ static void dec_attach(Dec *d, AuxBuf *buf)
 	d->cur.margin = MIN((gsize)64 << 10, buf->window / 4);
 }
 
-/* A window of `window` bytes read with pread (tests), or 0: mapped. */
-static void auxbuf_init(AuxBuf *b, gsize window)
+/* A window of `window` bytes read with pread (tests), or 0: mapped unless
+ * `pread`. */
+static void auxbuf_init(AuxBuf *b, gsize window, gboolean pread)
 {
 	memset(&b->map, 0, sizeof(b->map));
-	b->mapped = !window;
+	b->mapped = !window && !pread;
 	b->p = NULL;
 	b->cap = 0;
 	b->window = window ? MAX(window, AUX_WINDOW_MIN) : b->mapped ? MAP_SPAN / 2 : AUX_WINDOW;
@@ -1428,8 +1429,8 @@ static gpointer worker(gpointer p)
 	gint u;
 
 	near->len = 0;
-	auxbuf_init(&buf[0], w->opt->aux_window);
-	auxbuf_init(&buf[1], w->opt->aux_window);
+	auxbuf_init(&buf[0], w->opt->aux_window, w->opt->aux_pread);
+	auxbuf_init(&buf[1], w->opt->aux_window, w->opt->aux_pread);
 	if (!w->opt->aux_window)
 		buf[0].near = buf[1].near = near;
 	while ((u = g_atomic_int_add(&w->next, 1)) < (gint)(w->n - w->pairs)) {
@@ -1655,7 +1656,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 
 	if (!check_time(s, error))
 		return NULL;
-	auxbuf_init(&rerun_buf, opt->aux_window);
+	auxbuf_init(&rerun_buf, opt->aux_window, opt->aux_pread);
 	nq = s->queues->len;
 	r = g_new0(VmcorrResult, 1);
 	r->vmcs = g_array_new(FALSE, TRUE, sizeof(VmcorrVmcs));
