@@ -8,11 +8,11 @@ command -v strace >/dev/null || skip "strace not installed (apt-get install stra
 
 "$VMTRACE" synth -o "$TMP/q2.data" --size 8M --vcpus 2 2>/dev/null
 "$VMTRACE" synth -o "$TMP/q3.data" --size 8M --vcpus 3 2>/dev/null
-# the number of threads that read the file (the AUX data is read by the
-# thread that decodes it)
+# the number of threads that read the file (the AUX data is read, or
+# mapped, by the thread that decodes it)
 readers() {
-	strace -f -qq -e trace=pread64 -o "$TMP/st" "$VMTRACE" correlate --dry-run "$@" >/dev/null 2>&1
-	awk '{print $1}' "$TMP/st" | sort -u | wc -l
+	strace -f -qq -y -e trace=pread64,mmap -o "$TMP/st" "$VMTRACE" correlate --dry-run "$@" >/dev/null 2>&1
+	grep '\.data>' "$TMP/st" | awk '{print $1}' | sort -u | wc -l
 }
 check "2 queues, --jobs 2: both threads decode" test "$(readers --jobs 2 "$TMP/q2.data")" -eq 2
 check "3 queues, --jobs 2: both threads decode" test "$(readers --jobs 2 "$TMP/q3.data")" -eq 2
