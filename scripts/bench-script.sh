@@ -9,9 +9,11 @@
 # corrected; for each mix and mode - branches (--itrace=b), calls
 # (--call-trace), instructions (--insn-trace) - both run RUNS times
 # (default 1) in the same run under /usr/bin/time, output counted by wc -l
-# (the same pipe for both), and it prints the median wall time of each,
-# perf/vmtrace, M instructions/s and MB of AUX data/s through vmtrace, and
-# the peak RSS of both.  The machine's load average is printed first.
+# (the same pipe for both), and it prints the median wall time and CPU
+# time (user + system) of each, perf/vmtrace of both (on a shared machine
+# the CPU times are the repeatable ones), M instructions/s and MB of AUX
+# data/s through vmtrace's CPU time, and the peak RSS of both.  The
+# machine's load average is printed first.
 # Goal (issue #12): >= 10x perf on every mix and mode, peak RSS flat.
 #   scripts/bench-script.sh [--size 1M] [--runs N] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
@@ -52,19 +54,20 @@ MIXES=(
 	"exit-heavy:--vcpus 4 --host-steps 6"
 	"cyc:--vcpus 4 --cyc --mtc-period 0"
 )
-MODES=("b:--itrace=b" "calls:--call-trace" "insns:--insn-trace")
+MODES=("insns:--insn-trace" "b:--itrace=b" "calls:--call-trace")   # insns first: its line count is the instructions
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-# measure NAME CMD...: appends "seconds maxrss_kb" to NAME.times, the line count to NAME.lines
+# measure NAME CMD...: appends "seconds maxrss_kb cpu_seconds" to NAME.times, the line count to NAME.lines
 measure() {
 	local out=$1; shift
 	# shellcheck disable=SC2016
-	/usr/bin/time -f "%e %M" -o "$dir/t" sh -c '"$@" 2>/dev/null | wc -l >"$0"' "$dir/$out.lines" "$@" || {
+	/usr/bin/time -f "%e %M %U %S" -o "$dir/t" sh -c '"$@" 2>/dev/null | wc -l >"$0"' "$dir/$out.lines" "$@" || {
 		echo "command failed: $*" >&2; exit 1; }
-	cat "$dir/t" >>"$dir/$out.times"
+	awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' "$dir/t" >>"$dir/$out.times"
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; AUX size $size per mix"
-printf '%-11s %-6s %9s %9s %7s %9s %8s %9s %9s\n' MIX MODE VMTRACE-S PERF-S RATIO M-INSN/S MB/S VT-RSS PERF-RSS
+printf '%-11s %-6s %8s %8s %6s %8s %8s %6s %8s %7s %8s %8s\n' MIX MODE VT-S PERF-S RATIO VT-CPU PERF-CPU RATIO \
+	M-INSN/S MB/S VT-RSS PERF-RSS
 for m in "${MIXES[@]}"; do
 	name=${m%%:*} opts=${m#*:}
 	[ -z "$only" ] || [[ " $only " == *" $name "* ]] || continue
@@ -90,10 +93,13 @@ for m in "${MIXES[@]}"; do
 		[ "$mname" != insns ] || insns=$(cat "$dir/vt.lines")
 		vt=$(cut -d' ' -f1 "$dir/vt.times" | median)
 		pf=$(cut -d' ' -f1 "$dir/perf.times" | median)
+		vc=$(cut -d' ' -f3 "$dir/vt.times" | median)
+		pc=$(cut -d' ' -f3 "$dir/perf.times" | median)
 		vrss=$(($(cut -d' ' -f2 "$dir/vt.times" | sort -n | tail -1) / 1024))
 		prss=$(($(cut -d' ' -f2 "$dir/perf.times" | sort -n | tail -1) / 1024))
-		printf '%-11s %-6s %9s %9s %6.1fx %9s %8.2f %7sMB %7sMB\n' "$name" "$mname" "$vt" "$pf" \
-			"$(echo "$pf / $vt" | bc -l)" "${insns:+$(echo "$insns / $vt / 1000000" | bc -l | xargs printf '%.2f')}" \
-			"$(echo "$aux / $vt / 1048576" | bc -l)" "$vrss" "$prss"
+		printf '%-11s %-6s %8s %8s %5.1fx %8s %8s %5.1fx %8s %7.2f %6sMB %6sMB\n' "$name" "$mname" "$vt" "$pf" \
+			"$(echo "$pf / $vt" | bc -l)" "$vc" "$pc" "$(echo "$pc / $vc" | bc -l)" \
+			"${insns:+$(echo "$insns / $vc / 1000000" | bc -l | xargs printf '%.2f')}" \
+			"$(echo "$aux / $vc / 1048576" | bc -l)" "$vrss" "$prss"
 	done
 done
