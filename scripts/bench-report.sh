@@ -39,15 +39,8 @@ dir=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-bench-report.XXXXXX")}
 mkdir -p "$dir"
 [ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
 
-if [ ! -f "$dir/guest-code/kcore" ]; then
-	sh "$top/tests/guest-image.sh" --vmlinux "$dir/kernel" >"$dir/kernel.log" 2>&1 ||
-		{ echo "no Debian kernel package: $(tail -1 "$dir/kernel.log")" >&2; exit 1; }
-	mkdir -p "$dir/host-code" "$dir/guest-code"
-	python3 "$top/tests/kernel-code.py" "$dir/kernel/vmlinux" 0xe00000 "$dir/host-code" --kvm-stub
-	python3 "$top/tests/kernel-code.py" "$dir/kernel/vmlinux" 0x2000000 "$dir/guest-code"
-	"$TRIM_KCORE" "$dir/host-code" && "$TRIM_KCORE" "$dir/guest-code"
-fi
-G="--guestkallsyms $dir/guest-code/kallsyms"
+. "$top/scripts/bench-lib.sh"
+bench_code_dirs
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 # measure NAME CMD...: appends "wall user maxrss_kb" to NAME.times

@@ -31,23 +31,7 @@ check "text lines: --jobs 2 prints what --jobs 1 prints" test_cmp "$TMP/t1.out" 
 # corrupt AUX (32 random bytes at 7 places in each buffer): the decode
 # errors and resyncs, with their offsets, are repeatable too
 cp -r "$t" "$TMP/bad.data"
-"$PYTHON3" - "$TMP/bad.data/data" <<'PY'
-import random, struct, sys
-d = bytearray(open(sys.argv[1], 'rb').read())
-off, size = struct.unpack_from('<QQ', d, 40)
-pos, rng = off, random.Random(5)
-while pos < off + size:
-    typ, misc, sz = struct.unpack_from('<IHH', d, pos)
-    if typ == 71:
-        n = struct.unpack_from('<Q', d, pos + 8)[0]
-        for k in range(1, 8):
-            at = pos + sz + k * n // 8
-            d[at:at + 32] = bytes(rng.randrange(256) for _ in range(32))
-        pos += sz + n
-    else:
-        pos += sz
-open(sys.argv[1], 'wb').write(d)
-PY
+"$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/bad.data/data"
 "$VMTRACE" script "$TMP/bad.data" $G --json --jobs 1 >"$TMP/b1.json" 2>/dev/null
 check "corrupt AUX, --jobs 1: exit 3, decode errors" sh -c "test $? -eq 3 && grep -q '\"kind\": \"error\"' '$TMP/b1.json'"
 "$VMTRACE" script "$TMP/bad.data" $G --json --jobs 2 >"$TMP/b2.json" 2>/dev/null
