@@ -25,11 +25,11 @@ check "...not read ($big preads of more than 4 KiB)" test "$big" -le 2
 check "record headers after an AUX payload are read 512 bytes at a time, not 4 KiB ($hdr)" test "$hdr" -le 2
 # the same with VMTRACE_AUX_PREAD (pread, as before: for comparing): no mmap
 VMTRACE_AUX_PREAD=1 strace -ff -qq -y -e trace=pread64,mmap -o "$TMP/sp" "$VMTRACE" correlate --dry-run --json \
-	"$TMP/t.data" >"$TMP/pread.json" 2>&1
+	"$TMP/t.data" >"$TMP/pread.json" 2>"$TMP/pread.err"    # (not 2>&1: LeakSanitizer complains under strace)
 cat "$TMP"/sp.* >"$TMP/sp"
 check "VMTRACE_AUX_PREAD: the AUX data is read, not mapped" \
 	sh -c "! grep -q '^mmap(.*t\.data>' '$TMP/sp' && grep -q '^pread64(.*t\.data>, .*, 16[0-9][0-9][0-9], ' '$TMP/sp'"
-"$VMTRACE" correlate --dry-run --json "$TMP/t.data" >"$TMP/map.json" 2>&1
+"$VMTRACE" correlate --dry-run --json "$TMP/t.data" >"$TMP/map.json" 2>"$TMP/map.err"
 check "...with the same answer" cmp "$TMP/map.json" "$TMP/pread.json"
 for j in 1 2; do
 	"$VMTRACE" correlate --dry-run --json --jobs $j "$TMP/t.data" >"$TMP/j$j" 2>&1
