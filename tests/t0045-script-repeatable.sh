@@ -27,6 +27,18 @@ done
 "$VMTRACE" script "$t" $G --jobs 1 >"$TMP/t1.out" 2>&1
 "$VMTRACE" script "$t" $G --jobs 2 >"$TMP/t2.out" 2>&1
 check "text lines: --jobs 2 prints what --jobs 1 prints" test_cmp "$TMP/t1.out" "$TMP/t2.out"
+# power events (psb, cbr) carry an aux_offset too: where the PSB, and the
+# CBR packet, were read
+p=$TMP/power.data
+"$VMTRACE" synth -o "$p" --size 48K --vcpus 4 --psb-period 0 --seed 7 --cbr-vary --host-code "$HOST_CODE" \
+	--guest-code "$GUEST_CODE" >/dev/null 2>&1 && "$VMTRACE" correlate --in-place "$p" >/dev/null 2>&1 ||
+	fail "timed recording with changing CBR"
+"$VMTRACE" script "$p" $G --itrace=bep --json --jobs 1 >"$TMP/p1.json" 2>&1
+check "--itrace=bep --json: psb and cbr events" sh -c "grep -q '\"kind\": \"psb\"' '$TMP/p1.json' && grep -q '\"kind\": \"cbr\"' '$TMP/p1.json'"
+for i in 1 2 3; do
+	"$VMTRACE" script "$p" $G --itrace=bep --json --jobs 2 >"$TMP/p2.json" 2>&1
+	check "--itrace=bep --json --jobs 2, run $i: the --jobs 1 output byte for byte" test_cmp "$TMP/p1.json" "$TMP/p2.json"
+done
 
 # corrupt AUX (32 random bytes at 7 places in each buffer): the decode
 # errors and resyncs, with their offsets, are repeatable too
