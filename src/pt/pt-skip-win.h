@@ -7,6 +7,65 @@
  * constants stay in registers.  No include guard, on purpose.
  */
 
+/* The common steps of the walks below, for a window without `stop02`
+ * bits (nearly all: only payload bytes or two-byte CYCs followed by 0x02
+ * set one): from boundary i, step over runs and over packets with a size
+ * in lens while the next boundary stays below WIN_LIM.  Returns the
+ * boundary where the general loop goes on (it looks at that packet again).
+ * Only these few values are live here, so they stay in registers: in the
+ * general loop the position went through the stack on every step (store
+ * forwarding on the walk's dependency chain). */
+SKW_ATTR static inline __attribute__((always_inline)) unsigned int
+SKW(skip_win_run1)(const struct skip_win *W, unsigned int i, uint64_t *visp)
+{
+	uint64_t ends = W->ends, vis = *visp;
+
+	for (;;) {
+		unsigned int j = i + (unsigned int)__builtin_ctzll(ends >> i);
+		unsigned int n;
+
+		if (j >= WIN_LIM)
+			break;
+		n = W->lens[j];
+		if (!n)
+			break;
+		vis |= 1ULL << j;
+		i = j + n;
+	}
+	*visp = vis;
+	return i;
+}
+
+/* skip_win_run1 for two windows at once, until either of them stops. */
+SKW_ATTR static inline __attribute__((always_inline)) void
+SKW(skip_win_run2)(const struct skip_win *Wa, unsigned int *iap, uint64_t *visap,
+		   const struct skip_win *Wb, unsigned int *ibp, uint64_t *visbp)
+{
+	uint64_t ea = Wa->ends, eb = Wb->ends, va = *visap, vb = *visbp;
+	unsigned int ia = *iap, ib = *ibp;
+
+	for (;;) {
+		unsigned int ja = ia + (unsigned int)__builtin_ctzll(ea >> ia);
+		unsigned int jb = ib + (unsigned int)__builtin_ctzll(eb >> ib);
+		unsigned int na, nb;
+
+		if (ja >= WIN_LIM || jb >= WIN_LIM)
+			break;
+		na = Wa->lens[ja];
+		nb = Wb->lens[jb];
+		if (!na || !nb)
+			break;
+		va |= 1ULL << ja;
+		vb |= 1ULL << jb;
+		ia = ja + na;
+		ib = jb + nb;
+	}
+	*iap = ia;
+	*ibp = ib;
+	*visap = va;
+	*visbp = vb;
+}
+
 /* Skip from p (a boundary) with windows starting at most at `last`.
  * Returns the new position, a boundary; *stop is set if a packet that
  * cannot be skipped is there, else the scalar loop goes on from there. */
@@ -27,8 +86,11 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 
 		SKW(skip_win_load)(p, &W, &K);
 		for (;;) {
-			unsigned int j = i + (unsigned int)__builtin_ctzll(W.ends >> i);
-			unsigned int n;
+			unsigned int j, n;
+
+			if (!W.stop02)
+				i = SKW(skip_win_run1)(&W, i, &vis);
+			j = i + (unsigned int)__builtin_ctzll(W.ends >> i);
 
 			if (j >= WIN_LIM) {
 				win_done(&W, p, vis, acc, &ip);
@@ -84,6 +146,8 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 	SKW(skip_win_load)(pa, &Wa, &Ka);
 	SKW(skip_win_load)(pb, &Wb, &Kb);
 	for (;;) {
+		if (!(Wa.stop02 | Wb.stop02))
+			SKW(skip_win_run2)(&Wa, &ia, &visa, &Wb, &ib, &visb);
 		ja = ia + (unsigned int)__builtin_ctzll(Wa.ends >> ia);
 		jb = ib + (unsigned int)__builtin_ctzll(Wb.ends >> ib);
 		if (unlikely(ja >= WIN_LIM || jb >= WIN_LIM)) {
