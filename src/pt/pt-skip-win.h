@@ -49,7 +49,8 @@ SKW(skip_win_run2)(const struct skip_win *Wa, unsigned int *iap, uint64_t *visap
 		unsigned int jb = ib + (unsigned int)__builtin_ctzll(eb >> ib);
 		unsigned int na, nb;
 
-		if (ja >= WIN_LIM || jb >= WIN_LIM)
+		/* ja >= WIN_LIM || jb >= WIN_LIM in one test (both < 64) */
+		if (((ja + (64 - WIN_LIM)) | (jb + (64 - WIN_LIM))) >= 64)
 			break;
 		na = Wa->lens[ja];
 		nb = Wb->lens[jb];
