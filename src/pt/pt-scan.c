@@ -991,7 +991,10 @@ static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc, int w
 #undef SKW_LIM1
 }
 
-/* skip_win_load_sse2, 32 bytes at a time. */
+/* skip_win_load_sse2, 32 bytes at a time.  The pairs of IP packets of the
+ * first half take the second IP packet's size from the halves' IP sizes
+ * (ipl) shifted by three bytes; only the second half classifies the three
+ * bytes after the window again. */
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
 static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 				      const struct skw_k_avx2 *K)
@@ -1002,6 +1005,7 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 	const __m256i mtc_on = K->mtc_on, k08 = K->k08, k3f = K->k3f, k43 = K->k43;
 	const __m256i k99 = K->k99, pip_on = K->pip_on;
 	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0, pip = 0;
+	__m256i lens[2], ipl[2];
 
 	for (int q = 0; q < 2; q++) {
 		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q));
@@ -1020,25 +1024,9 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 
 		isip = _mm256_andnot_si256(bad, isip);
 		len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, k0c), k02));
-		len = _mm256_or_si256(_mm256_and_si256(isip, len),
-				      _mm256_and_si256(_mm256_or_si256(ism, ismode), k02));
-		len = _mm256_or_si256(len, _mm256_and_si256(ispip, k08));
-		{
-			/* pairs of IP packets: see skip_win_load_sse2 */
-			__m256i v3 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q + 3));
-			__m256i ip3 = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v3, k0f), k0d),
-						      _mm256_cmpeq_epi8(_mm256_and_si256(v3, k1f), k11));
-			__m256i t3 = _mm256_and_si256(_mm256_srli_epi16(v3, 4), k0e);
-			__m256i len3 = _mm256_min_epu8(_mm256_or_si256(t3, k01), k07);
-			__m256i lim = q ? _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1) : _mm256_cmpeq_epi8(v3, v3);
-			__m256i pair;
-
-			ip3 = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t3, k0a), k0a), ip3);
-			len3 = _mm256_add_epi8(len3, _mm256_and_si256(_mm256_cmpeq_epi8(t3, k0c), k02));
-			pair = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(len, k03), ip3), lim);
-			len = _mm256_add_epi8(len, _mm256_and_si256(pair, len3));
-		}
-		_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32 * q), len);
+		ipl[q] = _mm256_and_si256(isip, len);
+		len = _mm256_or_si256(ipl[q], _mm256_and_si256(_mm256_or_si256(ism, ismode), k02));
+		lens[q] = _mm256_or_si256(len, _mm256_and_si256(ispip, k08));
 		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(is02) << (32 * q);
 		pip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ispip) << (32 * q);
 		c3 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k03)) << (32 * q);
@@ -1047,6 +1035,28 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 		mtc |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ism) << (32 * q);
 		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
 	}
+	{
+		/* pairs of IP packets (see skip_win_load_sse2): a 3-byte one
+		 * (only IP packets have size 3) plus the size of an IP packet
+		 * three bytes on (0 if none there).  First half: bytes 3-34. */
+		__m256i s3 = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[0], ipl[1], 0x21), ipl[0], 3);
+		__m256i v3, ip3, t3, len3, lim;
+
+		lens[0] = _mm256_add_epi8(lens[0], _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3));
+		/* second half: bytes 35-66, the second packet before WIN_LIM */
+		v3 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 35));
+		ip3 = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v3, k0f), k0d),
+				      _mm256_cmpeq_epi8(_mm256_and_si256(v3, k1f), k11));
+		t3 = _mm256_and_si256(_mm256_srli_epi16(v3, 4), k0e);
+		len3 = _mm256_min_epu8(_mm256_or_si256(t3, k01), k07);
+		ip3 = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t3, k0a), k0a), ip3);
+		len3 = _mm256_add_epi8(len3, _mm256_and_si256(_mm256_cmpeq_epi8(t3, k0c), k02));
+		lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
+		lens[1] = _mm256_add_epi8(lens[1], _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim),
+								    _mm256_and_si256(ip3, len3)));
+	}
+	_mm256_storeu_si256((__m256i *)(void *)W->lens, lens[0]);
+	_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32), lens[1]);
 	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
 #endif
