@@ -908,7 +908,9 @@ HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc, int with
 }
 
 /* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
- * same computation as skip_win_load_avx2. */
+ * same computation as skip_win_load_avx2 (pairs of IP packets: quarters 0-2
+ * from the next quarter's IP sizes shifted in, quarter 3 classifies the
+ * three bytes after it again). */
 HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 				   const struct skw_k_sse2 *K)
 {
@@ -918,6 +920,7 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 	const __m128i mtc_on = K->mtc_on, k08 = K->k08, k3f = K->k3f, k43 = K->k43;
 	const __m128i k99 = K->k99, pip_on = K->pip_on;
 	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0, pip = 0;
+	__m128i lens[4], ipl[4];
 
 	for (int q = 0; q < 4; q++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q));
@@ -940,27 +943,9 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 
 		isip = _mm_andnot_si128(bad, isip);
 		len = _mm_add_epi8(len, _mm_and_si128(_mm_cmpeq_epi8(t, k0c), k02));
-		len = _mm_or_si128(_mm_and_si128(isip, len), _mm_and_si128(_mm_or_si128(ism, ismode), k02));
-		len = _mm_or_si128(len, _mm_and_si128(ispip, k08));
-		{
-			/* a 3-byte IP packet right before another IP packet
-			 * (TIP-dense code): one step over both, when the second
-			 * starts before 52 + 3 = WIN_LIM (it has a boundary's
-			 * room then); the first one's IP bit stands for both */
-			__m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(w + 16 * q + 3));
-			__m128i ip3 = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v3, k0f), k0d),
-						   _mm_cmpeq_epi8(_mm_and_si128(v3, k1f), k11));
-			__m128i t3 = _mm_and_si128(_mm_srli_epi16(v3, 4), k0e);
-			__m128i len3 = _mm_min_epu8(_mm_or_si128(t3, k01), k07);
-			__m128i pair;
-
-			ip3 = _mm_andnot_si128(_mm_cmpeq_epi8(_mm_and_si128(t3, k0a), k0a), ip3);
-			len3 = _mm_add_epi8(len3, _mm_and_si128(_mm_cmpeq_epi8(t3, k0c), k02));
-			pair = _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(len, k03), ip3),
-					     _mm_cmplt_epi8(K->lim1, _mm_set1_epi8((char)(52 - 16 * q))));
-			len = _mm_add_epi8(len, _mm_and_si128(pair, len3));
-		}
-		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), len);
+		ipl[q] = _mm_and_si128(isip, len);
+		len = _mm_or_si128(ipl[q], _mm_and_si128(_mm_or_si128(ism, ismode), k02));
+		lens[q] = _mm_or_si128(len, _mm_and_si128(ispip, k08));
 		e02 |= (uint64_t)(uint32_t)_mm_movemask_epi8(is02) << (16 * q);
 		pip |= (uint64_t)(uint32_t)_mm_movemask_epi8(ispip) << (16 * q);
 		c3 |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(lo3, k03)) << (16 * q);
@@ -970,6 +955,31 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 		/* bit 0 of each byte to bit 7 (pmovmskb takes bit 7) */
 		odd |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_slli_epi16(v, 7)) << (16 * q);
 	}
+	/* a 3-byte IP packet right before another IP packet (TIP-dense code):
+	 * one step over both, when the second starts before 52 + 3 = WIN_LIM
+	 * (it has a boundary's room then); the first one's IP bit stands for
+	 * both.  Only IP packets have size 3; s3 is the size of an IP packet
+	 * three bytes on, 0 if none is there. */
+	for (int q = 0; q < 3; q++) {
+		__m128i s3 = _mm_or_si128(_mm_srli_si128(ipl[q], 3), _mm_slli_si128(ipl[q + 1], 13));
+
+		lens[q] = _mm_add_epi8(lens[q], _mm_and_si128(_mm_cmpeq_epi8(lens[q], k03), s3));
+	}
+	{
+		__m128i v3 = _mm_loadu_si128((const __m128i *)(const void *)(w + 51));
+		__m128i ip3 = _mm_or_si128(_mm_cmpeq_epi8(_mm_and_si128(v3, k0f), k0d),
+					   _mm_cmpeq_epi8(_mm_and_si128(v3, k1f), k11));
+		__m128i t3 = _mm_and_si128(_mm_srli_epi16(v3, 4), k0e);
+		__m128i len3 = _mm_min_epu8(_mm_or_si128(t3, k01), k07);
+		__m128i lim = _mm_cmplt_epi8(K->lim1, _mm_set1_epi8(52 - 48));
+
+		ip3 = _mm_andnot_si128(_mm_cmpeq_epi8(_mm_and_si128(t3, k0a), k0a), ip3);
+		len3 = _mm_add_epi8(len3, _mm_and_si128(_mm_cmpeq_epi8(t3, k0c), k02));
+		lens[3] = _mm_add_epi8(lens[3], _mm_and_si128(_mm_and_si128(_mm_cmpeq_epi8(lens[3], k03), lim),
+							      _mm_and_si128(ip3, len3)));
+	}
+	for (int q = 0; q < 4; q++)
+		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), lens[q]);
 	/* one-byte packets: PAD/TNT-8 (even, not 0x02), CYC without extension */
 	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
