@@ -14,6 +14,8 @@
 
 G_DEFINE_QUARK(vt-decode-error-quark, vt_decode_error)
 
+static gint image_gen;            /* images loaded so far */
+
 typedef struct {
 	guint64 vaddr, offset, size;
 } Segment;
@@ -52,6 +54,7 @@ struct VtDecodeImage {
 	GArray *funcs;           /* guint64 */
 	guint nsyms_file;
 	guint64 text;
+	guint gen;               /* unique per image loaded (symbol_hint) */
 	guint32 limit;           /* 0: libipt reads through read_code() */
 	GMutex lock;             /* iscache's creation */
 	struct pt_image_section_cache *iscache;
@@ -240,6 +243,7 @@ VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, con
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->names = g_string_new(NULL);
 	g_mutex_init(&img->lock);
+	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
 	fd = open(kcore, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read the %s kernel image %s: %s", what,
@@ -318,10 +322,23 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 	return NULL;
 }
 
+/* The symbol last found by this thread and the addresses it covers:
+ * script asks for the source of a branch just after the previous branch's
+ * target, mostly in the same function. */
+static __thread struct {
+	guint gen;
+	guint idx;
+	guint64 lo, hi;
+} symbol_hint;
+
 const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset)
 {
 	guint lo = 0, hi = img->syms->len;
 
+	if (symbol_hint.gen == img->gen && addr >= symbol_hint.lo && addr < symbol_hint.hi) {
+		*offset = addr - symbol_hint.lo;
+		return img->names->str + g_array_index(img->syms, Symbol, symbol_hint.idx).name;
+	}
 	while (lo < hi) {
 		guint mid = (lo + hi) / 2;
 
@@ -332,7 +349,11 @@ const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint
 	}
 	if (!lo)
 		return NULL;
-	*offset = addr - g_array_index(img->syms, Symbol, lo - 1).addr;
+	symbol_hint.gen = img->gen;
+	symbol_hint.idx = lo - 1;
+	symbol_hint.lo = g_array_index(img->syms, Symbol, lo - 1).addr;
+	symbol_hint.hi = lo < img->syms->len ? g_array_index(img->syms, Symbol, lo).addr : G_MAXUINT64;
+	*offset = addr - symbol_hint.lo;
 	return img->names->str + g_array_index(img->syms, Symbol, lo - 1).name;
 }
 
