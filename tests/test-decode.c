@@ -516,11 +516,41 @@ static void test_symbol_hint(void)
 	vt_decode_image_free(i2);
 }
 
+/* vt_decode_image_code remembers the segment it found last (per thread):
+ * another image's code at the same address is that image's. */
+static void test_segment_hint(void)
+{
+	g_autofree char *d1 = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	g_autofree char *d2 = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 t1[32] = { 0x90 }, t2[16] = { 0xc3 };
+	const Seg s1 = { 0xffffffff81000000ULL, PF_R | PF_X, t1, sizeof(t1) };
+	const Seg s2 = { 0xffffffff81000000ULL, PF_R | PF_X, t2, sizeof(t2) };
+	g_autofree char *c1 = write_core(d1, "kcore", &s1, 1, FALSE);
+	g_autofree char *c2 = write_core(d2, "kcore", &s2, 1, FALSE);
+	g_autofree char *k1 = write_text(d1, "kallsyms", "ffffffff81000000 T a\n");
+	g_autofree char *k2 = write_text(d2, "kallsyms", "ffffffff81000000 T b\n");
+	g_autoptr(VtDecodeImage) i1 = vt_decode_image_load_dir(d1, "host", NULL);
+	g_autoptr(VtDecodeImage) i2 = vt_decode_image_load_dir(d2, "guest", NULL);
+	gsize avail;
+
+	(void)c1, (void)c2, (void)k1, (void)k2;
+	g_assert_cmpuint(vt_decode_image_code(i1, 0xffffffff81000000ULL, &avail)[0], ==, 0x90);
+	g_assert_cmpuint(avail, ==, 32);
+	g_assert_cmpuint(vt_decode_image_code(i2, 0xffffffff81000000ULL, &avail)[0], ==, 0xc3);
+	g_assert_cmpuint(avail, ==, 16);
+	g_assert_null(vt_decode_image_code(i2, 0xffffffff81000010ULL, &avail));
+	g_assert_cmpuint(avail, ==, 0);
+	g_assert_nonnull(vt_decode_image_code(i1, 0xffffffff81000010ULL, &avail));
+	g_assert_cmpuint(avail, ==, 16);
+	g_assert_null(vt_decode_image_code(i1, 0xffffffff80fffff0ULL, &avail));
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/decode/image", test_image);
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
+	g_test_add_func("/decode/segment-hint", test_segment_hint);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);

@@ -298,10 +298,22 @@ void vt_decode_image_free(VtDecodeImage *img)
 	g_free(img);
 }
 
+/* The segment last found by this thread (libipt's callback asks for every
+ * instruction it walks, mostly in the same segment). */
+static __thread struct {
+	guint gen;
+	guint64 vaddr, size;
+	const guint8 *code;
+} segment_hint;
+
 const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
 {
 	guint lo = 0, hi = img->segs->len;
 
+	if (segment_hint.gen == img->gen && vaddr - segment_hint.vaddr < segment_hint.size) {
+		*avail = segment_hint.size - (vaddr - segment_hint.vaddr);
+		return segment_hint.code + (vaddr - segment_hint.vaddr);
+	}
 	while (lo < hi) {                 /* last segment starting at or below vaddr */
 		guint mid = (lo + hi) / 2;
 
@@ -314,6 +326,10 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 		const Segment *s = &g_array_index(img->segs, Segment, lo - 1);
 
 		if (vaddr - s->vaddr < s->size) {
+			segment_hint.gen = img->gen;
+			segment_hint.vaddr = s->vaddr;
+			segment_hint.size = s->size;
+			segment_hint.code = img->map + s->offset;
 			*avail = s->size - (vaddr - s->vaddr);
 			return img->map + s->offset + (vaddr - s->vaddr);
 		}
