@@ -481,10 +481,76 @@ static void test_offsets_cache(void)
 	remove_dir(dir);
 }
 
+/* vt_decode_image_symbol remembers the symbol it found last (per thread):
+ * asked about another image, or about an image loaded where a freed one
+ * was, or about an address outside that symbol, it answers for that. */
+static void test_symbol_hint(void)
+{
+	g_autofree char *d1 = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	g_autofree char *d2 = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 text[64] = { 0x90 };
+	const Seg seg = { 0xffffffff81000000ULL, PF_R | PF_X, text, sizeof(text) };
+	g_autofree char *c1 = write_core(d1, "kcore", &seg, 1, FALSE);
+	g_autofree char *c2 = write_core(d2, "kcore", &seg, 1, FALSE);
+	g_autofree char *k1 = write_text(d1, "kallsyms", "ffffffff81000000 T one_a\nffffffff81000020 T one_b\n");
+	g_autofree char *k2 = write_text(d2, "kallsyms", "ffffffff81000000 T two_a\nffffffff81000010 T two_b\n");
+	VtDecodeImage *i1 = vt_decode_image_load_dir(d1, "host", NULL), *i2 = vt_decode_image_load_dir(d2, "guest", NULL);
+	guint64 off;
+
+	(void)c1, (void)c2, (void)k1, (void)k2;
+	g_assert_nonnull(i1);
+	g_assert_nonnull(i2);
+	g_assert_cmpstr(vt_decode_image_symbol(i1, 0xffffffff81000008ULL, &off), ==, "one_a");
+	g_assert_cmpstr(vt_decode_image_symbol(i1, 0xffffffff81000018ULL, &off), ==, "one_a");
+	g_assert_cmpuint(off, ==, 0x18);
+	g_assert_cmpstr(vt_decode_image_symbol(i2, 0xffffffff81000018ULL, &off), ==, "two_b");
+	g_assert_cmpuint(off, ==, 8);
+	g_assert_cmpstr(vt_decode_image_symbol(i1, 0xffffffff81000028ULL, &off), ==, "one_b");
+	g_assert_cmpstr(vt_decode_image_symbol(i1, 0xffffffff81000002ULL, &off), ==, "one_a");
+	g_assert_null(vt_decode_image_symbol(i1, 0xffffffff80fffff0ULL, &off));
+	g_assert_cmpstr(vt_decode_image_symbol(i1, 0xffffffff81000004ULL, &off), ==, "one_a");
+	vt_decode_image_free(i1);
+	i1 = vt_decode_image_load_dir(d2, "host", NULL);       /* maybe where the freed one was */
+	g_assert_cmpstr(vt_decode_image_symbol(i1, 0xffffffff81000004ULL, &off), ==, "two_a");
+	vt_decode_image_free(i1);
+	vt_decode_image_free(i2);
+}
+
+/* vt_decode_image_code remembers the segment it found last (per thread):
+ * another image's code at the same address is that image's. */
+static void test_segment_hint(void)
+{
+	g_autofree char *d1 = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	g_autofree char *d2 = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 t1[32] = { 0x90 }, t2[16] = { 0xc3 };
+	const Seg s1 = { 0xffffffff81000000ULL, PF_R | PF_X, t1, sizeof(t1) };
+	const Seg s2 = { 0xffffffff81000000ULL, PF_R | PF_X, t2, sizeof(t2) };
+	g_autofree char *c1 = write_core(d1, "kcore", &s1, 1, FALSE);
+	g_autofree char *c2 = write_core(d2, "kcore", &s2, 1, FALSE);
+	g_autofree char *k1 = write_text(d1, "kallsyms", "ffffffff81000000 T a\n");
+	g_autofree char *k2 = write_text(d2, "kallsyms", "ffffffff81000000 T b\n");
+	g_autoptr(VtDecodeImage) i1 = vt_decode_image_load_dir(d1, "host", NULL);
+	g_autoptr(VtDecodeImage) i2 = vt_decode_image_load_dir(d2, "guest", NULL);
+	gsize avail;
+
+	(void)c1, (void)c2, (void)k1, (void)k2;
+	g_assert_cmpuint(vt_decode_image_code(i1, 0xffffffff81000000ULL, &avail)[0], ==, 0x90);
+	g_assert_cmpuint(avail, ==, 32);
+	g_assert_cmpuint(vt_decode_image_code(i2, 0xffffffff81000000ULL, &avail)[0], ==, 0xc3);
+	g_assert_cmpuint(avail, ==, 16);
+	g_assert_null(vt_decode_image_code(i2, 0xffffffff81000010ULL, &avail));
+	g_assert_cmpuint(avail, ==, 0);
+	g_assert_nonnull(vt_decode_image_code(i1, 0xffffffff81000010ULL, &avail));
+	g_assert_cmpuint(avail, ==, 16);
+	g_assert_null(vt_decode_image_code(i1, 0xffffffff80fffff0ULL, &avail));
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/decode/image", test_image);
+	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
+	g_test_add_func("/decode/segment-hint", test_segment_hint);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);

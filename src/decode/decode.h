@@ -63,10 +63,12 @@ const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n);
 /* "_text" (perf's kernel map start: the guest kernel MMAP's pgoff). */
 guint64 vt_decode_image_text(const VtDecodeImage *img);
 guint vt_decode_image_n_symbols(const VtDecodeImage *img);
-/* How many bytes of libipt sections (and their block caches, 4 bytes per
- * code byte) img keeps mapped at once, least recently used unmapped first
- * (default 16 MiB: memory over speed).  A trace that roams over more code
- * than that re-maps and re-zeroes block caches all the time. */
+/* Decoders made after this read img's code through libipt's sections (and
+ * block caches, 4 bytes per code byte) with at most `bytes` of them mapped
+ * at once, least recently mapped unmapped first; 0 (the default): through
+ * a callback from the kcore mapped at load, nothing mapped while decoding.
+ * A trace that roams over more code than `bytes` re-maps and re-zeroes
+ * block caches all the time. */
 void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes);
 guint vt_decode_image_n_segments(const VtDecodeImage *img);
 

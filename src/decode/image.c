@@ -14,22 +14,29 @@
 
 G_DEFINE_QUARK(vt-decode-error-quark, vt_decode_error)
 
+static gint image_gen;            /* images loaded so far */
+
 typedef struct {
 	guint64 vaddr, offset, size;
 } Segment;
 
-/* libipt's sections: a segment in pieces of SECTION bytes, at most
- * ISCACHE_LIMIT bytes of them (and their block caches: 4 bytes per code
- * byte, allocated for a whole section on its first use) mapped at once -
- * the least recently used are unmapped.  One section per segment (a
- * kernel's 15 MiB of text) let the block caches reach 2 x 60 MiB on traces
- * that visit the whole kernel.  Every time libipt maps a section again it
- * opens, stats, maps and closes the file and allocates the block cache
- * anew (mmap, munmap): with 16 MiB, synth's whole-kernel walks remapped
- * ~85,000 sections per MiB of AUX (3.3 s of system time per 512 KiB,
- * against 1.4 s with 32 MiB; peak RSS 57 -> 63 MB). */
+/* How libipt reads the code.  By default through a read-memory callback
+ * from img->map (the kcore mapped once, at load): no libipt sections, so
+ * no block caches and nothing libipt maps or unmaps while decoding.
+ * libipt's sections (its image section cache) cost what they save on
+ * traces that roam over a whole kernel: each section is mapped from the
+ * file (open, fstat, mmap, close) with a block cache of 4 bytes per code
+ * byte, and the least recently mapped are unmapped (munmap of both: TLB
+ * shootdowns in every decoding thread) past the cache's limit.  With 64 KiB
+ * sections and a 32 MiB limit, synth's whole-kernel walks remapped 37,000
+ * sections per MiB of AUX (5.1 s of system time); holding the whole kernel
+ * took peak RSS from 65 to 141 MB - while the block cache saved almost
+ * nothing there (libipt is 17% of vmtrace script's time with the callback,
+ * 18% with every section mapped: blocks end at every call and jump).
+ * vt_decode_image_set_cache_limit() still chooses the sections (in SECTION
+ * pieces, at most `limit` bytes of them mapped) for traces that loop in
+ * little code. */
 #define SECTION (64u << 10)
-#define ISCACHE_LIMIT (32u << 20)
 
 typedef struct {
 	guint64 addr;
@@ -47,6 +54,9 @@ struct VtDecodeImage {
 	GArray *funcs;           /* guint64 */
 	guint nsyms_file;
 	guint64 text;
+	guint gen;               /* unique per image loaded (symbol_hint) */
+	guint32 limit;           /* 0: libipt reads through read_code() */
+	GMutex lock;             /* iscache's creation */
 	struct pt_image_section_cache *iscache;
 	GArray *isids;           /* int: the sections in img->iscache */
 };
@@ -173,9 +183,14 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 
 void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes)
 {
-	pt_iscache_set_limit(img->iscache, bytes);
+	g_mutex_lock(&img->lock);
+	img->limit = bytes;
+	if (img->iscache)
+		pt_iscache_set_limit(img->iscache, bytes ? bytes : 1);
+	g_mutex_unlock(&img->lock);
 }
 
+/* libipt's sections of the code, SECTION bytes each (img->lock held). */
 static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 {
 	img->iscache = pt_iscache_alloc(img->what);
@@ -183,7 +198,7 @@ static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt section cache");
 		return FALSE;
 	}
-	pt_iscache_set_limit(img->iscache, ISCACHE_LIMIT);
+	pt_iscache_set_limit(img->iscache, img->limit);
 	img->isids = g_array_new(FALSE, FALSE, sizeof(int));
 	for (guint i = 0; i < img->segs->len; i++) {
 		const Segment *s = &g_array_index(img->segs, Segment, i);
@@ -227,6 +242,8 @@ VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, con
 	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->names = g_string_new(NULL);
+	g_mutex_init(&img->lock);
+	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
 	fd = open(kcore, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read the %s kernel image %s: %s", what,
@@ -242,7 +259,7 @@ VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, con
 	}
 	close(fd);
 	fd = -1;
-	if (!parse_core(img, error) || !parse_kallsyms(img, kallsyms, error) || !add_to_iscache(img, error))
+	if (!parse_core(img, error) || !parse_kallsyms(img, kallsyms, error))
 		goto fail;
 	collect_functions(img);
 	return img;
@@ -277,13 +294,26 @@ void vt_decode_image_free(VtDecodeImage *img)
 	g_string_free(img->names, TRUE);
 	g_free(img->what);
 	g_free(img->kcore_path);
+	g_mutex_clear(&img->lock);
 	g_free(img);
 }
+
+/* The segment last found by this thread (libipt's callback asks for every
+ * instruction it walks, mostly in the same segment). */
+static __thread struct {
+	guint gen;
+	guint64 vaddr, size;
+	const guint8 *code;
+} segment_hint;
 
 const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
 {
 	guint lo = 0, hi = img->segs->len;
 
+	if (segment_hint.gen == img->gen && vaddr - segment_hint.vaddr < segment_hint.size) {
+		*avail = segment_hint.size - (vaddr - segment_hint.vaddr);
+		return segment_hint.code + (vaddr - segment_hint.vaddr);
+	}
 	while (lo < hi) {                 /* last segment starting at or below vaddr */
 		guint mid = (lo + hi) / 2;
 
@@ -296,6 +326,10 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 		const Segment *s = &g_array_index(img->segs, Segment, lo - 1);
 
 		if (vaddr - s->vaddr < s->size) {
+			segment_hint.gen = img->gen;
+			segment_hint.vaddr = s->vaddr;
+			segment_hint.size = s->size;
+			segment_hint.code = img->map + s->offset;
 			*avail = s->size - (vaddr - s->vaddr);
 			return img->map + s->offset + (vaddr - s->vaddr);
 		}
@@ -304,10 +338,23 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 	return NULL;
 }
 
+/* The symbol last found by this thread and the addresses it covers:
+ * script asks for the source of a branch just after the previous branch's
+ * target, mostly in the same function. */
+static __thread struct {
+	guint gen;
+	guint idx;
+	guint64 lo, hi;
+} symbol_hint;
+
 const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset)
 {
 	guint lo = 0, hi = img->syms->len;
 
+	if (symbol_hint.gen == img->gen && addr >= symbol_hint.lo && addr < symbol_hint.hi) {
+		*offset = addr - symbol_hint.lo;
+		return img->names->str + g_array_index(img->syms, Symbol, symbol_hint.idx).name;
+	}
 	while (lo < hi) {
 		guint mid = (lo + hi) / 2;
 
@@ -318,7 +365,11 @@ const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint
 	}
 	if (!lo)
 		return NULL;
-	*offset = addr - g_array_index(img->syms, Symbol, lo - 1).addr;
+	symbol_hint.gen = img->gen;
+	symbol_hint.idx = lo - 1;
+	symbol_hint.lo = g_array_index(img->syms, Symbol, lo - 1).addr;
+	symbol_hint.hi = lo < img->syms->len ? g_array_index(img->syms, Symbol, lo).addr : G_MAXUINT64;
+	*offset = addr - symbol_hint.lo;
 	return img->names->str + g_array_index(img->syms, Symbol, lo - 1).name;
 }
 
@@ -354,23 +405,60 @@ guint vt_decode_image_n_segments(const VtDecodeImage *img)
 	return img->segs->len;
 }
 
-struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error)
+/* libipt's read-memory callback: the code at ip, up to size bytes. */
+static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
 {
-	struct pt_image *pi = pt_image_alloc(img->what);
+	gsize avail;
+	const guint8 *code = vt_decode_image_code(context, ip, &avail);
 
-	if (!pi) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt image");
-		return NULL;
-	}
-	for (guint i = 0; i < img->isids->len; i++) {
+	(void)asid;
+	if (!code)
+		return -pte_nomap;
+	size = MIN(size, avail);
+	memcpy(buffer, code, size);
+	return (int)size;
+}
+
+/* The sections of img->iscache into pi (made on first use). */
+static gboolean add_sections(VtDecodeImage *img, struct pt_image *pi, GError **error)
+{
+	gboolean ok = TRUE;
+
+	g_mutex_lock(&img->lock);
+	if (!img->iscache && !add_to_iscache(img, error))
+		ok = FALSE;
+	for (guint i = 0; ok && i < img->isids->len; i++) {
 		int rc = pt_image_add_cached(pi, img->iscache, g_array_index(img->isids, int, i), NULL);
 
 		if (rc < 0) {
 			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "libipt image: %s",
 				    pt_errstr(pt_errcode(rc)));
-			pt_image_free(pi);
-			return NULL;
+			ok = FALSE;
 		}
+	}
+	g_mutex_unlock(&img->lock);
+	return ok;
+}
+
+struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error)
+{
+	struct pt_image *pi = pt_image_alloc(img->what);
+	guint32 limit;
+
+	if (!pi) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt image");
+		return NULL;
+	}
+	g_mutex_lock(&img->lock);
+	limit = img->limit;
+	g_mutex_unlock(&img->lock);
+	if (!limit) {
+		pt_image_set_callback(pi, read_code, img);
+		return pi;
+	}
+	if (!add_sections(img, pi, error)) {
+		pt_image_free(pi);
+		return NULL;
 	}
 	return pi;
 }

@@ -23,6 +23,7 @@ typedef struct {
 	VtDecodeQueue *dec;
 	guint64 *starts;          /* queue offset of each AUX buffer, and the total */
 	GAsyncQueue *ready;       /* GArray batches of VtBranch; an empty one ends */
+	GAsyncQueue *spare;       /* batches the reader is done with, for reuse */
 	gint ahead;               /* batches decoded and not yet read (r->lock) */
 	GArray *cur;              /* the reader's batch */
 	guint pos;
@@ -154,6 +155,20 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 }
 
 /* ------------------------------------------------------------- decoding */
+/* A batch to fill: one the reader is done with, else a new one (a batch is
+ * 256 KiB: allocated anew each time, glibc mapped and unmapped it - page
+ * faults clearing its pages, TLB shootdowns in the other threads). */
+static GArray *batch_get(Queue *q)
+{
+	GArray *b = g_async_queue_try_pop(q->spare);
+
+	if (b) {
+		g_array_set_size(b, 0);
+		return b;
+	}
+	return g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+}
+
 /* A queue's thread: batches until the end, at most AHEAD ahead, at most
  * `tokens` threads decoding at once. */
 static gpointer produce(gpointer data)
@@ -163,7 +178,7 @@ static gpointer produce(gpointer data)
 	gboolean more = TRUE;
 
 	while (more) {
-		GArray *b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+		GArray *b = batch_get(q);
 
 		g_mutex_lock(&r->lock);
 		while (!r->stop && (q->ahead >= AHEAD || !r->tokens))
@@ -181,10 +196,7 @@ static gpointer produce(gpointer data)
 		r->tokens++;
 		g_cond_broadcast(&r->cond);
 		g_mutex_unlock(&r->lock);
-		if (b->len)
-			g_async_queue_push(q->ready, b);
-		else
-			g_array_free(b, TRUE);
+		g_async_queue_push(b->len ? q->ready : q->spare, b);
 	}
 	g_mutex_lock(&r->lock);
 	if (vt_decode_queue_error(q->dec) && !r->error)
@@ -199,7 +211,7 @@ static const VtBranch *peek(VtDecodeResult *r, Queue *q)
 {
 	while (!q->ended && (!q->cur || q->pos >= q->cur->len)) {
 		if (q->cur)
-			g_array_free(q->cur, TRUE);
+			g_async_queue_push(q->spare, q->cur);
 		q->cur = g_async_queue_pop(q->ready);
 		q->pos = 0;
 		q->ended = q->cur->len == 0;
@@ -261,6 +273,7 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 		q->r = r;
 		q->q = &g_array_index(r->s->queues, VmcorrQueue, i);
 		q->ready = g_async_queue_new();
+		q->spare = g_async_queue_new_full((GDestroyNotify)g_array_unref);
 		buffer_starts(r->s, q);
 		q->dec = vt_decode_queue_new_reader(read_queue, q, NULL, q->starts[q->q->nbufs], window, &cpu,
 						    opts->host, opts->guest, error);
@@ -323,6 +336,8 @@ void vt_decode_result_free(VtDecodeResult *r)
 				g_array_free(b, TRUE);
 			g_async_queue_unref(q->ready);
 		}
+		if (q->spare)
+			g_async_queue_unref(q->spare);
 		if (q->cur)
 			g_array_free(q->cur, TRUE);
 		vt_decode_queue_free(q->dec);

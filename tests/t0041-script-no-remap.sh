@@ -1,0 +1,27 @@
+#!/bin/sh
+# vmtrace script maps the code once: on a trace of synth's walks over the
+# whole kernel (host and guest), the kcores are opened once each at load,
+# never while decoding.  libipt's image section cache (64 KiB sections, a
+# 32 MiB limit) re-mapped sections all the time on such traces - open,
+# fstat, mmap, close and a block cache for each, munmap of both - 18,300
+# opens of the kcores on 512 KiB of AUX; the code is now read through
+# libipt's read-memory callback from the kcore mapped at load.  And the
+# batches of branches the decoding threads hand to the reader (256 KiB
+# each) are reused, not freed: glibc unmapped each one (85 munmap calls on
+# this walk, 34 now - those of the start and the end).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+command -v strace >/dev/null || skip "strace not installed (apt-get install strace)"
+need_python
+make_code_dirs
+
+code_recording walk 128K --vcpus 4 --host-steps 6 --seed 41 || finish
+strace -f -qq -e trace=openat,mmap,munmap -o "$TMP/st" "$VMTRACE" script "$TMP/walk.data" \
+	--guestkallsyms "$GUEST_CODE/kallsyms" --itrace=b >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "script decodes the walk (exit $rc)" test $rc -eq 0 -a -s "$TMP/out"
+opens=$(grep -c 'openat(.*kcore"' "$TMP/st")
+check "the kcores opened at most twice each: $opens opens" test "$opens" -le 4
+unmaps=$(grep -c 'munmap(' "$TMP/st")
+check "no munmap per batch: $unmaps munmap calls <= 60" test "$unmaps" -le 60
+finish
