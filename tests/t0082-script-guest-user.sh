@@ -128,6 +128,10 @@ check "missing file: vmtrace's errors are libipt's 'no memory mapped' ($nvt), at
 echo "# missing file: perf $nerr errors, $(wc -l <"$TMP/n.perf") lines (resyncs at the next IP packet);" \
 	"vmtrace $nvt errors, $(wc -l <"$TMP/m.vt") lines (libipt resyncs at the next PSB)"
 
+# --json: guest user addresses with the file and the symbol
+HOME=$TMP/home "$VMTRACE" script "$TMP/b.data" --json --guest-only 2>/dev/null | grep -c '"dso": "/opt/gbin/gtool", "sym": "mix"' >"$TMP/json.n"
+check "--json: user addresses carry dso and sym ($(cat "$TMP/json.n") in mix)" test "$(cat "$TMP/json.n")" -ge 100
+
 # filters on user threads
 HOME=$TMP/home "$VMTRACE" script "$TMP/b.data" -F $F --guest-only >"$TMP/go.vt" 2>/dev/null
 grep '^VM: ' "$TMP/b.vt" >"$TMP/go.want"

@@ -59,6 +59,7 @@ static const struct { const char *name; guint bit; } field_names[] = {
 typedef struct {
 	VtDecodeImage *host, *guest;
 	VtDecodeGuestUser *guser;          /* the guest's user mappings (src/decode/guest-user.c) */
+	gint32 guest_pid;                  /* the guest process of the line being printed */
 	VtDecodeResult *result;
 	VtJson *json;
 	const ScriptOptions *o;
@@ -382,7 +383,7 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest, guin
 	guint64 off = 0;
 	gsize avail;
 
-	if (guest && user_side(l, s, -1, addr, f))
+	if (guest && user_side(l, s, s->guest_pid, addr, f))
 		return;
 
 	if (addr && vt_decode_image_code(img, addr, &avail))
@@ -847,6 +848,13 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 	vt_json_kv_bool(j, "guest", guest);
 	if (addr && vt_decode_image_code(img, addr, &avail))
 		sym = vt_decode_image_symbol(img, addr, &off);
+	if (!sym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
+		const char *dso = NULL;
+
+		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, addr, &off, &dso);
+		if (dso)
+			vt_json_kv_string(j, "dso", dso);
+	}
 	if (sym) {
 		vt_json_kv_string(j, "sym", sym);
 		vt_json_kv_uint(j, "symoff", off);
@@ -964,6 +972,7 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
+		s->guest_pid = e->guest_pid;    /* whose user mappings a guest address is in */
 		if (s->stacks) {
 			/* every branch moves perf's stack; only some are shown */
 			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
