@@ -79,6 +79,13 @@ nuser=$(grep -c '(/opt/gbin/gtool)' "$TMP/b.vt")
 nsym=$(grep -c ' mix+0x[0-9a-f]* (/opt/gbin/gtool)' "$TMP/b.vt")
 check "guest user lines with the dso /opt/gbin/gtool: $nuser (at least 10000), $nsym in mix" \
 	test "$nuser" -ge 10000 -a "$nsym" -ge 100
+# perf's choice among symbols at one address: square (not _square_local),
+# twice (not the weak twice_weak), digits_long_alias_name (the longer), the
+# label gt_label (zero-sized: up to the next symbol)
+for sym in square twice digits_long_alias_name gt_label; do
+	check "symbol $sym: $(grep -c " $sym+0x[0-9a-f]* (/opt/gbin/gtool)" "$TMP/b.vt") lines" \
+		grep -q " $sym+0x[0-9a-f]* (/opt/gbin/gtool)" "$TMP/b.vt"
+done
 # same_as A B: per host CPU the same lines, times aside (the two decoders
 # estimate a branch's time differently, t0102)
 same_as() {
