@@ -20,7 +20,10 @@ Operations (one per run):
                                   by SCRIPT's records, in its order: lines
                                   "TICKS CPU comm PID TID NAME [exec]",
                                   "TICKS CPU fork PID PPID TID PTID",
-                                  "TICKS CPU in|out PID TID OTHER_PID OTHER_TID"
+                                  "TICKS CPU in|out PID TID OTHER_PID OTHER_TID",
+                                  "TICKS CPU mmap2 PID TID START LEN PGOFF PATH [BUILDID]"
+                                  (an executable user mapping, with the
+                                  file's build id in the record if given)
                                   (CPU-wide switches: in names the task
                                   switched in, out the one switched out);
                                   a record's time is the file's TIME_CONV of
@@ -164,10 +167,22 @@ def sideband(p, path, base):
         elif kind in ("in", "out"):
             pid, tid, opid, otid = (int(x) for x in w[3:7])
             body, typ, misc, who = struct.pack("<ii", opid, otid), 15, 0 if kind == "in" else 0x2000, (pid, tid)
+        elif kind == "mmap2":
+            pid, tid, start, length, pgoff = (int(x, 0) for x in w[3:8])
+            name = w[8].encode() + b"\0"
+            name += b"\0" * (-len(name) % 8)
+            if w[9:]:      # with the file's build id (PERF_RECORD_MISC_MMAP_BUILD_ID)
+                bid = bytes.fromhex(w[9])
+                body = struct.pack("<iiQQQBxH20sII", pid, tid, start, length, pgoff, len(bid), 0, bid, 5, 2) + name
+                misc = 2 | 0x4000
+            else:
+                body = struct.pack("<iiQQQIIQQII", pid, tid, start, length, pgoff, 8, 1, 4242, 0, 5, 2) + name
+                misc = 2
+            typ, who = 10, (pid, tid)
         else:
             sys.exit("perf-edit.py: sideband: unknown record " + kind)
         body += trailer(types[i], i, who[0], who[1], time, cpu)
-        p["recs"].append(bytearray(struct.pack("<IHH", typ, misc | 1, 8 + len(body)) + body))
+        p["recs"].append(bytearray(struct.pack("<IHH", typ, misc if kind == "mmap2" else misc | 1, 8 + len(body)) + body))
 
 
 def main():

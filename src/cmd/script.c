@@ -34,6 +34,7 @@ typedef struct {
 					    * events; -F did not say) */
 	gboolean have_time;
 	guint64 time_start, time_end;      /* --time, ns */
+	char *guestmount;                  /* guest user files: DIR/<machine pid>/<path> */
 } ScriptOptions;
 
 /* -F fields, in perf's print order */
@@ -57,6 +58,8 @@ static const struct { const char *name; guint bit; } field_names[] = {
 
 typedef struct {
 	VtDecodeImage *host, *guest;
+	VtDecodeGuestUser *guser;          /* the guest's user mappings (src/decode/guest-user.c) */
+	gint32 guest_pid;                  /* the guest process of the line being printed */
 	VtDecodeResult *result;
 	VtJson *json;
 	const ScriptOptions *o;
@@ -94,6 +97,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "vcpu", 0, 0, G_OPTION_ARG_INT, &o->vcpu, "Only the vCPU thread \"CPU N/KVM\"", "N" },
 		{ "tid", 0, 0, G_OPTION_ARG_INT, &o->tid, "Only thread TID", "TID" },
 		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
+		{ "guestmount", 0, 0, G_OPTION_ARG_FILENAME, &o->guestmount, "Guest user space files of an injected recording: DIR/<QEMU pid>/<path> (perf's --guestmount)", "DIR" },
 		G_OPTION_ENTRY_NULL
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("REC - the branches of a host Intel PT recording of KVM guests");
@@ -284,7 +288,11 @@ static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError
 
 	if (!im->guest_dir && !im->guestkallsyms)
 		im->guest_dir = injected_guest_dir(o->rec);
-	return vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error);
+	if (!vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error))
+		return FALSE;
+	/* guest user space: the guest's mappings, their code in the guest image */
+	s->guser = s->guest ? vt_decode_guest_user_load(o->rec, o->guestmount, error) : NULL;
+	return !s->guest || (s->guser && vt_decode_guest_user_attach(s->guser, s->guest, error));
 }
 
 /* -------------------------------------------------------------- report */
@@ -346,12 +354,37 @@ static void put_str(GString *l, const char *str, int width)
 
 /* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)", as far
  * as -F asks. */
+/* A guest user address: "ADDR SYM+0xOFF (PATH)" of its mapping (perf:
+ * "[unknown]" without the file or a symbol); FALSE: not mapped. */
+static gboolean user_side(GString *l, const Script *s, gint32 pid, guint64 addr, guint f)
+{
+	const char *dso, *sym;
+	guint64 off = 0;
+
+	if (!s->guser || addr >> 47)
+		return FALSE;
+	sym = vt_decode_guest_user_symbol(s->guser, pid, addr, &off, &dso);
+	if (!dso)
+		return FALSE;
+	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
+	if (f & (F_SYM | F_SYMOFF))
+		g_string_append_printf(l, " %s", sym ? sym : "[unknown]");
+	if (sym && (f & F_SYMOFF))
+		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
+	if (f & F_DSO)
+		g_string_append_printf(l, " (%s)", dso);
+	return TRUE;
+}
+
 static void side(GString *l, const Script *s, guint64 addr, gboolean guest, guint f)
 {
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	const char *sym = NULL;
 	guint64 off = 0;
 	gsize avail;
+
+	if (guest && user_side(l, s, s->guest_pid, addr, f))
+		return;
 
 	if (addr && vt_decode_image_code(img, addr, &avail))
 		sym = vt_decode_image_symbol(img, addr, &off);
@@ -815,6 +848,13 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 	vt_json_kv_bool(j, "guest", guest);
 	if (addr && vt_decode_image_code(img, addr, &avail))
 		sym = vt_decode_image_symbol(img, addr, &off);
+	if (!sym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
+		const char *dso = NULL;
+
+		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, addr, &off, &dso);
+		if (dso)
+			vt_json_kv_string(j, "dso", dso);
+	}
 	if (sym) {
 		vt_json_kv_string(j, "sym", sym);
 		vt_json_kv_uint(j, "symoff", off);
@@ -932,6 +972,7 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
+		s->guest_pid = e->guest_pid;    /* whose user mappings a guest address is in */
 		if (s->stacks) {
 			/* every branch moves perf's stack; only some are shown */
 			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
@@ -977,6 +1018,7 @@ static void report(Script *s)
 static void options_clear(ScriptOptions *o)
 {
 	g_free(o->rec);
+	g_free(o->guestmount);
 	vt_cmd_images_clear(&o->img);
 	g_free(o->itrace);
 	g_free(o->fields);
@@ -1037,6 +1079,7 @@ out:
 	vt_decode_result_free(s.result);
 	vt_decode_image_free(s.host);
 	vt_decode_image_free(s.guest);
+	vt_decode_guest_user_free(s.guser);
 	options_clear(&o);
 	return rc;
 }

@@ -103,6 +103,8 @@ typedef struct {
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales;
 	char *host_code, *guest_code, *branches;
+	char *guest_user;            /* FILE[@ADDR] */
+	gint guest_user_pct;
 } SynthOpts;
 
 static void synth_opts_clear(SynthOpts *o)
@@ -118,6 +120,7 @@ static void synth_opts_clear(SynthOpts *o)
 	g_free(o->host_code);
 	g_free(o->guest_code);
 	g_free(o->branches);
+	g_free(o->guest_user);
 	g_strfreev(o->offsets);
 	g_strfreev(o->scales);
 }
@@ -179,6 +182,8 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
 		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
 		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
+		{ "guest-user", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_user, "With real code: guest time runs the user code of the ELF FILE too (its first executable PT_LOAD mapped at ADDR, default its link address; one process per VM, its own guest CR3); --branches names the mapping", "FILE[@ADDR]" },
+		{ "guest-user-percent", 0, 0, G_OPTION_ARG_INT, &o->guest_user_pct, "With --guest-user: share of VM entries into the user code, 0..100 (default 50)", "PCT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
 	};
@@ -249,6 +254,28 @@ static gboolean synth_vm_options(const SynthOpts *o, VtSynthConfig *cfg, GError 
 	return TRUE;
 }
 
+/* --guest-user FILE[@ADDR], --guest-user-percent */
+static gboolean synth_guest_user(const SynthOpts *o, VtSynthConfig *cfg, GError **err)
+{
+	char *at = o->guest_user ? strrchr(o->guest_user, '@') : NULL;
+
+	if (o->guest_user_pct != G_MININT) {
+		if (o->guest_user_pct < 0 || !o->guest_user) {
+			g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
+				    "--guest-user-percent must be 0..100 and goes with --guest-user");
+			return FALSE;
+		}
+		cfg->guest_user_percent = (guint)o->guest_user_pct;
+	}
+	if (at) {
+		*at = '\0';      /* the option's own string: FILE */
+		if (!vt_opt_u64("--guest-user ADDR", at + 1, &cfg->guest_user_start, err))
+			return FALSE;
+	}
+	cfg->guest_user = o->guest_user;
+	return TRUE;
+}
+
 /* Options -> the generator's configuration; FALSE: a usage error. */
 static gboolean synth_validate(const SynthOpts *o, VtSynthConfig *cfg, GError **err)
 {
@@ -274,7 +301,7 @@ static gboolean synth_validate(const SynthOpts *o, VtSynthConfig *cfg, GError **
 	cfg->host_code = o->host_code;
 	cfg->guest_code = o->guest_code;
 	cfg->branches = o->branches;
-	return synth_counts(o, cfg, err) && synth_ratio(o->ratio, cfg, err) &&
+	return synth_guest_user(o, cfg, err) && synth_counts(o, cfg, err) && synth_ratio(o->ratio, cfg, err) &&
 	       vt_opt_size("--size", o->size, &cfg->size, err) &&
 	       vt_opt_size("--buffer-size", o->bufsize, &cfg->buffer_size, err) &&
 	       vt_opt_u64("--seed", o->seed, &cfg->seed, err) && vt_opt_u64("--tsc-start", o->tsc_start, &cfg->t0, err) &&
@@ -309,7 +336,7 @@ int cmd_synth(int argc, char **argv)
 	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT,
 			.psb_period = G_MININT, .guest_pct = G_MININT,
 			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT,
-			.ovf_every = G_MININT, .aux_trunc = G_MININT };
+			.ovf_every = G_MININT, .aux_trunc = G_MININT, .guest_user_pct = G_MININT };
 	VtSynthConfig cfg;
 	VtSynthStats st;
 	g_autoptr(GError) err = NULL;

@@ -270,6 +270,32 @@ gint32 vt_decode_guest_threads_machine_pid(const VtDecodeGuestThreads *g);   /* 
 gboolean vt_decode_guest_threads_at(const VtDecodeGuestThreads *g, gint32 vcpu, guint64 time, gint32 *pid,
 				    gint32 *tid, const char **comm);
 
+/* Guest user space of an injected recording (guest-user.c): the guest's
+ * executable file mappings (GUEST_USER MMAP2/MMAP records), each file
+ * looked up as perf's --guestmount does - GUESTMOUNT/<machine_pid>/<path>
+ * (NULL: no file is found; lines then name the DSO, no symbol). */
+typedef struct VtDecodeGuestUser VtDecodeGuestUser;
+VtDecodeGuestUser *vt_decode_guest_user_load(const char *rec, const char *guestmount, GError **error);
+void vt_decode_guest_user_free(VtDecodeGuestUser *u);
+/* Mappings seen; *n_missing: files not found. */
+guint vt_decode_guest_user_n_maps(const VtDecodeGuestUser *u, guint *n_missing);
+/* The code of every mapping found joins the guest image (decoded whatever
+ * the guest CR3: one address space for all guest processes). */
+gboolean vt_decode_guest_user_attach(const VtDecodeGuestUser *u, VtDecodeImage *guest, GError **error);
+/* The symbol holding a guest user address (perf's ELF rules) and the offset
+ * into it, NULL if none; *dso: the path of the mapping of pid (else of any
+ * process) holding addr, NULL if none. */
+const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 addr, guint64 *offset,
+					const char **dso);
+/* An ELF file's code as mapped at start (len bytes of the file from pgoff):
+ * an image to attach or to walk (synth). */
+VtDecodeImage *vt_decode_guest_user_image(const char *path, guint64 start, guint64 len, guint64 pgoff,
+					  GError **error);
+/* The ELF file's first executable PT_LOAD. */
+gboolean vt_decode_guest_user_exec_load(const char *path, guint64 *vaddr, guint64 *offset, guint64 *size,
+					GError **error);
+void vt_decode_image_attach(VtDecodeImage *img, VtDecodeImage *code);   /* img owns code */
+
 /* Decode one AUX buffer (tests, fuzzing): branches appended to out. */
 typedef struct {
 	guint32 cpuid_15_eax, cpuid_15_ebx;   /* TSC:CTC = ebx/eax (0: timeless) */

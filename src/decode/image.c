@@ -59,6 +59,7 @@ struct VtDecodeImage {
 	GMutex lock;             /* iscache's creation */
 	struct pt_image_section_cache *iscache;
 	GArray *isids;           /* int: the sections in img->iscache */
+	GPtrArray *attached;     /* VtDecodeImage: guest user code (guest-user.c), owned */
 };
 
 static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
@@ -282,6 +283,8 @@ void vt_decode_image_free(VtDecodeImage *img)
 {
 	if (!img)
 		return;
+	if (img->attached)
+		g_ptr_array_free(img->attached, TRUE);
 	if (img->iscache)
 		pt_iscache_free(img->iscache);
 	if (img->isids)
@@ -333,6 +336,12 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 			*avail = s->size - (vaddr - s->vaddr);
 			return img->map + s->offset + (vaddr - s->vaddr);
 		}
+	}
+	for (guint i = 0; img->attached && i < img->attached->len; i++) {
+		const guint8 *p = vt_decode_image_code(g_ptr_array_index(img->attached, i), vaddr, avail);
+
+		if (p)
+			return p;
 	}
 	*avail = 0;
 	return NULL;
@@ -460,5 +469,75 @@ struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error)
 		pt_image_free(pi);
 		return NULL;
 	}
+	for (guint i = 0; img->attached && i < img->attached->len; i++) {
+		VtDecodeImage *a = g_ptr_array_index(img->attached, i);
+
+		for (guint j = 0; j < a->isids->len; j++)
+			if (pt_image_add_cached(pi, a->iscache, g_array_index(a->isids, int, j), NULL) < 0) {
+				g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "libipt image: %s", a->kcore_path);
+				pt_image_free(pi);
+				return NULL;
+			}
+	}
 	return pi;
+}
+
+#define ATTACHED_LIMIT (16u << 20)
+
+/* An ELF file's code (guest-user.c): segments (vaddr, file offset, size
+ * triples, vaddr ascending) and function starts (ascending) given. */
+VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, const guint64 *segs, guint nsegs,
+					const guint64 *funcs, guint nfuncs, GError **error)
+{
+	VtDecodeImage *img = g_new0(VtDecodeImage, 1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	g_mutex_init(&img->lock);
+	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
+	img->limit = ATTACHED_LIMIT;     /* its sections stay mapped for report's images */
+	img->what = g_strdup(what);
+	img->kcore_path = g_strdup(path);
+	img->segs = g_array_new(FALSE, FALSE, sizeof(Segment));
+	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
+	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
+	img->names = g_string_new(NULL);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read %s: %s", path, g_strerror(errno));
+		goto fail;
+	}
+	img->map_len = st.st_size;
+	img->map = img->map_len ? mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	if (img->map == MAP_FAILED) {
+		img->map = NULL;
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot map %s: %s", path, g_strerror(errno));
+		goto fail;
+	}
+	close(fd);
+	fd = -1;
+	for (guint i = 0; i < nsegs; i++) {
+		Segment s = { segs[3 * i], segs[3 * i + 1], segs[3 * i + 2] };
+
+		if (s.offset > img->map_len || s.size > img->map_len - s.offset) {
+			bad(error, img, "%s", "a PT_LOAD lies past the end of the file");
+			goto fail;
+		}
+		g_array_append_val(img->segs, s);
+	}
+	g_array_append_vals(img->funcs, funcs, nfuncs);
+	if (!add_to_iscache(img, error))
+		goto fail;
+	return img;
+fail:
+	if (fd >= 0)
+		close(fd);
+	vt_decode_image_free(img);
+	return NULL;
+}
+
+void vt_decode_image_attach(VtDecodeImage *img, VtDecodeImage *code)
+{
+	if (!img->attached)
+		img->attached = g_ptr_array_new_with_free_func((GDestroyNotify)vt_decode_image_free);
+	g_ptr_array_add(img->attached, code);
 }

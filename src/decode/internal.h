@@ -25,4 +25,9 @@ void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power);
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 
+/* An image of one file's code (guest-user.c): segs are (vaddr, file
+ * offset, size) triples, ascending; funcs the function starts, ascending. */
+VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, const guint64 *segs, guint nsegs,
+					const guint64 *funcs, guint nfuncs, GError **error);
+
 #endif

@@ -43,6 +43,7 @@ void vt_synth_config_init(VtSynthConfig *cfg)
 	cfg->buffer_size = 256 << 10;
 	cfg->seed = 1;
 	cfg->guest_percent = 60;
+	cfg->guest_user_percent = 50;
 	cfg->tip_percent = 25;
 }
 
@@ -102,6 +103,10 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 		BAD("--host-steps must be 0..100000");
 	if (cfg->ovf_every && !cfg->host_code)
 		BAD("--ovf-every needs real code (--host-code)");
+	if (cfg->guest_user && !cfg->host_code)
+		BAD("--guest-user needs real code (--host-code, --guest-code)");
+	if (cfg->guest_user_percent > 100)
+		BAD("--guest-user-percent must be 0..100");
 	if (cfg->have_change && (cfg->change_vm >= cfg->nvms || cfg->change_at <= 0 || cfg->change_at >= 1))
 		BAD("--offset-change needs a VM index < --vms and a fraction in (0,1)");
 	return TRUE;
@@ -173,6 +178,12 @@ typedef struct {
 	VtDecodeImage *host_img, *guest_img;
 	VtSynthCode *hc, *gc;
 	VtSynthCtx guest[VT_SYNTH_MAX_VCPUS];  /* each vCPU's walk */
+	/* --guest-user: each vCPU's walk of the user ELF (one process per VM)
+	 * and whether the vCPU runs it (chosen at every VM entry) */
+	VtSynthCode *uc;
+	VtSynthCtx user[VT_SYNTH_MAX_VCPUS];
+	gboolean in_user[VT_SYNTH_MAX_VCPUS];
+	guint64 user_start, user_len, user_pgoff;
 	guint64 vmexit_ip;           /* host RIP after a VM exit: vmx_vmexit */
 	FILE *branches;
 	VtFsOutput *branches_out;    /* where the branch list is built (src/fs/output.h) */
@@ -341,9 +352,26 @@ static guint64 guest_cr3(guint vm)
 	return 0x1a2b000ULL + ((guint64)vm << 20);
 }
 
+/* The guest CR3 of VM vm's user process (--guest-user) */
+static guint64 user_cr3(guint vm)
+{
+	return 0x3c4d000ULL + ((guint64)vm << 20);
+}
+
 static guint64 cur_cr3(const Gen *g, const Queue *q)
 {
-	return q->in_guest ? guest_cr3(vt_synth_vm_of_vcpu(g->cfg, q->vcpu)) : HOST_CR3;
+	guint vm;
+
+	if (!q->in_guest)
+		return HOST_CR3;
+	vm = vt_synth_vm_of_vcpu(g->cfg, q->vcpu);
+	return g->in_user[q->vcpu] ? user_cr3(vm) : guest_cr3(vm);
+}
+
+/* The guest walk of vCPU v: its user process's or its kernel's. */
+static VtSynthCtx *guest_ctx(Gen *g, gint v)
+{
+	return g->in_user[v] ? &g->user[v] : &g->guest[v];
 }
 
 /* Advance time by `dt` ticks; emit the MTCs for every CTC boundary crossed
@@ -389,8 +417,8 @@ static void psb_plus(Gen *g, Queue *q)
 		q->ip_host = q->host.ip;
 		vt_synth_ctx_flush_comp(&q->host);
 		if (q->vcpu >= 0) {
-			q->ip_guest = g->guest[q->vcpu].ip;
-			vt_synth_ctx_flush_comp(&g->guest[q->vcpu]);
+			q->ip_guest = guest_ctx(g, q->vcpu)->ip;
+			vt_synth_ctx_flush_comp(guest_ctx(g, q->vcpu));
 		}
 	}
 	pkt_simple(g, q, ppt_psb);
@@ -746,7 +774,7 @@ static void code_host_restart(Gen *g, Queue *q)
  * lost packets told stays undecodable (the truth has it). */
 static void code_ovf_check(Gen *g, Queue *q)
 {
-	VtSynthCtx *c = q->in_guest ? &g->guest[q->vcpu] : &q->host;
+	VtSynthCtx *c = q->in_guest ? guest_ctx(g, q->vcpu) : &q->host;
 
 	if (!g->cfg->ovf_every || q->vcpu < 0 || ++q->since_ovf < g->cfg->ovf_every)
 		return;
@@ -758,7 +786,7 @@ static void code_ovf_check(Gen *g, Queue *q)
 	q->since_ovf = 0;
 	code_advance(g, q, 100);
 	vt_synth_ctx_flush_comp(&q->host);
-	vt_synth_ctx_flush_comp(&g->guest[q->vcpu]);
+	vt_synth_ctx_flush_comp(guest_ctx(g, q->vcpu));
 	pkt_simple(g, q, ppt_ovf);
 	q->have_last_ip = FALSE;
 	pkt_ip(g, q, ppt_fup, c->ip);
@@ -773,8 +801,11 @@ static void code_psb_check(Gen *g, Queue *q)
 
 static void code_vm_entry(Gen *g, Queue *q)
 {
-	VtSynthCtx *gc = &g->guest[q->vcpu];
+	VtSynthCtx *gc;
 
+	if (g->uc)     /* the vCPU runs its process's user code this time, or the kernel */
+		g->in_user[q->vcpu] = g_rand_int_range(q->rng, 0, 100) < (gint32)g->cfg->guest_user_percent;
+	gc = guest_ctx(g, q->vcpu);
 	code_advance(g, q, 300 + (g_rand_int(q->rng) & 0xff));
 	if (q->vmcs_dirty)
 		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
@@ -782,7 +813,7 @@ static void code_vm_entry(Gen *g, Queue *q)
 	q->in_guest = TRUE;
 	vt_synth_ctx_flush_comp(&q->host);
 	vt_synth_ctx_flush_comp(gc);
-	pkt_pip(g, q, guest_cr3(vt_synth_vm_of_vcpu(g->cfg, q->vcpu)), TRUE);
+	pkt_pip(g, q, cur_cr3(g, q), TRUE);
 	pkt_mode64(g, q);
 	pkt_ip(g, q, ppt_tip, gc->ip);
 	truth_branch(g, q, VT_BRANCH_VMENTRY, q->host.ip, gc->ip, FALSE);
@@ -794,7 +825,7 @@ static void code_vm_entry(Gen *g, Queue *q)
  * elsewhere after an injected event). */
 static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 {
-	VtSynthCtx *gc = &g->guest[q->vcpu];
+	VtSynthCtx *gc = guest_ctx(g, q->vcpu);
 
 	code_advance(g, q, 400 + (g_rand_int(q->rng) & 0xff));
 	pkt_ip(g, q, ppt_fup, gc->ip);
@@ -821,7 +852,7 @@ static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 static void code_step(Gen *g, Queue *q)
 {
 	const VtSynthConfig *c = g->cfg;
-	VtSynthCtx *gc = &g->guest[q->vcpu];
+	VtSynthCtx *gc = guest_ctx(g, q->vcpu);
 	WalkUser u = { g, q, q->in_guest, q->in_guest ? gc : &q->host, q->in_guest ? gc->insns : q->host.insns };
 	VtWalkStep st;
 
@@ -854,7 +885,7 @@ static void code_step(Gen *g, Queue *q)
 			return;
 		}
 		q->guest_left--;
-		vt_synth_walk(g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
+		vt_synth_walk(g->in_user[q->vcpu] ? g->uc : g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
 		walk_count(&u);
 		if (st.what == VT_WALK_EXIT) {
 			code_vm_exit(g, q, st.resume);
@@ -1144,6 +1175,34 @@ static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_eve
 	dummy->context_switch = g->cfg->per_cpu;
 }
 
+/* --guest-user: the ELF's first executable PT_LOAD mapped at
+ * guest_user_start (0: its link address), attached to the guest image
+ * (which then decodes it, as vmtrace script's does), and a walk per vCPU. */
+static gboolean code_user_open(Gen *g, GRand *rng, GError **error)
+{
+	const VtSynthConfig *c = g->cfg;
+	guint64 vaddr, offset, size;
+	VtDecodeImage *img;
+
+	if (!vt_decode_guest_user_exec_load(c->guest_user, &vaddr, &offset, &size, error))
+		return FALSE;
+	g->user_pgoff = offset & ~0xfffULL;
+	g->user_start = c->guest_user_start ? c->guest_user_start & ~0xfffULL : vaddr & ~0xfffULL;
+	g->user_len = (offset - g->user_pgoff + size + 0xfff) & ~0xfffULL;
+	img = vt_decode_guest_user_image(c->guest_user, g->user_start, g->user_len, g->user_pgoff, error);
+	if (!img)
+		return FALSE;
+	g->uc = vt_synth_code_new(img);
+	vt_decode_image_attach(g->guest_img, img);
+	for (guint v = 0; v < c->nvcpus; v++)
+		vt_synth_ctx_init(&g->user[v], vt_synth_code_pick(g->uc, rng));
+	if (!g->user[0].ip) {
+		g_set_error(error, VT_SYNTH_ERROR, 0, "--guest-user %s has no function symbols in its code", c->guest_user);
+		return FALSE;
+	}
+	return TRUE;
+}
+
 /* Load the real code (both images) and open the ground-truth branch list. */
 static gboolean code_open(Gen *g, GError **error)
 {
@@ -1169,6 +1228,10 @@ static gboolean code_open(Gen *g, GError **error)
 	rng = g_rand_new_with_seed((guint32)c->seed ^ 0x5eed);
 	for (guint v = 0; v < c->nvcpus; v++)
 		vt_synth_ctx_init(&g->guest[v], vt_synth_code_pick(g->gc, rng));
+	if (c->guest_user && !code_user_open(g, rng, error)) {
+		g_rand_free(rng);
+		return FALSE;
+	}
 	g_rand_free(rng);
 	if (!g->guest[0].ip) {
 		g_set_error(error, VT_SYNTH_ERROR, 0, "guest code %s has no function symbols (T/t) in its code",
@@ -1191,6 +1254,9 @@ static gboolean code_open(Gen *g, GError **error)
 		}
 		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
 				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET\n");
+		if (g->uc)
+			fprintf(g->branches, "# guest-user %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %#"
+				G_GINT64_MODIFIER "x\n", c->guest_user, g->user_start, g->user_len, g->user_pgoff);
 	}
 	return TRUE;
 }
@@ -1201,8 +1267,10 @@ static gboolean code_close(Gen *g, gboolean keep, GError **error)
 	const VtSynthConfig *c = g->cfg;
 	gboolean ok = TRUE;
 
-	for (guint v = 0; v < VT_SYNTH_MAX_VCPUS; v++)
+	for (guint v = 0; v < VT_SYNTH_MAX_VCPUS; v++) {
 		vt_synth_ctx_clear(&g->guest[v]);
+		vt_synth_ctx_clear(&g->user[v]);
+	}
 	if (g->branches) {
 		ok = fclose(g->branches) == 0;
 		g->branches = NULL;
@@ -1213,6 +1281,8 @@ static gboolean code_close(Gen *g, gboolean keep, GError **error)
 	g_clear_pointer(&g->branches_out, vt_fs_output_free);   /* the temporary, unless committed */
 	vt_synth_code_free(g->hc);
 	vt_synth_code_free(g->gc);
+	vt_synth_code_free(g->uc);    /* its image is the guest image's */
+	g->uc = NULL;
 	vt_decode_image_free(g->host_img);
 	vt_decode_image_free(g->guest_img);
 	g->hc = g->gc = NULL;

@@ -73,6 +73,15 @@ typedef struct VtSynthConfig {
 	 * (if set) receives every branch taken: the ground truth of decoding. */
 	const char *host_code, *guest_code;
 	const char *branches;
+	/* Guest user space (with real code): guest_user_percent of the VM
+	 * entries go to the user code of the ELF file guest_user (its first
+	 * executable PT_LOAD mapped at guest_user_start, 0: its link address;
+	 * PIP with the process's own guest CR3), one process per VM; the branch
+	 * list says where the file was mapped ("# guest-user PATH START LEN
+	 * PGOFF"): what the guest's MMAP2 must say. */
+	const char *guest_user;
+	guint64 guest_user_start;
+	guint guest_user_percent;
 	/* When set and non-zero (a signal handler's flag), generation stops
 	 * with an error and writes nothing. */
 	const volatile sig_atomic_t *stop;

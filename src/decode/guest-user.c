@@ -1,0 +1,542 @@
+/* guest-user.c - guest user space of an injected recording (vmtrace
+ * inject, perf inject --guest-data): the guest's executable MMAP/MMAP2
+ * records, each file's code and symbols, found as perf 6.1 finds a guest
+ * machine's files with --guestmount DIR: DIR/<machine pid>/<path>.
+ *
+ * Code.  Each mapping whose file is found becomes an image of the file's
+ * executable PT_LOADs at the addresses the mapping gives them (address =
+ * start + file offset - pgoff), attached to the guest kernel's image: the
+ * decoder (strategy D, keyed on PIP.NR only) then finds guest user code in
+ * the guest image whatever CR3 the PIP carries.  Every process's mappings
+ * are in the one image: two processes with different code at one address
+ * cannot both decode right (a documented limit).
+ *
+ * Symbols as perf's ELF loader takes them: .symtab, else .dynsym; named
+ * functions, GNU ifuncs and labels (NOTYPE) of sections whose name holds
+ * "text"; a symbol ends at st_value + st_size, a zero-sized one at the next
+ * symbol; of symbols at one address the one perf's choose_best_symbol
+ * keeps (sized, not weak, global, fewer leading '_', the longer name). */
+#include "config.h"
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "src/decode/internal.h"
+#include "vmcorr/session.h"
+
+typedef struct {
+	guint64 start, end;       /* ELF vaddrs */
+	const char *name;         /* in file->strings */
+	guint8 bind;
+} GuSym;
+
+typedef struct {
+	guint64 vaddr, offset, size;
+	gboolean exec;
+} GuLoad;
+
+typedef struct {
+	char *found;              /* the file read, NULL: not found */
+	GArray *loads;            /* GuLoad */
+	GArray *syms;             /* GuSym, ascending, one per address */
+	GStringChunk *strings;
+} GuFile;
+
+typedef struct {
+	gint32 pid;
+	guint64 start, len, pgoff;
+	const char *path;         /* in u->strings */
+	const char *build_id;     /* hex, in u->strings; NULL: the record has none */
+	GuFile *file;             /* NULL: not found */
+} GuMap;
+
+struct VtDecodeGuestUser {
+	gint32 machine_pid;
+	GArray *maps;             /* GuMap, record order */
+	GHashTable *files;        /* path -> GuFile */
+	GStringChunk *strings;
+	GHashTable *build_ids;    /* path -> hex build id (HEADER_BUILD_ID, guest machine) */
+	guint n_missing;
+};
+
+static void file_free(gpointer p)
+{
+	GuFile *f = p;
+
+	g_free(f->found);
+	g_array_free(f->loads, TRUE);
+	g_array_free(f->syms, TRUE);
+	g_string_chunk_free(f->strings);
+	g_free(f);
+}
+
+static guint underscores(const char *s)
+{
+	guint n = 0;
+
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* perf's choose_best_symbol: TRUE to keep a over b */
+static gboolean better(const GuSym *a, const GuSym *b)
+{
+	gboolean as = a->end > a->start, bs = b->end > b->start;
+	gsize na, nb;
+
+	if (as != bs)
+		return as;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return b->bind == STB_WEAK;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return a->bind == STB_GLOBAL;
+	if (underscores(a->name) != underscores(b->name))
+		return underscores(a->name) < underscores(b->name);
+	na = strlen(a->name);
+	nb = strlen(b->name);
+	return na >= nb;
+}
+
+static gint cmp_sym(gconstpointer a, gconstpointer b)
+{
+	const GuSym *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static gboolean wanted_sym(const GElf_Sym *s, const char *secname)
+{
+	int type = GELF_ST_TYPE(s->st_info);
+
+	if (!s->st_name || s->st_shndx == SHN_UNDEF || s->st_shndx == SHN_ABS)
+		return FALSE;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+		return FALSE;
+	return secname && strstr(secname, "text");
+}
+
+/* The symbols of one symbol table section. */
+static void read_symtab(GuFile *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, gsize shstrndx, GArray *all)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	gsize n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+
+	for (gsize i = 0; d && i < n; i++) {
+		GElf_Sym s;
+		GElf_Shdr tsh;
+		Elf_Scn *t;
+		const char *name, *sec;
+		GuSym g;
+
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx >= SHN_LORESERVE)
+			continue;
+		t = elf_getscn(e, s.st_shndx);
+		sec = t && gelf_getshdr(t, &tsh) ? elf_strptr(e, shstrndx, tsh.sh_name) : NULL;
+		name = elf_strptr(e, sh->sh_link, s.st_name);
+		if (!name || !*name || !wanted_sym(&s, sec))
+			continue;
+		g = (GuSym){ s.st_value, s.st_value + s.st_size, g_string_chunk_insert_const(f->strings, name),
+			     GELF_ST_BIND(s.st_info) };
+		g_array_append_val(all, g);
+	}
+}
+
+/* Sorted, zero sizes ended at the next symbol, one per address. */
+static void fix_syms(GuFile *f, GArray *all)
+{
+	g_array_sort(all, cmp_sym);
+	for (guint i = 0; i < all->len; i++) {
+		GuSym *s = &g_array_index(all, GuSym, i);
+
+		if (s->end == s->start && i + 1 < all->len)
+			s->end = g_array_index(all, GuSym, i + 1).start;
+	}
+	for (guint i = 0; i < all->len; i++) {
+		const GuSym *s = &g_array_index(all, GuSym, i);
+		GuSym *last = f->syms->len ? &g_array_index(f->syms, GuSym, f->syms->len - 1) : NULL;
+
+		if (last && last->start == s->start) {
+			if (!better(last, s))
+				*last = *s;
+		} else {
+			g_array_append_val(f->syms, *s);
+		}
+	}
+}
+
+/* PT_LOADs and symbols of the ELF file at path (NULL on any trouble). */
+static gboolean read_elf(GuFile *f, const char *path, GError **error)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e = NULL;
+	size_t nph = 0, shstrndx = 0;
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	GElf_Shdr sh, symsh;
+	GArray *all;
+
+	elf_version(EV_CURRENT);
+	if (fd < 0 || !(e = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) ||
+	    elf_getshdrstrndx(e, &shstrndx)) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "guest file %s: not a readable ELF file",
+			    path);
+		if (e)
+			elf_end(e);
+		if (fd >= 0)
+			close(fd);
+		return FALSE;
+	}
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			GuLoad l = { ph.p_vaddr, ph.p_offset, ph.p_filesz, (ph.p_flags & PF_X) != 0 };
+
+			g_array_append_val(f->loads, l);
+		}
+	}
+	while ((scn = elf_nextscn(e, scn)))
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+			*(sh.sh_type == SHT_SYMTAB ? &symtab : &dynsym) = scn;
+	all = g_array_new(FALSE, FALSE, sizeof(GuSym));
+	if ((symtab || dynsym) && gelf_getshdr(symtab ? symtab : dynsym, &symsh))
+		read_symtab(f, e, symtab ? symtab : dynsym, &symsh, shstrndx, all);
+	fix_syms(f, all);
+	g_array_free(all, TRUE);
+	elf_end(e);
+	close(fd);
+	return TRUE;
+}
+
+static GuFile *file_new(void)
+{
+	GuFile *f = g_new0(GuFile, 1);
+
+	f->loads = g_array_new(FALSE, FALSE, sizeof(GuLoad));
+	f->syms = g_array_new(FALSE, FALSE, sizeof(GuSym));
+	f->strings = g_string_chunk_new(4096);
+	return f;
+}
+
+/* The image of file f mapped at start (len bytes of the file from pgoff):
+ * its executable PT_LOADs' parts inside the mapping, at their addresses;
+ * NULL when none. */
+static VtDecodeImage *map_image(const GuFile *f, guint64 start, guint64 len, guint64 pgoff, GError **error)
+{
+	g_autoptr(GArray) segs = g_array_new(FALSE, FALSE, sizeof(guint64));
+	g_autoptr(GArray) funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
+
+	for (guint i = 0; i < f->loads->len; i++) {
+		const GuLoad *l = &g_array_index(f->loads, GuLoad, i);
+		guint64 lo = MAX(l->offset, pgoff), hi = MIN(l->offset + l->size, pgoff + len);
+		guint64 seg[3];
+
+		if (!l->exec || lo >= hi)
+			continue;
+		seg[0] = start + (lo - pgoff);
+		seg[1] = lo;
+		seg[2] = hi - lo;
+		g_array_append_vals(segs, seg, 3);
+		for (guint j = 0; j < f->syms->len; j++) {
+			const GuSym *s = &g_array_index(f->syms, GuSym, j);
+			guint64 off = s->start - l->vaddr + l->offset;
+
+			if (s->start >= l->vaddr && off >= lo && off + 16 <= hi) {
+				guint64 a = start + (off - pgoff);
+
+				g_array_append_val(funcs, a);
+			}
+		}
+	}
+	if (!segs->len) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+			    "guest file %s: no executable code in the mapping", f->found);
+		return NULL;
+	}
+	return vt_decode_image_new_file(f->found, "guest user", (guint64 *)(void *)segs->data, segs->len / 3,
+					(guint64 *)(void *)funcs->data, funcs->len, error);
+}
+
+VtDecodeImage *vt_decode_guest_user_image(const char *path, guint64 start, guint64 len, guint64 pgoff,
+					  GError **error)
+{
+	GuFile *f = file_new();
+	VtDecodeImage *img = NULL;
+
+	f->found = g_strdup(path);
+	if (read_elf(f, path, error))
+		img = map_image(f, start, len, pgoff, error);
+	file_free(f);
+	return img;
+}
+
+gboolean vt_decode_guest_user_exec_load(const char *path, guint64 *vaddr, guint64 *offset, guint64 *size,
+					GError **error)
+{
+	GuFile *f = file_new();
+	gboolean ok = read_elf(f, path, error);
+
+	for (guint i = 0; ok && i < f->loads->len; i++) {
+		const GuLoad *l = &g_array_index(f->loads, GuLoad, i);
+
+		if (l->exec) {
+			*vaddr = l->vaddr;
+			*offset = l->offset;
+			*size = l->size;
+			file_free(f);
+			return TRUE;
+		}
+	}
+	if (ok)
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s has no executable PT_LOAD", path);
+	file_free(f);
+	return FALSE;
+}
+
+/* ------------------------------------------------------------ sideband */
+static char *hex(const guint8 *b, guint n)
+{
+	GString *s = g_string_new(NULL);
+
+	for (guint i = 0; i < n; i++)
+		g_string_append_printf(s, "%02x", b[i]);
+	return g_string_free(s, FALSE);
+}
+
+/* Where the file is: perf 6.1's build-id cache ($HOME/.debug/.build-id/
+ * XX/REST/elf) when the mapping has a build id, else GUESTMOUNT/<machine
+ * pid>/PATH.  Never the host's own PATH (perf's fallback: the host's file
+ * is not the guest's). */
+static char *file_find(const char *path, const char *bid, const char *root)
+{
+	g_autofree char *cache = NULL, *full = NULL;
+
+	if (bid && strlen(bid) > 2) {
+		cache = g_strdup_printf("%s/.debug/.build-id/%.2s/%s/elf", g_get_home_dir(), bid, bid + 2);
+		if (g_file_test(cache, G_FILE_TEST_IS_REGULAR))
+			return g_steal_pointer(&cache);
+	}
+	full = root ? g_build_filename(root, path, NULL) : NULL;
+	return full && g_file_test(full, G_FILE_TEST_IS_REGULAR) ? g_steal_pointer(&full) : NULL;
+}
+
+static GuFile *file_get(VtDecodeGuestUser *u, const GuMap *m, const char *root)
+{
+	const char *bid = m->build_id ? m->build_id : g_hash_table_lookup(u->build_ids, m->path);
+	g_autofree char *key = g_strconcat(m->path, " ", bid ? bid : "", NULL);
+	GuFile *f = g_hash_table_lookup(u->files, key);
+	g_autofree char *full = NULL;
+
+	if (f)
+		return f->found ? f : NULL;
+	f = file_new();
+	g_hash_table_insert(u->files, g_steal_pointer(&key), f);
+	full = file_find(m->path, bid, root);
+	if (full && read_elf(f, full, NULL))
+		f->found = g_steal_pointer(&full);
+	else
+		u->n_missing++;
+	return f->found ? f : NULL;
+}
+
+/* HEADER_BUILD_ID entries of the guest machine's user files (vmtrace
+ * inject and perf inject copy the guest's there): pid, 20 bytes of build
+ * id, its size, the path. */
+static void add_build_ids(VtDecodeGuestUser *u, const VtPerfFile *f)
+{
+	const guint8 *p;
+	guint64 n, off = 0;
+
+	if (!vt_perf_file_feature(f, VT_PERF_FEAT_BUILD_ID, &p, &n))
+		return;
+	while (off + 40 <= n) {
+		guint16 misc, size;
+		gint32 pid;
+		guint8 len;
+
+		memcpy(&misc, p + off + 4, 2);
+		memcpy(&size, p + off + 6, 2);
+		memcpy(&pid, p + off + 8, 4);
+		len = p[off + 32];
+		if (size < 40 || size > n - off)
+			return;
+		if ((misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER && pid == u->machine_pid &&
+		    memchr(p + off + 36, 0, size - 36))
+			g_hash_table_insert(u->build_ids, g_strdup((const char *)p + off + 36),
+					    hex(p + off + 12, (misc & (1u << 15)) && len <= 20 ? len : 20));
+		off += size;
+	}
+}
+
+static gboolean is_guest_user(const VtPerfRecord *rec)
+{
+	return (rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER;
+}
+
+/* An executable file mapping of a guest process (MMAP2; MMAP). */
+static void add_mmap(VtDecodeGuestUser *u, const VtPerfRecord *rec)
+{
+	GuMap m = { 0 };
+	guint32 pid, prot = PROT_EXEC;
+	const char *name;
+	gsize fixed = rec->type == PERF_RECORD_MMAP2 ? 72 : 40;   /* the file name's offset */
+
+	if (rec->size < fixed + 1)
+		return;
+	memcpy(&pid, rec->data + 8, 4);
+	memcpy(&m.start, rec->data + 16, 8);
+	memcpy(&m.len, rec->data + 24, 8);
+	memcpy(&m.pgoff, rec->data + 32, 8);
+	if (rec->type == PERF_RECORD_MMAP2)
+		memcpy(&prot, rec->data + 64, 4);
+	name = (const char *)rec->data + fixed;
+	if (!(prot & PROT_EXEC) || !memchr(name, 0, rec->size - fixed) || name[0] != '/')
+		return;
+	m.pid = (gint32)pid;
+	m.path = g_string_chunk_insert_const(u->strings, name);
+	if (rec->type == PERF_RECORD_MMAP2 && (rec->hdr->misc & (1u << 14)) && rec->data[40] <= 20) {
+		g_autofree char *b = hex(rec->data + 44, rec->data[40]);    /* MISC_MMAP_BUILD_ID */
+
+		m.build_id = g_string_chunk_insert_const(u->strings, b);
+	}
+	g_array_append_val(u->maps, m);
+}
+
+static void add_index(VtDecodeGuestUser *u, const VtPerfRecord *rec)
+{
+	guint n = 0;
+	g_autofree VtPerfIdIndexEntry *e = vt_perf_record_id_index(rec, &n, NULL);
+
+	for (guint i = 0; e && i < n; i++)
+		if (e[i].machine_pid)
+			u->machine_pid = (gint32)e[i].machine_pid;
+}
+
+VtDecodeGuestUser *vt_decode_guest_user_load(const char *rec, const char *guestmount, GError **error)
+{
+	VtDecodeGuestUser *u = g_new0(VtDecodeGuestUser, 1);
+	VmcorrSession *s = vmcorr_session_open(rec, VT_PERF_OPEN_RDONLY, error);
+	g_autofree char *root = NULL;
+	VtPerfIter it;
+	VtPerfRecord r;
+	int rc = -1;
+
+	u->maps = g_array_new(FALSE, FALSE, sizeof(GuMap));
+	u->files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, file_free);
+	u->strings = g_string_chunk_new(4096);
+	u->build_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	if (s) {
+		vt_perf_iter_init(&it, s->f);
+		while ((rc = vt_perf_iter_next(&it, &r, error)) > 0) {
+			if (r.type == VT_PERF_RECORD_ID_INDEX)
+				add_index(u, &r);
+			else if ((r.type == PERF_RECORD_MMAP2 || r.type == PERF_RECORD_MMAP) && is_guest_user(&r))
+				add_mmap(u, &r);
+		}
+		add_build_ids(u, s->f);
+		vmcorr_session_free(s);
+	}
+	if (rc < 0) {
+		vt_decode_guest_user_free(u);
+		return NULL;
+	}
+	/* perf's guest machine root: GUESTMOUNT/<machine pid> */
+	root = guestmount && u->machine_pid ? g_strdup_printf("%s/%d", guestmount, u->machine_pid) : NULL;
+	for (guint i = 0; i < u->maps->len; i++) {
+		GuMap *m = &g_array_index(u->maps, GuMap, i);
+
+		m->file = file_get(u, m, root);
+	}
+	return u;
+}
+
+void vt_decode_guest_user_free(VtDecodeGuestUser *u)
+{
+	if (!u)
+		return;
+	g_array_free(u->maps, TRUE);
+	g_hash_table_destroy(u->files);
+	g_hash_table_destroy(u->build_ids);
+	g_string_chunk_free(u->strings);
+	g_free(u);
+}
+
+guint vt_decode_guest_user_n_maps(const VtDecodeGuestUser *u, guint *n_missing)
+{
+	if (n_missing)
+		*n_missing = u ? u->n_missing : 0;
+	return u ? u->maps->len : 0;
+}
+
+gboolean vt_decode_guest_user_attach(const VtDecodeGuestUser *u, VtDecodeImage *guest, GError **error)
+{
+	for (guint i = 0; u && guest && i < u->maps->len; i++) {
+		const GuMap *m = &g_array_index(u->maps, GuMap, i);
+		VtDecodeImage *img;
+
+		if (!m->file)
+			continue;
+		img = map_image(m->file, m->start, m->len, m->pgoff, error);
+		if (!img)
+			return FALSE;
+		vt_decode_image_attach(guest, img);
+	}
+	return TRUE;
+}
+
+/* The last mapping of pid (else of any process) holding addr. */
+static const GuMap *map_at(const VtDecodeGuestUser *u, gint32 pid, guint64 addr)
+{
+	const GuMap *any = NULL;
+
+	for (guint i = u->maps->len; i-- > 0;) {
+		const GuMap *m = &g_array_index(u->maps, GuMap, i);
+
+		if (addr - m->start >= m->len)
+			continue;
+		if (m->pid == pid)
+			return m;
+		if (!any)
+			any = m;
+	}
+	return any;
+}
+
+const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 addr, guint64 *offset,
+					const char **dso)
+{
+	const GuMap *m = u ? map_at(u, pid, addr) : NULL;
+	guint64 off, vaddr = 0;
+	guint lo = 0, hi;
+	const GArray *syms;
+
+	*dso = m ? m->path : NULL;
+	if (!m || !m->file)
+		return NULL;
+	off = addr - m->start + m->pgoff;
+	for (guint i = 0; i < m->file->loads->len; i++) {
+		const GuLoad *l = &g_array_index(m->file->loads, GuLoad, i);
+
+		if (off - l->offset < l->size) {
+			vaddr = off - l->offset + l->vaddr;
+			break;
+		}
+	}
+	syms = m->file->syms;
+	hi = syms->len;
+	while (lo < hi) {
+		guint mid = (lo + hi) / 2;
+
+		if (g_array_index(syms, GuSym, mid).start <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!vaddr || !lo || vaddr >= g_array_index(syms, GuSym, lo - 1).end)
+		return NULL;
+	*offset = vaddr - g_array_index(syms, GuSym, lo - 1).start;
+	return g_array_index(syms, GuSym, lo - 1).name;
+}
