@@ -10,7 +10,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "src/decode/decode.h"
+#include "src/decode/internal.h"
 #include "src/perf/perf-data.h"
 #include "src/tcg/tcg-format.h"
 #include "src/tcg/tcg.h"
@@ -242,12 +242,46 @@ static void test_refusals(void)
 	rm_rf(out2);
 }
 
+/* The converted recording decoded as perf would: its TEXT_POKE applied to
+ * the image (first bytes) from the poke's time on (src/decode/textpoke.c). */
+static void test_pokes(void)
+{
+	g_autofree char *in = plugin_dir("", TRUE);
+	g_autofree char *out = NULL;
+	g_autofree char *gdir = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) img = NULL;
+	VtDecodePokes *p = vt_decode_pokes_new();
+	const guint8 old = 0x90, new = 0xcc;
+	guint8 b[3];
+	gboolean ok;
+
+	convert(in, &out, &err, &ok);
+	g_assert_no_error(err);
+	gdir = g_build_filename(out, "guest", NULL);
+	img = vt_decode_image_load_dir(gdir, "guest", &err);
+	g_assert_no_error(err);
+	vt_decode_pokes_add(p, KTEXT + 1, &old, &new, 1, VT_TCG_T0 + 100);
+	vt_decode_image_set_pokes(img, p);
+	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(img), KTEXT >> 12));
+	g_assert_false(vt_decode_pokes_page(vt_decode_image_pokes(img), (KTEXT >> 12) + 1));
+	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 99, b, 3), ==, 3);
+	g_assert_cmphex(b[1], ==, 0x90);
+	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 100, b, 3), ==, 3);
+	g_assert_cmphex(b[0], ==, 0x90);
+	g_assert_cmphex(b[1], ==, 0xcc);
+	g_assert_cmphex(b[2], ==, 0xc3);
+	rm_rf(in);
+	rm_rf(out);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/tcg/image", test_image);
 	g_test_add_func("/tcg/perf-data", test_perf_data);
 	g_test_add_func("/tcg/one-thread", test_one_thread);
+	g_test_add_func("/tcg/pokes", test_pokes);
 	g_test_add_func("/tcg/refusals", test_refusals);
 	return g_test_run();
 }

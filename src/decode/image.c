@@ -45,6 +45,7 @@ struct VtDecodeImage {
 	guint64 text;
 	struct pt_image_section_cache *iscache;
 	GArray *isids;           /* int: the sections in img->iscache */
+	VtDecodePokes *pokes;    /* its pages have no section (textpoke.c) */
 };
 
 static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
@@ -167,22 +168,48 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	return TRUE;
 }
 
+/* Bytes [at, end) of segment s from `at` on that are not on a poked page:
+ * the first run's length (0: at is on one), at most SECTION bytes. */
+static guint64 unpoked_run(const VtDecodeImage *img, const Segment *s, guint64 at)
+{
+	guint64 n = 0, max = MIN((guint64)SECTION, s->size - at);
+
+	while (n < max) {
+		guint64 a = s->vaddr + at + n, next = MIN(max, n + (4096 - (a & 4095)));
+
+		if (vt_decode_pokes_page(img->pokes, a >> 12))
+			break;
+		n = next;
+	}
+	return n;
+}
+
+/* The sections: every segment in SECTION-byte pieces, except the pages
+ * that a poke changes (read through the decoders' callback). */
 static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 {
-	img->iscache = pt_iscache_alloc(img->what);
+	if (!img->iscache)
+		img->iscache = pt_iscache_alloc(img->what);
 	if (!img->iscache) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt section cache");
 		return FALSE;
 	}
 	pt_iscache_set_limit(img->iscache, ISCACHE_LIMIT);
+	if (img->isids)
+		g_array_free(img->isids, TRUE);
 	img->isids = g_array_new(FALSE, FALSE, sizeof(int));
 	for (guint i = 0; i < img->segs->len; i++) {
 		const Segment *s = &g_array_index(img->segs, Segment, i);
 
-		for (guint64 at = 0; at < s->size; at += SECTION) {
-			int isid = pt_iscache_add_file(img->iscache, img->kcore_path, s->offset + at,
-						       MIN((guint64)SECTION, s->size - at), s->vaddr + at);
+		for (guint64 at = 0, n; at < s->size; at += n) {
+			int isid;
 
+			n = unpoked_run(img, s, at);
+			if (!n) {               /* a poked page */
+				n = 4096 - ((s->vaddr + at) & 4095);
+				continue;
+			}
+			isid = pt_iscache_add_file(img->iscache, img->kcore_path, s->offset + at, n, s->vaddr + at);
 			if (isid < 0) {
 				g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
 					    "%s kernel image %s: libipt: %s", img->what, img->kcore_path,
@@ -193,6 +220,18 @@ static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 		}
 	}
 	return TRUE;
+}
+
+void vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes)
+{
+	vt_decode_pokes_free(img->pokes);
+	img->pokes = pokes;
+	(void)add_to_iscache(img, NULL);  /* the same file as at load: only allocation can fail */
+}
+
+const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img)
+{
+	return img->pokes;
 }
 
 static void collect_functions(VtDecodeImage *img)
@@ -260,6 +299,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 		pt_iscache_free(img->iscache);
 	if (img->isids)
 		g_array_free(img->isids, TRUE);
+	vt_decode_pokes_free(img->pokes);
 	if (img->map)
 		munmap(img->map, img->map_len);
 	g_array_free(img->segs, TRUE);

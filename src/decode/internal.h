@@ -23,4 +23,15 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 
+/* textpoke.c: is this 4 KiB page poked; the bytes at addr at time tsc
+ * (within addr's page; 0: no code there); a TEXT_POKE record added (in
+ * time order). */
+gboolean vt_decode_pokes_page(const VtDecodePokes *p, guint64 page);
+gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
+			   guint8 *dst, gsize n);
+gboolean vt_decode_pokes_add_record(VtDecodePokes **host, VtDecodePokes **guest, const guint8 *rec, gsize size,
+				    guint64 tsc);
+/* insn.c: one instruction from its bytes */
+gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
+
 #endif

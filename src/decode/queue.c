@@ -40,10 +40,16 @@ typedef struct {
 	VtInsn insn;
 } Cached;
 
+typedef struct {
+	Dec *d;
+	const VtDecodeImage *img;
+} PokeCtx;
+
 struct VtDecodeQueue {
 	struct pt_block_decoder *dec;
 	struct pt_image *pi[2];          /* host, guest */
 	VtDecodeImage *img[2];
+	PokeCtx poke[2];                 /* the callback reading poked pages (textpoke.c) */
 	Cached *cache[2];                /* CACHE_SIZE instructions each, by ip */
 	gboolean guest;                  /* NR of the last paging event */
 	guint64 vmcs;
@@ -127,10 +133,35 @@ static gboolean warm_event(Dec *d, const struct pt_event *ev)
 	return FALSE;
 }
 
+static guint64 now(Dec *d);
+
+/* libipt's read of a page that a TEXT_POKE changes: its bytes at the
+ * decoder's time (the last timing packet before the branch it resolves). */
+static int poke_read(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
+{
+	const PokeCtx *c = context;
+	gsize n = vt_decode_pokes_read(vt_decode_image_pokes(c->img), c->img, ip, now(c->d), buffer, size);
+
+	(void)asid;
+	return n ? (int)n : -pte_nomap;
+}
+
 static const VtInsn *insn_at(Dec *d, guint64 ip)
 {
 	int w = d->guest ? 1 : 0;
 	Cached *c = &d->cache[w][(ip ^ (ip >> 15)) & (CACHE_SIZE - 1)];
+	const VtDecodePokes *p = vt_decode_image_pokes(d->img[w]);
+
+	if (p && (vt_decode_pokes_page(p, ip >> 12) || vt_decode_pokes_page(p, (ip + 15) >> 12))) {
+		guint8 b[16];
+		gsize n = vt_decode_pokes_read(p, d->img[w], ip, now(d), b, sizeof(b));
+
+		if (n < sizeof(b) && ((ip + n) & 4095) == 0)
+			n += vt_decode_pokes_read(p, d->img[w], ip + n, now(d), b + n, sizeof(b) - n);
+		c->ip = 0;
+		vt_decode_insn_bytes(n ? b : NULL, n, ip, &c->insn);
+		return &c->insn;
+	}
 
 	if (c->ip != ip || !ip) {
 		c->ip = ip;
@@ -545,6 +576,11 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 	d->img[1] = guest ? guest : host;
 	d->pi[0] = vt_decode_image_new_pt(host, error);
 	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
+	for (int i = 0; i < 2 && d->pi[1]; i++) {
+		d->poke[i] = (PokeCtx){ d, d->img[i] };
+		if (vt_decode_image_pokes(d->img[i]))
+			pt_image_set_callback(d->pi[i], poke_read, &d->poke[i]);
+	}
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
 	if (!d->pi[1] || !window_open(d, 0, error)) {
