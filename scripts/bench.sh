@@ -1,7 +1,10 @@
 #!/bin/bash
 # Benchmark (not a test): vmtrace vs perf over a matrix of packet mixes.
 # For each mix, generates a trace of SIZE (default 256M) with `vmtrace synth`
-# and runs, alternately, RUNS times each (default 3), under /usr/bin/time:
+# and runs, alternately, RUNS times each (default 3), timing each run with
+# wait4's resource usage (microseconds; the kernel's user/system split
+# comes from 4 ms ticks, scaled to the exact CPU time, so it is an
+# estimate that sums well over runs - better than /usr/bin/time's 10 ms):
 #   dry run:    vmtrace correlate --dry-run   vs  perf inject --vm-time-correlation=dry-run
 #   correction: vmtrace correlate --in-place  vs  perf inject --vm-time-correlation=<offsets> --force
 #               (vmtrace discovers and rewrites in one step, crash-safely; perf is
@@ -14,6 +17,8 @@
 # Goals (issue #10): dry run >= 10x perf and correction (without fsync) >= 5x
 # on every mix; vmtrace's peak RSS <= 64 MiB on every mix; the dry run's
 # system time < 10% of its user time.
+# VMTRACE_AUX_PREAD=1 in the environment makes correlate read its AUX data
+# with pread instead of mapping it (run both to compare; vmtrace(1)).
 #   scripts/bench.sh [--size 256M] [--runs 3] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +36,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -x "$VMTRACE" ] || { echo "build vmtrace first (scripts/setup-and-demo.sh --no-demo)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "needs python3 (apt-get install python3)" >&2; exit 1; }
 have_strace=; command -v strace >/dev/null && have_strace=1
 dir=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-bench.XXXXXX")}
 mkdir -p "$dir"
@@ -53,10 +58,23 @@ MIXES=(
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 maxof() { sort -n | tail -1; }
+# run OUT CMD...: run CMD, write "seconds maxrss_kb user_s sys_s" of it
+# (and only it: wait4) to OUT; CMD's exit status
+RUSAGE_PY='
+import os, sys, time
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, ru = os.wait4(pid, 0)
+w = time.perf_counter() - t
+with open(sys.argv[1], "w") as f:
+    f.write("%.4f %d %.6f %.6f\n" % (w, ru.ru_maxrss, ru.ru_utime, ru.ru_stime))
+sys.exit(os.waitstatus_to_exitcode(status))'
 # measure NAME CMD...: appends "seconds maxrss_kb user_s sys_s" to NAME.times
 measure() {
 	local out=$1; shift
-	/usr/bin/time -f "%e %M %U %S" -o "$dir/t" "$@" >"$dir/stdout" 2>"$dir/stderr" || {
+	python3 -c "$RUSAGE_PY" "$dir/t" "$@" >"$dir/stdout" 2>"$dir/stderr" || {
 		echo "command failed: $*" >&2; cat "$dir/stderr" >&2; exit 1; }
 	cat "$dir/t" >>"$dir/$out.times"
 }
@@ -68,7 +86,7 @@ fsync_time() {
 }
 col() { cut -d' ' -f"$1" "$dir/$2.times"; }
 
-printf '%-11s | %8s %8s %7s %8s %6s | %6s %6s %5s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
+printf '%-11s | %8s %8s %7s %8s %6s | %7s %7s %5s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
 	mix vt_dry_s perf_s ratio MB/s same usr_s sys_s sys% vt_fix_s fsync_s perf_s ratio ratio_fs vt_rss perf_rss "packets (vmtrace synth options)"
 mib=$(numfmt --from=iec "$size")
 for m in "${MIXES[@]}"; do
@@ -103,7 +121,7 @@ for m in "${MIXES[@]}"; do
 	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
 	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
 		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" -v us="$usr" -v sy="$sys" -v sp="$sysp" 'BEGIN {
-		printf "%-11s | %8.2f %8.2f %6.1fx %8.0f %6s | %6.2f %6.2f %4.1f%% | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
+		printf "%-11s | %8.3f %8.2f %6.1fx %8.0f %6s | %7.3f %7.4f %4.1f%% | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
 			n, a, b, (a > 0 ? b / a : 0), (a > 0 ? mib / 1048576 / a : 0), s,
 			us, sy, sp, c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
 done
@@ -111,5 +129,6 @@ echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is 
 echo " operations and all runs; $(nproc) CPUs; ratio = perf / vmtrace, for the correction vmtrace's time"
 echo " without fsync (fsync_s, measured in a separate run with strace, so it is noisy), ratio_fs with"
 echo " it (perf does not sync); same = vmtrace --format=perf prints exactly perf's VMCS lines;"
-echo " usr_s/sys_s = the dry run's median CPU times (all threads; /usr/bin/time's 10 ms resolution),"
+echo " usr_s/sys_s = the dry run's median CPU times (all threads; wait4, microseconds, the user/system"
+echo " split estimated by the kernel from 4 ms ticks: sum over more --runs for a finer sys%),"
 echo " sys% = its system time as a share of its user time over all runs)"

@@ -3,7 +3,9 @@
 #   N passed, N failed[, N skipped]
 # counting every individual check of every test program and script.
 #   scripts/run-tests.sh                 normal build in the source tree
-#   scripts/run-tests.sh --sanitizers    separate ASan+UBSan build in build-asan/:
+#   scripts/run-tests.sh --sanitizers    separate ASan+UBSan build in build-asan/
+#       (of build-asan/src, the source as distributed: make distdir; the
+#       tree's own build stays, so the plain run needs no rebuild after it):
 #       every unit test and shell test except those whose point is a real
 #       component's run time or a memory bound, which the sanitizers only
 #       slow down or inflate (HEAVY below: valgrind, booted TCG guests,
@@ -14,11 +16,12 @@ cd "$(dirname "$0")/.."
 top=$PWD
 if [ "${1:-}" = --sanitizers ]; then
 	scripts/setup-and-demo.sh --no-demo >/dev/null || exit 1
-	[ -f Makefile ] && make -s distclean >/dev/null 2>&1
-	mkdir -p build-asan && cd build-asan
-	[ -f Makefile ] || "$top/configure" -q --enable-sanitizers --enable-werror CC=clang || exit 1
+	# the source as distributed (timestamps kept: the build stays incremental)
+	mkdir -p build-asan/build && make -s distdir distdir="$top/build-asan/src" >/dev/null || exit 1
+	cd build-asan/build || exit 1
+	[ -f Makefile ] || ../src/configure -q --enable-sanitizers --enable-werror CC=clang || exit 1
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-	HEAVY='t0060|t0072|t0075|t0076|t0096|t0097|t0098|t0120|t0121'
+	HEAVY='t0060|t0072|t0075|t0076|t0092|t0096|t0097|t0098|t0113|t0120|t0121'
 	set -- TESTS="$(cd "$top" && { ls tests/test-*.c | sed 's/\.c$//'; ls tests/t[0-9]*.sh; } |
 		grep -Ev "^tests/($HEAVY)-" | tr '\n' ' ')"
 else
@@ -43,6 +46,12 @@ for trs in tests/*.trs; do
 	   echo "FAIL: ${trs%.trs}"; grep -E '^not ok|ERROR|Assertion|Sanitizer|runtime error' "$log" | head -20 ;;
 	esac
 done
+# the slowest tests: from each log's creation to its result (where the
+# file system keeps creation times)
+for trs in tests/*.trs; do
+	b=$(stat -c %W "${trs%.trs}.log" 2>/dev/null) e=$(stat -c %Y "$trs")
+	[ "${b:-0}" -gt 0 ] 2>/dev/null && echo "$((e - b)) ${trs%.trs}"
+done | sort -rn | head -10 | awk '{s = s (NR > 1 ? ", " : "slowest: ") $2 " " $1 " s"} END {if (NR) print s}'
 [ -n "$(ls tests/*.trs 2>/dev/null)" ] || { echo "no test results (make check failed to build?)"; failed=$((failed + 1)); }
 [ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -31,7 +31,7 @@ def main():
             other.append(r)
             continue
         f = AUX.unpack_from(r, 0)
-        q = queues.setdefault(f[7], {"tid": f[8], "cpu": f[9], "bytes": bytearray()})
+        q = queues.setdefault(f[6], {"tid": f[7], "cpu": f[8], "bytes": bytearray()})
         q["bytes"] += r[AUX.size:]
     recs = list(other)
     for idx, q in sorted(queues.items()):

@@ -14,20 +14,43 @@ make_code_dirs() {
 	[ -x "$TRIM_KCORE" ] || skip "$TRIM_KCORE not built (make check builds it)"
 	sh "$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/kernel" >"$TMP/kernel.log" 2>&1 ||
 		skip "no Debian kernel package: $(tail -1 "$TMP/kernel.log")"
+	# built once per kernel, kernel-code.py and trim-kcore in the build
+	# tree's tests/code-cache (14 tests, twice in CI, each spent 3 s of CPU
+	# on it); each test gets its own copy
+	cc_dir=$(dirname "$VMTRACE")/tests/code-cache/$(cat "$TMP/kernel/vmlinux" "$top_srcdir/tests/kernel-code.py" \
+		"$TRIM_KCORE" | cksum | tr ' ' -)
+	code_cached "$cc_dir/main" "$TMP/kernel/vmlinux" || { echo "cannot build the code directories"; exit 1; }
 	HOST_CODE=$TMP/host-code GUEST_CODE=$TMP/guest-code
-	mkdir -p "$HOST_CODE" "$GUEST_CODE"
-	"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0xe00000 "$HOST_CODE" --kvm-stub &&
-		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0x2000000 "$GUEST_CODE" &&
-		"$TRIM_KCORE" "$HOST_CODE" && "$TRIM_KCORE" "$GUEST_CODE" || { echo "cannot build the code directories"; exit 1; }
+	cp -r "$cc_dir/main/host-code" "$HOST_CODE" && cp -r "$cc_dir/main/guest-code" "$GUEST_CODE" || exit 1
 	# make_code_dirs --alt: also GUEST_CODE2, the guest kernel at another
 	# load address (+0x3400000)
 	if [ "${1:-}" = --alt ]; then
+		code_cached "$cc_dir/alt" "$TMP/kernel/vmlinux" --alt || { echo "cannot build the second guest directory"; exit 1; }
 		GUEST_CODE2=$TMP/guest-code2
-		mkdir -p "$GUEST_CODE2"
-		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$TMP/kernel/vmlinux" 0x3400000 "$GUEST_CODE2" &&
-			"$TRIM_KCORE" "$GUEST_CODE2" || { echo "cannot build the second guest directory"; exit 1; }
+		cp -r "$cc_dir/alt/guest-code2" "$GUEST_CODE2" || exit 1
 	fi
 	rm -f "$TMP/kernel/vmlinux"
+}
+
+# code_cached DIR VMLINUX [--alt]: DIR holds host-code and guest-code (with
+# --alt guest-code2) unless it exists already; built aside and renamed into
+# place, so tests running at once never see half of it.
+code_cached() {
+	[ -d "$1" ] && return 0
+	mkdir -p "$(dirname "$1")"
+	cc_w=$(mktemp -d "$1.tmp.XXXXXX") || return 1
+	if [ "${3:-}" = --alt ]; then
+		mkdir "$cc_w/guest-code2" &&
+			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0x3400000 "$cc_w/guest-code2" &&
+			"$TRIM_KCORE" "$cc_w/guest-code2"
+	else
+		mkdir "$cc_w/host-code" "$cc_w/guest-code" &&
+			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0xe00000 "$cc_w/host-code" --kvm-stub &&
+			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0x2000000 "$cc_w/guest-code" &&
+			"$TRIM_KCORE" "$cc_w/host-code" && "$TRIM_KCORE" "$cc_w/guest-code"
+	fi || { rm -rf "$cc_w"; return 1; }
+	mv -T "$cc_w" "$1" 2>/dev/null || rm -rf "$cc_w"     # another test was first: its copy is the same
+	[ -d "$1" ]
 }
 
 # code_recording NAME SIZE OPTS...: $TMP/NAME.data, a synth recording of the

@@ -75,7 +75,16 @@ cache=$VMTRACE_TEST_CACHE
 mkdir -p "$cache" "$out"
 
 # --- kernel: vmlinux + e1000.ko from the Debian package (cached) -----------
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+# its name, kept in the cache until apt's lists change: apt-cache costs 1.5 s
+# of CPU a call where apt keeps no binary cache (Debian's container images),
+# and every test that needs the kernel asks
+kname=$cache/kpkg.txt
+if [ -s "$kname" ] && [ -z "$(find /var/lib/apt/lists -maxdepth 1 -newer "$kname" 2>/dev/null | head -1)" ]; then
+	kpkg=$(cat "$kname")
+else
+	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	[ -z "$kpkg" ] || { echo "$kpkg" >"$kname.$$" && mv -f "$kname.$$" "$kname"; }
+fi
 [ -n "$kpkg" ] || kpkg=$(cd "$cache" && ls -d kernel-* 2>/dev/null | sed 's/^kernel-//' | tail -1)
 [ -n "$kpkg" ] || { echo "$0: cannot find the Debian kernel package (apt-get update?)" >&2; exit 1; }
 kdir=$cache/kernel-$kpkg

@@ -11,6 +11,21 @@ Operations (one per run):
   id-index-cpu CPU                set the cpu of every ID_INDEX entry
   no-ids                          empty every attr's ids array
   no-sample-id-all                clear sample_id_all in every attr
+  kernel-mmap START LEN           the kernel's MMAP ([kernel.kallsyms]_text):
+                                  another start (= pgoff) and length - the
+                                  kernel of a kcore_dir standing in for the
+                                  guest's
+  sideband SCRIPT BASE            the guest's task sideband (COMM, FORK,
+                                  EXIT, SWITCH, MMAP2) and samples replaced
+                                  by SCRIPT's records, in its order: lines
+                                  "TICKS CPU comm PID TID NAME [exec]",
+                                  "TICKS CPU fork PID PPID TID PTID",
+                                  "TICKS CPU in|out PID TID OTHER_PID OTHER_TID"
+                                  (CPU-wide switches: in names the task
+                                  switched in, out the one switched out);
+                                  a record's time is the file's TIME_CONV of
+                                  the TSC BASE + TICKS, its sample id that of
+                                  a switch record of CPU in the file
 
 A stand-in for what a guest's perf would write: this host's kernel exports
 no TSC conversion (cap_user_time_zero 0 in a VM), so the tests give a real
@@ -90,6 +105,71 @@ def attrs(p):
     return [p["a_off"] + i * p["attr_size"] for i in range(n)]
 
 
+def sample_types(p):
+    """identifier -> the sample_type of its attr"""
+    out = {}
+    for a in attrs(p):
+        st = struct.unpack_from("<Q", p["head"], a + 24)[0]
+        off, size = struct.unpack_from("<QQ", p["head"], a + p["attr_size"] - 16)
+        for k in range(size // 8):
+            out[struct.unpack_from("<Q", p["head"], off + 8 * k)[0]] = st
+    return out
+
+
+def tsc_to_time(p, tsc):
+    tc = [r for r in p["recs"] if struct.unpack_from("<I", r)[0] == 79]
+    assert tc, "sideband: no TIME_CONV (time-conv first)"
+    shift, mult, zero = struct.unpack_from("<QQQ", tc[0], 8)
+    return (tsc >> shift) * mult + (((tsc & ((1 << shift) - 1)) * mult) >> shift) + zero
+
+
+TID, TIME, CPU, IDENTIFIER = 1 << 1, 1 << 2, 1 << 7, 1 << 16
+
+
+def trailer(st, ident, pid, tid, time, cpu):
+    """the sample id of a non-sample record (--sample-identifier files)"""
+    assert st & IDENTIFIER and not st & ~(TID | TIME | CPU | IDENTIFIER | 1 | 1 << 8), hex(st)
+    t = b""
+    if st & TID:
+        t += struct.pack("<ii", pid, tid)
+    if st & TIME:
+        t += struct.pack("<Q", time)
+    if st & CPU:
+        t += struct.pack("<II", cpu, 0)
+    return t + struct.pack("<Q", ident)
+
+
+def sideband(p, path, base):
+    types = sample_types(p)
+    ident = {}
+    for r in p["recs"]:
+        if struct.unpack_from("<I", r)[0] == 15:
+            i = struct.unpack_from("<Q", r, len(r) - 8)[0]
+            ident.setdefault(struct.unpack_from("<I", r, len(r) - 16)[0], i)
+    p["recs"] = [r for r in p["recs"] if struct.unpack_from("<I", r)[0] not in (3, 4, 7, 9, 10, 14, 15)]
+    for line in open(path):
+        w = line.split()
+        if not w or w[0].startswith("#"):
+            continue
+        time, cpu, kind = tsc_to_time(p, base + int(w[0], 0)), int(w[1]), w[2]
+        i = ident[cpu]
+        if kind == "comm":
+            pid, tid = int(w[3]), int(w[4])
+            name = w[5].encode() + b"\0"
+            name += b"\0" * (-len(name) % 8)
+            body, typ, misc, who = struct.pack("<ii", pid, tid) + name, 3, 0x2000 if w[6:] == ["exec"] else 0, (pid, tid)
+        elif kind == "fork":
+            pid, ppid, tid, ptid = (int(x) for x in w[3:7])
+            body, typ, misc, who = struct.pack("<iiiiQ", pid, ppid, tid, ptid, time), 7, 0, (pid, tid)
+        elif kind in ("in", "out"):
+            pid, tid, opid, otid = (int(x) for x in w[3:7])
+            body, typ, misc, who = struct.pack("<ii", opid, otid), 15, 0 if kind == "in" else 0x2000, (pid, tid)
+        else:
+            sys.exit("perf-edit.py: sideband: unknown record " + kind)
+        body += trailer(types[i], i, who[0], who[1], time, cpu)
+        p["recs"].append(bytearray(struct.pack("<IHH", typ, misc | 1, 8 + len(body)) + body))
+
+
 def main():
     src, dst, op, args = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     p = parse(open(src, "rb").read())
@@ -116,6 +196,13 @@ def main():
         for a in attrs(p):
             flags = struct.unpack_from("<Q", p["head"], a + 40)[0]
             struct.pack_into("<Q", p["head"], a + 40, flags & ~(1 << 18))
+    elif op == "kernel-mmap":
+        start, length = (int(x, 0) for x in args)
+        for r in p["recs"]:
+            if struct.unpack_from("<I", r)[0] == 1 and b"[kernel.kallsyms]_text" in r[40:]:
+                struct.pack_into("<QQQ", r, 16, start, length, start)
+    elif op == "sideband":
+        sideband(p, args[0], int(args[1], 0))
     else:
         sys.exit("perf-edit.py: unknown operation " + op)
     write(p, dst)

@@ -26,6 +26,11 @@ Decode errors count as differences.  Exit 0 when all agree.
 2. = the ground truth: per thread, the line kinds (call-ret: the flags in
    order, a VM entry or exit two lines; call: the number of lines).
 
+--lines (any --itrace mix, e.g. bi0ns, cri0ns, p; -F with comm,tid first
+and cpu with --per-cpu): the same lines per thread (per CPU and thread
+with --per-cpu), time aside, instructions, branches, power events and
+errors alike; no ground truth.
+
 --insns (perf script --insn-trace): the same per thread, time aside, and
 vmtrace's disassembly after the bytes set aside (perf prints bytes only);
 every discontinuity of vmtrace's instruction flow per thread (per CPU
@@ -212,8 +217,46 @@ def insns_main(args, per_cpu):
     return 0 if ok else 1
 
 
+THREAD = re.compile(r'^\s*(?:.*?)\s+(?P<tid>-?\d+)\s+(?:\[\s*(?P<cpu>-?\d+)\])?')
+ERROR = re.compile(r' instruction trace error .* cpu (?P<cpu>-?\d+) pid -?\d+ tid (?P<tid>-?\d+) ')
+
+
+def load_lines(path, per_cpu):
+    lines = collections.defaultdict(list)
+    for raw in open(path, errors='replace'):
+        raw = raw.rstrip('\n')
+        m = ERROR.search(raw) or THREAD.match(raw)
+        if not m:
+            raise SystemExit('%s: unexpected line: %s' % (path, raw))
+        key = (int(m['cpu'] or -1) if per_cpu else -1, int(m['tid']))
+        raw = re.sub(r' time \d+\.\d+ ', ' time T ', raw)
+        lines[key].append(re.sub(r' \d+\.\d+: ', ' T: ', raw, count=1))
+    return lines
+
+
+def lines_main(args, per_cpu):
+    p, v = load_lines(args[0], per_cpu), load_lines(args[1], per_cpu)
+    ok = True
+    print('perf: %d lines; vmtrace: %d lines; %d threads' %
+          (sum(map(len, p.values())), sum(map(len, v.values())), len(p)))
+    for key in sorted(set(p) | set(v)):
+        if p[key] != v[key]:
+            ok = False
+            print('vmtrace differs from perf for cpu/tid %s:' % (key,))
+            for n, d in enumerate(difflib.unified_diff(p[key], v[key], 'perf', 'vmtrace', lineterm='', n=2)):
+                if n > 40:
+                    print('...')
+                    break
+                print(d)
+            break
+    print('agree' if ok and p else 'DIFFER')
+    return 0 if ok and p else 1
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith('--')]
+    if '--lines' in sys.argv and len(args) == 2:
+        return lines_main(args, '--per-cpu' in sys.argv)
     if '--insns' in sys.argv and len(args) == 3:
         return insns_main(args, '--per-cpu' in sys.argv)
     per_cpu = '--per-cpu' in sys.argv

@@ -8,14 +8,26 @@ command -v strace >/dev/null || skip "strace not installed (apt-get install stra
 
 "$VMTRACE" synth -o "$TMP/q2.data" --size 8M --vcpus 2 2>/dev/null
 "$VMTRACE" synth -o "$TMP/q3.data" --size 8M --vcpus 3 2>/dev/null
-# the number of threads that read the file (the AUX data is read by the
-# thread that decodes it)
+# the number of threads that read the file (the AUX data is read, or
+# mapped, by the thread that decodes it)
 readers() {
-	strace -f -qq -e trace=pread64 -o "$TMP/st" "$VMTRACE" correlate --dry-run "$@" >/dev/null 2>&1
-	awk '{print $1}' "$TMP/st" | sort -u | wc -l
+	strace -f -qq -y -e trace=pread64,mmap -o "$TMP/st" "$VMTRACE" correlate --dry-run "$@" >/dev/null 2>&1
+	grep '\.data>' "$TMP/st" | awk '{print $1}' | sort -u | wc -l
 }
-check "2 queues, --jobs 2: both threads decode" test "$(readers --jobs 2 "$TMP/q2.data")" -eq 2
-check "3 queues, --jobs 2: both threads decode" test "$(readers --jobs 2 "$TMP/q3.data")" -eq 2
+# most_readers ARGS...: the most threads that read in up to 5 runs (work
+# units are taken as threads come: on a loaded machine the first thread can
+# take them all before the second one runs - it failed so under load)
+most_readers() {
+	m=0
+	for _ in 1 2 3 4 5; do
+		n=$(readers "$@")
+		[ "$n" -gt "$m" ] && m=$n
+		[ "$m" -ge 2 ] && break
+	done
+	echo "$m"
+}
+check "2 queues, --jobs 2: both threads decode" test "$(most_readers --jobs 2 "$TMP/q2.data")" -eq 2
+check "3 queues, --jobs 2: both threads decode" test "$(most_readers --jobs 2 "$TMP/q3.data")" -eq 2
 check "2 queues, --jobs 1: one thread" test "$(readers --jobs 1 "$TMP/q2.data")" -eq 1
 for q in q2 q3; do
 	for j in 1 2 3; do

@@ -98,6 +98,7 @@ sleep 1
 kill -INT $rp
 wait $rp
 rc=$?
+echo "# Ctrl-C run: exit $rc"; sed 's/^/# r2.err: /' "$TMP/r2.err"
 check "Ctrl-C: exit 0, the recording and the guest's records are in place" \
 	sh -c "test $rc -eq 0 && test -s '$TMP/r2/guest.data' && \"\$PERF\" script -i '$TMP/r2' --show-task-events --itrace= \
 	       -F+machine_pid 2>/dev/null | grep -q '^VM: *$qemu'"

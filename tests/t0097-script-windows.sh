@@ -49,23 +49,7 @@ CONFIGS
 
 # corrupt AUX: the same error lines and resyncs
 cp -r "$TMP/thread-timeless.data" "$TMP/bad.data"
-"$PYTHON3" - "$TMP/bad.data/data" <<'PY'
-import random, struct, sys
-d = bytearray(open(sys.argv[1], 'rb').read())
-off, size = struct.unpack_from('<QQ', d, 40)
-pos, rng = off, random.Random(5)
-while pos < off + size:
-    typ, misc, sz = struct.unpack_from('<IHH', d, pos)
-    if typ == 71:
-        n = struct.unpack_from('<Q', d, pos + 8)[0]
-        for k in range(1, 8):
-            at = pos + sz + k * n // 8
-            d[at:at + 32] = bytes(rng.randrange(256) for _ in range(32))
-        pos += sz + n
-    else:
-        pos += sz
-open(sys.argv[1], 'wb').write(d)
-PY
+"$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/bad.data/data"
 # shellcheck disable=SC2086
 same corrupt "$TMP/bad.data" $G --itrace=be
 check "corrupt: decode errors printed" grep -q 'instruction trace error' "$TMP/corrupt.whole"

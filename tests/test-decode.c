@@ -400,6 +400,87 @@ static void test_offsets_within(void)
 	remove_dir(dir);
 }
 
+/* A branch's AUX offset does not depend on libipt's block cache, which
+ * decoders sharing an image (the queue threads) fill in whatever order
+ * they run: where the cache is cold, a block ends where the filling met an
+ * instruction already cached; where it is warm, the block runs on to the
+ * next decision and reads that decision's trace.  Code (one image):
+ *   0x1000: nop; nop; 0x1002: nop; 0x1003: jz 0x1000; 0x1005: jmp 0x1002
+ * Trace: from 0x1005; TNT taken (jz to 0x1000), TNT not taken.  Decoded
+ * twice with the same image (cold, then warm cache): the same branches at
+ * the same offsets, and the taken jz's offset is where the decoder stood
+ * after its TNT - the next TNT's. */
+static gsize write_loop_trace(guint8 *out, gsize cap, guint64 *second_tnt)
+{
+	Enc e;
+	struct pt_config cfg;
+	struct pt_packet tnt = { .type = ppt_tnt_8 };
+	uint64_t off = 0;
+
+	pt_config_init(&cfg);
+	cfg.begin = e.buf;
+	cfg.end = e.buf + sizeof(e.buf);
+	e.enc = pt_alloc_encoder(&cfg);
+	put(&e, (struct pt_packet){ .type = ppt_psb });
+	put_mode64(&e);
+	put_ip(&e, ppt_fup, CODE + 5);
+	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	tnt.payload.tnt.bit_size = 1;
+	tnt.payload.tnt.payload = 1;                  /* jz taken */
+	put(&e, tnt);
+	g_assert_cmpint(pt_enc_get_offset(e.enc, &off), >=, 0);
+	*second_tnt = off;
+	tnt.payload.tnt.payload = 0;                  /* jz not taken */
+	put(&e, tnt);
+	g_assert_cmpint(pt_enc_get_offset(e.enc, &off), >=, 0);
+	pt_free_encoder(e.enc);
+	g_assert_cmpuint(off, <=, cap);
+	memcpy(out, e.buf, off);
+	return off;
+}
+
+static void test_offsets_cache(void)
+{
+	static const guint8 loop[32] = { 0x90, 0x90, 0x90, 0x74, 0xfb, 0xeb, 0xfb };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *h = code_image(dir, "host", loop, sizeof(loop));
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	GArray *out[2];
+	guint8 trace[256];
+	guint64 second_tnt;
+	gsize len = write_loop_trace(trace, sizeof(trace), &second_tnt);
+	gboolean taken = FALSE;
+
+	for (int run = 0; run < 2; run++) {
+		out[run] = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+		g_assert_true(vt_decode_buffer(trace, len, &cpu, h, h, out[run], &err));
+		g_assert_no_error(err);
+	}
+	g_assert_cmpuint(out[0]->len, ==, out[1]->len);
+	for (guint i = 0; i < out[0]->len; i++) {
+		const VtBranch *a = &g_array_index(out[0], VtBranch, i), *b = &g_array_index(out[1], VtBranch, i);
+
+		g_test_message("%s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER "x at %#" G_GINT64_MODIFIER
+			       "x / %#" G_GINT64_MODIFIER "x", vt_branch_kind_name(a->kind), a->from, a->to,
+			       a->offset, b->offset);
+		g_assert_cmpuint(a->kind, ==, b->kind);
+		g_assert_cmphex(a->from, ==, b->from);
+		g_assert_cmphex(a->to, ==, b->to);
+		g_assert_cmphex(a->offset, ==, b->offset);
+		if (a->kind == VT_BRANCH_JUMP && a->from == CODE + 3) {
+			g_assert_cmphex(a->to, ==, CODE);
+			g_assert_cmphex(a->offset, ==, second_tnt);
+			taken = TRUE;
+		}
+	}
+	g_assert_true(taken);
+	for (int run = 0; run < 2; run++)
+		g_array_free(out[run], TRUE);
+	vt_decode_image_free(h);
+	remove_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -407,5 +488,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
+	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	return g_test_run();
 }

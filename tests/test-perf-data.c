@@ -571,6 +571,62 @@ static void test_rdwr(void)
 	g_free(path);
 }
 
+/* Windows: mapped parts of the file; reading one after the file shrank
+ * is an error under vt_perf_file_guarded, not SIGBUS. */
+typedef struct {
+	const VtPerfWindow *w;
+	guint sum;
+} Touch;
+
+static void touch_window(void *p)
+{
+	Touch *t = p;
+
+	for (size_t i = 0; i < t->w->len; i += 64)
+		t->sum += t->w->base[i];
+}
+
+static void test_window(void)
+{
+	char *path = tmp_path("win.data");
+	GError *err = NULL;
+	SampleInfo info;
+	VtPerfWindow w = { 0 };
+	Touch t = { &w, 0 };
+	VtPerfFile *f;
+	guint64 size;
+
+	write_sample_file(path, FALSE, &info);
+	f = vt_perf_file_open(path, 0, &err);
+	g_assert_no_error(err);
+	size = vt_perf_file_size(f);
+	/* a window: page-rounded, the whole small file */
+	g_assert_true(vt_perf_window_map(f, &w, 8, 8, 1 << 20, &err));
+	g_assert_no_error(err);
+	g_assert_cmpuint(w.off, ==, 0);
+	g_assert_cmpuint(w.len, ==, size);
+	g_assert_cmpint(memcmp(vt_perf_window_at(&w, 0, 8), "PERFILE2", 8), ==, 0);
+	g_assert_null(vt_perf_window_at(&w, size - 4, 8));
+	g_assert_true(vt_perf_file_guarded(f, touch_window, &t, &err));
+	g_assert_cmpuint(t.sum, >, 0);
+	/* the file shrinks under the mapping */
+	g_assert_cmpint(truncate(path, 0), ==, 0);
+	g_assert_false(vt_perf_file_guarded(f, touch_window, &t, &err));
+	assert_error_path(err, path, VT_PERF_ERROR_CHANGED);
+	g_assert_nonnull(strstr(err->message, "changed size while being read"));
+	g_clear_error(&err);
+	/* again (the guard is re-armed), and a window past the end is refused */
+	g_assert_false(vt_perf_file_guarded(f, touch_window, &t, &err));
+	g_clear_error(&err);
+	g_assert_false(vt_perf_window_map(f, &w, size, 1, 1 << 20, &err));
+	g_assert_null(w.base);
+	assert_error_path(err, path, VT_PERF_ERROR_TRUNCATED);
+	g_clear_error(&err);
+	vt_perf_window_unmap(&w);
+	vt_perf_file_close(f);
+	g_free(path);
+}
+
 /* SWITCH, old TIME_CONV, ID_INDEX with VM extension, no PERF_SAMPLE_IDENTIFIER. */
 static void test_more_records(void)
 {
@@ -1092,6 +1148,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/perf-data/roundtrip", test_roundtrip);
 	g_test_add_func("/perf-data/directory", test_directory);
 	g_test_add_func("/perf-data/rdwr", test_rdwr);
+	g_test_add_func("/perf-data/window", test_window);
 	g_test_add_func("/perf-data/more-records", test_more_records);
 	g_test_add_func("/perf-data/pipe", test_pipe);
 	g_test_add_func("/perf-data/tsc-time", test_tsc_time);

@@ -58,6 +58,16 @@ static void add_switch(VmcorrSession *s, const VtPerfSampleId *sid)
 	g_array_append_val(a, e);
 }
 
+/* A record of the guest machine (perf inject --guest-data, vmtrace inject):
+ * its tids and CPUs are the guest's, not the host's. */
+static gboolean is_guest_record(const VtPerfRecord *rec)
+{
+	guint mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	return rec->type < 64 /* the kernel's record types */ &&
+	       (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER);
+}
+
 /* AUXTRACE records are indexed flat, then grouped by queue (build_queues):
  * 40 bytes per record while reading, 32 per buffer and per queue after -
  * a file of a million one-packet queues needs no per-queue allocations. */
@@ -246,6 +256,8 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 
 	vt_perf_iter_init(&it, s->f);
 	while ((r = vt_perf_iter_next(&it, &rec, error)) > 0) {
+		if (is_guest_record(&rec))
+			continue;   /* an injected guest sideband: src/decode/guest-threads.c */
 		switch (rec.type) {
 		case VT_PERF_RECORD_AUXTRACE_INFO: {
 			VtPerfAuxtraceInfo info;

@@ -111,7 +111,8 @@ typedef struct {
 	GArray *epochs;          /* VmcorrOffset, several per VMCS: offsets of its epochs */
 	GArray *scales;          /* VmcorrScale, or NULL */
 	gboolean collect_patches;/* fill VmcorrResult.patches */
-	gsize aux_window;        /* AUX bytes read at once per queue; 0 = 1 MiB (tests use small ones) */
+	gsize aux_window;        /* AUX bytes read (pread) at once per queue; 0: mapped windows (tests use small ones) */
+	gboolean aux_pread;      /* read the AUX data with pread (1 MiB) instead of mapping it, to compare */
 } VmcorrOptions;
 
 void vmcorr_options_init(VmcorrOptions *o);

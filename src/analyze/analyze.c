@@ -51,6 +51,9 @@ struct VtAnalyze {
 	VtAnalyzeOptions o;
 	VtAnalyzeVisitor v;
 	VtAnalyzeHealth health;
+	GPtrArray *vhealth;           /* VtAnalyzeVcpuHealth by vcpu + 1 (NULL: none yet) */
+	GArray *vhealth_out;
+	GHashTable *tid_vcpu;         /* tid -> vcpu + 1, as the branches name them */
 	GHashTable *ctx;              /* key -> Ctx */
 	GArray *walk;                 /* Walk per queue */
 	Run *runs;
@@ -198,6 +201,8 @@ static Ctx *ctx_get(VtAnalyze *a, const VtDecodeEvent *e)
 		c->stack[1] = g_array_new(FALSE, FALSE, sizeof(Frame));
 		g_hash_table_insert(a->ctx, k, c);
 	}
+	if (e->tid > 0 && (c->w.tid != e->tid || c->w.vcpu != e->vcpu || !c->started))
+		g_hash_table_insert(a->tid_vcpu, GINT_TO_POINTER(e->tid), GINT_TO_POINTER(e->vcpu + 1));
 	c->w.vcpu = e->vcpu;
 	c->w.tid = e->tid;
 	c->w.cpu = e->cpu;
@@ -406,22 +411,74 @@ static void on_break(VtAnalyze *a, Ctx *c, gboolean guest, gboolean both)
 }
 
 /* ---------------------------------------------------------------- event */
+#define MAX_VCPU_HEALTH 4096      /* vCPUs with their own health (above: counted as -1) */
+
+static VtAnalyzeHealth *vcpu_health(VtAnalyze *a, gint32 vcpu)
+{
+	guint i = vcpu >= 0 && vcpu < MAX_VCPU_HEALTH ? (guint)vcpu + 1 : 0;
+	VtAnalyzeVcpuHealth *h;
+
+	if (i >= a->vhealth->len)
+		g_ptr_array_set_size(a->vhealth, (gint)i + 1);
+	h = g_ptr_array_index(a->vhealth, i);
+	if (!h) {
+		h = g_new0(VtAnalyzeVcpuHealth, 1);
+		h->vcpu = i ? vcpu : -1;
+		g_ptr_array_index(a->vhealth, i) = h;
+	}
+	return &h->h;
+}
+
+static void health_add(VtAnalyzeHealth *h, const VtDecodeEvent *e, gboolean unresolved)
+{
+	const VtBranch *b = &e->b;
+
+	h->branches++;
+	h->overflows += b->overflows;
+	if (e->vcpu < 0)
+		h->unknown_vcpu++;
+	if (b->kind == VT_BRANCH_ERROR) {
+		h->errors++;
+		h->error_codes[b->code > 0 && b->code < 31 ? b->code : 31]++;
+	} else if (b->kind == VT_BRANCH_TRACE_END) {
+		h->trace_breaks++;
+	} else if (unresolved) {
+		h->unresolved++;
+	}
+}
+
 static void health(VtAnalyze *a, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 	guint64 start;
+	gboolean unresolved = b->kind != VT_BRANCH_ERROR && b->kind != VT_BRANCH_TRACE_END && b->to &&
+			      !symbol(a, b->to_guest, b->to, &start);
 
-	a->health.branches++;
-	if (e->vcpu < 0)
-		a->health.unknown_vcpu++;
-	if (b->kind == VT_BRANCH_ERROR) {
-		a->health.errors++;
-		a->health.error_codes[b->code > 0 && b->code < 31 ? b->code : 31]++;
-	} else if (b->kind == VT_BRANCH_TRACE_END) {
-		a->health.trace_breaks++;
-	} else if (b->to && !symbol(a, b->to_guest, b->to, &start)) {
-		a->health.unresolved++;
+	health_add(&a->health, e, unresolved);
+	health_add(vcpu_health(a, e->vcpu), e, unresolved);
+}
+
+static void lost_add(VtAnalyzeHealth *h, gboolean aux, guint64 flags, guint64 n)
+{
+	if (!aux) {
+		h->lost_records += n;
+		return;
 	}
+	h->aux_records++;
+	h->aux_truncated += !!(flags & 0x01);   /* PERF_AUX_FLAG_TRUNCATED */
+	h->aux_partial += !!(flags & 0x04);     /* PERF_AUX_FLAG_PARTIAL */
+	h->aux_collision += !!(flags & 0x08);   /* PERF_AUX_FLAG_COLLISION */
+}
+
+void vt_analyze_lost(VtAnalyze *a, gint32 tid, gboolean aux, guint64 flags, guint64 n)
+{
+	gpointer v = g_hash_table_lookup(a->tid_vcpu, GINT_TO_POINTER(tid));
+	gint32 vcpu = v ? GPOINTER_TO_INT(v) - 1 : -1;
+
+	if (a->o.vcpu >= 0 && vcpu != a->o.vcpu)
+		return;
+	lost_add(&a->health, aux, flags, n);
+	lost_add(vcpu_health(a, vcpu), aux, flags, n);
 }
 
 static void ctx_advance(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e, guint64 insns)
@@ -520,6 +577,18 @@ const VtAnalyzeHealth *vt_analyze_health(const VtAnalyze *a)
 	return &a->health;
 }
 
+const GArray *vt_analyze_health_vcpus(VtAnalyze *a)
+{
+	g_array_set_size(a->vhealth_out, 0);
+	for (guint i = 0; i < a->vhealth->len; i++) {
+		const VtAnalyzeVcpuHealth *h = g_ptr_array_index(a->vhealth, i);
+
+		if (h)
+			g_array_append_val(a->vhealth_out, *h);
+	}
+	return a->vhealth_out;
+}
+
 VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *visitor)
 {
 	VtAnalyze *a = g_new0(VtAnalyze, 1);
@@ -530,6 +599,9 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	if (visitor)
 		a->v = *visitor;
 	a->ctx = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, ctx_free);
+	a->vhealth = g_ptr_array_new_with_free_func(g_free);
+	a->vhealth_out = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeVcpuHealth));
+	a->tid_vcpu = g_hash_table_new(g_direct_hash, g_direct_equal);
 	a->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
 	a->runs = a->o.count_insns ? g_new0(Run, RUN_CACHE) : NULL;
 	for (int i = 0; i < 2; i++)
@@ -546,6 +618,9 @@ void vt_analyze_free(VtAnalyze *a)
 	if (!a)
 		return;
 	g_hash_table_destroy(a->ctx);
+	g_ptr_array_free(a->vhealth, TRUE);
+	g_array_free(a->vhealth_out, TRUE);
+	g_hash_table_destroy(a->tid_vcpu);
 	g_array_free(a->walk, TRUE);
 	g_free(a->runs);
 	for (int i = 0; i < 2; i++)

@@ -41,7 +41,12 @@
  *    (or __ia32_sys_*, __do_sys_*) names it; it lasts as that call's slice.
  *    Opened but unnamed when the trace breaks first: counted as unnamed.
  *  - health: decode errors (by libipt code), trace breaks (trace end /
- *    begin), branch targets outside any symbol, branches of unknown vCPUs.
+ *    begin), branch targets outside any symbol, branches of unknown vCPUs;
+ *    lost data: OVF packets (the decoder's VtBranch.overflows, on the
+ *    branch after them) and the recording's PERF_RECORD_AUX flagged
+ *    truncated / collision / partial and PERF_RECORD_LOST records
+ *    (vt_analyze_read_lost); overall and per vCPU (the vCPU of the thread
+ *    the branch or record names; -1: no vCPU thread).
  *
  * Memory: per context two call stacks of at most 1024 frames; first calls
  * and aggregates per function and vCPU; nothing per branch.
@@ -153,7 +158,19 @@ typedef struct {
 	guint64 unknown_vcpu;       /* branches of threads that are no vCPU */
 	guint64 unmatched_returns;  /* returns that popped nothing */
 	guint64 insn_walk_failures; /* straight runs that could not be walked */
+	/* lost data */
+	guint64 overflows;          /* OVF packets: the processor's buffer overflowed, trace lost */
+	guint64 aux_records;        /* PERF_RECORD_AUX records (AUX data written) */
+	guint64 aux_truncated;      /* ... flagged TRUNCATED: the AUX area was full, data lost */
+	guint64 aux_collision;      /* ... flagged COLLISION: a sample collided, data lost */
+	guint64 aux_partial;        /* ... flagged PARTIAL: the record has gaps */
+	guint64 lost_records;       /* PERF_RECORD_LOST: sideband records the kernel dropped (their sum) */
 } VtAnalyzeHealth;
+
+typedef struct {
+	gint32 vcpu;                /* -1: threads that are no vCPU */
+	VtAnalyzeHealth h;          /* error_codes, unknown_vcpu: as overall */
+} VtAnalyzeVcpuHealth;
 
 typedef struct VtAnalyze VtAnalyze;
 
@@ -167,6 +184,16 @@ void vt_analyze_finish(VtAnalyze *a);
 /* Every event of r, then vt_analyze_finish(). */
 void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r);
 const VtAnalyzeHealth *vt_analyze_health(const VtAnalyze *a);
+/* The health per vCPU (VtAnalyzeVcpuHealth, by vCPU; -1 first), owned by a. */
+const GArray *vt_analyze_health_vcpus(VtAnalyze *a);
+/* After the branches: the recording's PERF_RECORD_AUX and PERF_RECORD_LOST
+ * records counted into the health (src/analyze/lost.c; the vCPU from the
+ * record's thread as the branches named it).  FALSE when the file cannot
+ * be read. */
+gboolean vt_analyze_read_lost(VtAnalyze *a, const char *path, GError **error);
+/* One such record of thread tid: PERF_RECORD_AUX flags (aux TRUE), or n
+ * records lost (aux FALSE). */
+void vt_analyze_lost(VtAnalyze *a, gint32 tid, gboolean aux, guint64 flags, guint64 n);
 
 /* ----------------------------------------------- aggregation (report) */
 typedef struct {

@@ -639,6 +639,8 @@ static gboolean corr_validate_values(CorrOpts *o, GError **err)
 		return FALSE;
 	}
 	o->opt.jobs = o->jobs;
+	/* VMTRACE_AUX_PREAD: a benchmark hook (see ENVIRONMENT in vmtrace(1)) */
+	o->opt.aux_pread = g_getenv("VMTRACE_AUX_PREAD") != NULL;
 	if (!vt_opt_u64("--tolerance", o->tolerance, &o->opt.tolerance, err))
 		return FALSE;
 	if (o->perf_arg) {

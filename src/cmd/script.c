@@ -25,9 +25,13 @@ typedef struct {
 	gint vcpu, tid, jobs;
 	/* what they make of it */
 	gboolean branches, errors;         /* --itrace b/c/r, e */
+	gboolean power;                    /* --itrace p: perf's psb and cbr events */
+	gboolean nsecs;                    /* --insn-trace: times in nanoseconds, as perf's */
 	guint32 branch_flags;              /* --itrace c/r: perf flags shown (0: all) */
-	guint field_mask;                  /* -F: F_* */
-	gboolean cpu_auto;                 /* the CPU field when per CPU (instructions; -F did not say) */
+	guint field_mask;                  /* -F: F_* of branch lines */
+	guint insn_mask, power_mask;       /* -F: of instruction and power event lines */
+	gboolean cpu_auto;                 /* the CPU field when per CPU (instructions, power
+					    * events; -F did not say) */
 	gboolean have_time;
 	guint64 time_start, time_end;      /* --time, ns */
 } ScriptOptions;
@@ -36,17 +40,20 @@ typedef struct {
 enum {
 	F_COMM = 1 << 0, F_TID = 1 << 1, F_CPU = 1 << 2, F_TIME = 1 << 3, F_PERIOD = 1 << 4, F_EVENT = 1 << 5,
 	F_FLAGS = 1 << 6, F_IP = 1 << 7, F_SYM = 1 << 8, F_SYMOFF = 1 << 9, F_DSO = 1 << 10, F_ADDR = 1 << 11,
-	F_INSN = 1 << 12, F_DISASM = 1 << 13,
+	F_INSN = 1 << 12, F_DISASM = 1 << 13, F_MACHINE_PID = 1 << 14, F_VCPU = 1 << 15, F_SYNTH = 1 << 16,
 };
 static const struct { const char *name; guint bit; } field_names[] = {
 	{ "comm", F_COMM }, { "tid", F_TID }, { "cpu", F_CPU }, { "time", F_TIME }, { "period", F_PERIOD },
 	{ "event", F_EVENT }, { "flags", F_FLAGS }, { "ip", F_IP }, { "sym", F_SYM }, { "symoff", F_SYMOFF },
-	{ "dso", F_DSO }, { "addr", F_ADDR }, { "insn", F_INSN }, { "disasm", F_DISASM },
+	{ "dso", F_DSO }, { "addr", F_ADDR }, { "insn", F_INSN }, { "disasm", F_DISASM }, { "synth", F_SYNTH },
+	{ "machine_pid", F_MACHINE_PID }, { "vcpu", F_VCPU },
 };
 /* the defaults: perf's -F comm,tid,cpu,time,ip,sym,symoff,dso,addr for
  * branches; --insn-trace's fields for instructions */
 #define F_BRANCH_DEFAULT (F_COMM | F_TID | F_CPU | F_TIME | F_IP | F_SYM | F_SYMOFF | F_DSO | F_ADDR)
 #define F_INSN_DEFAULT (F_COMM | F_TID | F_TIME | F_IP | F_SYM | F_SYMOFF | F_DSO | F_INSN | F_DISASM)
+/* power events: perf script --itrace=p's default */
+#define F_POWER_DEFAULT (F_COMM | F_TID | F_TIME | F_EVENT | F_SYNTH | F_IP | F_SYM | F_SYMOFF | F_DSO)
 
 typedef struct {
 	VtDecodeImage *host, *guest;
@@ -57,7 +64,11 @@ typedef struct {
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
+	int name_width;                    /* perf's event name column: the longest name */
+	guint32 cbr_khz, max_nonturbo;     /* --itrace p: perf's frequency of a CBR */
 	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
+	GArray *last;                      /* per queue, its last branch's instruction (Walk) */
+	GArray *next;                      /* per queue, where its last branch went (Walk) */
 } Script;
 
 /* --insn-trace: a queue's flow between branches runs on from `ip`. */
@@ -74,8 +85,8 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "call-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_trace, "Calls with their call depth (perf script --call-trace)", NULL },
 		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
 		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
-		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, e errors (default: be)", "OPTS" },
-		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm; +F/-F add to/remove from the default", "FIELDS" },
+		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, p power events (psb, cbr), e errors (default: be)", "OPTS" },
+		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu; +F/-F add to/remove from the default", "FIELDS" },
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only events from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
@@ -130,6 +141,7 @@ static const char *parse_itrace(ScriptOptions *o)
 		case 'c': o->branch_flags |= VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END; break;
 		case 'r': o->branch_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN; break;
 		case 'e': o->errors = TRUE; break;
+		case 'p': o->power = TRUE; break;
 		case 'i':
 			if (g_str_has_prefix(p, "i0ns") || g_str_has_prefix(p, "i1i"))
 				p += p[1] == '0' ? 3 : 2;
@@ -139,22 +151,21 @@ static const char *parse_itrace(ScriptOptions *o)
 			insns = TRUE;
 			break;
 		default:
-			return "--itrace: only b, c, r, e and i0ns are supported";
+			return "--itrace: only b, c, r, e, p and i0ns are supported";
 		}
 	}
 	if (o->branch_flags)
 		o->branches = TRUE;
-	if (insns && o->branches)
-		return "--itrace: instructions (i) and branches (b, c, r) together are not supported";
 	o->insn_trace |= insns;
 	return NULL;
 }
 
-/* -F: a full list, or +FIELD/-FIELD changes of the default. */
-static const char *parse_fields(ScriptOptions *o)
+/* -F: a full list, or +FIELD/-FIELD changes of the default *mask (of
+ * one kind of line). */
+static const char *fields_apply(ScriptOptions *o, guint *mask_io)
 {
 	g_auto(GStrv) v = g_strsplit(o->fields, ",", -1);
-	guint mask = o->field_mask;
+	guint mask = *mask_io;
 	gboolean relative = o->fields[0] == '+' || o->fields[0] == '-';
 
 	if (!relative)
@@ -171,13 +182,23 @@ static const char *parse_fields(ScriptOptions *o)
 		if (bit == F_CPU || !relative)
 			o->cpu_auto = FALSE;
 		if (!bit)
-			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm)";
+			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu)";
 		mask = sign < 0 ? mask & ~bit : mask | bit;
 	}
 	if (!(mask & (F_IP | F_ADDR)) && (mask & (F_SYM | F_SYMOFF | F_DSO)))
 		return "-F: sym, symoff and dso need ip or addr";
-	o->field_mask = mask;
+	*mask_io = mask;
 	return NULL;
+}
+
+/* -F applies to every kind of line (as perf's -F without a type). */
+static const char *parse_fields(ScriptOptions *o)
+{
+	const char *bad = fields_apply(o, &o->field_mask);
+
+	if (!bad)
+		bad = fields_apply(o, &o->insn_mask);
+	return bad ? bad : fields_apply(o, &o->power_mask);
 }
 
 static const char *parse_time(ScriptOptions *o)
@@ -192,13 +213,17 @@ static const char *parse_selection(ScriptOptions *o)
 {
 	const char *bad = NULL;
 
-	o->branches = o->errors = TRUE;
+	o->branches = !o->insn_trace;
+	o->errors = TRUE;
+	o->nsecs = o->insn_trace;
 	if (o->itrace && (o->call_trace || o->call_ret_trace || o->insn_trace))
 		return "--itrace does not go with --call-trace, --call-ret-trace or --insn-trace";
 	if (o->itrace)
 		bad = parse_itrace(o);
-	o->field_mask = o->insn_trace ? F_INSN_DEFAULT : F_BRANCH_DEFAULT;
-	o->cpu_auto = o->insn_trace;
+	o->field_mask = F_BRANCH_DEFAULT;
+	o->insn_mask = F_INSN_DEFAULT;
+	o->power_mask = F_POWER_DEFAULT;
+	o->cpu_auto = TRUE;
 	if (!bad && o->fields && (o->call_trace || o->call_ret_trace || o->json))
 		bad = "-F does not go with --call-trace, --call-ret-trace or --json";
 	if (!bad && o->fields)
@@ -230,19 +255,100 @@ static gboolean validate(ScriptOptions *o, GError **error)
 }
 
 /* ----------------------------------------------------------------- open */
-/* The host and guest images (src/cmd/images.c).  *usage: not given. */
-static gboolean open_images(Script *s, gboolean *usage, GError **error)
+/* An injected recording's guest kernel, REC/kcore_dir__PID (vmtrace inject
+ * and perf inject --guest-data copy the guest's kcore_dir there), when REC
+ * has exactly one; NULL otherwise. */
+static char *injected_guest_dir(const char *rec)
 {
-	return vt_cmd_images_open(&s->o->img, s->o->rec, &s->host, &s->guest, usage, error);
+	g_autoptr(GDir) d = g_dir_open(rec, 0, NULL);
+	const char *name;
+	char *found = NULL;
+
+	while (d && (name = g_dir_read_name(d))) {
+		if (!g_str_has_prefix(name, "kcore_dir__"))
+			continue;
+		if (found) {
+			g_free(found);
+			return NULL;
+		}
+		found = g_build_filename(rec, name, NULL);
+	}
+	return found;
+}
+
+/* The host and guest images (src/cmd/images.c); the guest's by default
+ * from an injected recording.  *usage: not given. */
+static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError **error)
+{
+	VtCmdImages *im = &o->img;
+
+	if (!im->guest_dir && !im->guestkallsyms)
+		im->guest_dir = injected_guest_dir(o->rec);
+	return vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error);
 }
 
 /* -------------------------------------------------------------- report */
+/* The guest kernel's DSO as perf names it: with an injected guest sideband
+ * the guest machine is the QEMU pid's, whose kernel (REC/kcore_dir__PID)
+ * perf calls [kernel.kallsyms]; otherwise perf's default guest. */
+static const char *guest_dso(const Script *s)
+{
+	return vt_decode_result_machine_pid(s->result) ? "[kernel.kallsyms]" : "[guest.kernel.kallsyms]";
+}
+
+/* Formatting without printf: printf and its allocations were most of the
+ * time of printing branches (callgrind). */
+/* v in hex (lowercase), right-aligned in width with spaces */
+static void put_hex(GString *l, guint64 v, int width)
+{
+	char buf[24];
+	int n = 0;
+
+	do {
+		buf[sizeof(buf) - 1 - n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (; n < width; n++)
+		buf[sizeof(buf) - 1 - n] = ' ';
+	g_string_append_len(l, buf + sizeof(buf) - n, n);
+}
+
+/* v in decimal, right-aligned in width, padded with pad (' ' or '0';
+ * zeros come after a minus sign, as printf's) */
+static void put_int(GString *l, gint64 v, int width, char pad)
+{
+	char buf[32];
+	guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+	int n = 0, sign = v < 0;
+
+	do {
+		buf[sizeof(buf) - 1 - n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	while (pad == '0' && n < width - sign)
+		buf[sizeof(buf) - 1 - n++] = '0';
+	if (sign)
+		buf[sizeof(buf) - 1 - n++] = '-';
+	while (n < width)
+		buf[sizeof(buf) - 1 - n++] = ' ';
+	g_string_append_len(l, buf + sizeof(buf) - n, n);
+}
+
+/* str right-aligned in width */
+static void put_str(GString *l, const char *str, int width)
+{
+	int len = (int)strlen(str);
+
+	for (; len < width; len++)
+		g_string_append_c(l, ' ');
+	g_string_append(l, str);
+}
+
 /* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)", as far
  * as -F asks. */
-static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
+static void side(GString *l, const Script *s, guint64 addr, gboolean guest, guint f)
 {
 	const VtDecodeImage *img = guest ? s->guest : s->host;
-	guint f = s->o->field_mask;
 	const char *sym = NULL;
 	guint64 off = 0;
 	gsize avail;
@@ -251,8 +357,14 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 		sym = vt_decode_image_symbol(img, addr, &off);
 	if (sym && (f & (F_SYM | F_SYMOFF | F_DSO)) == (F_SYM | F_SYMOFF | F_DSO)) {
 		/* the usual fields in one go: printing is most of the time */
-		g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x %s+0x%" G_GINT64_MODIFIER "x (%s)", addr, sym, off,
-				       guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+		put_hex(l, addr, 16);
+		g_string_append_c(l, ' ');
+		g_string_append(l, sym);
+		g_string_append(l, "+0x");
+		put_hex(l, off, 0);
+		g_string_append(l, " (");
+		g_string_append(l, guest ? guest_dso(s) : "[kernel.kallsyms]");
+		g_string_append_c(l, ')');
 		return;
 	}
 	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
@@ -261,45 +373,85 @@ static void side(GString *l, const Script *s, guint64 addr, gboolean guest)
 	if (sym && (f & F_SYMOFF))
 		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
 	if (f & F_DSO)
-		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]");
+		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
 }
 
-/* perf's line start: comm, tid, cpu, time (nanoseconds for instructions),
- * period, event, flags - those -F asks for - and the space before the IP. */
-static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
+/* The thread of one side of a branch: on the guest side the guest thread
+ * the injected sideband names (perf: "VM: PID VCPU:NNN " before it with
+ * -F machine_pid,vcpu; pid/tid -1 before the vCPU's first guest switch-in),
+ * else the host thread - which perf names ":TID" in guest code. */
+static const char *line_thread(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, gint32 *tid,
+			       char name[24])
 {
 	guint f = s->o->field_mask;
+	const char *comm = guest ? NULL : e->comm;
+
+	*tid = e->tid;
+	if (guest && vt_decode_result_machine_pid(s->result)) {
+		if (e->machine_pid && (f & F_MACHINE_PID))
+			g_string_append_printf(l, "VM:%5d ", e->machine_pid);
+		if (e->machine_pid && (f & F_VCPU))
+			g_string_append_printf(l, "VCPU:%03d ", e->vcpu);
+		*tid = e->guest_tid;    /* -1 before the vCPU's first switch-in */
+		comm = e->guest_comm;
+	}
+	g_snprintf(name, 24, ":%d", *tid);
+	return comm ? comm : name;
+}
+
+/* perf's line start: comm, tid, cpu, time (nanoseconds with --insn-trace),
+ * period, event, flags - those of f that -F asks for (event: its name,
+ * flags: perf's sample flags). */
+static void line_fields(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint f,
+			const char *event, guint32 flags)
+{
 	char name[24];
+	const char *comm;
+	gint32 tid;
 
 	g_string_truncate(l, 0);
-	/* perf names a guest thread it has no sideband for ":TID" */
-	g_snprintf(name, sizeof(name), ":%d", e->tid);
+	comm = line_thread(l, s, e, guest, &tid, name);
 	if ((f & (F_COMM | F_TID | F_CPU)) == (F_COMM | F_TID | F_CPU)) {
-		g_string_append_printf(l, "%16s %5d [%03d] ", guest || !e->comm ? name : e->comm, e->tid, e->cpu);
+		put_str(l, comm, 16);
+		g_string_append_c(l, ' ');
+		put_int(l, tid, 5, ' ');
+		g_string_append(l, " [");
+		put_int(l, e->cpu, 3, '0');
+		g_string_append(l, "] ");
 	} else {
 		if (f & F_COMM)
-			g_string_append_printf(l, "%16s ", guest || !e->comm ? name : e->comm);
+			g_string_append_printf(l, "%16s ", comm);
 		if (f & F_TID)
-			g_string_append_printf(l, "%5d ", e->tid);
+			g_string_append_printf(l, "%5d ", tid);
 		if (f & F_CPU)
 			g_string_append_printf(l, "[%03d] ", e->cpu);
 	}
-	if ((f & F_TIME) && vt_decode_result_timed(s->result) && s->o->insn_trace)
+	if ((f & F_TIME) && vt_decode_result_timed(s->result) && s->o->nsecs)
 		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
 				       e->time % 1000000000);
 	else if ((f & F_TIME) && vt_decode_result_timed(s->result))
-		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%06" G_GUINT64_FORMAT ": ", e->time / 1000000000,
-				       e->time % 1000000000 / 1000);
+	{
+		put_int(l, (gint64)(e->time / 1000000000), 5, ' ');
+		g_string_append_c(l, '.');
+		put_int(l, (gint64)(e->time % 1000000000 / 1000), 6, '0');
+		g_string_append(l, ": ");
+	}
 	if (f & F_PERIOD)
 		g_string_append_printf(l, "%10u ", 1);
-	if (f & F_EVENT)   /* perf pads event names to the longest in the file: intel_pt//k's 11 */
-		g_string_append_printf(l, "%11s: ", s->o->insn_trace ? "instructions:k" : "branches:k");
+	if (f & F_EVENT)   /* perf pads event names to the longest in the file */
+		g_string_append_printf(l, "%*s: ", s->name_width, event);
 	if (f & F_FLAGS) {
 		char fl[32];
 
-		vt_decode_perf_flags_name(s->o->insn_trace ? 0 : vt_decode_perf_flags(&e->b), fl);
+		vt_decode_perf_flags_name(flags, fl);
 		g_string_append_printf(l, "  %-21s ", fl);
 	}
+}
+
+/* A branch line's start, up to the space before its IP. */
+static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
+{
+	line_fields(l, s, e, guest, s->o->field_mask, "branches:k", vt_decode_perf_flags(&e->b));
 	g_string_append_c(l, ' ');
 }
 
@@ -313,8 +465,18 @@ static void insn_bytes(GString *l, Script *s, guint64 ip, gboolean guest)
 		g_string_append_printf(l, " %02x", in->bytes[i]);
 }
 
-static gboolean wanted(const Script *s, gboolean guest)
+/* The thread of one half of a branch, as perf's --tid sees it: in guest
+ * code of an injected recording the guest thread (-1 before the vCPU's
+ * first switch-in), else the host thread. */
+static gint32 half_tid(const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
+	return guest && vt_decode_result_machine_pid(s->result) ? e->guest_tid : e->tid;
+}
+
+static gboolean wanted(const Script *s, const VtDecodeEvent *e, gboolean guest)
+{
+	if (s->o->tid >= 0 && half_tid(s, e, guest) != s->o->tid)
+		return FALSE;
 	return !(s->o->host_only && guest) && !(s->o->guest_only && !guest);
 }
 
@@ -342,14 +504,14 @@ static void branch_line(Script *s, const VtDecodeEvent *e, GString *l, gboolean 
 	const VtBranch *b = &e->b;
 	guint f = s->o->field_mask;
 
-	if (!wanted(s, guest))
+	if (!wanted(s, e, guest))
 		return;
 	line_start(l, s, e, guest);
 	if (f & F_IP)
-		side(l, s, from, guest);
+		side(l, s, from, guest, f);
 	if (f & F_ADDR) {
 		g_string_append(l, " => ");
-		side(l, s, to, guest);
+		side(l, s, to, guest, f);
 	}
 	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
 		insn_bytes(l, s, b->from, b->from_guest);
@@ -374,15 +536,113 @@ static void print_text(Script *s, const VtDecodeEvent *e, GString *l)
 	}
 }
 
+/* ------------------------------------------------------- power events */
+#define MAX_STRAIGHT 100000   /* instructions between two branches, at most */
+
+/* The queue's last instruction (for power events' insn field), or (next)
+ * where its last branch went. */
+static Walk *walk_of(GArray *a, guint32 queue)
+{
+	if (a->len <= queue)
+		g_array_set_size(a, queue + 1);
+	return &g_array_index(a, Walk, queue);
+}
+
+static Walk *last_of(Script *s, guint32 queue)
+{
+	return walk_of(s->last, queue);
+}
+
+/* Without instruction lines: perf's last instruction is the last it
+ * stopped at - a conditional jump not taken on the way from where the last
+ * branch went to ip, else that branch's. */
+static Walk power_insn(Script *s, const VtDecodeEvent *e)
+{
+	const Walk *n = walk_of(s->next, e->queue);
+	Walk found = *last_of(s, e->queue);
+	VtDecodeDisasm *d = s->disasm[n->guest ? 1 : 0];
+	guint64 ip = n->ip;
+
+	if (s->walk || !n->valid || n->guest != e->b.from_guest)
+		return found;
+	for (guint k = 0; k < MAX_STRAIGHT && ip < e->b.from; k++) {
+		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+
+		if (!in->len)
+			break;
+		if (in->kind == VT_INSN_COND)
+			found = (Walk){ ip, n->guest, TRUE };
+		ip += in->len;
+	}
+	return found;
+}
+
+static gboolean is_power(const VtBranch *b)
+{
+	return b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR;
+}
+
+/* perf's synth field: the text, padded to 34 columns */
+static void synth_text(GString *l, const Script *s, const VtBranch *b)
+{
+	gsize start = l->len;
+
+	if (b->kind == VT_BRANCH_PSB) {
+		g_string_append_printf(l, " psb offs: %#" G_GINT64_MODIFIER "x", b->offset);
+	} else {
+		guint cbr = (guint)b->to;
+
+		g_string_append_printf(l, " cbr: %2u freq: %4u MHz ", cbr, (cbr * s->cbr_khz + 500) / 1000);
+		if (s->max_nonturbo)
+			g_string_append_printf(l, "(%3u%%) ", (5 + 1000 * cbr / s->max_nonturbo) / 10);
+	}
+	if (l->len - start < 34)
+		g_string_append_printf(l, "%*s", (int)(34 - (l->len - start)), "");
+}
+
+/* A psb or cbr event as perf script --itrace=p prints it. */
+static void print_power(Script *s, const VtDecodeEvent *e, GString *l)
+{
+	const VtBranch *b = &e->b;
+	guint f = s->o->power_mask;
+	Walk w = power_insn(s, e);
+	guint32 flags = 0;
+
+	if (!wanted(s, e, b->from_guest))
+		return;
+	if (b->kind == VT_BRANCH_CBR && w.valid) {
+		/* perf: a cbr sample keeps the flags of the last instruction */
+		const VtDisasmInsn *in = vt_decode_disasm_at(s->disasm[w.guest ? 1 : 0], w.ip);
+		VtBranch as = { .kind = VT_BRANCH_JUMP, .insn_kind = in->kind };
+
+		flags = in->kind == VT_INSN_OTHER || !in->len ? 0 : vt_decode_perf_flags(&as);
+	}
+	line_fields(l, s, e, b->from_guest, f, b->kind == VT_BRANCH_PSB ? "psb" : "cbr", flags);
+	if (f & F_SYNTH)
+		synth_text(l, s, b);
+	if (f & F_ADDR)
+		g_string_append_printf(l, "%16x", 0);
+	if (f & F_IP) {
+		g_string_append_c(l, ' ');
+		side(l, s, b->from, b->from_guest, f);
+	}
+	if (f & F_INSN)   /* perf: the last instruction decoded */
+		insn_bytes(l, s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest);
+	puts(l->str);
+}
+
 /* ----------------------------------------------------- call traces */
 /* perf's line start for call traces: nanosecond times, the CPU only in
  * per-CPU recordings, the flags with --call-ret-trace. */
 static void call_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
 {
 	char name[24];
+	const char *comm;
+	gint32 tid;
 
-	g_snprintf(name, sizeof(name), ":%d", e->tid);
-	g_string_printf(l, "%16s %5d ", guest || !e->comm ? name : e->comm, e->tid);
+	g_string_truncate(l, 0);
+	comm = line_thread(l, s, e, guest, &tid, name);
+	g_string_append_printf(l, "%16s %5d ", comm, tid);
 	if (vt_decode_result_per_cpu(s->result))
 		g_string_append_printf(l, "[%03d] ", e->cpu);
 	if (vt_decode_result_timed(s->result))
@@ -405,7 +665,7 @@ static void call_indent(GString *l, Script *s, guint64 ip, guint64 addr, gboolea
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
-	const char *dso = guest ? "[guest.kernel.kallsyms]" : "[kernel.kallsyms]";
+	const char *dso = guest ? guest_dso(s) : "[kernel.kallsyms]";
 	const char *sym = NULL;
 	guint64 off;
 	gsize avail, start;
@@ -435,7 +695,7 @@ static void call_half(Script *s, const VtDecodeEvent *e, GString *l, guint64 ip,
 	/* perf keeps a stack for the host thread only: guest lines show none */
 	guint depth = guest ? 0 : vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, &e->b);
 
-	if (!wanted(s, guest))
+	if (!wanted(s, e, guest))
 		return;
 	call_start(l, s, e, guest, flags);
 	call_indent(l, s, ip, addr, guest, flags, depth);
@@ -464,15 +724,24 @@ static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
  * queue's last branch went up to the next branch's source (a synchronous
  * branch's instruction runs; the IP of an interrupt, VM exit or
  * asynchronous trace end does not). */
-#define MAX_STRAIGHT 100000
 
-static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDisasmInsn *in, gboolean guest)
+/* One instruction line; a branch's own instruction (last: the branch)
+ * carries its flags and target, as perf's instruction samples do (a
+ * conditional jump not taken its flags only). */
+static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDisasmInsn *in, gboolean guest,
+		      const VtBranch *last)
 {
-	guint f = s->o->field_mask;
+	guint f = s->o->insn_mask;
+	guint32 flags = last ? vt_decode_perf_flags(last)
+			: in->kind == VT_INSN_COND ? VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL : 0;
 
-	line_start(l, s, e, guest);
-	if (f & F_IP)
-		side(l, s, in->ip, guest);
+	line_fields(l, s, e, guest, f, "instructions:k", flags);
+	if (f & F_ADDR)
+		g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", last ? last->to : 0);
+	if (f & F_IP) {
+		g_string_append_c(l, ' ');
+		side(l, s, in->ip, guest, f);
+	}
 	if (f & F_INSN)
 		insn_bytes(l, s, in->ip, guest);
 	if (f & F_DISASM)
@@ -480,7 +749,8 @@ static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDis
 	puts(l->str);
 }
 
-static void insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk *w, guint64 to, gboolean inclusive)
+/* The instructions from w's IP up to `to`; returns where the walk stopped. */
+static guint64 insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk *w, guint64 to, gboolean inclusive)
 {
 	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
 	guint64 ip = w->ip;
@@ -489,11 +759,13 @@ static void insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk 
 		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
 
 		if (!in->len)
-			return;
-		if (wanted(s, w->guest))
-			insn_line(s, e, l, in, w->guest);
+			break;
+		if (wanted(s, e, w->guest))
+			insn_line(s, e, l, in, w->guest, inclusive && ip == to ? &e->b : NULL);
+		*last_of(s, e->queue) = (Walk){ ip, w->guest, TRUE };
 		ip += in->len;
 	}
+	return ip;
 }
 
 static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean show)
@@ -505,9 +777,15 @@ static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean 
 		g_array_set_size(s->walk, e->queue + 1);
 	w = &g_array_index(s->walk, Walk, e->queue);
 	if (b->kind == VT_BRANCH_ERROR) {
-		if (show)
-			print_error(s, e, l);
 		w->valid = FALSE;
+		return;
+	}
+	if (b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR) {
+		/* a power event binds to an IP the flow runs through: the
+		 * instructions before it come first (as perf's samples) */
+		if (show && w->valid && b->from && b->from_guest == w->guest && b->from >= w->ip &&
+		    insn_walk(s, e, l, w, b->from, FALSE) == b->from)
+			w->ip = b->from;
 		return;
 	}
 	if (!w->valid && b->from && !b->async) {
@@ -559,6 +837,13 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 	vt_json_kv_string(j, "comm", e->comm);
 	if (e->vcpu >= 0)
 		vt_json_kv_int(j, "vcpu", e->vcpu);
+	if (e->machine_pid && b->kind != VT_BRANCH_ERROR && (b->from_guest || b->to_guest)) {
+		/* the guest thread (injected guest sideband) */
+		vt_json_kv_int(j, "machine_pid", e->machine_pid);
+		vt_json_kv_int(j, "guest_pid", e->guest_pid);
+		vt_json_kv_int(j, "guest_tid", e->guest_tid);
+		vt_json_kv_string(j, "guest_comm", e->guest_comm);
+	}
 	if (b->vmcs)
 		vt_json_kv_hex(j, "vmcs", b->vmcs);
 	if (s->stacks && b->kind != VT_BRANCH_ERROR)
@@ -567,6 +852,10 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", b->code);
 		vt_json_kv_string(j, "message", pt_errstr(b->code));
+	} else if (b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR) {
+		json_side(j, s, "ip", b->from, b->from_guest);
+		if (b->kind == VT_BRANCH_CBR)
+			vt_json_kv_uint(j, "cbr", b->to);
 	} else {
 		json_side(j, s, "from", b->from, b->from_guest);
 		json_side(j, s, "to", b->to, b->to_guest);
@@ -575,22 +864,48 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 	vt_json_end_object(j);
 }
 
+/* The queue's last branch instruction (for power events' insn field;
+ * after an asynchronous branch: none). */
+static void note_last(Script *s, const VtDecodeEvent *e)
+{
+	const VtBranch *b = &e->b;
+	Walk *w = last_of(s, e->queue);
+
+	*walk_of(s->next, e->queue) = (Walk){ b->to, b->to_guest, b->kind != VT_BRANCH_ERROR && b->to };
+	if (b->kind == VT_BRANCH_ERROR || b->async)
+		w->valid = FALSE;
+	else if (!is_power(b) && b->from && !b->async)
+		*w = (Walk){ b->from, b->from_guest, TRUE };
+}
+
+/* --tid, --vcpu, --time */
+static gboolean in_range(const Script *s, const VtDecodeEvent *e)
+{
+	const VtBranch *b = &e->b;
+
+	if (s->o->tid >= 0 && half_tid(s, e, b->from_guest) != s->o->tid && half_tid(s, e, b->to_guest) != s->o->tid)
+		return FALSE;
+	if (s->o->vcpu >= 0 && e->vcpu != s->o->vcpu)
+		return FALSE;
+	return !s->o->have_time || (e->time >= s->o->time_start && e->time <= s->o->time_end);
+}
+
 static gboolean selected(const Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 
-	if (s->o->tid >= 0 && e->tid != s->o->tid)
-		return FALSE;
-	if (s->o->vcpu >= 0 && e->vcpu != s->o->vcpu)
-		return FALSE;
-	if (s->o->have_time && (e->time < s->o->time_start || e->time > s->o->time_end))
+	if (!in_range(s, e))
 		return FALSE;
 	if (b->kind == VT_BRANCH_ERROR)
 		return s->o->errors;
+	if (is_power(b))
+		return s->o->power;
+	if (!s->o->branches)
+		return FALSE;
 	if (!s->stacks && s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags))
 		return FALSE;               /* --itrace c, r */
 	if (s->o->json && b->kind != VT_BRANCH_ERROR)
-		return wanted(s, b->from_guest) || wanted(s, b->to_guest);
+		return wanted(s, e, b->from_guest) || wanted(s, e, b->to_guest);
 	return TRUE;
 }
 
@@ -605,8 +920,12 @@ static void report(Script *s)
 		s->stacks = vt_decode_stacks_new();
 	if (s->o->insn_trace)
 		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
+	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
+	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->disasm[0] = vt_decode_disasm_new(s->host);
 	s->disasm[1] = vt_decode_disasm_new(s->guest);
+	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
+	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
 	if (s->o->call_ret_trace)
 		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
@@ -620,13 +939,18 @@ static void report(Script *s)
 				continue;
 		}
 		if (s->walk) {
-			print_insns(s, e, l, selected(s, e));   /* the flow goes on unseen */
-			continue;
+			print_insns(s, e, l, in_range(s, e));   /* the flow goes on unseen */
+			if (!s->o->branches && e->b.kind != VT_BRANCH_ERROR && !is_power(&e->b))
+				continue;
 		}
+		if (s->o->power && !is_power(&e->b))
+			note_last(s, e);
 		if (!selected(s, e))
 			continue;
 		if (s->json)
 			print_json(s, e);
+		else if (is_power(&e->b))
+			print_power(s, e, l);
 		else if (s->stacks)
 			print_call(s, e, l);
 		else
@@ -640,6 +964,9 @@ static void report(Script *s)
 	if (s->walk)
 		g_array_free(s->walk, TRUE);
 	s->walk = NULL;
+	g_array_free(s->last, TRUE);
+	g_array_free(s->next, TRUE);
+	s->last = s->next = NULL;
 	for (int i = 0; i < 2; i++) {
 		vt_decode_disasm_free(s->disasm[i]);
 		s->disasm[i] = NULL;
@@ -669,20 +996,22 @@ int cmd_script(int argc, char **argv)
 		goto out;
 	}
 	vt_cli_set_json(o.json);
-	if (!open_images(&s, &usage, &err)) {
+	if (!open_images(&s, &o, &usage, &err)) {
 		vt_err("script", "%s", err->message);
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
-	s.result = vt_decode_recording(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs }, &err);
+	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs }, o.power, &err);
 	if (!s.result) {
 		vt_err("script", "%s", err->message);
 		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 											  : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
-	if (o.cpu_auto && vt_decode_result_per_cpu(s.result))
-		o.field_mask |= F_CPU;     /* as perf: the CPU when samples have one */
+	if (o.cpu_auto && vt_decode_result_per_cpu(s.result)) {
+		o.insn_mask |= F_CPU;      /* as perf: the CPU when samples have one */
+		o.power_mask |= F_CPU;
+	}
 	if (o.have_time && !vt_decode_result_timed(s.result)) {
 		vt_err("script", "--time: %s is timeless (recorded with tsc=0), it has no times", o.rec);
 		rc = VT_EXIT_USAGE;

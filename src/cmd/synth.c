@@ -98,8 +98,8 @@ static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, 
 
 /* The command line, as given. */
 typedef struct {
-	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct;   /* -1: default */
-	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json;
+	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc;   /* -1: default */
+	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json, cbr_vary;
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales;
 	char *host_code, *guest_code, *branches;
@@ -162,6 +162,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "psb-period", 0, 0, G_OPTION_ARG_INT, &o->psb_period, "PSB every 2K<<N bytes, 0..15 (default 3)", "N" },
 		{ "tsc-ctc-ratio", 0, 0, G_OPTION_ARG_STRING, &o->ratio, "CPUID.15H EBX/EAX, TSC ticks per CTC tick (default 168/2)", "N/D" },
 		{ "timeless", 0, 0, G_OPTION_ARG_NONE, &o->timeless, "No timing packets at all (intel_pt/tsc=0,mtc=0/)", NULL },
+		{ "cbr-vary", 0, 0, G_OPTION_ARG_NONE, &o->cbr_vary, "The core:bus ratio (CBR packets in PSB+) changes: 30, 30, 24, 36, ... (perf's cbr events)", NULL },
 		{ "size", 's', 0, G_OPTION_ARG_STRING, &o->size, "Total AUX bytes, e.g. 16M (default 4M)", "SIZE" },
 		{ "buffer-size", 0, 0, G_OPTION_ARG_STRING, &o->bufsize, "Bytes per AUXTRACE record (default 256K)", "SIZE" },
 		{ "seed", 0, 0, G_OPTION_ARG_STRING, &o->seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
@@ -173,6 +174,8 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "tip-percent", 0, 0, G_OPTION_ARG_INT, &o->tip_pct, "Packet mix: share of branches that are a TIP (else a TNT), 0..100 (default 25)", "PCT" },
 		{ "host-steps", 0, 0, G_OPTION_ARG_INT, &o->host_steps, "Packet mix: mean host branches per VM exit (default 20..220; small = exit-heavy)", "N" },
 		{ "user-exit-percent", 0, 0, G_OPTION_ARG_INT, &o->user_exit_pct, "Packet mix: VM exits handled in user space, traced as TIP.PGD...TIP.PGE, 0..100 (default 0)", "PCT" },
+		{ "ovf-every", 0, 0, G_OPTION_ARG_INT, &o->ovf_every, "Lost trace, with real code: an OVF packet and a FUP after every N-th flow decision of a queue running a vCPU (default 0: none)", "N" },
+		{ "aux-truncated-every", 0, 0, G_OPTION_ARG_INT, &o->aux_trunc, "Lost trace: a PERF_RECORD_AUX flagged TRUNCATED after every N-th AUXTRACE chunk of a queue running a vCPU (default 0: none)", "N" },
 		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
 		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
 		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
@@ -199,6 +202,7 @@ static gboolean synth_counts(const SynthOpts *o, VtSynthConfig *cfg, GError **er
 		{ "--psb-period", o->psb_period, &cfg->psb_period }, { "--guest-percent", o->guest_pct, &cfg->guest_percent },
 		{ "--tip-percent", o->tip_pct, &cfg->tip_percent }, { "--host-steps", o->host_steps, &cfg->host_steps },
 		{ "--user-exit-percent", o->user_exit_pct, &cfg->user_exit_percent },
+		{ "--ovf-every", o->ovf_every, &cfg->ovf_every }, { "--aux-truncated-every", o->aux_trunc, &cfg->aux_truncated_every },
 	};
 
 	for (gsize i = 0; i < G_N_ELEMENTS(n); i++) {
@@ -266,6 +270,7 @@ static gboolean synth_validate(const SynthOpts *o, VtSynthConfig *cfg, GError **
 	cfg->cyc = o->cyc;
 	cfg->mtc = !o->no_mtc;
 	cfg->timeless = o->timeless;
+	cfg->cbr_vary = o->cbr_vary;
 	cfg->host_code = o->host_code;
 	cfg->guest_code = o->guest_code;
 	cfg->branches = o->branches;
@@ -303,7 +308,8 @@ int cmd_synth(int argc, char **argv)
 {
 	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT,
 			.psb_period = G_MININT, .guest_pct = G_MININT,
-			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT };
+			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT,
+			.ovf_every = G_MININT, .aux_trunc = G_MININT };
 	VtSynthConfig cfg;
 	VtSynthStats st;
 	g_autoptr(GError) err = NULL;

@@ -23,6 +23,8 @@
 #include <glib.h>
 #include <stdint.h>
 
+#include "src/perf/perf-data.h"
+
 G_BEGIN_DECLS
 
 #define VT_DECODE_ERROR (vt_decode_error_quark())
@@ -74,6 +76,11 @@ guint vt_decode_pokes_count(const VtDecodePokes *p);
 void vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes);
 const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img);
 guint vt_decode_image_n_symbols(const VtDecodeImage *img);
+/* How many bytes of libipt sections (and their block caches, 4 bytes per
+ * code byte) img keeps mapped at once, least recently used unmapped first
+ * (default 16 MiB: memory over speed).  A trace that roams over more code
+ * than that re-maps and re-zeroes block caches all the time. */
+void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes);
 guint vt_decode_image_n_segments(const VtDecodeImage *img);
 
 /* --------------------------------------------------------- instructions */
@@ -113,6 +120,7 @@ gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn);
 typedef struct {
 	guint64 ip;
 	guint8 len;
+	guint8 kind;           /* VtInsnKind */
 	guint8 bytes[15];
 	char *text;
 } VtDisasmInsn;
@@ -142,6 +150,10 @@ typedef enum {
 	VT_BRANCH_TRACE_BEGIN, /* from 0 */
 	VT_BRANCH_TRACE_END,   /* to 0 */
 	VT_BRANCH_ERROR,       /* a decode error at `from`; `code` says which */
+	/* power events (only from vt_decode_recording_power): not branches */
+	VT_BRANCH_PSB,         /* a PSB+ at AUX `offset`; `from`: its FUP's IP (0 if none) */
+	VT_BRANCH_CBR,         /* the core:bus ratio changed (perf: first in a queue and on
+				* every change) to `to`; `from`: the IP it binds to */
 } VtBranchKind;
 
 const char *vt_branch_kind_name(VtBranchKind k);  /* "jump", "call", ... */
@@ -150,7 +162,9 @@ typedef struct {
 	guint64 from, to;
 	guint64 tsc;           /* host TSC (when timed; 0 otherwise) */
 	guint64 vmcs;          /* VMCS loaded (address), 0 if none seen */
-	guint64 offset;        /* AUX offset of the packet that decided it */
+	guint64 offset;        /* AUX offset just past the packet that decided it
+				* (the decoder's position then: the next TNT, TIP, FUP,
+				* PSB...; the last decision's for a direct branch) */
 	guint8 kind;           /* VtBranchKind */
 	guint8 from_guest, to_guest;
 	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */
@@ -158,6 +172,8 @@ typedef struct {
 	guint8 async;          /* bound to a FUP (interrupt, VM exit, asynchronous trace end) */
 	guint8 insn_kind;      /* VtInsnKind of the instruction at `from` (synchronous branches) */
 	guint8 insn_len;       /* its length (0 for asynchronous branches) */
+	guint8 overflows;      /* OVF packets (internal buffer overflow: trace lost) the queue
+				* had since its previous branch (at most 255) */
 } VtBranch;
 
 /* --------------------------------------------------- perf's view of branches */
@@ -212,6 +228,13 @@ typedef struct {
 	gint32 vcpu;              /* from the thread's name "CPU n/KVM", -1 if unknown */
 	const char *comm;         /* thread name; owned by the result */
 	guint64 time;             /* perf time (ns) when timed, else 0 */
+	/* the guest thread on the vCPU at that time, from an injected guest
+	 * sideband (vmtrace inject, perf inject --guest-data); machine_pid 0:
+	 * none known (no guest sideband, no switch-in on that vCPU yet; then
+	 * guest_pid and guest_tid are -1 when the recording has a sideband) */
+	gint32 machine_pid;       /* the QEMU pid */
+	gint32 guest_pid, guest_tid;
+	const char *guest_comm;   /* NULL: no COMM (perf prints ":TID") */
 } VtDecodeEvent;
 
 typedef struct VtDecodeResult VtDecodeResult;
@@ -222,6 +245,9 @@ typedef struct VtDecodeResult VtDecodeResult;
  * order over all queues (ties in queue order), timeless ones queue after
  * queue in trace order.  Memory does not grow with the number of branches. */
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error);
+/* The same; with power, perf's power events (VT_BRANCH_PSB, VT_BRANCH_CBR)
+ * come among the branches too. */
+VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean power, GError **error);
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 
@@ -229,14 +255,31 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
+/* perf's kHz per unit of core:bus ratio (TSC frequency / maximum non-turbo
+ * ratio, from the recording's TSC conversion) and that ratio; 0 if unknown */
+guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo);
 /* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);
+
+/* The QEMU pid of an injected guest sideband (0: the recording has none). */
+gint32 vt_decode_result_machine_pid(const VtDecodeResult *r);
 /* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
  * NULL when it has none. */
 char *vt_decode_recording_kcore_dir(const char *path);
+
+/* The guest sideband of an injected recording (guest-threads.c): per vCPU
+ * the guest tasks switched in, each guest thread's pid and comm over time. */
+typedef struct VtDecodeGuestThreads VtDecodeGuestThreads;
+VtDecodeGuestThreads *vt_decode_guest_threads_load(const VtPerfFile *f, GError **error);
+void vt_decode_guest_threads_free(VtDecodeGuestThreads *g);
+gint32 vt_decode_guest_threads_machine_pid(const VtDecodeGuestThreads *g);   /* 0: none */
+/* The guest thread on vcpu at perf time `time`: FALSE before the vCPU's first
+ * switch-in; *comm NULL when the thread has no COMM. */
+gboolean vt_decode_guest_threads_at(const VtDecodeGuestThreads *g, gint32 vcpu, guint64 time, gint32 *pid,
+				    gint32 *tid, const char **comm);
 
 /* Decode one AUX buffer (tests, fuzzing): branches appended to out. */
 typedef struct {

@@ -50,6 +50,7 @@ static VtDisasmInsn *decode(VtDecodeDisasm *d, guint64 ip)
 	ZydisDecodedInstruction zi;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
 	char buf[256];
+	VtInsn cls;
 	gsize avail = 0;
 	const guint8 *code = vt_decode_image_code(d->img, ip, &avail);
 
@@ -61,6 +62,8 @@ static VtDisasmInsn *decode(VtDecodeDisasm *d, guint64 ip)
 	}
 	in->len = zi.length;
 	memcpy(in->bytes, code, zi.length);
+	if (vt_decode_insn(d->img, ip, &cls))
+		in->kind = cls.kind;
 	if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&d->fmt, &zi, op, zi.operand_count_visible, buf, sizeof(buf),
 							   ip, NULL)))
 		g_strlcpy(buf, "(bad)", sizeof(buf));

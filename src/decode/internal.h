@@ -20,6 +20,8 @@ typedef gboolean (*VtDecodeReadFunc)(gpointer ctx, guint64 off, guint8 *dst, gsi
 VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
 					  guint64 len, guint64 window, const VtDecodeCpu *cpu, VtDecodeImage *host,
 					  VtDecodeImage *guest, GError **error);
+/* Also report power events (VT_BRANCH_PSB, VT_BRANCH_CBR). */
+void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power);
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 

@@ -32,6 +32,8 @@
 
 typedef struct VtDecodeQueue Dec;
 
+#define MAX_PSB 8
+
 /* The instructions that end blocks, decoded once: a direct-mapped cache
  * (bounded: a trace that visits the whole kernel does not grow it). */
 #define CACHE_SIZE (1u << 15)
@@ -60,6 +62,7 @@ struct VtDecodeQueue {
 	VtInsn pend;
 	gboolean pend_guest;
 	guint64 pend_tsc;                /* time when its trace was read */
+	guint64 pend_off;                /* AUX offset then (see emit_at()) */
 	guint64 before;                  /* time before the current pt_blk_next: libipt
 					  * reads timing packets ahead, up to the next
 					  * decision, so the time after it is the next's */
@@ -67,8 +70,18 @@ struct VtDecodeQueue {
 	gboolean have_async;
 	guint64 async_from, async_to;
 	gboolean async_guest;
-	guint64 async_tsc;
+	guint64 async_tsc, async_off;
 	guint64 last_ip;
+	guint ovf;                       /* OVF packets since the last branch emitted */
+	/* power events (VtDecodeOptions.power): a PSB+ and a new core:bus
+	 * ratio wait for the IP they bind to (the next block's) */
+	gboolean power;
+	guint npsb;                      /* PSBs waiting (PSB+ after PSB+ binds to one IP) */
+	guint64 psb_off[MAX_PSB], psb_tsc[MAX_PSB];
+	guint64 last_psb;                /* queue offset; G_MAXUINT64: none yet */
+	gboolean have_cbr;
+	guint8 cbr, cbr_seen;
+	guint64 cbr_off;                 /* AUX offset where the ratio was read */
 	/* the source of the next branch emitted (see source()) */
 	gboolean src_async;
 	guint8 src_kind, src_len;
@@ -188,8 +201,13 @@ static void source(Dec *d, gboolean async, const VtInsn *in)
 	d->src_len = in ? in->len : 0;
 }
 
+/* A branch decided at time tsc and AUX offset off: where the decoder
+ * stood when it had read the packet that decided it (taken when it is read,
+ * never later: how far libipt reads ahead by then depends on the shared
+ * block cache - a block ends where another thread's decoder first filled
+ * the cache - so a later position would differ from run to run). */
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
-		    gboolean cond, guint64 tsc)
+		    gboolean cond, guint64 tsc, guint64 off)
 {
 	VtBranch b = { 0 };
 
@@ -206,14 +224,16 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	b.from_guest = from_guest;
 	b.to_guest = to_guest;
 	b.conditional = cond;
-	b.offset = position(d);
+	b.offset = off;
+	b.overflows = (guint8)MIN(d->ovf, 255);
+	d->ovf = 0;
 	g_array_append_val(d->out, b);
 }
 
 static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		 gboolean cond)
 {
-	emit_at(d, kind, from, to, from_guest, to_guest, cond, now(d));
+	emit_at(d, kind, from, to, from_guest, to_guest, cond, now(d), position(d));
 }
 
 static void emit_error(Dec *d, int status)
@@ -226,6 +246,8 @@ static void emit_error(Dec *d, int status)
 	b.code = (gint8)pt_errcode(status);
 	b.offset = position(d);
 	b.vmcs = d->vmcs;
+	b.overflows = (guint8)MIN(d->ovf, 255);
+	d->ovf = 0;
 	g_array_append_val(d->out, b);
 	d->have_pend = d->have_async = FALSE;
 }
@@ -250,16 +272,17 @@ static void resolve(Dec *d, guint64 to)
 	switch (in->kind) {
 	case VT_INSN_COND:
 		if (to != d->pend_ip + in->len)
-			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc);
+			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc,
+				d->pend_off);
 		return;
 	case VT_INSN_VMENTRY:
 		if (d->guest && !d->pend_guest)
-			emit_at(d, VT_BRANCH_VMENTRY, d->pend_ip, to, FALSE, TRUE, FALSE, d->pend_tsc);
+			emit_at(d, VT_BRANCH_VMENTRY, d->pend_ip, to, FALSE, TRUE, FALSE, d->pend_tsc, d->pend_off);
 		return;
 	case VT_INSN_JUMP: case VT_INSN_CALL: case VT_INSN_JUMP_IND: case VT_INSN_CALL_IND:
 	case VT_INSN_RETURN: case VT_INSN_SYSCALL: case VT_INSN_SYSRET: case VT_INSN_IRET:
 	case VT_INSN_INT: case VT_INSN_FAR:
-		emit_at(d, kind_of[in->kind], d->pend_ip, to, d->pend_guest, d->guest, FALSE, d->pend_tsc);
+		emit_at(d, kind_of[in->kind], d->pend_ip, to, d->pend_guest, d->guest, FALSE, d->pend_tsc, d->pend_off);
 		return;
 	default:
 		return;                  /* the block ended for another reason */
@@ -273,7 +296,89 @@ static void flush_async(Dec *d)
 		return;
 	d->have_async = FALSE;
 	source(d, TRUE, NULL);
-	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc);
+	emit_at(d, VT_BRANCH_ASYNC, d->async_from, d->async_to, d->async_guest, d->guest, FALSE, d->async_tsc,
+		d->async_off);
+}
+
+/* The queue offset of the PSB whose PSB+ the decoder is in: the last one
+ * at or before its position (libipt delivers PSB+'s events at PSBEND). */
+static guint64 psb_here(const Dec *d)
+{
+	static const guint8 psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+	guint64 end = position(d) - d->base;
+	guint64 lo = end > 4096 ? end - 4096 : 0;
+
+	for (guint64 at = end >= sizeof(psb) ? end - sizeof(psb) + 1 : 0; at-- > lo;)
+		if (d->buf[at] == 2 && !memcmp(d->buf + at, psb, sizeof(psb)))
+			return d->base + at;
+	return G_MAXUINT64;
+}
+
+static void on_cbr(Dec *d, guint8 ratio)
+{
+	if (!d->have_cbr || ratio != d->cbr)
+		d->cbr_off = position(d);
+	d->cbr = ratio;
+	d->have_cbr = d->power && ratio != d->cbr_seen;
+}
+
+/* The pending power events, bound to ip (in the current machine). */
+static void flush_power(Dec *d, guint64 ip)
+{
+	guint64 tsc = d->npsb ? d->psb_tsc[d->npsb - 1] : now(d);
+
+	for (guint i = 0; i < d->npsb; i++) {
+		emit_at(d, VT_BRANCH_PSB, ip, 0, d->guest, d->guest, FALSE, d->psb_tsc[i], d->psb_off[i]);
+	}
+	d->npsb = 0;
+	if (d->have_cbr) {
+		d->have_cbr = FALSE;
+		d->cbr_seen = d->cbr;
+		emit_at(d, VT_BRANCH_CBR, ip, d->cbr, d->guest, d->guest, FALSE, tsc, d->cbr_off);
+	}
+}
+
+static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
+			  void *context);
+
+/* The TSC of the PSB+ at buffer offset psb (0: none, timeless). */
+static guint64 psb_tsc(const Dec *d, guint64 psb)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *pd;
+	struct pt_packet p;
+	guint64 tsc = 0;
+
+	pt_config_init(&cfg);
+	cfg.begin = d->buf;
+	cfg.end = d->buf + d->len;
+	cfg.decode.callback = unknown_packet;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return 0;
+	if (pt_pkt_sync_set(pd, psb) >= 0)
+		for (int i = 0; i < 64 && pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type != ppt_psbend; i++)
+			if (p.type == ppt_tsc) {
+				tsc = p.payload.tsc.tsc;
+				break;
+			}
+	pt_pkt_free_decoder(pd);
+	return tsc;
+}
+
+/* A status event of a PSB+: the PSB is an event once (perf's psb). */
+static void on_status(Dec *d, const struct pt_event *ev)
+{
+	guint64 at, tsc;
+
+	if (!d->power || !ev->status_update || (at = psb_here(d)) == G_MAXUINT64 || at == d->last_psb)
+		return;
+	d->last_psb = at;
+	if (d->npsb == MAX_PSB)
+		flush_power(d, 0);
+	d->psb_off[d->npsb] = at;
+	tsc = psb_tsc(d, at - d->base);
+	d->psb_tsc[d->npsb++] = tsc ? tsc : now(d);
 }
 
 static void set_guest(Dec *d, gboolean guest)
@@ -294,14 +399,19 @@ static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
 	d->have_async = FALSE;
 	source(d, TRUE, NULL);
 	emit_at(d, was && !non_root ? VT_BRANCH_VMEXIT : VT_BRANCH_ASYNC, d->async_from, d->async_to, was, non_root,
-		FALSE, d->async_tsc);
+		FALSE, d->async_tsc, d->async_off);
 }
 
 static void on_event(Dec *d, const struct pt_event *ev)
 {
+	on_status(d, ev);
 	switch (ev->type) {
+	case ptev_cbr:
+		on_cbr(d, ev->variant.cbr.ratio);
+		break;
 	case ptev_enabled:
 		flush_async(d);
+		flush_power(d, 0);
 		d->have_pend = FALSE;
 		emit(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.enabled.ip, d->guest, d->guest, FALSE);
 		d->last_ip = ev->variant.enabled.ip;
@@ -330,6 +440,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		d->async_to = ev->variant.async_branch.to;
 		d->async_guest = d->guest;
 		d->async_tsc = ev->has_tsc ? ev->tsc : now(d);
+		d->async_off = position(d);
 		d->last_ip = d->async_to;
 		break;
 	case ptev_paging:
@@ -346,6 +457,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		break;
 	case ptev_overflow:
 		flush_async(d);
+		d->ovf++;
 		d->have_pend = FALSE;
 		break;
 	default:
@@ -357,12 +469,14 @@ static void on_block(Dec *d, const struct pt_block *b)
 {
 	flush_async(d);
 	resolve(d, b->ip);
+	flush_power(d, b->ip);
 	if (!b->ninsn)
 		return;
 	d->pend = *insn_at(d, b->end_ip);
 	d->pend_ip = b->end_ip;
 	d->pend_guest = d->guest;
 	d->pend_tsc = d->before;
+	d->pend_off = position(d);
 	d->have_pend = TRUE;
 	d->last_ip = b->end_ip;
 }
@@ -581,6 +695,7 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 		if (vt_decode_image_pokes(d->img[i]))
 			pt_image_set_callback(d->pi[i], poke_read, &d->poke[i]);
 	}
+	d->last_psb = G_MAXUINT64;
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
 	if (!d->pi[1] || !window_open(d, 0, error)) {
@@ -629,6 +744,11 @@ static gboolean window_next(Dec *d)
 	if (d->seam == G_MAXUINT64)
 		return FALSE;
 	return window_open(d, d->base + d->seam, &d->error);
+}
+
+void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
+{
+	d->power = power;
 }
 
 const GError *vt_decode_queue_error(const VtDecodeQueue *d)

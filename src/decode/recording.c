@@ -44,6 +44,7 @@ struct VtDecodeResult {
 	guint nerrors;
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	VtDecodeEvent ev;         /* the event last returned */
+	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -144,6 +145,12 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->vcpu = vcpu_of(r, t);
 	e->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
+	if (!r->timed || !vt_decode_guest_threads_machine_pid(r->guest))
+		return;
+	/* perf: pid/tid -1 on a vCPU before its first guest switch-in */
+	e->guest_pid = e->guest_tid = -1;
+	if (vt_decode_guest_threads_at(r->guest, e->vcpu, e->time, &e->guest_pid, &e->guest_tid, &e->guest_comm))
+		e->machine_pid = vt_decode_guest_threads_machine_pid(r->guest);
 }
 
 /* ------------------------------------------------------------- decoding */
@@ -302,7 +309,7 @@ static gboolean pokes_attach(const VmcorrSession *s, const VtDecodeOptions *opts
 	return TRUE;
 }
 
-static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GError **error)
+static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboolean power, GError **error)
 {
 	const char *w = g_getenv("VMTRACE_DECODE_WINDOW");   /* tests: the window's size */
 	guint64 window = w ? g_ascii_strtoull(w, NULL, 0) : WINDOW;
@@ -320,6 +327,7 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GErr
 						    opts->host, opts->guest, error);
 		if (!q->dec)
 			return FALSE;
+		vt_decode_queue_set_power(q->dec, power);
 	}
 	for (guint i = 0; i < r->n; i++)
 		r->qs[i].thread = g_thread_new("vmtrace-decode", produce, &r->qs[i]);
@@ -327,6 +335,11 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, GErr
 }
 
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
+{
+	return vt_decode_recording_power(opts, FALSE, error);
+}
+
+VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean power, GError **error)
 {
 	VmcorrSession *s = vmcorr_session_open(opts->path, VT_PERF_OPEN_RDONLY, error);
 	VtDecodeResult *r;
@@ -344,7 +357,8 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
-	if (!pokes_attach(s, opts, error) || !open_queues(r, opts, error)) {
+	r->guest = vt_decode_guest_threads_load(s->f, error);
+	if (!r->guest || !pokes_attach(s, opts, error) || !open_queues(r, opts, power, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}
@@ -380,6 +394,7 @@ void vt_decode_result_free(VtDecodeResult *r)
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
 	g_string_chunk_free(r->strings);
+	vt_decode_guest_threads_free(r->guest);
 	vmcorr_session_free(r->s);
 	g_free(r);
 }
@@ -392,6 +407,31 @@ gboolean vt_decode_result_timed(const VtDecodeResult *r)
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 {
 	return r->per_cpu;
+}
+
+gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
+{
+	return vt_decode_guest_threads_machine_pid(r->guest);
+}
+
+/* perf: the TSC frequency from the AUX info's time conversion (ns to
+ * ticks of one second), the maximum non-turbo ratio from the AUX info or
+ * else the TSC frequency in units of 100 MHz, rounded. */
+guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo)
+{
+	const VmcorrSession *s = r->s;
+	guint64 mult = s->nr_priv > VT_PT_INFO_TIME_MULT ? s->priv[VT_PT_INFO_TIME_MULT] : 0;
+	guint64 shift = s->nr_priv > VT_PT_INFO_TIME_SHIFT ? s->priv[VT_PT_INFO_TIME_SHIFT] : 0;
+	guint64 freq, ratio = s->nr_priv > VT_PT_INFO_MAX_NONTURBO_RATIO ? s->priv[VT_PT_INFO_MAX_NONTURBO_RATIO] : 0;
+
+	*max_nonturbo = (guint32)ratio;
+	if (!mult || shift > 32)
+		return 0;
+	freq = (1000000000ull / mult << shift) + ((1000000000ull % mult) << shift) / mult;
+	if (!ratio)
+		ratio = (freq + 50000000) / 100000000;
+	*max_nonturbo = (guint32)ratio;
+	return ratio ? (guint32)(freq / ratio / 1000) : 0;
 }
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)

@@ -270,6 +270,37 @@ uint8_t *vt_perf_file_map_rw(VtPerfFile *f, uint64_t off, uint64_t len);
 void vt_perf_file_release(const VtPerfFile *f, uint64_t off, uint64_t len);
 /* Hint that [off, off+len) will be read soon (madvise WILLNEED). */
 void vt_perf_file_prefetch(const VtPerfFile *f, uint64_t off, uint64_t len);
+/* Windows: read-only mappings of parts of the file, for streaming through
+ * a large file without copying it (pread copies every byte from the page
+ * cache; mapped pages are only looked at).  Reading a window's pages after
+ * the file shrank raises SIGBUS: read them only inside
+ * vt_perf_file_guarded. */
+typedef struct {
+	uint8_t *base;           /* NULL: nothing mapped */
+	uint64_t off;            /* file offset of base (page-aligned) */
+	size_t len;
+} VtPerfWindow;
+/* Map at least [off, off + len) (page-rounded, up to `span` bytes from
+ * the page holding off, never past the end of the file), replacing what
+ * w mapped.  FALSE with an error if it is outside the file or mmap fails. */
+gboolean vt_perf_window_map(const VtPerfFile *f, VtPerfWindow *w, uint64_t off, uint64_t len, uint64_t span,
+			    GError **error);
+void vt_perf_window_unmap(VtPerfWindow *w);
+/* The bytes [off, off + len) of the file if w holds them, else NULL. */
+static inline const uint8_t *vt_perf_window_at(const VtPerfWindow *w, uint64_t off, uint64_t len)
+{
+	if (!w->base || off < w->off || off - w->off > w->len || len > w->len - (off - w->off))
+		return NULL;
+	return w->base + (off - w->off);
+}
+/* Call fn(data) so that a SIGBUS from reading a window or mapping of f
+ * (the file shrank meanwhile) ends fn and returns FALSE with
+ * VT_PERF_ERROR_CHANGED ("changed size while being read") instead of
+ * killing the process.  fn must not hold locks or half-built data that
+ * a jump out of it would leave behind while it reads mapped bytes.
+ * Nests; per thread.  A SIGBUS outside of it keeps its old disposition. */
+gboolean vt_perf_file_guarded(const VtPerfFile *f, void (*fn)(void *data), void *data, GError **error);
+
 /* msync the RDWR mapping. */
 gboolean vt_perf_file_sync(VtPerfFile *f, GError **error);
 

@@ -15,6 +15,8 @@
 #include "src/fs/output.h"
 
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -28,6 +30,7 @@
 #define FILE_HDR_SIZE		104
 #define PIPE_HDR_SIZE		16
 #define ITER_READ_MIN		4096
+#define ITER_READ_SKIP		512	/* after an AUX payload: its header and what follows */
 #define ATTR_MAX		((uint32_t)sizeof(struct perf_event_attr))
 
 G_DEFINE_QUARK(vt-perf-error-quark, vt_perf_error)
@@ -347,7 +350,7 @@ static const uint8_t *iter_fetch(VtPerfIter *it, uint64_t pos, uint32_t len, GEr
 	/* reading on near where the window ended: records are dense, read more */
 	if (it->win_len && pos >= it->win_off + it->win_len && pos - (it->win_off + it->win_len) < it->read_len)
 		it->read_len = MIN(it->read_len * 2, (uint32_t)sizeof(it->win));
-	want = MAX((uint64_t)MAX(len, it->read_len), ITER_READ_MIN);
+	want = MAX((uint64_t)len, it->read_len);
 	want = MIN(want, MIN((uint64_t)sizeof(it->win), it->f->size - MIN(pos, it->f->size)));
 	if (want < len) {
 		fail(error, VT_PERF_ERROR_TRUNCATED, it->f->path,
@@ -422,8 +425,8 @@ static int read_record(VtPerfIter *it, uint64_t pos, uint64_t end, VtPerfRecord 
 			return -1;
 		}
 		n += psz;
-		if (psz > sizeof(it->win))
-			it->read_len = ITER_READ_MIN;   /* a payload skipped: start small again */
+		if (psz > ITER_READ_MIN)
+			it->read_len = ITER_READ_SKIP;  /* a payload skipped: start small again */
 	}
 	rec->file_offset = pos;
 	rec->hdr = (const struct perf_event_header *)p;
@@ -899,6 +902,89 @@ void vt_perf_file_prefetch(const VtPerfFile *f, uint64_t off, uint64_t len)
 		len = f->size - off;
 	start = off & ~(pg - 1);
 	madvise(f->map + start, off + len - start, MADV_WILLNEED);
+}
+
+/* ------------------------------------------------------------ windows */
+
+gboolean vt_perf_window_map(const VtPerfFile *f, VtPerfWindow *w, uint64_t off, uint64_t len, uint64_t span,
+			    GError **error)
+{
+	uint64_t pg = page_size(), start = off & ~(pg - 1), n;
+	void *p;
+
+	vt_perf_window_unmap(w);
+	if (!range_ok(off, len, f->size) || !len)
+		return fail(error, VT_PERF_ERROR_TRUNCATED, f->path,
+			    "%" PRIu64 " bytes at offset %" PRIu64 " lie past the end of the file (%" PRIu64 " bytes)",
+			    len, off, f->size);
+	n = MIN(MAX(span, off + len - start), f->size - start);
+	if (n > G_MAXSIZE)
+		return fail(error, VT_PERF_ERROR_IO, f->path, "cannot map %" PRIu64 " bytes", n);
+	p = mmap(NULL, (size_t)n, PROT_READ, MAP_SHARED, f->fd, (off_t)start);
+	if (p == MAP_FAILED)
+		return fail(error, VT_PERF_ERROR_IO, f->path, "cannot map %" PRIu64 " bytes at offset %" PRIu64 ": %s",
+			    n, start, g_strerror(errno));
+	w->base = p;
+	w->off = start;
+	w->len = (size_t)n;
+	return TRUE;
+}
+
+void vt_perf_window_unmap(VtPerfWindow *w)
+{
+	if (w->base)
+		munmap(w->base, w->len);
+	w->base = NULL;
+	w->off = 0;
+	w->len = 0;
+}
+
+/* The innermost vt_perf_file_guarded of this thread, if any. */
+static _Thread_local sigjmp_buf *guard_jump;
+static struct sigaction guard_prev;
+
+static void guard_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	if (guard_jump)
+		siglongjmp(*guard_jump, 1);
+	/* not a guarded read: the old disposition takes it when the
+	 * faulting instruction runs again */
+	sigaction(SIGBUS, &guard_prev, NULL);
+}
+
+static gpointer guard_install(gpointer unused)
+{
+	struct sigaction sa;
+
+	(void)unused;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = guard_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &guard_prev);
+	return NULL;
+}
+
+gboolean vt_perf_file_guarded(const VtPerfFile *f, void (*fn)(void *data), void *data, GError **error)
+{
+	static GOnce once = G_ONCE_INIT;
+	sigjmp_buf here;
+	sigjmp_buf *const outer = guard_jump;
+
+	g_once(&once, guard_install, NULL);
+	if (sigsetjmp(here, 1)) {
+		guard_jump = outer;
+		if (!vt_perf_file_check_size(f, error))
+			return FALSE;
+		return fail(error, VT_PERF_ERROR_CHANGED, f->path, "changed while being read (bus error)");
+	}
+	guard_jump = &here;
+	fn(data);
+	guard_jump = outer;
+	return TRUE;
 }
 
 gboolean vt_perf_file_sync(VtPerfFile *f, GError **error)

@@ -100,6 +100,8 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 		BAD("--tip-percent and --user-exit-percent must be 0..100");
 	if (cfg->host_steps > 100000)
 		BAD("--host-steps must be 0..100000");
+	if (cfg->ovf_every && !cfg->host_code)
+		BAD("--ovf-every needs real code (--host-code)");
 	if (cfg->have_change && (cfg->change_vm >= cfg->nvms || cfg->change_at <= 0 || cfg->change_at >= 1))
 		BAD("--offset-change needs a VM index < --vms and a fraction in (0,1)");
 	return TRUE;
@@ -128,6 +130,7 @@ typedef struct {
 	guint64 last_ip;
 	gboolean have_last_ip;
 	guint64 since_psb;
+	guint npsb;                      /* PSB+ written (--cbr-vary) */
 	guint64 psb_bytes;
 	gboolean in_guest;
 	gint vcpu;                   /* vCPU loaded on this queue, -1 none */
@@ -145,6 +148,8 @@ typedef struct {
 	guint64 pending_dt;
 	gboolean vmcs_dirty;
 	guint host_n, host_budget, guest_left;
+	guint since_ovf;             /* flow decisions since the last OVF */
+	guint64 chunks;              /* AUXTRACE chunks written */
 	/* sideband generated while producing the current chunk */
 	GByteArray *sb;              /* whole records */
 	GArray *fix;                 /* Fix: guest TSC payloads of the current chunk */
@@ -158,6 +163,8 @@ typedef struct {
 	guint64 slice_ticks;         /* per-CPU scheduling slice */
 	guint32 qemu_pid[VT_SYNTH_MAX_VMS];
 	guint64 vcpu_guest_tsc[VT_SYNTH_MAX_VCPUS];
+	guint64 vcpu_ovf[VT_SYNTH_MAX_VCPUS];           /* OVF packets written while it was loaded */
+	guint64 vcpu_aux_truncated[VT_SYNTH_MAX_VCPUS]; /* PERF_RECORD_AUX TRUNCATED of its thread */
 	guint64 t_change;            /* host TSC of the offset change (0: not yet) */
 	guint64 t0;                  /* host TSC at the start (cfg->t0 or T0) */
 	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
@@ -371,6 +378,7 @@ static void advance(Gen *g, Queue *q, guint64 dt, gboolean cyc_now)
 
 static void psb_plus(Gen *g, Queue *q)
 {
+	static const guint8 cbr_cycle[] = { CBR_RATIO, CBR_RATIO, 24, 36 };
 	const VtSynthConfig *c = g->cfg;
 	struct pt_packet p;
 
@@ -415,7 +423,7 @@ static void psb_plus(Gen *g, Queue *q)
 	}
 	memset(&p, 0, sizeof(p));
 	p.type = ppt_cbr;
-	p.payload.cbr.ratio = CBR_RATIO;
+	p.payload.cbr.ratio = c->cbr_vary ? cbr_cycle[q->npsb++ % G_N_ELEMENTS(cbr_cycle)] : CBR_RATIO;
 	emit(g, q, &p);
 	if (q->vcpu >= 0)
 		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
@@ -732,6 +740,31 @@ static void code_host_restart(Gen *g, Queue *q)
 	truth_branch(g, q, VT_BRANCH_TRACE_BEGIN, 0, q->host.ip, FALSE);
 }
 
+/* Lost trace (cfg->ovf_every): the buffer overflowed - OVF, then a FUP
+ * where packet generation resumes (the walk's IP; no IP compression and
+ * no return compression reach across it).  The branch whose target the
+ * lost packets told stays undecodable (the truth has it). */
+static void code_ovf_check(Gen *g, Queue *q)
+{
+	VtSynthCtx *c = q->in_guest ? &g->guest[q->vcpu] : &q->host;
+
+	if (!g->cfg->ovf_every || q->vcpu < 0 || ++q->since_ovf < g->cfg->ovf_every)
+		return;
+	/* a branch of the same thread follows it (the decoder counts an OVF
+	 * on the branch after it): not at the end of the queue or the slice */
+	if (q->bytes + 64 >= q->target ||
+	    (g->cfg->per_cpu && (q->t + q->pending_dt + 100 - g->t0) / g->slice_ticks != q->slice))
+		return;
+	q->since_ovf = 0;
+	code_advance(g, q, 100);
+	vt_synth_ctx_flush_comp(&q->host);
+	vt_synth_ctx_flush_comp(&g->guest[q->vcpu]);
+	pkt_simple(g, q, ppt_ovf);
+	q->have_last_ip = FALSE;
+	pkt_ip(g, q, ppt_fup, c->ip);
+	g->vcpu_ovf[q->vcpu]++;
+}
+
 static void code_psb_check(Gen *g, Queue *q)
 {
 	if (q->since_psb >= q->psb_bytes)
@@ -829,6 +862,7 @@ static void code_step(Gen *g, Queue *q)
 		}
 	}
 	code_packet(g, q, &st);
+	code_ovf_check(g, q);
 	code_psb_check(g, q);
 }
 
@@ -879,6 +913,28 @@ static void fill_chunk(Gen *g, Queue *q)
 	}
 }
 
+/* cfg->aux_truncated_every: a PERF_RECORD_AUX for the chunk just written,
+ * flagged TRUNCATED, from the vCPU thread that ran (none without one). */
+static gboolean write_aux_record(Gen *g, VtPerfWriter *w, Queue *q, guint64 offset, guint64 size, GError **error)
+{
+	g_autoptr(GByteArray) a = NULL;
+	gsize s;
+
+	q->chunks++;
+	if (!g->cfg->aux_truncated_every || q->vcpu < 0 || q->chunks % g->cfg->aux_truncated_every)
+		return TRUE;
+	a = g_byte_array_new();
+	s = vt_perf_rec_begin(a);
+	vt_perf_put_u64(a, offset);
+	vt_perf_put_u64(a, size);
+	vt_perf_put_u64(a, PERF_AUX_FLAG_TRUNCATED);
+	put_sample_id(a, g->qemu_pid[vt_synth_vm_of_vcpu(g->cfg, q->vcpu)], queue_tid(g, q), q->t,
+		      q->cpu == (guint32)-1 ? 0 : q->cpu, q->pt_id);
+	vt_perf_rec_end(a, s, PERF_RECORD_AUX, 0);
+	g->vcpu_aux_truncated[q->vcpu]++;
+	return vt_perf_writer_write_record(w, a->data, error);
+}
+
 static gboolean write_chunk(Gen *g, VtPerfWriter *w, Queue *q, GError **error)
 {
 	VtPerfAuxtrace aux = { 0 };
@@ -890,7 +946,8 @@ static gboolean write_chunk(Gen *g, VtPerfWriter *w, Queue *q, GError **error)
 	aux.idx = q->idx;
 	aux.tid = q->tid;
 	aux.cpu = q->cpu;
-	if (!vt_perf_writer_write_auxtrace(w, &aux, q->buf, q->len, NULL, error))
+	if (!vt_perf_writer_write_auxtrace(w, &aux, q->buf, q->len, NULL, error) ||
+	    !write_aux_record(g, w, q, q->aux_offset, q->len, error))
 		return FALSE;
 	{
 		/* the same chunk as a correct correction leaves it (padded to 8 like the file) */
@@ -989,6 +1046,8 @@ static void truth_vcpus(VtJson *j, Gen *g)
 		vt_json_kv_hex(j, "tsc_offset", vt_synth_vm_offset(c, vm));
 		vt_json_kv_hex(j, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)));
 		vt_json_kv_uint(j, "guest_tsc_packets", g->vcpu_guest_tsc[v]);
+		vt_json_kv_uint(j, "overflows", g->vcpu_ovf[v]);
+		vt_json_kv_uint(j, "aux_truncated", g->vcpu_aux_truncated[v]);
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);

@@ -34,6 +34,7 @@ typedef struct VtSynthConfig {
 	guint64 buffer_size;       /* bytes per AUXTRACE record */
 	guint64 seed;
 	gboolean timeless;         /* tsc=0, mtc=0 */
+	gboolean cbr_vary;         /* the core:bus ratio in PSB+ changes (30, 30, 24, 36, ...) */
 	guint64 vm_offset[VT_SYNTH_MAX_VMS];   /* VMX TSC offset per VM */
 	gboolean have_offset[VT_SYNTH_MAX_VMS];
 	/* Offset change: VM `change_vm` switches to `change_offset` at
@@ -47,6 +48,14 @@ typedef struct VtSynthConfig {
 	guint tip_percent;         /* flow steps that are a TIP (else a TNT), 0..100 (default 25) */
 	guint host_steps;          /* mean host flow steps per VM exit (0: the default, 20..220) */
 	guint user_exit_percent;   /* VM exits handled in user space (QEMU): TIP.PGD ... TIP.PGE */
+	/* Lost data (the decode-health counts of vmtrace report; 0: none):
+	 * with real code, an OVF + FUP (as Intel PT writes when its internal
+	 * buffer overflowed) after every ovf_every-th flow decision of a
+	 * queue with a vCPU loaded; every aux_truncated_every-th AUXTRACE
+	 * chunk of a queue followed by a PERF_RECORD_AUX flagged TRUNCATED
+	 * (the AUX area was full).  The truth counts both per vCPU. */
+	guint ovf_every;
+	guint aux_truncated_every;
 	/* TSC scaling per VM: guest = (host * ratio >> frac) + offset; ratio 0: none */
 	guint64 vm_ratio[VT_SYNTH_MAX_VMS];
 	guint vm_frac[VT_SYNTH_MAX_VMS];

@@ -1,0 +1,98 @@
+#!/bin/bash
+# Benchmark (not a test): vmtrace script vs perf script on recordings of
+# real kernel code, three packet mixes:
+#   tnt-dense   long runs of code between VM exits: mostly TNT
+#   exit-heavy  a VM exit every few host branches: TIP, PIP, VMCS, FUP
+#   cyc         CYC packets and MTC every CTC tick (timing-dense)
+# made with `vmtrace synth --host-code --guest-code` (the Debian kernel, as
+# the tests build it: tests/guest-image.sh, kernel-code.py, trim-kcore) and
+# corrected; for each mix and mode - branches (--itrace=b), calls
+# (--call-trace), instructions (--insn-trace) - both run RUNS times
+# (default 1) in the same run under /usr/bin/time, output counted by wc -l
+# (the same pipe for both), and it prints the median wall time and CPU
+# time (user + system) of each, perf/vmtrace of both (on a shared machine
+# the CPU times are the repeatable ones), M instructions/s and MB of AUX
+# data/s through vmtrace's CPU time, and the peak RSS of both.  The
+# machine's load average is printed first.
+# Goal (issue #12): >= 10x perf on every mix and mode, peak RSS flat.
+#   scripts/bench-script.sh [--size 1M] [--runs N] [--dir DIR] [--keep] [--mix NAME]...
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+VMTRACE=${VMTRACE:-$top/vmtrace}
+TRIM_KCORE=${TRIM_KCORE:-$top/tests/trim-kcore}
+PERF=${PERF:-perf}
+size=1M runs=1 dir='' keep='' only=''
+while [ $# -gt 0 ]; do
+	case $1 in
+	--size) size=$2; shift 2 ;;
+	--runs) runs=$2; shift 2 ;;
+	--dir) dir=$2; shift 2 ;;
+	--keep) keep=1; shift ;;
+	--mix) only="$only $2"; shift 2 ;;
+	*) echo "usage: $0 [--size 1M] [--runs N] [--dir DIR] [--keep] [--mix NAME]..." >&2; exit 2 ;;
+	esac
+done
+[ -x "$VMTRACE" ] || { echo "build vmtrace first" >&2; exit 1; }
+[ -x "$TRIM_KCORE" ] || { echo "build $TRIM_KCORE first (make tests/trim-kcore)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+dir=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-bench-script.XXXXXX")}
+mkdir -p "$dir"
+[ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
+
+. "$top/scripts/bench-lib.sh"
+bench_code_dirs
+
+MIXES=(
+	"tnt-dense:--vcpus 2 --host-steps 2000"
+	"exit-heavy:--vcpus 4 --host-steps 6"
+	"cyc:--vcpus 4 --cyc --mtc-period 0"
+)
+MODES=("insns:--insn-trace" "b:--itrace=b" "calls:--call-trace")   # insns first: its line count is the instructions
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# measure NAME CMD...: appends "seconds maxrss_kb cpu_seconds" to NAME.times, the line count to NAME.lines
+measure() {
+	local out=$1; shift
+	# shellcheck disable=SC2016
+	/usr/bin/time -f "%e %M %U %S" -o "$dir/t" sh -c '"$@" 2>/dev/null | wc -l >"$0"' "$dir/$out.lines" "$@" || {
+		echo "command failed: $*" >&2; exit 1; }
+	awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' "$dir/t" >>"$dir/$out.times"
+}
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; AUX size $size per mix"
+printf '%-11s %-6s %8s %8s %6s %8s %8s %6s %8s %7s %8s %8s\n' MIX MODE VT-S PERF-S RATIO VT-CPU PERF-CPU RATIO \
+	M-INSN/S MB/S VT-RSS PERF-RSS
+for m in "${MIXES[@]}"; do
+	name=${m%%:*} opts=${m#*:}
+	[ -z "$only" ] || [[ " $only " == *" $name "* ]] || continue
+	rec=$dir/$name-$size.data
+	if [ ! -e "$rec" ]; then
+		echo "generating $name ($size of real kernel code; slow: synth walks the code)" >&2
+		# shellcheck disable=SC2086
+		"$VMTRACE" synth -o "$rec" --size "$size" $opts --host-code "$dir/host-code" \
+			--guest-code "$dir/guest-code" 2>/dev/null
+		"$VMTRACE" correlate --in-place "$rec" >/dev/null
+	fi
+	aux=$(stat -c %s "$rec/data")
+	insns=
+	for mode in "${MODES[@]}"; do
+		mname=${mode%%:*} mopt=${mode#*:}
+		rm -f "$dir"/vt.times "$dir"/perf.times
+		for _ in $(seq "$runs"); do
+			# shellcheck disable=SC2086
+			measure vt "$VMTRACE" script "$rec" $G $mopt
+			# shellcheck disable=SC2086
+			measure perf "$PERF" script -i "$rec" $G $mopt
+		done
+		[ "$mname" != insns ] || insns=$(cat "$dir/vt.lines")
+		vt=$(cut -d' ' -f1 "$dir/vt.times" | median)
+		pf=$(cut -d' ' -f1 "$dir/perf.times" | median)
+		vc=$(cut -d' ' -f3 "$dir/vt.times" | median)
+		pc=$(cut -d' ' -f3 "$dir/perf.times" | median)
+		vrss=$(($(cut -d' ' -f2 "$dir/vt.times" | sort -n | tail -1) / 1024))
+		prss=$(($(cut -d' ' -f2 "$dir/perf.times" | sort -n | tail -1) / 1024))
+		printf '%-11s %-6s %8s %8s %5.1fx %8s %8s %5.1fx %8s %7.2f %6sMB %6sMB\n' "$name" "$mname" "$vt" "$pf" \
+			"$(echo "$pf / $vt" | bc -l)" "$vc" "$pc" "$(echo "$pc / $vc" | bc -l)" \
+			"${insns:+$(echo "$insns / $vc / 1000000" | bc -l | xargs printf '%.2f')}" \
+			"$(echo "$aux / $vc / 1048576" | bc -l)" "$vrss" "$prss"
+	done
+done

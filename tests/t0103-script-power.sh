@@ -1,0 +1,67 @@
+#!/bin/sh
+# vmtrace script --itrace=p prints perf's power events - a psb line at every
+# PSB+ (its offset in the queue's AUX data, the IP its FUP gives) and a cbr
+# line where the core:bus ratio first shows and changes (the MHz perf
+# derives from the recording's TSC conversion, the percentage of the
+# maximum non-turbo ratio) - in perf script's shape: the same lines as
+# perf per thread (time aside: each decoder estimates its own), with its
+# default fields and with -F including synth, flags, addr and insn; alone
+# and among branches (bpe, -F).  Recordings of real kernel code: timeless,
+# timed per thread with CYC and a ratio that changes (synth --cbr-vary),
+# timed per CPU with threads switching, small AUX buffers (offsets count
+# over a queue's buffers), and decode windows of 4 KiB print what one
+# window prints.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_perf
+need_python
+make_code_dirs
+
+G="--guestkallsyms $GUEST_CODE/kallsyms"
+ALL=comm,tid,cpu,time,event,flags,synth,ip,sym,symoff,dso,addr,insn
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086
+	code_recording "$name" 64K $opts || continue
+	f=$TMP/$name.data pc= all=$ALL
+	case $opts in *--per-cpu*) pc=--per-cpu ;; esac
+	case $opts in *--timeless*) all=comm,tid,cpu,event,flags,synth,ip,sym,symoff,dso,addr,insn ;; esac
+	for it in pe bpe; do
+		# (with branches only -F: vmtrace's default branch fields are not perf's default)
+		for fl in "" "-F $all"; do
+			[ "$it$fl" = bpe ] && continue
+			# shellcheck disable=SC2086
+			timeout 300 "$PERF" script -i "$f" $G --itrace=$it $fl >"$TMP/perf.out" 2>"$TMP/perf.err"
+			# shellcheck disable=SC2086
+			"$VMTRACE" script "$f" $G --itrace=$it $fl >"$TMP/vt.out" 2>"$TMP/vt.err"
+			check "$name --itrace=$it ${fl:-(default fields)}: vmtrace exit 0" test $? -eq 0
+			# shellcheck disable=SC2086
+			"$PYTHON3" "$top_srcdir/tests/script-compare.py" --lines "$TMP/perf.out" "$TMP/vt.out" $pc \
+				>"$TMP/cmp" 2>&1
+			check "$name --itrace=$it ${fl:-(default fields)}: vmtrace = perf ($(head -1 "$TMP/cmp"))" \
+				test $? -eq 0 || sed 's/^/#   /' "$TMP/cmp"
+		done
+	done
+	check "$name: psb and cbr lines" sh -c "grep -q ' psb offs: ' '$TMP/vt.out' && grep -q ' cbr: ' '$TMP/vt.out'"
+done <<'CONFIGS'
+thread-1vcpu-timeless   --vcpus 1 --timeless
+thread-2vcpu-cyc-cbr    --vcpus 2 --psb-period 0 --cyc --cbr-vary
+cpu-4vcpu-2cpu-timed    --vcpus 4 --per-cpu --cpus 2 --psb-period 0 --size 128K
+thread-2vcpu-bufs       --vcpus 2 --psb-period 0 --buffer-size 4K --cbr-vary
+CONFIGS
+
+f=$TMP/thread-2vcpu-cyc-cbr.data
+# shellcheck disable=SC2086
+n=$("$VMTRACE" script "$f" $G --itrace=p | grep -c ' cbr: ')
+check "--cbr-vary: the ratio changes, perf and vmtrace see the changes ($n cbr lines)" test "$n" -gt 4
+# shellcheck disable=SC2086
+"$VMTRACE" script "$f" $G --itrace=bei0nsp -F "$ALL" >"$TMP/one.out" 2>&1
+# shellcheck disable=SC2086
+VMTRACE_DECODE_WINDOW=4096 "$VMTRACE" script "$f" $G --itrace=bei0nsp -F "$ALL" >"$TMP/win.out" 2>&1
+check "4 KiB decode windows: the same power events and instructions" cmp -s "$TMP/one.out" "$TMP/win.out"
+# shellcheck disable=SC2086
+"$VMTRACE" script "$f" $G --itrace=p --json >"$TMP/p.json"
+check "--itrace=p --json: psb and cbr objects" "$PYTHON3" -c 'import json, sys
+k = [json.loads(l)["kind"] for l in open(sys.argv[1])]
+assert k and set(k) == {"psb", "cbr"}, set(k)' "$TMP/p.json"
+finish
