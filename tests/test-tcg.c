@@ -262,7 +262,8 @@ static void test_pokes(void)
 	img = vt_decode_image_load_dir(gdir, "guest", &err);
 	g_assert_no_error(err);
 	vt_decode_pokes_add(p, KTEXT + 1, &old, &new, 1, VT_TCG_T0 + 100);
-	vt_decode_image_set_pokes(img, p);
+	g_assert_true(vt_decode_image_set_pokes(img, p, &err));
+	g_assert_no_error(err);
 	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(img), KTEXT >> 12));
 	g_assert_false(vt_decode_pokes_page(vt_decode_image_pokes(img), (KTEXT >> 12) + 1));
 	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 99, b, 3), ==, 3);

@@ -49,7 +49,7 @@ struct VtDecodeImage {
 	guint64 text;
 	struct pt_image_section_cache *iscache;
 	GArray *isids;           /* int: the sections in img->iscache */
-	VtDecodePokes *pokes;    /* its pages have no section (textpoke.c) */
+	VtDecodePokes *pokes;    /* its pages: a section per version (textpoke.c) */
 };
 
 static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
@@ -194,7 +194,7 @@ static guint64 unpoked_run(const VtDecodeImage *img, const Segment *s, guint64 a
 }
 
 /* The sections: every segment in SECTION-byte pieces, except the pages
- * that a poke changes (read through the decoders' callback). */
+ * that a poke changes (a section per version: textpoke.c). */
 static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 {
 	if (!img->iscache)
@@ -215,7 +215,7 @@ static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 
 			n = unpoked_run(img, s, at);
 			if (!n) {               /* a poked page */
-				n = 4096 - ((s->vaddr + at) & 4095);
+				n = MIN(s->size - at, 4096 - ((s->vaddr + at) & 4095));
 				continue;
 			}
 			isid = pt_iscache_add_file(img->iscache, img->kcore_path, s->offset + at, n, s->vaddr + at);
@@ -228,19 +228,38 @@ static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 			g_array_append_val(img->isids, isid);
 		}
 	}
-	return TRUE;
+	return !img->pokes || vt_decode_pokes_add_sections(img->pokes, img, img->iscache, error);
 }
 
-void vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes)
+gboolean vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes, GError **error)
 {
+	gboolean ok = TRUE;
+
 	vt_decode_pokes_free(img->pokes);
+	img->pokes = NULL;
+	if (pokes && !vt_decode_pokes_build(pokes, img, error)) {
+		vt_decode_pokes_free(pokes);
+		pokes = NULL;
+		ok = FALSE;
+	}
 	img->pokes = pokes;
-	(void)add_to_iscache(img, NULL);  /* the same file as at load: only allocation can fail */
+	if (!add_to_iscache(img, ok ? error : NULL)) {
+		vt_decode_pokes_free(img->pokes);
+		img->pokes = NULL;
+		(void)add_to_iscache(img, NULL);   /* the same file as at load: only allocation can fail */
+		ok = FALSE;
+	}
+	return ok;
 }
 
 const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img)
 {
 	return img->pokes;
+}
+
+struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img)
+{
+	return img->iscache;
 }
 
 static void collect_functions(VtDecodeImage *img)

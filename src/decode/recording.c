@@ -270,6 +270,7 @@ static gboolean pokes_attach(const VmcorrSession *s, const VtDecodeOptions *opts
 	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(GBytes *));
 	VtDecodePokes *host = NULL, *guest = NULL;
 	VtPerfRecord rec;
+	gboolean ok = TRUE;
 	int rc;
 
 	g_array_set_clear_func(all, bytes_clear);
@@ -300,13 +301,13 @@ static gboolean pokes_attach(const VmcorrSession *s, const VtDecodeOptions *opts
 		memcpy(&tsc, p, 8);
 		vt_decode_pokes_add_record(&host, &guest, p + 8, n - 8, tsc);
 	}
-	if (host && opts->host)
-		vt_decode_image_set_pokes(opts->host, g_steal_pointer(&host));
-	if (guest && opts->guest)
-		vt_decode_image_set_pokes(opts->guest, g_steal_pointer(&guest));
+	if (host && opts->host && !vt_decode_image_set_pokes(opts->host, g_steal_pointer(&host), error))
+		ok = FALSE;
+	if (ok && guest && opts->guest && !vt_decode_image_set_pokes(opts->guest, g_steal_pointer(&guest), error))
+		ok = FALSE;
 	vt_decode_pokes_free(host);
 	vt_decode_pokes_free(guest);
-	return TRUE;
+	return ok;
 }
 
 static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboolean power, GError **error)
