@@ -262,6 +262,7 @@ static void test_pokes(void)
 	img = vt_decode_image_load_dir(gdir, "guest", &err);
 	g_assert_no_error(err);
 	vt_decode_pokes_add(p, KTEXT + 1, &old, &new, 1, VT_TCG_T0 + 100);
+	vt_decode_pokes_add(p, KTEXT + 2, &new, &old, 1, VT_TCG_T0 + 200);   /* a second version of the page */
 	g_assert_true(vt_decode_image_set_pokes(img, p, &err));
 	g_assert_no_error(err);
 	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(img), KTEXT >> 12));
@@ -272,6 +273,10 @@ static void test_pokes(void)
 	g_assert_cmphex(b[0], ==, 0x90);
 	g_assert_cmphex(b[1], ==, 0xcc);
 	g_assert_cmphex(b[2], ==, 0xc3);
+	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 200, b, 3), ==, 3);
+	g_assert_cmphex(b[1], ==, 0xcc);           /* the first poke stays */
+	g_assert_cmphex(b[2], ==, 0x90);
+	g_assert_cmpuint(vt_decode_pokes_count(p), ==, 2);
 	rm_rf(in);
 	rm_rf(out);
 }
