@@ -1,14 +1,16 @@
 /* test-tcg.c - unit tests of src/tcg/convert.c (GTest): a plugin directory
- * written by hand becomes a recording whose code image holds the newest
+ * written by hand becomes a recording whose code image holds the first
  * bytes in one segment per address half (holes filled), counts the code
- * that changed, and whose perf.data has the vCPU's AUX stream and sideband. */
+ * that changed, and whose perf.data has the vCPU's AUX stream and sideband
+ * with a PERF_RECORD_TEXT_POKE (old and new bytes, the translation's time)
+ * per translation that changed kernel code. */
 #include "config.h"
 
 #include <elf.h>
 #include <glib/gstdio.h>
 #include <string.h>
 
-#include "src/decode/decode.h"
+#include "src/decode/internal.h"
 #include "src/perf/perf-data.h"
 #include "src/tcg/tcg-format.h"
 #include "src/tcg/tcg.h"
@@ -17,7 +19,7 @@
 
 static void code_rec(GByteArray *a, guint64 vaddr, const char *bytes, guint32 len)
 {
-	VtTcgCodeHeader h = { .vaddr = vaddr, .len = len, .tsc = VT_TCG_T0 };
+	VtTcgCodeHeader h = { .vaddr = vaddr, .len = len, .tsc = VT_TCG_T0 + a->len };
 
 	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
 	g_byte_array_append(a, (const guint8 *)bytes, len);
@@ -114,7 +116,7 @@ static void test_image(void)
 	g_assert_nonnull(c);
 	g_assert_cmpuint(avail, >=, 0x11000);
 	g_assert_cmpuint(c[0], ==, 0x90);
-	g_assert_cmpuint(c[1], ==, 0xcc);           /* the newest bytes */
+	g_assert_cmpuint(c[1], ==, 0x90);           /* the first bytes (the poke: a TEXT_POKE) */
 	g_assert_cmpuint(c[2], ==, 0xc3);
 	g_assert_cmpuint(c[0x8000], ==, 0);         /* never executed */
 	g_assert_cmpuint(c[0x10000], ==, 0xc3);
@@ -133,7 +135,7 @@ static void test_perf_data(void)
 	VtPerfIter it;
 	VtPerfRecord rec;
 	gboolean ok, comm = FALSE, mmap = FALSE;
-	guint n = 0;
+	guint n = 0, pokes = 0;
 
 	convert(in, &out, &err, &ok);
 	g_assert_no_error(err);
@@ -154,8 +156,26 @@ static void test_perf_data(void)
 
 			mmap = p[0] == KTEXT && p[2] == KTEXT;   /* start, len, pgoff = _text */
 		}
+		if (rec.type == PERF_RECORD_TEXT_POKE) {
+			guint64 addr;
+			guint16 len[2];
+			VtPerfSampleId sid;
+
+			memcpy(&addr, rec.data + 8, 8);
+			memcpy(len, rec.data + 16, 4);
+			g_assert_cmphex(addr, ==, KTEXT + 1);
+			g_assert_cmpuint(len[0], ==, 1);
+			g_assert_cmpuint(len[1], ==, 1);
+			g_assert_cmphex(rec.data[20], ==, 0x90);      /* old */
+			g_assert_cmphex(rec.data[21], ==, 0xcc);      /* new */
+			g_assert_cmpuint(rec.hdr->misc, ==, PERF_RECORD_MISC_GUEST_KERNEL);
+			g_assert_true(vt_perf_record_sample_id(f, &rec, &sid));
+			g_assert_cmpuint(sid.time, ==, VT_TCG_T0 + sizeof(VtTcgCodeHeader) + 3);   /* its translation's */
+			pokes++;
+		}
 	}
 	g_assert_no_error(err);
+	g_assert_cmpuint(pokes, ==, 1);
 	g_assert_true(comm);
 	g_assert_true(mmap);
 	vt_perf_file_close(f);
@@ -222,12 +242,52 @@ static void test_refusals(void)
 	rm_rf(out2);
 }
 
+/* The converted recording decoded as perf would: its TEXT_POKE applied to
+ * the image (first bytes) from the poke's time on (src/decode/textpoke.c). */
+static void test_pokes(void)
+{
+	g_autofree char *in = plugin_dir("", TRUE);
+	g_autofree char *out = NULL;
+	g_autofree char *gdir = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) img = NULL;
+	VtDecodePokes *p = vt_decode_pokes_new();
+	const guint8 old = 0x90, new = 0xcc;
+	guint8 b[3];
+	gboolean ok;
+
+	convert(in, &out, &err, &ok);
+	g_assert_no_error(err);
+	gdir = g_build_filename(out, "guest", NULL);
+	img = vt_decode_image_load_dir(gdir, "guest", &err);
+	g_assert_no_error(err);
+	vt_decode_pokes_add(p, KTEXT + 1, &old, &new, 1, VT_TCG_T0 + 100);
+	vt_decode_pokes_add(p, KTEXT + 2, &new, &old, 1, VT_TCG_T0 + 200);   /* a second version of the page */
+	g_assert_true(vt_decode_image_set_pokes(img, p, &err));
+	g_assert_no_error(err);
+	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(img), KTEXT >> 12));
+	g_assert_false(vt_decode_pokes_page(vt_decode_image_pokes(img), (KTEXT >> 12) + 1));
+	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 99, b, 3), ==, 3);
+	g_assert_cmphex(b[1], ==, 0x90);
+	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 100, b, 3), ==, 3);
+	g_assert_cmphex(b[0], ==, 0x90);
+	g_assert_cmphex(b[1], ==, 0xcc);
+	g_assert_cmphex(b[2], ==, 0xc3);
+	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 200, b, 3), ==, 3);
+	g_assert_cmphex(b[1], ==, 0xcc);           /* the first poke stays */
+	g_assert_cmphex(b[2], ==, 0x90);
+	g_assert_cmpuint(vt_decode_pokes_count(p), ==, 2);
+	rm_rf(in);
+	rm_rf(out);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/tcg/image", test_image);
 	g_test_add_func("/tcg/perf-data", test_perf_data);
 	g_test_add_func("/tcg/one-thread", test_one_thread);
+	g_test_add_func("/tcg/pokes", test_pokes);
 	g_test_add_func("/tcg/refusals", test_refusals);
 	return g_test_run();
 }

@@ -129,7 +129,7 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 		" never seen, %" G_GUINT64_FORMAT " in flight at the end)\n"
 		"  code image: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT " pages; %" G_GUINT64_FORMAT
 		" translations changed code (%" G_GUINT64_FORMAT " bytes patched at run time: the image holds the "
-		"newest bytes)\n",
+		"first bytes, TEXT_POKE records the changes)\n",
 		a->out, st->vcpus, st->vcpus == 1 ? "" : "s", st->kernel_only ? "kernel only" : "kernel and user",
 		st->retired, st->started, st->before, st->after, st->faults, st->rep_iters, st->filtered, st->final_started,
 		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,

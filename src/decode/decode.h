@@ -62,6 +62,20 @@ guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name);
 const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n);
 /* "_text" (perf's kernel map start: the guest kernel MMAP's pgoff). */
 guint64 vt_decode_image_text(const VtDecodeImage *img);
+
+/* Code patched while traced (PERF_RECORD_TEXT_POKE, textpoke.c): the image
+ * holds the bytes before the pokes; decoders see each poke's bytes from
+ * its time on.  Attach before decoders are made from the image (it takes
+ * ownership, also on failure; NULL detaches); FALSE: the pokes could not be
+ * prepared (error; the image stays without them). */
+typedef struct VtDecodePokes VtDecodePokes;
+VtDecodePokes *vt_decode_pokes_new(void);
+void vt_decode_pokes_free(VtDecodePokes *p);
+void vt_decode_pokes_add(VtDecodePokes *p, guint64 addr, const guint8 *old, const guint8 *new, gsize len,
+			 guint64 tsc);
+guint vt_decode_pokes_count(const VtDecodePokes *p);
+gboolean vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes, GError **error);
+const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img);
 guint vt_decode_image_n_symbols(const VtDecodeImage *img);
 /* Decoders made after this read img's code through libipt's sections (and
  * block caches, 4 bytes per code byte) with at most `bytes` of them mapped

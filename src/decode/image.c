@@ -37,6 +37,7 @@ typedef struct {
  * pieces, at most `limit` bytes of them mapped) for traces that loop in
  * little code. */
 #define SECTION (64u << 10)
+#define POKE_ISCACHE_LIMIT (32u << 20)   /* images with TEXT_POKEs (TCG recordings) */
 
 typedef struct {
 	guint64 addr;
@@ -60,6 +61,7 @@ struct VtDecodeImage {
 	struct pt_image_section_cache *iscache;
 	GArray *isids;           /* int: the sections in img->iscache */
 	GPtrArray *attached;     /* VtDecodeImage: guest user code (guest-user.c), owned */
+	VtDecodePokes *pokes;    /* its pages: a section per version (textpoke.c) */
 };
 
 static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
@@ -191,23 +193,48 @@ void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes)
 	g_mutex_unlock(&img->lock);
 }
 
-/* libipt's sections of the code, SECTION bytes each (img->lock held). */
+/* Bytes [at, end) of segment s from `at` on that are not on a poked page:
+ * the first run's length (0: at is on one), at most SECTION bytes. */
+static guint64 unpoked_run(const VtDecodeImage *img, const Segment *s, guint64 at)
+{
+	guint64 n = 0, max = MIN((guint64)SECTION, s->size - at);
+
+	while (n < max) {
+		guint64 a = s->vaddr + at + n, next = MIN(max, n + (4096 - (a & 4095)));
+
+		if (vt_decode_pokes_page(img->pokes, a >> 12))
+			break;
+		n = next;
+	}
+	return n;
+}
+
+/* libipt's sections (img->lock held, or no decoder yet): every segment in SECTION-byte pieces, except the pages
+ * that a poke changes (a section per version: textpoke.c). */
 static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 {
-	img->iscache = pt_iscache_alloc(img->what);
+	if (!img->iscache)
+		img->iscache = pt_iscache_alloc(img->what);
 	if (!img->iscache) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt section cache");
 		return FALSE;
 	}
 	pt_iscache_set_limit(img->iscache, img->limit);
+	if (img->isids)
+		g_array_free(img->isids, TRUE);
 	img->isids = g_array_new(FALSE, FALSE, sizeof(int));
 	for (guint i = 0; i < img->segs->len; i++) {
 		const Segment *s = &g_array_index(img->segs, Segment, i);
 
-		for (guint64 at = 0; at < s->size; at += SECTION) {
-			int isid = pt_iscache_add_file(img->iscache, img->kcore_path, s->offset + at,
-						       MIN((guint64)SECTION, s->size - at), s->vaddr + at);
+		for (guint64 at = 0, n; at < s->size; at += n) {
+			int isid;
 
+			n = unpoked_run(img, s, at);
+			if (!n) {               /* a poked page */
+				n = MIN(s->size - at, 4096 - ((s->vaddr + at) & 4095));
+				continue;
+			}
+			isid = pt_iscache_add_file(img->iscache, img->kcore_path, s->offset + at, n, s->vaddr + at);
 			if (isid < 0) {
 				g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
 					    "%s kernel image %s: libipt: %s", img->what, img->kcore_path,
@@ -217,7 +244,42 @@ static gboolean add_to_iscache(VtDecodeImage *img, GError **error)
 			g_array_append_val(img->isids, isid);
 		}
 	}
-	return TRUE;
+	return !img->pokes || vt_decode_pokes_add_sections(img->pokes, img, img->iscache, error);
+}
+
+gboolean vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes, GError **error)
+{
+	gboolean ok = TRUE;
+
+	vt_decode_pokes_free(img->pokes);
+	img->pokes = NULL;
+	if (pokes && !vt_decode_pokes_build(pokes, img, error)) {
+		vt_decode_pokes_free(pokes);
+		pokes = NULL;
+		ok = FALSE;
+	}
+	img->pokes = pokes;
+	/* poked code needs sections (a page's last version gets one once the
+	 * decoder's time passes its last poke): not the read callback */
+	if (pokes && !img->limit)
+		img->limit = POKE_ISCACHE_LIMIT;
+	if (!add_to_iscache(img, ok ? error : NULL)) {
+		vt_decode_pokes_free(img->pokes);
+		img->pokes = NULL;
+		(void)add_to_iscache(img, NULL);   /* the same file as at load: only allocation can fail */
+		ok = FALSE;
+	}
+	return ok;
+}
+
+const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img)
+{
+	return img->pokes;
+}
+
+struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img)
+{
+	return img->iscache;
 }
 
 static void collect_functions(VtDecodeImage *img)
@@ -289,6 +351,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 		pt_iscache_free(img->iscache);
 	if (img->isids)
 		g_array_free(img->isids, TRUE);
+	vt_decode_pokes_free(img->pokes);
 	if (img->map)
 		munmap(img->map, img->map_len);
 	g_array_free(img->segs, TRUE);

@@ -3,7 +3,7 @@
 
 #include <Zydis/Zydis.h>
 
-#include "src/decode/decode.h"
+#include "src/decode/internal.h"
 
 static VtInsnKind kind_of(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
 {
@@ -56,11 +56,17 @@ static VtInsnKind kind_of(const ZydisDecodedInstruction *in, const ZydisDecodedO
 
 gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn)
 {
+	gsize avail;
+	const guint8 *code = vt_decode_image_code(img, ip, &avail);
+
+	return vt_decode_insn_bytes(code, avail, ip, insn);
+}
+
+gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn)
+{
 	ZydisDecoder dec;
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	gsize avail;
-	const guint8 *code = vt_decode_image_code(img, ip, &avail);
 
 	insn->len = 0;
 	insn->kind = VT_INSN_BAD;

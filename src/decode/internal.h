@@ -29,5 +29,36 @@ const GError *vt_decode_queue_error(const VtDecodeQueue *d);
  * offset, size) triples, ascending; funcs the function starts, ascending. */
 VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, const guint64 *segs, guint nsegs,
 					const guint64 *funcs, guint nfuncs, GError **error);
+/* textpoke.c: is this 4 KiB page poked; the bytes at addr at time tsc
+ * (0: no code there); a TEXT_POKE record added (in time order); the
+ * versions of the poked pages made for img (after the last poke is added)
+ * and their libipt sections put in iscache. */
+gboolean vt_decode_pokes_page(const VtDecodePokes *p, guint64 page);
+gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
+			   guint8 *dst, gsize n);
+gboolean vt_decode_pokes_add_record(VtDecodePokes **host, VtDecodePokes **guest, const guint8 *rec, gsize size,
+				    guint64 tsc);
+gboolean vt_decode_pokes_build(VtDecodePokes *p, const VtDecodeImage *img, GError **error);
+gboolean vt_decode_pokes_add_sections(VtDecodePokes *p, const VtDecodeImage *img,
+				      struct pt_image_section_cache *iscache, GError **error);
+/* The bytes as vt_decode_pokes_read(), 0 if addr..addr+n-1 touches no
+ * poked page; *tag: the versions read (for caches). */
+gsize vt_decode_pokes_read_tag(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
+			       guint8 *dst, gsize n, guint64 *tag);
+/* A decoder's libipt image pi of img (NULL if img has no pokes): _at()
+ * adds the last version of each poked page whose last poke is at or before
+ * tsc (times must not go back: _reset() with a fresh pi first); _moved():
+ * has it added any. */
+typedef struct VtDecodePokeView VtDecodePokeView;
+VtDecodePokeView *vt_decode_poke_view_new(const VtDecodeImage *img, struct pt_image_section_cache *iscache,
+					  struct pt_image *pi);
+void vt_decode_poke_view_free(VtDecodePokeView *w);
+void vt_decode_poke_view_at(VtDecodePokeView *w, guint64 tsc);
+gboolean vt_decode_poke_view_moved(const VtDecodePokeView *w);
+void vt_decode_poke_view_reset(VtDecodePokeView *w, struct pt_image *pi);
+/* image.c: the section cache */
+struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img);
+/* insn.c: one instruction from its bytes */
+gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
 
 #endif

@@ -39,6 +39,7 @@ typedef struct VtDecodeQueue Dec;
 #define CACHE_SIZE (1u << 15)
 typedef struct {
 	guint64 ip;                      /* 0: empty */
+	guint64 tag;                     /* poked code: its versions (textpoke.c) */
 	VtInsn insn;
 } Cached;
 
@@ -46,6 +47,8 @@ struct VtDecodeQueue {
 	struct pt_block_decoder *dec;
 	struct pt_image *pi[2];          /* host, guest */
 	VtDecodeImage *img[2];
+	VtDecodePokeView *view[2];       /* poked pages done with their pokes, in pi[] */
+	struct PokeCtx { Dec *d; const VtDecodeImage *img; } poke[2];   /* poke_read()'s */
 	Cached *cache[2];                /* CACHE_SIZE instructions each, by ip */
 	gboolean guest;                  /* NR of the last paging event */
 	guint64 vmcs;
@@ -140,15 +143,38 @@ static gboolean warm_event(Dec *d, const struct pt_event *ev)
 	return FALSE;
 }
 
+static guint64 now(Dec *d);
+
+/* libipt's read of a page that a TEXT_POKE changes, as long as it has no
+ * section (textpoke.c): its bytes at the decoder's time (libipt's time
+ * while it walks code: the last timing packet before the branch that it
+ * will resolve next). */
+static int poke_read(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
+{
+	const struct PokeCtx *c = context;
+	gsize n = vt_decode_pokes_read(vt_decode_image_pokes(c->img), c->img, ip, now(c->d), buffer, size);
+
+	(void)asid;
+	return n ? (int)n : -pte_nomap;
+}
+
 static const VtInsn *insn_at(Dec *d, guint64 ip)
 {
 	int w = d->guest ? 1 : 0;
 	Cached *c = &d->cache[w][(ip ^ (ip >> 15)) & (CACHE_SIZE - 1)];
+	const VtDecodePokes *p = d->view[w] ? vt_decode_image_pokes(d->img[w]) : NULL;
+	guint8 b[16];
+	guint64 tag = 0;
+	gsize n = p ? vt_decode_pokes_read_tag(p, d->img[w], ip, now(d), b, sizeof(b), &tag) : 0;
 
-	if (c->ip != ip || !ip) {
-		c->ip = ip;
+	if (c->ip == ip && ip && c->tag == tag)
+		return &c->insn;
+	c->ip = ip;
+	c->tag = tag;
+	if (tag)                         /* poked code: its bytes now */
+		vt_decode_insn_bytes(n ? b : NULL, n, ip, &c->insn);
+	else
 		vt_decode_insn(d->img[w], ip, &c->insn);
-	}
 	return &c->insn;
 }
 
@@ -159,6 +185,19 @@ static guint64 now(Dec *d)
 	uint32_t lost_mtc, lost_cyc;
 
 	return pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ? 0 : tsc;
+}
+
+/* Poked pages whose last poke the decoder's time has passed get their
+ * section (textpoke.c), before it walks code. */
+static void pokes_now(Dec *d)
+{
+	uint64_t tsc = 0;
+	uint32_t lost_mtc, lost_cyc;
+
+	if ((d->view[0] || d->view[1]) && pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) >= 0)
+		for (int i = 0; i < 2; i++)
+			if (d->view[i])
+				vt_decode_poke_view_at(d->view[i], tsc);
 }
 
 /* What the next emitted branch's source instruction is (pending
@@ -486,6 +525,7 @@ static int step(Dec *d, int status)
 		on_event(d, &ev);
 	}
 	memset(&blk, 0, sizeof(blk));
+	pokes_now(d);
 	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
@@ -607,6 +647,38 @@ static gboolean find_psb_before(Dec *d, guint64 before, guint64 *at, GError **er
 	return TRUE;
 }
 
+/* Poked pages of image i read through poke_read(), each until its last
+ * poke (a view). */
+static void pokes_attach(Dec *d, int i)
+{
+	d->view[i] = vt_decode_poke_view_new(d->img[i], vt_decode_image_iscache(d->img[i]), d->pi[i]);
+	if (!d->view[i])
+		return;
+	d->poke[i] = (struct PokeCtx){ d, d->img[i] };
+	pt_image_set_callback(d->pi[i], poke_read, &d->poke[i]);
+}
+
+/* A new window starts earlier than where the last one's decoder stopped
+ * (its warm-up): libipt images that gained poked pages' sections are made
+ * anew (a section cannot be taken out again). */
+static gboolean pokes_rewind(Dec *d, GError **error)
+{
+	for (int i = 0; i < 2; i++) {
+		struct pt_image *pi;
+
+		if (!vt_decode_poke_view_moved(d->view[i]))
+			continue;
+		pi = vt_decode_image_new_pt(d->img[i], error);
+		if (!pi)
+			return FALSE;
+		pt_image_free(d->pi[i]);
+		d->pi[i] = pi;
+		vt_decode_poke_view_reset(d->view[i], pi);
+		pt_image_set_callback(pi, poke_read, &d->poke[i]);
+	}
+	return TRUE;
+}
+
 /* Read the window starting at queue offset `start` (and the bytes up to
  * the PSB after its seam) and put a fresh decoder on it. */
 static gboolean window_open(Dec *d, guint64 start, GError **error)
@@ -640,7 +712,7 @@ static gboolean window_open(Dec *d, guint64 start, GError **error)
 		return FALSE;
 	d->at_seam = d->synced = FALSE;
 	d->prev_sync = G_MAXUINT64;
-	return decoder_new(d, error);
+	return pokes_rewind(d, error) && decoder_new(d, error);
 }
 
 VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
@@ -659,6 +731,8 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 	d->img[1] = guest ? guest : host;
 	d->pi[0] = vt_decode_image_new_pt(host, error);
 	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
+	for (int i = 0; i < 2 && d->pi[1]; i++)
+		pokes_attach(d, i);
 	d->last_psb = G_MAXUINT64;
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
@@ -692,6 +766,7 @@ void vt_decode_queue_free(VtDecodeQueue *d)
 	for (int i = 0; i < 2; i++) {
 		if (d->pi[i])
 			pt_image_free(d->pi[i]);
+		vt_decode_poke_view_free(d->view[i]);
 		g_free(d->cache[i]);
 	}
 	if (d->read_free)

@@ -260,6 +260,68 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 	return &r->ev;
 }
 
+/* The recording's TEXT_POKE records, in time order, attached to the images
+ * they patch (kernel: host, guest kernel: guest) before decoders are made. */
+static void bytes_clear(gpointer p)
+{
+	g_bytes_unref(*(GBytes **)p);
+}
+
+static gint cmp_poke_time(gconstpointer a, gconstpointer b)
+{
+	guint64 x, y;
+
+	memcpy(&x, g_bytes_get_data(*(GBytes *const *)a, NULL), 8);
+	memcpy(&y, g_bytes_get_data(*(GBytes *const *)b, NULL), 8);
+	return x < y ? -1 : x > y;
+}
+
+static gboolean pokes_attach(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
+{
+	g_autofree VtPerfIter *it = g_new(VtPerfIter, 1);
+	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(GBytes *));
+	VtDecodePokes *host = NULL, *guest = NULL;
+	VtPerfRecord rec;
+	gboolean ok = TRUE;
+	int rc;
+
+	g_array_set_clear_func(all, bytes_clear);
+	vt_perf_iter_init(it, s->f);
+	while ((rc = vt_perf_iter_next(it, &rec, error)) == 1) {
+		VtPerfSampleId sid;
+		guint64 tsc;
+		GBytes *b;
+		GByteArray *a;
+
+		if (rec.type != PERF_RECORD_TEXT_POKE || !vt_perf_record_sample_id(s->f, &rec, &sid) || !sid.has_time)
+			continue;
+		tsc = s->have_tc ? vt_perf_time_to_tsc(sid.time, &s->tc) : sid.time;
+		a = g_byte_array_new();
+		g_byte_array_append(a, (const guint8 *)&tsc, 8);
+		g_byte_array_append(a, rec.data, rec.size);
+		b = g_byte_array_free_to_bytes(a);
+		g_array_append_val(all, b);
+	}
+	if (rc < 0)
+		return FALSE;
+	g_array_sort(all, cmp_poke_time);
+	for (guint i = 0; i < all->len; i++) {
+		gsize n;
+		const guint8 *p = g_bytes_get_data(g_array_index(all, GBytes *, i), &n);
+		guint64 tsc;
+
+		memcpy(&tsc, p, 8);
+		vt_decode_pokes_add_record(&host, &guest, p + 8, n - 8, tsc);
+	}
+	if (host && opts->host && !vt_decode_image_set_pokes(opts->host, g_steal_pointer(&host), error))
+		ok = FALSE;
+	if (ok && guest && opts->guest && !vt_decode_image_set_pokes(opts->guest, g_steal_pointer(&guest), error))
+		ok = FALSE;
+	vt_decode_pokes_free(host);
+	vt_decode_pokes_free(guest);
+	return ok;
+}
+
 static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboolean power, GError **error)
 {
 	const char *w = g_getenv("VMTRACE_DECODE_WINDOW");   /* tests: the window's size */
@@ -310,7 +372,7 @@ VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean 
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
 	r->guest = vt_decode_guest_threads_load(s->f, error);
-	if (!r->guest || !open_queues(r, opts, power, error)) {
+	if (!r->guest || !pokes_attach(s, opts, error) || !open_queues(r, opts, power, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}

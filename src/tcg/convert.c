@@ -130,55 +130,107 @@ static void distinct_tids(GArray *streams)
 }
 
 /* ---------------------------------------------------------- code image */
-static void code_add(GHashTable *pages, const VtTcgCodeHeader *h, const uint8_t *b, VtTcgStats *st)
+/* The code as it is at the current point of the code log (the newest
+ * bytes), the image (the FIRST bytes: perf applies PERF_RECORD_TEXT_POKE
+ * to its copy of the image forwards in time, as for `perf record --kcore`,
+ * whose kcore copy predates the pokes) and the pokes: one TEXT_POKE record
+ * per translation whose bytes differ from the current ones, at the
+ * translation's time (the new bytes run from then on). */
+typedef struct {
+	GHashTable *now, *first;       /* page number -> Page */
+	GByteArray *pokes;             /* PERF_RECORD_TEXT_POKE records */
+} Code;
+
+static Page *page_of(GHashTable *pages, uint64_t a)
 {
-	gboolean changed = FALSE;
+	Page *p = g_hash_table_lookup(pages, GSIZE_TO_POINTER(a / PAGE));
+
+	if (!p) {
+		p = g_new0(Page, 1);
+		g_hash_table_insert(pages, GSIZE_TO_POINTER(a / PAGE), p);
+	}
+	return p;
+}
+
+/* PERF_RECORD_TEXT_POKE (guest kernel cpumode: perf 6.1 applies only host
+ * kernel ones, machine__process_text_poke): addr, old_len, new_len,
+ * old bytes, new bytes, padding to 8, sample_id. */
+static void poke_record(GByteArray *a, uint64_t addr, const uint8_t *old, const uint8_t *new, uint16_t len,
+			uint64_t time)
+{
+	gsize s = vt_perf_rec_begin(a);
+	static const uint8_t zero[8];
+
+	vt_perf_put_u64(a, addr);
+	g_byte_array_append(a, (const guint8 *)&len, 2);
+	g_byte_array_append(a, (const guint8 *)&len, 2);
+	vt_perf_put(a, old, len);
+	vt_perf_put(a, new, len);
+	vt_perf_put(a, zero, (8 - (12 + 2u * len) % 8) % 8);
+	vt_perf_put_sample_id(a, 0, 0, time, 0, 2000);
+	vt_perf_rec_end(a, s, PERF_RECORD_TEXT_POKE, PERF_RECORD_MISC_GUEST_KERNEL);
+}
+
+static void code_add(Code *c, const VtTcgCodeHeader *h, const uint8_t *b, VtTcgStats *st)
+{
+	uint32_t lo = h->len, hi = 0;
+	g_autofree uint8_t *old = g_malloc(h->len ? h->len : 1);
 
 	for (uint32_t i = 0; i < h->len; i++) {
 		uint64_t a = h->vaddr + i;
-		Page *p = g_hash_table_lookup(pages, GSIZE_TO_POINTER(a / PAGE));
+		Page *p = page_of(c->now, a);
 		guint o = a % PAGE;
 
-		if (!p) {
-			p = g_new0(Page, 1);
-			g_hash_table_insert(pages, GSIZE_TO_POINTER(a / PAGE), p);
-		}
+		old[i] = b[i];
 		if ((p->have[o / 8] >> (o % 8)) & 1) {
+			old[i] = p->b[o];
 			if (p->b[o] != b[i]) {
 				st->smc_bytes++;
-				changed = TRUE;
+				lo = MIN(lo, i);
+				hi = i + 1;
 			}
 		} else {
+			Page *f = page_of(c->first, a);
+
 			st->code_bytes++;
+			f->b[o] = b[i];
+			f->have[o / 8] |= (uint8_t)(1u << (o % 8));
 		}
-		/* the newest bytes: the code after boot-time patching */
 		p->b[o] = b[i];
 		p->have[o / 8] |= (uint8_t)(1u << (o % 8));
 	}
-	st->smc_translations += changed;
+	if (hi && (h->vaddr >> 63)) {   /* user code differing: another process's, no poke */
+		st->smc_translations++;
+		poke_record(c->pokes, h->vaddr + lo, old + lo, b + lo, (uint16_t)(hi - lo), h->tsc);
+	}
 }
 
-static GHashTable *code_load(const char *in_dir, VtTcgStats *st, GError **error)
+/* The image's pages (first bytes) and *pokes; NULL on error. */
+static GHashTable *code_load(const char *in_dir, VtTcgStats *st, GByteArray **pokes, GError **error)
 {
 	g_autofree char *path = g_build_filename(in_dir, "code", NULL);
 	g_autofree char *data = NULL;
 	gsize len = 0, off = 0;
-	GHashTable *pages;
+	Code c;
 
 	if (!g_file_get_contents(path, &data, &len, error))
 		return NULL;
-	pages = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+	c.now = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+	c.first = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+	c.pokes = g_byte_array_new();
 	while (off + sizeof(VtTcgCodeHeader) <= len) {
 		VtTcgCodeHeader h;
 
 		memcpy(&h, data + off, sizeof(h));
 		if (h.len > len - off - sizeof(h))
 			break;             /* cut short: QEMU was killed */
-		code_add(pages, &h, (const uint8_t *)data + off + sizeof(h), st);
+		code_add(&c, &h, (const uint8_t *)data + off + sizeof(h), st);
 		off += sizeof(h) + h.len;
 	}
-	st->code_pages = g_hash_table_size(pages);
-	return pages;
+	g_hash_table_destroy(c.now);
+	st->code_pages = g_hash_table_size(c.first);
+	*pokes = c.pokes;
+	return c.first;
 }
 
 static gint cmp_u64(gconstpointer a, gconstpointer b)
@@ -365,9 +417,9 @@ static gboolean link_image_dir(const char *from, const char *to, GError **error)
 
 /* OUT/guest and OUT/kcore_dir; *text, *end: the kernel map. */
 static gboolean image_write(const VtTcgConvertOptions *o, VtTcgStats *st, uint64_t *text, uint64_t *end,
-			    GError **error)
+			    GByteArray **pokes, GError **error)
 {
-	GHashTable *pages = code_load(o->in_dir, st, error);
+	GHashTable *pages = code_load(o->in_dir, st, pokes, error);
 	g_autoptr(GArray) pn = NULL;
 	g_autoptr(GByteArray) kcore = NULL;
 	g_autofree char *ks = NULL;
@@ -568,7 +620,7 @@ static gboolean features(VtPerfWriter *w, const VtTcgConvertOptions *o, struct p
 }
 
 static gboolean perf_write(const VtTcgConvertOptions *o, VtTcgStats *st, GArray *streams, uint64_t text,
-			   uint64_t end, GError **error)
+			   uint64_t end, const GByteArray *pokes, GError **error)
 {
 	VtPerfWriter *w = vt_perf_writer_new(o->out_dir, TRUE, error);
 	struct perf_event_attr pt, dummy;
@@ -586,6 +638,7 @@ static gboolean perf_write(const VtTcgConvertOptions *o, VtTcgStats *st, GArray 
 	}
 	attrs(st->kernel_only, &pt, &dummy);
 	header_records(sb, o, streams, text, end);
+	g_byte_array_append(sb, pokes->data, pokes->len);
 	ok = vt_perf_writer_add_attr(w, &pt, pt_ids, streams->len, error) &&
 	     vt_perf_writer_add_attr(w, &dummy, dummy_ids, streams->len, error) &&
 	     vt_perf_writer_write_records(w, sb->data, sb->len, error) && aux_write(w, o, streams, error) &&
@@ -603,6 +656,7 @@ static gboolean perf_write(const VtTcgConvertOptions *o, VtTcgStats *st, GArray 
 gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **error)
 {
 	g_autoptr(GArray) streams = g_array_new(FALSE, FALSE, sizeof(Stream));
+	g_autoptr(GByteArray) pokes = NULL;
 	uint64_t text = 0, end = 0;
 
 	if (!read_meta(o->in_dir, st, streams, error))
@@ -613,5 +667,5 @@ gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **e
 			    "no vCPU reached kernel code (address bit 63 set): nothing was traced");
 		return FALSE;
 	}
-	return image_write(o, st, &text, &end, error) && perf_write(o, st, streams, text, end, error);
+	return image_write(o, st, &text, &end, &pokes, error) && perf_write(o, st, streams, text, end, pokes, error);
 }

@@ -73,6 +73,7 @@ typedef struct {
 	uint32_t n;
 	uint8_t last_len, kind, kernel;
 	uint8_t vector, ret_site;      /* learnt: interrupt entry; return site of a call */
+	uint64_t smc;                  /* TSC of its translation if its bytes changed code (else 0) */
 	const void *cut;               /* the TB without its last instruction (see transition) */
 	uint16_t off[];                /* instruction i at pc + off[i] */
 } Tb;
@@ -101,6 +102,7 @@ typedef struct {
 	uint64_t prev_d;               /* instructions started in prev */
 	int started, enabled;
 	uint64_t ctc_prev;
+	uint64_t psb_tsc;              /* TSC of the last PSB+ */
 	Pend pend[MAX_PEND];
 	unsigned npend;
 	long tid;
@@ -125,7 +127,13 @@ static struct {
 	long first_tid;
 	uint64_t translations, write_errors;
 	GString *code;
+	GHashTable *pages;             /* page number -> Page: the code as last translated */
 } g = { .last_v = -1, .code_fd = -1 };
+
+typedef struct {
+	uint8_t b[4096];
+	uint8_t have[512];
+} Page;
 
 /* ------------------------------------------------------------ output */
 static void out_flush(Vcpu *v)
@@ -280,6 +288,7 @@ static void psb_plus(Vcpu *v, uint64_t ip, int with_fup)
 	put(v, end, sizeof(end));
 	v->ctc_prev = ctc;
 	v->since_psb = 0;
+	v->psb_tsc = tsc;
 }
 
 /* ------------------------------------------------ interrupt bookkeeping */
@@ -508,6 +517,31 @@ static void transition(Vcpu *v, const Tb *prev, uint64_t d, Tb *cur)
 	v->retired += prev->n;
 }
 
+/* Is prev -> cur ordinary flow (prev ran in full; cur is where its last
+ * instruction goes)?  Then a PSB+ for changed code goes before it, FUP =
+ * that instruction: libipt takes the PSB+'s time there, before it walks
+ * on into cur (a PSB+ after the transition is seen only at the next
+ * packet the walk needs, after it read cur's bytes). */
+static int plain_flow(const Tb *prev, uint64_t d, const Tb *cur)
+{
+	if ((prev->cut && d == prev->n - 1) || d < prev->n)
+		return 0;
+	switch (prev->kind) {
+	case K_REP:
+		return cur->pc == prev->last_ip || cur->pc == fall_of(prev);
+	case K_OTHER:
+		return cur->pc == fall_of(prev);
+	case K_JUMP: case K_CALL:
+		return cur->pc == prev->target;
+	case K_COND:
+		return cur->pc == prev->target || cur->pc == fall_of(prev);
+	case K_IND: case K_RET: case K_FAR: case K_IRET:
+		return !(cur->vector && !cur->ret_site);
+	default:
+		return 1;
+	}
+}
+
 static void trace_begin(Vcpu *v, const Tb *cur)
 {
 	psb_plus(v, 0, 0);
@@ -538,6 +572,8 @@ static void step(Vcpu *v, Tb *cur)
 	if (v->enabled) {
 		mtc(v, now_tsc());
 		if (in_filter(cur)) {
+			if (cur->smc > v->psb_tsc && plain_flow(prev, d, cur))
+				psb_plus(v, prev->last_ip, 1);
 			transition(v, prev, d, cur);
 		} else {                           /* leaving the filter: far transfer to user */
 			v->retired += MIN(d, prev->n);
@@ -555,7 +591,10 @@ static void step(Vcpu *v, Tb *cur)
 			v->enabled = 1;
 		}
 	}
-	if (v->enabled && v->since_psb >= g.psb_bytes)
+	/* code that changed (a TEXT_POKE at its translation's time) starts after
+	 * a PSB+: its TSC puts a decoder's time at or past the poke before it
+	 * reads the new bytes */
+	if (v->enabled && (v->since_psb >= g.psb_bytes || cur->smc > v->psb_tsc))
 		psb_plus(v, cur->pc, 1);
 }
 
@@ -663,7 +702,29 @@ static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *
 	return K_OTHER;
 }
 
-static void code_log(const Tb *t, struct qemu_plugin_tb *tb)
+/* Did the bytes at a..a+n change since they were last translated?  (The
+ * converter emits a TEXT_POKE for it.)  Under g.lock. */
+static int code_changed(uint64_t a, const uint8_t *b, size_t n)
+{
+	int changed = 0;
+
+	for (size_t i = 0; i < n; i++, a++) {
+		Page *p = g_hash_table_lookup(g.pages, GSIZE_TO_POINTER(a >> 12));
+		unsigned o = a & 4095;
+
+		if (!p) {
+			p = g_new0(Page, 1);
+			g_hash_table_insert(g.pages, GSIZE_TO_POINTER(a >> 12), p);
+		}
+		if ((p->have[o / 8] >> (o % 8)) & 1)
+			changed |= p->b[o] != b[i];
+		p->b[o] = b[i];
+		p->have[o / 8] |= (uint8_t)(1u << (o % 8));
+	}
+	return changed;
+}
+
+static void code_log(Tb *t, struct qemu_plugin_tb *tb)
 {
 	VtTcgCodeHeader h = { .vaddr = t->pc, .tsc = now_tsc() };
 	size_t start = g.code->len;
@@ -674,6 +735,9 @@ static void code_log(const Tb *t, struct qemu_plugin_tb *tb)
 
 		g_string_append_len(g.code, qemu_plugin_insn_data(in), (gssize)qemu_plugin_insn_size(in));
 	}
+	if (t->kernel && code_changed(t->pc, (const uint8_t *)g.code->str + start + sizeof(h),
+				      g.code->len - start - sizeof(h)))
+		t->smc = h.tsc;
 	h.len = (uint32_t)(g.code->len - start - sizeof(h));
 	memcpy(g.code->str + start, &h, sizeof(h));
 	if (g.code->len >= OUT_BUF) {
@@ -870,6 +934,7 @@ VT_QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_in
 	g.vectors = g_hash_table_new(NULL, NULL);
 	g.ret_sites = g_hash_table_new(NULL, NULL);
 	g.code = g_string_sized_new(OUT_BUF + 65536);
+	g.pages = g_hash_table_new_full(NULL, NULL, NULL, g_free);
 	g_mutex_init(&g.lock);
 	ZydisDecoderInit(&g.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
