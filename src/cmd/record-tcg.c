@@ -180,7 +180,9 @@ static int record_convert(const VtRecordTcg *a, VtFsOutput *out, const char *raw
 {
 	g_autoptr(GError) err = NULL;
 	VtTcgStats st;
-	VtTcgConvertOptions co = { .kallsyms = a->kallsyms, .argv = a->cmdline };
+	g_autofree char *abs = g_canonicalize_filename(a->out, NULL);
+	g_autofree char *image = g_build_filename(abs, "guest", "kcore", NULL);
+	VtTcgConvertOptions co = { .kallsyms = a->kallsyms, .argv = a->cmdline, .image_path = image };
 
 	if (!vt_tcg_read_meta(raw, &st, NULL)) {
 		vt_err("record", "%s; the plugin wrote nothing", ran ? "QEMU did not run the plugin to its end" : run_err->message);
