@@ -19,6 +19,7 @@
 #define CHUNK (4u << 20)
 #define PAGE 4096u
 #define MERGE_GAP (64u << 20) / PAGE   /* holes below 64 MiB are filled with zeros */
+#define MERGE_GAP_USER 16               /* user half: no kernel map to keep whole, 64 KiB */
 
 G_DEFINE_QUARK(vt-tcg-error-quark, vt_tcg_error)
 
@@ -273,8 +274,10 @@ static GByteArray *kcore_build(GHashTable *pages, GArray *pn, uint64_t text, uin
 
 		/* one segment over small holes: perf keeps only the segment
 		 * holding _stext as the kernel map (the others are merged in
-		 * only where no map is yet) */
-		if (last && p - (last->start + last->n) < MERGE_GAP && (p >> 51) == (last->start >> 51)) {
+		 * only where no map is yet); user-half code (firmware, boot
+		 * code, processes) is sparse: small holes only */
+		if (last && (p >> 51) == (last->start >> 51) &&
+		    p - (last->start + last->n) < ((p >> 51) ? MERGE_GAP : MERGE_GAP_USER)) {
 			last->n = p - last->start + 1;
 		} else {
 			Run r = { p, 1 };
