@@ -38,6 +38,7 @@ enum {
 	VT_EXIT_REPORT_ERRORS = 22,   /* report: decode errors (the report covers what decoded) */
 	VT_EXIT_REPORT_NO_VCPU = 23,  /* report: no vCPU thread in the recording (or not --vcpu's) */
 	VT_EXIT_NO_VCPU = 24,         /* timeline: no vCPU thread ("CPU n/KVM") in the recording */
+	VT_EXIT_TCG_DOMAIN = 25,      /* record --source tcg --domain: its QEMU does not load the plugin (the XML to add is printed) */
 	VT_EXIT_TCG_QEMU = 26,        /* record --source tcg: QEMU did not run the plugin to its end */
 	VT_EXIT_TCG_NOTHING = 27,     /* record --source tcg: no kernel code ran: nothing traced */
 };

@@ -71,7 +71,8 @@ typedef struct {
 	gboolean kernel_only, json, quiet;
 	guint64 skip;                /* start tracing after this many instructions */
 	guint64 limit;               /* stop tracing after this many instructions (0: never) */
-	char **qemu_argv;            /* NULL-terminated */
+	char **qemu_argv;            /* NULL-terminated; NULL with domain */
+	const char *domain, *uri;    /* --domain: a libvirt domain started with the plugin */
 	const char *const *cmdline;
 } VtRecordTcg;
 int vt_record_tcg(const VtRecordTcg *a);

@@ -13,6 +13,7 @@
 #include "src/cli/json.h"
 #include "src/cmd/cmd.h"
 #include "src/fs/output.h"
+#include "src/host/domain.h"
 #include "src/tcg/tcg.h"
 
 static volatile pid_t qemu_child;
@@ -47,7 +48,7 @@ static char *plugin_arg(const VtRecordTcg *a, const char *plugin, const char *ra
 {
 	GString *s = g_string_new(NULL);
 
-	g_string_append_printf(s, "%s,out=%s", plugin, raw);
+	g_string_append_printf(s, "%s%s,out=%s", a->domain ? "file=" : "", plugin, raw);
 	if (a->kernel_only)
 		g_string_append(s, ",filter=kernel");
 	if (a->skip)
@@ -172,6 +173,129 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_free(j);
 }
 
+/* What the plugin wrote into raw (QEMU ran it as pid, ok: to its end;
+ * else err says how it ended) -> a->out, and the summary. */
+static int record_convert(const VtRecordTcg *a, VtFsOutput *out, const char *raw, pid_t pid, gboolean ran,
+			  GError *run_err, double secs)
+{
+	g_autoptr(GError) err = NULL;
+	VtTcgStats st;
+	g_autofree char *abs = g_canonicalize_filename(a->out, NULL);
+	g_autofree char *image = g_build_filename(abs, "guest", "kcore", NULL);
+	VtTcgConvertOptions co = { .kallsyms = a->kallsyms, .argv = a->cmdline, .image_path = image };
+
+	if (!vt_tcg_read_meta(raw, &st, NULL)) {
+		vt_err("record", "%s; the plugin wrote nothing", ran ? "QEMU did not run the plugin to its end" : run_err->message);
+		return VT_EXIT_TCG_QEMU;
+	}
+	if (!ran)
+		vt_warn("record", "%s: recording what the plugin wrote", run_err->message);
+	co.in_dir = raw;
+	co.out_dir = vt_fs_output_tmp(out);
+	co.qemu_pid = (uint32_t)pid;
+	if (!vt_tcg_convert(&co, &st, &err)) {
+		vt_err("record", "%s", err->message);
+		return g_error_matches(err, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE) ? VT_EXIT_TCG_NOTHING : VT_EXIT_FAILURE;
+	}
+	if (!a->domain)
+		remove_raw(raw);
+	if (!vt_fs_output_commit(out, &err)) {
+		vt_err("record", "%s", err->message);
+		return VT_EXIT_FAILURE;
+	}
+	if (!a->quiet)
+		report_text(a, &st, secs);
+	if (a->json)
+		report_json(a, &st, secs);
+	return VT_EXIT_OK;
+}
+
+/* The -plugin argument of process pid that loads vmtrace-tcg, or NULL. */
+static char *domain_plugin_arg(uint32_t pid)
+{
+	g_autofree char *path = g_strdup_printf("/proc/%u/cmdline", pid);
+	g_autofree char *cmd = NULL;
+	gsize len = 0;
+
+	if (!pid || !g_file_get_contents(path, &cmd, &len, NULL))
+		return NULL;
+	for (gsize i = 0; i < len; i += strlen(cmd + i) + 1) {
+		const char *next = cmd + i + strlen(cmd + i) + 1;
+
+		if (!strcmp(cmd + i, "-plugin") && next < cmd + len && strstr(next, "vmtrace-tcg"))
+			return g_strdup(next);
+	}
+	return NULL;
+}
+
+/* out=DIR of a -plugin argument, or NULL. */
+static char *plugin_out_dir(const char *arg)
+{
+	g_auto(GStrv) kv = g_strsplit(arg, ",", -1);
+
+	for (guint i = 0; kv[i]; i++)
+		if (g_str_has_prefix(kv[i], "out="))
+			return g_strdup(kv[i] + 4);
+	return NULL;
+}
+
+/* The domain's QEMU does not load the plugin: what to add to its XML. */
+static int domain_advise(const VtRecordTcg *a, const VtDomain *d, const char *plugin)
+{
+	g_autofree char *dir = g_strdup_printf("/var/lib/libvirt/qemu/vmtrace-%s", d->name);
+	g_autofree char *arg = plugin_arg(a, plugin, dir);
+
+	vt_err("record",
+	       "domain '%s' on %s was not started with vmtrace's TCG plugin.  Add to its XML (virsh -c %s edit %s):\n"
+	       "  <domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>\n"
+	       "    ...\n"
+	       "    <qemu:commandline>\n"
+	       "      <qemu:arg value='-plugin'/>\n"
+	       "      <qemu:arg value='%s'/>\n"
+	       "    </qemu:commandline>\n"
+	       "  </domain>\n"
+	       "%s"
+	       "then start it again (virsh -c %s shutdown %s; virsh -c %s start %s) and run this command again: it waits "
+	       "until the domain shuts down (the plugin writes %s when QEMU exits) and records that",
+	       d->name, d->uri, d->uri, d->name, arg,
+	       d->kvm ? "(type='qemu': TCG; this domain is type='kvm', and plugins run only under TCG)\n" : "",
+	       d->uri, d->name, d->uri, d->name, dir);
+	return VT_EXIT_TCG_DOMAIN;
+}
+
+/* --domain: a running domain whose QEMU loads the plugin; wait until it
+ * exits, then record what the plugin wrote. */
+static int record_domain(const VtRecordTcg *a, VtFsOutput *out, const char *plugin)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *arg = NULL, *dir = NULL;
+	VtDomain d;
+	gint64 t0;
+	int rc;
+
+	if (!vt_domain_find(a->domain, a->uri, FALSE, &d, &err)) {
+		vt_err("record", "%s", err->message);
+		vt_domain_clear(&d);
+		return VT_EXIT_FAILURE;
+	}
+	arg = domain_plugin_arg(d.pid);
+	dir = arg ? plugin_out_dir(arg) : NULL;
+	if (!dir) {
+		rc = domain_advise(a, &d, plugin);
+		vt_domain_clear(&d);
+		return rc;
+	}
+	if (!a->quiet)
+		fprintf(stderr, "vmtrace record: domain '%s' (QEMU pid %u) runs the plugin (%s): waiting until it shuts down\n",
+			d.name, d.pid, dir);
+	t0 = g_get_monotonic_time();
+	while (kill((pid_t)d.pid, 0) == 0 || errno == EPERM)
+		g_usleep(200000);
+	rc = record_convert(a, out, dir, (pid_t)d.pid, TRUE, NULL, (g_get_monotonic_time() - t0) / 1e6);
+	vt_domain_clear(&d);
+	return rc;
+}
+
 int vt_record_tcg(const VtRecordTcg *a)
 {
 	g_autoptr(GError) err = NULL;
@@ -179,8 +303,6 @@ int vt_record_tcg(const VtRecordTcg *a)
 	g_autofree char *plugin = plugin_path();
 	g_autofree char *raw = NULL;
 	g_autofree char *arg = NULL;
-	VtTcgStats st;
-	VtTcgConvertOptions co = { .kallsyms = a->kallsyms, .argv = a->cmdline };
 	double secs = 0;
 	pid_t pid = 0;
 	gboolean ran;
@@ -193,31 +315,10 @@ int vt_record_tcg(const VtRecordTcg *a)
 		vt_err("record", "the QEMU plugin %s is missing (install vmtrace, or set VMTRACE_TCG_PLUGIN)", plugin);
 		return VT_EXIT_TCG_QEMU;
 	}
+	if (a->domain)
+		return record_domain(a, out, plugin);
 	raw = g_build_filename(vt_fs_output_tmp(out), "tcg-raw", NULL);
 	arg = plugin_arg(a, plugin, raw);
 	ran = run_qemu(a, arg, &pid, &secs, &err);
-	if (!vt_tcg_read_meta(raw, &st, NULL)) {
-		vt_err("record", "%s; the plugin wrote nothing", ran ? "QEMU did not run the plugin to its end" : err->message);
-		return VT_EXIT_TCG_QEMU;
-	}
-	if (!ran)
-		vt_warn("record", "%s: recording what the plugin wrote", err->message);
-	g_clear_error(&err);
-	co.in_dir = raw;
-	co.out_dir = vt_fs_output_tmp(out);
-	co.qemu_pid = (uint32_t)pid;
-	if (!vt_tcg_convert(&co, &st, &err)) {
-		vt_err("record", "%s", err->message);
-		return g_error_matches(err, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE) ? VT_EXIT_TCG_NOTHING : VT_EXIT_FAILURE;
-	}
-	remove_raw(raw);
-	if (!vt_fs_output_commit(out, &err)) {
-		vt_err("record", "%s", err->message);
-		return VT_EXIT_FAILURE;
-	}
-	if (!a->quiet)
-		report_text(a, &st, secs);
-	if (a->json)
-		report_json(a, &st, secs);
-	return VT_EXIT_OK;
+	return record_convert(a, out, raw, pid, ran, err, secs);
 }

@@ -363,7 +363,8 @@ static const char record_description[] =
 	"(no Intel PT: run `vmtrace check` to see what is missing).  --guest-ssh:\n"
 	"9-12, 16 as guest fetch (SSH), 17-19 as inject; 20 no perf in the guest;\n"
 	"21 perf record in the guest failed.  --source tcg: 26 QEMU did not run the\n"
-	"plugin to its end, 27 no kernel code ran.\n"
+	"plugin to its end, 27 no kernel code ran; --domain: 25 its QEMU does not\n"
+	"load the plugin (what to add to the domain's XML is printed).\n"
 	"--source tcg runs the QEMU command after -- with vmtrace's TCG plugin and\n"
 	"writes what Intel PT would have recorded (DIR/data) and the executed code\n"
 	"(DIR/guest): vmtrace script DIR --guest DIR/guest.\n"
@@ -374,7 +375,8 @@ static const char record_description[] =
 	"  sudo vmtrace record --domain vm0 --snapshot=16M     # then: kill -USR2 <pid>\n"
 	"  vmtrace record --pid $(pgrep -f qemu) --source synth -t 1   # no Intel PT needed\n"
 	"  sudo vmtrace record --domain vm0 -t 5 --guest-ssh root@vm0   # + the guest's own perf.data\n"
-	"  vmtrace record --source tcg -o boot.data -- qemu-system-x86_64 -accel tcg -kernel vmlinux ...\n";
+	"  vmtrace record --source tcg -o boot.data -- qemu-system-x86_64 -accel tcg -kernel vmlinux ...\n"
+	"  vmtrace record --source tcg --domain vm0 -o vm0.data   # a TCG domain started with the plugin\n";
 
 static GOptionContext *record_option_context(RecordOpts *o)
 {
@@ -527,13 +529,16 @@ static gboolean validate_tcg(RecordOpts *o, int argc, char **argv, GError **erro
 {
 	int first = argc > 1 && !strcmp(argv[1], "--") ? 2 : 1;
 
-	if (o->domain || o->pid != G_MININT)
-		return bad_usage(error, "--source tcg starts QEMU itself: give its command line after --, not --domain/--pid");
-	if (first >= argc)
-		return bad_usage(error, "--source tcg: give the QEMU command line after --, e.g. -- qemu-system-x86_64 -accel tcg ...");
+	if ((o->domain && first < argc) || o->pid != G_MININT)
+		return bad_usage(error, "--source tcg: give either --domain NAME (a libvirt domain started with the plugin) "
+				 "or the QEMU command line after --, not both, not --pid");
 	if ((o->tcg_limit && !vt_opt_u64("--tcg-limit", o->tcg_limit, &o->tcg_limit_n, error)) ||
 	    (o->tcg_skip && !vt_opt_u64("--tcg-skip", o->tcg_skip, &o->tcg_skip_n, error)))
 		return FALSE;
+	if (o->domain)
+		return TRUE;
+	if (first >= argc)
+		return bad_usage(error, "--source tcg: give the QEMU command line after --, e.g. -- qemu-system-x86_64 -accel tcg ...");
 	o->qemu_argv = g_new0(char *, argc - first + 1);
 	for (int i = first; i < argc; i++)
 		o->qemu_argv[i - first] = g_strdup(argv[i]);
@@ -1064,6 +1069,7 @@ int cmd_record(int argc, char **argv)
 	if (ok && !strcmp(o.source, "tcg")) {          /* QEMU with the TCG plugin, then REC */
 		VtRecordTcg t = { .out = o.out, .kallsyms = o.guestkallsyms, .kernel_only = o.kernel_only,
 				  .json = o.json, .quiet = o.quiet, .limit = o.tcg_limit_n, .skip = o.tcg_skip_n, .qemu_argv = o.qemu_argv,
+				  .domain = o.domain, .uri = o.uri,
 				  .cmdline = (const char *const *)o.cmdline };
 
 		r.rc = vt_record_tcg(&t);

@@ -19,6 +19,7 @@
 #define CHUNK (4u << 20)
 #define PAGE 4096u
 #define MERGE_GAP (64u << 20) / PAGE   /* holes below 64 MiB are filled with zeros */
+#define MERGE_GAP_USER 16               /* user half: no kernel map to keep whole, 64 KiB */
 
 G_DEFINE_QUARK(vt-tcg-error-quark, vt_tcg_error)
 
@@ -273,8 +274,10 @@ static GByteArray *kcore_build(GHashTable *pages, GArray *pn, uint64_t text, uin
 
 		/* one segment over small holes: perf keeps only the segment
 		 * holding _stext as the kernel map (the others are merged in
-		 * only where no map is yet) */
-		if (last && p - (last->start + last->n) < MERGE_GAP && (p >> 51) == (last->start >> 51)) {
+		 * only where no map is yet); user-half code (firmware, boot
+		 * code, processes) is sparse: small holes only */
+		if (last && (p >> 51) == (last->start >> 51) &&
+		    p - (last->start + last->n) < ((p >> 51) ? MERGE_GAP : MERGE_GAP_USER)) {
 			last->n = p - last->start + 1;
 		} else {
 			Run r = { p, 1 };
@@ -415,9 +418,37 @@ static gboolean link_image_dir(const char *from, const char *to, GError **error)
 	return TRUE;
 }
 
+/* perf decodes guest user code only with --guest-code, from the host
+ * thread whose tid is the guest machine's pid (0: the vCPU threads carry
+ * pid 0) at the same addresses: one host MMAP (pid 0, tid 0) per user-half
+ * segment of the image, the file o->image_path at the segment's offset. */
+static GByteArray *user_maps(const VtTcgConvertOptions *o, const GByteArray *kcore)
+{
+	GByteArray *a = g_byte_array_new();
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)kcore->data;
+
+	for (guint i = 0; o->image_path && i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)(kcore->data + eh->e_phoff) + i;
+		gsize s;
+
+		if (ph->p_vaddr >> 47)
+			continue;
+		s = vt_perf_rec_begin(a);
+		vt_perf_put_u32(a, 0);
+		vt_perf_put_u32(a, 0);
+		vt_perf_put_u64(a, ph->p_vaddr);
+		vt_perf_put_u64(a, ph->p_memsz);
+		vt_perf_put_u64(a, ph->p_offset);
+		vt_perf_put_cstr(a, o->image_path, G_MAXSIZE);
+		vt_perf_put_sample_id(a, 0, 0, VT_TCG_T0 - 3000, 0, 2000);
+		vt_perf_rec_end(a, s, PERF_RECORD_MMAP, PERF_RECORD_MISC_USER);
+	}
+	return a;
+}
+
 /* OUT/guest and OUT/kcore_dir; *text, *end: the kernel map. */
 static gboolean image_write(const VtTcgConvertOptions *o, VtTcgStats *st, uint64_t *text, uint64_t *end,
-			    GByteArray **pokes, GError **error)
+			    GByteArray **pokes, GByteArray **umaps, GError **error)
 {
 	GHashTable *pages = code_load(o->in_dir, st, pokes, error);
 	g_autoptr(GArray) pn = NULL;
@@ -445,6 +476,7 @@ static gboolean image_write(const VtTcgConvertOptions *o, VtTcgStats *st, uint64
 	*end = hi;
 	kcore = kcore_build(pages, pn, *text, end);
 	g_hash_table_destroy(pages);
+	*umaps = user_maps(o, kcore);
 	ok = write_image_dir(gdir, kcore, ks, error) && link_image_dir(gdir, hdir, error);
 	return ok;
 }
@@ -548,12 +580,28 @@ static void header_records(GByteArray *sb, const VtTcgConvertOptions *o, GArray 
 }
 
 /* The AUX data of every vCPU, CHUNK bytes per AUXTRACE record, a round at a time. */
+/* Where to end a chunk of n bytes that is not a stream's last: at its last
+ * PSB (perf 6.1 reports a packet split over two AUXTRACE records as "Bad
+ * packet"; a PSB starts a packet, and perf syncs there anyway). */
+static uint64_t chunk_cut(const uint8_t *buf, uint64_t n)
+{
+	static const uint8_t psb[16] = { 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82 };
+
+	for (uint64_t k = n - sizeof(psb); k > 0; k--)
+		if (buf[k] == 2 && !memcmp(buf + k, psb, sizeof(psb)))
+			return k;
+	return n;
+}
+
+/* The AUX data of every vCPU, up to CHUNK bytes per AUXTRACE record, a
+ * round at a time. */
 static gboolean aux_write(VtPerfWriter *w, const VtTcgConvertOptions *o, GArray *streams, GError **error)
 {
 	g_autofree uint8_t *buf = g_malloc(CHUNK);
+	g_autofree uint64_t *pos = g_new0(uint64_t, MAX(streams->len, 1));
 	gboolean more = TRUE;
 
-	for (uint64_t off = 0; more; off += CHUNK) {
+	while (more) {
 		struct perf_event_header fr = { .type = VT_PERF_RECORD_FINISHED_ROUND, .size = 8 };
 
 		more = FALSE;
@@ -561,28 +609,31 @@ static gboolean aux_write(VtPerfWriter *w, const VtTcgConvertOptions *o, GArray 
 			const Stream *s = &g_array_index(streams, Stream, i);
 			g_autofree char *name = g_strdup_printf("vcpu%u.pt", s->idx);
 			g_autofree char *path = g_build_filename(o->in_dir, name, NULL);
-			VtPerfAuxtrace aux = { .offset = off, .reference = VT_TCG_T0 + off, .idx = i, .tid = s->tid,
+			VtPerfAuxtrace aux = { .offset = pos[i], .reference = VT_TCG_T0 + pos[i], .idx = i, .tid = s->tid,
 					       .cpu = (uint32_t)-1 };
 			uint64_t n;
 			int fd;
 			gboolean ok;
 
-			if (off >= s->bytes)
+			if (pos[i] >= s->bytes)
 				continue;
-			n = MIN(CHUNK, s->bytes - off);
+			n = MIN(CHUNK, s->bytes - pos[i]);
 			fd = vt_fs_open_regular(path, O_RDONLY, error);
 			if (fd < 0)
 				return FALSE;
-			ok = pread(fd, buf, n, (off_t)off) == (ssize_t)n;
+			ok = pread(fd, buf, n, (off_t)pos[i]) == (ssize_t)n;
 			close(fd);
 			if (!ok) {
 				g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_INPUT, "%s: shorter than the %" G_GUINT64_FORMAT
 					    " bytes the plugin wrote", path, s->bytes);
 				return FALSE;
 			}
+			if (pos[i] + n < s->bytes)
+				n = chunk_cut(buf, n);
 			if (!vt_perf_writer_write_auxtrace(w, &aux, buf, n, NULL, error))
 				return FALSE;
-			more = more || off + CHUNK < s->bytes;
+			pos[i] += n;
+			more = more || pos[i] < s->bytes;
 		}
 		if (!vt_perf_writer_write_record(w, &fr, error))
 			return FALSE;
@@ -620,7 +671,7 @@ static gboolean features(VtPerfWriter *w, const VtTcgConvertOptions *o, struct p
 }
 
 static gboolean perf_write(const VtTcgConvertOptions *o, VtTcgStats *st, GArray *streams, uint64_t text,
-			   uint64_t end, const GByteArray *pokes, GError **error)
+			   uint64_t end, const GByteArray *pokes, const GByteArray *umaps, GError **error)
 {
 	VtPerfWriter *w = vt_perf_writer_new(o->out_dir, TRUE, error);
 	struct perf_event_attr pt, dummy;
@@ -638,6 +689,7 @@ static gboolean perf_write(const VtTcgConvertOptions *o, VtTcgStats *st, GArray 
 	}
 	attrs(st->kernel_only, &pt, &dummy);
 	header_records(sb, o, streams, text, end);
+	g_byte_array_append(sb, umaps->data, umaps->len);
 	g_byte_array_append(sb, pokes->data, pokes->len);
 	ok = vt_perf_writer_add_attr(w, &pt, pt_ids, streams->len, error) &&
 	     vt_perf_writer_add_attr(w, &dummy, dummy_ids, streams->len, error) &&
@@ -657,6 +709,7 @@ gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **e
 {
 	g_autoptr(GArray) streams = g_array_new(FALSE, FALSE, sizeof(Stream));
 	g_autoptr(GByteArray) pokes = NULL;
+	g_autoptr(GByteArray) umaps = NULL;
 	uint64_t text = 0, end = 0;
 
 	if (!read_meta(o->in_dir, st, streams, error))
@@ -667,5 +720,6 @@ gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **e
 			    "no vCPU reached kernel code (address bit 63 set): nothing was traced");
 		return FALSE;
 	}
-	return image_write(o, st, &text, &end, &pokes, error) && perf_write(o, st, streams, text, end, pokes, error);
+	return image_write(o, st, &text, &end, &pokes, &umaps, error) &&
+	       perf_write(o, st, streams, text, end, pokes, umaps, error);
 }

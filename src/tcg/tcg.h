@@ -27,6 +27,7 @@ typedef struct {
 	const char *in_dir;          /* the plugin's out=DIR */
 	const char *out_dir;         /* the recording (an existing, empty directory) */
 	const char *kallsyms;        /* the guest's kallsyms or System.map (NULL: _text/_stext only) */
+	const char *image_path;      /* where OUT/guest/kcore will be (absolute): perf's user maps (NULL: none) */
 	uint32_t qemu_pid;
 	const char *const *argv;     /* HEADER_CMDLINE */
 } VtTcgConvertOptions;

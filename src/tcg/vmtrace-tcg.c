@@ -796,7 +796,10 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		g_hash_table_add(g.ret_sites, GSIZE_TO_POINTER(fall_of(t)));
 	t->vector = g_hash_table_contains(g.vectors, GSIZE_TO_POINTER(t->pc));
 	t->ret_site = g_hash_table_contains(g.ret_sites, GSIZE_TO_POINTER(t->pc));
-	if (t->kernel || (!g.kernel_only && g.trace_start))
+	/* user code from the start too: QEMU keeps a translation for as long as
+	 * the code stays, so code a process translated before tracing began
+	 * (--tcg-skip) runs again later with no translation to log it */
+	if (t->kernel || !g.kernel_only)
 		code_log(t, tb);
 	g.translations++;
 	g_mutex_unlock(&g.lock);
