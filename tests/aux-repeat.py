@@ -101,6 +101,8 @@ def seamless_segment(stream):
     (offset, value)); guest TSCs must be host time (a corrected recording)"""
     psbs, at = [], stream.find(PSB)
     while at >= 0:
+        while stream[at + len(PSB):at + len(PSB) + 2] == PSB[:2]:
+            at += 2                 # a packet ending in 02 82 just before the PSB
         psbs.append(at)
         at = stream.find(PSB, at + len(PSB))
     if len(psbs) < 2:
@@ -220,7 +222,8 @@ def write(p, other, queues, n, span, path):
     os.replace(path + ".tmp", path)
 
 
-try:
-    main()
-except ValueError as e:
-    sys.exit("aux-repeat.py: %s" % e)
+if __name__ == "__main__":
+    try:
+        main()
+    except ValueError as e:
+        sys.exit("aux-repeat.py: %s" % e)
