@@ -125,9 +125,11 @@ for size in $sizes; do
 		# perf's pace only drops as it goes (its memory grows with the
 		# guest code it walked, README), so at its pace until then it
 		# would need at least PERF-S / share for the whole recording (its
-		# start-up, a few seconds, counts too: use a long --perf-limit)
-		note="$note; at that pace >= $(printf '%.0f s, %.1fx' "$(echo "$pf / $share" | bc -l)" \
-			"$(echo "$pf / $share / $vt" | bc -l)")"
+		# start-up, a few seconds, counts too: use a long --perf-limit);
+		# the same in user (CPU) time, which load does not stretch
+		pu=$(col 2 "$dir/perf.times") vu=$(col 2 "$dir/report.times")
+		note="$note; at that pace >= $(printf '%.0f s, %.1fx; CPU %.0f s, %.1fx' "$(echo "$pf / $share" | bc -l)" \
+			"$(echo "$pf / $share / $vt" | bc -l)" "$(echo "$pu / $share" | bc -l)" "$(echo "$pu / $share / $vu" | bc -l)")"
 	fi
 	printf '%-6s %9s %9s %8sMB %9s %9s %8sMB %8s  %s\n' "$size" "$vt" "$(col 2 "$dir/report.times")" \
 		"$(($(cut -d' ' -f3 "$dir/report.times" | sort -n | tail -1) / 1024))" "$pf" "$(col 2 "$dir/perf.times")" \
