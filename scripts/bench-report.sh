@@ -5,32 +5,41 @@
 # Generates recordings of real kernel code of each SIZE (default 512M) with
 # `vmtrace synth --host-code --guest-code` (the Debian kernel, as the tests
 # build it: tests/guest-image.sh, kernel-code.py, trim-kcore), corrects
-# them, then runs each RUNS times (default 1) under /usr/bin/time and prints
-# the median wall and user time, peak RSS and the perf/vmtrace ratio.  perf
+# them, then runs each RUNS times (default 1) under /usr/bin/time (report
+# with --json, whose vCPU times give the span below; the output is a few KB)
+# and prints the median wall and user time, peak RSS and the perf/vmtrace
+# ratio.  perf
 # runs at most LIMIT seconds (default 1200; --perf-limit): when it is
 # stopped, the ratio is printed as ">= LIMIT/report" and with it how far
 # perf got (the perf time of the last line it printed, as a share of the
 # recording's time span: perf decodes in time order).
 # Goal (issue #14): report >= 5x faster than perf script --call-trace, memory
 # flat (peak RSS independent of SIZE).
-# synth writes real-code recordings at 25-50 KB/s: 64 MiB takes about half an
-# hour, 512 MiB hours (--dir DIR --keep keeps them for the next run).
+# synth writes real-code recordings at 25-300 KB/s (64 MiB would take up to
+# half an hour, 512 MiB hours), so sizes above --walk (default 16M) are
+# made of one WALK-sized synth recording repeated (tests/aux-repeat.py
+# --seamless: each vCPU queue's AUX data from its first to its last PSB+,
+# copy after copy, times shifted so they go on; perf and vmtrace decode it
+# without errors, tests/t0114): the same code paths over and over, as in a
+# real workload's steady state; the NOTE column says which recordings are.
+# --dir DIR --keep keeps the recordings for the next run.
 #   scripts/bench-report.sh [--size 512M | --sizes "4M 16M 64M"] [--runs N]
-#                           [--perf-limit SECONDS] [--dir DIR] [--keep]
+#                           [--perf-limit SECONDS] [--walk SIZE] [--dir DIR] [--keep]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 VMTRACE=${VMTRACE:-$top/vmtrace}
 TRIM_KCORE=${TRIM_KCORE:-$top/tests/trim-kcore}
 PERF=${PERF:-perf}
-sizes=512M runs=1 dir='' keep='' limit=1200
+sizes=512M runs=1 dir='' keep='' limit=1200 walk=16M
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size|--sizes) sizes=$2; shift 2 ;;
 	--runs) runs=$2; shift 2 ;;
 	--perf-limit) limit=$2; shift 2 ;;
+	--walk) walk=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
-	*) echo "usage: $0 [--sizes \"4M 16M 512M\"] [--runs N] [--perf-limit SECONDS] [--dir DIR] [--keep]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--sizes \"4M 16M 512M\"] [--runs N] [--perf-limit SECONDS] [--walk SIZE] [--dir DIR] [--keep]" >&2; exit 2 ;;
 	esac
 done
 [ -x "$VMTRACE" ] || { echo "build vmtrace first" >&2; exit 1; }
@@ -43,10 +52,11 @@ mkdir -p "$dir"
 bench_code_dirs
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-# measure NAME CMD...: appends "wall user maxrss_kb" to NAME.times
+# measure NAME CMD...: appends "wall user maxrss_kb" to NAME.times, CMD's
+# stdout in NAME.out
 measure() {
 	local out=$1; shift
-	/usr/bin/time -f "%e %U %M" -o "$dir/t" "$@" >/dev/null 2>"$dir/stderr" || {
+	/usr/bin/time -f "%e %U %M" -o "$dir/t" "$@" >"$dir/$out.out" 2>"$dir/stderr" || {
 		echo "command failed: $*" >&2; cat "$dir/stderr" >&2; exit 1; }
 	cat "$dir/t" >>"$dir/$out.times"
 }
@@ -63,39 +73,63 @@ measure_perf() {
 			"$dir/perf.last" >>"$dir/perf.stopped"
 	return 0
 }
-# span REC: the recording's perf time span "first last" in seconds (vmtrace
-# report --json: each vCPU's first branch and wall time)
+# span: the recording's perf time span "first last" in seconds, from the
+# measured report's --json (each vCPU's first branch and wall time)
 span() {
-	# shellcheck disable=SC2086
-	"$VMTRACE" report "$1" $G --json 2>/dev/null | python3 -c 'import json, sys
+	python3 -c 'import json, sys
 v = json.load(sys.stdin)["vcpus"]
-print(min(x["first"] for x in v) / 1e9, max(x["first"] + x["wall"] for x in v) / 1e9)'
+print(min(x["first"] for x in v) / 1e9, max(x["first"] + x["wall"] for x in v) / 1e9)' <"$dir/report.out"
 }
 col() { cut -d' ' -f"$1" "$2" | median; }
+bytes() { numfmt --from=iec "$1"; }
+# synth_rec REC SIZE: a corrected SIZE recording of real kernel code, 4 vCPUs
+synth_rec() {
+	[ -e "$1" ] && return 0
+	echo "generating a $2 recording of real kernel code (4 vCPUs; slow: synth walks the code)" >&2
+	"$VMTRACE" synth -o "$1.tmp" --size "$2" --vcpus 4 --host-code "$dir/host-code" \
+		--guest-code "$dir/guest-code" 2>/dev/null
+	"$VMTRACE" correlate --in-place "$1.tmp" >/dev/null
+	mv "$1.tmp" "$1"
+}
 
 printf '%-6s %9s %9s %10s %9s %9s %10s %8s  %s\n' SIZE REPORT-S REPORT-US REPORT-RSS PERF-S PERF-US PERF-RSS RATIO NOTE
 for size in $sizes; do
-	rec=$dir/rec-$size.data
-	if [ ! -e "$rec" ]; then
-		echo "generating a $size recording of real kernel code (4 vCPUs; slow: synth walks the code)" >&2
-		"$VMTRACE" synth -o "$rec" --size "$size" --vcpus 4 --host-code "$dir/host-code" \
-			--guest-code "$dir/guest-code" 2>/dev/null
-		"$VMTRACE" correlate --in-place "$rec" >/dev/null
+	rec=$dir/rec-$size.data made=
+	if [ "$(bytes "$size")" -gt "$(bytes "$walk")" ]; then
+		synth_rec "$dir/walk-$walk.data" "$walk"
+		if [ ! -e "$rec" ]; then
+			echo "repeating the $walk walk to $size (tests/aux-repeat.py --seamless)" >&2
+			rm -rf "$rec.tmp" && cp -r "$dir/walk-$walk.data" "$rec.tmp" &&
+				python3 "$top/tests/aux-repeat.py" --seamless "$dir/walk-$walk.data/data" "$rec.tmp/data" \
+					"$size" >"$rec.copies" && mv "$rec.tmp" "$rec"
+		fi
+		made="$walk walk x$(cut -d' ' -f1 "$rec.copies") copies"
+	else
+		synth_rec "$rec" "$size"
 	fi
 	rm -f "$dir"/*.times "$dir/perf.stopped"
 	for _ in $(seq "$runs"); do
 		# shellcheck disable=SC2086
-		measure report "$VMTRACE" report "$rec" $G
+		measure report "$VMTRACE" report "$rec" $G --json
 		measure_perf "$rec"
 	done
 	vt=$(col 1 "$dir/report.times") pf=$(col 1 "$dir/perf.times")
-	ratio=$(printf '%.1fx' "$(echo "$pf / $vt" | bc -l)") note=
+	ratio=$(printf '%.1fx' "$(echo "$pf / $vt" | bc -l)") note=$made
 	if [ -s "$dir/perf.stopped" ]; then
-		read -r t0 t1 <<<"$(span "$rec")"
+		read -r t0 t1 <<<"$(span)"
 		at=$(sort -n "$dir/perf.stopped" | tail -1)
 		ratio=">=$ratio"
-		note=$(printf 'perf stopped after %s s at %.0f%% of the recording (%s of %s s of perf time)' "$limit" \
-			"$(echo "100 * ($at - $t0) / ($t1 - $t0)" | bc -l)" "$(echo "$at - $t0" | bc -l)" "$(echo "$t1 - $t0" | bc -l)")
+		share=$(echo "($at - $t0) / ($t1 - $t0)" | bc -l)
+		note=${note:+$note; }$(printf 'perf stopped after %s s at %.1f%% of the recording (%s of %s s of perf time)' "$limit" \
+			"$(echo "100 * $share" | bc -l)" "$(echo "$at - $t0" | bc -l)" "$(echo "$t1 - $t0" | bc -l)")
+		# perf's pace only drops as it goes (its memory grows with the
+		# guest code it walked, README), so at its pace until then it
+		# would need at least PERF-S / share for the whole recording (its
+		# start-up, a few seconds, counts too: use a long --perf-limit);
+		# the same in user (CPU) time, which load does not stretch
+		pu=$(col 2 "$dir/perf.times") vu=$(col 2 "$dir/report.times")
+		note="$note; at that pace >= $(printf '%.0f s, %.1fx; CPU %.0f s, %.1fx' "$(echo "$pf / $share" | bc -l)" \
+			"$(echo "$pf / $share / $vt" | bc -l)" "$(echo "$pu / $share" | bc -l)" "$(echo "$pu / $share / $vu" | bc -l)")"
 	fi
 	printf '%-6s %9s %9s %8sMB %9s %9s %8sMB %8s  %s\n' "$size" "$vt" "$(col 2 "$dir/report.times")" \
 		"$(($(cut -d' ' -f3 "$dir/report.times" | sort -n | tail -1) / 1024))" "$pf" "$(col 2 "$dir/perf.times")" \

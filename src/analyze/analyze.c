@@ -11,6 +11,9 @@
 #define MAX_STRAIGHT 100000       /* instructions walked between two branches at most */
 #define MAX_DEPTH 1024            /* frames a call stack holds at most */
 #define RUN_CACHE 65536           /* straight runs remembered (direct-mapped) */
+#define SYM_CACHE 16384           /* branch targets' symbols remembered (direct-mapped) */
+#define LEN_CACHE (1 << 18)       /* instruction lengths remembered (direct-mapped, 4 MiB) */
+#define CTX_CACHE 64              /* queues whose context is remembered */
 
 typedef struct {
 	guint64 func, ret;            /* symbol start called, return address */
@@ -35,6 +38,23 @@ typedef struct {
 	VtAnalyzeSyscall sys;
 } Ctx;
 
+/* A branch target's symbol, remembered: most targets recur (the same
+ * calls, returns and jumps), and a lookup costs a code check and a binary
+ * search.  first_seen: the first call of its function was reported. */
+typedef struct {
+	guint64 addr, start;          /* the target, its symbol's start */
+	const char *sym;
+	guint8 key_guest, valid, first_seen;
+} SymEntry;
+
+/* An instruction's length, remembered: straight runs that miss the run
+ * cache mostly cover instructions walked before (Zydis: ~870 instructions
+ * a decode). */
+typedef struct {
+	guint64 ip;
+	guint8 guest, len, valid;
+} LenEntry;
+
 /* Where a queue's code runs on from (instruction counts). */
 typedef struct {
 	guint64 ip;
@@ -57,6 +77,9 @@ struct VtAnalyze {
 	GHashTable *ctx;              /* key -> Ctx */
 	GArray *walk;                 /* Walk per queue */
 	Run *runs;
+	SymEntry *syms;
+	LenEntry *lens;
+	struct { guint64 key; Ctx *c; } ctx_cache[CTX_CACHE];   /* by queue */
 	ZydisDecoder zydis;           /* instruction lengths */
 	GHashTable *first_seen[2];    /* function starts called so far, per machine */
 	guint first_index[2];
@@ -70,7 +93,7 @@ static const VtDecodeImage *image(const VtAnalyze *a, gboolean guest)
 }
 
 /* The symbol containing addr and its start; NULL outside the code. */
-static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
+static const char *symbol_lookup(const VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
 {
 	const VtDecodeImage *img = image(a, guest);
 	guint64 off = 0;
@@ -86,10 +109,33 @@ static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guin
 	return s;
 }
 
+/* symbol_lookup through the cache: the entry it is in */
+static SymEntry *symbol_entry(const VtAnalyze *a, gboolean guest, guint64 addr)
+{
+	SymEntry *e = &a->syms[(guint)(((addr * 0x9e3779b97f4a7c15ULL) >> 40) ^ (guest ? 1u : 0u)) % SYM_CACHE];
+
+	if (e->valid && e->addr == addr && e->key_guest == !!guest)
+		return e;
+	e->addr = addr;
+	e->key_guest = !!guest;
+	e->valid = TRUE;
+	e->first_seen = FALSE;
+	e->sym = symbol_lookup(a, guest, addr, &e->start);
+	return e;
+}
+
+static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
+{
+	const SymEntry *e = symbol_entry(a, guest, addr);
+
+	*start = e->start;
+	return e->sym;
+}
+
 /* --------------------------------------------------- instruction counts */
 /* The length of the instruction at ip (0: not code or not decodable):
  * Zydis's minimal mode, no operands - lengths are all a count needs. */
-static guint insn_len(const VtAnalyze *a, guint64 ip, gboolean guest)
+static guint insn_len_decode(const VtAnalyze *a, guint64 ip, gboolean guest)
 {
 	const VtDecodeImage *img = image(a, guest);
 	ZydisDecodedInstruction in;
@@ -102,7 +148,20 @@ static guint insn_len(const VtAnalyze *a, guint64 ip, gboolean guest)
 	return in.length;
 }
 
-static guint32 walk_run(const VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive,
+static guint insn_len(VtAnalyze *a, guint64 ip, gboolean guest)
+{
+	LenEntry *e = &a->lens[(guint)((ip * 0x9e3779b97f4a7c15ULL) >> 40) % LEN_CACHE];
+
+	if (e->valid && e->ip == ip && e->guest == !!guest)
+		return e->len;
+	e->ip = ip;
+	e->guest = !!guest;
+	e->len = (guint8)insn_len_decode(a, ip, guest);
+	e->valid = TRUE;
+	return e->len;
+}
+
+static guint32 walk_run(VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive,
 			gboolean *failed)
 {
 	guint32 n = 0;
@@ -190,7 +249,9 @@ static void ctx_free(gpointer p)
 static Ctx *ctx_get(VtAnalyze *a, const VtDecodeEvent *e)
 {
 	guint64 key = ctx_key(e);
-	Ctx *c = g_hash_table_lookup(a->ctx, &key);
+	guint slot = e->queue % CTX_CACHE;
+	Ctx *c = a->ctx_cache[slot].c && a->ctx_cache[slot].key == key ? a->ctx_cache[slot].c
+								       : g_hash_table_lookup(a->ctx, &key);
 
 	if (!c) {
 		guint64 *k = g_new(guint64, 1);
@@ -201,6 +262,8 @@ static Ctx *ctx_get(VtAnalyze *a, const VtDecodeEvent *e)
 		c->stack[1] = g_array_new(FALSE, FALSE, sizeof(Frame));
 		g_hash_table_insert(a->ctx, k, c);
 	}
+	a->ctx_cache[slot].key = key;
+	a->ctx_cache[slot].c = c;
 	if (e->tid > 0 && (c->w.tid != e->tid || c->w.vcpu != e->vcpu || !c->started))
 		g_hash_table_insert(a->tid_vcpu, GINT_TO_POINTER(e->tid), GINT_TO_POINTER(e->vcpu + 1));
 	c->w.vcpu = e->vcpu;
@@ -284,10 +347,17 @@ static void syscall_unnamed(VtAnalyze *a, Ctx *c)
 	c->sys_open = FALSE;
 }
 
-static void first_call(VtAnalyze *a, const Ctx *c, gboolean guest, guint64 func, const char *sym)
+/* The call of func (at the cache entry `at` if that still holds addr) */
+static void first_call(VtAnalyze *a, const Ctx *c, gboolean guest, guint64 func, const char *sym,
+		       SymEntry *at, guint64 addr)
 {
 	VtAnalyzeFirstCall f = { .w = c->w, .guest = guest, .func = func, .sym = sym, .time = c->now };
+	gboolean mine = at->valid && at->addr == addr && at->key_guest == !!guest;
 
+	if (mine && at->first_seen)
+		return;
+	if (mine)
+		at->first_seen = TRUE;
 	if (g_hash_table_contains(a->first_seen[guest], &func))
 		return;
 	g_hash_table_add(a->first_seen[guest], g_memdup2(&func, sizeof(func)));
@@ -306,8 +376,10 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 {
 	gboolean guest = b->to_guest;
 	Frame f = { .ret = b->from + b->insn_len, .start = c->now, .insn0 = c->insns };
+	SymEntry *se = symbol_entry(a, guest, b->to);
 
-	f.sym = symbol(a, guest, b->to, &f.func);
+	f.sym = se->sym;
+	f.func = se->start;
 	if (!guest && c->in_exit && !c->exit_call_seen) {
 		c->exit.first_call = f.sym;
 		c->exit_call_seen = TRUE;
@@ -326,7 +398,7 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 
 		a->v.slice_begin(&s, a->v.user);
 	}
-	first_call(a, c, guest, f.func, f.sym);
+	first_call(a, c, guest, f.func, f.sym, se, b->to);
 }
 
 static void on_return(VtAnalyze *a, Ctx *c, const VtBranch *b)
@@ -604,6 +676,8 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	a->tid_vcpu = g_hash_table_new(g_direct_hash, g_direct_equal);
 	a->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
 	a->runs = a->o.count_insns ? g_new0(Run, RUN_CACHE) : NULL;
+	a->syms = g_new0(SymEntry, SYM_CACHE);
+	a->lens = a->o.count_insns ? g_new0(LenEntry, LEN_CACHE) : NULL;
 	for (int i = 0; i < 2; i++)
 		a->first_seen[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
 	ZydisDecoderInit(&a->zydis, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
@@ -623,6 +697,8 @@ void vt_analyze_free(VtAnalyze *a)
 	g_hash_table_destroy(a->tid_vcpu);
 	g_array_free(a->walk, TRUE);
 	g_free(a->runs);
+	g_free(a->syms);
+	g_free(a->lens);
 	for (int i = 0; i < 2; i++)
 		g_hash_table_destroy(a->first_seen[i]);
 	g_free(a);

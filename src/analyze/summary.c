@@ -11,6 +11,7 @@
 
 #define SUB_BITS 7                /* histogram: 128 buckets per power of two */
 #define N_BUCKETS (64 << SUB_BITS)
+#define FUNC_CACHE 8192           /* functions remembered (direct-mapped): a slice's rows without hashing */
 
 typedef struct {
 	VtAnalyzeStats st;
@@ -34,6 +35,7 @@ struct VtAnalyzeSummary {
 	GHashTable *vcpus;            /* vcpu -> Vcpu */
 	GHashTable *groups;           /* GroupKey -> Group */
 	GHashTable *funcs;            /* FuncKey -> VtAnalyzeFunction */
+	VtAnalyzeFunction *fcache[FUNC_CACHE];   /* borrowed from funcs */
 	GHashTable *sys;              /* name -> VtAnalyzeSyscallStats */
 	GArray *first;                /* VtAnalyzeFirstCall */
 	GArray *out_vcpus, *out_groups, *out_funcs, *out_sys;
@@ -282,8 +284,11 @@ static void on_vmexit_done(const VtAnalyzeExit *x, gpointer user)
 static void func_add(VtAnalyzeSummary *s, gint32 vcpu, const VtAnalyzeSlice *sl)
 {
 	FuncKey k = { vcpu, sl->guest, sl->func };
-	VtAnalyzeFunction *f = g_hash_table_lookup(s->funcs, &k);
+	VtAnalyzeFunction **slot = &s->fcache[func_hash(&k) % FUNC_CACHE];
+	VtAnalyzeFunction *f = *slot;
 
+	if (!f || f->vcpu != vcpu || f->guest != sl->guest || f->func != sl->func)
+		f = *slot = g_hash_table_lookup(s->funcs, &k);
 	if (!f) {
 		f = g_new0(VtAnalyzeFunction, 1);
 		f->vcpu = vcpu;
@@ -291,6 +296,7 @@ static void func_add(VtAnalyzeSummary *s, gint32 vcpu, const VtAnalyzeSlice *sl)
 		f->func = sl->func;
 		f->sym = sl->sym;
 		g_hash_table_insert(s->funcs, g_memdup2(&k, sizeof(k)), f);
+		*slot = f;
 	}
 	f->calls++;
 	f->self += sl->self;
