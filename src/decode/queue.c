@@ -249,6 +249,7 @@ static void emit_error(Dec *d, int status)
 	VtBranch b = { 0 };
 
 	b.kind = VT_BRANCH_ERROR;
+	b.tsc = now(d);                  /* perf prints its decoder's time */
 	b.from = d->last_ip;
 	b.from_guest = b.to_guest = d->guest;
 	b.code = (gint8)pt_errcode(status);
