@@ -165,6 +165,8 @@ typedef struct {
 	guint64 vcpu_guest_tsc[VT_SYNTH_MAX_VCPUS];
 	guint64 vcpu_ovf[VT_SYNTH_MAX_VCPUS];           /* OVF packets written while it was loaded */
 	guint64 vcpu_aux_truncated[VT_SYNTH_MAX_VCPUS]; /* PERF_RECORD_AUX TRUNCATED of its thread */
+	guint vcpu_owner[VT_SYNTH_MAX_VCPUS];    /* per-CPU real code: queue index + 1 whose trace
+						  * has its guest walk now, 0 none */
 	guint64 t_change;            /* host TSC of the offset change (0: not yet) */
 	guint64 t0;                  /* host TSC at the start (cfg->t0 or T0) */
 	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
@@ -573,6 +575,26 @@ static guint64 bytes_per_tick_inv(void)
 	return 20;
 }
 
+/* Per-CPU real code: a vCPU's guest walk (g->guest[v]) goes on in the
+ * trace of one CPU at a time.  The queues' chunks are made in turns, each
+ * reaching past where the others are: a CPU whose slice boundary comes
+ * earlier in its chunk would walk the vCPU while the CPU that ran it
+ * before still does (in its next chunk); the two traces would each have
+ * half of one walk.  So the CPU that loads a vCPU enters its guest once
+ * the other CPU has switched it out (code_step). */
+static void vcpu_release(Gen *g, const Queue *q)
+{
+	if (q->vcpu >= 0 && g->vcpu_owner[q->vcpu] == q->idx + 1)
+		g->vcpu_owner[q->vcpu] = 0;
+}
+
+static gboolean vcpu_own(Gen *g, const Queue *q)
+{
+	if (!g->vcpu_owner[q->vcpu])
+		g->vcpu_owner[q->vcpu] = q->idx + 1;
+	return g->vcpu_owner[q->vcpu] == q->idx + 1;
+}
+
 static void load_vcpu(Gen *g, Queue *q, gint v)
 {
 	const VtSynthConfig *c = g->cfg;
@@ -589,6 +611,7 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 		}
 		advance(g, q, 200 + (g_rand_int(q->rng) & 0x3ff), TRUE);
 		rec_switch(q->sb, TRUE, oldpid, old, np, nt, q->t, q->cpu, q->dummy_id);
+		vcpu_release(g, q);
 		advance(g, q, 100, TRUE);
 		rec_switch(q->sb, FALSE, np, nt, oldpid, old, q->t, q->cpu, q->dummy_id);
 		if (!code_mode(g)) {
@@ -836,6 +859,16 @@ static void code_step(Gen *g, Queue *q)
 		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
 		walk_count(&u);
 		q->host_n++;
+		if (st.what == VT_WALK_VMENTRY && c->per_cpu && !vcpu_own(g, q)) {
+			/* its walk is still in another CPU's trace (it has
+			 * not switched the vCPU out yet): no entry, KVM's
+			 * loop starts over; VMRESUME did not run */
+			q->host.insns--;
+			q->insns--;
+			code_host_restart(g, q);
+			q->host_n = 0;
+			return;
+		}
 		if (st.what == VT_WALK_VMENTRY) {
 			code_vm_entry(g, q);
 			/* the guest's share of decisions (the host's are about 20..220) */
@@ -877,6 +910,7 @@ static void fill_chunk(Gen *g, Queue *q)
 		/* a host stretch: KVM run loop */
 		if (q->bytes >= q->target) {
 			flush_tnt(g, q);      /* the last decisions reach the trace */
+			vcpu_release(g, q);
 			q->done = TRUE;
 			break;
 		}
@@ -1382,6 +1416,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		guint32 pid = g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)];
 
 		q->vcpu = v;
+		g.vcpu_owner[v] = cfg->per_cpu ? i + 1 : 0;
 		q->tid = cfg->per_cpu ? (guint32)-1 : vcpu_tid(&g, v);
 		rec_itrace_start(sb, pid, vcpu_tid(&g, v), q->t, cfg->per_cpu ? q->cpu : 0, q->pt_id);
 		psb_plus(&g, q);
