@@ -50,7 +50,7 @@ while read -r name opts; do
 done <<'CONFIGS'
 cpu-4vcpu-2cpu-8k     --vcpus 4 --cpus 2 --buffer-size 8K --size 96K --psb-period 0
 cpu-4vcpu-2cpu-16k    --vcpus 4 --cpus 2 --buffer-size 16K --size 128K --psb-period 1 --seed 2
-cpu-3vcpu-3cpu-16k    --vcpus 3 --cpus 3 --buffer-size 16K --size 96K --psb-period 0
+cpu-3vcpu-2cpu-16k    --vcpus 3 --cpus 2 --buffer-size 16K --size 96K --psb-period 0
 cpu-4vcpu-2cpu-64k    --vcpus 4 --cpus 2 --buffer-size 64K --size 192K --psb-period 0 --seed 3
 CONFIGS
 finish

@@ -580,19 +580,17 @@ static guint64 bytes_per_tick_inv(void)
  * reaching past where the others are: a CPU whose slice boundary comes
  * earlier in its chunk would walk the vCPU while the CPU that ran it
  * before still does (in its next chunk); the two traces would each have
- * half of one walk.  So the CPU that loads a vCPU enters its guest once
- * the other CPU has switched it out (code_step). */
+ * half of one walk.  So a CPU loads a vCPU only once the other CPU has
+ * switched it out (until then it keeps its own; fill_chunk). */
 static void vcpu_release(Gen *g, const Queue *q)
 {
 	if (q->vcpu >= 0 && g->vcpu_owner[q->vcpu] == q->idx + 1)
 		g->vcpu_owner[q->vcpu] = 0;
 }
 
-static gboolean vcpu_own(Gen *g, const Queue *q)
+static gboolean vcpu_free(const Gen *g, const Queue *q, guint v)
 {
-	if (!g->vcpu_owner[q->vcpu])
-		g->vcpu_owner[q->vcpu] = q->idx + 1;
-	return g->vcpu_owner[q->vcpu] == q->idx + 1;
+	return !g->vcpu_owner[v] || g->vcpu_owner[v] == q->idx + 1;
 }
 
 static void load_vcpu(Gen *g, Queue *q, gint v)
@@ -620,6 +618,7 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 		}
 	}
 	q->vcpu = v;
+	g->vcpu_owner[v] = q->idx + 1;
 	/* VMPTRLD; with real code it is reported at the next VM entry, an
 	 * instruction libipt binds VMCS packets to */
 	if (code_mode(g)) {
@@ -859,16 +858,6 @@ static void code_step(Gen *g, Queue *q)
 		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
 		walk_count(&u);
 		q->host_n++;
-		if (st.what == VT_WALK_VMENTRY && c->per_cpu && !vcpu_own(g, q)) {
-			/* its walk is still in another CPU's trace (it has
-			 * not switched the vCPU out yet): no entry, KVM's
-			 * loop starts over; VMRESUME did not run */
-			q->host.insns--;
-			q->insns--;
-			code_host_restart(g, q);
-			q->host_n = 0;
-			return;
-		}
 		if (st.what == VT_WALK_VMENTRY) {
 			code_vm_entry(g, q);
 			/* the guest's share of decisions (the host's are about 20..220) */
@@ -918,10 +907,11 @@ static void fill_chunk(Gen *g, Queue *q)
 			g->t_change = q->t;
 		if (c->per_cpu && !(code_mode(g) && q->in_guest)) {
 			guint64 slice = (q->t - g->t0) / g->slice_ticks;
+			guint v = (q->cpu + slice) % c->nvcpus;
 
-			if (slice != q->slice) {
+			if (slice != q->slice && (!code_mode(g) || vcpu_free(g, q, v))) {
 				q->slice = slice;
-				load_vcpu(g, q, (q->cpu + slice) % c->nvcpus);
+				load_vcpu(g, q, v);
 			}
 		}
 		if (code_mode(g)) {
