@@ -167,6 +167,7 @@ typedef struct {
 	guint64 vcpu_aux_truncated[VT_SYNTH_MAX_VCPUS]; /* PERF_RECORD_AUX TRUNCATED of its thread */
 	guint vcpu_owner[VT_SYNTH_MAX_VCPUS];    /* per-CPU real code: queue index + 1 whose trace
 						  * has its guest walk now, 0 none */
+	guint64 vcpu_out[VT_SYNTH_MAX_VCPUS];    /* ... host TSC its owner switched it out */
 	guint64 t_change;            /* host TSC of the offset change (0: not yet) */
 	guint64 t0;                  /* host TSC at the start (cfg->t0 or T0) */
 	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
@@ -581,16 +582,19 @@ static guint64 bytes_per_tick_inv(void)
  * earlier in its chunk would walk the vCPU while the CPU that ran it
  * before still does (in its next chunk); the two traces would each have
  * half of one walk.  So a CPU loads a vCPU only once the other CPU has
- * switched it out (until then it keeps its own; fill_chunk). */
+ * switched it out, and after that in time (the thread runs on one CPU at
+ * a time: perf goes by it); until then it keeps its own (fill_chunk). */
 static void vcpu_release(Gen *g, const Queue *q)
 {
-	if (q->vcpu >= 0 && g->vcpu_owner[q->vcpu] == q->idx + 1)
+	if (q->vcpu >= 0 && g->vcpu_owner[q->vcpu] == q->idx + 1) {
 		g->vcpu_owner[q->vcpu] = 0;
+		g->vcpu_out[q->vcpu] = q->t;
+	}
 }
 
 static gboolean vcpu_free(const Gen *g, const Queue *q, guint v)
 {
-	return !g->vcpu_owner[v] || g->vcpu_owner[v] == q->idx + 1;
+	return g->vcpu_owner[v] == q->idx + 1 || (!g->vcpu_owner[v] && g->vcpu_out[v] < q->t);
 }
 
 static void load_vcpu(Gen *g, Queue *q, gint v)
