@@ -170,6 +170,9 @@ typedef struct {
 	guint64 vcpu_guest_tsc[VT_SYNTH_MAX_VCPUS];
 	guint64 vcpu_ovf[VT_SYNTH_MAX_VCPUS];           /* OVF packets written while it was loaded */
 	guint64 vcpu_aux_truncated[VT_SYNTH_MAX_VCPUS]; /* PERF_RECORD_AUX TRUNCATED of its thread */
+	guint vcpu_owner[VT_SYNTH_MAX_VCPUS];    /* per-CPU real code: queue index + 1 whose trace
+						  * has its guest walk now, 0 none */
+	guint64 vcpu_out[VT_SYNTH_MAX_VCPUS];    /* ... host TSC its owner switched it out */
 	guint64 t_change;            /* host TSC of the offset change (0: not yet) */
 	guint64 t0;                  /* host TSC at the start (cfg->t0 or T0) */
 	GChecksum *corrected;        /* SHA-256 of the AUX data with host time in every TSC */
@@ -601,6 +604,27 @@ static guint64 bytes_per_tick_inv(void)
 	return 20;
 }
 
+/* Per-CPU real code: a vCPU's guest walk (g->guest[v]) goes on in the
+ * trace of one CPU at a time.  The queues' chunks are made in turns, each
+ * reaching past where the others are: a CPU whose slice boundary comes
+ * earlier in its chunk would walk the vCPU while the CPU that ran it
+ * before still does (in its next chunk); the two traces would each have
+ * half of one walk.  So a CPU loads a vCPU only once the other CPU has
+ * switched it out, and after that in time (the thread runs on one CPU at
+ * a time: perf goes by it); until then it keeps its own (fill_chunk). */
+static void vcpu_release(Gen *g, const Queue *q)
+{
+	if (q->vcpu >= 0 && g->vcpu_owner[q->vcpu] == q->idx + 1) {
+		g->vcpu_owner[q->vcpu] = 0;
+		g->vcpu_out[q->vcpu] = q->t;
+	}
+}
+
+static gboolean vcpu_free(const Gen *g, const Queue *q, guint v)
+{
+	return g->vcpu_owner[v] == q->idx + 1 || (!g->vcpu_owner[v] && g->vcpu_out[v] < q->t);
+}
+
 static void load_vcpu(Gen *g, Queue *q, gint v)
 {
 	const VtSynthConfig *c = g->cfg;
@@ -617,6 +641,7 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 		}
 		advance(g, q, 200 + (g_rand_int(q->rng) & 0x3ff), TRUE);
 		rec_switch(q->sb, TRUE, oldpid, old, np, nt, q->t, q->cpu, q->dummy_id);
+		vcpu_release(g, q);
 		advance(g, q, 100, TRUE);
 		rec_switch(q->sb, FALSE, np, nt, oldpid, old, q->t, q->cpu, q->dummy_id);
 		if (!code_mode(g)) {
@@ -625,6 +650,7 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 		}
 	}
 	q->vcpu = v;
+	g->vcpu_owner[v] = q->idx + 1;
 	/* VMPTRLD; with real code it is reported at the next VM entry, an
 	 * instruction libipt binds VMCS packets to */
 	if (code_mode(g)) {
@@ -908,6 +934,7 @@ static void fill_chunk(Gen *g, Queue *q)
 		/* a host stretch: KVM run loop */
 		if (q->bytes >= q->target) {
 			flush_tnt(g, q);      /* the last decisions reach the trace */
+			vcpu_release(g, q);
 			q->done = TRUE;
 			break;
 		}
@@ -915,10 +942,11 @@ static void fill_chunk(Gen *g, Queue *q)
 			g->t_change = q->t;
 		if (c->per_cpu && !(code_mode(g) && q->in_guest)) {
 			guint64 slice = (q->t - g->t0) / g->slice_ticks;
+			guint v = (q->cpu + slice) % c->nvcpus;
 
-			if (slice != q->slice) {
+			if (slice != q->slice && (!code_mode(g) || vcpu_free(g, q, v))) {
 				q->slice = slice;
-				load_vcpu(g, q, (q->cpu + slice) % c->nvcpus);
+				load_vcpu(g, q, v);
 			}
 		}
 		if (code_mode(g)) {
@@ -1452,6 +1480,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		guint32 pid = g.qemu_pid[vt_synth_vm_of_vcpu(cfg, v)];
 
 		q->vcpu = v;
+		g.vcpu_owner[v] = cfg->per_cpu ? i + 1 : 0;
 		q->tid = cfg->per_cpu ? (guint32)-1 : vcpu_tid(&g, v);
 		rec_itrace_start(sb, pid, vcpu_tid(&g, v), q->t, cfg->per_cpu ? q->cpu : 0, q->pt_id);
 		psb_plus(&g, q);
