@@ -5,8 +5,10 @@
  *     time, slices, the name that covers most of the bin); when a time
  *     beyond the last bin comes, neighbouring bins merge and each covers
  *     twice the time;
- *   - the max_slices longest slices with their details (a min-heap on
- *     duration), all of them when there are not more;
+ *   - the max_slices longest functions and the max_slices longest VM
+ *     exits with their details (two min-heaps on duration: on a large
+ *     recording long guest functions crowded every exit out of one), all
+ *     of them when there are not more;
  *   - per vCPU the counter's maximum per bin. */
 #include "config.h"
 
@@ -62,7 +64,8 @@ typedef struct {
 	GPtrArray *vcpus;        /* Vcpu */
 	GHashTable *name_ids;    /* name -> id + 1 */
 	GPtrArray *names;
-	GArray *heap;            /* Slice, min-heap on duration */
+	GArray *heap;            /* Slice, min-heap on duration: functions */
+	GArray *exits;           /* Slice, min-heap on duration: VM exits */
 	guint64 n_slices;
 } Html;
 
@@ -171,10 +174,10 @@ static void heap_up(GArray *a, guint i)
 	}
 }
 
-/* Keep s if it is among the longest; takes s->details. */
+/* Keep s if it is among the longest of its kind; takes s->details. */
 static void keep(Html *h, Slice *s)
 {
-	GArray *a = h->heap;
+	GArray *a = s->kind == VT_TIMELINE_EXIT ? h->exits : h->heap;
 
 	if (a->len < h->max_slices) {
 		g_array_append_val(a, *s);
@@ -378,6 +381,8 @@ static void json_vcpus(Html *h, VtJson *j, guint n)
 
 static void json_slices(Html *h, VtJson *j)
 {
+	g_array_append_vals(h->heap, h->exits->data, h->exits->len);
+	g_array_set_size(h->exits, 0);
 	g_array_sort(h->heap, slice_order);
 	vt_json_key(j, "slices");
 	vt_json_begin_array(j);
@@ -480,6 +485,9 @@ static void ht_free(VtTimelineSink *s)
 	for (guint i = 0; i < h->heap->len; i++)
 		g_free(g_array_index(h->heap, Slice, i).details);
 	g_array_free(h->heap, TRUE);
+	for (guint i = 0; i < h->exits->len; i++)
+		g_free(g_array_index(h->exits, Slice, i).details);
+	g_array_free(h->exits, TRUE);
 	g_ptr_array_free(h->vcpus, TRUE);
 	g_hash_table_destroy(h->name_ids);
 	g_ptr_array_free(h->names, TRUE);
@@ -510,5 +518,6 @@ VtTimelineSink *vt_timeline_html_new(const char *path, gboolean replace, guint m
 	h->name_ids = g_hash_table_new(g_str_hash, g_str_equal);
 	h->names = g_ptr_array_new_with_free_func(g_free);
 	h->heap = g_array_new(FALSE, FALSE, sizeof(Slice));
+	h->exits = g_array_new(FALSE, FALSE, sizeof(Slice));
 	return &h->sink;
 }
