@@ -61,6 +61,7 @@ typedef struct {
 	VtDecodeResult *result;
 	VtJson *json;
 	VtTextBuf *out;                    /* text lines (stdout) */
+	VtDecodeSymCache *syms;            /* symbols of addresses, host and guest */
 	const ScriptOptions *o;
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 show_flags;                /* their branches: perf's flags shown */
@@ -342,25 +343,23 @@ static const char *tid_name(gint32 tid, char name[24])
 static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 {
 	VtTextBuf *t = s->out;
-	const VtDecodeImage *img = guest ? s->guest : s->host;
-	const char *sym = NULL;
-	guint64 off = 0;
-	gsize avail;
+	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
 
-	if (addr && vt_decode_image_code(img, addr, &avail))
-		sym = vt_decode_image_symbol(img, addr, &off);
 	vt_textbuf_hex(t, addr, 16);
 	if (f & (F_SYM | F_SYMOFF)) {
 		vt_textbuf_c(t, ' ');
-		vt_textbuf_str(t, sym ? sym : "[unknown]");
+		if (y->sym)
+			vt_textbuf_mem(t, y->sym, y->sym_len);
+		else
+			put_lit(t, "[unknown]");
 	}
-	if (sym && (f & F_SYMOFF)) {
+	if (y->sym && (f & F_SYMOFF)) {
 		put_lit(t, "+0x");
-		vt_textbuf_hex(t, off, 0);
+		vt_textbuf_hex(t, y->off, 0);
 	}
 	if (f & F_DSO) {
 		put_lit(t, " (");
-		vt_textbuf_str(t, !sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
+		vt_textbuf_str(t, !y->sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
 		vt_textbuf_c(t, ')');
 	}
 }
@@ -703,24 +702,19 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
 	const char *dso = guest ? guest_dso(s) : "[kernel.kallsyms]";
-	const char *sym = NULL;
-	guint64 off;
-	gsize avail;
+	const VtDecodeSym *y;
 	int len = 0;
 
-	if (!ip || !vt_decode_image_code(img, ip, &avail))
+	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code)
 		dso = "[unknown]";
 	vt_textbuf_c(t, '(');
 	vt_textbuf_left(t, dso, strlen(dso), s->o->call_trace ? 50 : 0);
 	put_lit(t, ")\t");
-	if (at && vt_decode_image_code(img, at, &avail))
-		sym = vt_decode_image_symbol(img, at, &off);
-	if (sym) {
-		gsize n = strlen(sym);
-
+	y = vt_decode_symcache_lookup(s->syms, img, at);
+	if (y->sym) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
-		vt_textbuf_mem(t, sym, n);
-		len = (int)(depth * 4 + n);
+		vt_textbuf_mem(t, y->sym, y->sym_len);
+		len = (int)(depth * 4 + y->sym_len);
 	} else if (at) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_hex(t, at, 16);
@@ -849,20 +843,15 @@ static void print_insns(Script *s, const VtDecodeEvent *e, gboolean show)
 
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
 {
-	const VtDecodeImage *img = guest ? s->guest : s->host;
-	const char *sym = NULL;
-	guint64 off = 0;
-	gsize avail;
+	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
 
 	vt_json_key(j, key);
 	vt_json_begin_object(j);
 	vt_json_kv_hex(j, "ip", addr);
 	vt_json_kv_bool(j, "guest", guest);
-	if (addr && vt_decode_image_code(img, addr, &avail))
-		sym = vt_decode_image_symbol(img, addr, &off);
-	if (sym) {
-		vt_json_kv_string(j, "sym", sym);
-		vt_json_kv_uint(j, "symoff", off);
+	if (y->sym) {
+		vt_json_kv_string(j, "sym", y->sym);
+		vt_json_kv_uint(j, "symoff", y->off);
 	}
 	vt_json_end_object(j);
 }
@@ -961,6 +950,7 @@ static void report(Script *s)
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
 	s->out = vt_textbuf_new(stdout, 1 << 20);
+	s->syms = vt_decode_symcache_new(16);
 	if (s->o->call_trace || s->o->call_ret_trace)
 		s->stacks = vt_decode_stacks_new();
 	if (s->o->insn_trace)
@@ -1003,6 +993,8 @@ static void report(Script *s)
 	}
 	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
 	s->out = NULL;
+	vt_decode_symcache_free(s->syms);
+	s->syms = NULL;
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;
