@@ -458,10 +458,9 @@ static void line_start(const Script *s, const VtDecodeEvent *e, gboolean guest)
 	vt_textbuf_c(s->out, ' ');
 }
 
-/* " insn: BYTES" of the instruction at ip */
-static void insn_bytes(Script *s, guint64 ip, gboolean guest)
+/* " insn: BYTES" of an instruction (NULL: none) */
+static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 {
-	const VtDisasmInsn *in = ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL;
 	char *p = vt_textbuf_room(s->out, 6 + 3 * 15);
 	char *start = p;
 
@@ -473,6 +472,12 @@ static void insn_bytes(Script *s, guint64 ip, gboolean guest)
 		*p++ = "0123456789abcdef"[in->bytes[i] & 15];
 	}
 	vt_textbuf_commit(s->out, (gsize)(p - start));
+}
+
+/* " insn: BYTES" of the instruction at ip */
+static void insn_bytes(Script *s, guint64 ip, gboolean guest)
+{
+	insn_bytes_of(s, ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL);
 }
 
 /* The thread of one half of a branch, as perf's --tid sees it: in guest
@@ -780,7 +785,7 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 		side(s, in->ip, guest, f);
 	}
 	if (f & F_INSN)
-		insn_bytes(s, in->ip, guest);
+		insn_bytes_of(s, in);
 	if (f & F_DISASM) {
 		put_lit(t, "\t\t");
 		vt_textbuf_str(t, in->text);
