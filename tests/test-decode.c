@@ -545,6 +545,56 @@ static void test_segment_hint(void)
 	g_assert_null(vt_decode_image_code(i1, 0xffffffff80fffff0ULL, &avail));
 }
 
+/* The symbol cache: host and guest images with code at one address and
+ * different symbols; lookups alternate between them, and between addresses
+ * that share a slot - each answer is its own image's, never a stale one. */
+static void test_symcache(void)
+{
+	static const guint8 code[64] = { 0x90 };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img[2];
+	VtDecodeSymCache *c = vt_decode_symcache_new(1);   /* 2 slots: collisions */
+	static const char *const names[2] = { "host", "guest" };
+
+	for (int i = 0; i < 2; i++) {
+		g_autofree char *sub = g_build_filename(dir, names[i], NULL);
+		const Seg seg = { CODE, PF_R | PF_X, code, sizeof(code) };
+		g_autofree char *core = NULL, *ks = NULL;
+		g_autoptr(GError) err = NULL;
+
+		g_mkdir(sub, 0700);
+		core = write_core(sub, "kcore", &seg, 1, FALSE);
+		ks = write_text(sub, "kallsyms", i ? "0000000000001000 T guest_a\n0000000000001010 T guest_b\n"
+						   : "0000000000001000 T host_a\n0000000000001020 T host_b\n");
+		img[i] = vt_decode_image_load_dir(sub, names[i], &err);
+		g_assert_no_error(err);
+	}
+	for (int round = 0; round < 3; round++)
+		for (guint64 a = CODE; a < CODE + sizeof(code) + 8; a += 4)
+			for (int i = 0; i < 2; i++) {
+				guint64 off = 0;
+				gsize avail;
+				const char *want = vt_decode_image_code(img[i], a, &avail)
+							   ? vt_decode_image_symbol(img[i], a, &off) : NULL;
+				const VtDecodeSym *y = vt_decode_symcache_lookup(c, img[i], a);
+
+				g_assert_cmpstr(y->sym, ==, want);
+				g_assert_true(y->img == img[i] && y->addr == a);
+				g_assert_cmpint(y->code, ==, a < CODE + sizeof(code));
+				if (want) {
+					g_assert_cmpuint(y->off, ==, off);
+					g_assert_cmpuint(y->sym_len, ==, strlen(want));
+					g_assert_true(g_str_has_prefix(want, names[i]));
+				}
+			}
+	g_assert_false(vt_decode_symcache_lookup(c, img[0], 0)->code);
+	g_assert_null(vt_decode_symcache_lookup(c, NULL, CODE)->sym);
+	vt_decode_symcache_free(c);
+	for (int i = 0; i < 2; i++)
+		vt_decode_image_free(img[i]);
+	remove_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -555,5 +605,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
+	g_test_add_func("/decode/symcache", test_symcache);
 	return g_test_run();
 }

@@ -12,6 +12,7 @@
 #include <intel-pt.h>
 
 #include "src/cli/json.h"
+#include "src/cli/textbuf.h"
 #include "src/cmd/cmd.h"
 #include "src/decode/decode.h"
 #include "src/fs/fs.h"
@@ -62,6 +63,8 @@ typedef struct {
 	gint32 guest_pid;                  /* the guest process of the line being printed */
 	VtDecodeResult *result;
 	VtJson *json;
+	VtTextBuf *out;                    /* text lines (stdout) */
+	VtDecodeSymCache *syms;            /* symbols of addresses, host and guest */
 	const ScriptOptions *o;
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 show_flags;                /* their branches: perf's flags shown */
@@ -304,60 +307,52 @@ static const char *guest_dso(const Script *s)
 	return vt_decode_result_machine_pid(s->result) ? "[kernel.kallsyms]" : "[guest.kernel.kallsyms]";
 }
 
-/* Formatting without printf: printf and its allocations were most of the
- * time of printing branches (callgrind). */
-/* v in hex (lowercase), right-aligned in width with spaces */
-static void put_hex(GString *l, guint64 v, int width)
-{
-	char buf[24];
-	int n = 0;
+/* Formatting without printf, into one output buffer (src/cli/textbuf.h):
+ * printf's padding and field parsing, a GString and a puts per line were
+ * most of the time of printing (callgrind, perf record). */
+#define put_lit(t, lit) vt_textbuf_mem((t), "" lit, sizeof(lit) - 1)
 
-	do {
-		buf[sizeof(buf) - 1 - n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	for (; n < width; n++)
-		buf[sizeof(buf) - 1 - n] = ' ';
-	g_string_append_len(l, buf + sizeof(buf) - n, n);
+static void put_str(VtTextBuf *t, const char *str, int width)
+{
+	vt_textbuf_right(t, str, strlen(str), width);
 }
 
-/* v in decimal, right-aligned in width, padded with pad (' ' or '0';
- * zeros come after a minus sign, as printf's) */
-static void put_int(GString *l, gint64 v, int width, char pad)
+/* v as printf's "%#llx": 0x and hex, but 0 alone */
+static void put_hex_alt(VtTextBuf *t, guint64 v)
 {
-	char buf[32];
-	guint64 u = v < 0 ? -(guint64)v : (guint64)v;
-	int n = 0, sign = v < 0;
+	if (v)
+		put_lit(t, "0x");
+	vt_textbuf_hex(t, v, 0);
+}
 
+/* ":TID", perf's comm of a thread it has no name for */
+static const char *tid_name(gint32 tid, char name[24])
+{
+	guint32 u = tid < 0 ? -(guint32)tid : (guint32)tid;
+	char d[12];
+	int n = 0;
+	char *p = name;
+
+	*p++ = ':';
+	if (tid < 0)
+		*p++ = '-';
 	do {
-		buf[sizeof(buf) - 1 - n++] = (char)('0' + u % 10);
+		d[n++] = (char)('0' + u % 10);
 		u /= 10;
 	} while (u);
-	while (pad == '0' && n < width - sign)
-		buf[sizeof(buf) - 1 - n++] = '0';
-	if (sign)
-		buf[sizeof(buf) - 1 - n++] = '-';
-	while (n < width)
-		buf[sizeof(buf) - 1 - n++] = ' ';
-	g_string_append_len(l, buf + sizeof(buf) - n, n);
-}
-
-/* str right-aligned in width */
-static void put_str(GString *l, const char *str, int width)
-{
-	int len = (int)strlen(str);
-
-	for (; len < width; len++)
-		g_string_append_c(l, ' ');
-	g_string_append(l, str);
+	while (n)
+		*p++ = d[--n];
+	*p = 0;
+	return name;
 }
 
 /* One side of a branch as perf prints it: "ADDR SYM+0xOFF (DSO)", as far
  * as -F asks. */
 /* A guest user address: "ADDR SYM+0xOFF (PATH)" of its mapping (perf:
  * "[unknown]" without the file or a symbol); FALSE: not mapped. */
-static gboolean user_side(GString *l, const Script *s, gint32 pid, guint64 addr, guint f)
+static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 {
+	VtTextBuf *t = s->out;
 	const char *dso, *sym;
 	guint64 off = 0;
 
@@ -366,136 +361,163 @@ static gboolean user_side(GString *l, const Script *s, gint32 pid, guint64 addr,
 	sym = vt_decode_guest_user_symbol(s->guser, pid, addr, &off, &dso);
 	if (!dso)
 		return FALSE;
-	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
-	if (f & (F_SYM | F_SYMOFF))
-		g_string_append_printf(l, " %s", sym ? sym : "[unknown]");
-	if (sym && (f & F_SYMOFF))
-		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
-	if (f & F_DSO)
-		g_string_append_printf(l, " (%s)", dso);
+	vt_textbuf_hex(t, addr, 16);
+	if (f & (F_SYM | F_SYMOFF)) {
+		vt_textbuf_c(t, ' ');
+		vt_textbuf_str(t, sym ? sym : "[unknown]");
+	}
+	if (sym && (f & F_SYMOFF)) {
+		put_lit(t, "+0x");
+		vt_textbuf_hex(t, off, 0);
+	}
+	if (f & F_DSO) {
+		put_lit(t, " (");
+		vt_textbuf_str(t, dso);
+		vt_textbuf_c(t, ')');
+	}
 	return TRUE;
 }
 
-static void side(GString *l, const Script *s, guint64 addr, gboolean guest, guint f)
+static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 {
-	const VtDecodeImage *img = guest ? s->guest : s->host;
-	const char *sym = NULL;
-	guint64 off = 0;
-	gsize avail;
+	VtTextBuf *t = s->out;
+	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
 
-	if (guest && user_side(l, s, s->guest_pid, addr, f))
+	if (guest && user_side(s, s->guest_pid, addr, f))
 		return;
-
-	if (addr && vt_decode_image_code(img, addr, &avail))
-		sym = vt_decode_image_symbol(img, addr, &off);
-	if (sym && (f & (F_SYM | F_SYMOFF | F_DSO)) == (F_SYM | F_SYMOFF | F_DSO)) {
-		/* the usual fields in one go: printing is most of the time */
-		put_hex(l, addr, 16);
-		g_string_append_c(l, ' ');
-		g_string_append(l, sym);
-		g_string_append(l, "+0x");
-		put_hex(l, off, 0);
-		g_string_append(l, " (");
-		g_string_append(l, guest ? guest_dso(s) : "[kernel.kallsyms]");
-		g_string_append_c(l, ')');
-		return;
+	vt_textbuf_hex(t, addr, 16);
+	if (f & (F_SYM | F_SYMOFF)) {
+		vt_textbuf_c(t, ' ');
+		if (y->sym)
+			vt_textbuf_mem(t, y->sym, y->sym_len);
+		else
+			put_lit(t, "[unknown]");
 	}
-	g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", addr);
-	if (f & (F_SYM | F_SYMOFF))
-		g_string_append_printf(l, " %s", sym ? sym : "[unknown]");
-	if (sym && (f & F_SYMOFF))
-		g_string_append_printf(l, "+0x%" G_GINT64_MODIFIER "x", off);
-	if (f & F_DSO)
-		g_string_append_printf(l, " (%s)", !sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
+	if (y->sym && (f & F_SYMOFF)) {
+		put_lit(t, "+0x");
+		vt_textbuf_hex(t, y->off, 0);
+	}
+	if (f & F_DSO) {
+		put_lit(t, " (");
+		vt_textbuf_str(t, !y->sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
+		vt_textbuf_c(t, ')');
+	}
 }
 
 /* The thread of one side of a branch: on the guest side the guest thread
  * the injected sideband names (perf: "VM: PID VCPU:NNN " before it with
  * -F machine_pid,vcpu; pid/tid -1 before the vCPU's first guest switch-in),
  * else the host thread - which perf names ":TID" in guest code. */
-static const char *line_thread(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, gint32 *tid,
-			       char name[24])
+static const char *line_thread(const Script *s, const VtDecodeEvent *e, gboolean guest, gint32 *tid, char name[24])
 {
+	VtTextBuf *t = s->out;
 	guint f = s->o->field_mask;
 	const char *comm = guest ? NULL : e->comm;
 
 	*tid = e->tid;
 	if (guest && vt_decode_result_machine_pid(s->result)) {
-		if (e->machine_pid && (f & F_MACHINE_PID))
-			g_string_append_printf(l, "VM:%5d ", e->machine_pid);
-		if (e->machine_pid && (f & F_VCPU))
-			g_string_append_printf(l, "VCPU:%03d ", e->vcpu);
+		if (e->machine_pid && (f & F_MACHINE_PID)) {
+			put_lit(t, "VM:");
+			vt_textbuf_int(t, e->machine_pid, 5, ' ');
+			vt_textbuf_c(t, ' ');
+		}
+		if (e->machine_pid && (f & F_VCPU)) {
+			put_lit(t, "VCPU:");
+			vt_textbuf_int(t, e->vcpu, 3, '0');
+			vt_textbuf_c(t, ' ');
+		}
 		*tid = e->guest_tid;    /* -1 before the vCPU's first switch-in */
 		comm = e->guest_comm;
 	}
-	g_snprintf(name, 24, ":%d", *tid);
-	return comm ? comm : name;
+	return comm ? comm : tid_name(*tid, name);
+}
+
+/* "SECS.NSECS: " (nanoseconds: --insn-trace, call traces) or "SECS.USECS: " */
+static void put_time(VtTextBuf *t, guint64 time, gboolean nsecs)
+{
+	vt_textbuf_int(t, (gint64)(time / 1000000000), 5, ' ');
+	vt_textbuf_c(t, '.');
+	if (nsecs)
+		vt_textbuf_int(t, (gint64)(time % 1000000000), 9, '0');
+	else
+		vt_textbuf_int(t, (gint64)(time % 1000000000 / 1000), 6, '0');
+	put_lit(t, ": ");
+}
+
+/* perf's flags field: "  NAME " with the name left-aligned in 21 */
+static void put_flags(VtTextBuf *t, guint32 flags)
+{
+	char fl[32];
+
+	vt_decode_perf_flags_name(flags, fl);
+	put_lit(t, "  ");
+	vt_textbuf_left(t, fl, strlen(fl), 21);
+	vt_textbuf_c(t, ' ');
 }
 
 /* perf's line start: comm, tid, cpu, time (nanoseconds with --insn-trace),
  * period, event, flags - those of f that -F asks for (event: its name,
  * flags: perf's sample flags). */
-static void line_fields(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint f,
-			const char *event, guint32 flags)
+static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event,
+			guint32 flags)
 {
+	VtTextBuf *t = s->out;
 	char name[24];
-	const char *comm;
 	gint32 tid;
+	const char *comm = line_thread(s, e, guest, &tid, name);
 
-	g_string_truncate(l, 0);
-	comm = line_thread(l, s, e, guest, &tid, name);
-	if ((f & (F_COMM | F_TID | F_CPU)) == (F_COMM | F_TID | F_CPU)) {
-		put_str(l, comm, 16);
-		g_string_append_c(l, ' ');
-		put_int(l, tid, 5, ' ');
-		g_string_append(l, " [");
-		put_int(l, e->cpu, 3, '0');
-		g_string_append(l, "] ");
-	} else {
-		if (f & F_COMM)
-			g_string_append_printf(l, "%16s ", comm);
-		if (f & F_TID)
-			g_string_append_printf(l, "%5d ", tid);
-		if (f & F_CPU)
-			g_string_append_printf(l, "[%03d] ", e->cpu);
+	if (f & F_COMM) {
+		put_str(t, comm, 16);
+		vt_textbuf_c(t, ' ');
 	}
-	if ((f & F_TIME) && vt_decode_result_timed(s->result) && s->o->nsecs)
-		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
-				       e->time % 1000000000);
-	else if ((f & F_TIME) && vt_decode_result_timed(s->result))
-	{
-		put_int(l, (gint64)(e->time / 1000000000), 5, ' ');
-		g_string_append_c(l, '.');
-		put_int(l, (gint64)(e->time % 1000000000 / 1000), 6, '0');
-		g_string_append(l, ": ");
+	if (f & F_TID) {
+		vt_textbuf_int(t, tid, 5, ' ');
+		vt_textbuf_c(t, ' ');
 	}
+	if (f & F_CPU) {
+		vt_textbuf_c(t, '[');
+		vt_textbuf_int(t, e->cpu, 3, '0');
+		put_lit(t, "] ");
+	}
+	if ((f & F_TIME) && vt_decode_result_timed(s->result))
+		put_time(t, e->time, s->o->nsecs);
 	if (f & F_PERIOD)
-		g_string_append_printf(l, "%10u ", 1);
-	if (f & F_EVENT)   /* perf pads event names to the longest in the file */
-		g_string_append_printf(l, "%*s: ", s->name_width, event);
-	if (f & F_FLAGS) {
-		char fl[32];
-
-		vt_decode_perf_flags_name(flags, fl);
-		g_string_append_printf(l, "  %-21s ", fl);
+		put_lit(t, "         1 ");
+	if (f & F_EVENT) {  /* perf pads event names to the longest in the file */
+		put_str(t, event, s->name_width);
+		put_lit(t, ": ");
 	}
+	if (f & F_FLAGS)
+		put_flags(t, flags);
 }
 
 /* A branch line's start, up to the space before its IP. */
-static void line_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest)
+static void line_start(const Script *s, const VtDecodeEvent *e, gboolean guest)
 {
-	line_fields(l, s, e, guest, s->o->field_mask, "branches:k", vt_decode_perf_flags(&e->b));
-	g_string_append_c(l, ' ');
+	line_fields(s, e, guest, s->o->field_mask, "branches:k", vt_decode_perf_flags(&e->b));
+	vt_textbuf_c(s->out, ' ');
+}
+
+/* " insn: BYTES" of an instruction (NULL: none) */
+static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
+{
+	char *p = vt_textbuf_room(s->out, 6 + 3 * 15);
+	char *start = p;
+
+	memcpy(p, " insn:", 6);
+	p += 6;
+	for (guint i = 0; in && i < in->len; i++) {
+		*p++ = ' ';
+		*p++ = "0123456789abcdef"[in->bytes[i] >> 4];
+		*p++ = "0123456789abcdef"[in->bytes[i] & 15];
+	}
+	vt_textbuf_commit(s->out, (gsize)(p - start));
 }
 
 /* " insn: BYTES" of the instruction at ip */
-static void insn_bytes(GString *l, Script *s, guint64 ip, gboolean guest)
+static void insn_bytes(Script *s, guint64 ip, gboolean guest)
 {
-	const VtDisasmInsn *in = ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL;
-
-	g_string_append(l, " insn:");
-	for (guint i = 0; in && i < in->len; i++)
-		g_string_append_printf(l, " %02x", in->bytes[i]);
+	insn_bytes_of(s, ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL);
 }
 
 /* The thread of one half of a branch, as perf's --tid sees it: in guest
@@ -513,59 +535,72 @@ static gboolean wanted(const Script *s, const VtDecodeEvent *e, gboolean guest)
 	return !(s->o->host_only && guest) && !(s->o->guest_only && !guest);
 }
 
-static void print_error(const Script *s, const VtDecodeEvent *e, GString *l)
+static void print_error(const Script *s, const VtDecodeEvent *e)
 {
+	VtTextBuf *t = s->out;
 	const VtBranch *b = &e->b;
 
 	if (!s->o->errors)
 		return;
-	g_string_printf(l, " instruction trace error type 1 time ");
-	if (vt_decode_result_timed(s->result))
-		g_string_append_printf(l, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, e->time / 1000000000,
-				       e->time % 1000000000);
-	else
-		g_string_append(l, "0");
-	g_string_append_printf(l, " cpu %d pid %d tid %d ip %#" G_GINT64_MODIFIER "x code %d: %s", e->cpu, e->pid,
-			       e->tid, b->from, b->code, pt_errstr(b->code));
-	puts(l->str);
+	put_lit(t, " instruction trace error type 1 time ");
+	if (vt_decode_result_timed(s->result)) {
+		vt_textbuf_int(t, (gint64)(e->time / 1000000000), 0, ' ');
+		vt_textbuf_c(t, '.');
+		vt_textbuf_int(t, (gint64)(e->time % 1000000000), 9, '0');
+	} else {
+		vt_textbuf_c(t, '0');
+	}
+	put_lit(t, " cpu ");
+	vt_textbuf_int(t, e->cpu, 0, ' ');
+	put_lit(t, " pid ");
+	vt_textbuf_int(t, e->pid, 0, ' ');
+	put_lit(t, " tid ");
+	vt_textbuf_int(t, e->tid, 0, ' ');
+	put_lit(t, " ip ");
+	put_hex_alt(t, b->from);
+	put_lit(t, " code ");
+	vt_textbuf_int(t, b->code, 0, ' ');
+	put_lit(t, ": ");
+	vt_textbuf_str(t, pt_errstr(b->code));
+	vt_textbuf_c(t, '\n');
 }
 
 /* One branch line, FROM => TO in one machine, with the fields -F asks for;
  * insn: the branch instruction (a VM entry's on both its lines; none from 0). */
-static void branch_line(Script *s, const VtDecodeEvent *e, GString *l, gboolean guest, guint64 from, guint64 to)
+static void branch_line(Script *s, const VtDecodeEvent *e, gboolean guest, guint64 from, guint64 to)
 {
 	const VtBranch *b = &e->b;
 	guint f = s->o->field_mask;
 
 	if (!wanted(s, e, guest))
 		return;
-	line_start(l, s, e, guest);
+	line_start(s, e, guest);
 	if (f & F_IP)
-		side(l, s, from, guest, f);
+		side(s, from, guest, f);
 	if (f & F_ADDR) {
-		g_string_append(l, " => ");
-		side(l, s, to, guest, f);
+		put_lit(s->out, " => ");
+		side(s, to, guest, f);
 	}
 	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
-		insn_bytes(l, s, b->from, b->from_guest);
+		insn_bytes(s, b->from, b->from_guest);
 	else if ((f & F_INSN) && from)
-		insn_bytes(l, s, from, guest);
-	puts(l->str);
+		insn_bytes(s, from, guest);
+	vt_textbuf_c(s->out, '\n');
 }
 
 /* A branch is one line - VM entries and exits two, each half in its own
  * machine, as perf prints them. */
-static void print_text(Script *s, const VtDecodeEvent *e, GString *l)
+static void print_text(Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 
 	if (b->kind == VT_BRANCH_ERROR) {
-		print_error(s, e, l);
+		print_error(s, e);
 	} else if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
-		branch_line(s, e, l, b->from_guest, b->from, 0);
-		branch_line(s, e, l, b->to_guest, 0, b->to);
+		branch_line(s, e, b->from_guest, b->from, 0);
+		branch_line(s, e, b->to_guest, 0, b->to);
 	} else {
-		branch_line(s, e, l, b->from ? b->from_guest : b->to_guest, b->from, b->to);
+		branch_line(s, e, b->from ? b->from_guest : b->to_guest, b->from, b->to);
 	}
 }
 
@@ -616,25 +651,36 @@ static gboolean is_power(const VtBranch *b)
 }
 
 /* perf's synth field: the text, padded to 34 columns */
-static void synth_text(GString *l, const Script *s, const VtBranch *b)
+static void synth_text(const Script *s, const VtBranch *b)
 {
-	gsize start = l->len;
+	VtTextBuf *t = s->out;
+	guint64 start = vt_textbuf_pos(t);
+	guint64 len;
 
 	if (b->kind == VT_BRANCH_PSB) {
-		g_string_append_printf(l, " psb offs: %#" G_GINT64_MODIFIER "x", b->offset);
+		put_lit(t, " psb offs: ");
+		put_hex_alt(t, b->offset);
 	} else {
 		guint cbr = (guint)b->to;
 
-		g_string_append_printf(l, " cbr: %2u freq: %4u MHz ", cbr, (cbr * s->cbr_khz + 500) / 1000);
-		if (s->max_nonturbo)
-			g_string_append_printf(l, "(%3u%%) ", (5 + 1000 * cbr / s->max_nonturbo) / 10);
+		put_lit(t, " cbr: ");
+		vt_textbuf_int(t, cbr, 2, ' ');
+		put_lit(t, " freq: ");
+		vt_textbuf_int(t, (cbr * s->cbr_khz + 500) / 1000, 4, ' ');
+		put_lit(t, " MHz ");
+		if (s->max_nonturbo) {
+			vt_textbuf_c(t, '(');
+			vt_textbuf_int(t, (5 + 1000 * cbr / s->max_nonturbo) / 10, 3, ' ');
+			put_lit(t, "%) ");
+		}
 	}
-	if (l->len - start < 34)
-		g_string_append_printf(l, "%*s", (int)(34 - (l->len - start)), "");
+	len = vt_textbuf_pos(t) - start;
+	if (len < 34)
+		vt_textbuf_pad(t, 34 - len);
 }
 
 /* A psb or cbr event as perf script --itrace=p prints it. */
-static void print_power(Script *s, const VtDecodeEvent *e, GString *l)
+static void print_power(Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 	guint f = s->o->power_mask;
@@ -650,105 +696,108 @@ static void print_power(Script *s, const VtDecodeEvent *e, GString *l)
 
 		flags = in->kind == VT_INSN_OTHER || !in->len ? 0 : vt_decode_perf_flags(&as);
 	}
-	line_fields(l, s, e, b->from_guest, f, b->kind == VT_BRANCH_PSB ? "psb" : "cbr", flags);
+	line_fields(s, e, b->from_guest, f, b->kind == VT_BRANCH_PSB ? "psb" : "cbr", flags);
 	if (f & F_SYNTH)
-		synth_text(l, s, b);
+		synth_text(s, b);
 	if (f & F_ADDR)
-		g_string_append_printf(l, "%16x", 0);
+		vt_textbuf_hex(s->out, 0, 16);
 	if (f & F_IP) {
-		g_string_append_c(l, ' ');
-		side(l, s, b->from, b->from_guest, f);
+		vt_textbuf_c(s->out, ' ');
+		side(s, b->from, b->from_guest, f);
 	}
 	if (f & F_INSN)   /* perf: the last instruction decoded */
-		insn_bytes(l, s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest);
-	puts(l->str);
+		insn_bytes(s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest);
+	vt_textbuf_c(s->out, '\n');
 }
 
 /* ----------------------------------------------------- call traces */
 /* perf's line start for call traces: nanosecond times, the CPU only in
  * per-CPU recordings, the flags with --call-ret-trace. */
-static void call_start(GString *l, const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
+static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
 {
+	VtTextBuf *t = s->out;
 	char name[24];
 	const char *comm;
 	gint32 tid;
 
-	g_string_truncate(l, 0);
-	comm = line_thread(l, s, e, guest, &tid, name);
-	g_string_append_printf(l, "%16s %5d ", comm, tid);
-	if (vt_decode_result_per_cpu(s->result))
-		g_string_append_printf(l, "[%03d] ", e->cpu);
-	if (vt_decode_result_timed(s->result))
-		g_string_append_printf(l, "%5" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT ": ", e->time / 1000000000,
-				       e->time % 1000000000);
-	if (s->o->call_ret_trace) {
-		char f[32];
-
-		vt_decode_perf_flags_name(flags, f);
-		g_string_append_printf(l, "  %-21s ", f);
+	comm = line_thread(s, e, guest, &tid, name);
+	put_str(t, comm, 16);
+	vt_textbuf_c(t, ' ');
+	vt_textbuf_int(t, tid, 5, ' ');
+	vt_textbuf_c(t, ' ');
+	if (vt_decode_result_per_cpu(s->result)) {
+		vt_textbuf_c(t, '[');
+		vt_textbuf_int(t, e->cpu, 3, '0');
+		put_lit(t, "] ");
 	}
+	if (vt_decode_result_timed(s->result))
+		put_time(t, e->time, TRUE);
+	if (s->o->call_ret_trace)
+		put_flags(t, flags);
 }
 
 /* perf's callindent field for one sample (ip => addr in one machine):
  * "(DSO)\t", the depth's indentation, the called function (calls, trace
  * begins) or the returning one (returns, trace ends), padded to a column
  * that follows the longest recent name. */
-static void call_indent(GString *l, Script *s, guint64 ip, guint64 addr, gboolean guest, guint32 flags, guint depth)
+static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guint32 flags, guint depth)
 {
+	VtTextBuf *t = s->out;
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
 	const char *dso = guest ? guest_dso(s) : "[kernel.kallsyms]";
-	const char *sym = NULL;
-	guint64 off;
-	gsize avail, start;
+	const VtDecodeSym *y;
 	int len = 0;
 
-	if (!ip || !vt_decode_image_code(img, ip, &avail))
+	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code)
 		dso = "[unknown]";
-	g_string_append_printf(l, s->o->call_trace ? "(%-50s)\t" : "(%s)\t", dso);
-	start = l->len;
-	if (at && vt_decode_image_code(img, at, &avail))
-		sym = vt_decode_image_symbol(img, at, &off);
-	if (sym)
-		g_string_append_printf(l, "%*s%s", (int)depth * 4, "", sym);
-	else if (at)
-		g_string_append_printf(l, "%*s%16" G_GINT64_MODIFIER "x", (int)depth * 4, "", at);
-	len = (int)(l->len - start);
+	vt_textbuf_c(t, '(');
+	vt_textbuf_left(t, dso, strlen(dso), s->o->call_trace ? 50 : 0);
+	put_lit(t, ")\t");
+	y = vt_decode_symcache_lookup(s->syms, img, at);
+	if (y->sym) {
+		vt_textbuf_pad(t, (gsize)depth * 4);
+		vt_textbuf_mem(t, y->sym, y->sym_len);
+		len = (int)(depth * 4 + y->sym_len);
+	} else if (at) {
+		vt_textbuf_pad(t, (gsize)depth * 4);
+		vt_textbuf_hex(t, at, 16);
+		len = (int)(depth * 4 + 16);
+	}
 	if (len > s->spacing || (len && len < s->spacing - 52))
 		s->spacing = (len + 4 + 31) / 32 * 32;
 	if (len < s->spacing)
-		g_string_append_printf(l, "%*s", s->spacing - len, "");
+		vt_textbuf_pad(t, (gsize)(s->spacing - len));
 }
 
 /* One half of a branch (a VM entry or exit is two, each in its machine). */
-static void call_half(Script *s, const VtDecodeEvent *e, GString *l, guint64 ip, guint64 addr, gboolean guest,
-		      guint32 flags)
+static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 addr, gboolean guest, guint32 flags)
 {
 	/* perf keeps a stack for the host thread only: guest lines show none */
 	guint depth = guest ? 0 : vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, &e->b);
 
 	if (!wanted(s, e, guest))
 		return;
-	call_start(l, s, e, guest, flags);
-	call_indent(l, s, ip, addr, guest, flags, depth);
-	puts(l->str);
+	call_start(s, e, guest, flags);
+	call_indent(s, ip, addr, guest, flags, depth);
+	vt_textbuf_c(s->out, '\n');
 }
 
-static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
+static void print_call(Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 	guint32 flags = vt_decode_perf_flags(b);
 
 	if (b->kind == VT_BRANCH_ERROR) {
-		print_text(s, e, l);
+		print_text(s, e);
 		return;
 	}
 	if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
-		call_half(s, e, l, b->from, 0, b->from_guest, flags);
-		call_half(s, e, l, 0, b->to, b->to_guest, flags);
+		call_half(s, e, b->from, 0, b->from_guest, flags);
+		call_half(s, e, 0, b->to, b->to_guest, flags);
 	} else {
-		call_half(s, e, l, b->from, b->to, b->from ? b->from_guest : b->to_guest, flags);
+		call_half(s, e, b->from, b->to, b->from ? b->from_guest : b->to_guest, flags);
 	}
 }
 
@@ -761,29 +810,31 @@ static void print_call(Script *s, const VtDecodeEvent *e, GString *l)
 /* One instruction line; a branch's own instruction (last: the branch)
  * carries its flags and target, as perf's instruction samples do (a
  * conditional jump not taken its flags only). */
-static void insn_line(Script *s, const VtDecodeEvent *e, GString *l, const VtDisasmInsn *in, gboolean guest,
-		      const VtBranch *last)
+static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in, gboolean guest, const VtBranch *last)
 {
+	VtTextBuf *t = s->out;
 	guint f = s->o->insn_mask;
 	guint32 flags = last ? vt_decode_perf_flags(last)
 			: in->kind == VT_INSN_COND ? VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL : 0;
 
-	line_fields(l, s, e, guest, f, "instructions:k", flags);
+	line_fields(s, e, guest, f, "instructions:k", flags);
 	if (f & F_ADDR)
-		g_string_append_printf(l, "%16" G_GINT64_MODIFIER "x", last ? last->to : 0);
+		vt_textbuf_hex(t, last ? last->to : 0, 16);
 	if (f & F_IP) {
-		g_string_append_c(l, ' ');
-		side(l, s, in->ip, guest, f);
+		vt_textbuf_c(t, ' ');
+		side(s, in->ip, guest, f);
 	}
 	if (f & F_INSN)
-		insn_bytes(l, s, in->ip, guest);
-	if (f & F_DISASM)
-		g_string_append_printf(l, "\t\t%s", in->text);
-	puts(l->str);
+		insn_bytes_of(s, in);
+	if (f & F_DISASM) {
+		put_lit(t, "\t\t");
+		vt_textbuf_str(t, in->text);
+	}
+	vt_textbuf_c(t, '\n');
 }
 
 /* The instructions from w's IP up to `to`; returns where the walk stopped. */
-static guint64 insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Walk *w, guint64 to, gboolean inclusive)
+static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
 	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
 	guint64 ip = w->ip;
@@ -794,14 +845,14 @@ static guint64 insn_walk(Script *s, const VtDecodeEvent *e, GString *l, const Wa
 		if (!in->len)
 			break;
 		if (wanted(s, e, w->guest))
-			insn_line(s, e, l, in, w->guest, inclusive && ip == to ? &e->b : NULL);
+			insn_line(s, e, in, w->guest, inclusive && ip == to ? &e->b : NULL);
 		*last_of(s, e->queue) = (Walk){ ip, w->guest, TRUE };
 		ip += in->len;
 	}
 	return ip;
 }
 
-static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean show)
+static void print_insns(Script *s, const VtDecodeEvent *e, gboolean show)
 {
 	const VtBranch *b = &e->b;
 	Walk *w;
@@ -817,7 +868,7 @@ static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean 
 		/* a power event binds to an IP the flow runs through: the
 		 * instructions before it come first (as perf's samples) */
 		if (show && w->valid && b->from && b->from_guest == w->guest && b->from >= w->ip &&
-		    insn_walk(s, e, l, w, b->from, FALSE) == b->from)
+		    insn_walk(s, e, w, b->from, FALSE) == b->from)
 			w->ip = b->from;
 		return;
 	}
@@ -829,7 +880,7 @@ static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean 
 		w->valid = TRUE;
 	}
 	if (show && w->valid && b->from && b->from_guest == w->guest)
-		insn_walk(s, e, l, w, b->from, !b->async);
+		insn_walk(s, e, w, b->from, !b->async);
 	w->valid = b->to != 0;
 	w->ip = b->to;
 	w->guest = b->to_guest;
@@ -837,27 +888,27 @@ static void print_insns(Script *s, const VtDecodeEvent *e, GString *l, gboolean 
 
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
 {
-	const VtDecodeImage *img = guest ? s->guest : s->host;
-	const char *sym = NULL;
-	guint64 off = 0;
-	gsize avail;
+	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
 
 	vt_json_key(j, key);
 	vt_json_begin_object(j);
 	vt_json_kv_hex(j, "ip", addr);
 	vt_json_kv_bool(j, "guest", guest);
-	if (addr && vt_decode_image_code(img, addr, &avail))
-		sym = vt_decode_image_symbol(img, addr, &off);
-	if (!sym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
-		const char *dso = NULL;
+	if (!y->sym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
+		const char *dso = NULL, *sym;
+		guint64 off = 0;
 
 		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, addr, &off, &dso);
 		if (dso)
 			vt_json_kv_string(j, "dso", dso);
+		if (sym) {
+			vt_json_kv_string(j, "sym", sym);
+			vt_json_kv_uint(j, "symoff", off);
+		}
 	}
-	if (sym) {
-		vt_json_kv_string(j, "sym", sym);
-		vt_json_kv_uint(j, "symoff", off);
+	if (y->sym) {
+		vt_json_kv_string(j, "sym", y->sym);
+		vt_json_kv_uint(j, "symoff", y->off);
 	}
 	vt_json_end_object(j);
 }
@@ -951,11 +1002,12 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 
 static void report(Script *s)
 {
-	g_autoptr(GString) l = g_string_new(NULL);
 	const VtDecodeEvent *e;
 
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
+	s->out = vt_textbuf_new(stdout, 1 << 20);
+	s->syms = vt_decode_symcache_new(16);
 	if (s->o->call_trace || s->o->call_ret_trace)
 		s->stacks = vt_decode_stacks_new();
 	if (s->o->insn_trace)
@@ -980,7 +1032,7 @@ static void report(Script *s)
 				continue;
 		}
 		if (s->walk) {
-			print_insns(s, e, l, in_range(s, e));   /* the flow goes on unseen */
+			print_insns(s, e, in_range(s, e));   /* the flow goes on unseen */
 			if (!s->o->branches && e->b.kind != VT_BRANCH_ERROR && !is_power(&e->b))
 				continue;
 		}
@@ -991,12 +1043,16 @@ static void report(Script *s)
 		if (s->json)
 			print_json(s, e);
 		else if (is_power(&e->b))
-			print_power(s, e, l);
+			print_power(s, e);
 		else if (s->stacks)
-			print_call(s, e, l);
+			print_call(s, e);
 		else
-			print_text(s, e, l);
+			print_text(s, e);
 	}
+	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
+	s->out = NULL;
+	vt_decode_symcache_free(s->syms);
+	s->syms = NULL;
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;

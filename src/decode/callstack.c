@@ -128,6 +128,8 @@ static void stack_free(gpointer p)
 
 struct VtDecodeStacks {
 	GHashTable *by_thread;     /* key (tid, or -1-cpu for thread 0) -> Stack */
+	gpointer last_key;         /* the last stack looked up (two lookups a branch, */
+	Stack *last;               /* mostly of one thread: stacks are never removed) */
 };
 
 VtDecodeStacks *vt_decode_stacks_new(void)
@@ -149,13 +151,18 @@ void vt_decode_stacks_free(VtDecodeStacks *st)
 static Stack *stack_of(VtDecodeStacks *st, gint32 tid, gint32 cpu)
 {
 	gpointer key = GINT_TO_POINTER(tid ? tid : -1 - MAX(cpu, 0));
-	Stack *s = g_hash_table_lookup(st->by_thread, key);
+	Stack *s;
 
+	if (st->last && st->last_key == key)
+		return st->last;
+	s = g_hash_table_lookup(st->by_thread, key);
+	st->last_key = key;
 	if (!s) {
 		s = g_new0(Stack, 1);
 		s->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
 		g_hash_table_insert(st->by_thread, key, s);
 	}
+	st->last = s;
 	return s;
 }
 

@@ -86,6 +86,23 @@ guint vt_decode_image_n_symbols(const VtDecodeImage *img);
 void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes);
 guint vt_decode_image_n_segments(const VtDecodeImage *img);
 
+/* The symbols of addresses, cached per (image, address) in a table of
+ * 2^slots_log2 entries (direct-mapped: bounded, never stale - an entry
+ * names its image and address).  Not thread-safe. */
+typedef struct {
+	guint64 addr;
+	const VtDecodeImage *img;   /* NULL: empty slot */
+	const char *sym;            /* the symbol containing addr, NULL if none */
+	guint64 off;                /* addr - its start */
+	guint32 sym_len;
+	gboolean code;              /* addr is in a code segment of img (sym only then) */
+} VtDecodeSym;
+typedef struct VtDecodeSymCache VtDecodeSymCache;
+VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2);
+void vt_decode_symcache_free(VtDecodeSymCache *c);
+/* addr 0 or img NULL: no code, no symbol.  Valid until the next lookup. */
+const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
+
 /* --------------------------------------------------------- instructions */
 /* What an instruction does to control flow (Zydis decodes it). */
 typedef enum {

@@ -14,7 +14,10 @@ struct VtDecodeDisasm {
 	ZydisDecoder dec;
 	ZydisFormatter fmt;
 	GHashTable *by_ip;          /* ip -> VtDisasmInsn */
+	VtDisasmInsn **recent;      /* in front of it: direct-mapped by ip (RECENT slots) */
 };
+
+#define RECENT (1u << 16)
 
 static void insn_free(gpointer p)
 {
@@ -33,6 +36,7 @@ VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img)
 	ZydisFormatterInit(&d->fmt, ZYDIS_FORMATTER_STYLE_ATT);
 	ZydisFormatterSetProperty(&d->fmt, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
 	d->by_ip = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, insn_free);
+	d->recent = g_new0(VtDisasmInsn *, RECENT);
 	return d;
 }
 
@@ -41,6 +45,7 @@ void vt_decode_disasm_free(VtDecodeDisasm *d)
 	if (!d)
 		return;
 	g_hash_table_destroy(d->by_ip);
+	g_free(d->recent);
 	g_free(d);
 }
 
@@ -73,12 +78,18 @@ static VtDisasmInsn *decode(VtDecodeDisasm *d, guint64 ip)
 
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip)
 {
-	VtDisasmInsn *in = g_hash_table_lookup(d->by_ip, &ip);
+	/* entries live as long as the table: a slot only points at one */
+	VtDisasmInsn **slot = &d->recent[(ip ^ (ip >> 16)) & (RECENT - 1)];
+	VtDisasmInsn *in = *slot;
 
+	if (in && in->ip == ip)
+		return in;
+	in = g_hash_table_lookup(d->by_ip, &ip);
 	if (!in) {
 		in = decode(d, ip);
 		g_hash_table_insert(d->by_ip, &in->ip, in);
 	}
+	*slot = in;
 	return in;
 }
 

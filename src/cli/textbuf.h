@@ -1,0 +1,99 @@
+/* textbuf.h - a large output buffer for text written a line at a time by
+ * the million (vmtrace script): bytes, strings, padding and numbers go
+ * straight into one buffer, written to its FILE with fwrite when full and
+ * at vt_textbuf_flush/free.  No printf, no allocation per line: printf's
+ * padding (%*s) and its field parsing were most of script's time.
+ *
+ * Numbers and padding format exactly as printf's "%*s", "%-*s", "%*x",
+ * "%*d" and "%0*d" do (tests/test-textbuf compares them).
+ *
+ * May call: glib, stdio.  No printing besides the FILE given; a failed
+ * write is kept (vt_textbuf_failed) and the FILE's error flag set, so
+ * vt_cli_close_stdout reports it. */
+#ifndef VT_TEXTBUF_H
+#define VT_TEXTBUF_H
+
+#include <glib.h>
+#include <stdio.h>
+#include <string.h>
+
+G_BEGIN_DECLS
+
+/* the most one vt_textbuf_room may ask for (the buffer is at least this
+ * large; longer pieces are written in parts) */
+#define VT_TEXTBUF_PIECE 4096
+
+typedef struct {
+	char *buf;
+	gsize len, cap;
+	guint64 flushed;         /* bytes written to f before buf */
+	FILE *f;
+	gboolean failed;
+} VtTextBuf;
+
+/* A buffer of cap bytes (at least VT_TEXTBUF_PIECE) for f. */
+VtTextBuf *vt_textbuf_new(FILE *f, gsize cap);
+/* Flushes, then frees. */
+void vt_textbuf_free(VtTextBuf *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtTextBuf, vt_textbuf_free)
+/* Write what is buffered (fwrite, then fflush of f); FALSE when a write failed. */
+gboolean vt_textbuf_flush(VtTextBuf *t);
+gboolean vt_textbuf_failed(const VtTextBuf *t);
+/* Bytes put so far (flushed or not). */
+static inline guint64 vt_textbuf_pos(const VtTextBuf *t)
+{
+	return t->flushed + t->len;
+}
+
+void vt_textbuf_make_room(VtTextBuf *t, gsize n);
+/* Room for n <= VT_TEXTBUF_PIECE bytes; vt_textbuf_commit(t, m) takes m of them. */
+static inline char *vt_textbuf_room(VtTextBuf *t, gsize n)
+{
+	if (G_UNLIKELY(t->cap - t->len < n))
+		vt_textbuf_make_room(t, n);
+	return t->buf + t->len;
+}
+
+static inline void vt_textbuf_commit(VtTextBuf *t, gsize n)
+{
+	t->len += n;
+}
+
+void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n);
+static inline void vt_textbuf_mem(VtTextBuf *t, const void *p, gsize n)
+{
+	if (G_UNLIKELY(n > VT_TEXTBUF_PIECE)) {
+		vt_textbuf_mem_long(t, p, n);
+		return;
+	}
+	memcpy(vt_textbuf_room(t, n), p, n);
+	t->len += n;
+}
+
+static inline void vt_textbuf_str(VtTextBuf *t, const char *s)
+{
+	vt_textbuf_mem(t, s, strlen(s));
+}
+
+static inline void vt_textbuf_c(VtTextBuf *t, char c)
+{
+	*vt_textbuf_room(t, 1) = c;
+	t->len++;
+}
+
+/* n spaces */
+void vt_textbuf_pad(VtTextBuf *t, gsize n);
+/* s (n bytes) right-aligned in width ("%*s"), left-aligned ("%-*s") */
+void vt_textbuf_right(VtTextBuf *t, const char *s, gsize n, int width);
+void vt_textbuf_left(VtTextBuf *t, const char *s, gsize n, int width);
+/* v in lowercase hex right-aligned in width with spaces ("%*llx") */
+void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width);
+/* v in decimal right-aligned in width, padded with ' ' ("%*lld") or '0'
+ * ("%0*lld": zeros after a minus sign) */
+void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad);
+/* The same into buf (at least 24 bytes): returns the length written (no NUL). */
+gsize vt_textbuf_format_hex(char *buf, guint64 v);
+
+G_END_DECLS
+
+#endif

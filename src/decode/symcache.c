@@ -1,0 +1,59 @@
+/* symcache.c - the symbol of an address, cached: a direct-mapped table
+ * keyed on (image, address), so that a trace's hot branch addresses cost
+ * a compare instead of a code-segment search and a binary search over
+ * kallsyms each time (vmtrace script looks up two per branch line).
+ * Bounded: a slot is replaced by the next address that maps to it. */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/decode/decode.h"
+
+struct VtDecodeSymCache {
+	VtDecodeSym *slots;
+	guint64 mask;
+};
+
+VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2)
+{
+	VtDecodeSymCache *c = g_new0(VtDecodeSymCache, 1);
+
+	slots_log2 = CLAMP(slots_log2, 1, 24);
+	c->slots = g_new0(VtDecodeSym, (gsize)1 << slots_log2);
+	c->mask = ((guint64)1 << slots_log2) - 1;
+	return c;
+}
+
+void vt_decode_symcache_free(VtDecodeSymCache *c)
+{
+	if (!c)
+		return;
+	g_free(c->slots);
+	g_free(c);
+}
+
+static void fill(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
+{
+	gsize avail;
+
+	e->img = img;
+	e->addr = addr;
+	e->sym = NULL;
+	e->off = 0;
+	e->sym_len = 0;
+	e->code = addr && img && vt_decode_image_code(img, addr, &avail);
+	if (e->code)
+		e->sym = vt_decode_image_symbol(img, addr, &e->off);
+	if (e->sym)
+		e->sym_len = (guint32)strlen(e->sym);
+}
+
+const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+{
+	/* kernel code addresses: the low bits vary, the high ones hardly */
+	VtDecodeSym *e = &c->slots[(addr ^ (addr >> 17) ^ (guint64)(guintptr)img) & c->mask];
+
+	if (G_UNLIKELY(e->img != img || e->addr != addr || !e->img))
+		fill(e, img, addr);
+	return e;
+}

@@ -1,0 +1,150 @@
+/* test-textbuf.c - the output buffer of vmtrace script: numbers and padding
+ * as printf formats them (compared with printf over many values and
+ * widths), pieces larger than the buffer, lines across flushes, positions,
+ * and write errors kept. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "src/cli/textbuf.h"
+
+typedef struct {
+	char *data;
+	size_t size;
+	FILE *f;
+	VtTextBuf *t;
+} Mem;
+
+static void mem_open(Mem *m, gsize cap)
+{
+	m->data = NULL;
+	m->size = 0;
+	m->f = open_memstream(&m->data, &m->size);
+	g_assert_nonnull(m->f);
+	m->t = vt_textbuf_new(m->f, cap);
+}
+
+/* Flush, free, and the text written. */
+static char *mem_close(Mem *m)
+{
+	vt_textbuf_free(m->t);
+	fclose(m->f);
+	return m->data;
+}
+
+static const gint64 ints[] = { 0, 1, -1, 9, 10, -10, 99, 100, 12345, -12345, 999999, 1000000000, -2147483648LL,
+			       G_MAXINT64, G_MININT64 + 1 };
+static const guint64 hexes[] = { 0, 1, 0xf, 0x10, 0xabc, 0xffffffff, 0x100000000ULL, 0xffffffff81000000ULL,
+				 0x0123456789abcdefULL, G_MAXUINT64 };
+static const int widths[] = { 0, 1, 2, 3, 5, 9, 16, 21, 50 };
+
+static void test_numbers(void)
+{
+	Mem m;
+	GString *want = g_string_new(NULL);
+	g_autofree char *got = NULL;
+
+	mem_open(&m, 0);
+	for (gsize w = 0; w < G_N_ELEMENTS(widths); w++) {
+		for (gsize i = 0; i < G_N_ELEMENTS(ints); i++) {
+			vt_textbuf_int(m.t, ints[i], widths[w], ' ');
+			vt_textbuf_c(m.t, '|');
+			vt_textbuf_int(m.t, ints[i], widths[w], '0');
+			vt_textbuf_c(m.t, '|');
+			g_string_append_printf(want, "%*" PRId64 "|%0*" PRId64 "|", widths[w], ints[i], widths[w], ints[i]);
+		}
+		for (gsize i = 0; i < G_N_ELEMENTS(hexes); i++) {
+			vt_textbuf_hex(m.t, hexes[i], widths[w]);
+			vt_textbuf_c(m.t, '|');
+			g_string_append_printf(want, "%*" PRIx64 "|", widths[w], hexes[i]);
+		}
+	}
+	got = mem_close(&m);
+	g_assert_cmpstr(got, ==, want->str);
+	g_string_free(want, TRUE);
+}
+
+static void test_strings(void)
+{
+	static const char *const strs[] = { "", "a", "swapper", "CPU 1/KVM", "[guest.kernel.kallsyms]",
+					    "a_rather_long_kernel_function_name_that_is_longer_than_fifty_bytes" };
+	Mem m;
+	GString *want = g_string_new(NULL);
+	g_autofree char *got = NULL;
+
+	mem_open(&m, 0);
+	for (gsize w = 0; w < G_N_ELEMENTS(widths); w++)
+		for (gsize i = 0; i < G_N_ELEMENTS(strs); i++) {
+			vt_textbuf_right(m.t, strs[i], strlen(strs[i]), widths[w]);
+			vt_textbuf_c(m.t, '|');
+			vt_textbuf_left(m.t, strs[i], strlen(strs[i]), widths[w]);
+			vt_textbuf_c(m.t, '|');
+			vt_textbuf_str(m.t, strs[i]);
+			vt_textbuf_pad(m.t, (gsize)widths[w]);
+			vt_textbuf_c(m.t, '\n');
+			g_string_append_printf(want, "%*s|%-*s|%s%*s\n", widths[w], strs[i], widths[w], strs[i],
+					       strs[i], widths[w], "");
+		}
+	got = mem_close(&m);
+	g_assert_cmpstr(got, ==, want->str);
+	g_string_free(want, TRUE);
+}
+
+/* Pieces larger than the buffer (a call trace's padding runs to tens of
+ * kilobytes), lines across flushes, positions counted through flushes. */
+static void test_large(void)
+{
+	Mem m;
+	GString *want = g_string_new(NULL);
+	g_autofree char *got = NULL;
+	g_autofree char *big = g_malloc(100000);
+
+	for (gsize i = 0; i < 100000; i++)
+		big[i] = (char)('a' + i % 26);
+	mem_open(&m, 5000);   /* small: many flushes */
+	for (gsize n = 0; n < 100000; n = n * 3 + 7) {
+		guint64 before = vt_textbuf_pos(m.t);
+
+		vt_textbuf_pad(m.t, n);
+		vt_textbuf_mem(m.t, big, n);
+		vt_textbuf_hex(m.t, n, 9);
+		vt_textbuf_c(m.t, '\n');
+		g_assert_cmpuint(vt_textbuf_pos(m.t) - before, ==, 2 * n + 9 + 1);
+		g_string_append_printf(want, "%*s%.*s%9" G_GSIZE_MODIFIER "x\n", (int)n, "", (int)n, big, n);
+	}
+	g_assert_cmpuint(vt_textbuf_pos(m.t), ==, want->len);
+	got = mem_close(&m);
+	g_assert_cmpuint(strlen(got), ==, want->len);
+	g_assert_true(memcmp(got, want->str, want->len) == 0);
+	g_string_free(want, TRUE);
+}
+
+/* A write that fails (a full disk, a closed pipe) is kept and said. */
+static void test_write_error(void)
+{
+	FILE *f = fopen("/dev/full", "w");
+	VtTextBuf *t;
+
+	if (!f) {
+		g_test_skip("no /dev/full");
+		return;
+	}
+	t = vt_textbuf_new(f, 0);
+	vt_textbuf_pad(t, 10000);
+	g_assert_false(vt_textbuf_flush(t));
+	g_assert_true(vt_textbuf_failed(t));
+	vt_textbuf_free(t);
+	g_assert_true(ferror(f));
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/textbuf/numbers", test_numbers);
+	g_test_add_func("/textbuf/strings", test_strings);
+	g_test_add_func("/textbuf/large", test_large);
+	g_test_add_func("/textbuf/write-error", test_write_error);
+	return g_test_run();
+}
