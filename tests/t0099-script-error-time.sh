@@ -39,30 +39,3 @@ check "no error line has time 0 ($zero of $nerr)" test "$zero" -eq 0
 check "every error line names its vCPU thread ($notid of $nerr without)" test "$notid" -eq 0
 check "each thread's first error is one perf prints (ip, tid) within 10 us ($near of $threads)" test "$near" -eq "$threads"
 finish
-python3 "$top_srcdir/tests/aux-corrupt.py" "$TMP/err.data/data"
-"$VMTRACE" script "$TMP/err.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=e >"$TMP/vt" 2>/dev/null
-"$PERF" script -i "$TMP/err.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=e >"$TMP/perf" 2>/dev/null
-# "time T cpu C pid P tid T ip IP": ip -> (time, tid) of perf's first error there
-python3 - "$TMP/vt" "$TMP/perf" >"$TMP/cmp" <<'PY'
-import re, sys
-pat = re.compile(r'time (\S+) cpu (-?\d+) pid (-?\d+) tid (-?\d+) ip (0x[0-9a-f]+)')
-def errs(p):
-    return [m.groups() for m in map(pat.search, open(p)) if m]
-vt, perf = errs(sys.argv[1]), errs(sys.argv[2])
-first = {}
-for t, c, p, tid, ip in perf:
-    first.setdefault(ip, (float(t), tid))
-near = same = 0
-for t, c, p, tid, ip in vt:
-    if ip in first:
-        same += first[ip][1] == tid
-        near += abs(first[ip][0] - float(t)) < 10e-6
-print(len(vt), len([e for e in vt if e[4] in first]), same, near, sum(float(e[0]) == 0 for e in vt))
-PY
-read -r n shared same near zero <"$TMP/cmp"
-check "corrupt AUX: vmtrace prints decode errors ($nerr)" test "$nerr" -gt 0
-check "no error line has time 0 ($zero of $nerr)" test "$zero" -eq 0
-check "errors at an ip perf also errs at ($shared) exist" test "$shared" -gt 0
-check "each of those has perf's tid ($same of $shared)" test "$same" -eq "$shared"
-check "and a time within 10 us of perf's ($near of $shared)" test "$near" -eq "$shared"
-finish
