@@ -16,6 +16,9 @@ need_python
 make_code_dirs
 
 code_recording walk 128K --vcpus 4 --host-steps 6 --seed 41 || finish
+# under ASan: LeakSanitizer cannot run under ptrace, and ASan's allocator
+# maps and unmaps memory of its own (the munmap bound is for glibc's)
+asan_build && { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS; }
 strace -f -qq -e trace=openat,mmap,munmap -o "$TMP/st" "$VMTRACE" script "$TMP/walk.data" \
 	--guestkallsyms "$GUEST_CODE/kallsyms" --itrace=b >"$TMP/out" 2>"$TMP/err"
 rc=$?
@@ -23,5 +26,5 @@ check "script decodes the walk (exit $rc)" test $rc -eq 0 -a -s "$TMP/out"
 opens=$(grep -c 'openat(.*kcore"' "$TMP/st")
 check "the kcores opened at most twice each: $opens opens" test "$opens" -le 4
 unmaps=$(grep -c 'munmap(' "$TMP/st")
-check "no munmap per batch: $unmaps munmap calls <= 60" test "$unmaps" -le 60
+asan_build || check "no munmap per batch: $unmaps munmap calls <= 60" test "$unmaps" -le 60
 finish
