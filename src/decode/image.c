@@ -293,44 +293,58 @@ static void collect_functions(VtDecodeImage *img)
 	}
 }
 
-VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, const char *what, GError **error)
+/* An empty image of `what` read from `path`. */
+static VtDecodeImage *image_new(const char *what, const char *path)
 {
 	VtDecodeImage *img = g_new0(VtDecodeImage, 1);
-	struct stat st;
-	int fd;
 
 	img->what = g_strdup(what);
-	img->kcore_path = g_strdup(kcore);
+	img->kcore_path = g_strdup(path);
 	img->segs = g_array_new(FALSE, FALSE, sizeof(Segment));
 	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->names = g_string_new(NULL);
 	g_mutex_init(&img->lock);
 	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
-	fd = open(kcore, O_RDONLY | O_CLOEXEC);
+	return img;
+}
+
+/* Map img->kcore_path read-only (img->map, img->map_len); `desc` names it
+ * in the error. */
+static gboolean image_map(VtDecodeImage *img, const char *desc, GError **error)
+{
+	int fd = open(img->kcore_path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read the %s kernel image %s: %s", what,
-			    kcore, g_strerror(errno));
-		goto fail;
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read %s: %s", desc, g_strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return FALSE;
 	}
 	img->map_len = st.st_size;
 	img->map = img->map_len ? mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	close(fd);
 	if (img->map == MAP_FAILED) {
 		img->map = NULL;
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot map %s: %s", kcore, g_strerror(errno));
-		goto fail;
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot map %s: %s", img->kcore_path,
+			    g_strerror(errno));
+		return FALSE;
 	}
-	close(fd);
-	fd = -1;
-	if (!parse_core(img, error) || !parse_kallsyms(img, kallsyms, error))
-		goto fail;
+	return TRUE;
+}
+
+VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, const char *what, GError **error)
+{
+	VtDecodeImage *img = image_new(what, kcore);
+	g_autofree char *desc = g_strdup_printf("the %s kernel image %s", what, kcore);
+
+	if (!image_map(img, desc, error) || !parse_core(img, error) || !parse_kallsyms(img, kallsyms, error)) {
+		vt_decode_image_free(img);
+		return NULL;
+	}
 	collect_functions(img);
 	return img;
-fail:
-	if (fd >= 0)
-		close(fd);
-	vt_decode_image_free(img);
-	return NULL;
 }
 
 VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GError **error)
@@ -552,32 +566,11 @@ struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error)
 VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, const guint64 *segs, guint nsegs,
 					const guint64 *funcs, guint nfuncs, GError **error)
 {
-	VtDecodeImage *img = g_new0(VtDecodeImage, 1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
+	VtDecodeImage *img = image_new(what, path);
 
-	g_mutex_init(&img->lock);
-	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
 	img->limit = ATTACHED_LIMIT;     /* its sections stay mapped for report's images */
-	img->what = g_strdup(what);
-	img->kcore_path = g_strdup(path);
-	img->segs = g_array_new(FALSE, FALSE, sizeof(Segment));
-	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
-	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
-	img->names = g_string_new(NULL);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read %s: %s", path, g_strerror(errno));
+	if (!image_map(img, path, error))
 		goto fail;
-	}
-	img->map_len = st.st_size;
-	img->map = img->map_len ? mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-	if (img->map == MAP_FAILED) {
-		img->map = NULL;
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot map %s: %s", path, g_strerror(errno));
-		goto fail;
-	}
-	close(fd);
-	fd = -1;
 	for (guint i = 0; i < nsegs; i++) {
 		Segment s = { segs[3 * i], segs[3 * i + 1], segs[3 * i + 2] };
 
@@ -592,8 +585,6 @@ VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, cons
 		goto fail;
 	return img;
 fail:
-	if (fd >= 0)
-		close(fd);
 	vt_decode_image_free(img);
 	return NULL;
 }
