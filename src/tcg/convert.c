@@ -200,7 +200,9 @@ static void code_add(Code *c, const VtTcgCodeHeader *h, const uint8_t *b, VtTcgS
 		p->b[o] = b[i];
 		p->have[o / 8] |= (uint8_t)(1u << (o % 8));
 	}
-	if (hi && (h->vaddr >> 63)) {   /* user code differing: another process's, no poke */
+	/* user code differing: another process's, no poke (but the boot's:
+	 * firmware, early stages) */
+	if (hi && ((h->vaddr >> 63) || (h->flags & VT_TCG_CODE_POKE))) {
 		st->smc_translations++;
 		poke_record(c->pokes, h->vaddr + lo, old + lo, b + lo, (uint16_t)(hi - lo), h->tsc);
 	}

@@ -54,6 +54,8 @@ struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+/* QEMU's disassembly of insn in the translating vCPU's mode (caller frees) */
+char *qemu_plugin_insn_disas(const struct qemu_plugin_insn *insn);
 void qemu_plugin_outs(const char *string);
 
 #endif

@@ -20,8 +20,14 @@
 typedef struct {
 	uint64_t vaddr;
 	uint32_t len;
-	uint32_t reserved;
+	uint32_t flags;          /* VT_TCG_CODE_* */
 	uint64_t tsc;
 } VtTcgCodeHeader;
+
+/* Bytes that differ from earlier ones at the same address are the same
+ * code changed (a TEXT_POKE), not another process's: kernel code, and
+ * code that ran before the first kernel-half instruction or outside
+ * 64-bit mode (firmware that copies itself, the boot's early stages). */
+#define VT_TCG_CODE_POKE 1u
 
 #endif

@@ -29,12 +29,26 @@
  * indirect branch or IRET landing on one that is no return site is an
  * interrupt.
  *
- * Tracing starts at the first instruction in the kernel half of the
- * address space (bit 63 set): firmware, real-mode setup and the
- * decompressor run in 16/32-bit modes the v1 API does not reveal.  Every
- * traced instruction is assumed 64-bit (MODE.Exec CS.L=1).
- * filter=kernel traces only kernel-half addresses (TIP.PGD/TIP.PGE around
+ * Tracing starts at the first instruction QEMU runs - the reset vector
+ * 0xfffffff0 - (with skip=N: at the first kernel-half instruction after
+ * N; with filter=kernel: at the first kernel-half one).  filter=kernel
+ * traces only kernel-half addresses (bit 63 set; TIP.PGD/TIP.PGE around
  * user space, as Intel PT's CPL filter).
+ *
+ * Execution mode (16/32/64-bit; API v1 shows no CS.D/CS.L/CR0): QEMU
+ * translates a block for one mode (it is in the TB flags), so all of its
+ * instructions share it.  At translation each instruction is decoded with
+ * Zydis in the three modes; the modes whose lengths equal QEMU's sizes
+ * for every instruction remain (addresses above 4 GiB: 64-bit only).  Of
+ * several, the ones whose register names (Zydis, AT&T) agree with
+ * QEMU's own disassembly (qemu_plugin_insn_disas: made in the vCPU's mode,
+ * %ax/%eax/%rax) on the most instructions remain; a block still ambiguous
+ * takes the vCPU's mode when it first runs, if that is one of them.  A
+ * change of mode writes MODE.Exec before the TIP/TIP.PGE that goes there
+ * (far jumps, IRET, interrupts: as the hardware), or, when no TIP does
+ * (never seen), a PSB+ at the block.  IPs are QEMU's vaddr: the linear
+ * address (CS base + EIP), what Intel PT's IP packets carry (LIP) and
+ * libipt walks on (next IP = IP + size, no CS arithmetic).
  *
  * Time is an instruction clock: TSC = VT_TCG_T0 + instructions started by
  * all vCPUs so far (one tick per instruction: deterministic for the same
@@ -67,11 +81,13 @@
 VT_QEMU_PLUGIN_EXPORT int qemu_plugin_version = VT_QEMU_PLUGIN_API;
 
 enum { K_OTHER, K_REP, K_COND, K_JUMP, K_CALL, K_IND, K_RET, K_SYSCALL, K_FAR, K_IRET, K_INT };
+enum { M16 = 1, M32 = 2, M64 = 4 };   /* execution modes; dec[]/mode_index: 0, 1, 2 */
 
 typedef struct {
 	uint64_t pc, last_ip, target;
 	uint32_t n;
 	uint8_t last_len, kind, kernel;
+	uint8_t modes, mode;           /* candidate modes (M16|M32|M64), the chosen one */
 	uint8_t vector, ret_site;      /* learnt: interrupt entry; return site of a call */
 	uint64_t smc;                  /* TSC of its translation if its bytes changed code (else 0) */
 	const void *cut;               /* the TB without its last instruction (see transition) */
@@ -101,6 +117,11 @@ typedef struct {
 	const Tb *prev;
 	uint64_t prev_d;               /* instructions started in prev */
 	int started, enabled;
+	uint8_t mode;                  /* the mode the stream says (at the last MODE.Exec) */
+	uint8_t mode_pending;          /* mode changed: MODE.Exec before the next TIP/TIP.PGE */
+	uint8_t lazy;                  /* ambiguous target: a placeholder before the next TIP */
+	uint8_t undecided;             /* modes still possible since the placeholder at slot */
+	uint64_t slot;
 	uint64_t ctc_prev;
 	uint64_t psb_tsc;              /* TSC of the last PSB+ */
 	Pend pend[MAX_PEND];
@@ -118,7 +139,9 @@ static struct {
 	int code_fd;
 	GMutex lock;                   /* translation: code log, learnt sets */
 	GHashTable *vectors, *ret_sites;
-	ZydisDecoder dec;
+	ZydisDecoder dec[3];           /* 16-, 32-, 64-bit */
+	ZydisFormatter fmt;
+	int kernel_seen;               /* a kernel-half block was translated */
 	uint64_t started;              /* inline: instructions started (all vCPUs) */
 	uint64_t mark;                 /* `started` at the last TB callback */
 	int last_v;                    /* vCPU of the last TB callback (-1: none) */
@@ -126,6 +149,7 @@ static struct {
 	int stopped, mttcg;
 	long first_tid;
 	uint64_t translations, write_errors;
+	uint64_t mode_changes, mode_resyncs, mode_ambiguous, mode_picked;   /* see write_meta */
 	GString *code;
 	GHashTable *pages;             /* page number -> Page: the code as last translated */
 } g = { .last_v = -1, .code_fd = -1 };
@@ -208,13 +232,70 @@ static void tnt(Vcpu *v, int taken)
 		tnt_flush(v);
 }
 
+/* MODE.Exec's payload: CS.L bit 0, CS.D bit 1 (16-bit: neither). */
+static uint8_t mode_bits(uint8_t m)
+{
+	return m == M64 ? 0x01 : m == M32 ? 0x02 : 0x00;
+}
+
+/* Of the modes m: cur if it is one, else the nearest in width (the wider
+ * of two). */
+static uint8_t mode_pick(uint8_t cur, unsigned m)
+{
+	static const uint8_t near[5][3] = { [0] = { M64, M32, M16 }, [M16] = { M16, M32, M64 },
+					    [M32] = { M32, M64, M16 }, [M64] = { M64, M32, M16 } };
+
+	for (int i = 0; i < 3; i++)
+		if (m & near[cur][i])
+			return near[cur][i];
+	return cur;
+}
+
+/* The placeholder at v->slot becomes MODE.Exec(m) (PAD PAD if m is the
+ * mode before it). */
+static void mode_decide(Vcpu *v, uint8_t m)
+{
+	uint8_t b[2] = { 0x99, mode_bits(m) };
+
+	if (m == v->mode) {
+		b[0] = b[1] = 0;
+	} else {
+		g.mode_changes++;
+	}
+	out_patch(v, v->slot, b, 2);
+	v->mode = m;
+	v->undecided = 0;
+}
+
+/* Undecided at a PSB+, a far transfer or the end: the likeliest mode. */
+static void mode_settle(Vcpu *v)
+{
+	if (v->undecided) {
+		g.mode_picked++;
+		mode_decide(v, mode_pick(v->mode, v->undecided));
+	}
+}
+
 /* An IP packet (opcode TIP 0x0d, FUP 0x1d, TIP.PGE 0x11, TIP.PGD 0x01),
- * compressed against the last IP; full: the 8-byte form (placeholders). */
+ * compressed against the last IP; full: the 8-byte form (placeholders).
+ * A pending MODE.Exec goes before a TIP/TIP.PGE (it binds to it). */
 static void ip_pkt(Vcpu *v, uint8_t op, uint64_t ip, int full)
 {
 	uint8_t b[9];
 	unsigned ipc, n;
 
+	if ((v->mode_pending || v->lazy) && (op == 0x0d || op == 0x11)) {
+		uint8_t m[2] = { 0x99, mode_bits(v->mode) };
+
+		if (!v->mode_pending) {       /* PAD PAD until the mode is known */
+			m[0] = m[1] = 0;
+			tnt_flush(v);
+			v->slot = out_pos(v);
+			v->undecided = v->lazy;
+		}
+		put(v, m, 2);
+		v->mode_pending = v->lazy = 0;
+	}
 	if (full)
 		ipc = 6, n = 8;
 	else if (v->have_last_ip && (ip >> 16) == (v->last_ip >> 16))
@@ -271,11 +352,21 @@ static void psb_plus(Vcpu *v, uint64_t ip, int with_fup)
 	uint64_t fc = tsc - (uint64_t)((unsigned __int128)ctc * VT_TCG_CTC_N / VT_TCG_CTC_D);
 	uint8_t t[8] = { 0x19 }, tma[7] = { 2, 0x73, (uint8_t)ctc, (uint8_t)(ctc >> 8), 0, (uint8_t)fc,
 					     (uint8_t)((fc >> 8) & 1) };
-	uint8_t cbr[4] = { 2, 0x03, VT_TCG_CBR, 0 }, pip[8] = { 2, 0x43, 1 /* NR, CR3 0 */ }, mode[2] = { 0x99, 0x01 };
+	uint8_t cbr[4] = { 2, 0x03, VT_TCG_CBR, 0 }, pip[8] = { 2, 0x43, 1 /* NR, CR3 0 */ };
+	uint8_t mode[2] = { 0x99, mode_bits(v->mode) };
 	uint8_t end[2] = { 2, 0x23 };
 
 	for (int i = 0; i < 7; i++)
 		t[1 + i] = (uint8_t)(tsc >> (8 * i));
+	mode_settle(v);
+	if (v->lazy) {                 /* a PSB+ before an ambiguous block's TIP.PGE */
+		uint8_t m = mode_pick(v->mode, v->lazy);
+
+		g.mode_picked++;
+		g.mode_changes += m != v->mode;
+		v->mode = m;
+	}
+	mode[1] = mode_bits(v->mode);
 	put(v, psb, sizeof(psb));
 	v->have_last_ip = 0;
 	put(v, t, sizeof(t));
@@ -283,6 +374,7 @@ static void psb_plus(Vcpu *v, uint64_t ip, int with_fup)
 	put(v, cbr, sizeof(cbr));
 	put(v, pip, sizeof(pip));
 	put(v, mode, sizeof(mode));
+	v->mode_pending = v->lazy = 0;
 	if (with_fup)
 		ip_pkt(v, 0x1d, ip, 0);
 	put(v, end, sizeof(end));
@@ -542,8 +634,65 @@ static int plain_flow(const Tb *prev, uint64_t d, const Tb *cur)
 	}
 }
 
-static void trace_begin(Vcpu *v, const Tb *cur)
+/* Is prev -> cur a transfer that may change the mode (far branch, IRET,
+ * INT, SYSCALL, interrupt, exception, trace start)?  Near branches and
+ * straight flow do not. */
+static int mode_may_change(const Tb *prev, uint64_t d, const Tb *cur)
 {
+	if (!prev || !plain_flow(prev, d, cur))
+		return 1;
+	return prev->kind == K_FAR || prev->kind == K_IRET || prev->kind == K_INT || prev->kind == K_SYSCALL;
+}
+
+/* The vCPU enters cur (traced): a known mode change is a MODE.Exec before
+ * the next TIP; a block that runs alike in several modes keeps them
+ * open - after a transfer that may change the mode, behind a placeholder
+ * before its TIP - until a later block decides. */
+static void mode_enter(Vcpu *v, const Tb *prev, uint64_t d, const Tb *cur)
+{
+	unsigned m = cur->modes;
+
+	if (v->undecided) {
+		if (!(v->undecided & m) || mode_may_change(prev, d, cur)) {
+			mode_settle(v);
+		} else {
+			v->undecided &= m;
+			if (!(v->undecided & (v->undecided - 1)))
+				mode_decide(v, v->undecided);
+			return;
+		}
+	}
+	if (!(m & (m - 1))) {
+		if (m != v->mode) {
+			v->mode = (uint8_t)m;
+			v->mode_pending = 1;
+			g.mode_changes++;
+		}
+	} else if (!(m & v->mode) || mode_may_change(prev, d, cur)) {
+		v->lazy = (uint8_t)m;
+	}
+}
+
+/* A mode change where no TIP went (it cannot happen on hardware: the
+ * block was given a wrong mode): tracing stops before cur and starts
+ * again at it, MODE.Exec before the TIP.PGE. */
+static void mode_resync(Vcpu *v, const Tb *cur)
+{
+	if (!v->mode_pending && !v->lazy)
+		return;
+	if (v->lazy && (v->lazy & v->mode)) {   /* may stay: it does */
+		v->lazy = 0;
+		return;
+	}
+	g.mode_resyncs++;
+	ip_pkt(v, 0x1d, cur->pc, 0);
+	ip_suppressed(v, 0x01);
+	ip_pkt(v, 0x11, cur->pc, 0);
+}
+
+static void trace_begin(Vcpu *v, Tb *cur)
+{
+	v->mode = mode_pick(0, cur->modes);
 	psb_plus(v, 0, 0);
 	ip_pkt(v, 0x11, cur->pc, 0);           /* TIP.PGE */
 	v->enabled = 1;
@@ -554,6 +703,7 @@ static void trace_end(Vcpu *v)
 {
 	if (!v->enabled || !v->prev)
 		return;
+	mode_settle(v);
 	ip_pkt(v, 0x1d, v->prev->pc, 0);
 	ip_suppressed(v, 0x01);                 /* TIP.PGD */
 	v->enabled = 0;
@@ -574,7 +724,9 @@ static void step(Vcpu *v, Tb *cur)
 		if (in_filter(cur)) {
 			if (cur->smc > v->psb_tsc && plain_flow(prev, d, cur))
 				psb_plus(v, prev->last_ip, 1);
+			mode_enter(v, prev, d, cur);
 			transition(v, prev, d, cur);
+			mode_resync(v, cur);
 		} else {                           /* leaving the filter: far transfer to user */
 			v->retired += MIN(d, prev->n);
 			ip_suppressed(v, 0x01);
@@ -583,6 +735,7 @@ static void step(Vcpu *v, Tb *cur)
 	} else {
 		v->filtered += d;
 		if (in_filter(cur)) {
+			mode_enter(v, NULL, 0, cur);
 			if (ctc_of(now_tsc()) - v->ctc_prev >= (128ULL << VT_TCG_MTC_PERIOD))
 				psb_plus(v, 0, 0);
 			else
@@ -636,7 +789,7 @@ static void vcpu_tb_exec(unsigned int vi, void *udata)
 		g.before += d;
 	g.last_v = (int)vi;
 	if (!v->started) {
-		if (!cur->kernel || g.started < g.skip)
+		if (g.started < g.skip || !(g.skip ? cur->kernel : in_filter(cur)))
 			return;
 		v->started = 1;
 		v->tid = gettid();
@@ -656,22 +809,25 @@ static void vcpu_tb_exec(unsigned int vi, void *udata)
 }
 
 /* -------------------------------------------------------- translation */
-static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint64_t *target)
+static int mode_index(uint8_t m)
+{
+	return m == M16 ? 0 : m == M32 ? 1 : 2;
+}
+
+/* The last instruction's kind, decoded in mode m.  A direct target is IP
+ * + size + displacement (no 16/32-bit wrap: libipt's arithmetic too). */
+static uint8_t classify(const uint8_t *code, size_t len, uint64_t ip, uint8_t m, uint64_t *target)
 {
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
 	int direct;
 
 	*target = 0;
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&g.dec, code, len, &in, op)))
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&g.dec[mode_index(m)], code, len, &in, op)))
 		return K_OTHER;
 	direct = in.operand_count_visible > 0 && op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && op[0].imm.is_relative;
-	if (direct) {
-		ZyanU64 t;
-
-		if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
-			*target = t;
-	}
+	if (direct)
+		*target = ip + in.length + (uint64_t)op[0].imm.value.s;
 	if (in.mnemonic == ZYDIS_MNEMONIC_IRET || in.mnemonic == ZYDIS_MNEMONIC_IRETD ||
 	    in.mnemonic == ZYDIS_MNEMONIC_IRETQ)
 		return K_IRET;           /* before the categories: Zydis files IRET under RET */
@@ -735,8 +891,10 @@ static void code_log(Tb *t, struct qemu_plugin_tb *tb)
 
 		g_string_append_len(g.code, qemu_plugin_insn_data(in), (gssize)qemu_plugin_insn_size(in));
 	}
-	if (t->kernel && code_changed(t->pc, (const uint8_t *)g.code->str + start + sizeof(h),
-				      g.code->len - start - sizeof(h)))
+	if (t->kernel || !g.kernel_seen || t->mode != M64)
+		h.flags = VT_TCG_CODE_POKE;
+	if (h.flags && code_changed(t->pc, (const uint8_t *)g.code->str + start + sizeof(h),
+				    g.code->len - start - sizeof(h)))
 		t->smc = h.tsc;
 	h.len = (uint32_t)(g.code->len - start - sizeof(h));
 	memcpy(g.code->str + start, &h, sizeof(h));
@@ -767,6 +925,106 @@ static const Tb *cut_of(const Tb *t)
 	return c;
 }
 
+/* The modes in which Zydis decodes every instruction of tb to QEMU's
+ * size (an instruction no mode decodes to it is left out). */
+static unsigned modes_by_size(const struct qemu_plugin_tb *tb, size_t n)
+{
+	unsigned m = M16 | M32 | M64;
+
+	for (size_t i = 0; i < n && (m & (m - 1)); i++) {
+		const struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+		size_t size = qemu_plugin_insn_size(in);
+		unsigned ok = 0;
+
+		for (int k = 0; k < 3; k++) {
+			ZydisDecodedInstruction zi;
+
+			if ((m >> k & 1) &&
+			    ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&g.dec[k], NULL, qemu_plugin_insn_data(in), size, &zi)) &&
+			    zi.length == size)
+				ok |= 1u << k;
+		}
+		if (ok)
+			m = ok;
+	}
+	return m;
+}
+
+/* The register names of an AT&T text ("%ax,%bx" -> "ax,bx,"). */
+static void regs_of(const char *s, char *out, size_t n)
+{
+	size_t k = 0;
+
+	for (; *s; s++) {
+		if (*s != '%')
+			continue;
+		while (g_ascii_isalnum(s[1]) && k + 2 < n)
+			out[k++] = *++s;
+		if (k + 1 < n)
+			out[k++] = ',';
+	}
+	out[k] = 0;
+}
+
+/* Of the modes m, those in which Zydis names the registers QEMU's own
+ * disassembly names (made in the translating vCPU's mode) for the most
+ * instructions. */
+static unsigned modes_by_disas(const struct qemu_plugin_tb *tb, size_t n, unsigned m)
+{
+	unsigned score[3] = { 0 }, best = 0, keep = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct qemu_plugin_insn *in = qemu_plugin_tb_get_insn(tb, i);
+		char *q = qemu_plugin_insn_disas(in);
+		char qr[128], zr[128], text[256];
+
+		if (!q)
+			continue;
+		regs_of(q, qr, sizeof(qr));
+		g_free(q);
+		for (int k = 0; k < 3; k++) {
+			ZydisDecodedInstruction zi;
+			ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+
+			if (!(m >> k & 1) ||
+			    !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&g.dec[k], qemu_plugin_insn_data(in), qemu_plugin_insn_size(in),
+								 &zi, op)) ||
+			    !ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&g.fmt, &zi, op, zi.operand_count_visible, text,
+									  sizeof(text), qemu_plugin_insn_vaddr(in), NULL)))
+				continue;
+			regs_of(text, zr, sizeof(zr));
+			score[k] += !strcmp(qr, zr);
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		if (m >> k & 1)
+			best = MAX(best, score[k]);
+	for (int k = 0; k < 3; k++)
+		if ((m >> k & 1) && score[k] == best)
+			keep |= 1u << k;
+	return keep;
+}
+
+/* tb's candidate modes and the likely one (of several: the nearest to the
+ * mode of the vCPU that ran last - the one that translates). */
+static void tb_modes(Tb *t, const struct qemu_plugin_tb *tb)
+{
+	unsigned m = M64;
+
+	if (!(t->pc >> 32)) {
+		m = modes_by_size(tb, t->n);
+		if (m & (m - 1))
+			m = modes_by_disas(tb, t->n, m);
+	}
+	t->modes = (uint8_t)m;
+	if (!(m & (m - 1))) {
+		t->mode = (uint8_t)m;
+		return;
+	}
+	g.mode_ambiguous++;
+	t->mode = mode_pick(g.last_v >= 0 ? g.v[g.last_v].mode : 0, m);
+}
+
 static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t n = qemu_plugin_tb_n_insns(tb);
@@ -789,9 +1047,11 @@ static void vcpu_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	last = qemu_plugin_tb_get_insn(tb, n - 1);
 	t->last_ip = qemu_plugin_insn_vaddr(last);
 	t->last_len = (uint8_t)qemu_plugin_insn_size(last);
-	t->kind = classify(qemu_plugin_insn_data(last), t->last_len, t->last_ip, &t->target);
+	tb_modes(t, tb);
+	t->kind = classify(qemu_plugin_insn_data(last), t->last_len, t->last_ip, t->mode, &t->target);
 	t->cut = cut_of(t);
 	g_mutex_lock(&g.lock);
+	g.kernel_seen |= t->kernel;
 	if (t->kind == K_CALL || (t->kind == K_IND && t->last_len))
 		g_hash_table_add(g.ret_sites, GSIZE_TO_POINTER(fall_of(t)));
 	t->vector = g_hash_table_contains(g.vectors, GSIZE_TO_POINTER(t->pc));
@@ -818,6 +1078,12 @@ static void write_meta(void)
 	g_string_append_printf(s, "started %" G_GUINT64_FORMAT "\nbefore %" G_GUINT64_FORMAT "\nafter %" G_GUINT64_FORMAT
 			       "\ntranslations %" G_GUINT64_FORMAT "\nwrite_errors %" G_GUINT64_FORMAT "\n", g.started, g.before,
 			       g.started - g.stopped_at, g.translations, g.write_errors);
+	/* MODE.Exec changes written; of them by a TIP.PGD/TIP.PGE pair; blocks
+	 * translated with several possible modes; placeholders decided by
+	 * preference (not by a later block) */
+	g_string_append_printf(s, "mode_changes %" G_GUINT64_FORMAT "\nmode_resyncs %" G_GUINT64_FORMAT
+			       "\nmode_ambiguous %" G_GUINT64_FORMAT "\nmode_picked %" G_GUINT64_FORMAT "\n", g.mode_changes,
+			       g.mode_resyncs, g.mode_ambiguous, g.mode_picked);
 	for (unsigned i = 0; i < g.nvcpus; i++) {
 		const Vcpu *v = &g.v[i];
 
@@ -939,7 +1205,10 @@ VT_QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_in
 	g.code = g_string_sized_new(OUT_BUF + 65536);
 	g.pages = g_hash_table_new_full(NULL, NULL, NULL, g_free);
 	g_mutex_init(&g.lock);
-	ZydisDecoderInit(&g.dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisDecoderInit(&g.dec[0], ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
+	ZydisDecoderInit(&g.dec[1], ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+	ZydisDecoderInit(&g.dec[2], ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	ZydisFormatterInit(&g.fmt, ZYDIS_FORMATTER_STYLE_ATT);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, vcpu_tb_trans);
 	qemu_plugin_register_atexit_cb(id, plugin_exit, NULL);
 	return 0;
