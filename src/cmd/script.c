@@ -514,10 +514,10 @@ static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 	vt_textbuf_commit(s->out, (gsize)(p - start));
 }
 
-/* " insn: BYTES" of the instruction at ip */
-static void insn_bytes(Script *s, guint64 ip, gboolean guest)
+/* " insn: BYTES" of the instruction at ip (in mode: VT_MODE_*) */
+static void insn_bytes(Script *s, guint64 ip, gboolean guest, guint8 mode)
 {
-	insn_bytes_of(s, ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL);
+	insn_bytes_of(s, ip ? vt_decode_disasm_at_mode(s->disasm[guest ? 1 : 0], ip, mode) : NULL);
 }
 
 /* The thread of one half of a branch, as perf's --tid sees it: in guest
@@ -582,9 +582,9 @@ static void branch_line(Script *s, const VtDecodeEvent *e, gboolean guest, guint
 		side(s, to, guest, f);
 	}
 	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
-		insn_bytes(s, b->from, b->from_guest);
+		insn_bytes(s, b->from, b->from_guest, b->mode);
 	else if ((f & F_INSN) && from)
-		insn_bytes(s, from, guest);
+		insn_bytes(s, from, guest, b->mode);
 	vt_textbuf_c(s->out, '\n');
 }
 
@@ -634,7 +634,7 @@ static Walk power_insn(Script *s, const VtDecodeEvent *e)
 	if (s->walk || !n->valid || n->guest != e->b.from_guest)
 		return found;
 	for (guint k = 0; k < MAX_STRAIGHT && ip < e->b.from; k++) {
-		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+		const VtDisasmInsn *in = vt_decode_disasm_at_mode(d, ip, e->b.mode);
 
 		if (!in->len)
 			break;
@@ -691,7 +691,7 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 		return;
 	if (b->kind == VT_BRANCH_CBR && w.valid) {
 		/* perf: a cbr sample keeps the flags of the last instruction */
-		const VtDisasmInsn *in = vt_decode_disasm_at(s->disasm[w.guest ? 1 : 0], w.ip);
+		const VtDisasmInsn *in = vt_decode_disasm_at_mode(s->disasm[w.guest ? 1 : 0], w.ip, b->mode);
 		VtBranch as = { .kind = VT_BRANCH_JUMP, .insn_kind = in->kind };
 
 		flags = in->kind == VT_INSN_OTHER || !in->len ? 0 : vt_decode_perf_flags(&as);
@@ -706,7 +706,7 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 		side(s, b->from, b->from_guest, f);
 	}
 	if (f & F_INSN)   /* perf: the last instruction decoded */
-		insn_bytes(s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest);
+		insn_bytes(s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest, b->mode);
 	vt_textbuf_c(s->out, '\n');
 }
 
@@ -840,7 +840,7 @@ static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint
 	guint64 ip = w->ip;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
-		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+		const VtDisasmInsn *in = vt_decode_disasm_at_mode(d, ip, e->b.mode);
 
 		if (!in->len)
 			break;

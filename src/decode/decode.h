@@ -133,6 +133,10 @@ typedef struct {
 
 /* Decode the instruction at ip of img; FALSE (kind BAD) when unmapped or invalid. */
 gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn);
+/* Execution modes: libipt's enum pt_exec_mode values (unknown: 64-bit). */
+enum { VT_MODE_UNKNOWN = 0, VT_MODE_16 = 1, VT_MODE_32 = 2, VT_MODE_64 = 3 };
+/* ... in mode (VT_MODE_*; direct targets: IP + size + displacement, as libipt) */
+gboolean vt_decode_insn_mode(const VtDecodeImage *img, guint64 ip, guint8 mode, VtInsn *insn);
 
 /* ---------------------------------------------------------- disassembly */
 /* One instruction of an image: its bytes and its AT&T text ("(bad)" when
@@ -153,6 +157,7 @@ VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);
 void vt_decode_disasm_free(VtDecodeDisasm *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeDisasm, vt_decode_disasm_free)
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip);
+const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guint8 mode);   /* VT_MODE_* */
 guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* instructions cached */
 
 /* ------------------------------------------------------------- branches */
@@ -194,6 +199,7 @@ typedef struct {
 	guint8 insn_len;       /* its length (0 for asynchronous branches) */
 	guint8 overflows;      /* OVF packets (internal buffer overflow: trace lost) the queue
 				* had since its previous branch (at most 255) */
+	guint8 mode;           /* VT_MODE_* of the code up to `from` (since the last branch) */
 } VtBranch;
 
 /* --------------------------------------------------- perf's view of branches */

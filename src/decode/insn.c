@@ -59,10 +59,34 @@ gboolean vt_decode_insn(const VtDecodeImage *img, guint64 ip, VtInsn *insn)
 	gsize avail;
 	const guint8 *code = vt_decode_image_code(img, ip, &avail);
 
-	return vt_decode_insn_bytes(code, avail, ip, insn);
+	return vt_decode_insn_bytes_mode(code, avail, ip, VT_MODE_64, insn);
+}
+
+gboolean vt_decode_insn_mode(const VtDecodeImage *img, guint64 ip, guint8 mode, VtInsn *insn)
+{
+	gsize avail;
+	const guint8 *code = vt_decode_image_code(img, ip, &avail);
+
+	return vt_decode_insn_bytes_mode(code, avail, ip, mode, insn);
 }
 
 gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn)
+{
+	return vt_decode_insn_bytes_mode(code, avail, ip, VT_MODE_64, insn);
+}
+
+/* A Zydis decoder for mode (VT_MODE_*). */
+void vt_decode_zydis_init(ZydisDecoder *dec, guint8 mode)
+{
+	if (mode == VT_MODE_16)
+		ZydisDecoderInit(dec, ZYDIS_MACHINE_MODE_LEGACY_16, ZYDIS_STACK_WIDTH_16);
+	else if (mode == VT_MODE_32)
+		ZydisDecoderInit(dec, ZYDIS_MACHINE_MODE_LEGACY_32, ZYDIS_STACK_WIDTH_32);
+	else
+		ZydisDecoderInit(dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+}
+
+gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, guint8 mode, VtInsn *insn)
 {
 	ZydisDecoder dec;
 	ZydisDecodedInstruction in;
@@ -74,7 +98,7 @@ gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtIns
 	insn->writes_stack_top = FALSE;
 	if (!code)
 		return FALSE;
-	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	vt_decode_zydis_init(&dec, mode);
 	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code, MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &in, op)))
 		return FALSE;
 	insn->len = in.length;
@@ -82,7 +106,9 @@ gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtIns
 	if (insn->kind == VT_INSN_COND || insn->kind == VT_INSN_JUMP || insn->kind == VT_INSN_CALL) {
 		ZyanU64 t;
 
-		if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
+		if (mode == VT_MODE_16 || mode == VT_MODE_32)   /* linear IPs: no 16/32-bit wrap (libipt's rule) */
+			insn->target = ip + in.length + (guint64)op[0].imm.value.s;
+		else if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
 			insn->target = t;
 	}
 	/* mov REG, (%rsp): the retpoline thunks' way to return elsewhere */

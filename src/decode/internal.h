@@ -3,6 +3,7 @@
 #define VT_DECODE_INTERNAL_H
 
 #include <intel-pt.h>
+#include <Zydis/Zydis.h>
 
 #include "src/decode/decode.h"
 
@@ -60,5 +61,7 @@ void vt_decode_poke_view_reset(VtDecodePokeView *w, struct pt_image *pi);
 struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img);
 /* insn.c: one instruction from its bytes */
 gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
+void vt_decode_zydis_init(ZydisDecoder *dec, guint8 mode);   /* for VT_MODE_* */
+gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, guint8 mode, VtInsn *insn);
 
 #endif

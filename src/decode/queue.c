@@ -40,6 +40,7 @@ typedef struct VtDecodeQueue Dec;
 typedef struct {
 	guint64 ip;                      /* 0: empty */
 	guint64 tag;                     /* poked code: its versions (textpoke.c) */
+	guint8 mode;                     /* VT_MODE_* it was decoded in */
 	VtInsn insn;
 } Cached;
 
@@ -57,6 +58,9 @@ struct VtDecodeQueue {
 	gboolean have_pend;
 	guint64 pend_ip;
 	VtInsn pend;
+	guint8 pend_mode;                /* its execution mode (the block's) */
+	guint8 mode_now;                 /* the last block's */
+	guint8 async_mode;               /* the interrupted code's (have_async) */
 	gboolean pend_guest;
 	guint64 pend_tsc;                /* time when its trace was read */
 	guint64 pend_off;                /* AUX offset then (see emit_at()) */
@@ -81,7 +85,7 @@ struct VtDecodeQueue {
 	guint64 cbr_off;                 /* AUX offset where the ratio was read */
 	/* the source of the next branch emitted (see source()) */
 	gboolean src_async;
-	guint8 src_kind, src_len;
+	guint8 src_kind, src_len, src_mode;
 	GArray *out;
 	/* the queue's AUX data, read a window at a time */
 	VtDecodeReadFunc read;
@@ -158,7 +162,7 @@ static int poke_read(uint8_t *buffer, size_t size, const struct pt_asid *asid, u
 	return n ? (int)n : -pte_nomap;
 }
 
-static const VtInsn *insn_at(Dec *d, guint64 ip)
+static const VtInsn *insn_at(Dec *d, guint64 ip, guint8 mode)
 {
 	int w = d->guest ? 1 : 0;
 	Cached *c = &d->cache[w][(ip ^ (ip >> 15)) & (CACHE_SIZE - 1)];
@@ -167,14 +171,15 @@ static const VtInsn *insn_at(Dec *d, guint64 ip)
 	guint64 tag = 0;
 	gsize n = p ? vt_decode_pokes_read_tag(p, d->img[w], ip, now(d), b, sizeof(b), &tag) : 0;
 
-	if (c->ip == ip && ip && c->tag == tag)
+	if (c->ip == ip && ip && c->tag == tag && c->mode == mode)
 		return &c->insn;
 	c->ip = ip;
 	c->tag = tag;
+	c->mode = mode;
 	if (tag)                         /* poked code: its bytes now */
-		vt_decode_insn_bytes(n ? b : NULL, n, ip, &c->insn);
+		vt_decode_insn_bytes_mode(n ? b : NULL, n, ip, mode, &c->insn);
 	else
-		vt_decode_insn(d->img[w], ip, &c->insn);
+		vt_decode_insn_mode(d->img[w], ip, mode, &c->insn);
 	return &c->insn;
 }
 
@@ -207,6 +212,7 @@ static void source(Dec *d, gboolean async, const VtInsn *in)
 	d->src_async = async;
 	d->src_kind = in ? in->kind : VT_INSN_OTHER;
 	d->src_len = in ? in->len : 0;
+	d->src_mode = in ? d->pend_mode : async ? d->async_mode : d->mode_now;
 }
 
 /* A branch decided at time tsc and AUX offset off: where the decoder
@@ -222,6 +228,7 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	b.async = d->src_async;
 	b.insn_kind = d->src_kind;
 	b.insn_len = d->src_len;
+	b.mode = d->src_mode;
 	source(d, FALSE, NULL);
 
 	b.from = from;
@@ -438,6 +445,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 	case ptev_async_disabled:
 		flush_async(d);
 		resolve(d, ev->variant.async_disabled.at);
+		d->async_mode = d->mode_now;
 		source(d, TRUE, NULL);
 		emit(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE);
 		break;
@@ -448,6 +456,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		d->async_from = ev->variant.async_branch.from;
 		d->async_to = ev->variant.async_branch.to;
 		d->async_guest = d->guest;
+		d->async_mode = d->mode_now;
 		d->async_tsc = ev->has_tsc ? ev->tsc : now(d);
 		d->async_off = position(d);
 		d->last_ip = d->async_to;
@@ -478,10 +487,13 @@ static void on_block(Dec *d, const struct pt_block *b)
 {
 	flush_async(d);
 	resolve(d, b->ip);
+	d->mode_now = (guint8)b->mode;
+	source(d, FALSE, NULL);
 	flush_power(d, b->ip);
 	if (!b->ninsn)
 		return;
-	d->pend = *insn_at(d, b->end_ip);
+	d->pend = *insn_at(d, b->end_ip, (guint8)b->mode);
+	d->pend_mode = (guint8)b->mode;
 	d->pend_ip = b->end_ip;
 	d->pend_guest = d->guest;
 	d->pend_tsc = d->before;
