@@ -267,6 +267,43 @@ static VtDecodeImage *code_image(const char *dir, const char *name, const guint8
 	return img;
 }
 
+/* 16- and 32-bit code (a TCG recording from the reset vector) in its
+ * block's mode: lengths, kinds, direct targets (IP + size + displacement,
+ * libipt's arithmetic) and the disassembly; 64-bit reads other lengths. */
+static void test_exec_modes(void)
+{
+	static const guint8 code[32] = {
+		0xe9, 0xfd, 0x0f,                     /* 16: jmp rel16 (3 bytes); 64: rel32 (5) */
+		0xea, 0x5b, 0xe0, 0x00, 0xf0,         /* 16: ljmp $0xf000:$0xe05b; 64: invalid */
+		0x66, 0xbc, 0x00, 0x70, 0x00, 0x00,   /* 16: mov $0x7000, %esp (6); 64: %sp (4) */
+		0x55,                                 /* 32: push %ebp; 64: push %rbp */
+	};
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "m", code, sizeof(code));
+	VtDecodeDisasm *d = vt_decode_disasm_new(img);
+	VtInsn in;
+
+	g_assert_true(vt_decode_insn_mode(img, CODE, VT_MODE_16, &in));
+	g_assert_cmpuint(in.kind, ==, VT_INSN_JUMP);
+	g_assert_cmpuint(in.len, ==, 3);
+	g_assert_cmphex(in.target, ==, CODE + 3 + 0xffd);
+	g_assert_true(vt_decode_insn(img, CODE, &in));
+	g_assert_cmpuint(in.len, ==, 5);
+	g_assert_true(vt_decode_insn_mode(img, CODE + 3, VT_MODE_16, &in));
+	g_assert_cmpuint(in.kind, ==, VT_INSN_FAR);
+	g_assert_cmpuint(in.len, ==, 5);
+	g_assert_false(vt_decode_insn_mode(img, CODE + 3, VT_MODE_64, &in));
+	g_assert_cmpuint(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)->len, ==, 6);
+	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)->text, ==, "mov $0x7000, %esp");
+	g_assert_cmpuint(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_64)->len, ==, 4);
+	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 14, VT_MODE_32)->text, ==, "push %ebp");
+	g_assert_cmpstr(vt_decode_disasm_at(d, CODE + 14)->text, ==, "push %rbp");
+	g_assert_cmpuint(vt_decode_disasm_size(d), ==, 4);
+	vt_decode_disasm_free(d);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
 static void test_nr_switch(void)
 {
 	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
@@ -602,6 +639,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
 	g_test_add_func("/decode/segment-hint", test_segment_hint);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
+	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
