@@ -37,6 +37,8 @@ check "nothing ran before tracing began (before_trace 0), not kernel-only" \
 check "started = traced + rep iterations + restarted + filtered + last block + after" \
 	json_check "$TMP/rec.json" "j['started'] == j['instructions'] + j['rep_iterations'] + j['restarted'] + \
 		j['filtered'] + j['last_block'] + j['after_trace']"
+check "the mode changes (16 -> 32 -> 64-bit), every change at a TIP: none guessed wrong" \
+	json_check "$TMP/rec.json" "j['mode_changes'] >= 2 and j['mode_resyncs'] == 0"
 first_tb=$(sed -n 's/^first_tb //p' "$TMP/count")
 check "the first block QEMU ran is the reset vector (${first_tb:-none})" test "$first_tb" = 0xfffffff0
 

@@ -130,12 +130,14 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 		" never seen, %" G_GUINT64_FORMAT " in flight at the end)\n"
 		"  code image: %" G_GUINT64_FORMAT " bytes in %" G_GUINT64_FORMAT " pages; %" G_GUINT64_FORMAT
 		" translations changed code (%" G_GUINT64_FORMAT " bytes patched at run time: the image holds the "
-		"first bytes, TEXT_POKE records the changes)\n",
+		"first bytes, TEXT_POKE records the changes)\n"
+		"  execution mode: %" G_GUINT64_FORMAT " changes of 16/32/64-bit mode, %" G_GUINT64_FORMAT
+		" without a TIP (a wrong guess), %" G_GUINT64_FORMAT " translations ran alike in several modes\n",
 		a->out, st->vcpus, st->vcpus == 1 ? "" : "s", st->kernel_only ? "kernel only" : "kernel and user",
 		st->retired, st->started, st->before, st->after, st->faults, st->rep_iters, st->filtered, st->final_started,
 		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,
 		st->unresolved, st->inflight, st->code_bytes, st->code_pages, st->smc_translations,
-		st->smc_bytes);
+		st->smc_bytes, st->mode_changes, st->mode_resyncs, st->mode_ambiguous);
 	if (st->mttcg)
 		fprintf(stderr, "  warning: several TCG threads ran vCPUs: counts and streams are inexact "
 				"(use -accel tcg,thread=single)\n");
@@ -168,6 +170,9 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_kv_uint(j, "code_bytes", st->code_bytes);
 	vt_json_kv_uint(j, "smc_translations", st->smc_translations);
 	vt_json_kv_uint(j, "smc_bytes", st->smc_bytes);
+	vt_json_kv_uint(j, "mode_changes", st->mode_changes);
+	vt_json_kv_uint(j, "mode_resyncs", st->mode_resyncs);
+	vt_json_kv_uint(j, "mode_ambiguous", st->mode_ambiguous);
 	vt_json_kv_bool(j, "mttcg", st->mttcg);
 	vt_json_end_object(j);
 	vt_json_free(j);

@@ -488,7 +488,7 @@ static void on_block(Dec *d, const struct pt_block *b)
 	flush_async(d);
 	resolve(d, b->ip);
 	d->mode_now = (guint8)b->mode;
-	source(d, FALSE, NULL);
+	d->src_mode = d->mode_now;      /* power events bind to b->ip */
 	flush_power(d, b->ip);
 	if (!b->ninsn)
 		return;

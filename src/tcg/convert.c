@@ -93,6 +93,9 @@ static gboolean read_meta(const char *in_dir, VtTcgStats *st, GArray *streams, G
 		    sscanf(l, "before %" G_GUINT64_FORMAT, &st->before) == 1 ||
 		    sscanf(l, "after %" G_GUINT64_FORMAT, &st->after) == 1 ||
 		    sscanf(l, "translations %" G_GUINT64_FORMAT, &st->translations) == 1 ||
+		    sscanf(l, "mode_changes %" G_GUINT64_FORMAT, &st->mode_changes) == 1 ||
+		    sscanf(l, "mode_resyncs %" G_GUINT64_FORMAT, &st->mode_resyncs) == 1 ||
+		    sscanf(l, "mode_ambiguous %" G_GUINT64_FORMAT, &st->mode_ambiguous) == 1 ||
 		    sscanf(l, "write_errors %" G_GUINT64_FORMAT, &write_errors) == 1)
 			continue;
 		if (sscanf(l, "filter %15s", word) == 1)

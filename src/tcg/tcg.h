@@ -47,6 +47,9 @@ typedef struct {
 	uint64_t code_bytes, code_pages, translations;
 	uint64_t smc_translations;   /* translations whose bytes differ from earlier ones */
 	uint64_t smc_bytes;          /* code bytes seen with more than one value */
+	uint64_t mode_changes;       /* MODE.Exec changes of 16/32/64-bit mode in the trace */
+	uint64_t mode_resyncs;       /* ... where no TIP went: a TIP.PGD/TIP.PGE pair (a wrong guess) */
+	uint64_t mode_ambiguous;     /* translations that ran alike in several modes */
 } VtTcgStats;
 
 /* The plugin's meta file (for callers that want the counts only). */
