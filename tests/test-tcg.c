@@ -125,6 +125,42 @@ static void test_image(void)
 	rm_rf(out);
 }
 
+/* Code of the boot (flagged VT_TCG_CODE_POKE: firmware that rewrites
+ * itself) that changes is a TEXT_POKE like the kernel's; other user-half
+ * code that changes (another process's) is not.  The mode counts of meta. */
+static void test_boot_pokes(void)
+{
+	g_autofree char *in = plugin_dir("mode_changes 3\nmode_resyncs 1\nmode_ambiguous 7\n", TRUE);
+	g_autofree char *code = g_build_filename(in, "code", NULL);
+	g_autofree char *out = NULL;
+	g_autoptr(GError) err = NULL;
+	GByteArray *a = g_byte_array_new();
+	gboolean ok;
+	VtTcgStats st;
+	VtTcgCodeHeader h = { .vaddr = 0xfe05b, .len = 2, .flags = VT_TCG_CODE_POKE, .tsc = VT_TCG_T0 };
+
+	code_rec(a, KTEXT, "\x90\xc3", 2);
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, (const guint8 *)"\x31\xd2", 2);
+	h.tsc += 100;
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, (const guint8 *)"\x31\xc0", 2);   /* rewritten: a poke */
+	code_rec(a, 0x400000, "\x90", 1);
+	code_rec(a, 0x400000, "\xcc", 1);                        /* another process: no poke */
+	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
+	g_byte_array_unref(a);
+	st = convert(in, &out, &err, &ok);
+	g_assert_no_error(err);
+	g_assert_true(ok);
+	g_assert_cmpuint(st.smc_bytes, ==, 2);
+	g_assert_cmpuint(st.smc_translations, ==, 1);
+	g_assert_cmpuint(st.mode_changes, ==, 3);
+	g_assert_cmpuint(st.mode_resyncs, ==, 1);
+	g_assert_cmpuint(st.mode_ambiguous, ==, 7);
+	rm_rf(in);
+	rm_rf(out);
+}
+
 static void test_perf_data(void)
 {
 	g_autofree char *in = plugin_dir("", TRUE);
@@ -285,6 +321,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/tcg/image", test_image);
+	g_test_add_func("/tcg/boot-pokes", test_boot_pokes);
 	g_test_add_func("/tcg/perf-data", test_perf_data);
 	g_test_add_func("/tcg/one-thread", test_one_thread);
 	g_test_add_func("/tcg/pokes", test_pokes);
