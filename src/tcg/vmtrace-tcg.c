@@ -42,11 +42,16 @@
  * for every instruction remain (addresses above 4 GiB: 64-bit only).  Of
  * several, the ones whose register names (Zydis, AT&T) agree with
  * QEMU's own disassembly (qemu_plugin_insn_disas: made in the vCPU's mode,
- * %ax/%eax/%rax) on the most instructions remain; a block still ambiguous
- * takes the vCPU's mode when it first runs, if that is one of them.  A
- * change of mode writes MODE.Exec before the TIP/TIP.PGE that goes there
- * (far jumps, IRET, interrupts: as the hardware), or, when no TIP does
- * (never seen), a PSB+ at the block.  IPs are QEMU's vaddr: the linear
+ * %ax/%eax/%rax) on the most instructions remain.  A change of mode
+ * writes MODE.Exec before the TIP/TIP.PGE that goes there (far jumps and
+ * returns, IRET, interrupts: as the hardware).  A block still ambiguous
+ * (e.g. "mov $0x10, %ecx; mov %ecx, %ds" in 32- or 64-bit mode) keeps the
+ * vCPU's mode after a near branch or straight flow (they cannot change
+ * it); after a transfer that may, a placeholder (PAD PAD) goes before its
+ * TIP and becomes MODE.Exec when a later block decides (or the nearest
+ * mode at the next PSB+, far transfer or the end).  A change where no TIP
+ * went (a wrong guess; none on the test boot) is a TIP.PGD/TIP.PGE pair
+ * at the block (meta: mode_resyncs).  IPs are QEMU's vaddr: the linear
  * address (CS base + EIP), what Intel PT's IP packets carry (LIP) and
  * libipt walks on (next IP = IP + size, no CS arithmetic).
  *
