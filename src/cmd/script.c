@@ -60,7 +60,8 @@ static const struct { const char *name; guint bit; } field_names[] = {
 typedef struct {
 	VtDecodeImage *host, *guest;
 	VtDecodeGuestUser *guser;          /* the guest's user mappings (src/decode/guest-user.c) */
-	gint32 guest_pid;                  /* the guest process of the line being printed */
+	gint32 guest_pid;                  /* the guest process of the line being printed (-1: unknown) */
+	guint64 guest_time;                /* and its time (0: none) */
 	VtDecodeResult *result;
 	VtJson *json;
 	VtTextBuf *out;                    /* text lines (stdout) */
@@ -293,9 +294,11 @@ static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError
 		im->guest_dir = injected_guest_dir(o->rec);
 	if (!vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error))
 		return FALSE;
-	/* guest user space: the guest's mappings, their code in the guest image */
+	/* guest user space: the guest's mappings, their code per guest process
+	 * for the decoder, and in the guest image for disassembly */
 	s->guser = s->guest ? vt_decode_guest_user_load(o->rec, o->guestmount, error) : NULL;
-	return !s->guest || (s->guser && vt_decode_guest_user_attach(s->guser, s->guest, error));
+	return !s->guest || (s->guser && vt_decode_guest_user_prepare(s->guser, error) &&
+			     vt_decode_guest_user_attach(s->guser, s->guest, error));
 }
 
 /* -------------------------------------------------------------- report */
@@ -358,7 +361,7 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 
 	if (!s->guser || addr >> 47)
 		return FALSE;
-	sym = vt_decode_guest_user_symbol(s->guser, pid, addr, &off, &dso);
+	sym = vt_decode_guest_user_symbol(s->guser, pid, s->guest_time, addr, &off, &dso);
 	if (!dso)
 		return FALSE;
 	vt_textbuf_hex(t, addr, 16);
@@ -898,7 +901,7 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 		const char *dso = NULL, *sym;
 		guint64 off = 0;
 
-		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, addr, &off, &dso);
+		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, s->guest_time, addr, &off, &dso);
 		if (dso)
 			vt_json_kv_string(j, "dso", dso);
 		if (sym) {
@@ -1024,7 +1027,8 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
-		s->guest_pid = e->guest_pid;    /* whose user mappings a guest address is in */
+		s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
+		s->guest_time = e->time;
 		if (s->stacks) {
 			/* every branch moves perf's stack; only some are shown */
 			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
@@ -1099,7 +1103,7 @@ int cmd_script(int argc, char **argv)
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
-	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs }, o.power, &err);
+	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs, s.guser }, o.power, &err);
 	if (!s.result) {
 		vt_err("script", "%s", err->message);
 		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
