@@ -109,6 +109,39 @@ HOME=$TMP/empty "$VMTRACE" script "$TMP/i.data" -F cpu,ip,addr --guest-only --gu
 check "both programs' branches = synth's truth, queue by queue ($(wc -l <"$TMP/user.truth"))" \
 	sh -c "test -s '$TMP/user.truth' && cmp -s '$TMP/user.truth' '$TMP/user.vt'"
 
+# --insn-trace: each guest user instruction's bytes are its process's
+# file's at that address
+HOME=$TMP/empty "$VMTRACE" script "$TMP/i.data" --guestmount "$TMP/gm" --insn-trace -F tid,ip,sym,dso,insn \
+	--guest-only >"$TMP/it.txt" 2>/dev/null
+"$PYTHON3" - "$TMP/it.txt" "$TMP/gA" "$TMP/gB" >"$TMP/it.check" 2>&1 <<'PY'
+import re, struct, sys
+def code(path):
+    b = open(path, "rb").read()
+    phoff, = struct.unpack_from("<Q", b, 32)
+    phentsize, phnum = struct.unpack_from("<HH", b, 54)
+    segs = []
+    for i in range(phnum):
+        typ, flags, off, va, pa, fsz = struct.unpack_from("<IIQQQQ", b, phoff + i * phentsize)
+        if typ == 1 and flags & 1:
+            segs.append((va, off, fsz))
+    return b, segs
+files = {"gA": code(sys.argv[2]), "gB": code(sys.argv[3])}
+n = {"gA": 0, "gB": 0}
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*(\d+)\s+([0-9a-f]+) .*\(/opt/gbin/(g[AB])\) insn: ([0-9a-f ]+)$", line)
+    if not m:
+        continue
+    ip, f, got = int(m.group(2), 16), m.group(3), bytes.fromhex(m.group(4))
+    b, segs = files[f]
+    va, off, size = next(s for s in segs if s[0] <= ip < s[0] + s[2])
+    assert b[off + ip - va:off + ip - va + len(got)] == got, line
+    n[f] += 1
+assert n["gA"] and n["gB"], n
+print("# --insn-trace: %d instructions of gA, %d of gB, each its file's bytes" % (n["gA"], n["gB"]))
+PY
+check "--insn-trace: each process's instructions are its own file's" test $? -eq 0
+cat "$TMP/it.check"
+
 # perf 6.1 keys guest user maps on the guest thread too (the files from
 # its build-id cache: it ignores --guestmount for user DSOs, see t0082)
 HOME=$TMP/home "$PERF" buildid-cache --add "$TMP/gA" >/dev/null 2>&1 &&

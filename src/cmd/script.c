@@ -71,6 +71,7 @@ typedef struct {
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
+	GHashTable *user_disasm;           /* guest user file image -> its VtDecodeDisasm */
 	int name_width;                    /* perf's event name column: the longest name */
 	guint32 cbr_khz, max_nonturbo;     /* --itrace p: perf's frequency of a CBR */
 	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
@@ -517,10 +518,25 @@ static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 	vt_textbuf_commit(s->out, (gsize)(p - start));
 }
 
+/* The instruction at ip: in guest user space that of the line's guest
+ * process (its mapping's file), else of the host or guest image. */
+static const VtDisasmInsn *disasm_at(Script *s, gboolean guest, guint64 ip)
+{
+	const VtDecodeImage *img = guest && s->guser && !(ip >> 47) ?
+		vt_decode_guest_user_image_at(s->guser, s->guest_pid, s->guest_time, ip) : NULL;
+	VtDecodeDisasm *d = img ? g_hash_table_lookup(s->user_disasm, img) : s->disasm[guest ? 1 : 0];
+
+	if (!d) {
+		d = vt_decode_disasm_new(img);
+		g_hash_table_insert(s->user_disasm, (gpointer)img, d);
+	}
+	return vt_decode_disasm_at(d, ip);
+}
+
 /* " insn: BYTES" of the instruction at ip */
 static void insn_bytes(Script *s, guint64 ip, gboolean guest)
 {
-	insn_bytes_of(s, ip ? vt_decode_disasm_at(s->disasm[guest ? 1 : 0], ip) : NULL);
+	insn_bytes_of(s, ip ? disasm_at(s, guest, ip) : NULL);
 }
 
 /* The thread of one half of a branch, as perf's --tid sees it: in guest
@@ -631,13 +647,12 @@ static Walk power_insn(Script *s, const VtDecodeEvent *e)
 {
 	const Walk *n = walk_of(s->next, e->queue);
 	Walk found = *last_of(s, e->queue);
-	VtDecodeDisasm *d = s->disasm[n->guest ? 1 : 0];
 	guint64 ip = n->ip;
 
 	if (s->walk || !n->valid || n->guest != e->b.from_guest)
 		return found;
 	for (guint k = 0; k < MAX_STRAIGHT && ip < e->b.from; k++) {
-		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+		const VtDisasmInsn *in = disasm_at(s, n->guest, ip);
 
 		if (!in->len)
 			break;
@@ -694,7 +709,7 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 		return;
 	if (b->kind == VT_BRANCH_CBR && w.valid) {
 		/* perf: a cbr sample keeps the flags of the last instruction */
-		const VtDisasmInsn *in = vt_decode_disasm_at(s->disasm[w.guest ? 1 : 0], w.ip);
+		const VtDisasmInsn *in = disasm_at(s, w.guest, w.ip);
 		VtBranch as = { .kind = VT_BRANCH_JUMP, .insn_kind = in->kind };
 
 		flags = in->kind == VT_INSN_OTHER || !in->len ? 0 : vt_decode_perf_flags(&as);
@@ -839,11 +854,10 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 /* The instructions from w's IP up to `to`; returns where the walk stopped. */
 static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
-	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
 	guint64 ip = w->ip;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
-		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+		const VtDisasmInsn *in = disasm_at(s, w->guest, ip);
 
 		if (!in->len)
 			break;
@@ -1019,6 +1033,8 @@ static void report(Script *s)
 	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->disasm[0] = vt_decode_disasm_new(s->host);
 	s->disasm[1] = vt_decode_disasm_new(s->guest);
+	s->user_disasm = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+					       (GDestroyNotify)vt_decode_disasm_free);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
@@ -1072,6 +1088,7 @@ static void report(Script *s)
 		vt_decode_disasm_free(s->disasm[i]);
 		s->disasm[i] = NULL;
 	}
+	g_clear_pointer(&s->user_disasm, g_hash_table_destroy);
 }
 
 /* ------------------------------------------------------------- command */

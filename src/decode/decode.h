@@ -314,7 +314,7 @@ void vt_decode_guest_user_free(VtDecodeGuestUser *u);
 /* Mappings seen; *n_missing: files not found. */
 guint vt_decode_guest_user_n_maps(const VtDecodeGuestUser *u, guint *n_missing);
 /* The code of every mapping found joins the guest image (one address space
- * for all guest processes: what disassembly reads). */
+ * for all guest processes: what is read where no process is known). */
 gboolean vt_decode_guest_user_attach(const VtDecodeGuestUser *u, VtDecodeImage *guest, GError **error);
 /* Each mapping's code, per process: for vt_decode_guest_user_code (and
  * VtDecodeOptions.guest_user). */
@@ -325,6 +325,10 @@ gboolean vt_decode_guest_user_prepare(VtDecodeGuestUser *u, GError **error);
  * (*avail 0) when none is found. */
 const guint8 *vt_decode_guest_user_code(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
 					gsize *avail);
+/* The image of that mapping (its file's code where the mapping puts it),
+ * NULL when none is found: e.g. for disassembly per process. */
+const VtDecodeImage *vt_decode_guest_user_image_at(const VtDecodeGuestUser *u, gint32 pid, guint64 time,
+						   guint64 addr);
 /* The symbol holding a guest user address (perf's ELF rules) and the offset
  * into it, NULL if none; *dso: the path of the mapping holding addr (as
  * vt_decode_guest_user_code finds it), NULL if none. */

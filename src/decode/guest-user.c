@@ -11,9 +11,10 @@
  * clones the parent's maps), else none; with no process known (before the
  * vCPU's first guest switch-in) any process's.  Each mapping whose file is
  * found is an image of the file's executable PT_LOADs at the addresses the
- * mapping gives them (address = start + file offset - pgoff).  attach()
- * also joins every mapping to the guest kernel's image (one address space
- * for all: what --insn-trace's disassembly reads).
+ * mapping gives them (address = start + file offset - pgoff); script
+ * disassembles it per process too (vt_decode_guest_user_image_at).
+ * attach() also joins every mapping to the guest kernel's image (one
+ * address space for all: what is read where no process is known).
  *
  * Symbols as perf's ELF loader takes them: .symtab, else .dynsym; named
  * functions, GNU ifuncs and labels (NOTYPE) of sections whose name holds
@@ -653,6 +654,14 @@ gboolean vt_decode_guest_user_prepare(VtDecodeGuestUser *u, GError **error)
 		g_hash_table_insert(u->images, g_steal_pointer(&key), m->img);
 	}
 	return TRUE;
+}
+
+const VtDecodeImage *vt_decode_guest_user_image_at(const VtDecodeGuestUser *u, gint32 pid, guint64 time,
+						   guint64 addr)
+{
+	const GuMap *m = u ? map_at(u, pid, time, addr) : NULL;
+
+	return m ? m->img : NULL;
 }
 
 const guint8 *vt_decode_guest_user_code(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
