@@ -23,7 +23,12 @@ Operations (one per run):
                                   "TICKS CPU in|out PID TID OTHER_PID OTHER_TID",
                                   "TICKS CPU mmap2 PID TID START LEN PGOFF PATH [BUILDID]"
                                   (an executable user mapping, with the
-                                  file's build id in the record if given)
+                                  file's build id in the record if given),
+                                  "TICKS CPU lost ID|id COUNT" (id: the
+                                  CPU's sample id),
+                                  "TICKS CPU ksymbol ADDR LEN TYPE NAME"
+                                  (TYPE 1 BPF, 2 OOL),
+                                  "TICKS CPU text_poke ADDR OLDHEX NEWHEX"
                                   (CPU-wide switches: in names the task
                                   switched in, out the one switched out);
                                   a record's time is the file's TIME_CONV of
@@ -179,6 +184,19 @@ def sideband(p, path, base):
                 body = struct.pack("<iiQQQIIQQII", pid, tid, start, length, pgoff, 8, 1, 4242, 0, 5, 2) + name
                 misc = 2
             typ, who = 10, (pid, tid)
+        elif kind == "lost":
+            lid = i if w[3] == "id" else int(w[3], 0)     # "id": CPU's sample id
+            body, typ, misc, who = struct.pack("<QQ", lid, int(w[4], 0)), 2, 0, (0, 0)
+        elif kind == "ksymbol":
+            name = w[6].encode() + b"\0"
+            name += b"\0" * (-len(name) % 8)
+            body = struct.pack("<QIHH", int(w[3], 0), int(w[4], 0), int(w[5], 0), 0) + name
+            typ, misc, who = 17, 0, (0, 0)
+        elif kind == "text_poke":
+            old, new = bytes.fromhex(w[4]), bytes.fromhex(w[5])
+            body = struct.pack("<QHH", int(w[3], 0), len(old), len(new)) + old + new
+            body += b"\0" * (-len(body) % 8)
+            typ, misc, who = 20, 0, (0, 0)
         else:
             sys.exit("perf-edit.py: sideband: unknown record " + kind)
         body += trailer(types[i], i, who[0], who[1], time, cpu)

@@ -60,7 +60,8 @@ static const struct { const char *name; guint bit; } field_names[] = {
 typedef struct {
 	VtDecodeImage *host, *guest;
 	VtDecodeGuestUser *guser;          /* the guest's user mappings (src/decode/guest-user.c) */
-	gint32 guest_pid;                  /* the guest process of the line being printed */
+	gint32 guest_pid;                  /* the guest process of the line being printed (-1: unknown) */
+	guint64 guest_time;                /* and its time (0: none) */
 	VtDecodeResult *result;
 	VtJson *json;
 	VtTextBuf *out;                    /* text lines (stdout) */
@@ -70,6 +71,7 @@ typedef struct {
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
+	GHashTable *user_disasm;           /* guest user file image -> its VtDecodeDisasm */
 	int name_width;                    /* perf's event name column: the longest name */
 	guint32 cbr_khz, max_nonturbo;     /* --itrace p: perf's frequency of a CBR */
 	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
@@ -293,9 +295,11 @@ static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError
 		im->guest_dir = injected_guest_dir(o->rec);
 	if (!vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error))
 		return FALSE;
-	/* guest user space: the guest's mappings, their code in the guest image */
+	/* guest user space: the guest's mappings, their code per guest process
+	 * for the decoder, and in the guest image for disassembly */
 	s->guser = s->guest ? vt_decode_guest_user_load(o->rec, o->guestmount, error) : NULL;
-	return !s->guest || (s->guser && vt_decode_guest_user_attach(s->guser, s->guest, error));
+	return !s->guest || (s->guser && vt_decode_guest_user_prepare(s->guser, error) &&
+			     vt_decode_guest_user_attach(s->guser, s->guest, error));
 }
 
 /* -------------------------------------------------------------- report */
@@ -358,7 +362,7 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 
 	if (!s->guser || addr >> 47)
 		return FALSE;
-	sym = vt_decode_guest_user_symbol(s->guser, pid, addr, &off, &dso);
+	sym = vt_decode_guest_user_symbol(s->guser, pid, s->guest_time, addr, &off, &dso);
 	if (!dso)
 		return FALSE;
 	vt_textbuf_hex(t, addr, 16);
@@ -514,10 +518,25 @@ static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 	vt_textbuf_commit(s->out, (gsize)(p - start));
 }
 
+/* The instruction at ip: in guest user space that of the line's guest
+ * process (its mapping's file), else of the host or guest image. */
+static const VtDisasmInsn *disasm_at(Script *s, gboolean guest, guint64 ip, guint8 mode)
+{
+	const VtDecodeImage *img = guest && s->guser && !(ip >> 47) ?
+		vt_decode_guest_user_image_at(s->guser, s->guest_pid, s->guest_time, ip) : NULL;
+	VtDecodeDisasm *d = img ? g_hash_table_lookup(s->user_disasm, img) : s->disasm[guest ? 1 : 0];
+
+	if (!d) {
+		d = vt_decode_disasm_new(img);
+		g_hash_table_insert(s->user_disasm, (gpointer)img, d);
+	}
+	return vt_decode_disasm_at_mode(d, ip, mode);
+}
+
 /* " insn: BYTES" of the instruction at ip (in mode: VT_MODE_*) */
 static void insn_bytes(Script *s, guint64 ip, gboolean guest, guint8 mode)
 {
-	insn_bytes_of(s, ip ? vt_decode_disasm_at_mode(s->disasm[guest ? 1 : 0], ip, mode) : NULL);
+	insn_bytes_of(s, ip ? disasm_at(s, guest, ip, mode) : NULL);
 }
 
 /* The thread of one half of a branch, as perf's --tid sees it: in guest
@@ -628,13 +647,12 @@ static Walk power_insn(Script *s, const VtDecodeEvent *e)
 {
 	const Walk *n = walk_of(s->next, e->queue);
 	Walk found = *last_of(s, e->queue);
-	VtDecodeDisasm *d = s->disasm[n->guest ? 1 : 0];
 	guint64 ip = n->ip;
 
 	if (s->walk || !n->valid || n->guest != e->b.from_guest)
 		return found;
 	for (guint k = 0; k < MAX_STRAIGHT && ip < e->b.from; k++) {
-		const VtDisasmInsn *in = vt_decode_disasm_at_mode(d, ip, e->b.mode);
+		const VtDisasmInsn *in = disasm_at(s, n->guest, ip, e->b.mode);
 
 		if (!in->len)
 			break;
@@ -691,7 +709,7 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 		return;
 	if (b->kind == VT_BRANCH_CBR && w.valid) {
 		/* perf: a cbr sample keeps the flags of the last instruction */
-		const VtDisasmInsn *in = vt_decode_disasm_at_mode(s->disasm[w.guest ? 1 : 0], w.ip, b->mode);
+		const VtDisasmInsn *in = disasm_at(s, w.guest, w.ip, b->mode);
 		VtBranch as = { .kind = VT_BRANCH_JUMP, .insn_kind = in->kind };
 
 		flags = in->kind == VT_INSN_OTHER || !in->len ? 0 : vt_decode_perf_flags(&as);
@@ -836,11 +854,10 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 /* The instructions from w's IP up to `to`; returns where the walk stopped. */
 static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
-	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
 	guint64 ip = w->ip;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
-		const VtDisasmInsn *in = vt_decode_disasm_at_mode(d, ip, e->b.mode);
+		const VtDisasmInsn *in = disasm_at(s, w->guest, ip, e->b.mode);
 
 		if (!in->len)
 			break;
@@ -898,7 +915,7 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 		const char *dso = NULL, *sym;
 		guint64 off = 0;
 
-		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, addr, &off, &dso);
+		sym = vt_decode_guest_user_symbol(s->guser, s->guest_pid, s->guest_time, addr, &off, &dso);
 		if (dso)
 			vt_json_kv_string(j, "dso", dso);
 		if (sym) {
@@ -1016,6 +1033,8 @@ static void report(Script *s)
 	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->disasm[0] = vt_decode_disasm_new(s->host);
 	s->disasm[1] = vt_decode_disasm_new(s->guest);
+	s->user_disasm = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+					       (GDestroyNotify)vt_decode_disasm_free);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
@@ -1024,7 +1043,8 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
-		s->guest_pid = e->guest_pid;    /* whose user mappings a guest address is in */
+		s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
+		s->guest_time = e->time;
 		if (s->stacks) {
 			/* every branch moves perf's stack; only some are shown */
 			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
@@ -1068,6 +1088,7 @@ static void report(Script *s)
 		vt_decode_disasm_free(s->disasm[i]);
 		s->disasm[i] = NULL;
 	}
+	g_clear_pointer(&s->user_disasm, g_hash_table_destroy);
 }
 
 /* ------------------------------------------------------------- command */
@@ -1099,7 +1120,7 @@ int cmd_script(int argc, char **argv)
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
-	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs }, o.power, &err);
+	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs, s.guser }, o.power, &err);
 	if (!s.result) {
 		vt_err("script", "%s", err->message);
 		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE

@@ -103,7 +103,7 @@ typedef struct {
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales;
 	char *host_code, *guest_code, *branches;
-	char *guest_user;            /* FILE[@ADDR] */
+	char **guest_user;           /* FILE[@ADDR], ... */
 	gint guest_user_pct;
 } SynthOpts;
 
@@ -120,7 +120,7 @@ static void synth_opts_clear(SynthOpts *o)
 	g_free(o->host_code);
 	g_free(o->guest_code);
 	g_free(o->branches);
-	g_free(o->guest_user);
+	g_strfreev(o->guest_user);
 	g_strfreev(o->offsets);
 	g_strfreev(o->scales);
 }
@@ -182,7 +182,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
 		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
 		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
-		{ "guest-user", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_user, "With real code: guest time runs the user code of the ELF FILE too (its first executable PT_LOAD mapped at ADDR, default its link address; one process per VM, its own guest CR3); --branches names the mapping", "FILE[@ADDR]" },
+		{ "guest-user", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &o->guest_user, "With real code: guest time runs the user code of the ELF FILE too (its first executable PT_LOAD mapped at ADDR, default its link address; one process per VM, its own guest CR3); --branches names the mapping.  Up to 4 times: vCPU v runs file v mod n, a process each", "FILE[@ADDR]" },
 		{ "guest-user-percent", 0, 0, G_OPTION_ARG_INT, &o->guest_user_pct, "With --guest-user: share of VM entries into the user code, 0..100 (default 50)", "PCT" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Print a JSON summary on stdout", NULL },
 		G_OPTION_ENTRY_NULL
@@ -254,25 +254,34 @@ static gboolean synth_vm_options(const SynthOpts *o, VtSynthConfig *cfg, GError 
 	return TRUE;
 }
 
-/* --guest-user FILE[@ADDR], --guest-user-percent */
+/* --guest-user FILE[@ADDR] (up to VT_SYNTH_MAX_USER), --guest-user-percent */
 static gboolean synth_guest_user(const SynthOpts *o, VtSynthConfig *cfg, GError **err)
 {
-	char *at = o->guest_user ? strrchr(o->guest_user, '@') : NULL;
+	guint n = o->guest_user ? g_strv_length(o->guest_user) : 0;
 
 	if (o->guest_user_pct != G_MININT) {
-		if (o->guest_user_pct < 0 || !o->guest_user) {
+		if (o->guest_user_pct < 0 || !n) {
 			g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED,
 				    "--guest-user-percent must be 0..100 and goes with --guest-user");
 			return FALSE;
 		}
 		cfg->guest_user_percent = (guint)o->guest_user_pct;
 	}
-	if (at) {
-		*at = '\0';      /* the option's own string: FILE */
-		if (!vt_opt_u64("--guest-user ADDR", at + 1, &cfg->guest_user_start, err))
-			return FALSE;
+	if (n > VT_SYNTH_MAX_USER) {
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--guest-user: at most %d files",
+			    VT_SYNTH_MAX_USER);
+		return FALSE;
 	}
-	cfg->guest_user = o->guest_user;
+	for (guint i = 0; i < n; i++) {
+		char *at = strrchr(o->guest_user[i], '@');
+
+		if (at) {
+			*at = '\0';      /* the option's own string: FILE */
+			if (!vt_opt_u64("--guest-user ADDR", at + 1, &cfg->guest_user_start[i], err))
+				return FALSE;
+		}
+		cfg->guest_user[i] = o->guest_user[i];
+	}
 	return TRUE;
 }
 

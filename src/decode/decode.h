@@ -243,6 +243,9 @@ typedef struct {
 	VtDecodeImage *host;      /* borrowed */
 	VtDecodeImage *guest;     /* borrowed; NULL: host only (guest code is an error) */
 	guint jobs;               /* decoding threads (0: one per CPU) */
+	/* borrowed, prepared; guest user code not in `guest` is taken from it,
+	 * per guest process (guest-user.c) */
+	const struct VtDecodeGuestUser *guest_user;
 } VtDecodeOptions;
 
 /* One branch as the recording places it. */
@@ -316,14 +319,27 @@ VtDecodeGuestUser *vt_decode_guest_user_load(const char *rec, const char *guestm
 void vt_decode_guest_user_free(VtDecodeGuestUser *u);
 /* Mappings seen; *n_missing: files not found. */
 guint vt_decode_guest_user_n_maps(const VtDecodeGuestUser *u, guint *n_missing);
-/* The code of every mapping found joins the guest image (decoded whatever
- * the guest CR3: one address space for all guest processes). */
+/* The code of every mapping found joins the guest image (one address space
+ * for all guest processes: what is read where no process is known). */
 gboolean vt_decode_guest_user_attach(const VtDecodeGuestUser *u, VtDecodeImage *guest, GError **error);
+/* Each mapping's code, per process: for vt_decode_guest_user_code (and
+ * VtDecodeOptions.guest_user). */
+gboolean vt_decode_guest_user_prepare(VtDecodeGuestUser *u, GError **error);
+/* The code at a guest user address in guest process pid at host perf time
+ * `time` (0: any time): its own mapping there made by then, else its
+ * parent's at the fork; pid -1 (no process known): any process's.  NULL
+ * (*avail 0) when none is found. */
+const guint8 *vt_decode_guest_user_code(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
+					gsize *avail);
+/* The image of that mapping (its file's code where the mapping puts it),
+ * NULL when none is found: e.g. for disassembly per process. */
+const VtDecodeImage *vt_decode_guest_user_image_at(const VtDecodeGuestUser *u, gint32 pid, guint64 time,
+						   guint64 addr);
 /* The symbol holding a guest user address (perf's ELF rules) and the offset
- * into it, NULL if none; *dso: the path of the mapping of pid (else of any
- * process) holding addr, NULL if none. */
-const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 addr, guint64 *offset,
-					const char **dso);
+ * into it, NULL if none; *dso: the path of the mapping holding addr (as
+ * vt_decode_guest_user_code finds it), NULL if none. */
+const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
+					guint64 *offset, const char **dso);
 /* An ELF file's code as mapped at start (len bytes of the file from pgoff):
  * an image to attach or to walk (synth). */
 VtDecodeImage *vt_decode_guest_user_image(const char *path, guint64 start, guint64 len, guint64 pgoff,

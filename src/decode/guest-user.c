@@ -3,13 +3,18 @@
  * records, each file's code and symbols, found as perf 6.1 finds a guest
  * machine's files with --guestmount DIR: DIR/<machine pid>/<path>.
  *
- * Code.  Each mapping whose file is found becomes an image of the file's
- * executable PT_LOADs at the addresses the mapping gives them (address =
- * start + file offset - pgoff), attached to the guest kernel's image: the
- * decoder (strategy D, keyed on PIP.NR only) then finds guest user code in
- * the guest image whatever CR3 the PIP carries.  Every process's mappings
- * are in the one image: two processes with different code at one address
- * cannot both decode right (a documented limit).
+ * Code, per guest process as perf keys it (the maps of the guest thread on
+ * the vCPU): the decoder asks for the code at an address with the guest
+ * process running then (recording.c: the guest switch-in records on the
+ * vCPU, guest-threads.c).  A process's code at an address is that of its
+ * last mapping there made by then, else its parent's at the fork (perf
+ * clones the parent's maps), else none; with no process known (before the
+ * vCPU's first guest switch-in) any process's.  Each mapping whose file is
+ * found is an image of the file's executable PT_LOADs at the addresses the
+ * mapping gives them (address = start + file offset - pgoff); script
+ * disassembles it per process too (vt_decode_guest_user_image_at).
+ * attach() also joins every mapping to the guest kernel's image (one
+ * address space for all: what is read where no process is known).
  *
  * Symbols as perf's ELF loader takes them: .symtab, else .dynsym; named
  * functions, GNU ifuncs and labels (NOTYPE) of sections whose name holds
@@ -47,11 +52,19 @@ typedef struct {
 
 typedef struct {
 	gint32 pid;
+	guint64 time;             /* host perf time of the record (0: none) */
 	guint64 start, len, pgoff;
 	const char *path;         /* in u->strings */
 	const char *build_id;     /* hex, in u->strings; NULL: the record has none */
 	GuFile *file;             /* NULL: not found */
+	VtDecodeImage *img;       /* its code (vt_decode_guest_user_prepare) */
+	gboolean shadowed;        /* a later mapping of pid overlaps it */
 } GuMap;
+
+typedef struct {
+	gint32 ppid;              /* the process it was forked from */
+	guint64 time;
+} GuFork;
 
 struct VtDecodeGuestUser {
 	gint32 machine_pid;
@@ -59,6 +72,9 @@ struct VtDecodeGuestUser {
 	GHashTable *files;        /* path -> GuFile */
 	GStringChunk *strings;
 	GHashTable *build_ids;    /* path -> hex build id (HEADER_BUILD_ID, guest machine) */
+	GHashTable *forks;        /* pid -> GuFork: a new process's first FORK */
+	GHashTable *by_pid;       /* pid -> GArray of indexes into maps (record order) */
+	GHashTable *images;       /* "path start len pgoff" -> VtDecodeImage, owned */
 	guint n_missing;
 };
 
@@ -376,10 +392,44 @@ static gboolean is_guest_user(const VtPerfRecord *rec)
 	return (rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER;
 }
 
+static gboolean is_guest(const VtPerfRecord *rec)
+{
+	guint mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	return mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER;
+}
+
+/* The host perf time of a record (0: none). */
+static guint64 time_of(const VtPerfFile *f, const VtPerfRecord *rec)
+{
+	VtPerfSampleId sid;
+
+	return vt_perf_record_sample_id(f, rec, &sid) && sid.has_time ? sid.time : 0;
+}
+
+/* A guest FORK of a new process (not a thread): its parent, the first time. */
+static void add_fork(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfRecord *rec)
+{
+	guint32 pid, ppid;
+	GuFork *k;
+
+	if (rec->size < 24)
+		return;
+	memcpy(&pid, rec->data + 8, 4);
+	memcpy(&ppid, rec->data + 12, 4);
+	if (pid == ppid || g_hash_table_contains(u->forks, GINT_TO_POINTER((gint32)pid)))
+		return;
+	k = g_new(GuFork, 1);
+	k->ppid = (gint32)ppid;
+	k->time = time_of(f, rec);
+	g_hash_table_insert(u->forks, GINT_TO_POINTER((gint32)pid), k);
+}
+
 /* An executable file mapping of a guest process (MMAP2; MMAP). */
-static void add_mmap(VtDecodeGuestUser *u, const VtPerfRecord *rec)
+static void add_mmap(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfRecord *rec)
 {
 	GuMap m = { 0 };
+	GArray *idx;
 	guint32 pid, prot = PROT_EXEC;
 	const char *name;
 	gsize fixed = rec->type == PERF_RECORD_MMAP2 ? 72 : 40;   /* the file name's offset */
@@ -396,12 +446,19 @@ static void add_mmap(VtDecodeGuestUser *u, const VtPerfRecord *rec)
 	if (!(prot & PROT_EXEC) || !memchr(name, 0, rec->size - fixed) || name[0] != '/')
 		return;
 	m.pid = (gint32)pid;
+	m.time = time_of(f, rec);
 	m.path = g_string_chunk_insert_const(u->strings, name);
 	if (rec->type == PERF_RECORD_MMAP2 && (rec->hdr->misc & (1u << 14)) && rec->data[40] <= 20) {
 		g_autofree char *b = hex(rec->data + 44, rec->data[40]);    /* MISC_MMAP_BUILD_ID */
 
 		m.build_id = g_string_chunk_insert_const(u->strings, b);
 	}
+	idx = g_hash_table_lookup(u->by_pid, GINT_TO_POINTER(m.pid));
+	if (!idx) {
+		idx = g_array_new(FALSE, FALSE, sizeof(guint));
+		g_hash_table_insert(u->by_pid, GINT_TO_POINTER(m.pid), idx);
+	}
+	g_array_append_val(idx, u->maps->len);
 	g_array_append_val(u->maps, m);
 }
 
@@ -428,13 +485,18 @@ VtDecodeGuestUser *vt_decode_guest_user_load(const char *rec, const char *guestm
 	u->files = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, file_free);
 	u->strings = g_string_chunk_new(4096);
 	u->build_ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	u->forks = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	u->by_pid = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+	u->images = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)vt_decode_image_free);
 	if (s) {
 		vt_perf_iter_init(&it, s->f);
 		while ((rc = vt_perf_iter_next(&it, &r, error)) > 0) {
 			if (r.type == VT_PERF_RECORD_ID_INDEX)
 				add_index(u, &r);
 			else if ((r.type == PERF_RECORD_MMAP2 || r.type == PERF_RECORD_MMAP) && is_guest_user(&r))
-				add_mmap(u, &r);
+				add_mmap(u, s->f, &r);
+			else if (r.type == PERF_RECORD_FORK && is_guest(&r))
+				add_fork(u, s->f, &r);
 		}
 		add_build_ids(u, s->f);
 		vmcorr_session_free(s);
@@ -460,6 +522,9 @@ void vt_decode_guest_user_free(VtDecodeGuestUser *u)
 	g_array_free(u->maps, TRUE);
 	g_hash_table_destroy(u->files);
 	g_hash_table_destroy(u->build_ids);
+	g_hash_table_destroy(u->forks);
+	g_hash_table_destroy(u->by_pid);
+	g_hash_table_destroy(u->images);
 	g_string_chunk_free(u->strings);
 	g_free(u);
 }
@@ -487,28 +552,131 @@ gboolean vt_decode_guest_user_attach(const VtDecodeGuestUser *u, VtDecodeImage *
 	return TRUE;
 }
 
-/* The last mapping of pid (else of any process) holding addr. */
-static const GuMap *map_at(const VtDecodeGuestUser *u, gint32 pid, guint64 addr)
+/* The last mapping of pid holding addr made by `time` (0: any time);
+ * pid -1: of any process. */
+static const GuMap *map_own(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr)
 {
-	const GuMap *any = NULL;
+	const GArray *idx = pid < 0 ? NULL : g_hash_table_lookup(u->by_pid, GINT_TO_POINTER(pid));
+	guint n = pid < 0 ? u->maps->len : idx ? idx->len : 0;
 
-	for (guint i = u->maps->len; i-- > 0;) {
-		const GuMap *m = &g_array_index(u->maps, GuMap, i);
+	while (n-- > 0) {
+		const GuMap *m = &g_array_index(u->maps, GuMap, idx ? g_array_index(idx, guint, n) : n);
 
-		if (addr - m->start >= m->len)
-			continue;
-		if (m->pid == pid)
+		if (addr - m->start < m->len && (!time || m->time <= time))
 			return m;
-		if (!any)
-			any = m;
 	}
-	return any;
+	return NULL;
 }
 
-const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 addr, guint64 *offset,
-					const char **dso)
+/* The mapping last found by this thread for a process's own address (the
+ * decoder asks at every instruction, mostly in the same mapping): still
+ * the answer for an address in it when no later mapping of the process
+ * overlaps it. */
+static __thread struct {
+	const VtDecodeGuestUser *u;
+	const GuMap *m;
+} map_hint;
+
+static gboolean hint_holds(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr)
 {
-	const GuMap *m = u ? map_at(u, pid, addr) : NULL;
+	const GuMap *m = map_hint.m;
+
+	return map_hint.u == u && m && m->pid == pid && addr - m->start < m->len && !m->shadowed &&
+	       (!time || m->time <= time);
+}
+
+/* The mapping holding addr in process pid at `time`: its own, else its
+ * parent's at the fork (and so on up); pid -1 (no process known): any
+ * process's. */
+static const GuMap *map_at(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr)
+{
+	if (pid >= 0 && hint_holds(u, pid, time, addr))
+		return map_hint.m;
+	for (guint depth = 0; depth < 64; depth++) {
+		const GuMap *m = map_own(u, pid, time, addr);
+		const GuFork *k;
+
+		if (m && !depth && pid >= 0) {
+			map_hint.u = u;
+			map_hint.m = m;
+		}
+		if (m || pid < 0)
+			return m;
+		k = g_hash_table_lookup(u->forks, GINT_TO_POINTER(pid));
+		if (!k || k->ppid == pid)
+			return NULL;
+		pid = k->ppid;
+		time = time && k->time ? MIN(time, k->time) : k->time ? k->time : time;
+	}
+	return NULL;
+}
+
+/* Each mapping overlapped by a later one of its process is marked. */
+static void mark_shadowed(VtDecodeGuestUser *u)
+{
+	GHashTableIter it;
+	gpointer idx;
+
+	g_hash_table_iter_init(&it, u->by_pid);
+	while (g_hash_table_iter_next(&it, NULL, &idx)) {
+		const GArray *a = idx;
+
+		for (guint i = 0; i < a->len; i++) {
+			GuMap *m = &g_array_index(u->maps, GuMap, g_array_index(a, guint, i));
+
+			for (guint j = i + 1; j < a->len && !m->shadowed; j++) {
+				const GuMap *l = &g_array_index(u->maps, GuMap, g_array_index(a, guint, j));
+
+				m->shadowed = l->start < m->start + m->len && m->start < l->start + l->len;
+			}
+		}
+	}
+}
+
+gboolean vt_decode_guest_user_prepare(VtDecodeGuestUser *u, GError **error)
+{
+	if (u)
+		mark_shadowed(u);
+	for (guint i = 0; u && i < u->maps->len; i++) {
+		GuMap *m = &g_array_index(u->maps, GuMap, i);
+		g_autofree char *key = NULL;
+
+		if (!m->file)
+			continue;
+		key = g_strdup_printf("%s %" G_GINT64_MODIFIER "x %" G_GINT64_MODIFIER "x %" G_GINT64_MODIFIER "x",
+				      m->file->found, m->start, m->len, m->pgoff);
+		m->img = g_hash_table_lookup(u->images, key);
+		if (m->img)
+			continue;
+		m->img = map_image(m->file, m->start, m->len, m->pgoff, error);
+		if (!m->img)
+			return FALSE;
+		g_hash_table_insert(u->images, g_steal_pointer(&key), m->img);
+	}
+	return TRUE;
+}
+
+const VtDecodeImage *vt_decode_guest_user_image_at(const VtDecodeGuestUser *u, gint32 pid, guint64 time,
+						   guint64 addr)
+{
+	const GuMap *m = u ? map_at(u, pid, time, addr) : NULL;
+
+	return m ? m->img : NULL;
+}
+
+const guint8 *vt_decode_guest_user_code(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
+					gsize *avail)
+{
+	const GuMap *m = u ? map_at(u, pid, time, addr) : NULL;
+
+	*avail = 0;
+	return m && m->img ? vt_decode_image_code(m->img, addr, avail) : NULL;
+}
+
+const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
+					guint64 *offset, const char **dso)
+{
+	const GuMap *m = u ? map_at(u, pid, time, addr) : NULL;
 	guint64 off, vaddr = 0;
 	guint lo = 0, hi;
 	const GArray *syms;

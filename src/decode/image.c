@@ -386,7 +386,7 @@ static __thread struct {
 	const guint8 *code;
 } segment_hint;
 
-const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
 {
 	guint lo = 0, hi = img->segs->len;
 
@@ -414,6 +414,16 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 			return img->map + s->offset + (vaddr - s->vaddr);
 		}
 	}
+	*avail = 0;
+	return NULL;
+}
+
+const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+{
+	const guint8 *own = vt_decode_image_code_own(img, vaddr, avail);
+
+	if (own)
+		return own;
 	for (guint i = 0; img->attached && i < img->attached->len; i++) {
 		const guint8 *p = vt_decode_image_code(g_ptr_array_index(img->attached, i), vaddr, avail);
 
@@ -546,16 +556,10 @@ struct pt_image *vt_decode_image_new_pt(VtDecodeImage *img, GError **error)
 		pt_image_free(pi);
 		return NULL;
 	}
-	for (guint i = 0; img->attached && i < img->attached->len; i++) {
-		VtDecodeImage *a = g_ptr_array_index(img->attached, i);
-
-		for (guint j = 0; j < a->isids->len; j++)
-			if (pt_image_add_cached(pi, a->iscache, g_array_index(a->isids, int, j), NULL) < 0) {
-				g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "libipt image: %s", a->kcore_path);
-				pt_image_free(pi);
-				return NULL;
-			}
-	}
+	/* attached code through the callback, after the sections: a decoder
+	 * may read it per guest process instead (queue.c's code hook) */
+	if (img->attached)
+		pt_image_set_callback(pi, read_code, img);
 	return pi;
 }
 

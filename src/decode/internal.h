@@ -25,6 +25,14 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power);
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
+/* Guest code that the guest image does not have (guest user space) comes
+ * from code(ctx, tsc, ip, &avail): the code at ip at the decoder's time tsc
+ * (recording.c: of the guest process then on the queue's vCPU). */
+typedef const guint8 *(*VtDecodeCodeFunc)(gpointer ctx, guint64 tsc, guint64 ip, gsize *avail);
+void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer ctx);
+/* image.c: the code of img's own segments (vt_decode_image_code without
+ * the images attached to it) */
+const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail);
 
 /* An image of one file's code (guest-user.c): segs are (vaddr, file
  * offset, size) triples, ascending; funcs the function starts, ascending. */

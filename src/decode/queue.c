@@ -50,6 +50,8 @@ struct VtDecodeQueue {
 	VtDecodeImage *img[2];
 	VtDecodePokeView *view[2];       /* poked pages done with their pokes, in pi[] */
 	struct PokeCtx { Dec *d; const VtDecodeImage *img; } poke[2];   /* poke_read()'s */
+	VtDecodeCodeFunc code;           /* guest code not in img[1] (vt_decode_queue_set_code) */
+	gpointer code_ctx;
 	Cached *cache[2];                /* CACHE_SIZE instructions each, by ip */
 	gboolean guest;                  /* NR of the last paging event */
 	guint64 vmcs;
@@ -149,16 +151,52 @@ static gboolean warm_event(Dec *d, const struct pt_event *ev)
 
 static guint64 now(Dec *d);
 
+/* Guest code that the guest image does not have (guest user space: the
+ * lower half): the code hook's at the decoder's time; FALSE when there is
+ * no hook or img has code at ip. */
+static gboolean hooked_code(Dec *d, const VtDecodeImage *img, guint64 ip, const guint8 **code, gsize *avail)
+{
+	if (!d->code || img != d->img[1] || d->img[1] == d->img[0] || ip >> 47 ||
+	    vt_decode_image_code_own(img, ip, avail))
+		return FALSE;
+	*code = d->code(d->code_ctx, now(d), ip, avail);
+	return TRUE;
+}
+
+/* libipt's read of the guest image's code, guest user space through the
+ * code hook (instead of image.c's read callback). */
+static int guest_read(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
+{
+	Dec *d = context;
+	gsize avail = 0;
+	const guint8 *code = NULL;
+
+	(void)asid;
+	if (!hooked_code(d, d->img[1], ip, &code, &avail))
+		code = vt_decode_image_code_own(d->img[1], ip, &avail);
+	if (!code)
+		return -pte_nomap;
+	size = MIN(size, avail);
+	memcpy(buffer, code, size);
+	return (int)size;
+}
+
 /* libipt's read of a page that a TEXT_POKE changes, as long as it has no
  * section (textpoke.c): its bytes at the decoder's time (libipt's time
  * while it walks code: the last timing packet before the branch that it
- * will resolve next). */
+ * will resolve next); guest user space through the code hook. */
 static int poke_read(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
 {
 	const struct PokeCtx *c = context;
 	gsize n = vt_decode_pokes_read(vt_decode_image_pokes(c->img), c->img, ip, now(c->d), buffer, size);
+	const guint8 *code = NULL;
+	gsize avail = 0;
 
 	(void)asid;
+	if (!n && hooked_code(c->d, c->img, ip, &code, &avail) && code) {
+		n = MIN(size, avail);
+		memcpy(buffer, code, n);
+	}
 	return n ? (int)n : -pte_nomap;
 }
 
@@ -170,13 +208,19 @@ static const VtInsn *insn_at(Dec *d, guint64 ip, guint8 mode)
 	guint8 b[16];
 	guint64 tag = 0;
 	gsize n = p ? vt_decode_pokes_read_tag(p, d->img[w], ip, now(d), b, sizeof(b), &tag) : 0;
+	const guint8 *user = NULL;
+	gboolean hooked = !tag && hooked_code(d, d->img[w], ip, &user, &n);
 
+	if (hooked)                      /* guest user code: a process's bytes (1: none) */
+		tag = user ? (guint64)(guintptr)user : 1;
 	if (c->ip == ip && ip && c->tag == tag && c->mode == mode)
 		return &c->insn;
 	c->ip = ip;
 	c->tag = tag;
 	c->mode = mode;
-	if (tag)                         /* poked code: its bytes now */
+	if (hooked)
+		vt_decode_insn_bytes_mode(user, user ? n : 0, ip, mode, &c->insn);
+	else if (tag)                    /* poked code: its bytes now */
 		vt_decode_insn_bytes_mode(n ? b : NULL, n, ip, mode, &c->insn);
 	else
 		vt_decode_insn_mode(d->img[w], ip, mode, &c->insn);
@@ -801,6 +845,14 @@ static gboolean window_next(Dec *d)
 void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
 {
 	d->power = power;
+}
+
+void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer ctx)
+{
+	d->code = code;
+	d->code_ctx = ctx;
+	if (code && !d->view[1] && d->img[1] != d->img[0])
+		pt_image_set_callback(d->pi[1], guest_read, d);
 }
 
 const GError *vt_decode_queue_error(const VtDecodeQueue *d)

@@ -29,6 +29,8 @@ typedef struct {
 	guint pos;
 	gboolean ended;
 	GThread *thread;
+	guint64 code_tsc;         /* guest_user_code()'s last time and process */
+	gint32 code_pid;
 } Queue;
 
 struct VtDecodeResult {
@@ -46,6 +48,7 @@ struct VtDecodeResult {
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	VtDecodeEvent ev;         /* the event last returned */
 	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
+	const VtDecodeGuestUser *guest_user;   /* its user code per process (options) */
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -152,6 +155,28 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQu
 	e->guest_pid = e->guest_tid = -1;
 	if (vt_decode_guest_threads_at(r->guest, e->vcpu, e->time, &e->guest_pid, &e->guest_tid, &e->guest_comm))
 		e->machine_pid = vt_decode_guest_threads_machine_pid(r->guest);
+}
+
+/* A queue decoder's guest user code (queue.c's code hook): that of the
+ * guest process on the queue's vCPU at tsc, as name_event() names it. */
+static const guint8 *guest_user_code(gpointer ctx, guint64 tsc, guint64 ip, gsize *avail)
+{
+	Queue *q = ctx;
+	const VtDecodeResult *r = q->r;
+	const VmcorrSession *s = r->s;
+	guint64 time = r->timed && s->have_tc && tsc ? vt_perf_tsc_to_time(tsc, &s->tc) : 0;
+
+	if (!q->code_tsc || tsc != q->code_tsc) {     /* libipt asks at every instruction */
+		guint32 tid = s->per_cpu ? (tsc ? vmcorr_session_thread_at(s, q->q->cpu, tsc) : 0) : q->q->tid;
+		gint32 gtid;
+		const char *comm;
+
+		q->code_tsc = tsc;
+		if (!r->timed || !vt_decode_guest_threads_at(r->guest, vcpu_of(r, tid ? vmcorr_session_thread(s, tid) : NULL),
+							     time, &q->code_pid, &gtid, &comm))
+			q->code_pid = -1;
+	}
+	return vt_decode_guest_user_code(r->guest_user, q->code_pid, time, ip, avail);
 }
 
 /* ------------------------------------------------------------- decoding */
@@ -342,6 +367,8 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 		if (!q->dec)
 			return FALSE;
 		vt_decode_queue_set_power(q->dec, power);
+		if (r->guest_user)
+			vt_decode_queue_set_code(q->dec, guest_user_code, q);
 	}
 	for (guint i = 0; i < r->n; i++)
 		r->qs[i].thread = g_thread_new("vmtrace-decode", produce, &r->qs[i]);
@@ -372,6 +399,7 @@ VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean 
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
 	r->guest = vt_decode_guest_threads_load(s->f, error);
+	r->guest_user = opts->guest_user;
 	if (!r->guest || !pokes_attach(s, opts, error) || !open_queues(r, opts, power, error)) {
 		vt_decode_result_free(r);
 		return NULL;

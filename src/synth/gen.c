@@ -103,7 +103,7 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 		BAD("--host-steps must be 0..100000");
 	if (cfg->ovf_every && !cfg->host_code)
 		BAD("--ovf-every needs real code (--host-code)");
-	if (cfg->guest_user && !cfg->host_code)
+	if (cfg->guest_user[0] && !cfg->host_code)
 		BAD("--guest-user needs real code (--host-code, --guest-code)");
 	if (cfg->guest_user_percent > 100)
 		BAD("--guest-user-percent must be 0..100");
@@ -181,12 +181,15 @@ typedef struct {
 	VtDecodeImage *host_img, *guest_img;
 	VtSynthCode *hc, *gc;
 	VtSynthCtx guest[VT_SYNTH_MAX_VCPUS];  /* each vCPU's walk */
-	/* --guest-user: each vCPU's walk of the user ELF (one process per VM)
-	 * and whether the vCPU runs it (chosen at every VM entry) */
-	VtSynthCode *uc;
+	/* --guest-user: each vCPU's walk of its user ELF (vCPU v: file v mod
+	 * nuser, a process per file and VM) and whether the vCPU runs it
+	 * (chosen at every VM entry) */
+	guint nuser;
+	VtSynthCode *uc[VT_SYNTH_MAX_USER];
+	VtDecodeImage *uimg[VT_SYNTH_MAX_USER];    /* the guest image's */
 	VtSynthCtx user[VT_SYNTH_MAX_VCPUS];
 	gboolean in_user[VT_SYNTH_MAX_VCPUS];
-	guint64 user_start, user_len, user_pgoff;
+	guint64 user_start[VT_SYNTH_MAX_USER], user_len[VT_SYNTH_MAX_USER], user_pgoff[VT_SYNTH_MAX_USER];
 	guint64 vmexit_ip;           /* host RIP after a VM exit: vmx_vmexit */
 	FILE *branches;
 	VtFsOutput *branches_out;    /* where the branch list is built (src/fs/output.h) */
@@ -355,10 +358,10 @@ static guint64 guest_cr3(guint vm)
 	return 0x1a2b000ULL + ((guint64)vm << 20);
 }
 
-/* The guest CR3 of VM vm's user process (--guest-user) */
-static guint64 user_cr3(guint vm)
+/* The guest CR3 of VM vm's user process of file `file` (--guest-user) */
+static guint64 user_cr3(guint vm, guint file)
 {
-	return 0x3c4d000ULL + ((guint64)vm << 20);
+	return 0x3c4d000ULL + ((guint64)vm << 20) + ((guint64)file << 12);
 }
 
 static guint64 cur_cr3(const Gen *g, const Queue *q)
@@ -368,7 +371,7 @@ static guint64 cur_cr3(const Gen *g, const Queue *q)
 	if (!q->in_guest)
 		return HOST_CR3;
 	vm = vt_synth_vm_of_vcpu(g->cfg, q->vcpu);
-	return g->in_user[q->vcpu] ? user_cr3(vm) : guest_cr3(vm);
+	return g->in_user[q->vcpu] ? user_cr3(vm, (guint)q->vcpu % g->nuser) : guest_cr3(vm);
 }
 
 /* The guest walk of vCPU v: its user process's or its kernel's. */
@@ -747,7 +750,8 @@ static void on_branch(VtBranchKind kind, guint64 from, guint64 to, gpointer user
 
 	walk_count(u);
 	if (kind == VT_BRANCH_CALL && u->g->branches)
-		vt_decode_insn(u->guest ? u->g->guest_img : u->g->host_img, from, &in);
+		vt_decode_insn(!u->guest ? u->g->host_img : u->g->in_user[u->q->vcpu] ?
+			       u->g->uimg[(guint)u->q->vcpu % u->g->nuser] : u->g->guest_img, from, &in);
 	truth_branch_ret(u->g, u->q, kind, from, to, u->guest, in.len ? from + in.len : 0);
 }
 
@@ -829,7 +833,7 @@ static void code_vm_entry(Gen *g, Queue *q)
 {
 	VtSynthCtx *gc;
 
-	if (g->uc)     /* the vCPU runs its process's user code this time, or the kernel */
+	if (g->nuser)  /* the vCPU runs its process's user code this time, or the kernel */
 		g->in_user[q->vcpu] = g_rand_int_range(q->rng, 0, 100) < (gint32)g->cfg->guest_user_percent;
 	gc = guest_ctx(g, q->vcpu);
 	code_advance(g, q, 300 + (g_rand_int(q->rng) & 0xff));
@@ -911,7 +915,7 @@ static void code_step(Gen *g, Queue *q)
 			return;
 		}
 		q->guest_left--;
-		vt_synth_walk(g->in_user[q->vcpu] ? g->uc : g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
+		vt_synth_walk(g->in_user[q->vcpu] ? g->uc[(guint)q->vcpu % g->nuser] : g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
 		walk_count(&u);
 		if (st.what == VT_WALK_EXIT) {
 			code_vm_exit(g, q, st.resume);
@@ -1203,30 +1207,35 @@ static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_eve
 	dummy->context_switch = g->cfg->per_cpu;
 }
 
-/* --guest-user: the ELF's first executable PT_LOAD mapped at
- * guest_user_start (0: its link address), attached to the guest image
- * (which then decodes it, as vmtrace script's does), and a walk per vCPU. */
+/* --guest-user: each ELF's first executable PT_LOAD mapped at its start
+ * (0: its link address), attached to the guest image (which then decodes
+ * it, as vmtrace script's does), and a walk per vCPU of its file. */
 static gboolean code_user_open(Gen *g, GRand *rng, GError **error)
 {
 	const VtSynthConfig *c = g->cfg;
-	guint64 vaddr, offset, size;
-	VtDecodeImage *img;
 
-	if (!vt_decode_guest_user_exec_load(c->guest_user, &vaddr, &offset, &size, error))
-		return FALSE;
-	g->user_pgoff = offset & ~0xfffULL;
-	g->user_start = c->guest_user_start ? c->guest_user_start & ~0xfffULL : vaddr & ~0xfffULL;
-	g->user_len = (offset - g->user_pgoff + size + 0xfff) & ~0xfffULL;
-	img = vt_decode_guest_user_image(c->guest_user, g->user_start, g->user_len, g->user_pgoff, error);
-	if (!img)
-		return FALSE;
-	g->uc = vt_synth_code_new(img);
-	vt_decode_image_attach(g->guest_img, img);
-	for (guint v = 0; v < c->nvcpus; v++)
-		vt_synth_ctx_init(&g->user[v], vt_synth_code_pick(g->uc, rng));
-	if (!g->user[0].ip) {
-		g_set_error(error, VT_SYNTH_ERROR, 0, "--guest-user %s has no function symbols in its code", c->guest_user);
-		return FALSE;
+	for (guint i = 0; i < VT_SYNTH_MAX_USER && c->guest_user[i]; i++, g->nuser++) {
+		guint64 vaddr, offset, size, start = c->guest_user_start[i];
+
+		if (!vt_decode_guest_user_exec_load(c->guest_user[i], &vaddr, &offset, &size, error))
+			return FALSE;
+		g->user_pgoff[i] = offset & ~0xfffULL;
+		g->user_start[i] = start ? start & ~0xfffULL : vaddr & ~0xfffULL;
+		g->user_len[i] = (offset - g->user_pgoff[i] + size + 0xfff) & ~0xfffULL;
+		g->uimg[i] = vt_decode_guest_user_image(c->guest_user[i], g->user_start[i], g->user_len[i],
+							g->user_pgoff[i], error);
+		if (!g->uimg[i])
+			return FALSE;
+		g->uc[i] = vt_synth_code_new(g->uimg[i]);
+		vt_decode_image_attach(g->guest_img, g->uimg[i]);
+	}
+	for (guint v = 0; v < c->nvcpus; v++) {
+		vt_synth_ctx_init(&g->user[v], vt_synth_code_pick(g->uc[v % g->nuser], rng));
+		if (!g->user[v].ip) {
+			g_set_error(error, VT_SYNTH_ERROR, 0, "--guest-user %s has no function symbols in its code",
+				    c->guest_user[v % g->nuser]);
+			return FALSE;
+		}
 	}
 	return TRUE;
 }
@@ -1256,7 +1265,7 @@ static gboolean code_open(Gen *g, GError **error)
 	rng = g_rand_new_with_seed((guint32)c->seed ^ 0x5eed);
 	for (guint v = 0; v < c->nvcpus; v++)
 		vt_synth_ctx_init(&g->guest[v], vt_synth_code_pick(g->gc, rng));
-	if (c->guest_user && !code_user_open(g, rng, error)) {
+	if (c->guest_user[0] && !code_user_open(g, rng, error)) {
 		g_rand_free(rng);
 		return FALSE;
 	}
@@ -1282,9 +1291,10 @@ static gboolean code_open(Gen *g, GError **error)
 		}
 		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
 				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET\n");
-		if (g->uc)
+		for (guint i = 0; i < g->nuser; i++)
 			fprintf(g->branches, "# guest-user %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %#"
-				G_GINT64_MODIFIER "x\n", c->guest_user, g->user_start, g->user_len, g->user_pgoff);
+				G_GINT64_MODIFIER "x\n", c->guest_user[i], g->user_start[i], g->user_len[i],
+				g->user_pgoff[i]);
 	}
 	return TRUE;
 }
@@ -1309,8 +1319,12 @@ static gboolean code_close(Gen *g, gboolean keep, GError **error)
 	g_clear_pointer(&g->branches_out, vt_fs_output_free);   /* the temporary, unless committed */
 	vt_synth_code_free(g->hc);
 	vt_synth_code_free(g->gc);
-	vt_synth_code_free(g->uc);    /* its image is the guest image's */
-	g->uc = NULL;
+	for (guint i = 0; i < g->nuser; i++) {
+		vt_synth_code_free(g->uc[i]);    /* its image is the guest image's */
+		g->uc[i] = NULL;
+		g->uimg[i] = NULL;
+	}
+	g->nuser = 0;
 	vt_decode_image_free(g->host_img);
 	vt_decode_image_free(g->guest_img);
 	g->hc = g->gc = NULL;

@@ -19,6 +19,7 @@ G_BEGIN_DECLS
 
 #define VT_SYNTH_MAX_VMS 16
 #define VT_SYNTH_MAX_VCPUS 256
+#define VT_SYNTH_MAX_USER 4           /* --guest-user files */
 
 typedef struct VtSynthConfig {
 	guint nvcpus;              /* total vCPUs (over all VMs) */
@@ -78,9 +79,11 @@ typedef struct VtSynthConfig {
 	 * executable PT_LOAD mapped at guest_user_start, 0: its link address;
 	 * PIP with the process's own guest CR3), one process per VM; the branch
 	 * list says where the file was mapped ("# guest-user PATH START LEN
-	 * PGOFF"): what the guest's MMAP2 must say. */
-	const char *guest_user;
-	guint64 guest_user_start;
+	 * PGOFF"): what the guest's MMAP2 must say.  With n files vCPU v runs
+	 * file v mod n, each file a process of its own (its own guest CR3), a
+	 * "# guest-user" line each, in order. */
+	const char *guest_user[VT_SYNTH_MAX_USER];   /* NULL-ended */
+	guint64 guest_user_start[VT_SYNTH_MAX_USER];
 	guint guest_user_percent;
 	/* When set and non-zero (a signal handler's flag), generation stops
 	 * with an error and writes nothing. */
