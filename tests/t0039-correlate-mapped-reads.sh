@@ -1,6 +1,6 @@
 #!/bin/sh
 # correlate's system time: the AUX data is looked at in mapped windows of
-# the file (4 MiB each), not copied with one pread per AUX record, and the
+# the file (8 MiB chunks, t0052), not copied with one pread per AUX record, and the
 # record headers between AUX payloads are read 512 bytes at a time, not
 # 4 KiB (a 256 MiB per-CPU recording with 16 KiB AUX buffers copied 64 MiB
 # of headers, and its system time was a quarter of its user time); the

@@ -31,7 +31,8 @@ G_DEFINE_QUARK(vmcorr-error-quark, vmcorr_error)
 #define AUX_WINDOW (1u << 20)      /* AUX bytes read at once (per queue being decoded) */
 #define AUX_WINDOW_MIN 256u
 #define LOOK_PIECE 4096u           /* lookahead past the window: read this much at a time */
-#define MAP_SPAN (4u << 20)        /* AUX data mapped at once (per queue being decoded) */
+#define MAP_CHUNK (8u << 20)       /* file bytes per mapping, shared by the queues being decoded */
+#define MAP_READ (256u << 10)      /* largest read from a mapping: a chunk maps this much more */
 
 const char *vmcorr_status_name(VmcorrStatus s)
 {
@@ -209,13 +210,86 @@ typedef struct {
 	gboolean reliable;
 } Assign;
 
-/* Where a worker gets AUX bytes from: a window of the file mapped
- * read-only (MAP_SPAN bytes, moved on when a buffer lies outside it: one
- * mmap and munmap per 4 MiB, no copy - pread's copy from the page cache
- * was 10-20% of the user time), read under vt_perf_file_guarded so that
- * a file that shrinks gives an error instead of SIGBUS; or, when mapping
- * fails or a test asks for small windows, a reusable buffer read with
- * pread. */
+/* Where a worker gets AUX bytes from: the file mapped read-only in
+ * chunks of MAP_CHUNK bytes (chunk k maps [k * MAP_CHUNK, (k + 1) *
+ * MAP_CHUNK + MAP_READ), so that every read of up to MAP_READ bytes
+ * starting in it lies in it), shared by all the queues being decoded: the
+ * queues' buffers interleave in the file, and a window per queue mapped
+ * every byte once per queue (an mmap and a munmap per 4 MiB and queue,
+ * and their page-table work, 3-4% of the dry run's time).  A chunk is
+ * unmapped when no queue reads in it any more, so at most one chunk per
+ * queue being decoded is mapped (peak RSS).  No copy: pread's copy from
+ * the page cache was 10-20% of the user time.  Mapped bytes are read under
+ * vt_perf_file_guarded so that a file that shrinks gives an error instead
+ * of SIGBUS; when mapping fails or a test asks for small windows, a
+ * reusable buffer is read with pread. */
+typedef struct {
+	uint64_t k;                 /* chunk number (the hash key) */
+	VtPerfWindow w;
+	guint refs;                 /* AuxBufs reading in it */
+} MapChunk;
+
+typedef struct {
+	const VtPerfFile *f;
+	GMutex lock;
+	GHashTable *chunks;         /* &k -> MapChunk, mapped ones only */
+} AuxMaps;
+
+static void auxmaps_init(AuxMaps *m, const VtPerfFile *f)
+{
+	m->f = f;
+	g_mutex_init(&m->lock);
+	m->chunks = g_hash_table_new(g_int64_hash, g_int64_equal);
+}
+
+/* (every AuxBuf has let go of its chunk by now) */
+static void auxmaps_clear(AuxMaps *m)
+{
+	g_assert(g_hash_table_size(m->chunks) == 0);
+	g_hash_table_destroy(m->chunks);
+	g_mutex_clear(&m->lock);
+}
+
+/* Let go of chunk c; unmapped (outside the lock) when nobody reads in it. */
+static void auxmaps_drop(AuxMaps *m, MapChunk *c)
+{
+	if (!c)
+		return;
+	g_mutex_lock(&m->lock);
+	if (--c->refs) {
+		g_mutex_unlock(&m->lock);
+		return;
+	}
+	g_hash_table_remove(m->chunks, &c->k);
+	g_mutex_unlock(&m->lock);
+	vt_perf_window_unmap(&c->w);
+	g_free(c);
+}
+
+/* The chunk holding the read of n <= MAP_READ bytes at off, mapped if it
+ * was not, with a reference for the caller; NULL if it cannot be mapped. */
+static MapChunk *auxmaps_take(AuxMaps *m, uint64_t off, gsize n)
+{
+	uint64_t k = off / MAP_CHUNK;
+	MapChunk *c;
+
+	g_mutex_lock(&m->lock);
+	c = g_hash_table_lookup(m->chunks, &k);
+	if (!c) {
+		c = g_new0(MapChunk, 1);
+		c->k = k;
+		if (!vt_perf_window_map(m->f, &c->w, k * MAP_CHUNK, off + n - k * MAP_CHUNK,
+					(uint64_t)MAP_CHUNK + MAP_READ, NULL)) {
+			g_mutex_unlock(&m->lock);
+			g_free(c);
+			return NULL;
+		}
+		g_hash_table_insert(m->chunks, &c->k, c);
+	}
+	c->refs++;
+	g_mutex_unlock(&m->lock);
+	return c;
+}
 /* Tiny AUX buffers (a million one-packet queues, ...) are read through a
  * worker's 16 KiB copy of the file around them: one pread serves the
  * neighbouring records too (queues are decoded in index order, which is
@@ -229,8 +303,9 @@ typedef struct {
 } Near;
 
 typedef struct {
-	VtPerfWindow map;
-	gboolean mapped;            /* read through map */
+	AuxMaps *maps;              /* the shared chunks, or NULL: read */
+	MapChunk *chunk;            /* the chunk held, or NULL */
+	gboolean mapped;            /* read through maps */
 	guint8 *p;
 	gsize cap;
 	gsize window;               /* largest read (AUX_WINDOW unless a test asks) */
@@ -1113,21 +1188,23 @@ static void dec_attach(Dec *d, AuxBuf *buf)
 	d->cur.margin = MIN((gsize)64 << 10, buf->window / 4);
 }
 
-/* A window of `window` bytes read with pread (tests), or 0: mapped unless
- * `pread`. */
-static void auxbuf_init(AuxBuf *b, gsize window, gboolean pread)
+/* A window of `window` bytes read with pread (tests), or 0: mapped
+ * (through maps) unless `pread`. */
+static void auxbuf_init(AuxBuf *b, AuxMaps *maps, gsize window, gboolean pread)
 {
-	memset(&b->map, 0, sizeof(b->map));
+	b->maps = maps;
+	b->chunk = NULL;
 	b->mapped = !window && !pread;
 	b->p = NULL;
 	b->cap = 0;
-	b->window = window ? MAX(window, AUX_WINDOW_MIN) : b->mapped ? MAP_SPAN / 2 : AUX_WINDOW;
+	b->window = window ? MAX(window, AUX_WINDOW_MIN) : b->mapped ? MAP_READ : AUX_WINDOW;
 	b->near = NULL;
 }
 
 static void auxbuf_free(AuxBuf *b)
 {
-	vt_perf_window_unmap(&b->map);
+	auxmaps_drop(b->maps, b->chunk);
+	b->chunk = NULL;
 	g_free(b->p);
 }
 
@@ -1136,10 +1213,14 @@ static const guint8 *auxbuf_get(AuxBuf *ab, const VtPerfFile *f, uint64_t off, g
 	const guint8 *p;
 
 	if (ab->mapped) {
-		p = vt_perf_window_at(&ab->map, off, n);
-		if (p || (vt_perf_window_map(f, &ab->map, off, n, MAP_SPAN, NULL) &&
-			  (p = vt_perf_window_at(&ab->map, off, n))))
+		if (ab->chunk && (p = vt_perf_window_at(&ab->chunk->w, off, n)))
 			return p;
+		auxmaps_drop(ab->maps, ab->chunk);
+		ab->chunk = n <= MAP_READ ? auxmaps_take(ab->maps, off, n) : NULL;
+		if (ab->chunk && (p = vt_perf_window_at(&ab->chunk->w, off, n)))
+			return p;
+		auxmaps_drop(ab->maps, ab->chunk);
+		ab->chunk = NULL;
 		ab->mapped = FALSE;        /* cannot be mapped: read it */
 		ab->window = MIN(ab->window, AUX_WINDOW);
 		n = MIN(n, ab->window);
@@ -1368,6 +1449,7 @@ static QDec *qdec_keep(QDec *x)
 typedef struct {
 	VmcorrSession *s;
 	const VmcorrOptions *opt;
+	AuxMaps *maps;
 	uint64_t tolerance;
 	QDec **qd;                  /* per queue: NULL if it found nothing */
 	gint next;                  /* the next unit of work */
@@ -1429,8 +1511,8 @@ static gpointer worker(gpointer p)
 	gint u;
 
 	near->len = 0;
-	auxbuf_init(&buf[0], w->opt->aux_window, w->opt->aux_pread);
-	auxbuf_init(&buf[1], w->opt->aux_window, w->opt->aux_pread);
+	auxbuf_init(&buf[0], w->maps, w->opt->aux_window, w->opt->aux_pread);
+	auxbuf_init(&buf[1], w->maps, w->opt->aux_window, w->opt->aux_pread);
 	if (!w->opt->aux_window)
 		buf[0].near = buf[1].near = near;
 	while ((u = g_atomic_int_add(&w->next, 1)) < (gint)(w->n - w->pairs)) {
@@ -1652,11 +1734,13 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	QDec **qd;
 	GHashTable *agg;
 	AuxBuf rerun_buf;
+	AuxMaps maps;
 	GError *io = NULL;
 
 	if (!check_time(s, error))
 		return NULL;
-	auxbuf_init(&rerun_buf, opt->aux_window, opt->aux_pread);
+	auxmaps_init(&maps, s->f);
+	auxbuf_init(&rerun_buf, &maps, opt->aux_window, opt->aux_pread);
 	nq = s->queues->len;
 	r = g_new0(VmcorrResult, 1);
 	r->vmcs = g_array_new(FALSE, TRUE, sizeof(VmcorrVmcs));
@@ -1680,7 +1764,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	jobs = opt->jobs ? opt->jobs : g_get_num_processors();
 	jobs = MIN(jobs, MAX(nq, 1));
 	{
-		Work w = { s, opt, r->tolerance, qd, 0, nq, work_pairs(nq, jobs) };
+		Work w = { s, opt, &maps, r->tolerance, qd, 0, nq, work_pairs(nq, jobs) };
 		GThread **th = g_new0(GThread *, jobs);
 
 		for (guint j = 1; j < jobs; j++)
@@ -1843,6 +1927,7 @@ VmcorrResult *vmcorr_run_session(VmcorrSession *s, const VmcorrOptions *opt, GEr
 	g_free(qd);
 	g_free(order);
 	auxbuf_free(&rerun_buf);
+	auxmaps_clear(&maps);
 	table_clear(&shared);
 	/* what was read is what the file still holds */
 	if (io || !vt_perf_file_check_size(s->f, &io)) {
