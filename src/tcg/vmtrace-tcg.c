@@ -695,9 +695,11 @@ static void mode_resync(Vcpu *v, const Tb *cur)
 	ip_pkt(v, 0x11, cur->pc, 0);
 }
 
+/* Of several modes, the first block picks the nearest to 16-bit: a vCPU
+ * starts in real mode (reset, INIT/SIPI); a kernel-half start is 64-bit. */
 static void trace_begin(Vcpu *v, Tb *cur)
 {
-	v->mode = mode_pick(0, cur->modes);
+	v->mode = mode_pick(M16, cur->modes);
 	psb_plus(v, 0, 0);
 	ip_pkt(v, 0x11, cur->pc, 0);           /* TIP.PGE */
 	v->enabled = 1;
