@@ -60,5 +60,9 @@ void vt_decode_poke_view_reset(VtDecodePokeView *w, struct pt_image *pi);
 struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img);
 /* insn.c: one instruction from its bytes */
 gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
+/* The kind and length of the near branch at code (jcc, loop, jrcxz, jmp,
+ * call, ret; only cs/ds and REX prefixes) without Zydis - the same as
+ * vt_decode_insn_bytes() says; FALSE for anything else (ask Zydis). */
+gboolean vt_decode_insn_branch(const guint8 *code, gsize avail, guint8 *kind, guint8 *len);
 
 #endif

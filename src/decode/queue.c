@@ -474,14 +474,31 @@ static void on_event(Dec *d, const struct pt_event *ev)
 	}
 }
 
+/* The instruction that ends a block, into d->pend (kind and length: all
+ * that is read of it): a near branch - nearly every block - from the
+ * image's bytes without Zydis; anything else, and poked code, through the
+ * cache. */
+static void block_end(Dec *d, guint64 ip)
+{
+	int w = d->guest ? 1 : 0;
+	gsize avail;
+	const guint8 *code;
+
+	if (!d->view[w] && (code = vt_decode_image_code(d->img[w], ip, &avail)) &&
+	    vt_decode_insn_branch(code, MIN(avail, (gsize)16), &d->pend.kind, &d->pend.len))
+		return;
+	d->pend = *insn_at(d, ip);
+}
+
 static void on_block(Dec *d, const struct pt_block *b)
 {
 	flush_async(d);
 	resolve(d, b->ip);
-	flush_power(d, b->ip);
+	if (d->npsb || d->have_cbr)
+		flush_power(d, b->ip);
 	if (!b->ninsn)
 		return;
-	d->pend = *insn_at(d, b->end_ip);
+	block_end(d, b->end_ip);
 	d->pend_ip = b->end_ip;
 	d->pend_guest = d->guest;
 	d->pend_tsc = d->before;
@@ -525,8 +542,7 @@ static int step(Dec *d, int status)
 			continue;
 		on_event(d, &ev);
 	}
-	memset(&blk, 0, sizeof(blk));
-	pokes_now(d);
+	pokes_now(d);             /* (pt_blk_next() clears blk) */
 	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
