@@ -33,6 +33,14 @@ typedef struct {
  * took peak RSS from 65 to 141 MB - while the block cache saved almost
  * nothing there (libipt is 17% of vmtrace script's time with the callback,
  * 18% with every section mapped: blocks end at every call and jump).
+ * Re-measured (s10, libipt 2.0.5) on the three bench-script.sh mixes of
+ * 1 MiB AUX, decoding only, CPU seconds of all queues (load 14-24 on 2
+ * CPUs: the range of runs), callback / sections with a 256 MiB limit
+ * (nothing ever unmapped) of 64 KiB / 1 MiB / 16 MiB (one per segment):
+ * tnt-dense 1.4-1.8 / 2.3-2.5 / 1.9 / 1.6, exit-heavy 1.4-1.8 / 2.0-3.2 /
+ * 1.7 / 1.5, cyc 0.66-0.87 / 1.3 / 1.2 / 0.85 - and peak RSS 40-43 MB
+ * with the callback, 129-139 MB with sections (block caches of code all
+ * over the kernel): the callback stays.
  * vt_decode_image_set_cache_limit() still chooses the sections (in SECTION
  * pieces, at most `limit` bytes of them mapped) for traces that loop in
  * little code. */
