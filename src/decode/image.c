@@ -502,14 +502,24 @@ guint vt_decode_image_n_segments(const VtDecodeImage *img)
 /* libipt's read-memory callback: the code at ip, up to size bytes. */
 static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
 {
+	const VtDecodeImage *img = context;
 	gsize avail;
-	const guint8 *code = vt_decode_image_code(context, ip, &avail);
+	const guint8 *code;
 
 	(void)asid;
-	if (!code)
+	if (segment_hint.gen == img->gen && ip - segment_hint.vaddr < segment_hint.size) {
+		avail = segment_hint.size - (ip - segment_hint.vaddr);
+		code = segment_hint.code + (ip - segment_hint.vaddr);
+	} else if (!(code = vt_decode_image_code(img, ip, &avail))) {
 		return -pte_nomap;
+	}
 	size = MIN(size, avail);
-	memcpy(buffer, code, size);
+	if (size >= 8) {                 /* libipt asks for 15 bytes: two words, no call */
+		memcpy(buffer, code, 8);
+		memcpy(buffer + size - 8, code + size - 8, 8);
+	} else {
+		memcpy(buffer, code, size);
+	}
 	return (int)size;
 }
 

@@ -490,7 +490,8 @@ static void block_end(Dec *d, guint64 ip)
 	d->pend = *insn_at(d, ip);
 }
 
-static void on_block(Dec *d, const struct pt_block *b)
+/* A block ending at AUX offset off (the decoder's position after it). */
+static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 {
 	flush_async(d);
 	resolve(d, b->ip);
@@ -502,7 +503,7 @@ static void on_block(Dec *d, const struct pt_block *b)
 	d->pend_ip = b->end_ip;
 	d->pend_guest = d->guest;
 	d->pend_tsc = d->before;
-	d->pend_off = position(d);
+	d->pend_off = off;
 	d->have_pend = TRUE;
 	d->last_ip = b->end_ip;
 }
@@ -554,11 +555,11 @@ static int step(Dec *d, int status)
 	}
 	d->before = now(d);
 	status = pt_blk_next(d->dec, &blk, sizeof(blk));
+	pt_blk_get_offset(d->dec, &off);  /* position(), once */
 	if (blk.ninsn && !d->warming)
-		on_block(d, &blk);
+		on_block(d, &blk, d->base + MIN(off, (guint64)d->len));
 	if (status < 0)
 		return status;
-	pt_blk_get_offset(d->dec, &off);
 	d->stuck = off == d->last_off ? d->stuck + 1 : 0;
 	d->last_off = off;
 	return d->stuck > NO_PROGRESS_LIMIT ? -pte_internal : status;
