@@ -83,6 +83,7 @@ struct VtDecodeQueue {
 	gboolean src_async;
 	guint8 src_kind, src_len;
 	GArray *out;
+	guint out_room;                  /* elements out has room for (out_add()) */
 	/* the queue's AUX data, read a window at a time */
 	VtDecodeReadFunc read;
 	gpointer read_ctx;
@@ -214,28 +215,45 @@ static void source(Dec *d, gboolean async, const VtInsn *in)
  * never later: how far libipt reads ahead by then depends on the shared
  * block cache - a block ends where another thread's decoder first filled
  * the cache - so a later position would differ from run to run). */
+/* A new branch at the end of the batch, zeroed: written in place (the
+ * batch grows a few times per batch, not per branch). */
+static VtBranch *out_add(Dec *d)
+{
+	GArray *a = d->out;
+	guint n = a->len;
+	VtBranch *b;
+
+	if (G_UNLIKELY(n >= d->out_room)) {
+		g_array_set_size(a, n + MAX(n, 256u));
+		d->out_room = a->len;
+		a->len = n;
+	}
+	b = &g_array_index(a, VtBranch, a->len++);
+	memset(b, 0, sizeof(*b));
+	return b;
+}
+
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		    gboolean cond, guint64 tsc, guint64 off)
 {
-	VtBranch b = { 0 };
+	VtBranch *b = out_add(d);
 
-	b.async = d->src_async;
-	b.insn_kind = d->src_kind;
-	b.insn_len = d->src_len;
+	b->async = d->src_async;
+	b->insn_kind = d->src_kind;
+	b->insn_len = d->src_len;
 	source(d, FALSE, NULL);
 
-	b.from = from;
-	b.to = to;
-	b.tsc = tsc;
-	b.vmcs = d->vmcs;
-	b.kind = kind;
-	b.from_guest = from_guest;
-	b.to_guest = to_guest;
-	b.conditional = cond;
-	b.offset = off;
-	b.overflows = (guint8)MIN(d->ovf, 255);
+	b->from = from;
+	b->to = to;
+	b->tsc = tsc;
+	b->vmcs = d->vmcs;
+	b->kind = kind;
+	b->from_guest = from_guest;
+	b->to_guest = to_guest;
+	b->conditional = cond;
+	b->offset = off;
+	b->overflows = (guint8)MIN(d->ovf, 255);
 	d->ovf = 0;
-	g_array_append_val(d->out, b);
 }
 
 static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
@@ -816,6 +834,7 @@ const GError *vt_decode_queue_error(const VtDecodeQueue *d)
 gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 {
 	d->out = out;
+	d->out_room = out->len;          /* unknown: out_add() makes room */
 	while (!d->done && out->len < max) {
 		if (!d->synced) {
 			if (!sync_next(d))
