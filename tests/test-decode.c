@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "src/decode/decode.h"
+#include "src/decode/internal.h"
 
 typedef struct {
 	guint64 vaddr;
@@ -632,6 +633,63 @@ static void test_symcache(void)
 	remove_dir(dir);
 }
 
+/* The decoder's quick classification of the branch that ends a block
+ * (no Zydis) says what Zydis says - kind and length - whenever it answers,
+ * and answers for the usual near branches; on random bytes after prefixes
+ * and opcodes that branches have and that they do not. */
+static void test_insn_branch(void)
+{
+	static const guint8 prefixes[] = { 0x2e, 0x3e, 0x40, 0x41, 0x48, 0x4c, 0x4f, 0x66, 0x67, 0xf2, 0xf3, 0xf0, 0x26, 0x64 };
+	static const guint8 opcodes[] = { 0x70, 0x75, 0x7f, 0x0f, 0xe0, 0xe1, 0xe2, 0xe3, 0xe8, 0xe9, 0xeb, 0xc2, 0xc3,
+					  0xff, 0xca, 0xcb, 0xcf, 0xea, 0x9a, 0xcc, 0xcd, 0x90, 0x8b, 0xc7 };
+	static const guint8 common[][8] = {
+		{ 2, 0x74, 0x05 }, { 6, 0x0f, 0x85, 1, 2, 3, 4 }, { 5, 0xe8, 1, 2, 3, 4 }, { 6, 0x2e, 0xe8, 1, 2, 3, 4 },
+		{ 2, 0xeb, 0xfe }, { 5, 0xe9, 1, 2, 3, 4 }, { 1, 0xc3 }, { 3, 0xc2, 8, 0 }, { 2, 0xff, 0xd0 },
+		{ 3, 0x41, 0xff, 0xe3 }, { 3, 0x3e, 0xff, 0xe0 }, { 7, 0xff, 0x14, 0xc5, 1, 2, 3, 4 },
+		{ 6, 0xff, 0x25, 1, 2, 3, 4 }, { 3, 0xff, 0x60, 8 }, { 2, 0xe3, 0x10 },
+	};
+	GRand *rnd = g_rand_new_with_seed(12);
+	guint answered = 0;
+
+	for (gsize i = 0; i < G_N_ELEMENTS(common); i++) {
+		guint8 kind, len;
+		VtInsn in;
+
+		g_assert_true(vt_decode_insn_branch(common[i] + 1, common[i][0], &kind, &len));
+		g_assert_true(vt_decode_insn_bytes(common[i] + 1, common[i][0], 0x1000, &in));
+		g_assert_cmpuint(kind, ==, in.kind);
+		g_assert_cmpuint(len, ==, in.len);
+		g_assert_cmpuint(len, ==, common[i][0]);
+	}
+	for (guint i = 0; i < 2000000; i++) {
+		guint8 b[16], kind, len;
+		guint np = g_rand_int_range(rnd, 0, 5), p = 0;
+		gsize avail = (gsize)g_rand_int_range(rnd, 1, 16);
+		VtInsn in;
+
+		for (guint j = 0; j < sizeof(b); j++)
+			b[j] = (guint8)g_rand_int(rnd);
+		for (; p < np; p++)
+			b[p] = g_rand_boolean(rnd) ? prefixes[g_rand_int_range(rnd, 0, G_N_ELEMENTS(prefixes))] : b[p];
+		if (g_rand_int_range(rnd, 0, 4))
+			b[p] = opcodes[g_rand_int_range(rnd, 0, G_N_ELEMENTS(opcodes))];
+		if (b[p] == 0x0f && g_rand_boolean(rnd))
+			b[p + 1] = (guint8)(0x80 | (b[p + 1] & 15));
+		if (!vt_decode_insn_branch(b, avail, &kind, &len))
+			continue;
+		answered++;
+		if (!vt_decode_insn_bytes(b, avail, 0x1000, &in) || kind != in.kind || len != in.len) {
+			g_autofree char *hex = g_strdup_printf("%02x %02x %02x %02x %02x %02x %02x %02x (%zu bytes)", b[0],
+							       b[1], b[2], b[3], b[4], b[5], b[6], b[7], avail);
+
+			g_test_message("%s: quick %u/%u, Zydis %u/%u", hex, kind, len, in.kind, in.len);
+			g_assert_not_reached();
+		}
+	}
+	g_assert_cmpuint(answered, >, 100000);
+	g_rand_free(rnd);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -644,5 +702,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	g_test_add_func("/decode/symcache", test_symcache);
+	g_test_add_func("/decode/insn-branch", test_insn_branch);
 	return g_test_run();
 }

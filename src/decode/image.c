@@ -33,6 +33,14 @@ typedef struct {
  * took peak RSS from 65 to 141 MB - while the block cache saved almost
  * nothing there (libipt is 17% of vmtrace script's time with the callback,
  * 18% with every section mapped: blocks end at every call and jump).
+ * Re-measured (s10, libipt 2.0.5) on the three bench-script.sh mixes of
+ * 1 MiB AUX, decoding only, CPU seconds of all queues (load 14-24 on 2
+ * CPUs: the range of runs), callback / sections with a 256 MiB limit
+ * (nothing ever unmapped) of 64 KiB / 1 MiB / 16 MiB (one per segment):
+ * tnt-dense 1.4-1.8 / 2.3-2.5 / 1.9 / 1.6, exit-heavy 1.4-1.8 / 2.0-3.2 /
+ * 1.7 / 1.5, cyc 0.66-0.87 / 1.3 / 1.2 / 0.85 - and peak RSS 40-43 MB
+ * with the callback, 129-139 MB with sections (block caches of code all
+ * over the kernel): the callback stays.
  * vt_decode_image_set_cache_limit() still chooses the sections (in SECTION
  * pieces, at most `limit` bytes of them mapped) for traces that loop in
  * little code. */
@@ -504,14 +512,24 @@ guint vt_decode_image_n_segments(const VtDecodeImage *img)
 /* libipt's read-memory callback: the code at ip, up to size bytes. */
 static int read_code(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip, void *context)
 {
+	const VtDecodeImage *img = context;
 	gsize avail;
-	const guint8 *code = vt_decode_image_code(context, ip, &avail);
+	const guint8 *code;
 
 	(void)asid;
-	if (!code)
+	if (segment_hint.gen == img->gen && ip - segment_hint.vaddr < segment_hint.size) {
+		avail = segment_hint.size - (ip - segment_hint.vaddr);
+		code = segment_hint.code + (ip - segment_hint.vaddr);
+	} else if (!(code = vt_decode_image_code(img, ip, &avail))) {
 		return -pte_nomap;
+	}
 	size = MIN(size, avail);
-	memcpy(buffer, code, size);
+	if (size >= 8) {                 /* libipt asks for 15 bytes: two words, no call */
+		memcpy(buffer, code, 8);
+		memcpy(buffer + size - 8, code + size - 8, 8);
+	} else {
+		memcpy(buffer, code, size);
+	}
 	return (int)size;
 }
 

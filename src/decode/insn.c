@@ -132,3 +132,75 @@ const char *vt_branch_kind_name(VtBranchKind k)
 
 	return (guint)k < G_N_ELEMENTS(names) && names[k] ? names[k] : "?";
 }
+
+/* The length of a ModRM operand (ModRM, SIB, displacement) at m. */
+static guint modrm_len(const guint8 *m, gsize avail)
+{
+	guint mod = m[0] >> 6, rm = m[0] & 7, n = 1;
+
+	if (mod == 3)
+		return 1;
+	if (rm == 4) {                   /* SIB */
+		if (avail < 2)
+			return 0;
+		n++;
+		if (mod == 0 && (m[1] & 7) == 5)
+			return n + 4;
+	} else if (mod == 0 && rm == 5) {
+		return n + 4;            /* RIP-relative */
+	}
+	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+}
+
+gboolean vt_decode_insn_branch(const guint8 *code, gsize avail, guint8 *kind, guint8 *len)
+{
+	gsize p = 0, n;
+	guint8 k;
+
+	while (p < avail && p < 4 && (code[p] == 0x2e || code[p] == 0x3e || (code[p] & 0xf0) == 0x40))
+		p++;                     /* cs/ds (branch hints, notrack), REX */
+	if (p >= avail || p == 4)
+		return FALSE;
+	if ((code[p] == 0x0f || code[p] == 0xff) && p + 2 > avail)
+		return FALSE;
+	switch (code[p]) {
+	case 0x70 ... 0x7f: case 0xe0 ... 0xe3:
+		k = VT_INSN_COND, n = 2;
+		break;
+	case 0x0f:
+		if ((code[p + 1] & 0xf0) != 0x80)
+			return FALSE;
+		k = VT_INSN_COND, n = 6;
+		break;
+	case 0xe8:
+		k = VT_INSN_CALL, n = 5;
+		break;
+	case 0xe9:
+		k = VT_INSN_JUMP, n = 5;
+		break;
+	case 0xeb:
+		k = VT_INSN_JUMP, n = 2;
+		break;
+	case 0xc3:
+		k = VT_INSN_RETURN, n = 1;
+		break;
+	case 0xc2:
+		k = VT_INSN_RETURN, n = 3;
+		break;
+	case 0xff:
+		if (((code[p + 1] >> 3) & 7) != 2 && ((code[p + 1] >> 3) & 7) != 4)
+			return FALSE;
+		k = ((code[p + 1] >> 3) & 7) == 2 ? VT_INSN_CALL_IND : VT_INSN_JUMP_IND;
+		n = 1 + modrm_len(code + p + 1, avail - p - 1);
+		if (n == 1)
+			return FALSE;
+		break;
+	default:
+		return FALSE;
+	}
+	if (p + n > avail)
+		return FALSE;
+	*kind = k;
+	*len = (guint8)(p + n);
+	return TRUE;
+}

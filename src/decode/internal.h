@@ -71,5 +71,9 @@ struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img)
 gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
 void vt_decode_zydis_init(ZydisDecoder *dec, guint8 mode);   /* for VT_MODE_* */
 gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, guint8 mode, VtInsn *insn);
+/* The kind and length of the near branch at code (jcc, loop, jrcxz, jmp,
+ * call, ret; only cs/ds and REX prefixes) without Zydis - the same as
+ * vt_decode_insn_bytes() says; FALSE for anything else (ask Zydis). */
+gboolean vt_decode_insn_branch(const guint8 *code, gsize avail, guint8 *kind, guint8 *len);
 
 #endif

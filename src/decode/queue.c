@@ -89,6 +89,7 @@ struct VtDecodeQueue {
 	gboolean src_async;
 	guint8 src_kind, src_len, src_mode;
 	GArray *out;
+	guint out_room;                  /* elements out has room for (out_add()) */
 	/* the queue's AUX data, read a window at a time */
 	VtDecodeReadFunc read;
 	gpointer read_ctx;
@@ -264,29 +265,46 @@ static void source(Dec *d, gboolean async, const VtInsn *in)
  * never later: how far libipt reads ahead by then depends on the shared
  * block cache - a block ends where another thread's decoder first filled
  * the cache - so a later position would differ from run to run). */
+/* A new branch at the end of the batch, zeroed: written in place (the
+ * batch grows a few times per batch, not per branch). */
+static VtBranch *out_add(Dec *d)
+{
+	GArray *a = d->out;
+	guint n = a->len;
+	VtBranch *b;
+
+	if (G_UNLIKELY(n >= d->out_room)) {
+		g_array_set_size(a, n + MAX(n, 256u));
+		d->out_room = a->len;
+		a->len = n;
+	}
+	b = &g_array_index(a, VtBranch, a->len++);
+	memset(b, 0, sizeof(*b));
+	return b;
+}
+
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		    gboolean cond, guint64 tsc, guint64 off)
 {
-	VtBranch b = { 0 };
+	VtBranch *b = out_add(d);
 
-	b.async = d->src_async;
-	b.insn_kind = d->src_kind;
-	b.insn_len = d->src_len;
-	b.mode = d->src_mode;
+	b->async = d->src_async;
+	b->insn_kind = d->src_kind;
+	b->insn_len = d->src_len;
+	b->mode = d->src_mode;
 	source(d, FALSE, NULL);
 
-	b.from = from;
-	b.to = to;
-	b.tsc = tsc;
-	b.vmcs = d->vmcs;
-	b.kind = kind;
-	b.from_guest = from_guest;
-	b.to_guest = to_guest;
-	b.conditional = cond;
-	b.offset = off;
-	b.overflows = (guint8)MIN(d->ovf, 255);
+	b->from = from;
+	b->to = to;
+	b->tsc = tsc;
+	b->vmcs = d->vmcs;
+	b->kind = kind;
+	b->from_guest = from_guest;
+	b->to_guest = to_guest;
+	b->conditional = cond;
+	b->offset = off;
+	b->overflows = (guint8)MIN(d->ovf, 255);
 	d->ovf = 0;
-	g_array_append_val(d->out, b);
 }
 
 static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
@@ -527,21 +545,42 @@ static void on_event(Dec *d, const struct pt_event *ev)
 	}
 }
 
-static void on_block(Dec *d, const struct pt_block *b)
+/* The instruction that ends a block, into d->pend (kind and length: all
+ * that is read of it): a near branch - nearly every block - from the
+ * image's bytes without Zydis; anything else, and poked code, through the
+ * cache. */
+static void block_end(Dec *d, guint64 ip, guint8 mode)
+{
+	int w = d->guest ? 1 : 0;
+	gsize avail;
+	const guint8 *code;
+	/* the byte classifier knows 64-bit code only; a guest process's code
+	 * (the code hook) is read by insn_at() */
+	gboolean fast = mode == VT_MODE_64 && !d->view[w] && !(w == 1 && d->code && !(ip >> 47));
+
+	if (fast && (code = vt_decode_image_code(d->img[w], ip, &avail)) &&
+	    vt_decode_insn_branch(code, MIN(avail, (gsize)16), &d->pend.kind, &d->pend.len))
+		return;
+	d->pend = *insn_at(d, ip, mode);
+}
+
+/* A block ending at AUX offset off (the decoder's position after it). */
+static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 {
 	flush_async(d);
 	resolve(d, b->ip);
 	d->mode_now = (guint8)b->mode;
 	d->src_mode = d->mode_now;      /* power events bind to b->ip */
-	flush_power(d, b->ip);
+	if (d->npsb || d->have_cbr)
+		flush_power(d, b->ip);
 	if (!b->ninsn)
 		return;
-	d->pend = *insn_at(d, b->end_ip, (guint8)b->mode);
+	block_end(d, b->end_ip, (guint8)b->mode);
 	d->pend_mode = (guint8)b->mode;
 	d->pend_ip = b->end_ip;
 	d->pend_guest = d->guest;
 	d->pend_tsc = d->before;
-	d->pend_off = position(d);
+	d->pend_off = off;
 	d->have_pend = TRUE;
 	d->last_ip = b->end_ip;
 }
@@ -581,8 +620,7 @@ static int step(Dec *d, int status)
 			continue;
 		on_event(d, &ev);
 	}
-	memset(&blk, 0, sizeof(blk));
-	pokes_now(d);
+	pokes_now(d);             /* (pt_blk_next() clears blk) */
 	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
@@ -594,11 +632,11 @@ static int step(Dec *d, int status)
 	}
 	d->before = now(d);
 	status = pt_blk_next(d->dec, &blk, sizeof(blk));
+	pt_blk_get_offset(d->dec, &off);  /* position(), once */
 	if (blk.ninsn && !d->warming)
-		on_block(d, &blk);
+		on_block(d, &blk, d->base + MIN(off, (guint64)d->len));
 	if (status < 0)
 		return status;
-	pt_blk_get_offset(d->dec, &off);
 	d->stuck = off == d->last_off ? d->stuck + 1 : 0;
 	d->last_off = off;
 	return d->stuck > NO_PROGRESS_LIMIT ? -pte_internal : status;
@@ -863,6 +901,7 @@ const GError *vt_decode_queue_error(const VtDecodeQueue *d)
 gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 {
 	d->out = out;
+	d->out_room = out->len;          /* unknown: out_add() makes room */
 	while (!d->done && out->len < max) {
 		if (!d->synced) {
 			if (!sync_next(d))

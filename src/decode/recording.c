@@ -31,6 +31,12 @@ typedef struct {
 	GThread *thread;
 	guint64 code_tsc;         /* guest_user_code()'s last time and process */
 	gint32 code_pid;
+	/* the thread of the branch last named (name_event()): a queue's branches
+	 * mostly stay on one thread, so no lookups per branch */
+	gboolean named;
+	guint32 tid;
+	gint32 pid, vcpu;
+	const char *comm;         /* in r->strings */
 } Queue;
 
 struct VtDecodeResult {
@@ -135,19 +141,34 @@ static gint32 vcpu_of(const VtDecodeResult *r, const VmcorrThread *t)
 	return -1;
 }
 
-static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQueue *q, VtDecodeEvent *e)
+/* Thread tid's pid, vCPU and comm into q (unless they are there). */
+static void name_thread(VtDecodeResult *r, Queue *q, guint32 tid)
 {
 	const VmcorrThread *t;
+
+	if (q->named && q->tid == tid)
+		return;
+	t = tid ? vmcorr_session_thread(r->s, tid) : NULL;
+	q->named = TRUE;
+	q->tid = tid;
+	q->pid = t ? (gint32)t->pid : -1;
+	q->vcpu = vcpu_of(r, t);
+	q->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
+}
+
+static void name_event(VtDecodeResult *r, const VmcorrSession *s, Queue *queue, VtDecodeEvent *e)
+{
+	const VmcorrQueue *q = queue->q;
 	guint32 tid = q->tid;
 
 	e->cpu = s->per_cpu ? (gint32)q->cpu : -1;
 	if (s->per_cpu)
 		tid = r->timed && e->b.tsc ? vmcorr_session_thread_at(s, q->cpu, e->b.tsc) : 0;
+	name_thread(r, queue, tid);
 	e->tid = (gint32)tid;
-	t = tid ? vmcorr_session_thread(s, tid) : NULL;
-	e->pid = t ? (gint32)t->pid : -1;
-	e->vcpu = vcpu_of(r, t);
-	e->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
+	e->pid = queue->pid;
+	e->vcpu = queue->vcpu;
+	e->comm = queue->comm;
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
 	if (!r->timed || !vt_decode_guest_threads_machine_pid(r->guest))
 		return;
@@ -232,7 +253,7 @@ static gpointer produce(gpointer data)
 }
 
 /* The queue's next branch, waiting for its thread; NULL at its end. */
-static const VtBranch *peek(VtDecodeResult *r, Queue *q)
+static const VtBranch *peek_wait(VtDecodeResult *r, Queue *q)
 {
 	while (!q->ended && (!q->cur || q->pos >= q->cur->len)) {
 		if (q->cur)
@@ -246,6 +267,13 @@ static const VtBranch *peek(VtDecodeResult *r, Queue *q)
 		g_mutex_unlock(&r->lock);
 	}
 	return q->ended ? NULL : &g_array_index(q->cur, VtBranch, q->pos);
+}
+
+static inline const VtBranch *peek(VtDecodeResult *r, Queue *q)
+{
+	if (G_LIKELY(q->cur && q->pos < q->cur->len))
+		return &g_array_index(q->cur, VtBranch, q->pos);
+	return peek_wait(r, q);
 }
 
 /* Timed: the queue whose next branch comes first (of equal times the lower
@@ -280,7 +308,7 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 	memset(&r->ev, 0, sizeof(r->ev));
 	r->ev.b = g_array_index(q->cur, VtBranch, q->pos++);
 	r->ev.queue = q->q->idx;
-	name_event(r, r->s, q->q, &r->ev);
+	name_event(r, r->s, q, &r->ev);
 	r->nerrors += r->ev.b.kind == VT_BRANCH_ERROR;
 	return &r->ev;
 }
