@@ -83,6 +83,8 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 	if (cfg->t0 && (cfg->t0 < (1ULL << 20) || cfg->t0 >= (1ULL << 56) - (1ULL << 48)))
 		BAD("--tsc-start must be 2^20..2^56-2^48 (TSC packets hold 7 bytes; got %#" G_GINT64_MODIFIER "x)",
 		    (guint64)cfg->t0);
+	if (cfg->cyc_thresh > 15 || (cfg->cyc_thresh && !cfg->cyc))
+		BAD("--cyc-thresh must be 0..15 and needs --cyc (got %u)", cfg->cyc_thresh);
 	if (cfg->mtc_period > 15)
 		BAD("--mtc-period must be 0..15 (got %u)", cfg->mtc_period);
 	if (cfg->psb_period > 15)
@@ -385,8 +387,9 @@ static VtSynthCtx *guest_ctx(Gen *g, gint v)
 
 /* With cyc: a CYC for the core cycles since the last one (the TSC ticks
  * scaled by the current core:bus ratio against the nominal one), written
- * right before the packet it times: a TNT, TIP, MTC, ... (as hardware does
- * with CycThresh 0: every CYC-eligible packet gets one when cycles passed). */
+ * right before the packet it times: a TNT, TIP, MTC, ... (as hardware does:
+ * every CYC-eligible packet gets one when cycles passed, with a CycThresh
+ * only once 2^(thresh-1) of them did - then a CYC can span MTCs). */
 static void put_cyc(Gen *g, Queue *q)
 {
 	struct pt_packet p = { .type = ppt_cyc };
@@ -395,6 +398,8 @@ static void put_cyc(Gen *g, Queue *q)
 	if (!g->cfg->cyc || !q->since_cyc)
 		return;
 	cyc = (q->since_cyc * q->cbr + q->cyc_rem) / CBR_RATIO;
+	if (g->cfg->cyc_thresh && cyc < (1u << (g->cfg->cyc_thresh - 1)))
+		return;
 	q->cyc_rem = (q->since_cyc * q->cbr + q->cyc_rem) % CBR_RATIO;
 	q->since_cyc = 0;
 	if (!cyc)
@@ -1088,6 +1093,7 @@ static void truth_config(VtJson *j, const Gen *g)
 	vt_json_kv_string(j, "mode", c->per_cpu ? "per-cpu" : "per-thread");
 	vt_json_kv_uint(j, "cpus", c->per_cpu ? g->ncpus : 0);
 	vt_json_kv_bool(j, "cyc", c->cyc);
+	vt_json_kv_uint(j, "cyc_thresh", c->cyc_thresh);
 	vt_json_kv_bool(j, "mtc", c->mtc);
 	vt_json_kv_uint(j, "mtc_period", c->mtc_period);
 	vt_json_kv_uint(j, "psb_period", c->psb_period);
@@ -1212,7 +1218,7 @@ static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_eve
 	pt->size = PERF_ATTR_SIZE_VER7;
 	pt->config = 0x1 | 0x2000 | ((guint64)c->psb_period << 24);
 	if (c->cyc)
-		pt->config |= 0x2;
+		pt->config |= 0x2 | ((guint64)c->cyc_thresh << 19);
 	if (!c->timeless) {
 		pt->config |= 0x400;
 		if (c->mtc)
