@@ -58,7 +58,7 @@ def load_truth(path, per_cpu):
     for line in open(path):
         if line.startswith('#'):
             continue
-        q, tid, kind, frm, to, where, vcpu, insns, ret = line.split()
+        q, tid, kind, frm, to, where, vcpu, insns, ret = line.split()[:9]
         guest = where == 'guest'
         per_tid[(int(q) if per_cpu else -1, int(tid))].append(dict(queue=int(q), kind=kind, frm=int(frm, 16), to=int(to, 16),
                                       from_guest=guest, to_guest=guest if kind not in ('vmentry', 'vmexit')

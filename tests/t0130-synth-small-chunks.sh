@@ -59,6 +59,6 @@ done <<'CONFIGS'
 cpu-4vcpu-2cpu-8k     --vcpus 4 --cpus 2 --buffer-size 8K --size 96K --psb-period 0
 cpu-4vcpu-2cpu-16k    --vcpus 4 --cpus 2 --buffer-size 16K --size 128K --psb-period 1 --seed 2
 cpu-3vcpu-2cpu-16k    --vcpus 3 --cpus 2 --buffer-size 16K --size 96K --psb-period 0
-cpu-4vcpu-2cpu-64k    --vcpus 4 --cpus 2 --buffer-size 64K --size 192K --psb-period 0 --seed 3
+cpu-4vcpu-2cpu-64k    --vcpus 4 --cpus 2 --buffer-size 64K --size 192K --psb-period 0 --seed 4
 CONFIGS
 finish

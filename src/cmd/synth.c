@@ -98,7 +98,7 @@ static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, 
 
 /* The command line, as given. */
 typedef struct {
-	gint vcpus, vms, cpus, mtc_period, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc;   /* -1: default */
+	gint vcpus, vms, cpus, mtc_period, cyc_thresh, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc;   /* -1: default */
 	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json, cbr_vary;
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales;
@@ -160,6 +160,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "per-cpu", 0, 0, G_OPTION_ARG_NONE, &o->per_cpu, "One AUX queue per host CPU; vCPUs migrate between CPUs", NULL },
 		{ "cpus", 0, 0, G_OPTION_ARG_INT, &o->cpus, "Host CPUs in per-CPU mode (default min(vcpus,4))", "N" },
 		{ "cyc", 0, 0, G_OPTION_ARG_NONE, &o->cyc, "Emit CYC packets (intel_pt/cyc=1/)", NULL },
+		{ "cyc-thresh", 0, 0, G_OPTION_ARG_INT, &o->cyc_thresh, "With --cyc: a CYC packet only after 2^(N-1) cycles, 0..15 (intel_pt/cyc_thresh=N/; default 0: before every packet)", "N" },
 		{ "no-mtc", 0, 0, G_OPTION_ARG_NONE, &o->no_mtc, "No MTC/TMA packets (intel_pt/mtc=0/)", NULL },
 		{ "mtc-period", 0, 0, G_OPTION_ARG_INT, &o->mtc_period, "MTC every 2^N CTC ticks, 0..15 (default 3)", "N" },
 		{ "psb-period", 0, 0, G_OPTION_ARG_INT, &o->psb_period, "PSB every 2K<<N bytes, 0..15 (default 3)", "N" },
@@ -204,6 +205,7 @@ static gboolean synth_counts(const SynthOpts *o, VtSynthConfig *cfg, GError **er
 	const struct { const char *name; gint v; guint *to; } n[] = {
 		{ "--vcpus", o->vcpus, &cfg->nvcpus }, { "--vms", o->vms, &cfg->nvms },
 		{ "--cpus", o->cpus, &cfg->ncpus }, { "--mtc-period", o->mtc_period, &cfg->mtc_period },
+		{ "--cyc-thresh", o->cyc_thresh, &cfg->cyc_thresh },
 		{ "--psb-period", o->psb_period, &cfg->psb_period }, { "--guest-percent", o->guest_pct, &cfg->guest_percent },
 		{ "--tip-percent", o->tip_pct, &cfg->tip_percent }, { "--host-steps", o->host_steps, &cfg->host_steps },
 		{ "--user-exit-percent", o->user_exit_pct, &cfg->user_exit_percent },
@@ -342,7 +344,7 @@ static void synth_report(const SynthOpts *o, const VtSynthConfig *cfg, const VtS
 
 int cmd_synth(int argc, char **argv)
 {
-	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT,
+	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT, .cyc_thresh = G_MININT,
 			.psb_period = G_MININT, .guest_pct = G_MININT,
 			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT,
 			.ovf_every = G_MININT, .aux_trunc = G_MININT, .guest_user_pct = G_MININT };

@@ -75,6 +75,7 @@ struct VtDecodeQueue {
 	gboolean async_guest;
 	guint64 async_tsc, async_off;
 	guint64 last_ip;
+	guint64 last_tsc;                /* the time of the last branch emitted (see monotonic()) */
 	guint ovf;                       /* OVF packets since the last branch emitted */
 	/* power events (VtDecodeOptions.power): a PSB+ and a new core:bus
 	 * ratio wait for the IP they bind to (the next block's) */
@@ -260,6 +261,27 @@ static void source(Dec *d, gboolean async, const VtInsn *in)
 	d->src_mode = in ? d->pend_mode : async ? d->async_mode : d->mode_now;
 }
 
+/* Time never goes back within a queue (one thread, or one CPU): perf's
+ * rule - a sample earlier than the queue's last one gets the last one's
+ * time.  libipt's estimate can step back: at a TSC that is not host time
+ * (a guest's, not corrected), or where CYC packets span MTCs (CYC
+ * threshold) and its estimate ran ahead of the next MTC.  Only what this
+ * queue emitted counts, so every window size gives the same times. */
+static guint64 monotonic(Dec *d, guint64 tsc)
+{
+	if (tsc < d->last_tsc)
+		return d->last_tsc;
+	d->last_tsc = tsc;
+	return tsc;
+}
+
+/* The time of an event: its own (libipt's time at its packet) when it has
+ * one; libipt's time now may already be a later packet's. */
+static guint64 event_time(Dec *d, const struct pt_event *ev)
+{
+	return ev->has_tsc ? ev->tsc : now(d);
+}
+
 /* A branch decided at time tsc and AUX offset off: where the decoder
  * stood when it had read the packet that decided it (taken when it is read,
  * never later: how far libipt reads ahead by then depends on the shared
@@ -296,7 +318,7 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 
 	b->from = from;
 	b->to = to;
-	b->tsc = tsc;
+	b->tsc = monotonic(d, tsc);
 	b->vmcs = d->vmcs;
 	b->kind = kind;
 	b->from_guest = from_guest;
@@ -307,18 +329,12 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	d->ovf = 0;
 }
 
-static void emit(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
-		 gboolean cond)
-{
-	emit_at(d, kind, from, to, from_guest, to_guest, cond, now(d), position(d));
-}
-
 static void emit_error(Dec *d, int status)
 {
 	VtBranch b = { 0 };
 
 	b.kind = VT_BRANCH_ERROR;
-	b.tsc = now(d);                  /* perf prints its decoder's time */
+	b.tsc = monotonic(d, now(d));    /* perf prints its decoder's time */
 	b.from = d->last_ip;
 	b.from_guest = b.to_guest = d->guest;
 	b.code = (gint8)pt_errcode(status);
@@ -491,7 +507,8 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		flush_async(d);
 		flush_power(d, 0);
 		d->have_pend = FALSE;
-		emit(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.enabled.ip, d->guest, d->guest, FALSE);
+		emit_at(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.enabled.ip, d->guest, d->guest, FALSE,
+			event_time(d, ev), position(d));
 		d->last_ip = ev->variant.enabled.ip;
 		break;
 	case ptev_disabled:
@@ -501,7 +518,8 @@ static void on_event(Dec *d, const struct pt_event *ev)
 
 			d->have_pend = FALSE;
 			source(d, FALSE, &d->pend);
-			emit(d, VT_BRANCH_TRACE_END, from, 0, d->guest, d->guest, FALSE);
+			emit_at(d, VT_BRANCH_TRACE_END, from, 0, d->guest, d->guest, FALSE, event_time(d, ev),
+				position(d));
 		}
 		break;
 	case ptev_async_disabled:
@@ -509,7 +527,8 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		resolve(d, ev->variant.async_disabled.at);
 		d->async_mode = d->mode_now;
 		source(d, TRUE, NULL);
-		emit(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE);
+		emit_at(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE,
+			event_time(d, ev), position(d));
 		break;
 	case ptev_async_branch:
 		flush_async(d);

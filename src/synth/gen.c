@@ -83,6 +83,8 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 	if (cfg->t0 && (cfg->t0 < (1ULL << 20) || cfg->t0 >= (1ULL << 56) - (1ULL << 48)))
 		BAD("--tsc-start must be 2^20..2^56-2^48 (TSC packets hold 7 bytes; got %#" G_GINT64_MODIFIER "x)",
 		    (guint64)cfg->t0);
+	if (cfg->cyc_thresh > 15 || (cfg->cyc_thresh && !cfg->cyc))
+		BAD("--cyc-thresh must be 0..15 and needs --cyc (got %u)", cfg->cyc_thresh);
 	if (cfg->mtc_period > 15)
 		BAD("--mtc-period must be 0..15 (got %u)", cfg->mtc_period);
 	if (cfg->psb_period > 15)
@@ -131,7 +133,9 @@ typedef struct {
 	gsize cap, len;
 	guint64 t;                   /* host TSC now */
 	guint64 ctc_prev;            /* CTC at the previous packet */
-	guint64 since_cyc;           /* cycles since the last CYC */
+	guint64 since_cyc;           /* TSC ticks since the last CYC */
+	guint64 cyc_rem;             /* cycles' remainder (ticks x ratio) not yet in a CYC */
+	guint8 cbr;                  /* core:bus ratio now (CBR_RATIO: cycles = ticks) */
 	guint64 last_ip;
 	gboolean have_last_ip;
 	guint64 since_psb;
@@ -146,11 +150,10 @@ typedef struct {
 	guint64 slice;
 	gboolean done;
 	/* real code (cfg->host_code): the host's walk on this CPU, TNT bits
-	 * not yet written, time not yet accounted, a VMPTRLD to report */
+	 * not yet written, a VMPTRLD to report */
 	VtSynthCtx host;
 	guint32 tnt_bits;
 	guint tnt_n;
-	guint64 pending_dt;
 	gboolean vmcs_dirty;
 	guint host_n, host_budget, guest_left;
 	guint since_ovf;             /* flow decisions since the last OVF */
@@ -262,6 +265,10 @@ static guint64 ctc_to_tsc(const Gen *g, guint64 ctc)
 static gboolean emit(Gen *g, Queue *q, struct pt_packet *p);
 
 /* The TNT bits gathered so far as one TNT-8 (oldest bit most significant). */
+static void put_cyc(Gen *g, Queue *q);
+
+/* The TNT bits gathered so far as one TNT-8 (oldest bit most significant),
+ * after the CYC that times it (TNT is CYC-eligible). */
 static void flush_tnt(Gen *g, Queue *q)
 {
 	struct pt_packet p = { .type = ppt_tnt_8 };
@@ -272,6 +279,7 @@ static void flush_tnt(Gen *g, Queue *q)
 	p.payload.tnt.payload = q->tnt_bits;
 	q->tnt_n = 0;
 	q->tnt_bits = 0;
+	put_cyc(g, q);
 	emit(g, q, &p);
 }
 
@@ -380,34 +388,67 @@ static VtSynthCtx *guest_ctx(Gen *g, gint v)
 	return g->in_user[v] ? &g->user[v] : &g->guest[v];
 }
 
-/* Advance time by `dt` ticks; emit the MTCs for every CTC boundary crossed
- * and, with cyc, a CYC for the elapsed cycles. */
+/* With cyc: a CYC for the core cycles since the last one (the TSC ticks
+ * scaled by the current core:bus ratio against the nominal one), written
+ * right before the packet it times: a TNT, TIP, MTC, ... (as hardware does:
+ * every CYC-eligible packet gets one when cycles passed, with a CycThresh
+ * only once 2^(thresh-1) of them did - then a CYC can span MTCs). */
+static void put_cyc(Gen *g, Queue *q)
+{
+	struct pt_packet p = { .type = ppt_cyc };
+	guint64 cyc;
+
+	if (!g->cfg->cyc || !q->since_cyc)
+		return;
+	cyc = (q->since_cyc * q->cbr + q->cyc_rem) / CBR_RATIO;
+	if (g->cfg->cyc_thresh && cyc < (1u << (g->cfg->cyc_thresh - 1)))
+		return;
+	q->cyc_rem = (q->since_cyc * q->cbr + q->cyc_rem) % CBR_RATIO;
+	q->since_cyc = 0;
+	if (!cyc)
+		return;
+	p.payload.cyc.value = cyc;
+	emit(g, q, &p);
+}
+
+/* The first TSC tick at which the CTC reads `ctc`. */
+static guint64 ctc_edge(const Gen *g, guint64 ctc)
+{
+	const VtSynthConfig *c = g->cfg;
+	unsigned __int128 x = (unsigned __int128)ctc * c->tsc_ctc_n;
+
+	return (guint64)((x + c->tsc_ctc_d - 1) / c->tsc_ctc_d);
+}
+
+/* Advance time by `dt` ticks; emit an MTC at every CTC boundary crossed,
+ * at its time (the TNT bits decided before it and, with cyc, a CYC up to
+ * it first), and with cyc_now a CYC for the cycles after the last one. */
 static void advance(Gen *g, Queue *q, guint64 dt, gboolean cyc_now)
 {
 	const VtSynthConfig *c = g->cfg;
-	guint64 ctc;
+	guint64 end = q->t + dt;
 
-	q->t += dt;
-	q->since_cyc += dt;
 	if (!c->timeless && c->mtc) {
-		ctc = ctc_of(g, q->t);
 		guint64 b = (q->ctc_prev >> c->mtc_period) + 1;
-		guint64 e = ctc >> c->mtc_period;
+		guint64 e = ctc_of(g, end) >> c->mtc_period;
+
 		for (; b <= e; b++) {
 			struct pt_packet p = { .type = ppt_mtc };
+			guint64 tb = ctc_edge(g, b << c->mtc_period);
 
+			flush_tnt(g, q);
+			q->since_cyc += tb - q->t;
+			q->t = tb;
+			put_cyc(g, q);
 			p.payload.mtc.ctc = (guint8)b;
 			emit(g, q, &p);
 		}
-		q->ctc_prev = ctc;
+		q->ctc_prev = ctc_of(g, end);
 	}
-	if (c->cyc && cyc_now && q->since_cyc) {
-		struct pt_packet p = { .type = ppt_cyc };
-
-		p.payload.cyc.value = q->since_cyc;
-		q->since_cyc = 0;
-		emit(g, q, &p);
-	}
+	q->since_cyc += end - q->t;
+	q->t = end;
+	if (cyc_now)
+		put_cyc(g, q);
 }
 
 static void psb_plus(Gen *g, Queue *q)
@@ -427,6 +468,7 @@ static void psb_plus(Gen *g, Queue *q)
 			vt_synth_ctx_flush_comp(guest_ctx(g, q->vcpu));
 		}
 	}
+	put_cyc(g, q);               /* the cycles before the PSB, at the old ratio */
 	pkt_simple(g, q, ppt_psb);
 	q->have_last_ip = FALSE;
 	if (!c->timeless) {
@@ -458,6 +500,7 @@ static void psb_plus(Gen *g, Queue *q)
 	memset(&p, 0, sizeof(p));
 	p.type = ppt_cbr;
 	p.payload.cbr.ratio = c->cbr_vary ? cbr_cycle[q->npsb++ % G_N_ELEMENTS(cbr_cycle)] : CBR_RATIO;
+	q->cbr = p.payload.cbr.ratio;
 	emit(g, q, &p);
 	if (q->vcpu >= 0)
 		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
@@ -637,11 +680,8 @@ static void load_vcpu(Gen *g, Queue *q, gint v)
 
 	if (c->per_cpu && q->vcpu >= 0) {
 		/* schedule out the old vCPU thread, in the new one */
-		if (code_mode(g)) {
+		if (code_mode(g))
 			flush_tnt(g, q);
-			advance(g, q, q->pending_dt, TRUE);
-			q->pending_dt = 0;
-		}
 		advance(g, q, 200 + (g_rand_int(q->rng) & 0x3ff), TRUE);
 		rec_switch(q->sb, TRUE, oldpid, old, np, nt, q->t, q->cpu, q->dummy_id);
 		vcpu_release(g, q);
@@ -710,17 +750,17 @@ static guint32 queue_tid(const Gen *g, const Queue *q)
 }
 
 /* One line of the ground truth: QUEUE TID KIND FROM TO WHERE VCPU INSNS RET
- * (INSNS: instructions the queue has run, the branch's included when it
+ * TSC (INSNS: instructions the queue has run, the branch's included when it
  * runs - not an exiting instruction's or an interrupted one's; RET: a
- * call's return address, else 0). */
+ * call's return address, else 0; TSC: the host TSC when it was taken). */
 static void truth_branch_ret(Gen *g, Queue *q, VtBranchKind kind, guint64 from, guint64 to, gboolean guest,
 			     guint64 ret)
 {
 	g->nbranches++;
 	if (g->branches)
 		fprintf(g->branches, "%u %u %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %s %d %" G_GUINT64_FORMAT
-			" %#" G_GINT64_MODIFIER "x\n", q->idx, queue_tid(g, q), vt_branch_kind_name(kind), from, to,
-			guest ? "guest" : "host", q->vcpu, q->insns, ret);
+			" %#" G_GINT64_MODIFIER "x %" G_GUINT64_FORMAT "\n", q->idx, queue_tid(g, q),
+			vt_branch_kind_name(kind), from, to, guest ? "guest" : "host", q->vcpu, q->insns, ret, q->t);
 }
 
 static void truth_branch(Gen *g, Queue *q, VtBranchKind kind, guint64 from, guint64 to, gboolean guest)
@@ -755,10 +795,17 @@ static void on_branch(VtBranchKind kind, guint64 from, guint64 to, gpointer user
 	truth_branch_ret(u->g, u->q, kind, from, to, u->guest, in.len ? from + in.len : 0);
 }
 
-/* Time passes with every decision; TNT bits wait for their packet. */
+/* Time passes before every decision (the MTCs it crosses are written
+ * then): the branches of a walk step happen at its end (their truth). */
+static void code_time(Gen *g, Queue *q)
+{
+	advance(g, q, 8 + (g_rand_int(q->rng) & 0x3f), FALSE);
+}
+
+/* The step's decision: a TNT bit waits for its packet (six of them, or the
+ * next other packet), a TIP goes out now; each after its CYC. */
 static void code_packet(Gen *g, Queue *q, const VtWalkStep *st)
 {
-	q->pending_dt += 8 + (g_rand_int(q->rng) & 0x3f);
 	if (st->what == VT_WALK_TNT) {
 		q->tnt_bits = (q->tnt_bits << 1) | (st->taken ? 1 : 0);
 		if (++q->tnt_n == 6)
@@ -766,16 +813,14 @@ static void code_packet(Gen *g, Queue *q, const VtWalkStep *st)
 		return;
 	}
 	flush_tnt(g, q);
-	advance(g, q, q->pending_dt, TRUE);
-	q->pending_dt = 0;
+	put_cyc(g, q);
 	pkt_ip(g, q, ppt_tip, st->tip);
 }
 
 static void code_advance(Gen *g, Queue *q, guint64 dt)
 {
 	flush_tnt(g, q);
-	advance(g, q, q->pending_dt + dt, TRUE);
-	q->pending_dt = 0;
+	advance(g, q, dt, TRUE);
 }
 
 /* The host cannot go on from its IP (ud2, hlt, ...): tracing stops there
@@ -811,7 +856,7 @@ static void code_ovf_check(Gen *g, Queue *q)
 	/* a branch of the same thread follows it (the decoder counts an OVF
 	 * on the branch after it): not at the end of the queue or the slice */
 	if (q->bytes + 64 >= q->target ||
-	    (g->cfg->per_cpu && (q->t + q->pending_dt + 100 - g->t0) / g->slice_ticks != q->slice))
+	    (g->cfg->per_cpu && (q->t + 100 - g->t0) / g->slice_ticks != q->slice))
 		return;
 	q->since_ovf = 0;
 	code_advance(g, q, 100);
@@ -894,6 +939,7 @@ static void code_step(Gen *g, Queue *q)
 			q->host_n = 0;
 			return;
 		}
+		code_time(g, q);
 		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
 		walk_count(&u);
 		q->host_n++;
@@ -915,6 +961,7 @@ static void code_step(Gen *g, Queue *q)
 			return;
 		}
 		q->guest_left--;
+		code_time(g, q);
 		vt_synth_walk(g->in_user[q->vcpu] ? g->uc[(guint)q->vcpu % g->nuser] : g->gc, gc, q->rng, MIN(0.9, 0.2 + 0.05 * gc->stack->len), TRUE, &st, on_branch, &u);
 		walk_count(&u);
 		if (st.what == VT_WALK_EXIT) {
@@ -1050,6 +1097,7 @@ static void truth_config(VtJson *j, const Gen *g)
 	vt_json_kv_string(j, "mode", c->per_cpu ? "per-cpu" : "per-thread");
 	vt_json_kv_uint(j, "cpus", c->per_cpu ? g->ncpus : 0);
 	vt_json_kv_bool(j, "cyc", c->cyc);
+	vt_json_kv_uint(j, "cyc_thresh", c->cyc_thresh);
 	vt_json_kv_bool(j, "mtc", c->mtc);
 	vt_json_kv_uint(j, "mtc_period", c->mtc_period);
 	vt_json_kv_uint(j, "psb_period", c->psb_period);
@@ -1174,7 +1222,7 @@ static void perf_attrs(const Gen *g, struct perf_event_attr *pt, struct perf_eve
 	pt->size = PERF_ATTR_SIZE_VER7;
 	pt->config = 0x1 | 0x2000 | ((guint64)c->psb_period << 24);
 	if (c->cyc)
-		pt->config |= 0x2;
+		pt->config |= 0x2 | ((guint64)c->cyc_thresh << 19);
 	if (!c->timeless) {
 		pt->config |= 0x400;
 		if (c->mtc)
@@ -1290,7 +1338,7 @@ static gboolean code_open(Gen *g, GError **error)
 			return FALSE;
 		}
 		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
-				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET\n");
+				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET TSC\n");
 		for (guint i = 0; i < g->nuser; i++)
 			fprintf(g->branches, "# guest-user %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %#"
 				G_GINT64_MODIFIER "x\n", c->guest_user[i], g->user_start[i], g->user_len[i],
@@ -1409,6 +1457,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->enc = pt_alloc_encoder(&pc);
 		q->t = g.t0 + g_rand_int_range(q->rng, 0, 5000);
 		q->ctc_prev = ctc_of(&g, q->t);
+		q->cbr = CBR_RATIO;
 		q->psb_bytes = 2048ULL << cfg->psb_period;
 		q->target = cfg->size / nq;
 		q->vcpu = -1;

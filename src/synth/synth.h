@@ -27,6 +27,7 @@ typedef struct VtSynthConfig {
 	gboolean per_cpu;          /* per-CPU AUX queues (else per-thread) */
 	guint ncpus;               /* host CPUs traced in per-CPU mode (<= nvcpus) */
 	gboolean cyc;
+	guint cyc_thresh;          /* 0..15: a CYC only after 2^(n-1) cycles (IA32_RTIT_CTL.CycThresh; 0: every time) */
 	gboolean mtc;              /* MTC packets (config bit mtc) */
 	guint mtc_period;          /* 0..15: MTC every 2^n CTC ticks */
 	guint psb_period;          /* 0..15: PSB every 2K << n bytes */

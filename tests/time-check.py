@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""time-check.py - branch times of vmtrace script and perf script against synth's truth.
+
+    tests/time-check.py BRANCHES VMTRACE_JSON [PERF_OUT] [--per-cpu] [--truth-ticks N] [--perf-ticks N]
+                        [--order-only]
+
+BRANCHES: `vmtrace synth --branches` (its last column: the host TSC when the
+branch was taken); VMTRACE_JSON: `vmtrace script --itrace=b --json` on the
+same (corrected) recording; PERF_OUT: `perf script --itrace=be --ns -F
+tid,cpu,time,ip,addr` on it.  Per thread (per CPU and thread with --per-cpu):
+1. time never goes backwards, in vmtrace's output and in perf's;
+2. vmtrace's time of every branch is within N TSC ticks of the truth
+   (--truth-ticks, default 1000), perf's too;
+3. vmtrace's time of every branch is within N ticks of perf's (--perf-ticks,
+   default 1000).
+--order-only: only 1. (a recording whose guest time is not corrected).
+Branches are matched by position per thread after joining a "X => 0" with
+a following "0 => Y" (perf's two lines of a VM entry or exit; trace end and
+start) in each list alike; the counts must agree.  Times compare in perf
+time (ns): synth's TIME_CONV is time_mult 341, time_shift 10 (a 3 GHz TSC),
+so a tick is 1024/341 ns.  Prints one summary line per check; exit 1 when a
+check fails.
+"""
+import collections
+import json
+import re
+import sys
+
+MULT, SHIFT = 341, 10
+PERF = re.compile(r'^\s*(?P<tid>-?\d+)\s+\[\s*(?P<cpu>-?\d+)\]\s+(?P<s>\d+)\.(?P<ns>\d{9}):\s+'
+                  r'(?P<from>[0-9a-f]+)\s+=>\s+(?P<to>[0-9a-f]+)')
+
+
+def perf_time(tsc):
+    return (tsc >> SHIFT) * MULT + (((tsc & ((1 << SHIFT) - 1)) * MULT) >> SHIFT)
+
+
+def ticks(ns):
+    return ns * (1 << SHIFT) / MULT
+
+
+def joined(seq):
+    out, i = [], 0
+    while i < len(seq):
+        if seq[i][1] == 0 and i + 1 < len(seq) and seq[i + 1][0] == 0:
+            out.append((seq[i][0], seq[i + 1][1], seq[i][2]))
+            i += 2
+        else:
+            out.append(seq[i])
+            i += 1
+    return out
+
+
+def load_truth(path, per_cpu):
+    per = collections.defaultdict(list)
+    for raw in open(path):
+        if raw.startswith('#'):
+            continue
+        f = raw.split()
+        per[(int(f[0]) if per_cpu else -1, int(f[1]))].append((int(f[3], 16), int(f[4], 16), perf_time(int(f[9]))))
+    return per
+
+
+def load_json(path, per_cpu):
+    per = collections.defaultdict(list)
+    for raw in open(path):
+        e = json.loads(raw)
+        if e['kind'] == 'error':
+            raise SystemExit('%s: a decode error: %s' % (path, raw.strip()))
+        per[(e['cpu'] if per_cpu else -1, e['tid'])].append((int(e['from']['ip'], 16), int(e['to']['ip'], 16),
+                                                           e['time']))
+    return per
+
+
+def load_perf(path, per_cpu):
+    per = collections.defaultdict(list)
+    for raw in open(path, errors='replace'):
+        if 'instruction trace error' in raw:
+            raise SystemExit('%s: a decode error: %s' % (path, raw.strip()))
+        m = PERF.match(raw)
+        if not m:
+            raise SystemExit('%s: unexpected line: %s' % (path, raw.strip()))
+        per[(int(m['cpu']) if per_cpu else -1, int(m['tid']))].append(
+            (int(m['from'], 16), int(m['to'], 16), int(m['s']) * 10**9 + int(m['ns'])))
+    return per
+
+
+def backwards(name, per):
+    """the number of backward steps and the largest (ticks)"""
+    n, worst = 0, 0
+    for seq in per.values():
+        for a, b in zip(seq, seq[1:]):
+            if b[2] < a[2]:
+                n, worst = n + 1, max(worst, a[2] - b[2])
+    ok = n == 0
+    print('%s: %s: %d backward steps within a thread (largest %.0f ticks)' % ('ok' if ok else 'FAIL', name, n,
+                                                                              ticks(worst)))
+    return ok
+
+
+def against(name, per, ref, limit):
+    """the same branches as ref per thread; their times within limit ticks"""
+    diffs, ok = [], True
+    for key in sorted(set(per) | set(ref)):
+        a, b = joined(per.get(key, [])), joined(ref.get(key, []))
+        if [x[:2] for x in a] != [x[:2] for x in b]:
+            print('FAIL: %s: thread %s: other branches (%d, %d)' % (name, key, len(a), len(b)))
+            ok = False
+            continue
+        diffs += [ticks(x[2] - y[2]) for x, y in zip(a, b)]
+    if not diffs:
+        print('FAIL: %s: no branches' % name)
+        return False
+    worst = max(diffs, key=abs)
+    mean = sum(abs(d) for d in diffs) / len(diffs)
+    within = abs(worst) <= limit
+    print('%s: %s: %d branches, |difference| mean %.1f, largest %.0f ticks (limit %d)' % (
+        'ok' if ok and within else 'FAIL', name, len(diffs), mean, worst, limit))
+    return ok and within
+
+
+def main(argv):
+    per_cpu = '--per-cpu' in argv
+    order_only = '--order-only' in argv
+    opts = {'--truth-ticks': 1000, '--perf-ticks': 1000}
+    args = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in opts:
+            opts[argv[i]] = int(argv[i + 1])
+            i += 2
+            continue
+        if argv[i] not in ('--per-cpu', '--order-only'):
+            args.append(argv[i])
+        i += 1
+    truth = load_truth(args[0], per_cpu)
+    vt = load_json(args[1], per_cpu)
+    ok = backwards('vmtrace', vt)
+    if not order_only:
+        ok = against('vmtrace - truth', vt, truth, opts['--truth-ticks']) and ok
+    if len(args) > 2:
+        pf = load_perf(args[2], per_cpu)
+        ok = backwards('perf', pf) and ok
+    if len(args) > 2 and not order_only:
+        ok = against('perf - truth', pf, truth, opts['--truth-ticks']) and ok
+        ok = against('vmtrace - perf', vt, pf, opts['--perf-ticks']) and ok
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
