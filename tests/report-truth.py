@@ -17,7 +17,8 @@ independently of src/analyze) this computes what vmtrace-report(1) defines -
 per vCPU: guest/host time, VM exits, exit-to-entry latencies (count, p50,
 p90, p99, max; nearest rank), the longest exits; per (handler, first host
 call): counts and max; per function: calls, self and inclusive time and
-instructions; the guest's first calls in order; syscalls - and compares:
+instructions; the guest's first calls (a call, or a jump to a function's
+first instruction from outside it) in order; syscalls - and compares:
 all exact.  Timeless recordings: the clock is the instructions each thread
 ran (the truth's INSNS).  Prints one summary line; exit 1 on a difference.
 """
@@ -170,6 +171,8 @@ class Model:
         k = t['kind']
         if k == 'call' and t['from_guest'] == t['to_guest']:
             self.call(c, t)
+        elif k == 'jump' and t['from_guest'] == t['to_guest']:
+            self.tail_call(c, t)
         elif k == 'return' and t['from_guest'] == t['to_guest']:
             st = c.stack[t['from_guest']]
             i = len(st)
@@ -215,9 +218,19 @@ class Model:
             c.stack[g].extend(keep)
         c.stack[g].append(dict(func=start, ret=t['ret'], start=c.now, insn0=c.insns, child=0, child_i=0,
                                other=0, other_i=0, syscall=is_sys))
+        self.first_entry(g, name, start, c)
+
+    def first_entry(self, g, name, start, c):
         if start not in self.first_seen[g]:
             self.first_seen[g].add(start)
             self.first[g].append((name, c.now, c.vcpu))
+
+    def tail_call(self, c, t):
+        """a jump to a function's first instruction from outside it: an entry"""
+        g = t['to_guest']
+        name, start = symbol(self.syms[g], t['to'])
+        if name is not None and start == t['to'] and symbol(self.syms[g], t['frm'])[1] != start:
+            self.first_entry(g, name, start, c)
 
     def finish(self):
         for c in self.ctx.values():

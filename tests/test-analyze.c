@@ -4,7 +4,7 @@
  * analyze.h - mode time, a VM exit's latency, handler and first call, an
  * exit never re-entered, self time without the host's time, a return that
  * matches no call, a system call named by its handler - through the
- * summary visitor. */
+ * summary visitor; first entries by tail calls (jumps). */
 #include "config.h"
 
 #include <elf.h>
@@ -77,7 +77,7 @@ static const VtAnalyzeFunction *func(VtAnalyzeSummary *s, const char *name, gint
 static void feed(VtAnalyze *a)
 {
 	ev(a, 1000, VT_BRANCH_VMENTRY, FALSE, H + 0x10, TRUE, G + 0x300, 3);
-	ev(a, 1100, VT_BRANCH_JUMP, TRUE, G + 0x310, TRUE, G + 0x000, 2);           /* into entry_SYSCALL_64 */
+	ev(a, 1100, VT_BRANCH_SYSCALL, TRUE, G + 0x310, TRUE, G + 0x000, 2);        /* into entry_SYSCALL_64 */
 	ev(a, 1200, VT_BRANCH_CALL, TRUE, G + 0x010, TRUE, G + 0x100, 5);           /* names the syscall */
 	ev(a, 1300, VT_BRANCH_CALL, TRUE, G + 0x110, TRUE, G + 0x200, 5);
 	ev(a, 1400, VT_BRANCH_VMEXIT, TRUE, G + 0x220, FALSE, H + 0x000, 0);
@@ -242,6 +242,48 @@ static void test_begin(void)
 	}
 }
 
+static void log_first(const VtAnalyzeFirstCall *f, gpointer user)
+{
+	g_string_append_printf(user, "%s %" G_GUINT64_FORMAT " %u;", f->sym, f->time, f->index);
+}
+
+/* First entries: a call, or a jump to a function's first instruction from
+ * another function (a tail call: `jmp start_kernel`); not a jump within a
+ * function to its own start, nor one into a function's middle.  A tail
+ * call opens no slice. */
+static void test_tail_call(void)
+{
+	g_autofree char *gdir = g_dir_make_tmp("test-analyze-g-XXXXXX", NULL);
+	g_autoptr(VtDecodeImage) guest = image(gdir, "ffffffff81000000 T entry_SYSCALL_64\n"
+						     "ffffffff81000100 T __x64_sys_read\n"
+						     "ffffffff81000200 t helper\n"
+						     "ffffffff81000300 T fn_a\n");
+	g_autoptr(GString) log = g_string_new(NULL);
+	VtAnalyzeVisitor v = { .first_call = log_first, .slice_begin = log_begin, .user = log };
+	VtAnalyzeOptions ao = { .host = guest, .guest = guest, .timed = TRUE, .vcpu = -1 };
+	g_autoptr(VtAnalyze) a = vt_analyze_new(&ao, &v);
+
+	ev(a, 1000, VT_BRANCH_VMENTRY, FALSE, H + 0x10, TRUE, G + 0x300, 3);
+	ev(a, 1100, VT_BRANCH_JUMP, TRUE, G + 0x320, TRUE, G + 0x340, 2);           /* within fn_a */
+	ev(a, 1200, VT_BRANCH_JUMP, TRUE, G + 0x350, TRUE, G + 0x300, 2);           /* to fn_a's own start */
+	ev(a, 1300, VT_BRANCH_JUMP, TRUE, G + 0x360, TRUE, G + 0x108, 2);           /* into __x64_sys_read's middle */
+	ev(a, 1400, VT_BRANCH_JUMP, TRUE, G + 0x110, TRUE, G + 0x200, 2);           /* tail call: helper */
+	ev(a, 1500, VT_BRANCH_JUMP, TRUE, G + 0x210, TRUE, G + 0x200, 2);           /* helper to its own start */
+	ev(a, 1600, VT_BRANCH_CALL, TRUE, G + 0x220, TRUE, G + 0x100, 5);
+	ev(a, 1700, VT_BRANCH_JUMP, TRUE, G + 0x120, TRUE, G + 0x200, 2);           /* helper again */
+	ev(a, 1800, VT_BRANCH_JUMP, TRUE, G + 0x230, TRUE, G + 0x300, 2);           /* tail call: fn_a */
+	vt_analyze_finish(a);
+	g_assert_cmpstr(log->str, ==, "helper 1400 0;Bg0 __x64_sys_read 1600;__x64_sys_read 1600 1;fn_a 1800 2;");
+	{
+		g_autofree char *k = g_build_filename(gdir, "kcore", NULL);
+		g_autofree char *s2 = g_build_filename(gdir, "kallsyms", NULL);
+
+		g_unlink(k);
+		g_unlink(s2);
+		g_rmdir(gdir);
+	}
+}
+
 /* Percentiles by nearest rank, exact below VT_ANALYZE_EXACT values. */
 static void test_percentiles(void)
 {
@@ -273,5 +315,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/analyze/stream", test_stream);
 	g_test_add_func("/analyze/percentiles", test_percentiles);
 	g_test_add_func("/analyze/begin", test_begin);
+	g_test_add_func("/analyze/tail-call", test_tail_call);
 	return g_test_run();
 }

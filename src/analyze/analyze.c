@@ -401,6 +401,24 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	first_call(a, c, guest, f.func, f.sym, se, b->to);
 }
 
+/* A jump into the first instruction of a function from outside it is a
+ * tail call (start_kernel: `jmp start_kernel` ends x86_64_start_reservations):
+ * the function's first entry when no call came first.  No slice: its
+ * return goes to the caller of the function that jumped. */
+static void on_jump(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	gboolean guest = b->to_guest;
+	SymEntry *se = symbol_entry(a, guest, b->to);
+	const char *sym = se->sym;
+	guint64 func = se->start, from_func;
+
+	if (!sym || func != b->to || se->first_seen)
+		return;
+	symbol(a, guest, b->from, &from_func);
+	if (from_func != func)
+		first_call(a, c, guest, func, sym, symbol_entry(a, guest, b->to), b->to);
+}
+
 static void on_return(VtAnalyze *a, Ctx *c, const VtBranch *b)
 {
 	GArray *st = c->stack[b->from_guest];
@@ -579,6 +597,10 @@ static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	case VT_BRANCH_RETURN:
 		if (b->from_guest == b->to_guest)
 			on_return(a, c, b);
+		break;
+	case VT_BRANCH_JUMP:
+		if (b->from_guest == b->to_guest)
+			on_jump(a, c, b);
 		break;
 	case VT_BRANCH_VMEXIT:
 		on_vmexit(a, c, b);

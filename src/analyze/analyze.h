@@ -35,7 +35,10 @@
  *    the context's open frames (complete FALSE).  inclusive = end - start;
  *    self = inclusive - children's inclusive - (guest frames) the time the
  *    context spent in host mode during the frame's own stretches.
- *  - first call: the first CALL into each function (per machine), in order.
+ *  - first call: the first entry into each function (per machine), in
+ *    order: a CALL (same machine), or a jump (same machine, conditional or
+ *    not) to the function's first instruction from outside the function -
+ *    a tail call, as `jmp start_kernel` in x86_64_start_reservations.
  *  - system call (guest): a branch into entry_SYSCALL_64 opens one on the
  *    context; the first call after it into a function named __x64_sys_*
  *    (or __ia32_sys_*, __do_sys_*) names it; it lasts as that call's slice.
