@@ -22,7 +22,14 @@ need_perf() { [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1 || skip "perf no
 # An ASan/UBSan build: its allocator's redzones and quarantine make peak-RSS
 # bounds meaningless there (the normal build checks them).
 asan_build() { grep -q __asan_init "$VMTRACE" 2>/dev/null; }
-need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
+# need_python: python3 or skip; PYTHON3 the interpreter itself, not a
+# version manager's shim in front of it (pyenv's costs a bash script and
+# twice python's start-up, on each of the hundreds of calls of the suite)
+need_python() {
+	[ -n "$PYTHON3" ] || skip "python3 not installed"
+	np_exe=$("$PYTHON3" -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$np_exe" ] && PYTHON3=$np_exe
+	return 0
+}
 # test_cmp EXPECT ACTUAL: git's test_cmp - succeeds when the two files are
 # equal; otherwise prints a unified diff (expected -, actual +) as "# "
 # lines and fails.  A missing file fails too, with diff's message.
