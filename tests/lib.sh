@@ -30,6 +30,18 @@ need_python() {
 	np_exe=$("$PYTHON3" -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$np_exe" ] && PYTHON3=$np_exe
 	return 0
 }
+# asan_skip NAME SKIPPED...: true in an ASan/UBSan build when NAME is one of
+# SKIPPED - matrix rows the sanitizer suite leaves out: their time is
+# almost all perf's and the comparison scripts', which the sanitizers do not
+# check, and the rows it runs take vmtrace through the same code paths
+asan_skip() {
+	[ -n "${as_asan:-}" ] || { asan_build && as_asan=1 || as_asan=0; }
+	[ "$as_asan" = 1 ] || return 1
+	as_name=$1
+	shift
+	for as_row in "$@"; do [ "$as_row" = "$as_name" ] && return 0; done
+	return 1
+}
 # test_cmp EXPECT ACTUAL: git's test_cmp - succeeds when the two files are
 # equal; otherwise prints a unified diff (expected -, actual +) as "# "
 # lines and fails.  A missing file fails too, with diff's message.
