@@ -22,7 +22,26 @@ need_perf() { [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1 || skip "perf no
 # An ASan/UBSan build: its allocator's redzones and quarantine make peak-RSS
 # bounds meaningless there (the normal build checks them).
 asan_build() { grep -q __asan_init "$VMTRACE" 2>/dev/null; }
-need_python() { [ -n "$PYTHON3" ] || skip "python3 not installed"; }
+# need_python: python3 or skip; PYTHON3 the interpreter itself, not a
+# version manager's shim in front of it (pyenv's costs a bash script and
+# twice python's start-up, on each of the hundreds of calls of the suite)
+need_python() {
+	[ -n "$PYTHON3" ] || skip "python3 not installed"
+	np_exe=$("$PYTHON3" -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$np_exe" ] && PYTHON3=$np_exe
+	return 0
+}
+# asan_skip NAME SKIPPED...: true in an ASan/UBSan build when NAME is one of
+# SKIPPED - matrix rows the sanitizer suite leaves out: their time is
+# almost all perf's and the comparison scripts', which the sanitizers do not
+# check, and the rows it runs take vmtrace through the same code paths
+asan_skip() {
+	[ -n "${as_asan:-}" ] || { asan_build && as_asan=1 || as_asan=0; }
+	[ "$as_asan" = 1 ] || return 1
+	as_name=$1
+	shift
+	for as_row in "$@"; do [ "$as_row" = "$as_name" ] && return 0; done
+	return 1
+}
 # test_cmp EXPECT ACTUAL: git's test_cmp - succeeds when the two files are
 # equal; otherwise prints a unified diff (expected -, actual +) as "# "
 # lines and fails.  A missing file fails too, with diff's message.

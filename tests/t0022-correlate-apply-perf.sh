@@ -3,7 +3,9 @@
 # result equals, byte for byte, what `perf inject --vm-time-correlation=<the
 # same offsets> --force` writes on a copy (vmtrace only appends its marker
 # after the last section); a second dry run finds no guest offsets left; perf
-# still reads the corrected file.
+# still reads the corrected file (in the normal build: perf's dump of
+# each 2-4 MiB file is most of the sanitizer build's time, and the bytes it
+# reads are perf's own rewrite's there too).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
@@ -33,6 +35,7 @@ while read -r name opts; do
 	"$VMTRACE" correlate --dry-run --json "$TMP/vt.data" >"$TMP/again.json" 2>/dev/null
 	rc=$?
 	check "$name: second dry run: exit 0, every VMCS no-offset" sh -c "[ $rc -eq 0 ] && '$PYTHON3' -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"vmcs\"] and all(v[\"status\"]==\"no-offset\" for v in d[\"vmcs\"])' '$TMP/again.json'"
+	asan_build && continue
 	timeout 120 "$PERF" script -D -i "$TMP/vt.data" >"$TMP/dump" 2>&1
 	check "$name: perf script -D reads the corrected file, no bad packet" sh -c "[ $? -eq 0 ] && ! grep -q 'Bad packet' '$TMP/dump' && grep -q 'TSC 0x' '$TMP/dump'"
 done <"$top_srcdir/tests/matrix.txt"

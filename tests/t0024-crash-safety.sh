@@ -6,7 +6,6 @@
 # VMTRACE_TEST_APPLY_DELAY_US (test hook) slows the patch writes in half
 # of the runs so that kills also land while the trace is being modified.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
-need_python
 export SOURCE_DATE_EPOCH=1700000000
 KILLS=${VMTRACE_CRASH_KILLS:-50}
 
@@ -28,7 +27,7 @@ while [ $i -lt "$KILLS" ]; do
 	i=$((i + 1))
 	cp "$TMP/orig.data" "$TMP/t.data"
 	delay=""; [ $((i % 2)) = 0 ] && delay=50
-	at=$("$PYTHON3" -c "import random; random.seed($i); print(random.uniform(0.01, $span / 1000.0))")
+	at=$(awk -v i=$i -v span=$span 'BEGIN { srand(i); printf "%.3f\n", 0.01 + rand() * (span / 1000.0 - 0.01) }')
 	VMTRACE_TEST_APPLY_DELAY_US=$delay "$VMTRACE" correlate --in-place "$TMP/t.data" >/dev/null 2>&1 &
 	pid=$!
 	sleep "$at"
