@@ -65,7 +65,7 @@ void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n)
 	}
 }
 
-void vt_textbuf_pad(VtTextBuf *t, gsize n)
+void vt_textbuf_pad_long(VtTextBuf *t, gsize n)
 {
 	while (n) {
 		gsize k = MIN(n, (gsize)VT_TEXTBUF_PIECE);
@@ -90,41 +90,119 @@ void vt_textbuf_left(VtTextBuf *t, const char *s, gsize n, int width)
 		vt_textbuf_pad(t, (gsize)width - n);
 }
 
+/* Two digits at a time from tables (a division by 100 per pair, by a
+ * constant: a multiplication), no loop per digit. */
+static const char dec2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+static const char hex2[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+/* The decimal digits of u ending at end; returns how many. */
+static int dec_digits(char *end, guint64 u)
+{
+	char *p = end;
+
+	while (u >= 100) {
+		guint64 q = u / 100;
+
+		p -= 2;
+		memcpy(p, dec2 + 2 * (u - q * 100), 2);
+		u = q;
+	}
+	if (u >= 10) {
+		p -= 2;
+		memcpy(p, dec2 + 2 * u, 2);
+	} else {
+		*--p = (char)('0' + u);
+	}
+	return (int)(end - p);
+}
+
+static int hex_count(guint64 v)
+{
+	return (64 - __builtin_clzll(v | 1) + 3) / 4;
+}
+
+/* The n lowest hex digits of v at p..p+n-1. */
+static void hex_digits(char *p, guint64 v, int n)
+{
+	char *e = p + n;
+
+	while (e - p >= 2) {
+		e -= 2;
+		memcpy(e, hex2 + 2 * (v & 0xff), 2);
+		v >>= 8;
+	}
+	if (e > p)
+		*--e = hex2[2 * (v & 15) + 1];
+}
+
 gsize vt_textbuf_format_hex(char *buf, guint64 v)
 {
-	int digits = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+	int n = hex_count(v);
 
-	for (int i = digits - 1; i >= 0; i--) {
-		buf[i] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	}
-	return (gsize)digits;
+	hex_digits(buf, v, n);
+	return (gsize)n;
 }
 
 void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 {
-	char buf[24];
-	gsize n = vt_textbuf_format_hex(buf, v);
+	int n = hex_count(v), fill = width > n ? width - n : 0;
+	char *p;
 
-	vt_textbuf_right(t, buf, n, width);
+	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 16)) {
+		vt_textbuf_pad(t, (gsize)fill);
+		fill = 0;
+	}
+	p = vt_textbuf_room(t, (gsize)(fill + n));
+	memset(p, ' ', (gsize)fill);
+	hex_digits(p + fill, v, n);
+	t->len += (gsize)(fill + n);
+}
+
+/* printf's "%*lld"/"%0*lld" wider than a piece */
+static void int_wide(VtTextBuf *t, const char *digits, int n, int sign, int fill, char pad)
+{
+	if (pad != '0')
+		vt_textbuf_pad(t, (gsize)fill);
+	if (sign)
+		vt_textbuf_c(t, '-');
+	for (; pad == '0' && fill > 0; fill--)
+		vt_textbuf_c(t, '0');
+	vt_textbuf_mem(t, digits, (gsize)n);
 }
 
 void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad)
 {
 	char buf[24];
 	guint64 u = v < 0 ? -(guint64)v : (guint64)v;
-	int n = 0, sign = v < 0, fill = width - sign;
+	int n = dec_digits(buf + sizeof(buf), u), sign = v < 0, fill = MAX(width - sign - n, 0);
+	char *p;
 
-	do {
-		buf[sizeof(buf) - 1 - n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	fill -= n;
-	if (pad != '0' && fill > 0)
-		vt_textbuf_pad(t, (gsize)fill);
+	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 24)) {
+		int_wide(t, buf + sizeof(buf) - n, n, sign, fill, pad);
+		return;
+	}
+	p = vt_textbuf_room(t, (gsize)(fill + sign + n));
+	if (pad != '0') {
+		memset(p, ' ', (gsize)fill);
+		p += fill;
+	}
 	if (sign)
-		vt_textbuf_c(t, '-');
-	for (; pad == '0' && fill > 0; fill--)
-		vt_textbuf_c(t, '0');
-	vt_textbuf_mem(t, buf + sizeof(buf) - n, (gsize)n);
+		*p++ = '-';
+	if (pad == '0') {
+		memset(p, '0', (gsize)fill);
+		p += fill;
+	}
+	memcpy(p, buf + sizeof(buf) - n, (gsize)n);
+	t->len = (gsize)(p + n - t->buf);
 }
