@@ -146,6 +146,23 @@ static void hex_digits(char *p, guint64 v, int n)
 		*--e = hex2[2 * (v & 15) + 1];
 }
 
+void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
+{
+	char *o;
+
+	if (G_UNLIKELY(n > VT_TEXTBUF_PIECE / 3)) {
+		vt_textbuf_bytes(t, p, VT_TEXTBUF_PIECE / 3);
+		vt_textbuf_bytes(t, p + VT_TEXTBUF_PIECE / 3, n - VT_TEXTBUF_PIECE / 3);
+		return;
+	}
+	o = vt_textbuf_room(t, 3 * n);
+	for (gsize i = 0; i < n; i++, o += 3) {
+		o[0] = ' ';
+		memcpy(o + 1, hex2 + 2 * p[i], 2);
+	}
+	t->len += 3 * n;
+}
+
 gsize vt_textbuf_format_hex(char *buf, guint64 v)
 {
 	int n = hex_count(v);

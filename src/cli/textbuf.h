@@ -101,6 +101,8 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width);
 /* v in decimal right-aligned in width, padded with ' ' ("%*lld") or '0'
  * ("%0*lld": zeros after a minus sign) */
 void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad);
+/* " xx" for each of the n bytes at p (lowercase hex) */
+void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n);
 /* The same into buf (at least 24 bytes): returns the length written (no NUL). */
 gsize vt_textbuf_format_hex(char *buf, guint64 v);
 

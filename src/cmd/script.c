@@ -75,7 +75,23 @@ typedef struct {
 	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
 	GArray *last;                      /* per queue, its last branch's instruction (Walk) */
 	GArray *next;                      /* per queue, where its last branch went (Walk) */
+	const char *guest_dso;             /* perf's DSO of guest kernel code (guest_dso()) */
+	gsize guest_dso_len;
+	guint64 seq;                       /* events read so far */
+	struct LineHead *head;             /* the last line's start (line_fields) */
 } Script;
+
+/* A line's start up to its flags, as line_fields() last formatted it:
+ * the same for every instruction line of one event (--insn-trace), so
+ * formatted once and copied. */
+typedef struct LineHead {
+	guint64 seq;                       /* its event (Script.seq); 0: none */
+	guint f;
+	gboolean guest;
+	const char *event;
+	gsize len;
+	char text[240];
+} LineHead;
 
 /* --insn-trace: a queue's flow between branches runs on from `ip`. */
 typedef struct {
@@ -378,30 +394,53 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 	return TRUE;
 }
 
-static void side(const Script *s, guint64 addr, gboolean guest, guint f)
+/* A kernel address: "ADDR SYM+0xOFF (DSO)" with its symbol (NULL: none,
+ * "[unknown]"), as far as -F asks. */
+static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, const char *sym, gsize sym_len,
+		     guint64 off)
 {
 	VtTextBuf *t = s->out;
-	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
 
-	if (guest && user_side(s, s->guest_pid, addr, f))
-		return;
 	vt_textbuf_hex(t, addr, 16);
 	if (f & (F_SYM | F_SYMOFF)) {
 		vt_textbuf_c(t, ' ');
-		if (y->sym)
-			vt_textbuf_mem(t, y->sym, y->sym_len);
+		if (sym)
+			vt_textbuf_mem(t, sym, sym_len);
 		else
 			put_lit(t, "[unknown]");
 	}
-	if (y->sym && (f & F_SYMOFF)) {
+	if (sym && (f & F_SYMOFF)) {
 		put_lit(t, "+0x");
-		vt_textbuf_hex(t, y->off, 0);
+		vt_textbuf_hex(t, off, 0);
 	}
 	if (f & F_DSO) {
 		put_lit(t, " (");
-		vt_textbuf_str(t, !y->sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
+		if (!sym)
+			put_lit(t, "[unknown]");
+		else if (guest)
+			vt_textbuf_mem(t, s->guest_dso, s->guest_dso_len);
+		else
+			put_lit(t, "[kernel.kallsyms]");
 		vt_textbuf_c(t, ')');
 	}
+}
+
+static void side(const Script *s, guint64 addr, gboolean guest, guint f)
+{
+	const VtDecodeSym *y;
+
+	if (guest && user_side(s, s->guest_pid, addr, f))
+		return;
+	y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
+	put_side(s, addr, guest, f, y->sym, y->sym_len, y->off);
+}
+
+/* The same for an instruction: its symbol is in the disassembly cache. */
+static void insn_side(const Script *s, const VtDisasmInsn *in, gboolean guest, guint f)
+{
+	if (guest && user_side(s, s->guest_pid, in->ip, f))
+		return;
+	put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off);
 }
 
 /* The thread of one side of a branch: on the guest side the guest thread
@@ -455,11 +494,10 @@ static void put_flags(VtTextBuf *t, guint32 flags)
 	vt_textbuf_c(t, ' ');
 }
 
-/* perf's line start: comm, tid, cpu, time (nanoseconds with --insn-trace),
- * period, event, flags - those of f that -F asks for (event: its name,
- * flags: perf's sample flags). */
-static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event,
-			guint32 flags)
+/* perf's line start up to the flags: comm, tid, cpu, time (nanoseconds
+ * with --insn-trace), period, event - those of f that -F asks for (event:
+ * its name). */
+static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event)
 {
 	VtTextBuf *t = s->out;
 	char name[24];
@@ -487,6 +525,31 @@ static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest,
 		put_str(t, event, s->name_width);
 		put_lit(t, ": ");
 	}
+}
+
+/* perf's line start: line_head() (copied when it is the last line's), then
+ * the flags if f asks for them (perf's sample flags). */
+static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event,
+			guint32 flags)
+{
+	VtTextBuf *t = s->out;
+	LineHead *h = s->head;
+
+	if (h->seq == s->seq && h->guest == guest && h->f == f && h->event == event) {
+		vt_textbuf_mem(t, h->text, h->len);
+	} else {
+		guint64 start = vt_textbuf_pos(t);
+		gsize len;
+
+		line_head(s, e, guest, f, event);
+		len = (gsize)(vt_textbuf_pos(t) - start);
+		/* kept when it is in the buffer in one piece (no flush in between) */
+		*h = (LineHead){ .seq = 0 };
+		if (len <= sizeof(h->text) && t->len >= len) {
+			*h = (LineHead){ s->seq, f, guest, event, len, { 0 } };
+			memcpy(h->text, t->buf + t->len - len, len);
+		}
+	}
 	if (f & F_FLAGS)
 		put_flags(t, flags);
 }
@@ -501,17 +564,9 @@ static void line_start(const Script *s, const VtDecodeEvent *e, gboolean guest)
 /* " insn: BYTES" of an instruction (NULL: none) */
 static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 {
-	char *p = vt_textbuf_room(s->out, 6 + 3 * 15);
-	char *start = p;
-
-	memcpy(p, " insn:", 6);
-	p += 6;
-	for (guint i = 0; in && i < in->len; i++) {
-		*p++ = ' ';
-		*p++ = "0123456789abcdef"[in->bytes[i] >> 4];
-		*p++ = "0123456789abcdef"[in->bytes[i] & 15];
-	}
-	vt_textbuf_commit(s->out, (gsize)(p - start));
+	put_lit(s->out, " insn:");
+	if (in && in->len)
+		vt_textbuf_bytes(s->out, in->code, in->len);
 }
 
 /* " insn: BYTES" of the instruction at ip */
@@ -746,14 +801,17 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
-	const char *dso = guest ? guest_dso(s) : "[kernel.kallsyms]";
+	const char *dso = guest ? s->guest_dso : "[kernel.kallsyms]";
+	gsize dso_len = guest ? s->guest_dso_len : strlen("[kernel.kallsyms]");
 	const VtDecodeSym *y;
 	int len = 0;
 
-	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code)
+	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code) {
 		dso = "[unknown]";
+		dso_len = strlen(dso);
+	}
 	vt_textbuf_c(t, '(');
-	vt_textbuf_left(t, dso, strlen(dso), s->o->call_trace ? 50 : 0);
+	vt_textbuf_left(t, dso, dso_len, s->o->call_trace ? 50 : 0);
 	put_lit(t, ")\t");
 	y = vt_decode_symcache_lookup(s->syms, img, at);
 	if (y->sym) {
@@ -814,7 +872,7 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 {
 	VtTextBuf *t = s->out;
 	guint f = s->o->insn_mask;
-	guint32 flags = last ? vt_decode_perf_flags(last)
+	guint32 flags = !(f & F_FLAGS) ? 0 : last ? vt_decode_perf_flags(last)
 			: in->kind == VT_INSN_COND ? VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL : 0;
 
 	line_fields(s, e, guest, f, "instructions:k", flags);
@@ -822,13 +880,13 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 		vt_textbuf_hex(t, last ? last->to : 0, 16);
 	if (f & F_IP) {
 		vt_textbuf_c(t, ' ');
-		side(s, in->ip, guest, f);
+		insn_side(s, in, guest, f);
 	}
 	if (f & F_INSN)
 		insn_bytes_of(s, in);
 	if (f & F_DISASM) {
 		put_lit(t, "\t\t");
-		vt_textbuf_str(t, in->text);
+		vt_textbuf_mem(t, in->text, in->text_len < 255 ? in->text_len : strlen(in->text));
 	}
 	vt_textbuf_c(t, '\n');
 }
@@ -837,18 +895,23 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
 	VtDecodeDisasm *d = s->disasm[w->guest ? 1 : 0];
-	guint64 ip = w->ip;
+	gboolean show = wanted(s, e, w->guest);
+	guint64 ip = w->ip, last = 0;
+	gboolean any = FALSE;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
 		const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
 
 		if (!in->len)
 			break;
-		if (wanted(s, e, w->guest))
+		if (show)
 			insn_line(s, e, in, w->guest, inclusive && ip == to ? &e->b : NULL);
-		*last_of(s, e->queue) = (Walk){ ip, w->guest, TRUE };
+		last = ip;
+		any = TRUE;
 		ip += in->len;
 	}
+	if (any)
+		*last_of(s, e->queue) = (Walk){ last, w->guest, TRUE };
 	return ip;
 }
 
@@ -1014,8 +1077,12 @@ static void report(Script *s)
 		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
-	s->disasm[0] = vt_decode_disasm_new(s->host);
-	s->disasm[1] = vt_decode_disasm_new(s->guest);
+	/* bounded: 2 x 2^18 instructions of 80 bytes, 40 MiB (t0042) */
+	s->disasm[0] = vt_decode_disasm_new_sized(s->host, 18);
+	s->disasm[1] = vt_decode_disasm_new_sized(s->guest, 18);
+	s->guest_dso = guest_dso(s);
+	s->guest_dso_len = strlen(s->guest_dso);
+	s->head = g_new0(LineHead, 1);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
@@ -1024,6 +1091,7 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
+		s->seq++;
 		s->guest_pid = e->guest_pid;    /* whose user mappings a guest address is in */
 		if (s->stacks) {
 			/* every branch moves perf's stack; only some are shown */
@@ -1068,6 +1136,8 @@ static void report(Script *s)
 		vt_decode_disasm_free(s->disasm[i]);
 		s->disasm[i] = NULL;
 	}
+	g_free(s->head);
+	s->head = NULL;
 }
 
 /* ------------------------------------------------------------- command */

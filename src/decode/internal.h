@@ -3,6 +3,7 @@
 #define VT_DECODE_INTERNAL_H
 
 #include <intel-pt.h>
+#include <Zydis/Zydis.h>
 
 #include "src/decode/decode.h"
 
@@ -58,7 +59,10 @@ gboolean vt_decode_poke_view_moved(const VtDecodePokeView *w);
 void vt_decode_poke_view_reset(VtDecodePokeView *w, struct pt_image *pi);
 /* image.c: the section cache */
 struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img);
-/* insn.c: one instruction from its bytes */
+/* insn.c: one instruction from its bytes; the kind of one Zydis decoded
+ * (its visible operands); is it mov REG, (%rsp) */
 gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
+VtInsnKind vt_decode_insn_kind(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
+gboolean vt_decode_insn_writes_stack_top(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
 
 #endif
