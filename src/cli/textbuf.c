@@ -106,25 +106,50 @@ static const char hex2[513] =
 	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
 	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
-/* The decimal digits of u ending at end; returns how many. */
-static int dec_digits(char *end, guint64 u)
+static const guint64 pow10[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
+	10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+	1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+	10000000000000000000ULL,
+};
+
+/* How many decimal digits u has (log10 from the bit length). */
+static int dec_count(guint64 u)
 {
-	char *p = end;
+	int t = ((64 - __builtin_clzll(u | 1)) * 1233) >> 12;
+
+	return u ? t + (u >= pow10[t]) : 1;
+}
+
+/* The n decimal digits of u at p..p+n-1, two at a time. */
+static void dec_digits(char *p, guint64 u, int n)
+{
+	char *e = p + n;
 
 	while (u >= 100) {
 		guint64 q = u / 100;
 
-		p -= 2;
-		memcpy(p, dec2 + 2 * (u - q * 100), 2);
+		e -= 2;
+		memcpy(e, dec2 + 2 * (u - q * 100), 2);
 		u = q;
 	}
-	if (u >= 10) {
-		p -= 2;
-		memcpy(p, dec2 + 2 * u, 2);
+	if (u >= 10)
+		memcpy(e - 2, dec2 + 2 * u, 2);
+	else
+		e[-1] = (char)('0' + u);
+}
+
+/* n bytes c at p: short runs (almost all) in one 16-byte store */
+static void fill_with(char *p, char c, int n)
+{
+	if (n <= 16) {
+		char run[16];
+
+		memset(run, c, sizeof(run));
+		memcpy(p, run, sizeof(run));    /* the buffer has room past n (see callers) */
 	} else {
-		*--p = (char)('0' + u);
+		memset(p, c, (gsize)n);
 	}
-	return (int)(end - p);
 }
 
 static int hex_count(guint64 v)
@@ -132,18 +157,35 @@ static int hex_count(guint64 v)
 	return (64 - __builtin_clzll(v | 1) + 3) / 4;
 }
 
-/* The n lowest hex digits of v at p..p+n-1. */
+/* 8 hex digits of v (32 bits) as 8 ASCII bytes, the first digit in the
+ * lowest byte: nibbles spread into bytes, '0' added, 'a'-'9'-1 more where
+ * a nibble is over 9 (no table, no loop). */
+static guint64 hex8(guint32 v)
+{
+	guint64 x = v;
+
+	x = (x | x << 16) & 0x0000ffff0000ffffULL;
+	x = (x | x << 8) & 0x00ff00ff00ff00ffULL;
+	x = (x | x << 4) & 0x0f0f0f0f0f0f0f0fULL;
+	x += 0x3030303030303030ULL + (((x + 0x0606060606060606ULL) >> 4) & 0x0101010101010101ULL) * ('a' - '9' - 1);
+	return __builtin_bswap64(x);
+}
+
+/* The n lowest hex digits of v at p..p+n-1, and up to 8 bytes of junk
+ * after them (the caller has room for it and does not count it). */
 static void hex_digits(char *p, guint64 v, int n)
 {
-	char *e = p + n;
+	guint64 lo = hex8((guint32)v);
 
-	while (e - p >= 2) {
-		e -= 2;
-		memcpy(e, hex2 + 2 * (v & 0xff), 2);
-		v >>= 8;
+	if (n > 8) {
+		guint64 hi = hex8((guint32)(v >> 32)) >> (8 * (16 - n));
+
+		memcpy(p, &hi, 8);
+		memcpy(p + n - 8, &lo, 8);
+	} else {
+		lo >>= 8 * (8 - n);
+		memcpy(p, &lo, 8);
 	}
-	if (e > p)
-		*--e = hex2[2 * (v & 15) + 1];
 }
 
 void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
@@ -165,9 +207,11 @@ void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
 
 gsize vt_textbuf_format_hex(char *buf, guint64 v)
 {
+	char tmp[24];
 	int n = hex_count(v);
 
-	hex_digits(buf, v, n);
+	hex_digits(tmp, v, n);
+	memcpy(buf, tmp, (gsize)n);
 	return (gsize)n;
 }
 
@@ -176,12 +220,12 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 	int n = hex_count(v), fill = width > n ? width - n : 0;
 	char *p;
 
-	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 16)) {
+	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 32)) {
 		vt_textbuf_pad(t, (gsize)fill);
 		fill = 0;
 	}
-	p = vt_textbuf_room(t, (gsize)(fill + n));
-	memset(p, ' ', (gsize)fill);
+	p = vt_textbuf_room(t, (gsize)(fill + n + 16));
+	fill_with(p, ' ', fill);
 	hex_digits(p + fill, v, n);
 	t->len += (gsize)(fill + n);
 }
@@ -200,26 +244,28 @@ static void int_wide(VtTextBuf *t, const char *digits, int n, int sign, int fill
 
 void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad)
 {
-	char buf[24];
 	guint64 u = v < 0 ? -(guint64)v : (guint64)v;
-	int n = dec_digits(buf + sizeof(buf), u), sign = v < 0, fill = MAX(width - sign - n, 0);
+	int n = dec_count(u), sign = v < 0, fill = MAX(width - sign - n, 0);
 	char *p;
 
-	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 24)) {
-		int_wide(t, buf + sizeof(buf) - n, n, sign, fill, pad);
+	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 48)) {
+		char buf[24];
+
+		dec_digits(buf, u, n);
+		int_wide(t, buf, n, sign, fill, pad);
 		return;
 	}
-	p = vt_textbuf_room(t, (gsize)(fill + sign + n));
+	p = vt_textbuf_room(t, (gsize)(fill + sign + n + 16));
 	if (pad != '0') {
-		memset(p, ' ', (gsize)fill);
+		fill_with(p, ' ', fill);
 		p += fill;
 	}
 	if (sign)
 		*p++ = '-';
 	if (pad == '0') {
-		memset(p, '0', (gsize)fill);
+		fill_with(p, '0', fill);
 		p += fill;
 	}
-	memcpy(p, buf + sizeof(buf) - n, (gsize)n);
+	dec_digits(p, u, n);
 	t->len = (gsize)(p + n - t->buf);
 }

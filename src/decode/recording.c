@@ -29,6 +29,11 @@ typedef struct {
 	guint pos;
 	gboolean ended;
 	GThread *thread;
+	/* the thread its last branch named (name_event): tid, pid, vCPU, comm */
+	gboolean named;
+	guint32 named_tid;
+	gint32 named_pid, named_vcpu;
+	const char *named_comm;
 } Queue;
 
 struct VtDecodeResult {
@@ -132,19 +137,33 @@ static gint32 vcpu_of(const VtDecodeResult *r, const VmcorrThread *t)
 	return -1;
 }
 
-static void name_event(VtDecodeResult *r, const VmcorrSession *s, const VmcorrQueue *q, VtDecodeEvent *e)
+/* Thread tid's pid, vCPU and comm (interned) into q's cache: looked up
+ * when the queue's thread changes, not per branch. */
+static void name_thread(VtDecodeResult *r, Queue *q, guint32 tid)
 {
-	const VmcorrThread *t;
+	const VmcorrThread *t = tid ? vmcorr_session_thread(r->s, tid) : NULL;
+
+	q->named = TRUE;
+	q->named_tid = tid;
+	q->named_pid = t ? (gint32)t->pid : -1;
+	q->named_vcpu = vcpu_of(r, t);
+	q->named_comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
+}
+
+static void name_event(VtDecodeResult *r, const VmcorrSession *s, Queue *qu, VtDecodeEvent *e)
+{
+	const VmcorrQueue *q = qu->q;
 	guint32 tid = q->tid;
 
 	e->cpu = s->per_cpu ? (gint32)q->cpu : -1;
 	if (s->per_cpu)
 		tid = r->timed && e->b.tsc ? vmcorr_session_thread_at(s, q->cpu, e->b.tsc) : 0;
 	e->tid = (gint32)tid;
-	t = tid ? vmcorr_session_thread(s, tid) : NULL;
-	e->pid = t ? (gint32)t->pid : -1;
-	e->vcpu = vcpu_of(r, t);
-	e->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
+	if (!qu->named || qu->named_tid != tid)
+		name_thread(r, qu, tid);
+	e->pid = qu->named_pid;
+	e->vcpu = qu->named_vcpu;
+	e->comm = qu->named_comm;
 	e->time = r->timed && s->have_tc && e->b.tsc ? vt_perf_tsc_to_time(e->b.tsc, &s->tc) : 0;
 	if (!r->timed || !vt_decode_guest_threads_machine_pid(r->guest))
 		return;
@@ -255,7 +274,7 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 	memset(&r->ev, 0, sizeof(r->ev));
 	r->ev.b = g_array_index(q->cur, VtBranch, q->pos++);
 	r->ev.queue = q->q->idx;
-	name_event(r, r->s, q->q, &r->ev);
+	name_event(r, r->s, q, &r->ev);
 	r->nerrors += r->ev.b.kind == VT_BRANCH_ERROR;
 	return &r->ev;
 }
