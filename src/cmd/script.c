@@ -79,7 +79,32 @@ typedef struct {
 	gsize guest_dso_len;
 	guint64 seq;                       /* events read so far */
 	struct LineHead *head;             /* the last line's start (line_fields) */
+	struct SideText *sides;            /* branch lines' sides (side()) */
+	struct ThreadText *threads;        /* lines' thread fields (thread_part()) */
 } Script;
+
+/* A line's thread fields as thread_part() last formatted them (len 0: none). */
+typedef struct ThreadText {
+	const char *comm, *guest_comm;
+	gint32 tid, cpu, machine_pid, vcpu, guest_tid;
+	guint f;
+	gboolean guest;
+	guint8 len;
+	char text[151];
+} ThreadText;
+
+#define THREADS 16
+
+/* A branch line's side as side() last formatted it (len 0: none). */
+typedef struct SideText {
+	guint64 addr;
+	const VtDecodeImage *img;
+	guint f;
+	guint8 len;
+	char text[107];
+} SideText;
+
+#define SIDES_LOG2 14             /* 2 MiB */
 
 /* A line's start up to its flags, as line_fields() last formatted it:
  * the same for every instruction line of one event (--insn-trace), so
@@ -91,6 +116,10 @@ typedef struct LineHead {
 	const char *event;
 	gsize len;
 	char text[240];
+	/* put_time(): the seconds part last formatted */
+	guint64 secs;
+	gsize secs_len;
+	char secs_text[24];
 } LineHead;
 
 /* --insn-trace: a queue's flow between branches runs on from `ip`. */
@@ -425,14 +454,32 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	}
 }
 
+/* One side of a branch line: kernel addresses as formatted last time
+ * they were (a branch's ends repeat: formatting them was half a line's
+ * cost), from a direct-mapped table of SIDES texts. */
 static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 {
+	VtTextBuf *t = s->out;
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	SideText *x = &s->sides[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> (64 - SIDES_LOG2)];
 	const VtDecodeSym *y;
+	gsize len;
 
 	if (guest && user_side(s, s->guest_pid, addr, f))
 		return;
-	y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
+	if (x->len && x->addr == addr && x->img == img && x->f == f) {
+		vt_textbuf_mem(t, x->text, x->len);
+		return;
+	}
+	y = vt_decode_symcache_lookup(s->syms, img, addr);
+	len = (gsize)vt_textbuf_pos(t);
 	put_side(s, addr, guest, f, y->sym, y->sym_len, y->off);
+	len = (gsize)(vt_textbuf_pos(t) - len);
+	x->len = 0;
+	if (len < sizeof(x->text) && t->len >= len) {   /* in the buffer in one piece */
+		*x = (SideText){ addr, img, f, (guint8)len, { 0 } };
+		memcpy(x->text, t->buf + t->len - len, len);
+	}
 }
 
 /* The same for an instruction: its symbol is in the disassembly cache. */
@@ -472,10 +519,29 @@ static const char *line_thread(const Script *s, const VtDecodeEvent *e, gboolean
 }
 
 /* "SECS.NSECS: " (nanoseconds: --insn-trace, call traces) or "SECS.USECS: " */
-static void put_time(VtTextBuf *t, guint64 time, gboolean nsecs)
+static void put_time(const Script *s, guint64 time, gboolean nsecs)
 {
-	vt_textbuf_int(t, (gint64)(time / 1000000000), 5, ' ');
-	vt_textbuf_c(t, '.');
+	VtTextBuf *t = s->out;
+	LineHead *h = s->head;
+	guint64 secs = time / 1000000000;
+
+	/* the seconds change seldom: formatted when they do */
+	if (h->secs_len && h->secs == secs) {
+		vt_textbuf_mem(t, h->secs_text, h->secs_len);
+	} else {
+		guint64 start = vt_textbuf_pos(t);
+		gsize len;
+
+		vt_textbuf_int(t, (gint64)secs, 5, ' ');
+		vt_textbuf_c(t, '.');
+		len = (gsize)(vt_textbuf_pos(t) - start);
+		h->secs_len = 0;
+		if (t->len >= len) {
+			h->secs = secs;
+			h->secs_len = len;
+			memcpy(h->secs_text, t->buf + t->len - len, len);
+		}
+	}
 	if (nsecs)
 		vt_textbuf_int(t, (gint64)(time % 1000000000), 9, '0');
 	else
@@ -497,7 +563,7 @@ static void put_flags(VtTextBuf *t, guint32 flags)
 /* perf's line start up to the flags: comm, tid, cpu, time (nanoseconds
  * with --insn-trace), period, event - those of f that -F asks for (event:
  * its name). */
-static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event)
+static void thread_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f)
 {
 	VtTextBuf *t = s->out;
 	char name[24];
@@ -517,8 +583,43 @@ static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, g
 		vt_textbuf_int(t, e->cpu, 3, '0');
 		put_lit(t, "] ");
 	}
+}
+
+/* thread_fields() as last formatted for the same thread (a table of
+ * THREADS, by tid and CPU): the same for all lines of a thread */
+static void thread_part(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f)
+{
+	VtTextBuf *t = s->out;
+	ThreadText *x = &s->threads[((guint)e->tid ^ (guint)e->cpu * 31u ^ (guint)guest * 7u) % THREADS];
+	ThreadText key = { e->comm, e->guest_comm, e->tid, e->cpu, e->machine_pid, e->vcpu, e->guest_tid, f, guest,
+			   0, { 0 } };
+	guint64 start;
+	gsize len;
+
+	if (x->len && x->comm == key.comm && x->guest_comm == key.guest_comm && x->tid == key.tid &&
+	    x->cpu == key.cpu && x->machine_pid == key.machine_pid && x->vcpu == key.vcpu &&
+	    x->guest_tid == key.guest_tid && x->f == f && x->guest == guest) {
+		vt_textbuf_mem(t, x->text, x->len);
+		return;
+	}
+	start = vt_textbuf_pos(t);
+	thread_fields(s, e, guest, f);
+	len = (gsize)(vt_textbuf_pos(t) - start);
+	x->len = 0;
+	if (len && len < sizeof(x->text) && t->len >= len) {
+		*x = key;
+		x->len = (guint8)len;
+		memcpy(x->text, t->buf + t->len - len, len);
+	}
+}
+
+static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event)
+{
+	VtTextBuf *t = s->out;
+
+	thread_part(s, e, guest, f);
 	if ((f & F_TIME) && vt_decode_result_timed(s->result))
-		put_time(t, e->time, s->o->nsecs);
+		put_time(s, e->time, s->o->nsecs);
 	if (f & F_PERIOD)
 		put_lit(t, "         1 ");
 	if (f & F_EVENT) {  /* perf pads event names to the longest in the file */
@@ -544,9 +645,13 @@ static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest,
 		line_head(s, e, guest, f, event);
 		len = (gsize)(vt_textbuf_pos(t) - start);
 		/* kept when it is in the buffer in one piece (no flush in between) */
-		*h = (LineHead){ .seq = 0 };
+		h->seq = 0;
 		if (len <= sizeof(h->text) && t->len >= len) {
-			*h = (LineHead){ s->seq, f, guest, event, len, { 0 } };
+			h->seq = s->seq;
+			h->f = f;
+			h->guest = guest;
+			h->event = event;
+			h->len = len;
 			memcpy(h->text, t->buf + t->len - len, len);
 		}
 	}
@@ -786,7 +891,7 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 		put_lit(t, "] ");
 	}
 	if (vt_decode_result_timed(s->result))
-		put_time(t, e->time, TRUE);
+		put_time(s, e->time, TRUE);
 	if (s->o->call_ret_trace)
 		put_flags(t, flags);
 }
@@ -1083,6 +1188,8 @@ static void report(Script *s)
 	s->guest_dso = guest_dso(s);
 	s->guest_dso_len = strlen(s->guest_dso);
 	s->head = g_new0(LineHead, 1);
+	s->sides = g_new0(SideText, 1u << SIDES_LOG2);
+	s->threads = g_new0(ThreadText, THREADS);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
@@ -1138,6 +1245,10 @@ static void report(Script *s)
 	}
 	g_free(s->head);
 	s->head = NULL;
+	g_free(s->sides);
+	s->sides = NULL;
+	g_free(s->threads);
+	s->threads = NULL;
 }
 
 /* ------------------------------------------------------------- command */
