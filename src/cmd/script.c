@@ -64,7 +64,6 @@ typedef struct {
 	VtDecodeResult *result;
 	VtJson *json;
 	VtTextBuf *out;                    /* text lines (stdout) */
-	VtDecodeSymCache *syms;            /* symbols of addresses, host and guest */
 	const ScriptOptions *o;
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 show_flags;                /* their branches: perf's flags shown */
@@ -79,7 +78,6 @@ typedef struct {
 	gsize guest_dso_len;
 	guint64 seq;                       /* events read so far */
 	struct LineHead *head;             /* the last line's start (line_fields) */
-	struct SideText *sides;            /* branch lines' sides (side()) */
 	struct ThreadText *threads;        /* lines' thread fields (thread_part()) */
 } Script;
 
@@ -94,17 +92,6 @@ typedef struct ThreadText {
 } ThreadText;
 
 #define THREADS 16
-
-/* A branch line's side as side() last formatted it (len 0: none). */
-typedef struct SideText {
-	guint64 addr;
-	const VtDecodeImage *img;
-	guint f;
-	guint8 len;
-	char text[107];
-} SideText;
-
-#define SIDES_LOG2 14             /* 2 MiB */
 
 /* A line's start up to its flags, as line_fields() last formatted it:
  * the same for every instruction line of one event (--insn-trace), so
@@ -454,32 +441,38 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	}
 }
 
-/* One side of a branch line: kernel addresses as formatted last time
- * they were (a branch's ends repeat: formatting them was half a line's
- * cost), from a direct-mapped table of SIDES texts. */
+/* The symbol holding a kernel address of img (NULL: none; only in code),
+ * its length and the offset into it; *code: is addr in img's code.
+ * Straight from the image: it remembers the last symbol's and code
+ * segment's range, so a lookup in the function of the last one (most of
+ * them) costs two compares - a table of addresses cost a cache miss per
+ * line on a trace that runs much code (2^16 slots, 2.6 MB). */
+static const char *kernel_sym(const VtDecodeImage *img, guint64 addr, gsize *len, guint64 *off, gboolean *code)
+{
+	gsize avail;
+	const char *sym = NULL;
+
+	*off = 0;
+	*code = addr && img && vt_decode_image_code(img, addr, &avail);
+	if (*code)
+		sym = vt_decode_image_symbol(img, addr, off);
+	*len = sym ? strlen(sym) : 0;
+	if (!sym)
+		*off = 0;
+	return sym;
+}
+
 static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 {
-	VtTextBuf *t = s->out;
-	const VtDecodeImage *img = guest ? s->guest : s->host;
-	SideText *x = &s->sides[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> (64 - SIDES_LOG2)];
-	const VtDecodeSym *y;
+	const char *sym;
 	gsize len;
+	guint64 off;
+	gboolean code;
 
 	if (guest && user_side(s, s->guest_pid, addr, f))
 		return;
-	if (x->len && x->addr == addr && x->img == img && x->f == f) {
-		vt_textbuf_mem(t, x->text, x->len);
-		return;
-	}
-	y = vt_decode_symcache_lookup(s->syms, img, addr);
-	len = (gsize)vt_textbuf_pos(t);
-	put_side(s, addr, guest, f, y->sym, y->sym_len, y->off);
-	len = (gsize)(vt_textbuf_pos(t) - len);
-	x->len = 0;
-	if (len < sizeof(x->text) && t->len >= len) {   /* in the buffer in one piece */
-		*x = (SideText){ addr, img, f, (guint8)len, { 0 } };
-		memcpy(x->text, t->buf + t->len - len, len);
-	}
+	sym = kernel_sym(guest ? s->guest : s->host, addr, &len, &off, &code);
+	put_side(s, addr, guest, f, sym, len, off);
 }
 
 /* The same for an instruction: its symbol is in the disassembly cache. */
@@ -908,21 +901,25 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
 	const char *dso = guest ? s->guest_dso : "[kernel.kallsyms]";
 	gsize dso_len = guest ? s->guest_dso_len : strlen("[kernel.kallsyms]");
-	const VtDecodeSym *y;
+	const char *sym;
+	gsize sym_len;
+	guint64 off;
+	gboolean code;
 	int len = 0;
 
-	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code) {
+	kernel_sym(img, ip, &sym_len, &off, &code);
+	if (!code) {
 		dso = "[unknown]";
 		dso_len = strlen(dso);
 	}
 	vt_textbuf_c(t, '(');
 	vt_textbuf_left(t, dso, dso_len, s->o->call_trace ? 50 : 0);
 	put_lit(t, ")\t");
-	y = vt_decode_symcache_lookup(s->syms, img, at);
-	if (y->sym) {
+	sym = kernel_sym(img, at, &sym_len, &off, &code);
+	if (sym) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
-		vt_textbuf_mem(t, y->sym, y->sym_len);
-		len = (int)(depth * 4 + y->sym_len);
+		vt_textbuf_mem(t, sym, sym_len);
+		len = (int)(depth * 4 + sym_len);
 	} else if (at) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_hex(t, at, 16);
@@ -1056,13 +1053,16 @@ static void print_insns(Script *s, const VtDecodeEvent *e, gboolean show)
 
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
 {
-	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
+	gsize len;
+	guint64 koff;
+	gboolean code;
+	const char *ksym = kernel_sym(guest ? s->guest : s->host, addr, &len, &koff, &code);
 
 	vt_json_key(j, key);
 	vt_json_begin_object(j);
 	vt_json_kv_hex(j, "ip", addr);
 	vt_json_kv_bool(j, "guest", guest);
-	if (!y->sym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
+	if (!ksym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
 		const char *dso = NULL, *sym;
 		guint64 off = 0;
 
@@ -1074,9 +1074,9 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 			vt_json_kv_uint(j, "symoff", off);
 		}
 	}
-	if (y->sym) {
-		vt_json_kv_string(j, "sym", y->sym);
-		vt_json_kv_uint(j, "symoff", y->off);
+	if (ksym) {
+		vt_json_kv_string(j, "sym", ksym);
+		vt_json_kv_uint(j, "symoff", koff);
 	}
 	vt_json_end_object(j);
 }
@@ -1175,7 +1175,6 @@ static void report(Script *s)
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
 	s->out = vt_textbuf_new(stdout, 1 << 20);
-	s->syms = vt_decode_symcache_new(16);
 	if (s->o->call_trace || s->o->call_ret_trace)
 		s->stacks = vt_decode_stacks_new();
 	if (s->o->insn_trace)
@@ -1188,7 +1187,6 @@ static void report(Script *s)
 	s->guest_dso = guest_dso(s);
 	s->guest_dso_len = strlen(s->guest_dso);
 	s->head = g_new0(LineHead, 1);
-	s->sides = g_new0(SideText, 1u << SIDES_LOG2);
 	s->threads = g_new0(ThreadText, THREADS);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
@@ -1226,8 +1224,6 @@ static void report(Script *s)
 	}
 	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
 	s->out = NULL;
-	vt_decode_symcache_free(s->syms);
-	s->syms = NULL;
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;
@@ -1245,8 +1241,6 @@ static void report(Script *s)
 	}
 	g_free(s->head);
 	s->head = NULL;
-	g_free(s->sides);
-	s->sides = NULL;
 	g_free(s->threads);
 	s->threads = NULL;
 }
