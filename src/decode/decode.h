@@ -154,7 +154,7 @@ typedef struct {
 typedef struct VtDecodeDisasm VtDecodeDisasm;
 
 /* A cache of the instructions of img (borrowed): a direct-mapped table of
- * 2^slots_log2 of them (88 bytes each; 2^18 by vt_decode_disasm_new),
+ * 2^slots_log2 of them (80 bytes each; 2^18 by vt_decode_disasm_new),
  * each decoded and formatted once while it stays in; not thread-safe (one
  * per thread). */
 VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);

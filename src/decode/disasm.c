@@ -21,7 +21,9 @@ struct VtDecodeDisasm {
 	guint used;                 /* slots filled */
 };
 
-#define DEFAULT_SLOTS_LOG2 18     /* 256 Ki instructions, 22 MiB */
+#define DEFAULT_SLOTS_LOG2 18     /* 256 Ki instructions, 20 MiB */
+
+G_STATIC_ASSERT(sizeof(VtDisasmInsn) == 80);
 
 VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2)
 {
