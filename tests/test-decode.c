@@ -688,6 +688,62 @@ static void test_insn_branch(void)
 	}
 	g_assert_cmpuint(answered, >, 100000);
 	g_rand_free(rnd);
+/* The disassembly cache is bounded: 2 slots, addresses that share them
+ * looked up over and over - every answer is its own instruction's (text,
+ * bytes, kind, symbol), as a cache without collisions gives it, a text too
+ * long for its slot included, and no more than 2 are ever kept. */
+static void test_disasm_bounded(void)
+{
+	static const guint8 code[32] = {
+		0x90,                                                                   /* nop */
+		0x48, 0xc7, 0x84, 0xd8, 0x78, 0x56, 0x34, 0x12, 0xff, 0xff, 0xff, 0xff, /* movq $-1, ... */
+		0xc3,                                                                   /* ret */
+		0x0f, 0x0b,                                                             /* ud2 */
+	};
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	const Seg seg = { CODE, PF_R | PF_X, code, sizeof(code) };
+	g_autofree char *core = write_core(dir, "kcore", &seg, 1, FALSE);
+	g_autofree char *ks = write_text(dir, "kallsyms", "0000000000001000 T f_a\n000000000000100d T f_b\n");
+	g_autoptr(GError) err = NULL;
+	VtDecodeImage *img = vt_decode_image_load_dir(dir, "host", &err);
+	VtDecodeDisasm *ref, *small;
+	gboolean long_seen = FALSE;
+
+	g_assert_no_error(err);
+	ref = vt_decode_disasm_new_sized(img, 12);
+	small = vt_decode_disasm_new_sized(img, 1);
+	for (int round = 0; round < 3; round++)
+		for (guint64 a = CODE - 2; a < CODE + sizeof(code) + 2; a++) {
+			const VtDisasmInsn *r = vt_decode_disasm_at(ref, a);
+			VtDisasmInsn want = *r;
+			g_autofree char *text = g_strdup(r->text);
+			const VtDisasmInsn *in = vt_decode_disasm_at(small, a);
+			gsize avail;
+
+			g_assert_cmpuint(in->ip, ==, a);
+			g_assert_cmpstr(in->text, ==, text);
+			g_assert_cmpuint(in->text_len, ==, strlen(text));
+			g_assert_cmpuint(in->len, ==, want.len);
+			g_assert_cmpuint(in->kind, ==, want.kind);
+			g_assert_cmpstr(in->sym, ==, want.sym);
+			g_assert_cmpuint(in->sym_off, ==, want.sym_off);
+			g_assert_true(in->code == vt_decode_image_code(img, a, &avail));
+			g_assert_cmpuint(vt_decode_disasm_size(small), <=, 2);
+			long_seen |= strlen(text) >= sizeof(in->text_in);
+		}
+	g_assert_true(long_seen);
+	g_assert_cmpstr(vt_decode_disasm_at(small, CODE)->text, ==, "nop");
+	g_assert_cmpstr(vt_decode_disasm_at(small, CODE)->sym, ==, "f_a");
+	g_assert_cmpuint(vt_decode_disasm_at(small, CODE + 13)->kind, ==, VT_INSN_RETURN);
+	g_assert_cmpstr(vt_decode_disasm_at(small, CODE + 13)->sym, ==, "f_b");
+	g_assert_cmpuint(vt_decode_disasm_at(small, CODE + 14)->kind, ==, VT_INSN_STOP);
+	g_assert_cmpstr(vt_decode_disasm_at(small, CODE - 1)->text, ==, "(unmapped)");
+	g_assert_null(vt_decode_disasm_at(small, CODE - 1)->sym);
+	g_assert_cmpuint(vt_decode_disasm_size(ref), >, 30);
+	vt_decode_disasm_free(small);
+	vt_decode_disasm_free(ref);
+	vt_decode_image_free(img);
+	remove_dir(dir);
 }
 
 int main(int argc, char **argv)
@@ -703,5 +759,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	g_test_add_func("/decode/symcache", test_symcache);
 	g_test_add_func("/decode/insn-branch", test_insn_branch);
+	g_test_add_func("/decode/disasm-bounded", test_disasm_bounded);
 	return g_test_run();
 }

@@ -65,7 +65,7 @@ void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n)
 	}
 }
 
-void vt_textbuf_pad(VtTextBuf *t, gsize n)
+void vt_textbuf_pad_long(VtTextBuf *t, gsize n)
 {
 	while (n) {
 		gsize k = MIN(n, (gsize)VT_TEXTBUF_PIECE);
@@ -90,41 +90,182 @@ void vt_textbuf_left(VtTextBuf *t, const char *s, gsize n, int width)
 		vt_textbuf_pad(t, (gsize)width - n);
 }
 
+/* Two digits at a time from tables (a division by 100 per pair, by a
+ * constant: a multiplication), no loop per digit. */
+static const char dec2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+static const char hex2[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+static const guint64 pow10[20] = {
+	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
+	10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+	1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+	10000000000000000000ULL,
+};
+
+/* How many decimal digits u has (log10 from the bit length). */
+static int dec_count(guint64 u)
+{
+	int t = ((64 - __builtin_clzll(u | 1)) * 1233) >> 12;
+
+	return u ? t + (u >= pow10[t]) : 1;
+}
+
+/* The n decimal digits of u at p..p+n-1, two at a time. */
+static void dec_digits(char *p, guint64 u, int n)
+{
+	char *e = p + n;
+
+	while (u >= 100) {
+		guint64 q = u / 100;
+
+		e -= 2;
+		memcpy(e, dec2 + 2 * (u - q * 100), 2);
+		u = q;
+	}
+	if (u >= 10)
+		memcpy(e - 2, dec2 + 2 * u, 2);
+	else
+		e[-1] = (char)('0' + u);
+}
+
+/* n bytes c at p: short runs (almost all) in one 16-byte store */
+static void fill_with(char *p, char c, int n)
+{
+	if (n <= 16) {
+		char run[16];
+
+		memset(run, c, sizeof(run));
+		memcpy(p, run, sizeof(run));    /* the buffer has room past n (see callers) */
+	} else {
+		memset(p, c, (gsize)n);
+	}
+}
+
+static int hex_count(guint64 v)
+{
+	return (64 - __builtin_clzll(v | 1) + 3) / 4;
+}
+
+/* 8 hex digits of v (32 bits) as 8 ASCII bytes, the first digit in the
+ * lowest byte: nibbles spread into bytes, '0' added, 'a'-'9'-1 more where
+ * a nibble is over 9 (no table, no loop). */
+static guint64 hex8(guint32 v)
+{
+	guint64 x = v;
+
+	x = (x | x << 16) & 0x0000ffff0000ffffULL;
+	x = (x | x << 8) & 0x00ff00ff00ff00ffULL;
+	x = (x | x << 4) & 0x0f0f0f0f0f0f0f0fULL;
+	x += 0x3030303030303030ULL + (((x + 0x0606060606060606ULL) >> 4) & 0x0101010101010101ULL) * ('a' - '9' - 1);
+	return __builtin_bswap64(x);
+}
+
+/* The n lowest hex digits of v at p..p+n-1, and up to 8 bytes of junk
+ * after them (the caller has room for it and does not count it). */
+static void hex_digits(char *p, guint64 v, int n)
+{
+	guint64 lo = hex8((guint32)v);
+
+	if (n > 8) {
+		guint64 hi = hex8((guint32)(v >> 32)) >> (8 * (16 - n));
+
+		memcpy(p, &hi, 8);
+		memcpy(p + n - 8, &lo, 8);
+	} else {
+		lo >>= 8 * (8 - n);
+		memcpy(p, &lo, 8);
+	}
+}
+
+void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
+{
+	char *o;
+
+	if (G_UNLIKELY(n > VT_TEXTBUF_PIECE / 3)) {
+		vt_textbuf_bytes(t, p, VT_TEXTBUF_PIECE / 3);
+		vt_textbuf_bytes(t, p + VT_TEXTBUF_PIECE / 3, n - VT_TEXTBUF_PIECE / 3);
+		return;
+	}
+	o = vt_textbuf_room(t, 3 * n);
+	for (gsize i = 0; i < n; i++, o += 3) {
+		o[0] = ' ';
+		memcpy(o + 1, hex2 + 2 * p[i], 2);
+	}
+	t->len += 3 * n;
+}
+
 gsize vt_textbuf_format_hex(char *buf, guint64 v)
 {
-	int digits = v ? (64 - __builtin_clzll(v) + 3) / 4 : 1;
+	char tmp[24];
+	int n = hex_count(v);
 
-	for (int i = digits - 1; i >= 0; i--) {
-		buf[i] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	}
-	return (gsize)digits;
+	hex_digits(tmp, v, n);
+	memcpy(buf, tmp, (gsize)n);
+	return (gsize)n;
 }
 
 void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 {
-	char buf[24];
-	gsize n = vt_textbuf_format_hex(buf, v);
+	int n = hex_count(v), fill = width > n ? width - n : 0;
+	char *p;
 
-	vt_textbuf_right(t, buf, n, width);
+	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 32)) {
+		vt_textbuf_pad(t, (gsize)fill);
+		fill = 0;
+	}
+	p = vt_textbuf_room(t, (gsize)(fill + n + 16));
+	fill_with(p, ' ', fill);
+	hex_digits(p + fill, v, n);
+	t->len += (gsize)(fill + n);
 }
 
-void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad)
+/* printf's "%*lld"/"%0*lld" wider than a piece */
+static void int_wide(VtTextBuf *t, const char *digits, int n, int sign, int fill, char pad)
 {
-	char buf[24];
-	guint64 u = v < 0 ? -(guint64)v : (guint64)v;
-	int n = 0, sign = v < 0, fill = width - sign;
-
-	do {
-		buf[sizeof(buf) - 1 - n++] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	fill -= n;
-	if (pad != '0' && fill > 0)
+	if (pad != '0')
 		vt_textbuf_pad(t, (gsize)fill);
 	if (sign)
 		vt_textbuf_c(t, '-');
 	for (; pad == '0' && fill > 0; fill--)
 		vt_textbuf_c(t, '0');
-	vt_textbuf_mem(t, buf + sizeof(buf) - n, (gsize)n);
+	vt_textbuf_mem(t, digits, (gsize)n);
+}
+
+void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad)
+{
+	guint64 u = v < 0 ? -(guint64)v : (guint64)v;
+	int n = dec_count(u), sign = v < 0, fill = MAX(width - sign - n, 0);
+	char *p;
+
+	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 48)) {
+		char buf[24];
+
+		dec_digits(buf, u, n);
+		int_wide(t, buf, n, sign, fill, pad);
+		return;
+	}
+	p = vt_textbuf_room(t, (gsize)(fill + sign + n + 16));
+	if (pad != '0') {
+		fill_with(p, ' ', fill);
+		p += fill;
+	}
+	if (sign)
+		*p++ = '-';
+	if (pad == '0') {
+		fill_with(p, '0', fill);
+		p += fill;
+	}
+	dec_digits(p, u, n);
+	t->len = (gsize)(p + n - t->buf);
 }

@@ -5,7 +5,8 @@
  * padding (%*s) and its field parsing were most of script's time.
  *
  * Numbers and padding format exactly as printf's "%*s", "%-*s", "%*x",
- * "%*d" and "%0*d" do (tests/test-textbuf compares them).
+ * "%*d" and "%0*d" do (tests/test-textbuf compares them), two digits at a
+ * time from tables, straight into the buffer.
  *
  * May call: glib, stdio.  No printing besides the FILE given; a failed
  * write is kept (vt_textbuf_failed) and the FILE's error flag set, so
@@ -81,8 +82,17 @@ static inline void vt_textbuf_c(VtTextBuf *t, char c)
 	t->len++;
 }
 
-/* n spaces */
-void vt_textbuf_pad(VtTextBuf *t, gsize n);
+/* n spaces (memset in bulk) */
+void vt_textbuf_pad_long(VtTextBuf *t, gsize n);
+static inline void vt_textbuf_pad(VtTextBuf *t, gsize n)
+{
+	if (G_UNLIKELY(n > VT_TEXTBUF_PIECE)) {
+		vt_textbuf_pad_long(t, n);
+		return;
+	}
+	memset(vt_textbuf_room(t, n), ' ', n);
+	t->len += n;
+}
 /* s (n bytes) right-aligned in width ("%*s"), left-aligned ("%-*s") */
 void vt_textbuf_right(VtTextBuf *t, const char *s, gsize n, int width);
 void vt_textbuf_left(VtTextBuf *t, const char *s, gsize n, int width);
@@ -91,6 +101,8 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width);
 /* v in decimal right-aligned in width, padded with ' ' ("%*lld") or '0'
  * ("%0*lld": zeros after a minus sign) */
 void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad);
+/* " xx" for each of the n bytes at p (lowercase hex) */
+void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n);
 /* The same into buf (at least 24 bytes): returns the length written (no NUL). */
 gsize vt_textbuf_format_hex(char *buf, guint64 v);
 

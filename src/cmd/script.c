@@ -65,7 +65,6 @@ typedef struct {
 	VtDecodeResult *result;
 	VtJson *json;
 	VtTextBuf *out;                    /* text lines (stdout) */
-	VtDecodeSymCache *syms;            /* symbols of addresses, host and guest */
 	const ScriptOptions *o;
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 show_flags;                /* their branches: perf's flags shown */
@@ -77,7 +76,40 @@ typedef struct {
 	GArray *walk;                      /* --insn-trace: per queue, where its code runs on (Walk) */
 	GArray *last;                      /* per queue, its last branch's instruction (Walk) */
 	GArray *next;                      /* per queue, where its last branch went (Walk) */
+	const char *guest_dso;             /* perf's DSO of guest kernel code (guest_dso()) */
+	gsize guest_dso_len;
+	guint64 seq;                       /* events read so far */
+	struct LineHead *head;             /* the last line's start (line_fields) */
+	struct ThreadText *threads;        /* lines' thread fields (thread_part()) */
 } Script;
+
+/* A line's thread fields as thread_part() last formatted them (len 0: none). */
+typedef struct ThreadText {
+	const char *comm, *guest_comm;
+	gint32 tid, cpu, machine_pid, vcpu, guest_tid;
+	guint f;
+	gboolean guest;
+	guint8 len;
+	char text[151];
+} ThreadText;
+
+#define THREADS 16
+
+/* A line's start up to its flags, as line_fields() last formatted it:
+ * the same for every instruction line of one event (--insn-trace), so
+ * formatted once and copied. */
+typedef struct LineHead {
+	guint64 seq;                       /* its event (Script.seq); 0: none */
+	guint f;
+	gboolean guest;
+	const char *event;
+	gsize len;
+	char text[240];
+	/* put_time(): the seconds part last formatted */
+	guint64 secs;
+	gsize secs_len;
+	char secs_text[24];
+} LineHead;
 
 /* --insn-trace: a queue's flow between branches runs on from `ip`. */
 typedef struct {
@@ -382,30 +414,77 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 	return TRUE;
 }
 
-static void side(const Script *s, guint64 addr, gboolean guest, guint f)
+/* A kernel address: "ADDR SYM+0xOFF (DSO)" with its symbol (NULL: none,
+ * "[unknown]"), as far as -F asks. */
+static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, const char *sym, gsize sym_len,
+		     guint64 off)
 {
 	VtTextBuf *t = s->out;
-	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
 
-	if (guest && user_side(s, s->guest_pid, addr, f))
-		return;
 	vt_textbuf_hex(t, addr, 16);
 	if (f & (F_SYM | F_SYMOFF)) {
 		vt_textbuf_c(t, ' ');
-		if (y->sym)
-			vt_textbuf_mem(t, y->sym, y->sym_len);
+		if (sym)
+			vt_textbuf_mem(t, sym, sym_len);
 		else
 			put_lit(t, "[unknown]");
 	}
-	if (y->sym && (f & F_SYMOFF)) {
+	if (sym && (f & F_SYMOFF)) {
 		put_lit(t, "+0x");
-		vt_textbuf_hex(t, y->off, 0);
+		vt_textbuf_hex(t, off, 0);
 	}
 	if (f & F_DSO) {
 		put_lit(t, " (");
-		vt_textbuf_str(t, !y->sym ? "[unknown]" : guest ? guest_dso(s) : "[kernel.kallsyms]");
+		if (!sym)
+			put_lit(t, "[unknown]");
+		else if (guest)
+			vt_textbuf_mem(t, s->guest_dso, s->guest_dso_len);
+		else
+			put_lit(t, "[kernel.kallsyms]");
 		vt_textbuf_c(t, ')');
 	}
+}
+
+/* The symbol holding a kernel address of img (NULL: none; only in code),
+ * its length and the offset into it; *code: is addr in img's code.
+ * Straight from the image: it remembers the last symbol's and code
+ * segment's range, so a lookup in the function of the last one (most of
+ * them) costs two compares - a table of addresses cost a cache miss per
+ * line on a trace that runs much code (2^16 slots, 2.6 MB). */
+static const char *kernel_sym(const VtDecodeImage *img, guint64 addr, gsize *len, guint64 *off, gboolean *code)
+{
+	gsize avail;
+	const char *sym = NULL;
+
+	*off = 0;
+	*code = addr && img && vt_decode_image_code(img, addr, &avail);
+	if (*code)
+		sym = vt_decode_image_symbol(img, addr, off);
+	*len = sym ? strlen(sym) : 0;
+	if (!sym)
+		*off = 0;
+	return sym;
+}
+
+static void side(const Script *s, guint64 addr, gboolean guest, guint f)
+{
+	const char *sym;
+	gsize len;
+	guint64 off;
+	gboolean code;
+
+	if (guest && user_side(s, s->guest_pid, addr, f))
+		return;
+	sym = kernel_sym(guest ? s->guest : s->host, addr, &len, &off, &code);
+	put_side(s, addr, guest, f, sym, len, off);
+}
+
+/* The same for an instruction: its symbol is in the disassembly cache. */
+static void insn_side(const Script *s, const VtDisasmInsn *in, gboolean guest, guint f)
+{
+	if (guest && user_side(s, s->guest_pid, in->ip, f))
+		return;
+	put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off);
 }
 
 /* The thread of one side of a branch: on the guest side the guest thread
@@ -437,10 +516,29 @@ static const char *line_thread(const Script *s, const VtDecodeEvent *e, gboolean
 }
 
 /* "SECS.NSECS: " (nanoseconds: --insn-trace, call traces) or "SECS.USECS: " */
-static void put_time(VtTextBuf *t, guint64 time, gboolean nsecs)
+static void put_time(const Script *s, guint64 time, gboolean nsecs)
 {
-	vt_textbuf_int(t, (gint64)(time / 1000000000), 5, ' ');
-	vt_textbuf_c(t, '.');
+	VtTextBuf *t = s->out;
+	LineHead *h = s->head;
+	guint64 secs = time / 1000000000;
+
+	/* the seconds change seldom: formatted when they do */
+	if (h->secs_len && h->secs == secs) {
+		vt_textbuf_mem(t, h->secs_text, h->secs_len);
+	} else {
+		guint64 start = vt_textbuf_pos(t);
+		gsize len;
+
+		vt_textbuf_int(t, (gint64)secs, 5, ' ');
+		vt_textbuf_c(t, '.');
+		len = (gsize)(vt_textbuf_pos(t) - start);
+		h->secs_len = 0;
+		if (t->len >= len) {
+			h->secs = secs;
+			h->secs_len = len;
+			memcpy(h->secs_text, t->buf + t->len - len, len);
+		}
+	}
 	if (nsecs)
 		vt_textbuf_int(t, (gint64)(time % 1000000000), 9, '0');
 	else
@@ -459,11 +557,10 @@ static void put_flags(VtTextBuf *t, guint32 flags)
 	vt_textbuf_c(t, ' ');
 }
 
-/* perf's line start: comm, tid, cpu, time (nanoseconds with --insn-trace),
- * period, event, flags - those of f that -F asks for (event: its name,
- * flags: perf's sample flags). */
-static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event,
-			guint32 flags)
+/* perf's line start up to the flags: comm, tid, cpu, time (nanoseconds
+ * with --insn-trace), period, event - those of f that -F asks for (event:
+ * its name). */
+static void thread_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f)
 {
 	VtTextBuf *t = s->out;
 	char name[24];
@@ -483,13 +580,77 @@ static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest,
 		vt_textbuf_int(t, e->cpu, 3, '0');
 		put_lit(t, "] ");
 	}
+}
+
+/* thread_fields() as last formatted for the same thread (a table of
+ * THREADS, by tid and CPU): the same for all lines of a thread */
+static void thread_part(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f)
+{
+	VtTextBuf *t = s->out;
+	ThreadText *x = &s->threads[((guint)e->tid ^ (guint)e->cpu * 31u ^ (guint)guest * 7u) % THREADS];
+	ThreadText key = { e->comm, e->guest_comm, e->tid, e->cpu, e->machine_pid, e->vcpu, e->guest_tid, f, guest,
+			   0, { 0 } };
+	guint64 start;
+	gsize len;
+
+	if (x->len && x->comm == key.comm && x->guest_comm == key.guest_comm && x->tid == key.tid &&
+	    x->cpu == key.cpu && x->machine_pid == key.machine_pid && x->vcpu == key.vcpu &&
+	    x->guest_tid == key.guest_tid && x->f == f && x->guest == guest) {
+		vt_textbuf_mem(t, x->text, x->len);
+		return;
+	}
+	start = vt_textbuf_pos(t);
+	thread_fields(s, e, guest, f);
+	len = (gsize)(vt_textbuf_pos(t) - start);
+	x->len = 0;
+	if (len && len < sizeof(x->text) && t->len >= len) {
+		*x = key;
+		x->len = (guint8)len;
+		memcpy(x->text, t->buf + t->len - len, len);
+	}
+}
+
+static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event)
+{
+	VtTextBuf *t = s->out;
+
+	thread_part(s, e, guest, f);
 	if ((f & F_TIME) && vt_decode_result_timed(s->result))
-		put_time(t, e->time, s->o->nsecs);
+		put_time(s, e->time, s->o->nsecs);
 	if (f & F_PERIOD)
 		put_lit(t, "         1 ");
 	if (f & F_EVENT) {  /* perf pads event names to the longest in the file */
 		put_str(t, event, s->name_width);
 		put_lit(t, ": ");
+	}
+}
+
+/* perf's line start: line_head() (copied when it is the last line's), then
+ * the flags if f asks for them (perf's sample flags). */
+static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event,
+			guint32 flags)
+{
+	VtTextBuf *t = s->out;
+	LineHead *h = s->head;
+
+	if (h->seq == s->seq && h->guest == guest && h->f == f && h->event == event) {
+		vt_textbuf_mem(t, h->text, h->len);
+	} else {
+		guint64 start = vt_textbuf_pos(t);
+		gsize len;
+
+		line_head(s, e, guest, f, event);
+		len = (gsize)(vt_textbuf_pos(t) - start);
+		/* kept when it is in the buffer in one piece (no flush in between) */
+		h->seq = 0;
+		if (len <= sizeof(h->text) && t->len >= len) {
+			h->seq = s->seq;
+			h->f = f;
+			h->guest = guest;
+			h->event = event;
+			h->len = len;
+			memcpy(h->text, t->buf + t->len - len, len);
+		}
 	}
 	if (f & F_FLAGS)
 		put_flags(t, flags);
@@ -505,17 +666,9 @@ static void line_start(const Script *s, const VtDecodeEvent *e, gboolean guest)
 /* " insn: BYTES" of an instruction (NULL: none) */
 static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 {
-	char *p = vt_textbuf_room(s->out, 6 + 3 * 15);
-	char *start = p;
-
-	memcpy(p, " insn:", 6);
-	p += 6;
-	for (guint i = 0; in && i < in->len; i++) {
-		*p++ = ' ';
-		*p++ = "0123456789abcdef"[in->bytes[i] >> 4];
-		*p++ = "0123456789abcdef"[in->bytes[i] & 15];
-	}
-	vt_textbuf_commit(s->out, (gsize)(p - start));
+	put_lit(s->out, " insn:");
+	if (in && in->len)
+		vt_textbuf_bytes(s->out, in->code, in->len);
 }
 
 /* The instruction at ip: in guest user space that of the line's guest
@@ -749,7 +902,7 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 		put_lit(t, "] ");
 	}
 	if (vt_decode_result_timed(s->result))
-		put_time(t, e->time, TRUE);
+		put_time(s, e->time, TRUE);
 	if (s->o->call_ret_trace)
 		put_flags(t, flags);
 }
@@ -764,20 +917,27 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
-	const char *dso = guest ? guest_dso(s) : "[kernel.kallsyms]";
-	const VtDecodeSym *y;
+	const char *dso = guest ? s->guest_dso : "[kernel.kallsyms]";
+	gsize dso_len = guest ? s->guest_dso_len : strlen("[kernel.kallsyms]");
+	const char *sym;
+	gsize sym_len;
+	guint64 off;
+	gboolean code;
 	int len = 0;
 
-	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code)
+	kernel_sym(img, ip, &sym_len, &off, &code);
+	if (!code) {
 		dso = "[unknown]";
+		dso_len = strlen(dso);
+	}
 	vt_textbuf_c(t, '(');
-	vt_textbuf_left(t, dso, strlen(dso), s->o->call_trace ? 50 : 0);
+	vt_textbuf_left(t, dso, dso_len, s->o->call_trace ? 50 : 0);
 	put_lit(t, ")\t");
-	y = vt_decode_symcache_lookup(s->syms, img, at);
-	if (y->sym) {
+	sym = kernel_sym(img, at, &sym_len, &off, &code);
+	if (sym) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
-		vt_textbuf_mem(t, y->sym, y->sym_len);
-		len = (int)(depth * 4 + y->sym_len);
+		vt_textbuf_mem(t, sym, sym_len);
+		len = (int)(depth * 4 + sym_len);
 	} else if (at) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_hex(t, at, 16);
@@ -832,7 +992,7 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 {
 	VtTextBuf *t = s->out;
 	guint f = s->o->insn_mask;
-	guint32 flags = last ? vt_decode_perf_flags(last)
+	guint32 flags = !(f & F_FLAGS) ? 0 : last ? vt_decode_perf_flags(last)
 			: in->kind == VT_INSN_COND ? VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL : 0;
 
 	line_fields(s, e, guest, f, "instructions:k", flags);
@@ -840,13 +1000,13 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 		vt_textbuf_hex(t, last ? last->to : 0, 16);
 	if (f & F_IP) {
 		vt_textbuf_c(t, ' ');
-		side(s, in->ip, guest, f);
+		insn_side(s, in, guest, f);
 	}
 	if (f & F_INSN)
 		insn_bytes_of(s, in);
 	if (f & F_DISASM) {
 		put_lit(t, "\t\t");
-		vt_textbuf_str(t, in->text);
+		vt_textbuf_mem(t, in->text, in->text_len < 255 ? in->text_len : strlen(in->text));
 	}
 	vt_textbuf_c(t, '\n');
 }
@@ -854,18 +1014,23 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 /* The instructions from w's IP up to `to`; returns where the walk stopped. */
 static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
-	guint64 ip = w->ip;
+	gboolean show = wanted(s, e, w->guest);
+	guint64 ip = w->ip, last = 0;
+	gboolean any = FALSE;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
 		const VtDisasmInsn *in = disasm_at(s, w->guest, ip, e->b.mode);
 
 		if (!in->len)
 			break;
-		if (wanted(s, e, w->guest))
+		if (show)
 			insn_line(s, e, in, w->guest, inclusive && ip == to ? &e->b : NULL);
-		*last_of(s, e->queue) = (Walk){ ip, w->guest, TRUE };
+		last = ip;
+		any = TRUE;
 		ip += in->len;
 	}
+	if (any)
+		*last_of(s, e->queue) = (Walk){ last, w->guest, TRUE };
 	return ip;
 }
 
@@ -905,13 +1070,16 @@ static void print_insns(Script *s, const VtDecodeEvent *e, gboolean show)
 
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)
 {
-	const VtDecodeSym *y = vt_decode_symcache_lookup(s->syms, guest ? s->guest : s->host, addr);
+	gsize len;
+	guint64 koff;
+	gboolean code;
+	const char *ksym = kernel_sym(guest ? s->guest : s->host, addr, &len, &koff, &code);
 
 	vt_json_key(j, key);
 	vt_json_begin_object(j);
 	vt_json_kv_hex(j, "ip", addr);
 	vt_json_kv_bool(j, "guest", guest);
-	if (!y->sym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
+	if (!ksym && guest && s->guser && !(addr >> 47)) {    /* guest user space */
 		const char *dso = NULL, *sym;
 		guint64 off = 0;
 
@@ -923,9 +1091,9 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 			vt_json_kv_uint(j, "symoff", off);
 		}
 	}
-	if (y->sym) {
-		vt_json_kv_string(j, "sym", y->sym);
-		vt_json_kv_uint(j, "symoff", y->off);
+	if (ksym) {
+		vt_json_kv_string(j, "sym", ksym);
+		vt_json_kv_uint(j, "symoff", koff);
 	}
 	vt_json_end_object(j);
 }
@@ -1024,17 +1192,21 @@ static void report(Script *s)
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
 	s->out = vt_textbuf_new(stdout, 1 << 20);
-	s->syms = vt_decode_symcache_new(16);
 	if (s->o->call_trace || s->o->call_ret_trace)
 		s->stacks = vt_decode_stacks_new();
 	if (s->o->insn_trace)
 		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
-	s->disasm[0] = vt_decode_disasm_new(s->host);
-	s->disasm[1] = vt_decode_disasm_new(s->guest);
+	/* bounded: 2 x 2^18 instructions of 80 bytes, 40 MiB (t0042) */
+	s->disasm[0] = vt_decode_disasm_new_sized(s->host, 18);
+	s->disasm[1] = vt_decode_disasm_new_sized(s->guest, 18);
 	s->user_disasm = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
 					       (GDestroyNotify)vt_decode_disasm_free);
+	s->guest_dso = guest_dso(s);
+	s->guest_dso_len = strlen(s->guest_dso);
+	s->head = g_new0(LineHead, 1);
+	s->threads = g_new0(ThreadText, THREADS);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
@@ -1043,6 +1215,7 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
+		s->seq++;
 		s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
 		s->guest_time = e->time;
 		if (s->stacks) {
@@ -1071,8 +1244,6 @@ static void report(Script *s)
 	}
 	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
 	s->out = NULL;
-	vt_decode_symcache_free(s->syms);
-	s->syms = NULL;
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;
@@ -1089,6 +1260,10 @@ static void report(Script *s)
 		s->disasm[i] = NULL;
 	}
 	g_clear_pointer(&s->user_disasm, g_hash_table_destroy);
+	g_free(s->head);
+	s->head = NULL;
+	g_free(s->threads);
+	s->threads = NULL;
 }
 
 /* ------------------------------------------------------------- command */

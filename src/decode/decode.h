@@ -139,26 +139,38 @@ enum { VT_MODE_UNKNOWN = 0, VT_MODE_16 = 1, VT_MODE_32 = 2, VT_MODE_64 = 3 };
 gboolean vt_decode_insn_mode(const VtDecodeImage *img, guint64 ip, guint8 mode, VtInsn *insn);
 
 /* ---------------------------------------------------------- disassembly */
-/* One instruction of an image: its bytes and its AT&T text ("(bad)" when
- * Zydis cannot decode it, "(unmapped)" outside the code; len 0 then). */
+/* One instruction of an image: its bytes, its AT&T text ("(bad)" when
+ * Zydis cannot decode it, "(unmapped)" outside the code; len 0 then) and
+ * the symbol holding it (vt_decode_image_symbol: only in code). */
 typedef struct {
 	guint64 ip;
+	const char *text;      /* NUL-terminated, text_len bytes */
+	const guint8 *code;    /* its bytes (len of them, in the image), NULL outside code */
+	const char *sym;       /* NULL: none */
+	guint64 sym_off;       /* ip - the symbol's start */
+	guint16 sym_len;
 	guint8 len;
-	guint8 kind;           /* VtInsnKind */
-	guint8 bytes[15];
-	char *text;
+	guint8 kind;           /* VtInsnKind (VT_INSN_OTHER when len is 0) */
+	guint8 text_len;       /* (255: at least) */
+	guint8 mode;           /* VT_MODE_* it was decoded in */
+	char text_in[34];      /* where text lives when it is short (almost always) */
 } VtDisasmInsn;
 
 typedef struct VtDecodeDisasm VtDecodeDisasm;
 
-/* A cache of the instructions of img (borrowed), each decoded and formatted
- * once; not thread-safe (one per thread). */
+/* A cache of the instructions of img (borrowed): a direct-mapped table of
+ * 2^slots_log2 of them (80 bytes each; 2^18 by vt_decode_disasm_new),
+ * each decoded and formatted once while it stays in; not thread-safe (one
+ * per thread). */
 VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);
+VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2);
 void vt_decode_disasm_free(VtDecodeDisasm *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeDisasm, vt_decode_disasm_free)
+/* The instruction at ip: valid until the next call (its slot may be
+ * replaced then). */
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip);
 const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guint8 mode);   /* VT_MODE_* */
-guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* instructions cached */
+guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* slots filled */
 
 /* ------------------------------------------------------------- branches */
 typedef enum {

@@ -1,11 +1,14 @@
-/* disasm.c - instructions of an image as text (Zydis, AT&T syntax), each
- * decoded and formatted once: formatting costs 10-50 times what decoding
- * does, and a trace runs the same kernel code over and over.  The cache
- * grows with the code a trace touches, never with the trace. */
+/* disasm.c - instructions of an image as text (Zydis, AT&T syntax) with
+ * their symbol, each decoded (once: the kind comes from the same decode)
+ * and formatted once while it stays in a bounded direct-mapped table keyed
+ * on its address: formatting costs 10-50 times what decoding does, and a
+ * trace runs the same kernel code over and over.  A slot is replaced by
+ * the next address that maps to it; no allocation per instruction (the
+ * text lives in the slot; the rare longer one is allocated).  Memory is
+ * the table's, whatever the trace's length or the code it touches. */
 #include "config.h"
 
 #include <string.h>
-#include <Zydis/Zydis.h>
 
 #include "src/decode/internal.h"
 
@@ -13,111 +16,128 @@ struct VtDecodeDisasm {
 	const VtDecodeImage *img;
 	ZydisDecoder dec[4];        /* by VT_MODE_* */
 	ZydisFormatter fmt;
-	GHashTable *by_ip;          /* ip -> VtDisasmInsn (64-bit) */
-	GHashTable *legacy[2];      /* the same for 16- and 32-bit code (firmware, boot) */
-	VtDisasmInsn **recent;      /* in front of it: direct-mapped by ip (RECENT slots) */
+	VtDisasmInsn *slots;
+	guint shift;                /* 64 - log2(slots) */
+	guint used;                 /* slots filled */
 };
 
-#define RECENT (1u << 16)
+#define DEFAULT_SLOTS_LOG2 18     /* 256 Ki instructions, 20 MiB */
 
-static void insn_free(gpointer p)
-{
-	VtDisasmInsn *in = p;
+G_STATIC_ASSERT(sizeof(VtDisasmInsn) == 80);
 
-	g_free(in->text);
-	g_free(in);
-}
-
-VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img)
+VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2)
 {
 	VtDecodeDisasm *d = g_new0(VtDecodeDisasm, 1);
 
+	slots_log2 = CLAMP(slots_log2, 1, 24);
 	d->img = img;
 	for (guint8 m = 0; m < G_N_ELEMENTS(d->dec); m++)
 		vt_decode_zydis_init(&d->dec[m], m);
 	ZydisFormatterInit(&d->fmt, ZYDIS_FORMATTER_STYLE_ATT);
 	ZydisFormatterSetProperty(&d->fmt, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
-	d->by_ip = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, insn_free);
-	for (guint i = 0; i < 2; i++)
-		d->legacy[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, insn_free);
-	d->recent = g_new0(VtDisasmInsn *, RECENT);
+	/* calloc'd: pages the trace never reaches stay unmapped */
+	d->slots = g_new0(VtDisasmInsn, (gsize)1 << slots_log2);
+	d->shift = 64 - slots_log2;
 	return d;
+}
+
+VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img)
+{
+	return vt_decode_disasm_new_sized(img, DEFAULT_SLOTS_LOG2);
+}
+
+static gboolean text_long(const VtDisasmInsn *in)
+{
+	return in->text && in->text != in->text_in;
 }
 
 void vt_decode_disasm_free(VtDecodeDisasm *d)
 {
 	if (!d)
 		return;
-	g_hash_table_destroy(d->by_ip);
-	for (guint i = 0; i < 2; i++)
-		g_hash_table_destroy(d->legacy[i]);
-	g_free(d->recent);
+	for (gsize i = 0; i < (gsize)1 << (64 - d->shift); i++)
+		if (text_long(&d->slots[i]))
+			g_free((char *)d->slots[i].text);
+	g_free(d->slots);
 	g_free(d);
 }
 
-static VtDisasmInsn *decode(VtDecodeDisasm *d, guint64 ip, guint8 mode)
+static void set_text(VtDisasmInsn *in, const char *text)
 {
-	VtDisasmInsn *in = g_new0(VtDisasmInsn, 1);
-	ZydisDecodedInstruction zi;
-	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
-	char buf[256];
-	VtInsn cls;
-	gsize avail = 0;
-	const guint8 *code = vt_decode_image_code(d->img, ip, &avail);
+	gsize n = strlen(text);
 
+	in->text_len = (guint8)MIN(n, 255u);
+	if (n < sizeof(in->text_in)) {
+		memcpy(in->text_in, text, n + 1);
+		in->text = in->text_in;
+	} else {
+		in->text = g_strdup(text);
+	}
+}
+
+/* The symbol of ip (in code only: perf names nothing outside it). */
+static void set_symbol(const VtDecodeDisasm *d, VtDisasmInsn *in)
+{
+	in->sym = in->code ? vt_decode_image_symbol(d->img, in->ip, &in->sym_off) : NULL;
+	in->sym_len = in->sym ? (guint16)MIN(strlen(in->sym), (gsize)G_MAXUINT16) : 0;
+	if (!in->sym)
+		in->sym_off = 0;
+}
+
+static void fill(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode)
+{
+	ZydisDecoderContext ctx;
+	ZydisDecodedInstruction zi;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
+	char buf[256];
+	gsize avail = 0;
+	const guint8 *code = ip && d->img ? vt_decode_image_code(d->img, ip, &avail) : NULL;
+
+	if (text_long(in))
+		g_free((char *)in->text);
+	else if (!in->text)
+		d->used++;
 	in->ip = ip;
-	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(&d->dec[mode], code, MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH),
-							    &zi, op))) {
-		in->text = g_strdup(code ? "(bad)" : "(unmapped)");
-		return in;
+	in->mode = mode;
+	in->code = code;
+	in->len = 0;
+	in->kind = VT_INSN_OTHER;
+	set_symbol(d, in);
+	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d->dec[mode], &ctx, code,
+								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &zi)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&d->dec[mode], &ctx, &zi, op, zi.operand_count_visible))) {
+		set_text(in, code ? "(bad)" : "(unmapped)");
+		return;
 	}
 	in->len = zi.length;
-	memcpy(in->bytes, code, zi.length);
-	if (vt_decode_insn_mode(d->img, ip, mode, &cls))
-		in->kind = cls.kind;
+	in->kind = vt_decode_insn_kind(&zi, op);
 	if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&d->fmt, &zi, op, zi.operand_count_visible, buf, sizeof(buf),
 							   ip, NULL)))
 		g_strlcpy(buf, "(bad)", sizeof(buf));
-	in->text = g_strdup(buf);
-	return in;
+	set_text(in, buf);
 }
 
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip)
 {
-	/* entries live as long as the table: a slot only points at one */
-	VtDisasmInsn **slot = &d->recent[(ip ^ (ip >> 16)) & (RECENT - 1)];
-	VtDisasmInsn *in = *slot;
-
-	if (in && in->ip == ip)
-		return in;
-	in = g_hash_table_lookup(d->by_ip, &ip);
-	if (!in) {
-		in = decode(d, ip, VT_MODE_64);
-		g_hash_table_insert(d->by_ip, &in->ip, in);
-	}
-	*slot = in;
-	return in;
+	return vt_decode_disasm_at_mode(d, ip, VT_MODE_64);
 }
 
-/* 16- and 32-bit code: a table each, no direct-mapped front (little of it
- * runs, early). */
+/* In mode (VT_MODE_*; unknown: 64-bit): a slot holds one mode's decoding
+ * (16/32-bit firmware and boot code run rarely, so they share the table). */
 const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guint8 mode)
 {
-	GHashTable *t;
-	VtDisasmInsn *in;
+	/* Fibonacci hashing: instructions start at a few of a range's
+	 * addresses, host and guest kernels run the same code 2^n apart */
+	VtDisasmInsn *in = &d->slots[(ip * 0x9e3779b97f4a7c15ULL) >> d->shift];
 
 	if (mode != VT_MODE_16 && mode != VT_MODE_32)
-		return vt_decode_disasm_at(d, ip);
-	t = d->legacy[mode - VT_MODE_16];
-	in = g_hash_table_lookup(t, &ip);
-	if (!in) {
-		in = decode(d, ip, mode);
-		g_hash_table_insert(t, &in->ip, in);
-	}
+		mode = VT_MODE_64;
+	if (G_UNLIKELY(in->ip != ip || in->mode != mode || !in->text))
+		fill(d, in, ip, mode);
 	return in;
 }
 
 guint vt_decode_disasm_size(const VtDecodeDisasm *d)
 {
-	return g_hash_table_size(d->by_ip) + g_hash_table_size(d->legacy[0]) + g_hash_table_size(d->legacy[1]);
+	return d->used;
 }

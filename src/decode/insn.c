@@ -5,7 +5,7 @@
 
 #include "src/decode/internal.h"
 
-static VtInsnKind kind_of(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
+VtInsnKind vt_decode_insn_kind(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
 {
 	gboolean direct = in->operand_count_visible > 0 && op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
 			  op[0].imm.is_relative;
@@ -89,8 +89,9 @@ void vt_decode_zydis_init(ZydisDecoder *dec, guint8 mode)
 gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, guint8 mode, VtInsn *insn)
 {
 	ZydisDecoder dec;
+	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction in;
-	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
 
 	insn->len = 0;
 	insn->kind = VT_INSN_BAD;
@@ -99,10 +100,13 @@ gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, 
 	if (!code)
 		return FALSE;
 	vt_decode_zydis_init(&dec, mode);
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code, MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &in, op)))
+	/* the visible operands only: all that is looked at (hidden ones cost as much) */
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&dec, &ctx, code, MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH),
+							&in)) ||
+	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&dec, &ctx, &in, op, in.operand_count_visible)))
 		return FALSE;
 	insn->len = in.length;
-	insn->kind = kind_of(&in, op);
+	insn->kind = vt_decode_insn_kind(&in, op);
 	if (insn->kind == VT_INSN_COND || insn->kind == VT_INSN_JUMP || insn->kind == VT_INSN_CALL) {
 		ZyanU64 t;
 
@@ -111,12 +115,17 @@ gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, 
 		else if (ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(&in, &op[0], ip, &t)))
 			insn->target = t;
 	}
-	/* mov REG, (%rsp): the retpoline thunks' way to return elsewhere */
-	if (in.mnemonic == ZYDIS_MNEMONIC_MOV && in.operand_count_visible == 2 && op[0].type == ZYDIS_OPERAND_TYPE_MEMORY &&
-	    op[0].mem.base == ZYDIS_REGISTER_RSP && op[0].mem.index == ZYDIS_REGISTER_NONE && !op[0].mem.disp.has_displacement &&
-	    op[1].type == ZYDIS_OPERAND_TYPE_REGISTER)
-		insn->writes_stack_top = TRUE;
+	insn->writes_stack_top = vt_decode_insn_writes_stack_top(&in, op);
 	return TRUE;
+}
+
+gboolean vt_decode_insn_writes_stack_top(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
+{
+	/* mov REG, (%rsp): the retpoline thunks' way to return elsewhere */
+	return in->mnemonic == ZYDIS_MNEMONIC_MOV && in->operand_count_visible == 2 &&
+	       op[0].type == ZYDIS_OPERAND_TYPE_MEMORY && op[0].mem.base == ZYDIS_REGISTER_RSP &&
+	       op[0].mem.index == ZYDIS_REGISTER_NONE && !op[0].mem.disp.has_displacement &&
+	       op[1].type == ZYDIS_OPERAND_TYPE_REGISTER;
 }
 
 const char *vt_branch_kind_name(VtBranchKind k)

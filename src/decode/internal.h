@@ -67,7 +67,8 @@ gboolean vt_decode_poke_view_moved(const VtDecodePokeView *w);
 void vt_decode_poke_view_reset(VtDecodePokeView *w, struct pt_image *pi);
 /* image.c: the section cache */
 struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img);
-/* insn.c: one instruction from its bytes */
+/* insn.c: one instruction from its bytes; the kind of one Zydis decoded
+ * (its visible operands); is it mov REG, (%rsp) */
 gboolean vt_decode_insn_bytes(const guint8 *code, gsize avail, guint64 ip, VtInsn *insn);
 void vt_decode_zydis_init(ZydisDecoder *dec, guint8 mode);   /* for VT_MODE_* */
 gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, guint8 mode, VtInsn *insn);
@@ -75,5 +76,7 @@ gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, 
  * call, ret; only cs/ds and REX prefixes) without Zydis - the same as
  * vt_decode_insn_bytes() says; FALSE for anything else (ask Zydis). */
 gboolean vt_decode_insn_branch(const guint8 *code, gsize avail, guint8 *kind, guint8 *len);
+VtInsnKind vt_decode_insn_kind(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
+gboolean vt_decode_insn_writes_stack_top(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
 
 #endif

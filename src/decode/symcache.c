@@ -11,7 +11,7 @@
 
 struct VtDecodeSymCache {
 	VtDecodeSym *slots;
-	guint64 mask;
+	guint shift;                /* 64 - log2(slots) */
 };
 
 VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2)
@@ -20,7 +20,7 @@ VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2)
 
 	slots_log2 = CLAMP(slots_log2, 1, 24);
 	c->slots = g_new0(VtDecodeSym, (gsize)1 << slots_log2);
-	c->mask = ((guint64)1 << slots_log2) - 1;
+	c->shift = 64 - slots_log2;
 	return c;
 }
 
@@ -50,10 +50,10 @@ static void fill(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
 
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
-	/* kernel code addresses: the low bits vary, the high ones hardly */
-	VtDecodeSym *e = &c->slots[(addr ^ (addr >> 17) ^ (guint64)(guintptr)img) & c->mask];
+	/* Fibonacci hashing: every bit of the address and the image counts */
+	VtDecodeSym *e = &c->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> c->shift];
 
-	if (G_UNLIKELY(e->img != img || e->addr != addr || !e->img))
+	if (G_UNLIKELY(e->img != img || e->addr != addr || !img))
 		fill(e, img, addr);
 	return e;
 }
