@@ -299,7 +299,9 @@ static void test_exec_modes(void)
 	g_assert_cmpuint(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_64)->len, ==, 4);
 	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 14, VT_MODE_32)->text, ==, "push %ebp");
 	g_assert_cmpstr(vt_decode_disasm_at(d, CODE + 14)->text, ==, "push %rbp");
-	g_assert_cmpuint(vt_decode_disasm_size(d), ==, 4);
+	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)->text, ==, "mov $0x7000, %esp");
+	/* a slot holds one decoding of its address: the mode last asked for */
+	g_assert_cmpuint(vt_decode_disasm_size(d), ==, 2);
 	vt_decode_disasm_free(d);
 	vt_decode_image_free(img);
 	remove_dir(dir);
@@ -688,6 +690,8 @@ static void test_insn_branch(void)
 	}
 	g_assert_cmpuint(answered, >, 100000);
 	g_rand_free(rnd);
+}
+
 /* The disassembly cache is bounded: 2 slots, addresses that share them
  * looked up over and over - every answer is its own instruction's (text,
  * bytes, kind, symbol), as a cache without collisions gives it, a text too
