@@ -68,3 +68,14 @@ code_recording() {
 		{ fail "$cr_name: vmtrace correlate"; return 1; } ;;
 	esac
 }
+
+# need_user_standin OUT: the prerequisites of the guest-user-space tests
+# (2 CPUs, a C compiler) and a real system-wide perf record of CPUs 0-1 in
+# OUT, the stand-in for the guest's own perf.data; skips without them.
+need_user_standin() {
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
+	command -v "${CC:-cc}" >/dev/null 2>&1 || skip "no C compiler"
+	"$PERF" record -q -e cpu-clock -F 2000 -a -C 0-1 --sample-identifier --switch-events -o "$1" -- \
+		sh -c 'sleep 0.01' >/dev/null 2>&1 ||
+		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+}

@@ -19,11 +19,7 @@
 . "$top_srcdir/tests/code-lib.sh"
 need_perf
 need_python
-[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
-command -v "${CC:-cc}" >/dev/null 2>&1 || skip "no C compiler"
-"$PERF" record -q -e cpu-clock -F 2000 -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- \
-	sh -c 'sleep 0.01' >/dev/null 2>&1 ||
-	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+need_user_standin "$TMP/g0.data"
 "${CC:-cc}" -O1 -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/gtool" \
 	"$top_srcdir/tests/guest-user-prog.c" || skip "cannot build a static program"
 make_code_dirs

@@ -30,15 +30,7 @@ NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
 
 # the offset that puts the guest's first timed record 200000 ticks after the host's start
 # (with TSC scaling RATIO/2^48: guest = (host * RATIO >> 48) + offset)
-offset_for() {
-	"$PYTHON3" -c '
-import re, subprocess, sys
-out = subprocess.run([sys.argv[1], "script", "-i", sys.argv[2], "-D"], capture_output=True, text=True).stdout
-t = next(int(m.group(1)) for m in re.finditer(r"^\d+ (\d+) 0x", out, re.M) if int(m.group(1)))
-tsc = ((t // 341) << 10) + ((t % 341) << 10) // 341
-ratio = int(sys.argv[4], 0) if len(sys.argv) > 4 else 1 << 48
-print(hex((tsc - ((int(sys.argv[3], 0) + 200000) * ratio >> 48)) % 2**64))' "$PERF" "$TMP/g.data" "$@"
-}
+offset_for() { "$PYTHON3" "$top_srcdir/tests/guest-offset.py" "$PERF" "$TMP/g.data" "$@"; }
 S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
 script() { "$PERF" script -i "$1" $S -F+machine_pid,+vcpu 2>/dev/null | grep -v "instruction trace error" >"$2"; }
 "$PERF" script -i "$TMP/g.data" $S 2>/dev/null | grep PERF_RECORD_ >"$TMP/g.txt"    # samples are not injected
