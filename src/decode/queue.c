@@ -83,6 +83,7 @@ struct VtDecodeQueue {
 	/* flow end (VtDecodeOptions.flow_end): past the last conditional
 	 * jump not taken since the last branch */
 	gboolean flow_end, have_nt;
+	gboolean flow_psb;               /* a PSB+ since the last block: the flow so far ran before it */
 	guint64 nt_ip, nt_tsc, nt_off;
 	gboolean nt_guest;
 	guint8 nt_mode;
@@ -481,6 +482,8 @@ static void on_status(Dec *d, const struct pt_event *ev)
 {
 	guint64 at, tsc;
 
+	if (d->flow_end && ev->status_update)
+		d->flow_psb = TRUE;
 	if (!d->power || !ev->status_update || (at = psb_here(d)) == G_MAXUINT64 || at == d->last_psb)
 		return;
 	d->last_psb = at;
@@ -608,6 +611,13 @@ static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 	d->src_mode = d->mode_now;      /* power events bind to b->ip */
 	if (d->npsb || d->have_cbr)
 		flush_power(d, b->ip);
+	if (d->flow_psb) {
+		/* the instructions up to the PSB+'s IP ran before it (the thread
+		 * may change at a PSB+): at the time of the last branch */
+		d->flow_psb = FALSE;
+		d->src_mode = d->mode_now;
+		emit_at(d, VT_BRANCH_FLOW_END, b->ip, 0, d->guest, d->guest, FALSE, d->last_tsc, off);
+	}
 	if (!b->ninsn)
 		return;
 	block_end(d, b->end_ip, (guint8)b->mode);
