@@ -601,7 +601,7 @@ static int open_recording(Report *r, GError **err)
 	vt_decode_image_set_cache_limit(r->host, REPORT_IMAGE_CACHE);
 	if (r->guest)
 		vt_decode_image_set_cache_limit(r->guest, REPORT_IMAGE_CACHE);
-	r->result = vt_decode_recording(&(VtDecodeOptions){ o->rec, r->host, r->guest, (guint)o->jobs, NULL }, err);
+	r->result = vt_decode_recording(&(VtDecodeOptions){ o->rec, r->host, r->guest, (guint)o->jobs, NULL, FALSE }, err);
 	if (!r->result)
 		return (*err)->domain == VT_DECODE_ERROR && (*err)->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 												      : VT_EXIT_BAD_INPUT;

@@ -1046,9 +1046,10 @@ static void print_insns(Script *s, const VtDecodeEvent *e, gboolean show)
 		w->valid = FALSE;
 		return;
 	}
-	if (b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR) {
+	if (b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR || b->kind == VT_BRANCH_FLOW_END) {
 		/* a power event binds to an IP the flow runs through: the
-		 * instructions before it come first (as perf's samples) */
+		 * instructions before it come first (as perf's samples); a
+		 * flow end: the instructions its last TNT bits ran */
 		if (show && w->valid && b->from && b->from_guest == w->guest && b->from >= w->ip &&
 		    insn_walk(s, e, w, b->from, FALSE) == b->from)
 			w->ip = b->from;
@@ -1226,6 +1227,8 @@ static void report(Script *s)
 		}
 		if (s->walk) {
 			print_insns(s, e, in_range(s, e));   /* the flow goes on unseen */
+			if (e->b.kind == VT_BRANCH_FLOW_END)
+				continue;
 			if (!s->o->branches && e->b.kind != VT_BRANCH_ERROR && !is_power(&e->b))
 				continue;
 		}
@@ -1295,7 +1298,8 @@ int cmd_script(int argc, char **argv)
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
-	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs, s.guser }, o.power, &err);
+	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs, s.guser,
+								     o.insn_trace }, o.power, &err);
 	if (!s.result) {
 		vt_err("script", "%s", err->message);
 		rc = err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE

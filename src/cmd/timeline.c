@@ -126,7 +126,7 @@ static int run(const TimelineOptions *o, VtDecodeImage *host, VtDecodeImage *gue
 {
 	g_autoptr(GError) err = NULL;
 	g_autoptr(VtDecodeResult) result = vt_decode_recording(&(VtDecodeOptions){ o->rec, host, guest,
-								     (guint)o->jobs, NULL }, &err);
+								     (guint)o->jobs, NULL, FALSE }, &err);
 	g_autoptr(VtTimelineSink) sink = NULL;
 	g_autoptr(VtTimelineBuilder) b = NULL;
 	const VtDecodeEvent *e;

@@ -38,7 +38,7 @@ static guint32 insn_flags(guint8 kind)
 guint32 vt_decode_perf_flags(const VtBranch *b)
 {
 	switch (b->kind) {
-	case VT_BRANCH_ERROR: case VT_BRANCH_PSB: case VT_BRANCH_CBR:
+	case VT_BRANCH_ERROR: case VT_BRANCH_PSB: case VT_BRANCH_CBR: case VT_BRANCH_FLOW_END:
 		return 0;
 	case VT_BRANCH_TRACE_BEGIN:
 		return VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_TRACE_BEGIN;

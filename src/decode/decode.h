@@ -191,6 +191,9 @@ typedef enum {
 	VT_BRANCH_PSB,         /* a PSB+ at AUX `offset`; `from`: its FUP's IP (0 if none) */
 	VT_BRANCH_CBR,         /* the core:bus ratio changed (perf: first in a queue and on
 				* every change) to `to`; `from`: the IP it binds to */
+	/* only with VtDecodeOptions.flow_end: not a branch */
+	VT_BRANCH_FLOW_END,    /* the queue's data ended after conditional jumps not taken
+				* past its last branch: they ran, up to `from` (exclusive) */
 } VtBranchKind;
 
 const char *vt_branch_kind_name(VtBranchKind k);  /* "jump", "call", ... */
@@ -258,6 +261,9 @@ typedef struct {
 	/* borrowed, prepared; guest user code not in `guest` is taken from it,
 	 * per guest process (guest-user.c) */
 	const struct VtDecodeGuestUser *guest_user;
+	/* also a VT_BRANCH_FLOW_END at a queue's end (perf prints the
+	 * instructions up to its last TNT bit) */
+	gboolean flow_end;
 } VtDecodeOptions;
 
 /* One branch as the recording places it. */

@@ -136,7 +136,7 @@ const char *vt_branch_kind_name(VtBranchKind k)
 		[VT_BRANCH_INT] = "int", [VT_BRANCH_ASYNC] = "async", [VT_BRANCH_VMENTRY] = "vmentry",
 		[VT_BRANCH_VMEXIT] = "vmexit", [VT_BRANCH_TRACE_BEGIN] = "trace-begin",
 		[VT_BRANCH_TRACE_END] = "trace-end", [VT_BRANCH_ERROR] = "error", [VT_BRANCH_PSB] = "psb",
-		[VT_BRANCH_CBR] = "cbr",
+		[VT_BRANCH_CBR] = "cbr", [VT_BRANCH_FLOW_END] = "flow-end",
 	};
 
 	return (guint)k < G_N_ELEMENTS(names) && names[k] ? names[k] : "?";

@@ -80,6 +80,13 @@ struct VtDecodeQueue {
 	/* power events (VtDecodeOptions.power): a PSB+ and a new core:bus
 	 * ratio wait for the IP they bind to (the next block's) */
 	gboolean power;
+	/* flow end (VtDecodeOptions.flow_end): past the last conditional
+	 * jump not taken since the last branch */
+	gboolean flow_end, have_nt;
+	gboolean flow_psb;               /* a PSB+ since the last block: the flow so far ran before it */
+	guint64 nt_ip, nt_tsc, nt_off;
+	gboolean nt_guest;
+	guint8 nt_mode;
 	guint npsb;                      /* PSBs waiting (PSB+ after PSB+ binds to one IP) */
 	guint64 psb_off[MAX_PSB], psb_tsc[MAX_PSB];
 	guint64 last_psb;                /* queue offset; G_MAXUINT64: none yet */
@@ -327,6 +334,8 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	b->offset = off;
 	b->overflows = (guint8)MIN(d->ovf, 255);
 	d->ovf = 0;
+	if (kind < VT_BRANCH_PSB)
+		d->have_nt = FALSE;
 }
 
 static void emit_error(Dec *d, int status)
@@ -365,9 +374,17 @@ static void resolve(Dec *d, guint64 to)
 	source(d, FALSE, in);
 	switch (in->kind) {
 	case VT_INSN_COND:
-		if (to != d->pend_ip + in->len)
+		if (to != d->pend_ip + in->len) {
 			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc,
 				d->pend_off);
+			return;
+		}
+		d->have_nt = TRUE;
+		d->nt_ip = to;
+		d->nt_guest = d->pend_guest;
+		d->nt_tsc = d->pend_tsc;
+		d->nt_off = d->pend_off;
+		d->nt_mode = d->pend_mode;
 		return;
 	case VT_INSN_VMENTRY:
 		if (d->guest && !d->pend_guest)
@@ -465,6 +482,8 @@ static void on_status(Dec *d, const struct pt_event *ev)
 {
 	guint64 at, tsc;
 
+	if (d->flow_end && ev->status_update)
+		d->flow_psb = TRUE;
 	if (!d->power || !ev->status_update || (at = psb_here(d)) == G_MAXUINT64 || at == d->last_psb)
 		return;
 	d->last_psb = at;
@@ -592,6 +611,13 @@ static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 	d->src_mode = d->mode_now;      /* power events bind to b->ip */
 	if (d->npsb || d->have_cbr)
 		flush_power(d, b->ip);
+	if (d->flow_psb) {
+		/* the instructions up to the PSB+'s IP ran before it (the thread
+		 * may change at a PSB+): at the time of the last branch */
+		d->flow_psb = FALSE;
+		d->src_mode = d->mode_now;
+		emit_at(d, VT_BRANCH_FLOW_END, b->ip, 0, d->guest, d->guest, FALSE, d->last_tsc, off);
+	}
 	if (!b->ninsn)
 		return;
 	block_end(d, b->end_ip, (guint8)b->mode);
@@ -824,7 +850,7 @@ static gboolean window_open(Dec *d, guint64 start, GError **error)
 	memset(d->buf + d->len, 0, 16);
 	if (!d->read(d->read_ctx, warm, d->buf, d->len, error))
 		return FALSE;
-	d->at_seam = d->synced = FALSE;
+	d->at_seam = d->synced = d->have_nt = FALSE;
 	d->prev_sync = G_MAXUINT64;
 	return pokes_rewind(d, error) && decoder_new(d, error);
 }
@@ -904,6 +930,22 @@ void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
 	d->power = power;
 }
 
+void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end)
+{
+	d->flow_end = flow_end;
+}
+
+/* The queue's data has ended: the conditional jumps not taken after its
+ * last branch ran (their TNT bits say so), up to d->nt_ip. */
+static void emit_flow_end(Dec *d)
+{
+	if (!d->flow_end || !d->have_nt)
+		return;
+	d->src_mode = d->nt_mode;
+	emit_at(d, VT_BRANCH_FLOW_END, d->nt_ip, 0, d->nt_guest, d->nt_guest, FALSE, d->nt_tsc, d->nt_off);
+	d->have_nt = FALSE;
+}
+
 void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer ctx)
 {
 	d->code = code;
@@ -931,8 +973,11 @@ gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 		if (d->status >= 0)
 			continue;
 		d->synced = FALSE;
-		if (d->at_seam || d->status == -pte_eos)
+		if (d->at_seam || d->status == -pte_eos) {
+			if (!d->at_seam && !d->warming)
+				emit_flow_end(d);
 			d->done = !window_next(d);
+		}
 		else if (!d->warming)
 			emit_error(d, d->status);
 	}

@@ -395,6 +395,7 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 		if (!q->dec)
 			return FALSE;
 		vt_decode_queue_set_power(q->dec, power);
+		vt_decode_queue_set_flow_end(q->dec, opts->flow_end);
 		if (r->guest_user)
 			vt_decode_queue_set_code(q->dec, guest_user_code, q);
 	}
