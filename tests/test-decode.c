@@ -713,6 +713,8 @@ static void test_disasm_bounded(void)
 	VtDecodeDisasm *ref, *small;
 	gboolean long_seen = FALSE;
 
+	g_assert_nonnull(core);
+	g_assert_nonnull(ks);
 	g_assert_no_error(err);
 	ref = vt_decode_disasm_new_sized(img, 12);
 	small = vt_decode_disasm_new_sized(img, 1);
