@@ -34,9 +34,9 @@ check "synth usage error under --json: exit_status 2" json_check "$TMP/e3" 'j["e
 # The table through the table helper: same layout as before.
 cat >"$TMP/expect" <<'EOT'
 VMCS           VCPU             TSC-OFFSET            GUEST-TSC   SPREAD  STATUS
-0x12340        0 (tid 4010)     0xfffffeb7b0b5654e           15        0  ok
-0x12451        1 (tid 4011)     0xfffffeb7b0b5654e           17        0  ok
-0x12562        2 (tid 4012)     0xfffffeb7b0b5654e           18        0  ok
+0x12340        0 (tid 4010)     0xfffffeb7b0b5654e           16        0  ok
+0x12451        1 (tid 4011)     0xfffffeb7b0b5654e           20        0  ok
+0x12562        2 (tid 4012)     0xfffffeb7b0b5654e           30        0  ok
 0x12673        3 (tid 4013)     0xfffffeb7b0b5654e           17        0  ok
 EOT
 "$VMTRACE" correlate -n "$top_srcdir/examples/kvm-4vcpu.data" | tail -n +2 >"$TMP/actual"

@@ -15,7 +15,7 @@ command -v strace >/dev/null || skip "strace not installed (apt-get install stra
 need_python
 make_code_dirs
 
-code_recording walk 128K --vcpus 4 --host-steps 6 --seed 41 || finish
+code_recording walk 128K --vcpus 4 --host-steps 6 --seed 41 --psb-period 1 || finish
 # under ASan: LeakSanitizer cannot run under ptrace, and ASan's allocator
 # maps and unmaps memory of its own (the munmap bound is for glibc's)
 asan_build && { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS; }
