@@ -96,7 +96,7 @@ check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$
 rec $G -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
 rp=$!
 for _ in $(seq 600); do grep -q "Ctrl-C stops" "$TMP/r2.err" 2>/dev/null && break; sleep 0.1; done
-sleep 1
+sleep 3    # the synth capture source writes its first context switch only after a while (1 s was too short since synth's hardware-order CYC packets)
 kill -INT $rp
 wait $rp
 rc=$?
