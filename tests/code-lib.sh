@@ -79,3 +79,16 @@ need_user_standin() {
 		sh -c 'sleep 0.01' >/dev/null 2>&1 ||
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }
+
+# time_check NAME OPTS: tests/time-check.py on NAME's ground truth, vmtrace's
+# JSON and perf's lines ($TMP/NAME.{branches,json,perf}; OPTS are synth's,
+# --per-cpu among them compares per CPU): time never goes back and stays
+# within 800 ticks of the truth and of perf.
+time_check() {
+	tc_pc=
+	case $2 in *--per-cpu*) tc_pc=--per-cpu ;; esac
+	"$PYTHON3" "$top_srcdir/tests/time-check.py" "$TMP/$1.branches" "$TMP/$1.json" "$TMP/$1.perf" $tc_pc \
+		--truth-ticks 800 --perf-ticks 800 >"$TMP/$1.time" 2>&1
+	check "$1: time never goes back, within 800 ticks of the truth and of perf" test $? -eq 0
+	sed 's/^/#   /' "$TMP/$1.time"
+}

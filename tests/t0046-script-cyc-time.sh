@@ -31,12 +31,7 @@ while read -r name opts; do
 	timeout 300 "$PERF" script -i "$f" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=be --ns \
 		-F tid,cpu,time,ip,addr >"$TMP/$name.perf" 2>"$TMP/$name.perf.err"
 	check "$name: perf script exit 0" test $? -eq 0
-	pc=
-	case $opts in *--per-cpu*) pc=--per-cpu ;; esac
-	"$PYTHON3" "$top_srcdir/tests/time-check.py" "$TMP/$name.branches" "$TMP/$name.json" "$TMP/$name.perf" $pc \
-		--truth-ticks 800 --perf-ticks 800 >"$TMP/$name.time" 2>&1
-	check "$name: time never goes back, within 800 ticks of the truth and of perf" test $? -eq 0
-	sed 's/^/#   /' "$TMP/$name.time"
+	time_check "$name" "$opts"
 done <<'CONFIGS'
 thread-cyc-mtc0       --vcpus 4 --cyc --mtc-period 0 --psb-period 0
 thread-cyc-mtc3       --vcpus 2 --cyc --mtc-period 3 --psb-period 0 --seed 5

@@ -36,12 +36,7 @@ while read -r name opts; do
 	# shellcheck disable=SC2086
 	code_recording "$name" 128K $opts || continue
 	decode "$name"
-	pc=
-	case $opts in *--per-cpu*) pc=--per-cpu ;; esac
-	"$PYTHON3" "$top_srcdir/tests/time-check.py" "$TMP/$name.branches" "$TMP/$name.json" "$TMP/$name.perf" $pc \
-		--truth-ticks 800 --perf-ticks 800 >"$TMP/$name.time" 2>&1
-	check "$name: time never goes back, within 800 ticks of the truth and of perf" test $? -eq 0
-	sed 's/^/#   /' "$TMP/$name.time"
+	time_check "$name" "$opts"
 done <<'CONFIGS'
 thread-cyc-thresh8    --vcpus 2 --cyc --cyc-thresh 8 --mtc-period 0 --psb-period 0
 cpu-cyc-thresh5       --vcpus 4 --per-cpu --cpus 2 --cyc --cyc-thresh 5 --mtc-period 3 --psb-period 0 --seed 4
