@@ -26,6 +26,13 @@
         host TSC is the smallest that scales to the guest's; perf divides
         by the double RATIO / 2^FRAC and truncates.
 
+    inject-check.py vcpu-times GUEST.txt OUT.txt OFF0,OFF1,... GSHIFT GMULT HSHIFT HMULT
+        Per vCPU offsets (vCPU v: the v-th, as synth's truth lists them):
+        every guest record of OUT.txt (either tool's output) must be at the
+        exact integer conversion with its vCPU's offset.  Prints, per vCPU,
+        how many records are exact and the largest difference in ns (and
+        in host TSC ticks); exit 1 when any record is not exact.
+
     inject-check.py raw PERF.data VMTRACE.data
         The guest records of both outputs (cpumode GUEST_KERNEL/USER), byte
         for byte, as multisets, the CPU of their sample-id trailer aside
@@ -177,6 +184,28 @@ def times(guest, perf, ours, off, gs, gm, hs, hm, ratio="0", frac="48"):
     sys.exit(1 if bad else 0)
 
 
+def vcpu_times(guest, out, offs, gs, gm, hs, hm):
+    offs = [int(o, 0) for o in offs.split(",")]
+    gs, gm, hs, hm = int(gs), int(gm), int(hs), int(hm)
+    g = keyed(guest, False)
+    o = sorted(((e["comm"], e["tid"], e["rest"]), e["time"], e["vcpu"]) for e in lines(out) if e["guest"])
+    if [k for k, _ in g] != [k for k, _, _ in o]:
+        print("# the output does not hold the guest's records (%d, %d)" % (len(g), len(o)))
+        sys.exit(1)
+    stat = {}
+    for (k, gt), (_, t, v) in zip(g, o):
+        exact = to_time((to_tsc(gt, gs, gm) - offs[v]) & M64, hs, hm) if gt else 0
+        n, ok, diffs = stat.get(v, (0, 0, set()))
+        stat[v] = (n + 1, ok + (t == exact), diffs | {t - exact})
+    bad = 0
+    for v in sorted(stat):
+        n, ok, diffs = stat[v]
+        bad += n - ok
+        print("# vCPU %d (offset %#x): %d of %d guest records at the exact time, differences %d..%d ns"
+              % (v, offs[v], ok, n, min(diffs), max(diffs)))
+    sys.exit(1 if bad or not stat else 0)
+
+
 def guest_records(path):
     if os.path.isdir(path):
         path = os.path.join(path, "data")
@@ -205,6 +234,8 @@ if __name__ == "__main__":
         cpus(*sys.argv[2:])
     elif sys.argv[1] == "times":
         times(*sys.argv[2:])
+    elif sys.argv[1] == "vcpu-times":
+        vcpu_times(*sys.argv[2:])
     elif sys.argv[1] == "raw":
         raw(*sys.argv[2:])
     else:

@@ -27,6 +27,31 @@ static gboolean parse_offset_opt(VtSynthConfig *cfg, const char *s, GError **err
 	return TRUE;
 }
 
+/* OFF:[VM.]VCPU - after --vcpus and --vms are known */
+static gboolean parse_vcpu_offset_opt(VtSynthConfig *cfg, const char *s, GError **error)
+{
+	g_auto(GStrv) parts = g_strsplit(s, ":", 2);
+	g_auto(GStrv) who = parts[0] && parts[1] ? g_strsplit(parts[1], ".", 2) : NULL;
+	guint64 off, vm = 0, idx;
+	gint v;
+
+	if (!who || !vt_parse_u64(parts[0], &off) || !vt_parse_u64(who[who[1] ? 1 : 0], &idx) ||
+	    (who[1] && !vt_parse_u64(who[0], &vm))) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--vcpu-offset '%s': expected OFFSET:[VM.]VCPU (e.g. 0xffffff0000000000:1.0)", s);
+		return FALSE;
+	}
+	if (vm >= cfg->nvms || idx > G_MAXUINT || (v = vt_synth_vcpu_of(cfg, vm, idx)) < 0) {
+		g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+			    "--vcpu-offset '%s': VM %" G_GUINT64_FORMAT " has no vCPU %" G_GUINT64_FORMAT
+			    " (--vcpus %u, --vms %u)", s, vm, idx, cfg->nvcpus, cfg->nvms);
+		return FALSE;
+	}
+	cfg->vcpu_offset[v] = off;
+	cfg->have_vcpu_offset[v] = TRUE;
+	return TRUE;
+}
+
 static gboolean parse_scale_opt(VtSynthConfig *cfg, const char *s, GError **error)
 {
 	/* RATIO[/FRAC][:VM] */
@@ -101,7 +126,7 @@ typedef struct {
 	gint vcpus, vms, cpus, mtc_period, cyc_thresh, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc;   /* -1: default */
 	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json, cbr_vary;
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
-	char **offsets, **scales;
+	char **offsets, **scales, **vcpu_offsets;
 	char *host_code, *guest_code, *branches;
 	char **guest_user;           /* FILE[@ADDR], ... */
 	gint guest_user_pct;
@@ -122,6 +147,7 @@ static void synth_opts_clear(SynthOpts *o)
 	g_free(o->branches);
 	g_strfreev(o->guest_user);
 	g_strfreev(o->offsets);
+	g_strfreev(o->vcpu_offsets);
 	g_strfreev(o->scales);
 }
 
@@ -137,6 +163,7 @@ static const char synth_description[] =
 	"  vmtrace synth -o guest.data --truth guest.json\n"
 	"  vmtrace synth -o big.data --per-cpu --vcpus 16 --cyc --size 512M\n"
 	"  vmtrace synth -o two.data --vms 2 --offset 0x0123456789abcdef:0 --offset 0xffffff8000000000:1\n"
+	"  vmtrace synth -o skew.data --vcpus 2 --offset 0xfffffe0000000000 --vcpu-offset 0xfffffe0000003000:1\n"
 	"  vmtrace synth -o real.data --host-code HOSTDIR --guest-code GUESTDIR --branches real.branches\n\n"
 	"Real code: the flow walks the kernel code of HOSTDIR and GUESTDIR (Zydis decodes\n"
 	"it; TNT directions and indirect targets - real function starts - are chosen,\n"
@@ -172,6 +199,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "seed", 0, 0, G_OPTION_ARG_STRING, &o->seed, "Random seed; same options and seed give the same bytes (default 1)", "N" },
 		{ "tsc-start", 0, 0, G_OPTION_ARG_STRING, &o->tsc_start, "Host TSC at the start of the recording (default 0x100000000000; e.g. 0x80000000000000 for a host up 139 days at 3 GHz)", "TSC" },
 		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->offsets, "TSC offset of VM; repeatable (default: a negative offset derived from the seed)", "OFF[:VM]" },
+		{ "vcpu-offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->vcpu_offsets, "TSC offset of one vCPU of a VM (VM default 0), instead of the VM's: its own VMCS's offset, as KVM allows; repeatable", "OFF:[VM.]VCPU" },
 		{ "offset-change", 0, 0, G_OPTION_ARG_STRING, &o->change, "VM's TSC offset changes to OFF at FRACTION of the trace", "[VM:]OFF@FRACTION" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->scales, "VMX TSC scaling of VM: guest TSC = (host * RATIO >> FRAC) + offset (FRAC default 48); repeatable", "RATIO[/FRAC][:VM]" },
 		{ "guest-percent", 0, 0, G_OPTION_ARG_INT, &o->guest_pct, "Share of time in guest mode, 0..95 (default 60)", "PCT" },
@@ -247,6 +275,9 @@ static gboolean synth_vm_options(const SynthOpts *o, VtSynthConfig *cfg, GError 
 {
 	for (char **s = o->offsets; s && *s; s++)
 		if (!parse_offset_opt(cfg, *s, err))
+			return FALSE;
+	for (char **s = o->vcpu_offsets; s && *s; s++)
+		if (!parse_vcpu_offset_opt(cfg, *s, err))
 			return FALSE;
 	if (o->change && !parse_change_opt(cfg, o->change, err))
 		return FALSE;

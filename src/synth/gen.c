@@ -71,6 +71,21 @@ guint64 vt_synth_vm_offset(const VtSynthConfig *cfg, guint vm)
 	return -(0x10000000000ULL + (x & 0xffffffffffULL));
 }
 
+guint64 vt_synth_vcpu_offset(const VtSynthConfig *cfg, guint v)
+{
+	if (v < VT_SYNTH_MAX_VCPUS && cfg->have_vcpu_offset[v])
+		return cfg->vcpu_offset[v];
+	return vt_synth_vm_offset(cfg, vt_synth_vm_of_vcpu(cfg, v));
+}
+
+gint vt_synth_vcpu_of(const VtSynthConfig *cfg, guint vm, guint idx)
+{
+	for (guint v = 0; v < cfg->nvcpus; v++)
+		if (vt_synth_vm_of_vcpu(cfg, v) == vm && idx-- == 0)
+			return (gint)v;
+	return -1;
+}
+
 gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 {
 #define BAD(...) do { g_set_error(error, VT_SYNTH_ERROR, 0, __VA_ARGS__); return FALSE; } while (0)
@@ -225,24 +240,27 @@ static guint vcpu_index_in_vm(const Gen *g, guint v)
 	return v - first;
 }
 
-static guint64 offset_at(const Gen *g, guint vm, guint64 t)
+/* vCPU v's offset at host TSC t: after an offset change of its VM, the
+ * new one (the guest wrote its TSC: every vCPU of the VM) */
+static guint64 offset_at(const Gen *g, guint v, guint64 t)
 {
 	const VtSynthConfig *c = g->cfg;
 
-	if (c->have_change && vm == c->change_vm && g->t_change && t >= g->t_change)
+	if (c->have_change && vt_synth_vm_of_vcpu(c, v) == c->change_vm && g->t_change && t >= g->t_change)
 		return c->change_offset;
-	return vt_synth_vm_offset(c, vm);
+	return vt_synth_vcpu_offset(c, v);
 }
 
-/* The guest TSC a VM's vCPU reads at host TSC t (VMX offsetting and scaling). */
-static guint64 guest_tsc(const Gen *g, guint vm, guint64 t)
+/* The guest TSC vCPU v reads at host TSC t (VMX offsetting and scaling). */
+static guint64 guest_tsc(const Gen *g, guint v, guint64 t)
 {
 	const VtSynthConfig *c = g->cfg;
+	guint vm = vt_synth_vm_of_vcpu(c, v);
 	guint64 scaled = t;
 
 	if (c->vm_ratio[vm])
 		scaled = (guint64)(((unsigned __int128)t * c->vm_ratio[vm]) >> c->vm_frac[vm]);
-	return scaled + offset_at(g, vm, t);
+	return scaled + offset_at(g, v, t);
 }
 
 static guint64 ctc_of(const Gen *g, guint64 t)
@@ -475,7 +493,7 @@ static void psb_plus(Gen *g, Queue *q)
 		guint64 tsc = q->t;
 
 		if (q->in_guest) {
-			tsc = guest_tsc(g, vt_synth_vm_of_vcpu(c, q->vcpu), q->t) & SEVEN_BYTES;
+			tsc = guest_tsc(g, q->vcpu, q->t) & SEVEN_BYTES;
 			/* remember where, and what a correction must write there */
 			g_array_append_val(q->fix, ((Fix){ q->len + 1, q->t & SEVEN_BYTES }));
 			q->guest_tsc++;
@@ -1154,8 +1172,8 @@ static void truth_vcpus(VtJson *j, Gen *g)
 		vt_json_printf(j, "CPU %u/KVM", vcpu_index_in_vm(g, v));
 		vt_json_kv_uint(j, "tid", vcpu_tid(g, v));
 		vt_json_kv_hex(j, "vmcs", vt_synth_vmcs(v));
-		vt_json_kv_hex(j, "tsc_offset", vt_synth_vm_offset(c, vm));
-		vt_json_kv_hex(j, "tsc_offset56", sext56(vt_synth_vm_offset(c, vm)));
+		vt_json_kv_hex(j, "tsc_offset", vt_synth_vcpu_offset(c, v));
+		vt_json_kv_hex(j, "tsc_offset56", sext56(vt_synth_vcpu_offset(c, v)));
 		vt_json_kv_uint(j, "guest_tsc_packets", g->vcpu_guest_tsc[v]);
 		vt_json_kv_uint(j, "overflows", g->vcpu_ovf[v]);
 		vt_json_kv_uint(j, "aux_truncated", g->vcpu_aux_truncated[v]);

@@ -39,6 +39,10 @@ typedef struct VtSynthConfig {
 	gboolean cbr_vary;         /* the core:bus ratio in PSB+ changes (30, 30, 24, 36, ...) */
 	guint64 vm_offset[VT_SYNTH_MAX_VMS];   /* VMX TSC offset per VM */
 	gboolean have_offset[VT_SYNTH_MAX_VMS];
+	/* VMX TSC offset of one vCPU (global index), instead of its VM's:
+	 * the vCPUs of a VM with different offsets (each VMCS has its own) */
+	guint64 vcpu_offset[VT_SYNTH_MAX_VCPUS];
+	gboolean have_vcpu_offset[VT_SYNTH_MAX_VCPUS];
 	/* Offset change: VM `change_vm` switches to `change_offset` at
 	 * `change_at` (fraction 0..1 of the recording). */
 	gboolean have_change;
@@ -100,6 +104,10 @@ guint64 vt_synth_vmcs(guint v);
 /* Guest TSC offset of VM `vm` (configured or derived from the seed). */
 guint64 vt_synth_vm_offset(const VtSynthConfig *cfg, guint vm);
 guint vt_synth_vm_of_vcpu(const VtSynthConfig *cfg, guint v);
+/* Guest TSC offset of vCPU `v` (global index): its own, else its VM's. */
+guint64 vt_synth_vcpu_offset(const VtSynthConfig *cfg, guint v);
+/* The global index of vCPU `idx` of VM `vm` (-1: none). */
+gint vt_synth_vcpu_of(const VtSynthConfig *cfg, guint vm, guint idx);
 
 typedef struct {
 	guint64 aux_bytes;
