@@ -41,6 +41,7 @@ enum {
 	VT_EXIT_TCG_DOMAIN = 25,      /* record --source tcg --domain: its QEMU does not load the plugin (the XML to add is printed) */
 	VT_EXIT_TCG_QEMU = 26,        /* record --source tcg: QEMU did not run the plugin to its end */
 	VT_EXIT_TCG_NOTHING = 27,     /* record --source tcg: no kernel code ran: nothing traced */
+	VT_EXIT_OFFSET_CHANGE = 28,   /* inject: a vCPU's offset changed and a guest record fits no epoch, or two */
 };
 
 /* Print "vmtrace <cmd>: <message>" on stderr - or, under --json, keep it

@@ -48,6 +48,8 @@ static int exit_code_for(const GError *e)
 		return VT_EXIT_GUEST_DATA;
 	case VT_INJECT_ERROR_NO_CLOCK:
 		return VT_EXIT_UNRESOLVED;
+	case VT_INJECT_ERROR_OFFSET_CHANGE:
+		return VT_EXIT_OFFSET_CHANGE;
 	case VT_INJECT_ERROR_OUTPUT:
 		return VT_EXIT_FAILURE;
 	default:
@@ -60,7 +62,7 @@ static gboolean parse_offset(const char *tok, GArray *clocks, GError **err)
 {
 	g_auto(GStrv) parts = g_strsplit(tok, ":", 2);
 	g_auto(GStrv) v = NULL;
-	VtInjectClock c = { -1, 0, 0, 0 };
+	VtInjectClock c = { .vcpu = -1 };
 
 	if (!vt_parse_u64(parts[0], &c.offset))
 		goto bad;
@@ -123,7 +125,9 @@ static const char inj_description[] =
 	"an id with CPU -1, a guest CPU without a vCPU thread); 18 the guest's perf\n"
 	"clock is not TSC-based (kvm-clock: boot the guest with no-kvmclock); 19 the\n"
 	"host recording lacks what injection needs (\"CPU n/KVM\" COMMs, context\n"
-	"switches with CPU, TIME_CONV; or several QEMU processes and no --pid).\n"
+	"switches with CPU, TIME_CONV; or several QEMU processes and no --pid); 28 a\n"
+	"vCPU's TSC offset changed during the recording and a guest record's time\n"
+	"fits no epoch or two (the guest's TSC went back): give --offset OFF:VCPU.\n"
 	"Nothing is written unless the exit status is 0.\n\n"
 	"Examples:\n"
 	"  vmtrace inject vm.data --guest-data guest.data -o vm+guest.data\n"
@@ -189,12 +193,28 @@ static void inj_meta_scale(InjOpts *o)
 	vmcorr_kvm_meta_free(meta);
 }
 
-/* One vCPU's offset from a VMCS of the discovery. */
+/* The clock of each epoch of a VMCS whose offset changed: in force from
+ * the last estimate of the epoch before to the first of the epoch after. */
+static void add_epochs(InjOpts *o, const VmcorrVmcs *m)
+{
+	for (guint k = 0; k < m->epochs->len; k++) {
+		const VmcorrEpoch *e = &g_array_index(m->epochs, VmcorrEpoch, k);
+		VtInjectClock c = { .vcpu = m->vcpu, .offset = e->offset };
+
+		if (k > 0)
+			c.host_from = g_array_index(m->epochs, VmcorrEpoch, k - 1).t_last + 1;
+		if (k + 1 < m->epochs->len)
+			c.host_to = g_array_index(m->epochs, VmcorrEpoch, k + 1).t_first - 1;
+		g_array_append_val(o->opt.clocks, c);
+	}
+}
+
+/* One vCPU's offset (or its epochs' offsets) from a VMCS of the discovery. */
 static int add_discovered(InjOpts *o, const VmcorrVmcs *m)
 {
-	VtInjectClock c = { m->vcpu, m->status == VMCORR_ZERO ? 0 : m->offset, 0, 0 };
+	VtInjectClock c = { .vcpu = m->vcpu, .offset = m->status == VMCORR_ZERO ? 0 : m->offset };
 
-	if (m->status != VMCORR_OK && m->status != VMCORR_ZERO) {
+	if (m->status != VMCORR_OK && m->status != VMCORR_ZERO && m->status != VMCORR_CHANGES) {
 		vt_err("inject", "%s: the TSC offset of vCPU %d (VMCS %#" G_GINT64_MODIFIER "x) is %s; give it with "
 		       "--offset OFF:%d (see vmtrace correlate --dry-run)", o->rec, m->vcpu, m->vmcs,
 		       vmcorr_status_name(m->status), m->vcpu);
@@ -203,14 +223,18 @@ static int add_discovered(InjOpts *o, const VmcorrVmcs *m)
 	for (guint i = 0; i < o->opt.clocks->len; i++) {
 		const VtInjectClock *x = &g_array_index(o->opt.clocks, VtInjectClock, i);
 
-		if (x->vcpu == c.vcpu && x->offset != c.offset) {
+		if (x->vcpu == c.vcpu && (m->status == VMCORR_CHANGES || x->host_to || x->host_from ||
+					  x->offset != c.offset)) {
 			vt_err("inject", "%s: vCPU %d shows two TSC offsets (%#" G_GINT64_MODIFIER "x, %#"
 			       G_GINT64_MODIFIER "x); give it with --offset OFF:%d", o->rec, c.vcpu, x->offset,
 			       c.offset, c.vcpu);
 			return VT_EXIT_UNRESOLVED;
 		}
 	}
-	g_array_append_val(o->opt.clocks, c);
+	if (m->status == VMCORR_CHANGES)
+		add_epochs(o, m);
+	else
+		g_array_append_val(o->opt.clocks, c);
 	return VT_EXIT_OK;
 }
 
@@ -312,6 +336,13 @@ static void inj_report_json(const InjOpts *o, const VtInjectResult *r)
 		vt_json_kv_hex(j, "tsc_offset", c->offset);
 		vt_json_kv_uint(j, "tsc_scaling_ratio", c->ratio);
 		vt_json_kv_uint(j, "tsc_scaling_frac", c->frac);
+		if (c->host_from || c->host_to) {
+			vt_json_kv_hex(j, "host_tsc_from", c->host_from);
+			if (c->host_to)
+				vt_json_kv_hex(j, "host_tsc_to", c->host_to);
+			else
+				vt_json_kv_null(j, "host_tsc_to");
+		}
 		vt_json_end_object(j);
 	}
 	vt_json_end_array(j);
@@ -330,9 +361,15 @@ static void inj_report_text(const InjOpts *o, const VtInjectResult *r)
 		const VtInjectClock *c = &g_array_index(o->opt.clocks, VtInjectClock, i);
 		g_autofree char *who = c->vcpu >= 0 ? g_strdup_printf("vCPU %d", c->vcpu) : g_strdup("every vCPU");
 
-		fprintf(f, "  %s: TSC offset %#" G_GINT64_MODIFIER "x%s", who, c->offset, c->ratio ? "" : "\n");
+		fprintf(f, "  %s: TSC offset %#" G_GINT64_MODIFIER "x", who, c->offset);
 		if (c->ratio)
-			fprintf(f, ", TSC scaling %" G_GUINT64_FORMAT "/2^%u\n", c->ratio, c->frac);
+			fprintf(f, ", TSC scaling %" G_GUINT64_FORMAT "/2^%u", c->ratio, c->frac);
+		if (c->host_from || c->host_to)
+			fprintf(f, ", host TSC %#" G_GINT64_MODIFIER "x..%s", c->host_from,
+				c->host_to ? "" : "(end)");
+		if (c->host_to)
+			fprintf(f, "%#" G_GINT64_MODIFIER "x", c->host_to);
+		fputc('\n', f);
 	}
 	fprintf(f, "  offsets %s\n", o->source);
 }

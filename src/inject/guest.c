@@ -17,16 +17,16 @@ static uint64_t unscale(uint64_t g, guint frac, uint64_t ratio)
 	return (uint64_t)((x + ratio - 1) / ratio);
 }
 
+uint64_t vt_inject_host_tsc(uint64_t t, const VtPerfTimeConv *gtc, const VtInjectClock *c)
+{
+	uint64_t tsc = vt_perf_time_to_tsc(t, gtc) - c->offset;
+
+	return c->ratio ? unscale(tsc, c->frac, c->ratio) : tsc;
+}
+
 uint64_t vt_inject_time(uint64_t t, const VtPerfTimeConv *gtc, const VtPerfTimeConv *htc, const VtInjectClock *c)
 {
-	uint64_t tsc;
-
-	if (!t)
-		return 0;
-	tsc = vt_perf_time_to_tsc(t, gtc) - c->offset;
-	if (c->ratio)
-		tsc = unscale(tsc, c->frac, c->ratio);
-	return vt_perf_tsc_to_time(tsc, htc);
+	return t ? vt_perf_tsc_to_time(vt_inject_host_tsc(t, gtc, c), htc) : 0;
 }
 
 static gboolean fail(GError **error, VtInjectErrorCode code, const char *path, const char *what)

@@ -176,15 +176,64 @@ static gboolean vcpu_check(const Merge *m, guint vcpu, GError **error)
 	return TRUE;
 }
 
+static gboolean in_range(const VtInjectClock *c, uint64_t h)
+{
+	return h >= c->host_from && (!c->host_to || h <= c->host_to);
+}
+
+/* A record at guest time t that fits no epoch of vCPU vcpu (none: a, b
+ * its first and last) or two (a, b). */
+static gboolean epoch_error(const Merge *m, guint vcpu, uint64_t t, const VtInjectClock *a, const VtInjectClock *b,
+			    gboolean none, GError **error)
+{
+	uint64_t ha = vt_inject_host_tsc(t, &m->g->tc, a), hb = vt_inject_host_tsc(t, &m->g->tc, b);
+
+	g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_OFFSET_CHANGE,
+		    "vCPU %u's TSC offset changed during the recording and its guest record at guest time %"
+		    G_GUINT64_FORMAT " fits %s: host TSC %#" G_GINT64_MODIFIER "x by offset %#" G_GINT64_MODIFIER
+		    "x, %#" G_GINT64_MODIFIER "x by offset %#" G_GINT64_MODIFIER "x (%s); give the offset to use with "
+		    "--offset OFF:%u", vcpu, t, none ? "no epoch" : "two epochs", ha, a->offset, hb, b->offset,
+		    none ? "each outside its epoch: a guest time the guest's TSC skipped" :
+			     "the guest's TSC went back: its times repeat", vcpu);
+	return FALSE;
+}
+
+/* The clock of vCPU vcpu (its own entries, else the -1 ones) in force at
+ * guest perf time t: the only one, or the one epoch whose host time for t
+ * lies in its range. */
+static gboolean clock_at(const Merge *m, guint vcpu, uint64_t t, const VtInjectClock **c, GError **error)
+{
+	const VtInjectClock *first = NULL, *last = NULL, *hit = NULL;
+	int want = -1;
+
+	for (guint i = 0; i < m->opt->clocks->len; i++)
+		if (g_array_index(m->opt->clocks, VtInjectClock, i).vcpu == (int)vcpu)
+			want = (int)vcpu;
+	for (guint i = 0; i < m->opt->clocks->len; i++) {
+		const VtInjectClock *x = &g_array_index(m->opt->clocks, VtInjectClock, i);
+
+		if (x->vcpu != want)
+			continue;
+		if (!first)
+			first = *c = x;
+		last = x;
+		if (!t || (x->host_from == 0 && x->host_to == 0))
+			return TRUE;    /* no time, or one offset for all time */
+		if (!in_range(x, vt_inject_host_tsc(t, &m->g->tc, x)))
+			continue;
+		if (hit)
+			return epoch_error(m, vcpu, t, hit, x, FALSE, error);
+		hit = *c = x;
+	}
+	return hit ? TRUE : epoch_error(m, vcpu, t, first, last, TRUE, error);
+}
+
 /* The guest CPU an event ran on and the clock that converts its time. */
 static gboolean event_vcpu(const Merge *m, const VtPerfSampleId *sid, const IdMap *x, guint *vcpu,
 			   const VtInjectClock **c, GError **error)
 {
 	*vcpu = sid->has_cpu && sid->cpu != (uint32_t)-1 ? sid->cpu : x->vcpu;
-	if (!vcpu_check(m, *vcpu, error))
-		return FALSE;
-	*c = clock_of(m->opt, *vcpu);
-	return TRUE;
+	return vcpu_check(m, *vcpu, error) && clock_at(m, *vcpu, sid->has_time ? sid->time : 0, c, error);
 }
 
 /* One guest record as the host file holds it. */
@@ -193,7 +242,7 @@ static gboolean convert(Merge *m, const VtPerfRecord *rec, guint seq, GError **e
 	VtPerfSampleId sid;
 	const VtPerfAttr *a;
 	const IdMap *x;
-	const VtInjectClock *c;
+	const VtInjectClock *c = NULL;
 	guint vcpu;
 	uint64_t id;
 	uint32_t cpu;

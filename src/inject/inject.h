@@ -33,16 +33,24 @@ typedef enum {
 	VT_INJECT_ERROR_HOST_NO_SWITCH,    /* host: no context-switch records with CPU */
 	VT_INJECT_ERROR_HOST_NO_TIME,      /* host: no TIME_CONV with cap_user_time_zero */
 	VT_INJECT_ERROR_NO_CLOCK,          /* no offset given for a vCPU */
+	VT_INJECT_ERROR_OFFSET_CHANGE,     /* a vCPU's offset changed and a record's time fits no epoch, or two */
 	VT_INJECT_ERROR_OUTPUT,            /* OUT cannot be written (message names the file) */
 } VtInjectErrorCode;
 
 /* How a vCPU's guest TSC relates to the host TSC (VMX):
- * guest = (host * ratio >> frac) + offset; ratio 0: no scaling. */
+ * guest = (host * ratio >> frac) + offset; ratio 0: no scaling.
+ * An offset that changed during the recording (the guest wrote its TSC,
+ * save/restore) is one clock per epoch, each with the host TSC range in
+ * which it may have been in force (from the last estimate of the epoch
+ * before to the first of the epoch after): a record takes the one clock
+ * whose host time for it lies in its range; none or several is an error
+ * (VT_INJECT_ERROR_OFFSET_CHANGE). */
 typedef struct {
 	int vcpu;                /* -1: every vCPU without an entry of its own */
 	uint64_t offset;
 	uint64_t ratio;
 	guint frac;
+	uint64_t host_from, host_to;   /* inclusive; host_to 0: no upper bound */
 } VtInjectClock;
 
 typedef struct {
@@ -75,6 +83,9 @@ gboolean vt_inject_guest_check(const char *guest, GError **error);
  * scaled, the smallest host TSC h with (h * ratio >> frac) = guest - offset,
  * in 128 bits), host time from
  * the host's TIME_CONV (tsc_to_perf_time).  0 stays 0 (perf's "no time"). */
+/* The host TSC of guest perf time t (not 0) by clock c: the middle step
+ * of vt_inject_time. */
+uint64_t vt_inject_host_tsc(uint64_t t, const VtPerfTimeConv *guest_tc, const VtInjectClock *c);
 uint64_t vt_inject_time(uint64_t guest_time, const VtPerfTimeConv *guest_tc, const VtPerfTimeConv *host_tc,
 			const VtInjectClock *c);
 
