@@ -10,7 +10,7 @@ static const VtPerfTimeConv ident = { .time_shift = 0, .time_mult = 1, .cap_user
 
 static void test_zero(void)
 {
-	VtInjectClock c = { -1, 0xfffffe3c8291b532ULL, 0, 0 };
+	VtInjectClock c = { .vcpu = -1, .offset = 0xfffffe3c8291b532ULL };
 
 	g_assert_cmpuint(vt_inject_time(0, &ident, &ident, &c), ==, 0);    /* "no time" stays so */
 }
@@ -18,7 +18,7 @@ static void test_zero(void)
 /* perf 6.1 gives 2^54 for guest time 2^54 + 1 (through a double). */
 static void test_above_2_53(void)
 {
-	VtInjectClock c = { -1, 0, 0, 0 };
+	VtInjectClock c = { .vcpu = -1 };
 
 	for (uint64_t t = (1ULL << 54) + 1; t < (1ULL << 54) + 64; t++)
 		g_assert_cmpuint(vt_inject_time(t, &ident, &ident, &c), ==, t);
@@ -28,7 +28,7 @@ static void test_above_2_53(void)
 /* A negative VMX offset (two's complement) wraps as the TSC does. */
 static void test_offset(void)
 {
-	VtInjectClock c = { -1, (uint64_t)-1000, 0, 0 };
+	VtInjectClock c = { .vcpu = -1, .offset = (uint64_t)-1000 };
 	VtPerfTimeConv tc = { .time_shift = 10, .time_mult = 341, .cap_user_time_zero = 1 };
 	uint64_t g = 123456789, tsc = vt_perf_time_to_tsc(g, &tc);
 
@@ -45,7 +45,7 @@ static void test_scaling(void)
 	GRand *r = g_rand_new_with_seed(13);
 
 	for (guint k = 0; k < G_N_ELEMENTS(ratios); k++) {
-		VtInjectClock c = { -1, 0xffffff0000001234ULL, ratios[k], 48 };
+		VtInjectClock c = { .vcpu = -1, .offset = 0xffffff0000001234ULL, .ratio = ratios[k], .frac = 48 };
 
 		for (int i = 0; i < 20000; i++) {
 			uint64_t h = ((uint64_t)g_rand_int(r) << 24 | g_rand_int(r)) & ((1ULL << 54) - 1);
