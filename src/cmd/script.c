@@ -671,6 +671,34 @@ static void insn_bytes_of(Script *s, const VtDisasmInsn *in)
 		vt_textbuf_bytes(s->out, in->code, in->len);
 }
 
+static gint cmp_unresolved(gconstpointer a, gconstpointer b)
+{
+	gint32 x = ((const VtDecodeGuestUnresolved *)a)->pid, y = ((const VtDecodeGuestUnresolved *)b)->pid;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One line per guest process whose user code was not found (the decode
+ * errors at its addresses say where): never another process's code. */
+static void warn_unresolved(const Script *s)
+{
+	g_autoptr(GArray) u = vt_decode_guest_user_unresolved(s->guser);
+
+	g_array_sort(u, cmp_unresolved);
+	for (guint i = 0; i < u->len; i++) {
+		const VtDecodeGuestUnresolved *x = &g_array_index(u, VtDecodeGuestUnresolved, i);
+
+		if (x->pid < 0)
+			vt_warn("script", "guest user code at %#" G_GINT64_MODIFIER "x before its vCPU's first guest "
+				"switch-in (no process known): the guest's processes map different files there, "
+				"not decoded", x->addr);
+		else
+			vt_warn("script", "guest process %d (%s): no code for %#" G_GINT64_MODIFIER "x - no mapping of "
+				"its own there, no FORK from a known parent, and no process named like it maps one file "
+				"there: not decoded", x->pid, x->comm ? x->comm : "no COMM", x->addr);
+	}
+}
+
 /* The instruction at ip: in guest user space that of the line's guest
  * process (its mapping's file), else of the host or guest image. */
 static const VtDisasmInsn *disasm_at(Script *s, gboolean guest, guint64 ip, guint8 mode)
@@ -1324,6 +1352,7 @@ int cmd_script(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 #endif
 	report(&s);
+	warn_unresolved(&s);
 	rc = vt_decode_result_n_errors(s.result) ? VT_EXIT_BAD_INPUT : VT_EXIT_OK;
 	if (!vt_decode_result_check(s.result, &err)) {
 		vt_err("script", "%s", err->message);

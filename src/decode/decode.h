@@ -338,15 +338,18 @@ void vt_decode_guest_user_free(VtDecodeGuestUser *u);
 /* Mappings seen; *n_missing: files not found. */
 guint vt_decode_guest_user_n_maps(const VtDecodeGuestUser *u, guint *n_missing);
 /* The code of every mapping found joins the guest image (one address space
- * for all guest processes: what is read where no process is known). */
+ * for all guest processes: what a decoder without the per-process code hook
+ * reads; with it, vt_decode_guest_user_code decides). */
 gboolean vt_decode_guest_user_attach(const VtDecodeGuestUser *u, VtDecodeImage *guest, GError **error);
 /* Each mapping's code, per process: for vt_decode_guest_user_code (and
  * VtDecodeOptions.guest_user). */
 gboolean vt_decode_guest_user_prepare(VtDecodeGuestUser *u, GError **error);
 /* The code at a guest user address in guest process pid at host perf time
  * `time` (0: any time): its own mapping there made by then, else its
- * parent's at the fork; pid -1 (no process known): any process's.  NULL
- * (*avail 0) when none is found. */
+ * parent's at the fork, else (no FORK: forked before the recording) that of
+ * the processes with its comm if they all map the same file there; pid -1
+ * (no process known): every process's if they agree.  NULL (*avail 0) when
+ * none is found: noted for vt_decode_guest_user_unresolved. */
 const guint8 *vt_decode_guest_user_code(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
 					gsize *avail);
 /* The image of that mapping (its file's code where the mapping puts it),
@@ -358,6 +361,15 @@ const VtDecodeImage *vt_decode_guest_user_image_at(const VtDecodeGuestUser *u, g
  * vt_decode_guest_user_code finds it), NULL if none. */
 const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr,
 					guint64 *offset, const char **dso);
+/* The guest processes (pid -1: none known) whose user code was asked for
+ * and not found, with the first such address and their comm (NULL: none):
+ * a new array of VtDecodeGuestUnresolved, in no order. */
+typedef struct {
+	gint32 pid;
+	guint64 addr;
+	const char *comm;
+} VtDecodeGuestUnresolved;
+GArray *vt_decode_guest_user_unresolved(const VtDecodeGuestUser *u);
 /* An ELF file's code as mapped at start (len bytes of the file from pgoff):
  * an image to attach or to walk (synth). */
 VtDecodeImage *vt_decode_guest_user_image(const char *path, guint64 start, guint64 len, guint64 pgoff,

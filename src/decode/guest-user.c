@@ -8,8 +8,13 @@
  * process running then (recording.c: the guest switch-in records on the
  * vCPU, guest-threads.c).  A process's code at an address is that of its
  * last mapping there made by then, else its parent's at the fork (perf
- * clones the parent's maps), else none; with no process known (before the
- * vCPU's first guest switch-in) any process's.  Each mapping whose file is
+ * clones the parent's maps); a process with neither - forked before the
+ * guest's recording began (no FORK) and without MMAP2s of its own - that
+ * of the processes with its comm, if they all map the same file there,
+ * else none.  With no process known (before the vCPU's first guest
+ * switch-in) that of every process, if they all agree, else none: never
+ * another program's code, silently (the decoder reports the address it
+ * has no code for; script names the process).  Each mapping whose file is
  * found is an image of the file's executable PT_LOADs at the addresses the
  * mapping gives them (address = start + file offset - pgoff); script
  * disassembles it per process too (vt_decode_guest_user_image_at).
@@ -59,12 +64,18 @@ typedef struct {
 	GuFile *file;             /* NULL: not found */
 	VtDecodeImage *img;       /* its code (vt_decode_guest_user_prepare) */
 	gboolean shadowed;        /* a later mapping of pid overlaps it */
+	gboolean contested;       /* a mapping of any process overlaps it with other code */
 } GuMap;
 
 typedef struct {
 	gint32 ppid;              /* the process it was forked from */
 	guint64 time;
 } GuFork;
+
+typedef struct {
+	guint64 time;             /* host perf time of the COMM record (0: none) */
+	const char *comm;         /* in u->strings */
+} GuComm;
 
 struct VtDecodeGuestUser {
 	gint32 machine_pid;
@@ -75,6 +86,10 @@ struct VtDecodeGuestUser {
 	GHashTable *forks;        /* pid -> GuFork: a new process's first FORK */
 	GHashTable *by_pid;       /* pid -> GArray of indexes into maps (record order) */
 	GHashTable *images;       /* "path start len pgoff" -> VtDecodeImage, owned */
+	GHashTable *comms;        /* pid -> GArray of GuComm (record order) */
+	GHashTable *by_comm;      /* comm (in strings) -> GArray of pids that had it */
+	GMutex lock;              /* guards unresolved (decoding threads) */
+	GHashTable *unresolved;   /* pid -> first guest user address without code */
 	guint n_missing;
 };
 
@@ -425,6 +440,51 @@ static void add_fork(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfReco
 	g_hash_table_insert(u->forks, GINT_TO_POINTER((gint32)pid), k);
 }
 
+/* A guest COMM: the comm of its process from then on. */
+static void add_comm(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfRecord *rec)
+{
+	guint32 pid;
+	GuComm c;
+	GArray *a, *pids;
+	const char *name = (const char *)rec->data + 16;
+
+	if (rec->size < 24 || !memchr(name, 0, rec->size - 16))
+		return;
+	memcpy(&pid, rec->data + 8, 4);
+	c.time = time_of(f, rec);
+	c.comm = g_string_chunk_insert_const(u->strings, name);
+	if (!(a = g_hash_table_lookup(u->comms, GINT_TO_POINTER((gint32)pid)))) {
+		a = g_array_new(FALSE, FALSE, sizeof(GuComm));
+		g_hash_table_insert(u->comms, GINT_TO_POINTER((gint32)pid), a);
+	}
+	g_array_append_val(a, c);
+	if (!(pids = g_hash_table_lookup(u->by_comm, c.comm))) {
+		pids = g_array_new(FALSE, FALSE, sizeof(gint32));
+		g_hash_table_insert(u->by_comm, (gpointer)c.comm, pids);
+	}
+	for (guint i = 0; i < pids->len; i++)
+		if (g_array_index(pids, gint32, i) == (gint32)pid)
+			return;
+	g_array_append_val(pids, pid);
+}
+
+/* The comm of process pid at `time` (0: its last): its last COMM by then,
+ * else its first; NULL: it has none. */
+static const char *comm_of(const VtDecodeGuestUser *u, gint32 pid, guint64 time)
+{
+	const GArray *a = g_hash_table_lookup(u->comms, GINT_TO_POINTER(pid));
+	const char *c = NULL;
+
+	for (guint i = 0; a && i < a->len; i++) {
+		const GuComm *x = &g_array_index(a, GuComm, i);
+
+		if (c && time && x->time > time)
+			break;
+		c = x->comm;
+	}
+	return c;
+}
+
 /* An executable file mapping of a guest process (MMAP2; MMAP). */
 static void add_mmap(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfRecord *rec)
 {
@@ -488,6 +548,10 @@ VtDecodeGuestUser *vt_decode_guest_user_load(const char *rec, const char *guestm
 	u->forks = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	u->by_pid = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
 	u->images = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)vt_decode_image_free);
+	u->comms = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify)g_array_unref);
+	u->by_comm = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
+	u->unresolved = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	g_mutex_init(&u->lock);
 	if (s) {
 		vt_perf_iter_init(&it, s->f);
 		while ((rc = vt_perf_iter_next(&it, &r, error)) > 0) {
@@ -497,6 +561,8 @@ VtDecodeGuestUser *vt_decode_guest_user_load(const char *rec, const char *guestm
 				add_mmap(u, s->f, &r);
 			else if (r.type == PERF_RECORD_FORK && is_guest(&r))
 				add_fork(u, s->f, &r);
+			else if (r.type == PERF_RECORD_COMM && is_guest(&r))
+				add_comm(u, s->f, &r);
 		}
 		add_build_ids(u, s->f);
 		vmcorr_session_free(s);
@@ -525,6 +591,10 @@ void vt_decode_guest_user_free(VtDecodeGuestUser *u)
 	g_hash_table_destroy(u->forks);
 	g_hash_table_destroy(u->by_pid);
 	g_hash_table_destroy(u->images);
+	g_hash_table_destroy(u->comms);
+	g_hash_table_destroy(u->by_comm);
+	g_hash_table_destroy(u->unresolved);
+	g_mutex_clear(&u->lock);
 	g_string_chunk_free(u->strings);
 	g_free(u);
 }
@@ -585,26 +655,88 @@ static gboolean hint_holds(const VtDecodeGuestUser *u, gint32 pid, guint64 time,
 	       (!time || m->time <= time);
 }
 
+/* Two mappings that give an address the same code: the same file (path
+ * and build id) at the same place. */
+static gboolean same_code(const GuMap *a, const GuMap *b)
+{
+	return a->start == b->start && a->len == b->len && a->pgoff == b->pgoff && !strcmp(a->path, b->path) &&
+	       !g_strcmp0(a->build_id, b->build_id);
+}
+
+/* The last mapping holding addr made by `time` of every process (pids
+ * NULL) or of the processes pids that have the comm `comm` at `time`
+ * (but `self`), if they all give it the same code; else NULL. */
+static const GuMap *map_agreed(const VtDecodeGuestUser *u, const GArray *pids, const char *comm, gint32 self,
+			       guint64 time, guint64 addr)
+{
+	const GuMap *pick = NULL;
+	guint n = pids ? pids->len : 1;
+
+	for (guint i = 0; i < n; i++) {
+		gint32 pid = pids ? g_array_index(pids, gint32, i) : -1;
+		const GuMap *m;
+
+		if (pids && (pid == self || g_strcmp0(comm_of(u, pid, time), comm)))
+			continue;
+		if (!(m = map_own(u, pid, time, addr)))
+			continue;
+		if (pick && !same_code(pick, m))
+			return NULL;
+		if (!pids && m->contested) {    /* every process: each mapping of addr by then */
+			for (guint k = 0; k < u->maps->len; k++) {
+				const GuMap *x = &g_array_index(u->maps, GuMap, k);
+
+				if (addr - x->start < x->len && (!time || x->time <= time) && !same_code(m, x))
+					return NULL;
+			}
+		}
+		pick = m;
+	}
+	return pick;
+}
+
+/* A process without mappings of its own there and no known parent: that of
+ * the processes with its comm, when they agree. */
+static const GuMap *map_by_comm(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr)
+{
+	const char *comm = comm_of(u, pid, time);
+	const GArray *pids = comm ? g_hash_table_lookup(u->by_comm, comm) : NULL;
+
+	return pids ? map_agreed(u, pids, comm, pid, time, addr) : NULL;
+}
+
+/* Remember the first address of pid (-1: no process known) without code. */
+static void note_unresolved(VtDecodeGuestUser *u, gint32 pid, guint64 addr)
+{
+	g_mutex_lock(&u->lock);
+	if (!g_hash_table_contains(u->unresolved, GINT_TO_POINTER(pid)))
+		g_hash_table_insert(u->unresolved, GINT_TO_POINTER(pid), g_memdup2(&addr, sizeof(addr)));
+	g_mutex_unlock(&u->lock);
+}
+
 /* The mapping holding addr in process pid at `time`: its own, else its
- * parent's at the fork (and so on up); pid -1 (no process known): any
- * process's. */
+ * parent's at the fork (and so on up), else - the top process forked
+ * before the recording - its comm's; pid -1 (no process known): every
+ * process's when they agree. */
 static const GuMap *map_at(const VtDecodeGuestUser *u, gint32 pid, guint64 time, guint64 addr)
 {
 	if (pid >= 0 && hint_holds(u, pid, time, addr))
 		return map_hint.m;
+	if (pid < 0)
+		return map_agreed(u, NULL, NULL, -1, time, addr);
 	for (guint depth = 0; depth < 64; depth++) {
 		const GuMap *m = map_own(u, pid, time, addr);
 		const GuFork *k;
 
-		if (m && !depth && pid >= 0) {
+		if (m && !depth) {
 			map_hint.u = u;
 			map_hint.m = m;
 		}
-		if (m || pid < 0)
+		if (m)
 			return m;
 		k = g_hash_table_lookup(u->forks, GINT_TO_POINTER(pid));
 		if (!k || k->ppid == pid)
-			return NULL;
+			return map_by_comm(u, pid, time, addr);
 		pid = k->ppid;
 		time = time && k->time ? MIN(time, k->time) : k->time ? k->time : time;
 	}
@@ -633,10 +765,43 @@ static void mark_shadowed(VtDecodeGuestUser *u)
 	}
 }
 
+static gint cmp_start(gconstpointer a, gconstpointer b, gpointer maps)
+{
+	guint64 x = g_array_index((GArray *)maps, GuMap, *(const guint *)a).start;
+	guint64 y = g_array_index((GArray *)maps, GuMap, *(const guint *)b).start;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Each mapping that another one (of any process) overlaps with other code
+ * is marked: where no process is known, only those need a vote. */
+static void mark_contested(VtDecodeGuestUser *u)
+{
+	g_autoptr(GArray) order = g_array_sized_new(FALSE, FALSE, sizeof(guint), u->maps->len);
+
+	for (guint i = 0; i < u->maps->len; i++)
+		g_array_append_val(order, i);
+	g_array_sort_with_data(order, cmp_start, u->maps);
+	for (guint i = 0; i < order->len; i++) {
+		GuMap *m = &g_array_index(u->maps, GuMap, g_array_index(order, guint, i));
+
+		for (guint j = i + 1; j < order->len; j++) {
+			GuMap *x = &g_array_index(u->maps, GuMap, g_array_index(order, guint, j));
+
+			if (x->start >= m->start + m->len)
+				break;
+			if (!same_code(m, x))
+				m->contested = x->contested = TRUE;
+		}
+	}
+}
+
 gboolean vt_decode_guest_user_prepare(VtDecodeGuestUser *u, GError **error)
 {
-	if (u)
+	if (u) {
 		mark_shadowed(u);
+		mark_contested(u);
+	}
 	for (guint i = 0; u && i < u->maps->len; i++) {
 		GuMap *m = &g_array_index(u->maps, GuMap, i);
 		g_autofree char *key = NULL;
@@ -669,6 +834,8 @@ const guint8 *vt_decode_guest_user_code(const VtDecodeGuestUser *u, gint32 pid, 
 {
 	const GuMap *m = u ? map_at(u, pid, time, addr) : NULL;
 
+	if (u && !m)
+		note_unresolved((VtDecodeGuestUser *)u, pid, addr);
 	*avail = 0;
 	return m && m->img ? vt_decode_image_code(m->img, addr, avail) : NULL;
 }
@@ -707,4 +874,24 @@ const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, 
 		return NULL;
 	*offset = vaddr - g_array_index(syms, GuSym, lo - 1).start;
 	return g_array_index(syms, GuSym, lo - 1).name;
+}
+
+GArray *vt_decode_guest_user_unresolved(const VtDecodeGuestUser *u)
+{
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtDecodeGuestUnresolved));
+	GHashTableIter it;
+	gpointer k, v;
+
+	if (!u)
+		return out;
+	g_mutex_lock((GMutex *)&u->lock);
+	g_hash_table_iter_init(&it, u->unresolved);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		gint32 pid = GPOINTER_TO_INT(k);
+		VtDecodeGuestUnresolved x = { pid, *(guint64 *)v, pid >= 0 ? comm_of(u, pid, 0) : NULL };
+
+		g_array_append_val(out, x);
+	}
+	g_mutex_unlock((GMutex *)&u->lock);
+	return out;
 }
