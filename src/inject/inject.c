@@ -215,17 +215,19 @@ static gboolean clock_at(const Merge *m, guint vcpu, uint64_t t, const VtInjectC
 		if (x->vcpu != want)
 			continue;
 		if (!first)
-			first = *c = x;
+			first = x;
 		last = x;
-		if (!t || (x->host_from == 0 && x->host_to == 0))
-			return TRUE;    /* no time, or one offset for all time */
+		if (!t || (x->host_from == 0 && x->host_to == 0)) {
+			*c = first;     /* no time (kept 0), or one offset for all time */
+			return TRUE;
+		}
 		if (!in_range(x, vt_inject_host_tsc(t, &m->g->tc, x)))
 			continue;
 		if (hit)
 			return epoch_error(m, vcpu, t, hit, x, FALSE, error);
 		hit = *c = x;
 	}
-	return hit ? TRUE : epoch_error(m, vcpu, t, first, last, TRUE, error);
+	return hit || epoch_error(m, vcpu, t, first, last, TRUE, error);
 }
 
 /* The guest CPU an event ran on and the clock that converts its time. */
