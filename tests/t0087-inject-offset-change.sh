@@ -34,8 +34,8 @@ check "correlate --dry-run: both VMCS change from $OFF to $NEW (two epochs each)
 # guest.py DRY.json OFF0 OFF1 [SKIPPED]: the sideband script (stdout) and,
 # in EXPECT, each record's name, the host TSC it was placed at and the
 # offset in force there.  Names:
-# vCPU, b(efore)/a(fter), m(iddle of the epoch)/e(dge: the epoch's last or
-# first estimate).  SKIPPED: one more record (vCPU 0) at a guest time the
+# vCPU, b(efore)/a(fter), m(iddle of the epoch)/e(dge: 30 ticks inside
+# the epoch's last or first estimate).  SKIPPED: one more record (vCPU 0) at a guest time the
 # forward jump skipped: no epoch's host time for it lies in its range.
 cat >"$TMP/guest.py" <<'PY'
 import json, sys
@@ -51,8 +51,8 @@ for m in dry["vmcs"]:
     v, (e1, e2) = m["vcpu"], m["epochs"]
     f1, l1, f2, l2 = (int(e[k], 16) for e in (e1, e2) for k in ("first_tsc", "last_tsc"))
     rec(v, "v%dbm" % v, (f1 + l1) // 2, off0)
-    rec(v, "v%dbe" % v, l1, off0)
-    rec(v, "v%dae" % v, f2, off1)
+    rec(v, "v%dbe" % v, l1 - 30, off0)     # 30 ticks (10 ns) inside: a guest
+    rec(v, "v%dae" % v, f2 + 30, off1)     # time is a TSC to 3 ticks
     rec(v, "v%dam" % v, (f2 + l2) // 2, off1)
 if len(sys.argv) > 5:
     rec(0, "skipped", (int(dry["vmcs"][0]["epochs"][1]["first_tsc"], 16) + (off1 - off0) // 2), off0)
@@ -125,7 +125,30 @@ check "a record at a guest time the forward jump skipped: exit 28, one line, not
 	sh -c "test $rc -eq 28 && test \$(wc -l <'$TMP/s.err') -eq 1 && grep -q 'fits no epoch' '$TMP/s.err' &&
 	       test ! -e '$TMP/s.data' && test -z \"\$(ls -A '$TMP' | grep '^\.s\.data')\""
 
-# the guest's TSC goes BACK by the same amount: every time repeats
+# an offset 100000 ticks LOWER after the change (as after save/restore: the
+# host's TSC went on further than the guest's), less than the gap between
+# the epochs' estimates: the guest's TSC went forward from the last
+# estimate before to the first after, so the guest TSCs of those estimates
+# bound the epochs too - the edge records, each in both epochs' host
+# ranges, are decided by their guest TSC (before this, refused)
+SMALL=$(printf '0x%x' $((OFF - 100000)))
+"$VMTRACE" synth -o "$TMP/r.data" --per-cpu --vcpus 2 --cpus 2 --size 4M --offset $OFF --offset-change "$SMALL@0.5" \
+	2>/dev/null
+"$VMTRACE" correlate --dry-run --json "$TMP/r.data" >"$TMP/rdry.json" 2>/dev/null
+"$PYTHON3" "$TMP/guest.py" "$TMP/rdry.json" $OFF "$SMALL" "$TMP/rexpect" >"$TMP/rsb"
+"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g1.data" "$TMP/rg.data" sideband "$TMP/rsb" $((T0 + OFF))
+check "the gap between the epochs' estimates exceeds 100000 ticks: the guest's TSC went forward across it" \
+	json_check "$TMP/rdry.json" "all(int(m['epochs'][1]['first_tsc'], 16) - int(m['epochs'][0]['last_tsc'], 16) > 100000
+		and [e['tsc_offset'] for e in m['epochs']] == ['$OFF', '$SMALL'] for m in j['vmcs'])"
+"$VMTRACE" inject "$TMP/r.data" --guest-data "$TMP/rg.data" -o "$TMP/rv.data" >"$TMP/rv.out" 2>&1
+check "vmtrace inject: exit 0 (the edge records are in both epochs' host ranges: their guest TSC decides)" test $? -eq 0
+cat "$TMP/rv.out"
+"$PERF" script -i "$TMP/rv.data" $S -F+machine_pid,+vcpu 2>/dev/null | grep "^VM:" >"$TMP/rv.txt"
+"$PYTHON3" "$TMP/times.py" "$TMP/rexpect" "$TMP/rv.txt" >"$TMP/rv.times" 2>&1
+check "... every record exact, the edges on both sides included" test $? -eq 0
+cat "$TMP/rv.times"
+
+# the guest's TSC goes BACK by 2^30 ticks: every time repeats
 OLD=$(printf '0x%x' $((OFF - D)))
 "$VMTRACE" synth -o "$TMP/b.data" --per-cpu --vcpus 2 --cpus 2 --size 4M --offset $OFF --offset-change "$OLD@0.5" \
 	2>/dev/null

@@ -193,18 +193,44 @@ static void inj_meta_scale(InjOpts *o)
 	vmcorr_kvm_meta_free(meta);
 }
 
+/* The guest TSC at host TSC t by offset off (and the scaling, if any). */
+static uint64_t guest_tsc(const InjOpts *o, uint64_t t, uint64_t off)
+{
+	return (o->have_scale ? (uint64_t)(((unsigned __int128)t * o->ratio) >> o->frac) : t) + off;
+}
+
+/* Epoch k's last and epoch k+1's first guest TSC, if the guest's TSC went
+ * forward between them (else FALSE: its values may repeat). */
+static gboolean forward_at(const InjOpts *o, const GArray *epochs, guint k, uint64_t *last, uint64_t *first)
+{
+	const VmcorrEpoch *a = &g_array_index(epochs, VmcorrEpoch, k), *b = &g_array_index(epochs, VmcorrEpoch, k + 1);
+
+	*last = guest_tsc(o, a->t_last, a->offset);
+	*first = guest_tsc(o, b->t_first, b->offset);
+	return *first > *last;
+}
+
 /* The clock of each epoch of a VMCS whose offset changed: in force from
- * the last estimate of the epoch before to the first of the epoch after. */
+ * the last estimate of the epoch before to the first of the epoch after
+ * (host TSC), and - where the guest's TSC went forward across the change -
+ * between the guest TSCs of those estimates. */
 static void add_epochs(InjOpts *o, const VmcorrVmcs *m)
 {
 	for (guint k = 0; k < m->epochs->len; k++) {
 		const VmcorrEpoch *e = &g_array_index(m->epochs, VmcorrEpoch, k);
 		VtInjectClock c = { .vcpu = m->vcpu, .offset = e->offset };
+		uint64_t last, first;
 
-		if (k > 0)
+		if (k > 0) {
 			c.host_from = g_array_index(m->epochs, VmcorrEpoch, k - 1).t_last + 1;
-		if (k + 1 < m->epochs->len)
+			if (forward_at(o, m->epochs, k - 1, &last, &first))
+				c.guest_from = last + 1;
+		}
+		if (k + 1 < m->epochs->len) {
 			c.host_to = g_array_index(m->epochs, VmcorrEpoch, k + 1).t_first - 1;
+			if (forward_at(o, m->epochs, k, &last, &first))
+				c.guest_to = first - 1;
+		}
 		g_array_append_val(o->opt.clocks, c);
 	}
 }
@@ -342,6 +368,8 @@ static void inj_report_json(const InjOpts *o, const VtInjectResult *r)
 				vt_json_kv_hex(j, "host_tsc_to", c->host_to);
 			else
 				vt_json_kv_null(j, "host_tsc_to");
+			vt_json_kv_hex(j, "guest_tsc_from", c->guest_from);
+			vt_json_kv_hex(j, "guest_tsc_to", c->guest_to);
 		}
 		vt_json_end_object(j);
 	}

@@ -198,12 +198,18 @@ static gboolean epoch_error(const Merge *m, guint vcpu, uint64_t t, const VtInje
 	return FALSE;
 }
 
+static gboolean in_guest_range(const VtInjectClock *c, uint64_t g)
+{
+	return g >= c->guest_from && (!c->guest_to || g <= c->guest_to);
+}
+
 /* The clock of vCPU vcpu (its own entries, else the -1 ones) in force at
  * guest perf time t: the only one, or the one epoch whose host time for t
- * lies in its range. */
+ * lies in its range (of two, the one whose guest range holds t's TSC). */
 static gboolean clock_at(const Merge *m, guint vcpu, uint64_t t, const VtInjectClock **c, GError **error)
 {
-	const VtInjectClock *first = NULL, *last = NULL, *hit = NULL;
+	const VtInjectClock *first = NULL, *last = NULL, *hits[2] = { NULL, NULL }, *ghit = NULL;
+	guint nh = 0, ng = 0;
 	int want = -1;
 
 	for (guint i = 0; i < m->opt->clocks->len; i++)
@@ -223,11 +229,16 @@ static gboolean clock_at(const Merge *m, guint vcpu, uint64_t t, const VtInjectC
 		}
 		if (!in_range(x, vt_inject_host_tsc(t, &m->g->tc, x)))
 			continue;
-		if (hit)
-			return epoch_error(m, vcpu, t, hit, x, FALSE, error);
-		hit = *c = x;
+		hits[MIN(nh, 1)] = x;
+		nh++;
+		if (in_guest_range(x, vt_perf_time_to_tsc(t, &m->g->tc))) {
+			ghit = x;
+			ng++;
+		}
 	}
-	return hit || epoch_error(m, vcpu, t, first, last, TRUE, error);
+	*c = nh == 1 ? hits[0] : ng == 1 ? ghit : NULL;
+	return *c || (nh ? epoch_error(m, vcpu, t, hits[0], hits[1], FALSE, error)
+			 : epoch_error(m, vcpu, t, first, last, TRUE, error));
 }
 
 /* The guest CPU an event ran on and the clock that converts its time. */

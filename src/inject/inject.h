@@ -43,7 +43,8 @@ typedef enum {
  * save/restore) is one clock per epoch, each with the host TSC range in
  * which it may have been in force (from the last estimate of the epoch
  * before to the first of the epoch after): a record takes the one clock
- * whose host time for it lies in its range; none or several is an error
+ * whose host time for it lies in its range - of several, the one whose
+ * guest range holds its guest TSC; none, or several still, is an error
  * (VT_INJECT_ERROR_OFFSET_CHANGE). */
 typedef struct {
 	int vcpu;                /* -1: every vCPU without an entry of its own */
@@ -51,6 +52,11 @@ typedef struct {
 	uint64_t ratio;
 	guint frac;
 	uint64_t host_from, host_to;   /* inclusive; host_to 0: no upper bound */
+	/* where the guest's TSC went forward across a change (the epoch
+	 * after's first guest TSC above the epoch before's last), the guest
+	 * TSC range of the epoch: a record in two epochs' host ranges takes
+	 * the one whose guest range holds its guest TSC (0, 0: none) */
+	uint64_t guest_from, guest_to;
 } VtInjectClock;
 
 typedef struct {
