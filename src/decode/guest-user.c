@@ -440,10 +440,11 @@ static void add_fork(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfReco
 	g_hash_table_insert(u->forks, GINT_TO_POINTER((gint32)pid), k);
 }
 
-/* A guest COMM: the comm of its process from then on. */
+/* A guest COMM of a process's main thread: its comm from then on (other
+ * threads' names are theirs, not the program's). */
 static void add_comm(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfRecord *rec)
 {
-	guint32 pid;
+	guint32 pid, tid;
 	GuComm c;
 	GArray *a, *pids;
 	const char *name = (const char *)rec->data + 16;
@@ -451,6 +452,9 @@ static void add_comm(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfReco
 	if (rec->size < 24 || !memchr(name, 0, rec->size - 16))
 		return;
 	memcpy(&pid, rec->data + 8, 4);
+	memcpy(&tid, rec->data + 12, 4);
+	if (pid != tid)
+		return;
 	c.time = time_of(f, rec);
 	c.comm = g_string_chunk_insert_const(u->strings, name);
 	if (!(a = g_hash_table_lookup(u->comms, GINT_TO_POINTER((gint32)pid)))) {
