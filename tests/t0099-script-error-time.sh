@@ -43,28 +43,8 @@ for seed in 1 2 3 4; do
 		>"$TMP/vt$seed" 2>/dev/null
 	"$PERF" script -i "$TMP/err$seed.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=e \
 		>"$TMP/perf$seed" 2>/dev/null
-	# each thread's first error against perf's errors at the same ip and
-	# tid: the closest one's time
-	"$PYTHON3" - "$TMP/vt$seed" "$TMP/perf$seed" >"$TMP/cmp$seed" <<'PY'
-import re, sys
-pat = re.compile(r'time (\S+) cpu (-?\d+) pid (-?\d+) tid (-?\d+) ip (0x[0-9a-f]+|0) ')
-def errs(p):
-    return [m.groups() for m in map(pat.search, open(p)) if m]
-vt, perf = errs(sys.argv[1]), errs(sys.argv[2])
-firsts = {}
-for e in vt:
-    firsts.setdefault(e[3], e)
-near, missed = 0, []
-for t, c, p, tid, ip in firsts.values():
-    d = [abs(float(pt) - float(t)) for pt, pc, pp, ptid, pip in perf if pip == ip and ptid == tid]
-    ok = bool(d) and min(d) < 10e-6
-    near += ok
-    if not ok:
-        missed.append('tid %s ip %s' % (tid, ip))
-print(len(vt), sum(float(e[0]) == 0 for e in vt), sum(e[3] in ('0', '-1') for e in vt), len(firsts), near,
-      len(perf), ', '.join(missed) or '-')
-PY
-	read -r nerr zero notid threads near nperf missed <"$TMP/cmp$seed"
+	"$PYTHON3" "$top_srcdir/tests/first-errors.py" "$TMP/vt$seed" "$TMP/perf$seed" >"$TMP/cmp$seed"
+	read -r nerr zero notid threads near nperf pfound missed <"$TMP/cmp$seed"
 	check "seed $seed: corrupt AUX: vmtrace prints decode errors ($nerr; perf $nperf)" test "$nerr" -gt 0
 	check "seed $seed: no error line has time 0 ($zero of $nerr)" test "$zero" -eq 0
 	check "seed $seed: every error line names its vCPU thread ($notid of $nerr without)" test "$notid" -eq 0
