@@ -630,6 +630,25 @@ static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 	d->last_ip = b->end_ip;
 }
 
+/* Where the error of pt_blk_next() (status) happened, into d->last_ip
+ * (emit_error()'s ip), as perf names it: code that cannot be read or
+ * decoded at the instruction libipt failed on - the block's start when it
+ * has no instruction (where the last branch went: a corrupt TIP's target),
+ * else the one after its last; any other error (a query: the trace does
+ * not match, a bad packet) at the branch that asked, the block's last
+ * instruction (on_block() set it). */
+static void error_ip(Dec *d, const struct pt_block *b, int status)
+{
+	if (status != -pte_nomap && status != -pte_bad_insn)
+		return;
+	if (!b->ninsn) {
+		resolve(d, b->ip);       /* perf prints the branch there, then the error */
+		d->last_ip = b->ip;
+		return;
+	}
+	d->last_ip = b->end_ip + insn_at(d, b->end_ip, (guint8)b->mode)->len;
+}
+
 /* CFE and EVD (Event Trace, libipt 2.1+) have sizes libipt 2.0.5 does not
  * know: skip them. */
 static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
@@ -680,8 +699,10 @@ static int step(Dec *d, int status)
 	pt_blk_get_offset(d->dec, &off);  /* position(), once */
 	if (blk.ninsn && !d->warming)
 		on_block(d, &blk, d->base + MIN(off, (guint64)d->len));
-	if (status < 0)
+	if (status < 0) {
+		error_ip(d, &blk, status);
 		return status;
+	}
 	d->stuck = off == d->last_off ? d->stuck + 1 : 0;
 	d->last_off = off;
 	return d->stuck > NO_PROGRESS_LIMIT ? -pte_internal : status;
