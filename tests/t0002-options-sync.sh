@@ -24,6 +24,14 @@ for v in $envs; do
 	check "vmtrace(1) documents \$$v" sh -c "sed -n '/^\.SH ENVIRONMENT/,/^\.SH FILES/p' '$top_srcdir/doc/vmtrace.1' | sed -n 's/^\.B //p' | sed 's/\\\\f[BRI]/ /g' | grep -qw '$v'"
 done
 
+# Every exit code of src/cli/cli.h is in vmtrace(1)'s EXIT STATUS.
+codes=$(sed -n 's/^[[:space:]]*VT_EXIT_[A-Z_]* = \([0-9]*\),.*/\1/p' "$top_srcdir/src/cli/cli.h")
+check "cli.h defines exit codes (sed works)" test "$(echo "$codes" | wc -l)" -gt 20
+documented=$(sed -n '/^\.SH EXIT STATUS/,/^\.SH ENVIRONMENT/p' "$top_srcdir/doc/vmtrace.1" | sed -n 's/^\.B \([0-9][0-9]*\)$/\1/p')
+for n in $codes; do
+	check "vmtrace(1) documents exit code $n" sh -c "echo '$documented' | grep -qx '$n'"
+done
+
 # The checker itself notices a difference.
 mkdir -p "$TMP/top/doc" "$TMP/top/scripts/completion"
 cp "$top_srcdir"/doc/*.1 "$TMP/top/doc/"
