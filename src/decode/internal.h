@@ -101,5 +101,12 @@ int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_next(VtWalk *w, struct pt_block *block);
 int vt_walk_event(VtWalk *w, struct pt_event *ev);
 int vt_walk_time(VtWalk *w, uint64_t *tsc);
+/* The blocks of an image's code, shared by walkers in any thread (image.c
+ * makes one per image on first use: vt_decode_image_walk_table). */
+typedef struct VtWalkTable VtWalkTable;
+VtWalkTable *vt_walk_table_new(void);
+void vt_walk_table_free(VtWalkTable *t);
+void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest);
+VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img);
 
 #endif

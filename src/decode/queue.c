@@ -738,8 +738,7 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 	} else {
 		return vt_decode_image_code(img, ip, avail);
 	}
-	if (code)
-		*tag = ((guint64)(guintptr)code - ip) | 1;
+	*tag = G_MAXUINT64;              /* a guest process's bytes: not kept */
 	return code;
 }
 
@@ -770,6 +769,8 @@ static gboolean decoder_new(Dec *d, GError **error)
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt block decoder");
 		return FALSE;
 	}
+	if (!d->use_blk)
+		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]));
 	return vt_walk_set_source(d->dec, d->guest, d->pi[d->guest ? 1 : 0]) >= 0;
 }
 

@@ -31,9 +31,9 @@
 
 #include "src/decode/internal.h"
 
-#define TABLE_BITS 15                    /* blocks kept per walker */
+#define TABLE_BITS 17                    /* blocks kept per image (2 ways a set) */
 #define RET_SIZE 64                      /* libipt's return stack */
-#define TAG_MIXED G_MAXUINT64            /* bytes from two sources: not kept */
+#define TAG_MIXED G_MAXUINT64            /* bytes from two sources, or a process's: not kept */
 
 enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4 };
 
@@ -45,9 +45,22 @@ typedef struct {
 typedef struct {
 	guint64 ip, tag;                 /* ip 0: empty */
 	guint16 ninsn;
-	guint8 mode, src;
+	guint8 mode;
 	WInsn last;
 } WBlock;
+
+/* An image's blocks, shared by the walkers of all its queues (threads): a
+ * slot is written under its sequence number (odd while written; a writer
+ * that finds it odd or loses the race skips), a reader keeps what it read
+ * only if the number is even and did not change meanwhile (a seqlock). */
+typedef struct {
+	guint32 seq;
+	WBlock b;
+} WSlot;
+
+struct VtWalkTable {
+	WSlot *slots;                    /* 2^TABLE_BITS */
+};
 
 struct VtWalk {
 	struct pt_block_decoder *blk;    /* libipt's walker (VMTRACE_DECODER=blk) */
@@ -56,6 +69,7 @@ struct VtWalk {
 	VtWalkCodeFunc code;
 	gpointer ctx;
 	int src;
+	VtWalkTable *tables[2];          /* host, guest */
 	/* the decoder's state (pt_blk's) */
 	guint64 ip;
 	int mode, status;
@@ -65,7 +79,6 @@ struct VtWalk {
 	WInsn insn;                      /* the postponed instruction */
 	guint64 ret[RET_SIZE + 1];
 	guint8 top, bottom;
-	WBlock *table;
 	ZydisDecoder zy[4];
 };
 
@@ -94,8 +107,11 @@ VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc
 	w->errata = config->errata;
 	w->code = code;
 	w->ctx = ctx;
-	for (int m = 0; m < 4; m++)
+	for (int m = 0; m < 4; m++) {
 		vt_decode_zydis_init(&w->zy[m], (guint8)m);
+		/* length, mnemonic, raw fields: all classify() reads */
+		ZydisDecoderEnableMode(&w->zy[m], ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+	}
 	return w;
 }
 
@@ -107,7 +123,6 @@ void vt_walk_free(VtWalk *w)
 		pt_blk_free_decoder(w->blk);
 	if (w->qry)
 		pt_qry_free_decoder(w->qry);
-	g_free(w->table);
 	g_free(w);
 }
 
@@ -147,7 +162,10 @@ static guint64 now(VtWalk *w)
 static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
 {
 	gboolean rel = zi->raw.imm[0].is_relative;   /* (not RIP-relative memory) */
-	gboolean far = zi->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
+	/* far: call 9a, jmp ea, call/jmp ff /3 /5, ret ca/cb (pt_ild's) */
+	gboolean map0 = zi->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT;
+	gboolean far = map0 && (zi->opcode == 0x9a || zi->opcode == 0xea || zi->opcode == 0xca || zi->opcode == 0xcb ||
+				(zi->opcode == 0xff && (zi->raw.modrm.reg == 3 || zi->raw.modrm.reg == 5)));
 
 	in->iclass = ptic_other;
 	switch (zi->mnemonic) {
@@ -632,13 +650,67 @@ static int proceed_event(VtWalk *w, struct pt_block *block)
 }
 
 /* ---------------------------------------------------------- the table */
-static WBlock *slot(VtWalk *w, guint64 ip, guint64 tag)
+VtWalkTable *vt_walk_table_new(void)
 {
-	guint64 h = (ip ^ (ip >> TABLE_BITS) ^ (tag * 0x9e3779b97f4a7c15ull)) & ((1u << TABLE_BITS) - 1);
+	VtWalkTable *t = g_new0(VtWalkTable, 1);
 
-	if (!w->table)
-		w->table = g_new0(WBlock, 1u << TABLE_BITS);
-	return &w->table[h];
+	t->slots = g_new0(WSlot, 1u << TABLE_BITS);   /* (pages touched when used) */
+	return t;
+}
+
+void vt_walk_table_free(VtWalkTable *t)
+{
+	if (!t)
+		return;
+	g_free(t->slots);
+	g_free(t);
+}
+
+void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest)
+{
+	w->tables[0] = host;
+	w->tables[1] = guest;
+}
+
+static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
+{
+	guint64 h = ip ^ (ip >> TABLE_BITS) ^ (tag * 0x9e3779b97f4a7c15ull);
+
+	return &t->slots[h & ((1u << TABLE_BITS) - 2)];
+}
+
+static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, WBlock *out)
+{
+	WSlot *set = set_of(t, ip, tag);
+
+	for (int k = 0; k < 2; k++) {
+		guint32 seq = __atomic_load_n(&set[k].seq, __ATOMIC_ACQUIRE);
+
+		if (seq & 1)
+			continue;
+		memcpy(out, &set[k].b, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && out->ip == ip && out->tag == tag &&
+		    out->mode == mode && ip)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static void table_put(VtWalkTable *t, const WBlock *b)
+{
+	WSlot *set = set_of(t, b->ip, b->tag), *s;
+	guint32 seq;
+
+	/* an empty way, else the second (the first keeps what came first) */
+	s = __atomic_load_n(&set[0].b.ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
+	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+	if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
+						      __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(&s->b, b, sizeof(*b));
+	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 /* The block's end in (w->ip at it): the next IP from it, with trace when
@@ -677,15 +749,10 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 			break;
 		w->ip = nip;
 	}
-	if (one) {
-		WBlock *b = slot(w, start, tag0);
+	if (one && w->tables[w->src]) {
+		WBlock b = { .ip = start, .tag = tag0, .ninsn = block->ninsn, .mode = (guint8)w->mode, .last = in };
 
-		b->ip = start;
-		b->tag = tag0;
-		b->mode = (guint8)w->mode;
-		b->src = (guint8)w->src;
-		b->ninsn = block->ninsn;
-		b->last = in;
+		table_put(w->tables[w->src], &b);
 	}
 	return block_end(w, &in);
 }
@@ -695,16 +762,15 @@ static int no_event(VtWalk *w, struct pt_block *block)
 	gsize avail = 0;
 	guint64 tag = 0;
 	const guint8 *code = w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag);
-	const WBlock *b;
+	WBlock b;
 
 	if (!code || !avail)
 		return -pte_nomap;
-	b = slot(w, w->ip, tag);
-	if (b->ip == w->ip && b->ip && b->tag == tag && b->mode == w->mode && b->src == w->src) {
-		block->ninsn = b->ninsn;
-		block->end_ip = b->last.ip;
-		block->iclass = b->last.iclass;
-		return block_end(w, &b->last);
+	if (tag != TAG_MIXED && w->tables[w->src] && table_get(w->tables[w->src], w->ip, tag, w->mode, &b)) {
+		block->ninsn = b.ninsn;
+		block->end_ip = b.last.ip;
+		block->iclass = b.last.iclass;
+		return block_end(w, &b.last);
 	}
 	return fill(w, block, tag);
 }
