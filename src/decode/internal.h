@@ -106,7 +106,9 @@ int vt_walk_time(VtWalk *w, uint64_t *tsc);
 typedef struct VtWalkTable VtWalkTable;
 VtWalkTable *vt_walk_table_new(void);
 void vt_walk_table_free(VtWalkTable *t);
-void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest);
+/* ... and where code is plain: at or above host_plain (guest_plain) the
+ * image's own bytes, tag 0, never changed (G_MAXUINT64: nowhere). */
+void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint64 host_plain, guint64 guest_plain);
 VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img);
 
 #endif

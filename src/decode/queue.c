@@ -742,6 +742,16 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 	return code;
 }
 
+/* Where walk_code() gives an image's own unchanging bytes (tag 0): all of
+ * an image without pokes; the guest's upper half only with the code hook
+ * (guest processes below). */
+static guint64 plain_from(const Dec *d, int src)
+{
+	if (d->view[src])
+		return G_MAXUINT64;
+	return src == 1 && d->code && d->img[1] != d->img[0] ? G_GUINT64_CONSTANT(1) << 47 : 0;
+}
+
 static gboolean decoder_new(Dec *d, GError **error)
 {
 	const VtDecodeCpu *cpu = &d->cpu;
@@ -770,7 +780,8 @@ static gboolean decoder_new(Dec *d, GError **error)
 		return FALSE;
 	}
 	if (!d->use_blk)
-		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]));
+		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
+				   plain_from(d, 0), plain_from(d, 1));
 	return vt_walk_set_source(d->dec, d->guest, d->pi[d->guest ? 1 : 0]) >= 0;
 }
 
@@ -984,6 +995,9 @@ void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer 
 	d->code_ctx = ctx;
 	if (code && !d->view[1] && d->img[1] != d->img[0])
 		pt_image_set_callback(d->pi[1], guest_read, d);
+	if (d->dec && !d->use_blk)
+		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
+				   plain_from(d, 0), plain_from(d, 1));
 }
 
 const GError *vt_decode_queue_error(const VtDecodeQueue *d)

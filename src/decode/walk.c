@@ -70,6 +70,7 @@ struct VtWalk {
 	gpointer ctx;
 	int src;
 	VtWalkTable *tables[2];          /* host, guest */
+	guint64 plain_from[2];           /* code at or above: the image's own, never changed */
 	/* the decoder's state (pt_blk's) */
 	guint64 ip;
 	int mode, status;
@@ -80,7 +81,11 @@ struct VtWalk {
 	guint64 ret[RET_SIZE + 1];
 	guint8 top, bottom;
 	ZydisDecoder zy[4];
+	gboolean check;                  /* VMTRACE_WALK_CHECK */
 };
+
+static gsize tables_done;
+static void len_tables_init(void);
 
 gboolean vt_walk_use_blk(void)
 {
@@ -105,6 +110,12 @@ VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc
 		return NULL;
 	}
 	w->errata = config->errata;
+	w->check = g_getenv("VMTRACE_WALK_CHECK") != NULL;
+	w->plain_from[0] = w->plain_from[1] = G_MAXUINT64;
+	if (g_once_init_enter(&tables_done)) {
+		len_tables_init();
+		g_once_init_leave(&tables_done, 1);
+	}
 	w->code = code;
 	w->ctx = ctx;
 	for (int m = 0; m < 4; m++) {
@@ -218,6 +229,203 @@ static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
 		in->target = ip + zi->length + (guint64)zi->raw.imm[0].value.s;
 }
 
+/* ------------------------------------------------ 64-bit length decoder */
+/* What the common 64-bit instructions are, by their first opcode byte
+ * (one-byte map, 0x0f map): 0 ask Zydis; else a length class. */
+enum { L_ASK, L_N, L_M, L_M1, L_MZ, L_I1, L_IZ, L_MOVI, L_F6, L_F7, L_JCC8, L_JCC32, L_CALL, L_JMP32, L_JMP8,
+       L_RET, L_RET16, L_FF };
+
+static guint8 len_map0[256], len_map1[256];
+
+static void len_tables_init(void)
+{
+	static const guint8 alu[] = { 0x00, 0x08, 0x10, 0x18, 0x20, 0x28, 0x30, 0x38 };
+
+	for (guint i = 0; i < G_N_ELEMENTS(alu); i++) {
+		for (guint k = 0; k < 4; k++)
+			len_map0[alu[i] + k] = L_M;
+		len_map0[alu[i] + 4] = L_I1;
+		len_map0[alu[i] + 5] = L_IZ;
+	}
+	for (guint i = 0x50; i <= 0x5f; i++)
+		len_map0[i] = L_N;
+	len_map0[0x63] = L_M;
+	len_map0[0x68] = L_IZ;
+	len_map0[0x69] = L_MZ;
+	len_map0[0x6a] = L_I1;
+	len_map0[0x6b] = L_M1;
+	for (guint i = 0x70; i <= 0x7f; i++)
+		len_map0[i] = L_JCC8;
+	len_map0[0x80] = len_map0[0x83] = L_M1;
+	len_map0[0x81] = L_MZ;
+	for (guint i = 0x84; i <= 0x8f; i++)
+		len_map0[i] = L_M;
+	for (guint i = 0x90; i <= 0x99; i++)
+		len_map0[i] = L_N;
+	len_map0[0x9c] = len_map0[0x9d] = L_N;
+	len_map0[0xa8] = L_I1;
+	len_map0[0xa9] = L_IZ;
+	for (guint i = 0xb0; i <= 0xb7; i++)
+		len_map0[i] = L_I1;
+	for (guint i = 0xb8; i <= 0xbf; i++)
+		len_map0[i] = L_MOVI;
+	len_map0[0xc0] = len_map0[0xc1] = len_map0[0xc6] = L_M1;
+	len_map0[0xc7] = L_MZ;
+	len_map0[0xc2] = L_RET16;
+	len_map0[0xc3] = L_RET;
+	for (guint i = 0xd0; i <= 0xd3; i++)
+		len_map0[i] = L_M;
+	len_map0[0xe8] = L_CALL;
+	len_map0[0xe9] = L_JMP32;
+	len_map0[0xeb] = L_JMP8;
+	len_map0[0xf6] = L_F6;
+	len_map0[0xf7] = L_F7;
+	len_map0[0xfe] = L_M;
+	len_map0[0xff] = L_FF;
+	for (guint i = 0x18; i <= 0x1f; i++)
+		len_map1[i] = L_M;         /* hints, nops, endbr64 */
+	for (guint i = 0x40; i <= 0x4f; i++)
+		len_map1[i] = L_M;         /* cmovcc */
+	for (guint i = 0x80; i <= 0x8f; i++)
+		len_map1[i] = L_JCC32;
+	for (guint i = 0x90; i <= 0x9f; i++)
+		len_map1[i] = L_M;         /* setcc */
+	len_map1[0xa2] = len_map1[0x31] = len_map1[0x0b] = L_N;   /* cpuid, rdtsc, ud2 */
+	len_map1[0xa3] = len_map1[0xab] = len_map1[0xb3] = len_map1[0xbb] = L_M;
+	len_map1[0xa4] = len_map1[0xac] = len_map1[0xba] = L_M1;
+	len_map1[0xa5] = len_map1[0xad] = len_map1[0xaf] = L_M;
+	len_map1[0xb0] = len_map1[0xb1] = len_map1[0xc0] = len_map1[0xc1] = L_M;
+	len_map1[0xb6] = len_map1[0xb7] = len_map1[0xbe] = len_map1[0xbf] = L_M;
+	len_map1[0xb8] = len_map1[0xbc] = len_map1[0xbd] = L_M;
+	for (guint i = 0xc8; i <= 0xcf; i++)
+		len_map1[i] = L_N;         /* bswap */
+}
+
+/* ModRM, SIB and displacement bytes at m (0: not enough bytes). */
+static guint modrm_bytes(const guint8 *m, gsize avail)
+{
+	guint mod = m[0] >> 6, rm = m[0] & 7, n = 1;
+
+	if (!avail)
+		return 0;
+	if (mod == 3)
+		return 1;
+	if (rm == 4) {
+		if (avail < 2)
+			return 0;
+		n = 2;
+		if (mod == 0 && (m[1] & 7) == 5)
+			return n + 4;
+	} else if (mod == 0 && rm == 5) {
+		return n + 4;
+	}
+	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+}
+
+/* The 64-bit instruction at code, if it is a common one: TRUE and *in
+ * (pt_ild's class); FALSE: ask Zydis. */
+static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
+{
+	gsize p = 0, n;
+	gboolean osz = FALSE, rexw = FALSE, other_prefix = FALSE;
+	guint8 op, cls;
+	gint64 disp = 0;
+
+	for (; p < avail && p < 5; p++) {
+		guint8 b = code[p];
+
+		if (b == 0x66)
+			osz = TRUE;
+		else if (b == 0x67 || b == 0xf2 || b == 0xf3 || b == 0xf0 || b == 0x26 || b == 0x36 || b == 0x64 ||
+			 b == 0x65)
+			other_prefix = TRUE;
+		else if (b != 0x2e && b != 0x3e)
+			break;
+	}
+	if (p < avail && (code[p] & 0xf0) == 0x40)
+		rexw = (code[p++] & 8) != 0;
+	if (p + 1 >= avail || p >= 5)
+		return FALSE;
+	op = code[p++];
+	cls = op == 0x0f ? len_map1[code[p++]] : len_map0[op];
+	if (cls >= L_JCC8 && (osz || other_prefix) && cls != L_FF)
+		return FALSE;            /* prefixed branches: Zydis */
+	switch (cls) {
+	case L_N: n = 0; break;
+	case L_M: n = modrm_bytes(code + p, avail - p); break;
+	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; break;
+	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; break;
+	case L_I1: n = 1; break;
+	case L_IZ: n = osz ? 2 : 4; break;
+	case L_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
+	case L_F6: case L_F7:
+		n = modrm_bytes(code + p, avail - p);
+		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
+			n += cls == L_F6 ? 1 : osz ? 2 : 4;
+		break;
+	case L_JCC8: case L_JMP8: n = 1; break;
+	case L_JCC32: case L_CALL: case L_JMP32: n = 4; break;
+	case L_RET: n = 0; break;
+	case L_RET16: n = 2; break;
+	case L_FF: {
+		guint reg = p < avail ? (code[p] >> 3) & 7 : 7;
+
+		if (reg == 3 || reg == 5 || reg == 7 || ((reg == 2 || reg == 4) && (osz || other_prefix)))
+			return FALSE;    /* far, invalid, prefixed branches: Zydis */
+		n = modrm_bytes(code + p, avail - p);
+		break;
+	}
+	default:
+		return FALSE;
+	}
+	if ((cls == L_M || cls == L_M1 || cls == L_MZ || cls == L_F6 || cls == L_F7 || cls == L_FF) && !n)
+		return FALSE;
+	if (p + n > avail || p + n > 15)
+		return FALSE;
+	memset(in, 0, sizeof(*in));
+	in->ip = ip;
+	in->size = (guint8)(p + n);
+	in->iclass = ptic_other;
+	if (cls == L_JCC8 || cls == L_JMP8)
+		disp = (gint8)code[p];
+	else if (cls == L_JCC32 || cls == L_CALL || cls == L_JMP32)
+		disp = (gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
+				(guint32)code[p + 3] << 24);
+	switch (cls) {
+	case L_JCC8: case L_JCC32: in->iclass = ptic_cond_jump; break;
+	case L_CALL: in->iclass = ptic_call; in->direct = 1; break;
+	case L_JMP8: case L_JMP32: in->iclass = ptic_jump; in->direct = 1; break;
+	case L_RET: case L_RET16: in->iclass = ptic_return; break;
+	case L_FF: {
+		guint reg = (code[p] >> 3) & 7;
+
+		in->iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
+		break;
+	}
+	default: break;
+	}
+	if (in->iclass == ptic_cond_jump || in->direct)
+		in->target = ip + in->size + (guint64)disp;
+	return TRUE;
+}
+
+/* VMTRACE_WALK_CHECK=1: every fast decode against Zydis's (abort if they differ). */
+static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *in)
+{
+	ZydisDecodedInstruction zi;
+	WInsn z;
+
+	memset(&z, 0, sizeof(z));
+	if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[ptem_64bit], NULL, code, avail, &zi))) {
+		z.ip = in->ip;
+		z.size = zi.length;
+		classify(&zi, in->ip, &z);
+	}
+	if (memcmp(&z, in, sizeof(z)))
+		g_error("walk: fast decode at %#" G_GINT64_MODIFIER "x: size %u class %u, Zydis: size %u class %u",
+			in->ip, in->size, in->iclass, z.size, z.iclass);
+}
+
 /* The instruction at ip in mode (the walker's code source, time now):
  * 0, -pte_nomap (no code) or -pte_bad_insn; *tag: its bytes' (TAG_MIXED:
  * from two reads). */
@@ -247,14 +455,20 @@ static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 		}
 		code = buf;
 	}
-	memset(in, 0, sizeof(*in));
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, MIN(avail, sizeof(buf)), &zi)))
-		return -pte_bad_insn;
-	if (zi.length > first)
+	if (mode == ptem_64bit && fast_decode(code, MIN(avail, sizeof(buf)), ip, in)) {
+		if (G_UNLIKELY(w->check))
+			check_fast(w, code, MIN(avail, sizeof(buf)), in);
+	} else {
+		memset(in, 0, sizeof(*in));
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, MIN(avail, sizeof(buf)),
+								&zi)))
+			return -pte_bad_insn;
+		in->ip = ip;
+		in->size = zi.length;
+		classify(&zi, ip, in);
+	}
+	if (in->size > first)
 		*tag = TAG_MIXED;
-	in->ip = ip;
-	in->size = zi.length;
-	classify(&zi, ip, in);
 	return 0;
 }
 
@@ -666,10 +880,12 @@ void vt_walk_table_free(VtWalkTable *t)
 	g_free(t);
 }
 
-void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest)
+void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint64 host_plain, guint64 guest_plain)
 {
 	w->tables[0] = host;
 	w->tables[1] = guest;
+	w->plain_from[0] = host_plain;
+	w->plain_from[1] = guest_plain;
 }
 
 static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
@@ -761,10 +977,10 @@ static int no_event(VtWalk *w, struct pt_block *block)
 {
 	gsize avail = 0;
 	guint64 tag = 0;
-	const guint8 *code = w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag);
 	WBlock b;
 
-	if (!code || !avail)
+	/* a kept block of plain code was read from the image (no need to ask) */
+	if (w->ip < w->plain_from[w->src] && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag) || !avail))
 		return -pte_nomap;
 	if (tag != TAG_MIXED && w->tables[w->src] && table_get(w->tables[w->src], w->ip, tag, w->mode, &b)) {
 		block->ninsn = b.ninsn;
