@@ -20,11 +20,17 @@
  *
  * Code comes from the walker's code function: its bytes at ip for code
  * source `src` (host, guest) at the decoder's time, with a tag that says
- * which bytes they are (0: the image's own; a poked page's versions; a
- * guest process's mapping).  A block is kept only when all its
- * instructions came with its first one's tag, and it is found again only
- * with that tag: a text poke or another guest process at the same address
- * gives another tag, so a kept block never outlives its bytes. */
+ * which bytes they are (0: the image's own; a poked page's versions;
+ * TAG_MIXED: a guest process's code, or bytes of two sources - never
+ * kept).  A block is kept only when all its instructions came with its
+ * first one's tag, and it is found again only with that tag: a text poke
+ * gives another tag, so a kept block never outlives its bytes.  The table
+ * belongs to the image (all queues' walkers share it, in any thread) and
+ * is bounded: 2^17 slots of 48 bytes (6 MiB, touched as used).
+ *
+ * Instructions: the common 64-bit ones by a length decoder of our own
+ * (fast_decode: one-byte and 0x0f maps, the classes pt_ild gives them),
+ * everything else by Zydis (minimal mode: length, mnemonic, raw fields). */
 #include "config.h"
 
 #include <string.h>
@@ -91,7 +97,7 @@ gboolean vt_walk_use_blk(void)
 {
 	const char *e = g_getenv("VMTRACE_DECODER");
 
-	return !e || strcmp(e, "walk");   /* the walker: until t0105 proves it */
+	return e && !strcmp(e, "blk");
 }
 
 VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc code, gpointer ctx)
