@@ -437,7 +437,7 @@ static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *
  * from two reads). */
 static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 {
-	guint64 tsc = now(w);
+	guint64 tsc = ip >= w->plain_from[w->src] ? 0 : now(w);   /* (plain code: any time) */
 	gsize avail = 0, first;
 	const guint8 *code = w->code(w->ctx, w->src, ip, tsc, &avail, tag);
 	guint8 buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
