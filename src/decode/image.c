@@ -70,6 +70,7 @@ struct VtDecodeImage {
 	GArray *isids;           /* int: the sections in img->iscache */
 	GPtrArray *attached;     /* VtDecodeImage: guest user code (guest-user.c), owned */
 	VtDecodePokes *pokes;    /* its pages: a section per version (textpoke.c) */
+	VtWalkTable *walk;       /* its decoded blocks (walk.c), made on first use */
 };
 
 static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
@@ -374,6 +375,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 	if (img->isids)
 		g_array_free(img->isids, TRUE);
 	vt_decode_pokes_free(img->pokes);
+	vt_walk_table_free(img->walk);
 	if (img->map)
 		munmap(img->map, img->map_len);
 	g_array_free(img->segs, TRUE);
@@ -609,6 +611,18 @@ VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, cons
 fail:
 	vt_decode_image_free(img);
 	return NULL;
+}
+
+VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img)
+{
+	VtWalkTable *t;
+
+	g_mutex_lock(&img->lock);
+	if (!img->walk)
+		img->walk = vt_walk_table_new();
+	t = img->walk;
+	g_mutex_unlock(&img->lock);
+	return t;
 }
 
 void vt_decode_image_attach(VtDecodeImage *img, VtDecodeImage *code)

@@ -81,4 +81,34 @@ gboolean vt_decode_insn_branch(const guint8 *code, gsize avail, guint8 *kind, gu
 VtInsnKind vt_decode_insn_kind(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
 gboolean vt_decode_insn_writes_stack_top(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
 
+/* walk.c: our own block walker on libipt's query decoder, in place of its
+ * block decoder (pt_blk_*) with the same blocks, events and statuses; or
+ * libipt's block decoder itself (blk: VMTRACE_DECODER=blk, for the
+ * differential test).  The code at ip of source src (0 host, 1 guest) at
+ * time tsc comes from code(): NULL if none, *avail bytes; *tag names the
+ * bytes (blocks are kept per (src, ip, mode, tag)). */
+typedef const guint8 *(*VtWalkCodeFunc)(gpointer ctx, int src, guint64 ip, guint64 tsc, gsize *avail, guint64 *tag);
+typedef struct VtWalk VtWalk;
+gboolean vt_walk_use_blk(void);
+/* config: as for pt_blk_alloc_decoder (end_on_call and end_on_jump set) */
+VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc code, gpointer ctx);
+void vt_walk_free(VtWalk *w);
+/* host/guest: src, or libipt's image pi for the block decoder */
+int vt_walk_set_source(VtWalk *w, int src, struct pt_image *pi);
+int vt_walk_sync_forward(VtWalk *w);
+int vt_walk_get_offset(const VtWalk *w, uint64_t *off);
+int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off);
+int vt_walk_next(VtWalk *w, struct pt_block *block);
+int vt_walk_event(VtWalk *w, struct pt_event *ev);
+int vt_walk_time(VtWalk *w, uint64_t *tsc);
+/* The blocks of an image's code, shared by walkers in any thread (image.c
+ * makes one per image on first use: vt_decode_image_walk_table). */
+typedef struct VtWalkTable VtWalkTable;
+VtWalkTable *vt_walk_table_new(void);
+void vt_walk_table_free(VtWalkTable *t);
+/* ... and where code is plain: at or above host_plain (guest_plain) the
+ * image's own bytes, tag 0, never changed (G_MAXUINT64: nowhere). */
+void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint64 host_plain, guint64 guest_plain);
+VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img);
+
 #endif

@@ -45,7 +45,7 @@ typedef struct {
 } Cached;
 
 struct VtDecodeQueue {
-	struct pt_block_decoder *dec;
+	VtWalk *dec;                     /* walk.c (libipt's block decoder with VMTRACE_DECODER=blk) */
 	struct pt_image *pi[2];          /* host, guest */
 	VtDecodeImage *img[2];
 	VtDecodePokeView *view[2];       /* poked pages done with their pokes, in pi[] */
@@ -119,6 +119,8 @@ struct VtDecodeQueue {
 	int status;
 	uint64_t prev_sync, last_off;
 	guint stuck;
+	gboolean use_blk;                /* VMTRACE_DECODER=blk: libipt's block decoder */
+	guint8 wbuf[16];                 /* walk_code()'s poked bytes */
 };
 
 /* The AUX offset of the decoder's position.  After a failed sync at the
@@ -127,7 +129,7 @@ static guint64 position(const Dec *d)
 {
 	uint64_t off = 0;
 
-	pt_blk_get_offset(d->dec, &off);
+	vt_walk_get_offset(d->dec, &off);
 	return d->base + MIN(off, (guint64)d->len);
 }
 
@@ -136,7 +138,7 @@ static gboolean past(const Dec *d, guint64 psb)
 {
 	uint64_t off = 0;
 
-	pt_blk_get_offset(d->dec, &off);
+	vt_walk_get_offset(d->dec, &off);
 	return psb != G_MAXUINT64 && off > psb;
 }
 
@@ -148,13 +150,14 @@ static gboolean warm_event(Dec *d, const struct pt_event *ev)
 {
 	if (ev->status_update && past(d, d->begin)) {
 		d->warming = FALSE;
-		pt_blk_set_image(d->dec, d->pi[d->guest ? 1 : 0]);
+		vt_walk_set_source(d->dec, d->guest, d->pi[d->guest ? 1 : 0]);
 		return TRUE;
 	}
 	if (ev->type == ptev_paging)
-		pt_blk_set_image(d->dec, d->pi[ev->variant.paging.non_root ? 1 : 0]);
+		vt_walk_set_source(d->dec, ev->variant.paging.non_root, d->pi[ev->variant.paging.non_root ? 1 : 0]);
 	else if (ev->type == ptev_async_paging)
-		pt_blk_set_image(d->dec, d->pi[ev->variant.async_paging.non_root ? 1 : 0]);
+		vt_walk_set_source(d->dec, ev->variant.async_paging.non_root,
+				   d->pi[ev->variant.async_paging.non_root ? 1 : 0]);
 	return FALSE;
 }
 
@@ -240,9 +243,8 @@ static const VtInsn *insn_at(Dec *d, guint64 ip, guint8 mode)
 static guint64 now(Dec *d)
 {
 	uint64_t tsc = 0;
-	uint32_t lost_mtc, lost_cyc;
 
-	return pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) < 0 ? 0 : tsc;
+	return vt_walk_time(d->dec, &tsc) < 0 ? 0 : tsc;
 }
 
 /* Poked pages whose last poke the decoder's time has passed get their
@@ -250,9 +252,8 @@ static guint64 now(Dec *d)
 static void pokes_now(Dec *d)
 {
 	uint64_t tsc = 0;
-	uint32_t lost_mtc, lost_cyc;
 
-	if ((d->view[0] || d->view[1]) && pt_blk_time(d->dec, &tsc, &lost_mtc, &lost_cyc) >= 0)
+	if ((d->view[0] || d->view[1]) && vt_walk_time(d->dec, &tsc) >= 0)
 		for (int i = 0; i < 2; i++)
 			if (d->view[i])
 				vt_decode_poke_view_at(d->view[i], tsc);
@@ -499,7 +500,7 @@ static void set_guest(Dec *d, gboolean guest)
 	if (guest == d->guest)
 		return;
 	d->guest = guest;
-	pt_blk_set_image(d->dec, d->pi[guest ? 1 : 0]);
+	vt_walk_set_source(d->dec, guest, d->pi[guest ? 1 : 0]);
 }
 
 static void on_paging(Dec *d, gboolean non_root, gboolean status_update)
@@ -673,7 +674,7 @@ static int step(Dec *d, int status)
 	uint64_t off = 0;
 
 	while (status & pts_event_pending) {
-		status = pt_blk_event(d->dec, &ev, sizeof(ev));
+		status = vt_walk_event(d->dec, &ev);
 		if (status < 0)
 			return status;
 		if (ev.status_update && past(d, d->seam)) {
@@ -688,15 +689,15 @@ static int step(Dec *d, int status)
 	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
-		if (pt_blk_next(d->dec, &blk, sizeof(blk)) >= 0 || blk.ninsn) {
+		if (vt_walk_next(d->dec, &blk) >= 0 || blk.ninsn) {
 			flush_async(d);
 			resolve(d, blk.ip);
 		}
 		return -pte_eos;
 	}
 	d->before = now(d);
-	status = pt_blk_next(d->dec, &blk, sizeof(blk));
-	pt_blk_get_offset(d->dec, &off);  /* position(), once */
+	status = vt_walk_next(d->dec, &blk);
+	vt_walk_get_offset(d->dec, &off);  /* position(), once */
 	if (blk.ninsn && !d->warming)
 		on_block(d, &blk, d->base + MIN(off, (guint64)d->len));
 	if (status < 0) {
@@ -712,11 +713,11 @@ static int step(Dec *d, int status)
 static gboolean sync_next(Dec *d)
 {
 	uint64_t off = 0;
-	int status = pt_blk_sync_forward(d->dec);
+	int status = vt_walk_sync_forward(d->dec);
 
 	if (status == -pte_eos)
 		return FALSE;
-	pt_blk_get_sync_offset(d->dec, &off);
+	vt_walk_get_sync_offset(d->dec, &off);
 	if (status < 0 && off == d->prev_sync)
 		return FALSE;            /* syncing makes no progress: give up on the rest */
 	d->prev_sync = off;
@@ -730,6 +731,46 @@ static gboolean sync_next(Dec *d)
 	d->last_off = G_MAXUINT64;
 	d->stuck = 0;
 	return TRUE;
+}
+
+/* The walker's code (walk.c): the bytes libipt's block decoder reads
+ * through this queue's images (image.c's callback, guest_read(),
+ * poke_read() and the poked pages' sections) at time tsc; *tag: 0 for an
+ * image's own bytes, the versions of poked pages, a guest process's
+ * mapping (hooked code). */
+static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, gsize *avail, guint64 *tag)
+{
+	Dec *d = ctx;
+	const VtDecodeImage *img = d->img[src];
+	const guint8 *code = NULL;
+
+	*tag = 0;
+	*avail = 0;
+	if (d->view[src]) {
+		*avail = vt_decode_pokes_read_tag(vt_decode_image_pokes(img), img, ip, tsc, d->wbuf, sizeof(d->wbuf),
+						  tag);
+		if (*tag)
+			return *avail ? d->wbuf : NULL;
+		if ((code = vt_decode_image_code(img, ip, avail)) || !hooked_code(d, img, ip, &code, avail))
+			return code;
+	} else if (src == 1 && d->code && img != d->img[0]) {
+		if (!hooked_code(d, img, ip, &code, avail))
+			return vt_decode_image_code_own(img, ip, avail);
+	} else {
+		return vt_decode_image_code(img, ip, avail);
+	}
+	*tag = G_MAXUINT64;              /* a guest process's bytes: not kept */
+	return code;
+}
+
+/* Where walk_code() gives an image's own unchanging bytes (tag 0): all of
+ * an image without pokes; the guest's upper half only with the code hook
+ * (guest processes below). */
+static guint64 plain_from(const Dec *d, int src)
+{
+	if (d->view[src])
+		return G_MAXUINT64;
+	return src == 1 && d->code && d->img[1] != d->img[0] ? G_GUINT64_CONSTANT(1) << 47 : 0;
 }
 
 static gboolean decoder_new(Dec *d, GError **error)
@@ -754,12 +795,15 @@ static gboolean decoder_new(Dec *d, GError **error)
 	cfg.flags.variant.block.end_on_call = 1;
 	cfg.flags.variant.block.end_on_jump = 1;
 	cfg.decode.callback = unknown_packet;
-	d->dec = pt_blk_alloc_decoder(&cfg);
+	d->dec = vt_walk_new(&cfg, d->use_blk, walk_code, d);
 	if (!d->dec) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt block decoder");
 		return FALSE;
 	}
-	return pt_blk_set_image(d->dec, d->pi[d->guest ? 1 : 0]) >= 0;
+	if (!d->use_blk)
+		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
+				   plain_from(d, 0), plain_from(d, 1));
+	return vt_walk_set_source(d->dec, d->guest, d->pi[d->guest ? 1 : 0]) >= 0;
 }
 
 /* The first PSB at or after queue offset `from` (d->total if none). */
@@ -854,8 +898,7 @@ static gboolean window_open(Dec *d, guint64 start, GError **error)
 		return FALSE;
 	if (seam < d->total && !find_psb(d, seam + 1, &end, error))
 		return FALSE;
-	if (d->dec)
-		pt_blk_free_decoder(d->dec);
+	vt_walk_free(d->dec);
 	d->dec = NULL;
 	d->base = warm;
 	d->begin = start - warm;
@@ -895,6 +938,7 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 	for (int i = 0; i < 2 && d->pi[1]; i++)
 		pokes_attach(d, i);
 	d->last_psb = G_MAXUINT64;
+	d->use_blk = vt_walk_use_blk();
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
 	if (!d->pi[1] || !window_open(d, 0, error)) {
@@ -922,8 +966,7 @@ void vt_decode_queue_free(VtDecodeQueue *d)
 {
 	if (!d)
 		return;
-	if (d->dec)
-		pt_blk_free_decoder(d->dec);
+	vt_walk_free(d->dec);
 	for (int i = 0; i < 2; i++) {
 		if (d->pi[i])
 			pt_image_free(d->pi[i]);
@@ -973,6 +1016,9 @@ void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer 
 	d->code_ctx = ctx;
 	if (code && !d->view[1] && d->img[1] != d->img[0])
 		pt_image_set_callback(d->pi[1], guest_read, d);
+	if (d->dec && !d->use_blk)
+		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
+				   plain_from(d, 0), plain_from(d, 1));
 }
 
 const GError *vt_decode_queue_error(const VtDecodeQueue *d)

@@ -1,0 +1,1207 @@
+/* walk.c - our own block walker on libipt's query decoder: what queue.c
+ * used of libipt's block decoder (pt_blk_*), with the same blocks and
+ * events, but the code between two decisions decoded once per (code
+ * source, ip, mode) and kept in a bounded table.
+ *
+ * libipt's block decoder read every instruction it walked through the
+ * read-memory callback and decoded it anew (no block cache without
+ * sections; with sections its caches cost more than they saved - image.c).
+ * Here the query decoder (pt_qry_*) still does the packets, the timing and
+ * the events and their order; this file walks the code: a block is the run
+ * of instructions from an IP up to the first that needs trace (conditional
+ * branch, indirect branch, return, far transfer) or a direct call or jump,
+ * and it ends there as pt_blk's does (end_on_call, end_on_jump).  Events
+ * bind to instructions by libipt 2.0.5's rules (facts from its block
+ * decoder: async branches at their `from` IP, paging at MOV CR3, VMLAUNCH,
+ * VMRESUME or a far branch, VMCS at VMPTRLD or those, a synchronous
+ * disable at the next branch that needs trace, return compression through
+ * a 64-entry return stack).  The differential test t0105 compares the two
+ * on a matrix of recordings; VMTRACE_DECODER=blk selects libipt's.
+ *
+ * Code comes from the walker's code function: its bytes at ip for code
+ * source `src` (host, guest) at the decoder's time, with a tag that says
+ * which bytes they are (0: the image's own; a poked page's versions;
+ * TAG_MIXED: a guest process's code, or bytes of two sources - never
+ * kept).  A block is kept only when all its instructions came with its
+ * first one's tag, and it is found again only with that tag: a text poke
+ * gives another tag, so a kept block never outlives its bytes.  The table
+ * belongs to the image (all queues' walkers share it, in any thread) and
+ * is bounded: 2^17 slots of 48 bytes (6 MiB, touched as used).
+ *
+ * Instructions: the common 64-bit ones by a length decoder of our own
+ * (fast_decode: one-byte and 0x0f maps, the classes pt_ild gives them),
+ * everything else by Zydis (minimal mode: length, mnemonic, raw fields). */
+#include "config.h"
+
+#include <string.h>
+
+#include "src/decode/internal.h"
+
+#define TABLE_BITS 17                    /* blocks kept per image (2 ways a set) */
+#define RET_SIZE 64                      /* libipt's return stack */
+#define TAG_MIXED G_MAXUINT64            /* bytes from two sources, or a process's: not kept */
+
+enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4 };
+
+typedef struct {
+	guint64 ip, target;              /* target: direct branches */
+	guint8 size, iclass, flags, direct;
+} WInsn;
+
+typedef struct {
+	guint64 ip, tag;                 /* ip 0: empty */
+	guint16 ninsn;
+	guint8 mode;
+	WInsn last;
+} WBlock;
+
+/* An image's blocks, shared by the walkers of all its queues (threads): a
+ * slot is written under its sequence number (odd while written; a writer
+ * that finds it odd or loses the race skips), a reader keeps what it read
+ * only if the number is even and did not change meanwhile (a seqlock). */
+typedef struct {
+	guint32 seq;
+	WBlock b;
+} WSlot;
+
+struct VtWalkTable {
+	WSlot *slots;                    /* 2^TABLE_BITS */
+};
+
+struct VtWalk {
+	struct pt_block_decoder *blk;    /* libipt's walker (VMTRACE_DECODER=blk) */
+	struct pt_query_decoder *qry;    /* else ours on this */
+	struct pt_errata errata;
+	VtWalkCodeFunc code;
+	gpointer ctx;
+	int src;
+	VtWalkTable *tables[2];          /* host, guest */
+	guint64 plain_from[2];           /* code at or above: the image's own, never changed */
+	/* the decoder's state (pt_blk's) */
+	guint64 ip;
+	int mode, status;
+	gboolean enabled, process_event, process_insn;
+	gboolean bound_paging, bound_vmcs, bound_ptwrite;
+	struct pt_event event;
+	WInsn insn;                      /* the postponed instruction */
+	guint64 ret[RET_SIZE + 1];
+	guint8 top, bottom;
+	ZydisDecoder zy[4];
+	gboolean check;                  /* VMTRACE_WALK_CHECK */
+};
+
+static gsize tables_done;
+static void len_tables_init(void);
+
+gboolean vt_walk_use_blk(void)
+{
+	const char *e = g_getenv("VMTRACE_DECODER");
+
+	return e && !strcmp(e, "blk");
+}
+
+VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc code, gpointer ctx)
+{
+	VtWalk *w = g_new0(VtWalk, 1);
+	struct pt_config cfg = *config;
+
+	if (blk) {
+		w->blk = pt_blk_alloc_decoder(&cfg);
+	} else {
+		memset(&cfg.flags, 0, sizeof(cfg.flags));   /* the query decoder's: none */
+		w->qry = pt_qry_alloc_decoder(&cfg);
+	}
+	if (!w->blk && !w->qry) {
+		g_free(w);
+		return NULL;
+	}
+	w->errata = config->errata;
+	w->check = g_getenv("VMTRACE_WALK_CHECK") != NULL;
+	w->plain_from[0] = w->plain_from[1] = G_MAXUINT64;
+	if (g_once_init_enter(&tables_done)) {
+		len_tables_init();
+		g_once_init_leave(&tables_done, 1);
+	}
+	w->code = code;
+	w->ctx = ctx;
+	for (int m = 0; m < 4; m++) {
+		vt_decode_zydis_init(&w->zy[m], (guint8)m);
+		/* length, mnemonic, raw fields: all classify() reads */
+		ZydisDecoderEnableMode(&w->zy[m], ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
+	}
+	return w;
+}
+
+void vt_walk_free(VtWalk *w)
+{
+	if (!w)
+		return;
+	if (w->blk)
+		pt_blk_free_decoder(w->blk);
+	if (w->qry)
+		pt_qry_free_decoder(w->qry);
+	g_free(w);
+}
+
+int vt_walk_set_source(VtWalk *w, int src, struct pt_image *pi)
+{
+	w->src = src;
+	return w->blk ? pt_blk_set_image(w->blk, pi) : 0;
+}
+
+int vt_walk_get_offset(const VtWalk *w, uint64_t *off)
+{
+	return w->blk ? pt_blk_get_offset(w->blk, off) : pt_qry_get_offset(w->qry, off);
+}
+
+int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off)
+{
+	return w->blk ? pt_blk_get_sync_offset(w->blk, off) : pt_qry_get_sync_offset(w->qry, off);
+}
+
+int vt_walk_time(VtWalk *w, uint64_t *tsc)
+{
+	uint32_t lost_mtc, lost_cyc;
+
+	return w->blk ? pt_blk_time(w->blk, tsc, &lost_mtc, &lost_cyc) : pt_qry_time(w->qry, tsc, &lost_mtc, &lost_cyc);
+}
+
+static guint64 now(VtWalk *w)
+{
+	uint64_t tsc = 0;
+
+	return vt_walk_time(w, &tsc) < 0 ? 0 : tsc;
+}
+
+/* ------------------------------------------------------- instructions */
+/* libipt's class of the instruction Zydis decoded (pt_ild's: the same
+ * instructions are branches, far transfers and event bindings). */
+static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
+{
+	gboolean rel = zi->raw.imm[0].is_relative;   /* (not RIP-relative memory) */
+	/* far: call 9a, jmp ea, call/jmp ff /3 /5, ret ca/cb (pt_ild's) */
+	gboolean map0 = zi->opcode_map == ZYDIS_OPCODE_MAP_DEFAULT;
+	gboolean far = map0 && (zi->opcode == 0x9a || zi->opcode == 0xea || zi->opcode == 0xca || zi->opcode == 0xcb ||
+				(zi->opcode == 0xff && (zi->raw.modrm.reg == 3 || zi->raw.modrm.reg == 5)));
+
+	in->iclass = ptic_other;
+	switch (zi->mnemonic) {
+	case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_JL: case ZYDIS_MNEMONIC_JLE:
+	case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JNL: case ZYDIS_MNEMONIC_JNLE:
+	case ZYDIS_MNEMONIC_JNO: case ZYDIS_MNEMONIC_JNP: case ZYDIS_MNEMONIC_JNS: case ZYDIS_MNEMONIC_JNZ:
+	case ZYDIS_MNEMONIC_JO: case ZYDIS_MNEMONIC_JP: case ZYDIS_MNEMONIC_JS: case ZYDIS_MNEMONIC_JZ:
+	case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
+	case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
+		in->iclass = ptic_cond_jump;
+		break;
+	case ZYDIS_MNEMONIC_JMP:
+		in->iclass = far ? ptic_far_jump : ptic_jump;
+		in->direct = !far && rel;
+		break;
+	case ZYDIS_MNEMONIC_CALL:
+		in->iclass = far ? ptic_far_call : ptic_call;
+		in->direct = !far && rel;
+		break;
+	case ZYDIS_MNEMONIC_RET:
+		in->iclass = far ? ptic_far_return : ptic_return;
+		break;
+	case ZYDIS_MNEMONIC_SYSCALL: case ZYDIS_MNEMONIC_SYSENTER: case ZYDIS_MNEMONIC_VMCALL:
+	case ZYDIS_MNEMONIC_INT: case ZYDIS_MNEMONIC_INT1: case ZYDIS_MNEMONIC_INT3: case ZYDIS_MNEMONIC_INTO:
+		in->iclass = ptic_far_call;
+		break;
+	case ZYDIS_MNEMONIC_SYSRET: case ZYDIS_MNEMONIC_SYSEXIT: case ZYDIS_MNEMONIC_UIRET:
+	case ZYDIS_MNEMONIC_IRET: case ZYDIS_MNEMONIC_IRETD: case ZYDIS_MNEMONIC_IRETQ:
+		in->iclass = ptic_far_return;
+		break;
+	case ZYDIS_MNEMONIC_VMLAUNCH: case ZYDIS_MNEMONIC_VMRESUME:
+		in->iclass = ptic_far_return;
+		in->flags = F_VMENTRY;
+		break;
+	case ZYDIS_MNEMONIC_VMPTRLD:
+		in->flags = F_VMPTRLD;
+		break;
+	case ZYDIS_MNEMONIC_PTWRITE:
+		in->iclass = ptic_ptwrite;
+		break;
+	case ZYDIS_MNEMONIC_MOV:
+		if (zi->opcode_map == ZYDIS_OPCODE_MAP_0F && zi->opcode == 0x22 && zi->raw.modrm.reg == 3 &&
+		    !zi->raw.rex.R)
+			in->flags = F_CR3;
+		break;
+	default:
+		break;
+	}
+	if (in->iclass == ptic_cond_jump || in->direct)  /* ip + size + displacement (no wrap: libipt's) */
+		in->target = ip + zi->length + (guint64)zi->raw.imm[0].value.s;
+}
+
+/* ------------------------------------------------ 64-bit length decoder */
+/* What the common 64-bit instructions are, by their first opcode byte
+ * (one-byte map, 0x0f map): 0 ask Zydis; else a length class. */
+enum { L_ASK, L_N, L_M, L_M1, L_MZ, L_I1, L_IZ, L_MOVI, L_F6, L_F7, L_JCC8, L_JCC32, L_CALL, L_JMP32, L_JMP8,
+       L_RET, L_RET16, L_FF };
+
+static guint8 len_map0[256], len_map1[256];
+
+static void len_tables_init(void)
+{
+	static const guint8 alu[] = { 0x00, 0x08, 0x10, 0x18, 0x20, 0x28, 0x30, 0x38 };
+
+	for (guint i = 0; i < G_N_ELEMENTS(alu); i++) {
+		for (guint k = 0; k < 4; k++)
+			len_map0[alu[i] + k] = L_M;
+		len_map0[alu[i] + 4] = L_I1;
+		len_map0[alu[i] + 5] = L_IZ;
+	}
+	for (guint i = 0x50; i <= 0x5f; i++)
+		len_map0[i] = L_N;
+	len_map0[0x63] = L_M;
+	len_map0[0x68] = L_IZ;
+	len_map0[0x69] = L_MZ;
+	len_map0[0x6a] = L_I1;
+	len_map0[0x6b] = L_M1;
+	for (guint i = 0x70; i <= 0x7f; i++)
+		len_map0[i] = L_JCC8;
+	len_map0[0x80] = len_map0[0x83] = L_M1;
+	len_map0[0x81] = L_MZ;
+	for (guint i = 0x84; i <= 0x8f; i++)
+		len_map0[i] = L_M;
+	for (guint i = 0x90; i <= 0x99; i++)
+		len_map0[i] = L_N;
+	len_map0[0x9c] = len_map0[0x9d] = L_N;
+	len_map0[0xa8] = L_I1;
+	len_map0[0xa9] = L_IZ;
+	for (guint i = 0xb0; i <= 0xb7; i++)
+		len_map0[i] = L_I1;
+	for (guint i = 0xb8; i <= 0xbf; i++)
+		len_map0[i] = L_MOVI;
+	len_map0[0xc0] = len_map0[0xc1] = len_map0[0xc6] = L_M1;
+	len_map0[0xc7] = L_MZ;
+	len_map0[0xc2] = L_RET16;
+	len_map0[0xc3] = L_RET;
+	for (guint i = 0xd0; i <= 0xd3; i++)
+		len_map0[i] = L_M;
+	len_map0[0xe8] = L_CALL;
+	len_map0[0xe9] = L_JMP32;
+	len_map0[0xeb] = L_JMP8;
+	len_map0[0xf6] = L_F6;
+	len_map0[0xf7] = L_F7;
+	len_map0[0xfe] = L_M;
+	len_map0[0xff] = L_FF;
+	for (guint i = 0x18; i <= 0x1f; i++)
+		len_map1[i] = L_M;         /* hints, nops, endbr64 */
+	for (guint i = 0x40; i <= 0x4f; i++)
+		len_map1[i] = L_M;         /* cmovcc */
+	for (guint i = 0x80; i <= 0x8f; i++)
+		len_map1[i] = L_JCC32;
+	for (guint i = 0x90; i <= 0x9f; i++)
+		len_map1[i] = L_M;         /* setcc */
+	len_map1[0xa2] = len_map1[0x31] = len_map1[0x0b] = L_N;   /* cpuid, rdtsc, ud2 */
+	len_map1[0xa3] = len_map1[0xab] = len_map1[0xb3] = len_map1[0xbb] = L_M;
+	len_map1[0xa4] = len_map1[0xac] = len_map1[0xba] = L_M1;
+	len_map1[0xa5] = len_map1[0xad] = len_map1[0xaf] = L_M;
+	len_map1[0xb0] = len_map1[0xb1] = len_map1[0xc0] = len_map1[0xc1] = L_M;
+	len_map1[0xb6] = len_map1[0xb7] = len_map1[0xbe] = len_map1[0xbf] = L_M;
+	len_map1[0xb8] = len_map1[0xbc] = len_map1[0xbd] = L_M;
+	for (guint i = 0xc8; i <= 0xcf; i++)
+		len_map1[i] = L_N;         /* bswap */
+}
+
+/* ModRM, SIB and displacement bytes at m (0: not enough bytes). */
+static guint modrm_bytes(const guint8 *m, gsize avail)
+{
+	guint mod = m[0] >> 6, rm = m[0] & 7, n = 1;
+
+	if (!avail)
+		return 0;
+	if (mod == 3)
+		return 1;
+	if (rm == 4) {
+		if (avail < 2)
+			return 0;
+		n = 2;
+		if (mod == 0 && (m[1] & 7) == 5)
+			return n + 4;
+	} else if (mod == 0 && rm == 5) {
+		return n + 4;
+	}
+	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
+}
+
+/* The 64-bit instruction at code, if it is a common one: TRUE and *in
+ * (pt_ild's class); FALSE: ask Zydis. */
+static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
+{
+	gsize p = 0, n;
+	gboolean osz = FALSE, rexw = FALSE, other_prefix = FALSE;
+	guint8 op, cls;
+	gint64 disp = 0;
+
+	for (; p < avail && p < 5; p++) {
+		guint8 b = code[p];
+
+		if (b == 0x66)
+			osz = TRUE;
+		else if (b == 0x67 || b == 0xf2 || b == 0xf3 || b == 0xf0 || b == 0x26 || b == 0x36 || b == 0x64 ||
+			 b == 0x65)
+			other_prefix = TRUE;
+		else if (b != 0x2e && b != 0x3e)
+			break;
+	}
+	if (p < avail && (code[p] & 0xf0) == 0x40)
+		rexw = (code[p++] & 8) != 0;
+	if (p + 1 >= avail || p >= 5)
+		return FALSE;
+	op = code[p++];
+	cls = op == 0x0f ? len_map1[code[p++]] : len_map0[op];
+	if (cls >= L_JCC8 && (osz || other_prefix) && cls != L_FF)
+		return FALSE;            /* prefixed branches: Zydis */
+	switch (cls) {
+	case L_N: n = 0; break;
+	case L_M: n = modrm_bytes(code + p, avail - p); break;
+	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; break;
+	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; break;
+	case L_I1: n = 1; break;
+	case L_IZ: n = osz ? 2 : 4; break;
+	case L_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
+	case L_F6: case L_F7:
+		n = modrm_bytes(code + p, avail - p);
+		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
+			n += cls == L_F6 ? 1 : osz ? 2 : 4;
+		break;
+	case L_JCC8: case L_JMP8: n = 1; break;
+	case L_JCC32: case L_CALL: case L_JMP32: n = 4; break;
+	case L_RET: n = 0; break;
+	case L_RET16: n = 2; break;
+	case L_FF: {
+		guint reg = p < avail ? (code[p] >> 3) & 7 : 7;
+
+		if (reg == 3 || reg == 5 || reg == 7 || ((reg == 2 || reg == 4) && (osz || other_prefix)))
+			return FALSE;    /* far, invalid, prefixed branches: Zydis */
+		n = modrm_bytes(code + p, avail - p);
+		break;
+	}
+	default:
+		return FALSE;
+	}
+	if ((cls == L_M || cls == L_M1 || cls == L_MZ || cls == L_F6 || cls == L_F7 || cls == L_FF) && !n)
+		return FALSE;
+	if (p + n > avail || p + n > 15)
+		return FALSE;
+	memset(in, 0, sizeof(*in));
+	in->ip = ip;
+	in->size = (guint8)(p + n);
+	in->iclass = ptic_other;
+	if (cls == L_JCC8 || cls == L_JMP8)
+		disp = (gint8)code[p];
+	else if (cls == L_JCC32 || cls == L_CALL || cls == L_JMP32)
+		disp = (gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
+				(guint32)code[p + 3] << 24);
+	switch (cls) {
+	case L_JCC8: case L_JCC32: in->iclass = ptic_cond_jump; break;
+	case L_CALL: in->iclass = ptic_call; in->direct = 1; break;
+	case L_JMP8: case L_JMP32: in->iclass = ptic_jump; in->direct = 1; break;
+	case L_RET: case L_RET16: in->iclass = ptic_return; break;
+	case L_FF: {
+		guint reg = (code[p] >> 3) & 7;
+
+		in->iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
+		break;
+	}
+	default: break;
+	}
+	if (in->iclass == ptic_cond_jump || in->direct)
+		in->target = ip + in->size + (guint64)disp;
+	return TRUE;
+}
+
+/* VMTRACE_WALK_CHECK=1: every fast decode against Zydis's (abort if they differ). */
+static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *in)
+{
+	ZydisDecodedInstruction zi;
+	WInsn z;
+
+	memset(&z, 0, sizeof(z));
+	if (ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[ptem_64bit], NULL, code, avail, &zi))) {
+		z.ip = in->ip;
+		z.size = zi.length;
+		classify(&zi, in->ip, &z);
+	}
+	if (memcmp(&z, in, sizeof(z)))
+		g_error("walk: fast decode at %#" G_GINT64_MODIFIER "x: size %u class %u, Zydis: size %u class %u",
+			in->ip, in->size, in->iclass, z.size, z.iclass);
+}
+
+/* The instruction at ip in mode (the walker's code source, time now):
+ * 0, -pte_nomap (no code) or -pte_bad_insn; *tag: its bytes' (TAG_MIXED:
+ * from two reads). */
+static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
+{
+	guint64 tsc = ip >= w->plain_from[w->src] ? 0 : now(w);   /* (plain code: any time) */
+	gsize avail = 0, first;
+	const guint8 *code = w->code(w->ctx, w->src, ip, tsc, &avail, tag);
+	guint8 buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+	ZydisDecodedInstruction zi;
+
+	if (!code || !avail)
+		return -pte_nomap;
+	first = avail;
+	if (avail < sizeof(buf)) {       /* the rest from the next piece of code (libipt's retry) */
+		memcpy(buf, code, avail);
+		while (avail < sizeof(buf)) {
+			gsize more = 0;
+			guint64 t;
+			const guint8 *c = w->code(w->ctx, w->src, ip + avail, tsc, &more, &t);
+
+			if (!c || !more)
+				break;
+			more = MIN(more, sizeof(buf) - avail);
+			memcpy(buf + avail, c, more);
+			avail += more;
+		}
+		code = buf;
+	}
+	if (mode == ptem_64bit && fast_decode(code, MIN(avail, sizeof(buf)), ip, in)) {
+		if (G_UNLIKELY(w->check))
+			check_fast(w, code, MIN(avail, sizeof(buf)), in);
+	} else {
+		memset(in, 0, sizeof(*in));
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, MIN(avail, sizeof(buf)),
+								&zi)))
+			return -pte_bad_insn;
+		in->ip = ip;
+		in->size = zi.length;
+		classify(&zi, ip, in);
+	}
+	if (in->size > first)
+		*tag = TAG_MIXED;
+	return 0;
+}
+
+/* pt_insn_next_ip(): the next IP without trace. */
+static int next_ip(const WInsn *in, guint64 *ip)
+{
+	switch (in->iclass) {
+	case ptic_other: case ptic_ptwrite:
+		*ip = in->ip + in->size;
+		return 0;
+	case ptic_call: case ptic_jump:
+		if (in->direct) {
+			*ip = in->target;
+			return 0;
+		}
+		return -pte_bad_query;
+	default:
+		return -pte_bad_query;
+	}
+}
+
+static gboolean ends_block(const WInsn *in)
+{
+	return in->iclass == ptic_call || in->iclass == ptic_jump;   /* end_on_call, end_on_jump */
+}
+
+static gboolean is_far(const WInsn *in)
+{
+	return in->iclass == ptic_far_call || in->iclass == ptic_far_return || in->iclass == ptic_far_jump;
+}
+
+static int binds_to_pip(const WInsn *in)
+{
+	return (in->flags & (F_CR3 | F_VMENTRY)) || is_far(in);
+}
+
+static int binds_to_vmcs(const WInsn *in)
+{
+	return (in->flags & (F_VMPTRLD | F_VMENTRY)) || is_far(in);
+}
+
+static int changes_cr3(const WInsn *in)
+{
+	return (in->flags & F_CR3) != 0;
+}
+
+static int is_ptwrite(const WInsn *in)
+{
+	return in->iclass == ptic_ptwrite;
+}
+
+/* ------------------------------------------------------- return stack */
+static void ret_push(VtWalk *w, guint64 ip)
+{
+	w->ret[w->top] = ip;
+	w->top = w->top == RET_SIZE ? 0 : w->top + 1;
+	if (w->bottom == w->top)
+		w->bottom = w->bottom == RET_SIZE ? 0 : w->bottom + 1;
+}
+
+static int ret_pop(VtWalk *w, guint64 *ip)
+{
+	if (w->top == w->bottom)
+		return -pte_retstack_empty;
+	w->top = w->top ? w->top - 1 : RET_SIZE;
+	*ip = w->ret[w->top];
+	return 0;
+}
+
+/* A near call's return address (not a call to the next instruction:
+ * position independent code). */
+static void log_call(VtWalk *w, const WInsn *in)
+{
+	if (in->iclass == ptic_call && !(in->direct && in->target == in->ip + in->size))
+		ret_push(w, in->ip + in->size);
+}
+
+/* ---------------------------------------------------- the walk (pt_blk's) */
+static int status_flags(const VtWalk *w, int flags)
+{
+	if (!w->enabled)
+		flags |= pts_ip_suppressed;
+	if ((w->status & pts_eos) && !w->process_event)
+		flags |= pts_eos;
+	return flags;
+}
+
+static int fetch_event(VtWalk *w)
+{
+	int status;
+
+	if (w->process_event)
+		return 1;
+	if (!(w->status & pts_event_pending))
+		return 0;
+	status = pt_qry_event(w->qry, &w->event, sizeof(w->event));
+	if (status < 0)
+		return status;
+	w->process_event = TRUE;
+	w->status = status;
+	return 1;
+}
+
+/* The next IP of in from trace (in needs it). */
+static int next_ip_trace(VtWalk *w, const WInsn *in, guint64 *ip)
+{
+	int status, taken;
+
+	switch (in->iclass) {
+	case ptic_cond_jump:
+		status = pt_qry_cond_branch(w->qry, &taken);
+		if (status >= 0)
+			*ip = taken ? in->target : in->ip + in->size;
+		return status;
+	case ptic_return:
+		status = pt_qry_cond_branch(w->qry, &taken);   /* a compressed return? */
+		if (status < 0) {
+			if (status != -pte_bad_query)
+				return status;
+			break;
+		}
+		if (!taken)
+			return -pte_bad_retcomp;
+		return ret_pop(w, ip) < 0 ? -pte_retstack_empty : status;
+	case ptic_jump: case ptic_call:
+		if (in->direct)
+			return -pte_internal;
+		break;
+	case ptic_far_call: case ptic_far_return: case ptic_far_jump:
+		break;
+	default:
+		return -pte_internal;
+	}
+	return pt_qry_indirect_branch(w->qry, ip);
+}
+
+static int proceed_with_trace(VtWalk *w, const WInsn *in)
+{
+	int status = next_ip_trace(w, in, &w->ip);
+
+	if (status < 0)
+		return status;
+	w->status = status;
+	return status & pts_ip_suppressed ? -pte_noip : 0;
+}
+
+/* One instruction at w->ip into block: 1, 0 (block full) or an error. */
+static int one_insn(VtWalk *w, struct pt_block *block, WInsn *in)
+{
+	guint16 n = (guint16)(block->ninsn + 1);
+	guint64 tag;
+	int status;
+
+	if (!n)
+		return 0;
+	status = insn_decode(w, w->ip, w->mode, in, &tag);
+	if (status < 0)
+		return status;
+	log_call(w, in);
+	block->iclass = in->iclass;
+	block->end_ip = in->ip;
+	block->ninsn = n;
+	return 1;
+}
+
+/* To the first instruction that pred() accepts (1), a block end (0), or
+ * -pte_bad_query where trace is needed (w->ip: that instruction). */
+static int to_insn(VtWalk *w, struct pt_block *block, WInsn *in, int (*pred)(const WInsn *))
+{
+	for (;;) {
+		int status = one_insn(w, block, in);
+
+		if (status <= 0)
+			return status;
+		if (pred(in))
+			return 1;
+		status = next_ip(in, &w->ip);
+		if (status < 0)
+			return status;
+		if (ends_block(in))
+			return 0;
+	}
+}
+
+/* To ip (1), a block end (0) or -pte_bad_query. */
+static int to_ip(VtWalk *w, struct pt_block *block, WInsn *in, guint64 ip)
+{
+	for (;;) {
+		int status;
+
+		if (w->ip == ip)
+			return 1;
+		status = one_insn(w, block, in);
+		if (status <= 0)
+			return status;
+		status = next_ip(in, &w->ip);
+		if (status < 0)
+			return status;
+		if (ends_block(in))
+			return w->ip == ip;
+	}
+}
+
+static int to_ip_with_trace(VtWalk *w, struct pt_block *block, guint64 ip)
+{
+	WInsn in;
+	int status = to_ip(w, block, &in, ip);
+
+	if (status != -pte_bad_query)
+		return status;
+	return proceed_with_trace(w, &in);
+}
+
+/* async paging, async VMCS, exec mode: at ip (or at once without one) */
+static int to_event_ip(VtWalk *w, struct pt_block *block, const struct pt_event *ev, guint64 ip)
+{
+	int status;
+
+	if (ev->ip_suppressed)
+		return 1;
+	status = to_ip_with_trace(w, block, ip);
+	if (status < 0)
+		return status;
+	return w->ip == ip;
+}
+
+static void clear_postponed(VtWalk *w)
+{
+	w->process_insn = w->bound_paging = w->bound_vmcs = w->bound_ptwrite = FALSE;
+}
+
+static int postpone(VtWalk *w, const WInsn *in)
+{
+	if (w->process_insn)
+		return -pte_internal;
+	w->process_insn = TRUE;
+	w->insn = *in;
+	return status_flags(w, pts_event_pending);
+}
+
+static int proceed_postponed(VtWalk *w)
+{
+	int status;
+
+	if (!w->process_insn)
+		return 0;
+	if (w->enabled && next_ip(&w->insn, &w->ip) < 0) {
+		status = proceed_with_trace(w, &w->insn);
+		if (status < 0)
+			return status;
+	}
+	clear_postponed(w);
+	return 0;
+}
+
+/* A synchronous disable's IP is where tracing should resume: after a call. */
+static void disable_resume_ip(VtWalk *w, const WInsn *in)
+{
+	w->ip = in->iclass == ptic_call || in->iclass == ptic_far_call ? in->ip + in->size : 0;
+}
+
+/* Erratum SKD022: an async disable at VMLAUNCH/VMRESUME is a sync one. */
+static gboolean skd022(VtWalk *w, struct pt_event *ev)
+{
+	WInsn in;
+	guint64 tag;
+
+	if (!w->errata.skd022 || insn_decode(w, ev->variant.async_disabled.at, w->mode, &in, &tag) < 0 ||
+	    !(in.flags & F_VMENTRY))
+		return FALSE;
+	ev->type = ptev_disabled;
+	ev->variant.disabled.ip = ev->variant.async_disabled.ip;
+	return TRUE;
+}
+
+static int proceed_event(VtWalk *w, struct pt_block *block);
+
+static int event_disabled(VtWalk *w, struct pt_block *block, const struct pt_event *ev)
+{
+	WInsn in;
+	int status;
+
+	memset(&in, 0, sizeof(in));
+	if (ev->ip_suppressed)
+		status = to_insn(w, block, &in, changes_cr3);
+	else
+		status = to_ip(w, block, &in, ev->variant.disabled.ip);
+	if (status > 0)
+		return 1;
+	if (status != -pte_bad_query)
+		return status;
+	disable_resume_ip(w, &in);     /* it binds to the branch that needs trace */
+	return 1;
+}
+
+static int event_bound(VtWalk *w, struct pt_block *block, int (*pred)(const WInsn *), gboolean *bound)
+{
+	WInsn in;
+	int status;
+
+	if (!w->enabled)
+		return 1;
+	status = to_insn(w, block, &in, pred);
+	if (status <= 0)
+		return status;
+	*bound = TRUE;
+	status = postpone(w, &in);
+	return status < 0 ? status : 1;
+}
+
+static int event_ptwrite(VtWalk *w, struct pt_block *block, struct pt_event *ev)
+{
+	WInsn in;
+	int status;
+
+	if (!w->enabled)
+		return 1;
+	if (ev->ip_suppressed) {
+		status = to_insn(w, block, &in, is_ptwrite);
+		if (status <= 0)
+			return status;
+		ev->variant.ptwrite.ip = in.ip;
+		ev->ip_suppressed = 0;
+	} else {
+		status = to_ip(w, block, &in, ev->variant.ptwrite.ip);
+		if (status <= 0)
+			return status;
+		status = one_insn(w, block, &in);
+		if (status <= 0)
+			return status;
+	}
+	w->bound_ptwrite = TRUE;
+	status = postpone(w, &in);
+	return status < 0 ? status : 1;
+}
+
+/* To the pending event's place: its status (pts_event_pending), 0 when the
+ * block ended first, or an error. */
+static int proceed_event(VtWalk *w, struct pt_block *block)
+{
+	struct pt_event *ev = &w->event;
+	WInsn in;
+	int status = 1;
+
+	switch (ev->type) {
+	case ptev_disabled:
+		status = event_disabled(w, block, ev);
+		break;
+	case ptev_async_disabled:
+		status = to_ip(w, block, &in, ev->variant.async_disabled.at);
+		if (status > 0 && skd022(w, ev))
+			return proceed_event(w, block);
+		break;
+	case ptev_async_branch:
+		status = to_ip(w, block, &in, ev->variant.async_branch.from);
+		break;
+	case ptev_paging:
+		status = event_bound(w, block, binds_to_pip, &w->bound_paging);
+		break;
+	case ptev_async_paging:
+		status = to_event_ip(w, block, ev, ev->variant.async_paging.ip);
+		break;
+	case ptev_vmcs:
+		status = event_bound(w, block, binds_to_vmcs, &w->bound_vmcs);
+		break;
+	case ptev_async_vmcs:
+		status = to_event_ip(w, block, ev, ev->variant.async_vmcs.ip);
+		break;
+	case ptev_exec_mode:
+		status = to_event_ip(w, block, ev, ev->variant.exec_mode.ip);
+		break;
+	case ptev_tsx:
+		if (!ev->ip_suppressed)
+			status = to_ip(w, block, &in, ev->variant.tsx.ip);
+		break;
+	case ptev_exstop:
+		if (w->enabled && !ev->ip_suppressed)
+			status = to_ip(w, block, &in, ev->variant.exstop.ip);
+		break;
+	case ptev_mwait:
+		if (w->enabled && !ev->ip_suppressed)
+			status = to_ip(w, block, &in, ev->variant.mwait.ip);
+		break;
+	case ptev_ptwrite:
+		status = event_ptwrite(w, block, ev);
+		break;
+	default:
+		break;
+	}
+	if (status <= 0)
+		return status;
+	return status_flags(w, pts_event_pending);
+}
+
+/* ---------------------------------------------------------- the table */
+VtWalkTable *vt_walk_table_new(void)
+{
+	VtWalkTable *t = g_new0(VtWalkTable, 1);
+
+	t->slots = g_new0(WSlot, 1u << TABLE_BITS);   /* (pages touched when used) */
+	return t;
+}
+
+void vt_walk_table_free(VtWalkTable *t)
+{
+	if (!t)
+		return;
+	g_free(t->slots);
+	g_free(t);
+}
+
+void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint64 host_plain, guint64 guest_plain)
+{
+	w->tables[0] = host;
+	w->tables[1] = guest;
+	w->plain_from[0] = host_plain;
+	w->plain_from[1] = guest_plain;
+}
+
+static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
+{
+	guint64 h = ip ^ (ip >> TABLE_BITS) ^ (tag * 0x9e3779b97f4a7c15ull);
+
+	return &t->slots[h & ((1u << TABLE_BITS) - 2)];
+}
+
+static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, WBlock *out)
+{
+	WSlot *set = set_of(t, ip, tag);
+
+	for (int k = 0; k < 2; k++) {
+		guint32 seq = __atomic_load_n(&set[k].seq, __ATOMIC_ACQUIRE);
+
+		if (seq & 1)
+			continue;
+		memcpy(out, &set[k].b, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && out->ip == ip && out->tag == tag &&
+		    out->mode == mode && ip)
+			return TRUE;
+	}
+	return FALSE;
+}
+
+static void table_put(VtWalkTable *t, const WBlock *b)
+{
+	WSlot *set = set_of(t, b->ip, b->tag), *s;
+	guint32 seq;
+
+	/* an empty way, else the second (the first keeps what came first) */
+	s = __atomic_load_n(&set[0].b.ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
+	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+	if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
+						      __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(&s->b, b, sizeof(*b));
+	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* The block's end in (w->ip at it): the next IP from it, with trace when
+ * it needs some. */
+static int block_end(VtWalk *w, const WInsn *in)
+{
+	log_call(w, in);
+	if (next_ip(in, &w->ip) == 0)
+		return 0;                /* a direct call or jump */
+	w->ip = in->ip;
+	return proceed_with_trace(w, in);
+}
+
+/* Walk a block not in the table (and keep it if its bytes have one tag). */
+static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
+{
+	guint64 start = w->ip, tag = tag0;
+	gboolean one = tag0 != TAG_MIXED;
+	WInsn in;
+
+	for (;;) {
+		guint16 n = (guint16)(block->ninsn + 1);
+		guint64 nip;
+		int status;
+
+		if (!n)
+			return 0;
+		status = insn_decode(w, w->ip, w->mode, &in, &tag);
+		if (status < 0)
+			return status;
+		one = one && tag == tag0;
+		block->iclass = in.iclass;
+		block->end_ip = in.ip;
+		block->ninsn = n;
+		if (next_ip(&in, &nip) < 0 || ends_block(&in))
+			break;
+		w->ip = nip;
+	}
+	if (one && w->tables[w->src]) {
+		WBlock b = { .ip = start, .tag = tag0, .ninsn = block->ninsn, .mode = (guint8)w->mode, .last = in };
+
+		table_put(w->tables[w->src], &b);
+	}
+	return block_end(w, &in);
+}
+
+static int no_event(VtWalk *w, struct pt_block *block)
+{
+	gsize avail = 0;
+	guint64 tag = 0;
+	WBlock b;
+
+	/* a kept block of plain code was read from the image (no need to ask) */
+	if (w->ip < w->plain_from[w->src] && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag) || !avail))
+		return -pte_nomap;
+	if (tag != TAG_MIXED && w->tables[w->src] && table_get(w->tables[w->src], w->ip, tag, w->mode, &b)) {
+		block->ninsn = b.ninsn;
+		block->end_ip = b.last.ip;
+		block->iclass = b.last.iclass;
+		return block_end(w, &b.last);
+	}
+	return fill(w, block, tag);
+}
+
+/* pt_blk_proceed_trailing_event(): events at the IP reached. */
+static int trailing_event(VtWalk *w)
+{
+	struct pt_event *ev = &w->event;
+	int status = fetch_event(w);
+
+	if (status <= 0) {
+		if (status < 0)
+			return status;
+		status = proceed_postponed(w);
+		return status < 0 ? status : status_flags(w, 0);
+	}
+	switch (ev->type) {
+	case ptev_disabled:
+		if (!w->process_insn)
+			break;
+		if (ev->ip_suppressed && changes_cr3(&w->insn))
+			return status_flags(w, pts_event_pending);
+		if (next_ip(&w->insn, &w->ip) < 0) {
+			disable_resume_ip(w, &w->insn);
+			return status_flags(w, pts_event_pending);
+		}
+		clear_postponed(w);
+		if (!ev->ip_suppressed && w->ip == ev->variant.disabled.ip)
+			return status_flags(w, pts_event_pending);
+		break;
+	case ptev_paging: case ptev_vmcs: {
+		gboolean paging = ev->type == ptev_paging;
+		gboolean *bound = paging ? &w->bound_paging : &w->bound_vmcs;
+
+		if (!w->enabled)
+			return status_flags(w, pts_event_pending);
+		if (!w->process_insn || *bound || !(paging ? binds_to_pip : binds_to_vmcs)(&w->insn))
+			break;
+		*bound = TRUE;
+		return status_flags(w, pts_event_pending);
+	}
+	case ptev_ptwrite:
+		if (!w->enabled)
+			return status_flags(w, pts_event_pending);
+		if (!w->process_insn || w->bound_ptwrite || !ev->ip_suppressed || !is_ptwrite(&w->insn))
+			break;
+		w->bound_ptwrite = TRUE;
+		return status_flags(w, pts_event_pending);
+	default: {
+		guint64 at = 0;
+		gboolean has_ip = FALSE;
+
+		status = proceed_postponed(w);
+		if (status < 0)
+			return status;
+		switch (ev->type) {
+		case ptev_async_disabled: at = ev->variant.async_disabled.at; has_ip = TRUE; break;
+		case ptev_async_branch: at = ev->variant.async_branch.from; has_ip = TRUE; break;
+		case ptev_async_paging: at = ev->variant.async_paging.ip; has_ip = !ev->ip_suppressed; break;
+		case ptev_async_vmcs: at = ev->variant.async_vmcs.ip; has_ip = !ev->ip_suppressed; break;
+		case ptev_exec_mode: at = ev->variant.exec_mode.ip; has_ip = !ev->ip_suppressed; break;
+		case ptev_tsx: at = ev->variant.tsx.ip; has_ip = !ev->ip_suppressed; break;
+		case ptev_exstop: at = ev->variant.exstop.ip; has_ip = !ev->ip_suppressed && w->enabled; break;
+		case ptev_mwait: at = ev->variant.mwait.ip; has_ip = !ev->ip_suppressed && w->enabled; break;
+		default: break;
+		}
+		if (has_ip && w->ip != at)
+			break;
+		if (ev->type == ptev_async_disabled && skd022(w, ev))
+			break;
+		return status_flags(w, pts_event_pending);
+	}
+	}
+	status = proceed_postponed(w);
+	return status < 0 ? status : status_flags(w, 0);
+}
+
+static int proceed(VtWalk *w, struct pt_block *block)
+{
+	int status = fetch_event(w);
+
+	if (status)
+		return status < 0 ? status : proceed_event(w, block);
+	if (!w->enabled)
+		return w->status & pts_eos ? -pte_eos : -pte_no_enable;
+	status = no_event(w, block);
+	return status < 0 ? status : trailing_event(w);
+}
+
+int vt_walk_next(VtWalk *w, struct pt_block *block)
+{
+	if (w->blk)
+		return pt_blk_next(w->blk, block, sizeof(*block));
+	memset(block, 0, sizeof(*block));
+	block->ip = w->ip;
+	block->mode = w->mode;
+	return proceed(w, block);
+}
+
+int vt_walk_sync_forward(VtWalk *w)
+{
+	int status;
+
+	if (w->blk)
+		return pt_blk_sync_forward(w->blk);
+	w->mode = ptem_unknown;
+	w->ip = 0;
+	w->status = 0;
+	w->enabled = w->process_event = FALSE;
+	clear_postponed(w);
+	memset(&w->event, 0, sizeof(w->event));
+	w->top = w->bottom = 0;
+	status = pt_qry_sync_forward(w->qry, &w->ip);
+	if (status < 0)
+		return status;
+	w->status = status;
+	if (!(status & pts_ip_suppressed))
+		w->enabled = TRUE;
+	return trailing_event(w);
+}
+
+/* pt_blk_event(): the event in process, applied. */
+static int apply(VtWalk *w, struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled:
+		if (ev->variant.enabled.ip == w->ip)
+			ev->variant.enabled.resumed = 1;
+		if (ev->status_update)
+			return -pte_bad_context;
+		if (ev->ip_suppressed)
+			return -pte_noip;
+		if (w->enabled)
+			return -pte_bad_context;
+		w->ip = ev->variant.enabled.ip;
+		w->enabled = TRUE;
+		break;
+	case ptev_async_disabled:
+		if (w->ip != ev->variant.async_disabled.at)
+			return -pte_bad_query;
+		/* fall through */
+	case ptev_disabled:
+		if (ev->status_update || !w->enabled)
+			return -pte_bad_context;
+		w->enabled = FALSE;
+		break;
+	case ptev_async_branch:
+		if (w->ip != ev->variant.async_branch.from)
+			return -pte_bad_query;
+		if (ev->status_update || !w->enabled)
+			return -pte_bad_context;
+		w->ip = ev->variant.async_branch.to;
+		break;
+	case ptev_async_paging:
+		if (!ev->ip_suppressed && w->ip != ev->variant.async_paging.ip)
+			return -pte_bad_query;
+		break;
+	case ptev_async_vmcs:
+		if (!ev->ip_suppressed && w->ip != ev->variant.async_vmcs.ip)
+			return -pte_bad_query;
+		break;
+	case ptev_overflow:
+		if (ev->status_update)
+			return -pte_bad_context;
+		w->enabled = !ev->ip_suppressed;
+		w->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+		break;
+	case ptev_exec_mode:
+		if (!ev->ip_suppressed && w->ip != ev->variant.exec_mode.ip)
+			return -pte_bad_query;
+		if (ev->status_update && w->enabled && w->mode != ptem_unknown &&
+		    w->mode != (int)ev->variant.exec_mode.mode)
+			return -pte_bad_status_update;
+		w->mode = ev->variant.exec_mode.mode;
+		break;
+	case ptev_tsx:
+		if (!ev->ip_suppressed && w->ip != ev->variant.tsx.ip)
+			return -pte_bad_query;
+		break;
+	case ptev_stop:
+		if (ev->status_update || w->enabled)
+			return -pte_bad_context;
+		break;
+	case ptev_exstop:
+		if (!ev->ip_suppressed && w->enabled && w->ip != ev->variant.exstop.ip)
+			return -pte_bad_query;
+		break;
+	case ptev_mwait:
+		if (!ev->ip_suppressed && w->enabled && w->ip != ev->variant.mwait.ip)
+			return -pte_bad_query;
+		break;
+	default:
+		break;
+	}
+	w->process_event = FALSE;
+	return 0;
+}
+
+int vt_walk_event(VtWalk *w, struct pt_event *ev)
+{
+	int status;
+
+	if (w->blk)
+		return pt_blk_event(w->blk, ev, sizeof(*ev));
+	if (!w->process_event)
+		return -pte_bad_query;
+	status = apply(w, &w->event);
+	if (status < 0)
+		return status;
+	*ev = w->event;
+	return trailing_event(w);
+}

@@ -1,0 +1,135 @@
+#!/bin/sh
+# Our block walker (src/decode/walk.c) against libipt's block decoder
+# itself: vmtrace script with VMTRACE_DECODER=walk and =blk prints the same
+# bytes for --itrace=be, --call-ret-trace and --insn-trace (cmp; the first
+# differing lines shown on failure) on a matrix of recordings of real
+# kernel code: per thread and per CPU, timed and timeless, CYC and MTC
+# period 0, 1-8 vCPUs, 2 VMs, the guest kernel at another address, VM exits
+# handled in user space (TIP.PGD/TIP.PGE: disable and enable events), small
+# windows (seams, warm-up), corrupt AUX data (t0099's: errors and resync),
+# guest user code of two processes at one address (t0083's setup: the code
+# hook), and - with QEMU - a TCG recording from the reset vector (16- and
+# 32-bit code, text pokes; t0128's).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_python
+make_code_dirs --alt
+
+# same NAME REC SCRIPT-OPTS...: both decoders, three modes, the same output
+same() {
+	s_name=$1 s_rec=$2
+	shift 2
+	for s_mode in --itrace=be --call-ret-trace --insn-trace; do
+		VMTRACE_DECODER=blk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/blk" 2>"$TMP/blk.err"
+		s_rb=$?
+		VMTRACE_DECODER=walk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/walk" 2>"$TMP/walk.err"
+		s_rw=$?
+		check "$s_name $s_mode: walker = libipt ($(wc -l <"$TMP/blk") lines, exit $s_rw = $s_rb)" \
+			sh -c "cmp -s '$TMP/blk' '$TMP/walk' && cmp -s '$TMP/blk.err' '$TMP/walk.err' && test $s_rb -eq $s_rw" ||
+			{ diff "$TMP/blk" "$TMP/walk" | head -8; diff "$TMP/blk.err" "$TMP/walk.err" | head -4; } |
+			sed 's/^/#   /'
+	done
+}
+
+while read -r name size opts; do
+	[ -n "$name" ] || continue
+	gc=$GUEST_CODE
+	case $name in *-alt) gc=$GUEST_CODE2 ;; esac
+	# shellcheck disable=SC2086
+	"$VMTRACE" synth -o "$TMP/$name.data" --size "$size" --host-code "$HOST_CODE" --guest-code "$gc" \
+		$opts 2>/dev/null || { fail "$name: synth"; continue; }
+	case $opts in
+	*--timeless*) ;;
+	*) "$VMTRACE" correlate --in-place "$TMP/$name.data" >/dev/null 2>&1 ;;   # (a VMCS unresolved: no matter here)
+	esac
+	same "$name" "$TMP/$name.data" --guestkallsyms "$gc/kallsyms"
+	rm -rf "$TMP/$name.data"
+done <<'CONFIGS'
+thread-1vcpu-timeless   96K  --vcpus 1 --timeless
+thread-4vcpu-timed      96K  --vcpus 4 --psb-period 1
+cpu-4vcpu-2cpu-timed    96K  --vcpus 4 --per-cpu --cpus 2 --psb-period 0
+cpu-1vcpu-timed         64K  --vcpus 1 --per-cpu --cpus 1
+thread-2vm-cyc          96K  --vcpus 2 --vms 2 --cyc --psb-period 0
+cpu-2vcpu-mtc0          96K  --vcpus 2 --per-cpu --cpus 2 --mtc-period 0 --psb-period 0 --seed 3
+thread-8vcpu-timed      256K --vcpus 8 --psb-period 1
+thread-1vcpu-cyc-mtc0   64K  --vcpus 1 --cyc --mtc-period 0
+thread-4vcpu-timeless-cyc-alt 96K --vcpus 4 --timeless --cyc
+cpu-8vcpu-4cpu-timed    256K --vcpus 8 --per-cpu --cpus 4 --psb-period 0
+thread-2vcpu-user-exits 96K  --vcpus 2 --user-exit-percent 50 --seed 9
+tnt-dense               128K --vcpus 2 --host-steps 2000
+exit-heavy              128K --vcpus 4 --host-steps 6
+CONFIGS
+
+# windows of 4 KiB: a fresh decoder at every seam, warmed up on the segment before
+code_recording win 128K --vcpus 2 --seed 11 && {
+	VMTRACE_DECODE_WINDOW=4096
+	export VMTRACE_DECODE_WINDOW
+	same "4 KiB windows" "$TMP/win.data" --guestkallsyms "$GUEST_CODE/kallsyms"
+	unset VMTRACE_DECODE_WINDOW
+}
+
+# corrupt AUX data: decode errors, resynchronisation
+code_recording err 256K --vcpus 2 --seed 4 && "$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/err.data/data" &&
+	same "corrupt AUX" "$TMP/err.data" --guestkallsyms "$GUEST_CODE/kallsyms"
+
+# a missing guest image: guest code walked with the host's (errors)
+code_recording wrong 96K --vcpus 2 --seed 5 && same "guest walked with the host image" "$TMP/wrong.data"
+
+# guest user code of two processes at one address (t0083's recording)
+user_code() {
+	need_user_standin "$TMP/g0.data" 2>/dev/null || return 0
+	for p in "A -O1" "B -O0"; do
+		set -- $p
+		"${CC:-cc}" $2 -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
+			"$top_srcdir/tests/guest-user-prog.c" 2>/dev/null || return 0
+	done
+	OFF=0x123456789
+	"$VMTRACE" synth -o "$TMP/h.data" --size 256K --seed 5 --per-cpu --vcpus 2 --cpus 2 --host-code "$HOST_CODE" \
+		--guest-code "$GUEST_CODE" --offset "$OFF" --guest-user "$TMP/gA" --guest-user "$TMP/gB" \
+		--branches "$TMP/truth" 2>/dev/null || { fail "guest user: synth"; return 0; }
+	set -- $(grep '^# guest-user ' "$TMP/truth" | head -1)
+	START=$4 LEN=$5 PGOFF=$6
+	BIDA=$(readelf -n "$TMP/gA" 2>/dev/null | awk '/Build ID/ {print $3}')
+	BIDB=$(readelf -n "$TMP/gB" 2>/dev/null | awk '/Build ID/ {print $3}')
+	[ -n "$BIDA" ] && [ -n "$BIDB" ] || return 0
+	cat >"$TMP/sb" <<SB
+-3000000 0 comm 500 500 gA
+-2950000 0 mmap2 500 500 $START $LEN $PGOFF /opt/gbin/gA $BIDA
+-2900000 1 comm 600 600 gB
+-2850000 1 mmap2 600 600 $START $LEN $PGOFF /opt/gbin/gB $BIDB
+-2000000 0 in 500 500 0 0
+-2000000 1 in 600 600 0 0
+600000 0 fork 502 500 502 500
+600000 1 fork 601 600 601 600
+3000000 0 out 500 500 502 502
+3000000 0 in 502 502 500 500
+3000000 1 out 600 600 601 601
+3000000 1 in 601 601 600 600
+SB
+	text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
+	mkdir -p "$TMP/g" "$TMP/gm/4000/opt/gbin" "$TMP/empty" &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.1" time-conv 10 341 0 1 &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.1" "$TMP/g.2" sideband "$TMP/sb" $((0x100000000000 + OFF)) &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.2" "$TMP/g/data" kernel-mmap "$text" 0x7cffffff &&
+		cp -r "$GUEST_CODE" "$TMP/g/kcore_dir" && cp "$TMP/gA" "$TMP/gB" "$TMP/gm/4000/opt/gbin/" &&
+		"$VMTRACE" correlate "$TMP/h.data" -o "$TMP/hc.data" >/dev/null 2>&1 &&
+		"$VMTRACE" inject "$TMP/hc.data" --guest-data "$TMP/g" -o "$TMP/i.data" --offset "$OFF" >/dev/null 2>&1 ||
+		{ fail "guest user: the injected recording"; return 0; }
+	u_home=$HOME HOME=$TMP/empty
+	same "guest user code (2 processes)" "$TMP/i.data" --guestmount "$TMP/gm"
+	HOME=$u_home
+}
+user_code
+
+# a TCG recording from the reset vector: 16/32/64-bit code, text pokes
+tcg() {
+	command -v qemu-system-x86_64 >/dev/null && [ -n "${VMTRACE_TCG_PLUGIN:-}" ] || return 0
+	"$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/img" 2>/dev/null || return 0
+	timeout 600 "$VMTRACE" record --source tcg --tcg-limit 1500000 -o "$TMP/rec" \
+		-- qemu-system-x86_64 -accel tcg -m 256 -smp 1 -nodefaults -no-user-config -display none \
+		-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" \
+		-append "console=ttyS0 panic=-1 quiet" >/dev/null 2>&1 || { fail "tcg: record"; return 0; }
+	same "TCG boot (16/32/64-bit)" "$TMP/rec" --guest "$TMP/rec/guest"
+}
+tcg
+finish
