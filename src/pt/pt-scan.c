@@ -761,9 +761,11 @@ static inline void mtc_add(VtPtMtcAcc *acc, uint8_t m)
 	acc->count++;
 }
 
+static unsigned int pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit);
+
 /* Scalar skipping from p up to the first packet boundary at or after end
  * (or a packet that cannot be skipped), with table tab (skip_tab or
- * skip_tab_off). */
+ * skip_tab_off; only with skip_tab a TIP.PGD stretch, see pgd_skip). */
 HOT_INLINE const uint8_t *skip_scalar_tab(const uint8_t *p, const uint8_t *end,
 					  VtPtMtcAcc *acc, uint8_t mtc_mask,
 					  uint8_t *flags, const uint8_t *tab)
@@ -776,6 +778,8 @@ HOT_INLINE const uint8_t *skip_scalar_tab(const uint8_t *p, const uint8_t *end,
 
 		if (unlikely(!n)) {
 			n = skip_pip(p, acc);
+			if (!n && tab == skip_tab && (n = pgd_skip(p, end, acc, 1)))
+				fl |= 0x80;
 			if (!n)
 				break;
 		}
@@ -793,6 +797,33 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 				      uint8_t *flags)
 {
 	return skip_scalar_tab(p, end, acc, mtc_mask, flags, skip_tab);
+}
+
+/* A TIP.PGD at p, then only packets that change nothing while tracing is
+ * off (PAD, CYC, MODE, MTC and PIP through acc: skip_tab_off), then a
+ * TIP.PGE, every one of them starting before end: the size of the whole,
+ * else 0.  With `commit`, its MTCs and PIPs are added to acc (in order)
+ * and pgd_count is incremented.  Only with acc->skip_pgd (see
+ * VtPtMtcAcc). */
+static unsigned int __attribute__((noinline))
+pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
+{
+	VtPtMtcAcc t;
+	const uint8_t *q;
+	uint8_t fl = 0;
+	unsigned int n;
+
+	if (!acc || !acc->skip_pgd || (p[0] & 0x1f) != 0x01 || !(n = FLOW_IPLEN(p[0])))
+		return 0;
+	t = *acc;
+	q = skip_scalar_tab(p + n, end, &t, 0, &fl, skip_tab_off);
+	if (q >= end || (q[0] & 0x1f) != 0x11 || !(n = FLOW_IPLEN(q[0])))
+		return 0;
+	if (commit) {
+		*acc = t;
+		acc->pgd_count++;
+	}
+	return (unsigned int)(q - p) + n;
 }
 
 /* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
@@ -1099,6 +1130,27 @@ static inline void win_pips(const struct skip_win *W, const uint8_t *w, uint64_t
 	}
 }
 
+/* Add the MTCs of window w at the offsets in x to acc, in order. */
+static inline void win_mtcs(const uint8_t *w, uint64_t x, VtPtMtcAcc *acc)
+{
+	/* Steps of (m - last) mod 256, a zero counting 256: they add up to
+	 * m_last - last plus 256 per step that does not go up.  In locals,
+	 * not through acc (the byte loads may alias it, which made every
+	 * step a store and a reload). */
+	unsigned int last = acc->last, m = last, wraps = 0, n = 0;
+
+	do {
+		m = w[__builtin_ctzll(x) + 1];
+		wraps += m <= last;
+		n++;
+		last = m;
+		x &= x - 1;
+	} while (x);
+	acc->ticks += (uint64_t)m - acc->last + 256u * wraps;
+	acc->count += n;
+	acc->last = (uint8_t)m;
+}
+
 /* Account for the visited boundaries `vis` of window w: MTCs (in order),
  * IP packets and PIPs. */
 static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
@@ -1108,30 +1160,14 @@ static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t
 
 	*ip |= (W->ip & vis) != 0;
 	win_pips(W, w, vis, acc);
-	if (x) {
-		/* Steps of (m - last) mod 256, a zero counting 256: they add
-		 * up to m_last - last plus 256 per step that does not go up.
-		 * In locals, not through acc (the byte loads may alias it,
-		 * which made every step a store and a reload). */
-		unsigned int last = acc->last, m = last, wraps = 0, n = 0;
-
-		do {
-			m = w[__builtin_ctzll(x) + 1];
-			wraps += m <= last;
-			n++;
-			last = m;
-			x &= x - 1;
-		} while (x);
-		acc->ticks += (uint64_t)m - acc->last + 256u * wraps;
-		acc->count += n;
-		acc->last = (uint8_t)m;
-	}
+	if (x)
+		win_mtcs(w, x, acc);
 }
 
 /* A packet the window walk leaves to skip_len (never an MTC that is to be
- * accumulated: those have a size in lens) or skip_pip.  Returns its size
- * or 0. */
-static inline unsigned int win_slow1(const uint8_t *q, VtPtMtcAcc *acc,
+ * accumulated: those have a size in lens), skip_pip or pgd_skip (packets
+ * starting before end).  Returns its size or 0. */
+static inline unsigned int win_slow1(const uint8_t *q, const uint8_t *end, VtPtMtcAcc *acc,
 				     uint8_t *flags)
 {
 	uint8_t t = skip_tab[*q];
@@ -1139,22 +1175,30 @@ static inline unsigned int win_slow1(const uint8_t *q, VtPtMtcAcc *acc,
 
 	if (n)
 		*flags |= t;
-	else
-		n = skip_pip(q, acc);
+	else if (!(n = skip_pip(q, acc)) && (n = pgd_skip(q, end, acc, 1)))
+		*flags |= 0x80;
 	return n;
 }
 
 /* win_slow1 for the packet at offset j of window w, which may be a PIP
- * (skip_pip notes it at once): the PIPs visited before it in the window
- * are noted first, so that the last NR is the last PIP's. */
-static inline unsigned int win_slow_at(const struct skip_win *W, const uint8_t *w, unsigned int j,
-				       uint64_t *vis, VtPtMtcAcc *acc, uint8_t *flags)
+ * (skip_pip notes it at once) or a TIP.PGD stretch (with its MTCs and
+ * PIPs): the PIPs visited before it in the window (and, before a TIP.PGD,
+ * the MTCs) are noted first and forgotten by the window, so that they
+ * add up in order and the last NR is the last PIP's.  The size returned
+ * may take the walk beyond the window (a TIP.PGD stretch). */
+static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, unsigned int j,
+				       const uint8_t *end, uint64_t *vis, VtPtMtcAcc *acc,
+				       uint8_t *flags)
 {
 	if (unlikely(W->pip & *vis)) {
 		win_pips(W, w, *vis, acc);
-		*vis &= ~W->pip;
+		W->pip &= ~*vis;
 	}
-	return win_slow1(w + j, acc, flags);
+	if (unlikely((w[j] & 0x1f) == 0x01) && acc && acc->skip_pgd && (W->mtc & *vis)) {
+		win_mtcs(w, W->mtc & *vis, acc);
+		W->mtc &= ~*vis;
+	}
+	return win_slow1(w + j, end, acc, flags);
 }
 
 /* The walks, once per instruction set. */
@@ -1300,17 +1344,21 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 		na = skip_len(ta, pa, ma);
 		nb = skip_len(tb, pb, mb);
 		if (unlikely(!na || !nb)) {
-			/* PIPs: only counted once both go on */
-			if (!na)
-				na = pip_len(pa, acca);
-			if (!nb)
-				nb = pip_len(pb, accb);
+			/* PIPs, TIP.PGD stretches: only counted once both go on */
+			if (!na && !(na = pip_len(pa, acca)) && (na = pgd_skip(pa, ea, acca, 0)))
+				ta = 0x80;
+			if (!nb && !(nb = pip_len(pb, accb)) && (nb = pgd_skip(pb, eb, accb, 0)))
+				tb = 0x80;
 			if (!na || !nb)
 				break;
 			if (!ta)
 				skip_pip(pa, acca);
+			else if (ta == 0x80)
+				pgd_skip(pa, ea, acca, 1);
 			if (!tb)
 				skip_pip(pb, accb);
+			else if (tb == 0x80)
+				pgd_skip(pb, eb, accb, 1);
 		}
 		if (__builtin_expect(((ta | tb) & 0x40) != 0, 0)) {
 			if (ta & 0x40)
