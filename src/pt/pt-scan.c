@@ -1079,22 +1079,16 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 	{
 		/* pairs of IP packets (see skip_win_load_sse2): a 3-byte one
 		 * (only IP packets have size 3) plus the size of an IP packet
-		 * three bytes on (0 if none there).  First half: bytes 3-34. */
-		__m256i s3 = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[0], ipl[1], 0x21), ipl[0], 3);
-		__m256i v3, ip3, t3, len3, lim;
+		 * three bytes on (0 if none there): the halves' IP sizes
+		 * shifted by three bytes, bytes 3-34 and 35-66.  Bytes 64-66
+		 * are zero: only a second packet before WIN_LIM counts. */
+		__m256i s3a = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[0], ipl[1], 0x21), ipl[0], 3);
+		__m256i s3b = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[1], ipl[1], 0x81), ipl[1], 3);
+		__m256i lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
 
-		lens[0] = _mm256_add_epi8(lens[0], _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3));
-		/* second half: bytes 35-66, the second packet before WIN_LIM */
-		v3 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 35));
-		ip3 = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v3, k0f), k0d),
-				      _mm256_cmpeq_epi8(_mm256_and_si256(v3, k1f), k11));
-		t3 = _mm256_and_si256(_mm256_srli_epi16(v3, 4), k0e);
-		len3 = _mm256_min_epu8(_mm256_or_si256(t3, k01), k07);
-		ip3 = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t3, k0a), k0a), ip3);
-		len3 = _mm256_add_epi8(len3, _mm256_and_si256(_mm256_cmpeq_epi8(t3, k0c), k02));
-		lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
+		lens[0] = _mm256_add_epi8(lens[0], _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3a));
 		lens[1] = _mm256_add_epi8(lens[1], _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim),
-								    _mm256_and_si256(ip3, len3)));
+								    s3b));
 	}
 	_mm256_storeu_si256((__m256i *)(void *)W->lens, lens[0]);
 	_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32), lens[1]);
