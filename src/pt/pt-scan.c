@@ -879,6 +879,9 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
 
 struct skip_win {
 	uint64_t ends, cx2, stop02, ip, mtc, pip;
+	/* 3-byte IP packets whose step takes the packet after them too
+	 * (AVX2: any packet with a size in lens, so an MTC or a PIP) */
+	uint64_t p3;
 	uint8_t lens[64];
 };
 
@@ -1011,6 +1014,7 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 	}
 	for (int q = 0; q < 4; q++)
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), lens[q]);
+	W->p3 = 0;	/* (its pairs are of IP packets only) */
 	/* one-byte packets: PAD/TNT-8 (even, not 0x02), CYC without extension */
 	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
@@ -1077,18 +1081,24 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
 	}
 	{
-		/* pairs of IP packets (see skip_win_load_sse2): a 3-byte one
-		 * (only IP packets have size 3) plus the size of an IP packet
-		 * three bytes on (0 if none there): the halves' IP sizes
+		/* pairs (see skip_win_load_sse2): a 3-byte IP packet (only IP
+		 * packets have size 3) plus the size of the packet three
+		 * bytes on if it has one in lens (IP packet, MTC, MODE, PIP:
+		 * TIP TIP, TIP MTC, FUP PIP), else 0: the halves' sizes
 		 * shifted by three bytes, bytes 3-34 and 35-66.  Bytes 64-66
-		 * are zero: only a second packet before WIN_LIM counts. */
-		__m256i s3a = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[0], ipl[1], 0x21), ipl[0], 3);
-		__m256i s3b = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[1], ipl[1], 0x81), ipl[1], 3);
+		 * are zero: only a second packet before WIN_LIM counts.  p3
+		 * marks the pairs, for the second packet's MTC or PIP. */
+		__m256i s3a = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[0], lens[1], 0x21), lens[0], 3);
+		__m256i s3b = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[1], lens[1], 0x81), lens[1], 3);
 		__m256i lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
+		__m256i zero = _mm256_setzero_si256();
 
-		lens[0] = _mm256_add_epi8(lens[0], _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3a));
-		lens[1] = _mm256_add_epi8(lens[1], _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim),
-								    s3b));
+		s3a = _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3a);
+		s3b = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim), s3b);
+		lens[0] = _mm256_add_epi8(lens[0], s3a);
+		lens[1] = _mm256_add_epi8(lens[1], s3b);
+		W->p3 = ~((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3a, zero)) |
+			  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3b, zero)) << 32);
 	}
 	_mm256_storeu_si256((__m256i *)(void *)W->lens, lens[0]);
 	_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32), lens[1]);
@@ -1111,8 +1121,15 @@ static inline unsigned int win_leave(const struct skip_win *W, unsigned int i, u
 	return j + (i < j && ((W->cx2 >> (j - 1)) & 1));
 }
 
+/* The boundaries visited in window W: those in vis (where steps start)
+ * and the second packets of the pairs among them. */
+static inline uint64_t win_vis(const struct skip_win *W, uint64_t vis)
+{
+	return vis | (vis & W->p3) << 3;
+}
+
 /* The visited PIPs of window w (only when acc skips them): their count
- * and the last one's NR. */
+ * and the last one's NR.  vis: from win_vis. */
 static inline void win_pips(const struct skip_win *W, const uint8_t *w, uint64_t vis,
 			    VtPtMtcAcc *acc)
 {
@@ -1150,10 +1167,10 @@ static inline void win_mtcs(const uint8_t *w, uint64_t x, VtPtMtcAcc *acc)
 static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
 			    VtPtMtcAcc *acc, unsigned int *ip)
 {
-	uint64_t x = W->mtc & vis;
+	uint64_t all = win_vis(W, vis), x = W->mtc & all;
 
-	*ip |= (W->ip & vis) != 0;
-	win_pips(W, w, vis, acc);
+	*ip |= (W->ip & vis) != 0;	/* (a pair's first packet is one) */
+	win_pips(W, w, all, acc);
 	if (x)
 		win_mtcs(w, x, acc);
 }
@@ -1184,13 +1201,15 @@ static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, uns
 				       const uint8_t *end, uint64_t *vis, VtPtMtcAcc *acc,
 				       uint8_t *flags)
 {
-	if (unlikely(W->pip & *vis)) {
-		win_pips(W, w, *vis, acc);
-		W->pip &= ~*vis;
+	uint64_t all = win_vis(W, *vis);
+
+	if (unlikely(W->pip & all)) {
+		win_pips(W, w, all, acc);
+		W->pip &= ~all;
 	}
-	if (unlikely((w[j] & 0x1f) == 0x01) && acc && acc->skip_pgd && (W->mtc & *vis)) {
-		win_mtcs(w, W->mtc & *vis, acc);
-		W->mtc &= ~*vis;
+	if (unlikely((w[j] & 0x1f) == 0x01) && acc && acc->skip_pgd && (W->mtc & all)) {
+		win_mtcs(w, W->mtc & all, acc);
+		W->mtc &= ~all;
 	}
 	return win_slow1(w + j, end, acc, flags);
 }
