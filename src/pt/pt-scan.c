@@ -816,7 +816,11 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
 	if (!acc || !acc->skip_pgd || (p[0] & 0x1f) != 0x01 || !(n = FLOW_IPLEN(p[0])))
 		return 0;
 	t = *acc;
-	q = skip_scalar_tab(p + n, end, &t, 0, &fl, skip_tab_off);
+	/* mostly MTCs (an idle guest's stretch): those first, in a tight
+	 * loop, then the table loop for anything else */
+	for (q = p + n; q < end && q[0] == 0x59; q += 2)
+		mtc_add(&t, q[1]);
+	q = skip_scalar_tab(q, end, &t, 0, &fl, skip_tab_off);
 	if (q >= end || (q[0] & 0x1f) != 0x11 || !(n = FLOW_IPLEN(q[0])))
 		return 0;
 	if (commit) {
@@ -868,6 +872,17 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
  * starts at most WIN_ROOM bytes before the end of the buffer, so every
  * boundary the walk reaches lies before the scalar loop's limit (end -
  * 16); the scalar loop does the rest.
+ *
+ * Pairs: a 3-byte IP packet and the packet right after it are one step
+ * (lens[j] is the sum) when the second has a size in lens and starts below
+ * WIN_LIM; with AVX2 the second may be an MTC, MODE or PIP too (p3 marks
+ * those steps: the second packet's MTC or PIP is at +3, win_vis), with
+ * SSE2 only an IP packet (its first one's IP bit stands for both).
+ *
+ * A TIP.PGD stretch (acc->skip_pgd: TIP.PGD, PAD/CYC/MODE/MTC/PIP, TIP.PGE)
+ * goes through the slow path (pgd_skip, after the window's visited MTCs
+ * and PIPs are accounted for, so that they add up in order) and may end
+ * beyond the window: the walk goes on with a window at its end.
  */
 #if defined(__SSE2__)
 #include <emmintrin.h>

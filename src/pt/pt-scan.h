@@ -169,9 +169,10 @@ struct VtPtMtcAcc {
 };
 
 /* Skip, without decoding, packets that only report control flow: PAD,
- * TNT-8, CYC, TIP, TIP.PGE and FUP (not TIP.PGD), valid MODE, and MTC when
- * `acc` is given (accumulating them; PIP too with acc->skip_pip), stopping
- * before any other packet,
+ * TNT-8, CYC, TIP, TIP.PGE and FUP (not TIP.PGD, but a whole TIP.PGD
+ * stretch with acc->skip_pgd), valid MODE, and MTC when `acc` is given
+ * (accumulating them; PIP too with acc->skip_pip), stopping before any
+ * other packet,
  * before an invalid one, or 16 bytes before the end.  For consumers that
  * only track timing and context (VM time correlation) while tracing is
  * known to be enabled.  If an IP packet was skipped, the last IP becomes
