@@ -163,14 +163,15 @@ static void skip_vs_scan(const uint8_t *buf, size_t len)
 
 	for (size_t off = 0; off + 32 < len; off += off < 16 ? 1 : step) {
 		int mode = (int)(off % 3), ip, ip2;
-		VtPtMtcAcc want = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+		int pgd = mode && ((off / 3) & 1);	/* TIP.PGD stretches too */
+		VtPtMtcAcc want = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5, .skip_pgd = pgd };
 		VtPtMtcAcc w2 = { .last = 7, .skip_pip = 1 };
-		const uint8_t *stop = skip_reference(buf, len, buf + off, mode, &want, &ip);
+		const uint8_t *stop = skip_reference(buf, len, buf + off, mode | (pgd ? 8 : 0), &want, &ip);
 		const uint8_t *from2 = buf + (len - 1 - off) / 2;
 		const uint8_t *stop2 = skip_reference(buf, len, from2, 2, &w2, &ip2);
 
 		for (int impl = VT_PT_SKIP_SCALAR; impl <= VT_PT_SKIP_AVX2; impl++) {
-			VtPtMtcAcc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+			VtPtMtcAcc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5, .skip_pgd = pgd };
 			VtPtMtcAcc g2 = { .last = 7, .skip_pip = 1 };
 			VtPtScanner s, t;
 			int st;
@@ -185,6 +186,7 @@ static void skip_vs_scan(const uint8_t *buf, size_t len)
 			CHECK(s.have_last_ip == !ip);
 			CHECK(got.ticks == want.ticks && got.count == want.count && got.last == want.last);
 			CHECK(got.pip_count == want.pip_count && got.pip_nr == want.pip_nr);
+			CHECK(got.pgd_count == want.pgd_count);
 
 			/* a pair: this offset and the first half's mirror */
 			if (len - (size_t)(from2 - buf) < 32)
@@ -194,12 +196,12 @@ static void skip_vs_scan(const uint8_t *buf, size_t len)
 			s.pos = buf + off;
 			t.pos = from2;
 			s.have_last_ip = t.have_last_ip = 1;
-			got = (VtPtMtcAcc){ .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5 };
+			got = (VtPtMtcAcc){ .last = 0x42, .skip_pip = mode == 2, .pip_nr = 5, .skip_pgd = pgd };
 			st = vt_pt_scan_skip_flow2(&s, mode ? &got : NULL, &t, &g2);
 			CHECK(st != 0 && s.pos <= stop && t.pos <= stop2);
 			if (st & 1)
 				CHECK(s.pos == stop && got.ticks == want.ticks && got.pip_count == want.pip_count &&
-				      s.have_last_ip == !ip);
+				      got.pgd_count == want.pgd_count && s.have_last_ip == !ip);
 			if (st & 2)
 				CHECK(t.pos == stop2 && g2.ticks == w2.ticks && g2.pip_count == w2.pip_count &&
 				      t.have_last_ip == !ip2);

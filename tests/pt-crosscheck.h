@@ -299,8 +299,60 @@ static inline void xc_run(struct pt_packet_decoder *d, const uint8_t *buf, size_
 }
 
 /* The skip API's reference (tests/test-pt-skip.c and the fuzzer). */
+
+/* Whether the packet p (at `at`, tracing off) may be skipped while tracing
+ * is off (mode as skip_reference's); adds it to acc. */
+static inline int skip_reference_off(const VtPtPacket *p, int mode, VtPtMtcAcc *acc)
+{
+	switch (p->type) {
+	case VT_PT_PAD: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
+		return 1;
+	case VT_PT_CYC:
+		return p->size <= 9;
+	case VT_PT_MTC:
+		if (!mode)
+			return 0;
+		acc->ticks += p->u.mtc > acc->last ? (unsigned)(p->u.mtc - acc->last)
+						   : (unsigned)p->u.mtc + 256 - acc->last;
+		acc->last = p->u.mtc;
+		acc->count++;
+		return 1;
+	case VT_PT_PIP:
+		if (mode != 2)
+			return 0;
+		acc->pip_nr = p->u.pip.nr;
+		acc->pip_count++;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A TIP.PGD stretch from the scanner's position (after the TIP.PGD):
+ * packets skip_reference_off takes, then a TIP.PGE, each starting more
+ * than 16 bytes before the end.  Returns 1 and adds them to acc (then the
+ * scanner is after the TIP.PGE), or 0 (acc unchanged). */
+static inline int skip_reference_pgd(VtPtScanner *s, int mode, VtPtMtcAcc *acc)
+{
+	VtPtMtcAcc t = *acc;
+	VtPtPacket p;
+
+	for (;;) {
+		if (s->end - s->pos <= 16 || vt_pt_scan_next(s, &p) <= 0)
+			return 0;
+		if (p.type == VT_PT_TIP_PGE)
+			break;
+		if (!skip_reference_off(&p, mode, &t))
+			return 0;
+	}
+	t.pgd_count++;
+	*acc = t;
+	return 1;
+}
+
 /* Where vt_pt_scan_skip_flow must stop from `from` (mode 0: no
- * accumulator, 1: MTCs, 2: MTCs and PIPs), walking with vt_pt_scan_next. */
+ * accumulator, 1: MTCs, 2: MTCs and PIPs; | 4: vt_pt_scan_skip_timing;
+ * | 8: acc->skip_pgd, TIP.PGD stretches), walking with vt_pt_scan_next. */
 static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, const uint8_t *from, int mode,
 				     VtPtMtcAcc *acc, int *ip)
 {
@@ -308,6 +360,7 @@ static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, cons
 	VtPtPacket p;
 
 	int off = mode & 4;	/* vt_pt_scan_skip_timing: TNT, TIP, TIP.PGE, FUP stop */
+	int pgd = (mode & 8) && !off && (mode & 3);
 
 	mode &= 3;
 	vt_pt_scan_init(&s, buf, len, 0);
@@ -323,35 +376,17 @@ static inline const uint8_t *skip_reference(const uint8_t *buf, size_t len, cons
 		case VT_PT_TNT_8: case VT_PT_TIP: case VT_PT_TIP_PGE: case VT_PT_FUP:
 			ok = !off;
 			break;
-		case VT_PT_PAD: case VT_PT_MODE_EXEC: case VT_PT_MODE_TSX:
-			ok = 1;
-			break;
-		case VT_PT_CYC:
-			ok = p.size <= 9;
-			break;
-		case VT_PT_MTC:
-			ok = mode > 0;
-			break;
-		case VT_PT_PIP:
-			ok = mode == 2;
+		case VT_PT_TIP_PGD:
+			ok = pgd && skip_reference_pgd(&s, mode, acc);
 			break;
 		default:
-			ok = 0;
+			ok = skip_reference_off(&p, mode, acc);
 		}
 		if (!ok)
 			return at;
-		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP)
+		if (p.type == VT_PT_TIP || p.type == VT_PT_TIP_PGE || p.type == VT_PT_FUP ||
+		    p.type == VT_PT_TIP_PGD)
 			*ip = 1;
-		if (p.type == VT_PT_MTC) {
-			acc->ticks += p.u.mtc > acc->last ? (unsigned)(p.u.mtc - acc->last)
-							 : (unsigned)p.u.mtc + 256 - acc->last;
-			acc->last = p.u.mtc;
-			acc->count++;
-		}
-		if (p.type == VT_PT_PIP) {
-			acc->pip_nr = p.u.pip.nr;
-			acc->pip_count++;
-		}
 	}
 }
 

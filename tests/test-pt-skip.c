@@ -106,6 +106,8 @@ static const uint8_t *reference_stop(const uint8_t *buf, size_t len, const uint8
 
 static const char *const impl_name[] = { "auto", "scalar", "sse2", "avx2" };
 
+static guint64 pgd_skipped;	/* TIP.PGD stretches check_single saw skipped */
+
 /* Skip from every stop to the next through buf[0, len) (and, for `all`,
  * from every offset) with the implementation selected, against the
  * reference.  with_mtc | 4: vt_pt_scan_skip_timing.  Returns the number
@@ -123,7 +125,8 @@ static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean
 			break;
 		s.pos = buf + off;
 		while (s.end - s.pos > 32) {
-			VtPtMtcAcc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 7 };
+			VtPtMtcAcc got = { .last = 0x42, .skip_pip = mode == 2, .pip_nr = 7,
+					   .skip_pgd = (with_mtc & 8) != 0 };
 			VtPtMtcAcc want = got;
 			const uint8_t *from = s.pos;
 			gboolean ip;
@@ -144,6 +147,8 @@ static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean
 				g_assert_cmpuint(got.last, ==, want.last);
 				g_assert_cmpuint(got.pip_count, ==, want.pip_count);
 				g_assert_cmpuint(got.pip_nr, ==, want.pip_nr);
+				g_assert_cmpuint(got.pgd_count, ==, want.pgd_count);
+				pgd_skipped += got.pgd_count;
 			}
 			n++;
 			if (all)
@@ -156,20 +161,23 @@ static guint check_single(const uint8_t *buf, size_t len, int with_mtc, gboolean
 	return n;
 }
 
-/* The same for pairs of streams: a and b from their starts. */
-static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+/* The same for pairs of streams: a and b from their starts (pgd: both
+ * skip TIP.PGD stretches). */
+static void check_pair_pgd(const uint8_t *a, size_t la, const uint8_t *b, size_t lb, int pgd)
 {
 	VtPtScanner sa, sb;
 	VtPtPacket p;
+	int ma = 2 | (pgd ? 8 : 0), mb = 1 | (pgd ? 8 : 0);
 
 	vt_pt_scan_init(&sa, a, la, 0);
 	vt_pt_scan_init(&sb, b, lb, 0);
 	while (sa.end - sa.pos > 32 && sb.end - sb.pos > 32) {
-		VtPtMtcAcc ga = { .last = 1, .skip_pip = 1 }, gb = { .last = 2 }, wa = ga, wb = gb;
+		VtPtMtcAcc ga = { .last = 1, .skip_pip = 1, .skip_pgd = pgd != 0 };
+		VtPtMtcAcc gb = { .last = 2, .skip_pgd = pgd != 0 }, wa = ga, wb = gb;
 		const uint8_t *fa = sa.pos, *fb = sb.pos;
 		gboolean ipa, ipb;
-		const uint8_t *stop_a = reference_stop(a, la, fa, 2, &wa, &ipa);
-		const uint8_t *stop_b = reference_stop(b, lb, fb, 1, &wb, &ipb);
+		const uint8_t *stop_a = reference_stop(a, la, fa, ma, &wa, &ipa);
+		const uint8_t *stop_b = reference_stop(b, lb, fb, mb, &wb, &ipb);
 		int stopped;
 
 		sa.have_last_ip = sb.have_last_ip = 1;
@@ -190,38 +198,47 @@ static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
 			g_assert_cmpuint(ga.pip_count, ==, wa.pip_count);
 			g_assert_cmpuint(ga.pip_nr, ==, wa.pip_nr);
 			g_assert_cmpuint(gb.pip_count, ==, 0);
+			g_assert_cmpuint(ga.pgd_count, ==, wa.pgd_count);
 			g_assert_cmpint(sa.have_last_ip, ==, !ipa);
 			if (vt_pt_scan_next(&sa, &p) <= 0)
 				break;
 		} else {
 			/* stopped in the middle: it resumes from a boundary,
 			 * so finishing the run from there must agree too */
-			VtPtMtcAcc ra = { .last = ga.last, .skip_pip = 1 };
+			VtPtMtcAcc ra = { .last = ga.last, .skip_pip = 1, .skip_pgd = pgd != 0 };
 			gboolean ipr;
-			const uint8_t *r = reference_stop(a, la, sa.pos, 2, &ra, &ipr);
+			const uint8_t *r = reference_stop(a, la, sa.pos, ma, &ra, &ipr);
 
 			g_assert_true(r == stop_a);
 			g_assert_cmpuint(ga.ticks + ra.ticks, ==, wa.ticks);
 			g_assert_cmpuint(ga.count + ra.count, ==, wa.count);
 			g_assert_cmpuint(ga.pip_count + ra.pip_count, ==, wa.pip_count);
+			g_assert_cmpuint(ga.pgd_count + ra.pgd_count, ==, wa.pgd_count);
 		}
 		if (sb.pos == stop_b) {
 			g_assert_cmpuint(gb.ticks, ==, wb.ticks);
 			g_assert_cmpuint(gb.count, ==, wb.count);
 			g_assert_cmpuint(gb.last, ==, wb.last);
+			g_assert_cmpuint(gb.pgd_count, ==, wb.pgd_count);
 			g_assert_cmpint(sb.have_last_ip, ==, !ipb);
 			if (vt_pt_scan_next(&sb, &p) <= 0)
 				break;
 		} else {
-			VtPtMtcAcc rb = { .last = gb.last };
+			VtPtMtcAcc rb = { .last = gb.last, .skip_pgd = pgd != 0 };
 			gboolean ipr;
-			const uint8_t *r = reference_stop(b, lb, sb.pos, 1, &rb, &ipr);
+			const uint8_t *r = reference_stop(b, lb, sb.pos, mb, &rb, &ipr);
 
 			g_assert_true(r == stop_b);
 			g_assert_cmpuint(gb.ticks + rb.ticks, ==, wb.ticks);
 			g_assert_cmpuint(gb.count + rb.count, ==, wb.count);
+			g_assert_cmpuint(gb.pgd_count + rb.pgd_count, ==, wb.pgd_count);
 		}
 	}
+}
+
+static void check_pair(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+	check_pair_pgd(a, la, b, lb, 0);
 }
 
 /* Runs fn once per implementation available. */
@@ -396,6 +413,123 @@ static void test_skip_tricky(void)
 	for_each_impl(skip_tricky);
 }
 
+/* Streams of an idle guest's exits to user space: runs of TNT-8, TIP and
+ * MTC, and TIP.PGD (any IPBytes) followed by PAD, CYC, MODE, MTC and PIP
+ * up to a TIP.PGE - or, now and then, by something that ends tracing-off
+ * differently (TNT-8, TIP, FUP, TSC, a PSB, an invalid MODE, the buffer's
+ * end) or a TIP.PGE with invalid IPBytes; stretches of every length, so
+ * that they cross windows at every offset. */
+static size_t gen_pgd(GRand *r, uint8_t *buf, size_t cap)
+{
+	static const uint8_t plen[] = { 0, 2, 4, 6, 6, 0, 8, 0 };
+	static const uint8_t ipcs[] = { 0, 1, 2, 3, 4, 6 };
+	size_t len = 0;
+
+	while (len + 200 < cap) {
+		guint k = g_rand_int_range(r, 0, 100), ipc, n;
+
+		if (k < 40) {			/* TNT-8, TIP, MTC */
+			for (n = g_rand_int_range(r, 1, 12); n; n--) {
+				guint x = g_rand_int_range(r, 0, 4);
+
+				if (x == 0) {
+					buf[len++] = (uint8_t)((g_rand_int(r) & 0x7c) | 4);
+				} else if (x == 1) {
+					buf[len++] = 0x59;
+					buf[len++] = (uint8_t)g_rand_int(r);
+				} else {
+					ipc = ipcs[g_rand_int_range(r, 0, 6)];
+					buf[len++] = (uint8_t)(0x0d | ipc << 5);
+					for (guint i = 0; i < plen[ipc]; i++)
+						buf[len++] = (uint8_t)g_rand_int(r);
+				}
+			}
+			continue;
+		}
+		/* TIP.PGD */
+		ipc = g_rand_int_range(r, 0, 20) ? ipcs[g_rand_int_range(r, 0, 6)] : 5;
+		buf[len++] = (uint8_t)(0x01 | ipc << 5);
+		for (guint i = 0; i < plen[ipc]; i++)
+			buf[len++] = (uint8_t)g_rand_int(r);
+		for (n = g_rand_int_range(r, 0, k < 45 ? 40 : 10); n; n--) {
+			guint x = g_rand_int_range(r, 0, 10);
+
+			if (x < 5) {
+				buf[len++] = 0x59;
+				buf[len++] = (uint8_t)g_rand_int(r);
+			} else if (x < 6) {
+				buf[len++] = 0x00;
+			} else if (x < 7) {
+				buf[len++] = (uint8_t)((g_rand_int(r) & 0xf8) | 3);
+			} else if (x < 8) {
+				buf[len++] = 0x99;
+				buf[len++] = (uint8_t)(g_rand_int(r) & (g_rand_int_range(r, 0, 8) ? 0x3f : 0xff));
+			} else {
+				static const uint8_t pip[] = { 0x02, 0x43, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60 };
+
+				memcpy(buf + len, pip, 8);
+				buf[len + 2] = (uint8_t)g_rand_int(r);
+				len += 8;
+			}
+		}
+		switch (g_rand_int_range(r, 0, 12)) {
+		case 0:
+			buf[len++] = 0x04;				/* TNT-8 */
+			break;
+		case 1:
+			buf[len++] = 0x3d; buf[len++] = 1; buf[len++] = 2;	/* FUP */
+			break;
+		case 2:
+			buf[len++] = 0x19;				/* TSC */
+			for (guint i = 0; i < 7; i++)
+				buf[len++] = (uint8_t)g_rand_int(r);
+			break;
+		case 3:
+			buf[len++] = 0xb1;				/* TIP.PGE, IPBytes 5 */
+			break;
+		default:
+			ipc = ipcs[g_rand_int_range(r, 0, 6)];
+			buf[len++] = (uint8_t)((g_rand_boolean(r) ? 0x11 : 0x0d) | ipc << 5);
+			for (guint i = 0; i < plen[ipc]; i++)
+				buf[len++] = (uint8_t)g_rand_int(r);
+		}
+	}
+	return len;
+}
+
+/* TIP.PGD stretches (acc->skip_pgd) against the reference, alone and in
+ * pairs, from every stop and (a prefix) every offset; without skip_pgd
+ * a TIP.PGD stops as before. */
+static void skip_pgd(void)
+{
+	GRand *r = g_rand_new_with_seed(23);
+	uint8_t *buf = g_malloc0(1 << 14), *b = g_malloc0(1 << 14);
+	guint stops = 0;
+
+	pgd_skipped = 0;
+	for (int round = 0; round < 200; round++) {
+		size_t len = gen_pgd(r, buf, 1 << 14), lb = gen_pgd(r, b, 1 << 14);
+
+		stops += check_single(buf, len, 8 | (1 + (round & 1)), FALSE);
+		stops += check_single(buf, len, 1 + (round & 1), FALSE);
+		stops += check_single(buf, MIN(len, 400), 8 | (1 + (round & 1)), TRUE);
+		stops += check_single(buf, 100 + (size_t)round, 8 | 2, FALSE);
+		check_pair_pgd(buf, len, b, lb, 1);
+		check_pair_pgd(buf, 100 + (size_t)round * 3, b + round, lb - (size_t)round, 1);
+	}
+	g_assert_cmpuint(stops, >, 10000);
+	g_test_message("%u stops, %" G_GUINT64_FORMAT " stretches skipped", stops, pgd_skipped);
+	g_assert_cmpuint(pgd_skipped, >, 5000);
+	g_free(buf);
+	g_free(b);
+	g_rand_free(r);
+}
+
+static void test_skip_pgd(void)
+{
+	for_each_impl(skip_pgd);
+}
+
 /* Random bytes, from every offset (mostly short runs, bad packets). */
 static void skip_random(void)
 {
@@ -431,5 +565,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/pt-skip/timing", test_skip_timing);
 	g_test_add_func("/pt-skip/tricky", test_skip_tricky);
 	g_test_add_func("/pt-skip/random", test_skip_random);
+	g_test_add_func("/pt-skip/pgd", test_skip_pgd);
 	return g_test_run();
 }

@@ -1276,7 +1276,10 @@ static inline void dec_step(Dec *d)
 /* MTCs may be skipped (accumulated) while a TMA is known, as calc_mtc
  * would then only add up their ticks; mtc_shift > 8 needs perf's fix-up.
  * PIPs may be skipped too: handle() only keeps the last NR bit, which
- * nothing reads before the next packet that stops the skipping. */
+ * nothing reads before the next packet that stops the skipping.  And,
+ * outside PSB+, a TIP.PGD ... TIP.PGE stretch with only such packets in
+ * between (an exit to user space of an idle guest): handle() would turn
+ * PacketEn off and on again and clear `continuous`, nothing else. */
 static inline VtPtMtcAcc *mtc_acc_begin(Dec *d, VtPtMtcAcc *acc)
 {
 	if (!d->have_tma || d->mtc_shift > 8)
@@ -1286,6 +1289,8 @@ static inline VtPtMtcAcc *mtc_acc_begin(Dec *d, VtPtMtcAcc *acc)
 	acc->count = 0;
 	acc->skip_pip = 1;
 	acc->pip_count = 0;
+	acc->skip_pgd = !d->in_psb;
+	acc->pgd_count = 0;
 	return acc;
 }
 
@@ -1300,6 +1305,8 @@ static inline void mtc_acc_end(Dec *d, const VtPtMtcAcc *acc)
 		return;
 	if (acc->pip_count)
 		d->pip_nr = acc->pip_nr;
+	if (acc->pgd_count)
+		d->continuous = FALSE;
 	if (!acc->count)
 		return;
 	d->ctc_delta += acc->ticks << d->mtc_shift;

@@ -761,9 +761,11 @@ static inline void mtc_add(VtPtMtcAcc *acc, uint8_t m)
 	acc->count++;
 }
 
+static unsigned int pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit);
+
 /* Scalar skipping from p up to the first packet boundary at or after end
  * (or a packet that cannot be skipped), with table tab (skip_tab or
- * skip_tab_off). */
+ * skip_tab_off; only with skip_tab a TIP.PGD stretch, see pgd_skip). */
 HOT_INLINE const uint8_t *skip_scalar_tab(const uint8_t *p, const uint8_t *end,
 					  VtPtMtcAcc *acc, uint8_t mtc_mask,
 					  uint8_t *flags, const uint8_t *tab)
@@ -776,6 +778,8 @@ HOT_INLINE const uint8_t *skip_scalar_tab(const uint8_t *p, const uint8_t *end,
 
 		if (unlikely(!n)) {
 			n = skip_pip(p, acc);
+			if (!n && tab == skip_tab && (n = pgd_skip(p, end, acc, 1)))
+				fl |= 0x80;
 			if (!n)
 				break;
 		}
@@ -793,6 +797,37 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 				      uint8_t *flags)
 {
 	return skip_scalar_tab(p, end, acc, mtc_mask, flags, skip_tab);
+}
+
+/* A TIP.PGD at p, then only packets that change nothing while tracing is
+ * off (PAD, CYC, MODE, MTC and PIP through acc: skip_tab_off), then a
+ * TIP.PGE, every one of them starting before end: the size of the whole,
+ * else 0.  With `commit`, its MTCs and PIPs are added to acc (in order)
+ * and pgd_count is incremented.  Only with acc->skip_pgd (see
+ * VtPtMtcAcc). */
+static unsigned int __attribute__((noinline))
+pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
+{
+	VtPtMtcAcc t;
+	const uint8_t *q;
+	uint8_t fl = 0;
+	unsigned int n;
+
+	if (!acc || !acc->skip_pgd || (p[0] & 0x1f) != 0x01 || !(n = FLOW_IPLEN(p[0])))
+		return 0;
+	t = *acc;
+	/* mostly MTCs (an idle guest's stretch): those first, in a tight
+	 * loop, then the table loop for anything else */
+	for (q = p + n; q < end && q[0] == 0x59; q += 2)
+		mtc_add(&t, q[1]);
+	q = skip_scalar_tab(q, end, &t, 0, &fl, skip_tab_off);
+	if (q >= end || (q[0] & 0x1f) != 0x11 || !(n = FLOW_IPLEN(q[0])))
+		return 0;
+	if (commit) {
+		*acc = t;
+		acc->pgd_count++;
+	}
+	return (unsigned int)(q - p) + n;
 }
 
 /* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
@@ -837,6 +872,17 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
  * starts at most WIN_ROOM bytes before the end of the buffer, so every
  * boundary the walk reaches lies before the scalar loop's limit (end -
  * 16); the scalar loop does the rest.
+ *
+ * Pairs: a 3-byte IP packet and the packet right after it are one step
+ * (lens[j] is the sum) when the second has a size in lens and starts below
+ * WIN_LIM; with AVX2 the second may be an MTC, MODE or PIP too (p3 marks
+ * those steps: the second packet's MTC or PIP is at +3, win_vis), with
+ * SSE2 only an IP packet (its first one's IP bit stands for both).
+ *
+ * A TIP.PGD stretch (acc->skip_pgd: TIP.PGD, PAD/CYC/MODE/MTC/PIP, TIP.PGE)
+ * goes through the slow path (pgd_skip, after the window's visited MTCs
+ * and PIPs are accounted for, so that they add up in order) and may end
+ * beyond the window: the walk goes on with a window at its end.
  */
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -848,6 +894,9 @@ HOT_INLINE const uint8_t *skip_scalar(const uint8_t *p, const uint8_t *end,
 
 struct skip_win {
 	uint64_t ends, cx2, stop02, ip, mtc, pip;
+	/* 3-byte IP packets whose step takes the packet after them too
+	 * (AVX2: any packet with a size in lens, so an MTC or a PIP) */
+	uint64_t p3;
 	uint8_t lens[64];
 };
 
@@ -980,6 +1029,7 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 	}
 	for (int q = 0; q < 4; q++)
 		_mm_storeu_si128((__m128i *)(void *)(W->lens + 16 * q), lens[q]);
+	W->p3 = 0;	/* (its pairs are of IP packets only) */
 	/* one-byte packets: PAD/TNT-8 (even, not 0x02), CYC without extension */
 	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
@@ -1046,24 +1096,24 @@ static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
 		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
 	}
 	{
-		/* pairs of IP packets (see skip_win_load_sse2): a 3-byte one
-		 * (only IP packets have size 3) plus the size of an IP packet
-		 * three bytes on (0 if none there).  First half: bytes 3-34. */
-		__m256i s3 = _mm256_alignr_epi8(_mm256_permute2x128_si256(ipl[0], ipl[1], 0x21), ipl[0], 3);
-		__m256i v3, ip3, t3, len3, lim;
+		/* pairs (see skip_win_load_sse2): a 3-byte IP packet (only IP
+		 * packets have size 3) plus the size of the packet three
+		 * bytes on if it has one in lens (IP packet, MTC, MODE, PIP:
+		 * TIP TIP, TIP MTC, FUP PIP), else 0: the halves' sizes
+		 * shifted by three bytes, bytes 3-34 and 35-66.  Bytes 64-66
+		 * are zero: only a second packet before WIN_LIM counts.  p3
+		 * marks the pairs, for the second packet's MTC or PIP. */
+		__m256i s3a = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[0], lens[1], 0x21), lens[0], 3);
+		__m256i s3b = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[1], lens[1], 0x81), lens[1], 3);
+		__m256i lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
+		__m256i zero = _mm256_setzero_si256();
 
-		lens[0] = _mm256_add_epi8(lens[0], _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3));
-		/* second half: bytes 35-66, the second packet before WIN_LIM */
-		v3 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 35));
-		ip3 = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v3, k0f), k0d),
-				      _mm256_cmpeq_epi8(_mm256_and_si256(v3, k1f), k11));
-		t3 = _mm256_and_si256(_mm256_srli_epi16(v3, 4), k0e);
-		len3 = _mm256_min_epu8(_mm256_or_si256(t3, k01), k07);
-		ip3 = _mm256_andnot_si256(_mm256_cmpeq_epi8(_mm256_and_si256(t3, k0a), k0a), ip3);
-		len3 = _mm256_add_epi8(len3, _mm256_and_si256(_mm256_cmpeq_epi8(t3, k0c), k02));
-		lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
-		lens[1] = _mm256_add_epi8(lens[1], _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim),
-								    _mm256_and_si256(ip3, len3)));
+		s3a = _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3a);
+		s3b = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim), s3b);
+		lens[0] = _mm256_add_epi8(lens[0], s3a);
+		lens[1] = _mm256_add_epi8(lens[1], s3b);
+		W->p3 = ~((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3a, zero)) |
+			  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3b, zero)) << 32);
 	}
 	_mm256_storeu_si256((__m256i *)(void *)W->lens, lens[0]);
 	_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32), lens[1]);
@@ -1086,8 +1136,15 @@ static inline unsigned int win_leave(const struct skip_win *W, unsigned int i, u
 	return j + (i < j && ((W->cx2 >> (j - 1)) & 1));
 }
 
+/* The boundaries visited in window W: those in vis (where steps start)
+ * and the second packets of the pairs among them. */
+static inline uint64_t win_vis(const struct skip_win *W, uint64_t vis)
+{
+	return vis | (vis & W->p3) << 3;
+}
+
 /* The visited PIPs of window w (only when acc skips them): their count
- * and the last one's NR. */
+ * and the last one's NR.  vis: from win_vis. */
 static inline void win_pips(const struct skip_win *W, const uint8_t *w, uint64_t vis,
 			    VtPtMtcAcc *acc)
 {
@@ -1099,39 +1156,44 @@ static inline void win_pips(const struct skip_win *W, const uint8_t *w, uint64_t
 	}
 }
 
+/* Add the MTCs of window w at the offsets in x to acc, in order. */
+static inline void win_mtcs(const uint8_t *w, uint64_t x, VtPtMtcAcc *acc)
+{
+	/* Steps of (m - last) mod 256, a zero counting 256: they add up to
+	 * m_last - last plus 256 per step that does not go up.  In locals,
+	 * not through acc (the byte loads may alias it, which made every
+	 * step a store and a reload). */
+	unsigned int last = acc->last, m = last, wraps = 0, n = 0;
+
+	do {
+		m = w[__builtin_ctzll(x) + 1];
+		wraps += m <= last;
+		n++;
+		last = m;
+		x &= x - 1;
+	} while (x);
+	acc->ticks += (uint64_t)m - acc->last + 256u * wraps;
+	acc->count += n;
+	acc->last = (uint8_t)m;
+}
+
 /* Account for the visited boundaries `vis` of window w: MTCs (in order),
  * IP packets and PIPs. */
 static inline void win_done(const struct skip_win *W, const uint8_t *w, uint64_t vis,
 			    VtPtMtcAcc *acc, unsigned int *ip)
 {
-	uint64_t x = W->mtc & vis;
+	uint64_t all = win_vis(W, vis), x = W->mtc & all;
 
-	*ip |= (W->ip & vis) != 0;
-	win_pips(W, w, vis, acc);
-	if (x) {
-		/* Steps of (m - last) mod 256, a zero counting 256: they add
-		 * up to m_last - last plus 256 per step that does not go up.
-		 * In locals, not through acc (the byte loads may alias it,
-		 * which made every step a store and a reload). */
-		unsigned int last = acc->last, m = last, wraps = 0, n = 0;
-
-		do {
-			m = w[__builtin_ctzll(x) + 1];
-			wraps += m <= last;
-			n++;
-			last = m;
-			x &= x - 1;
-		} while (x);
-		acc->ticks += (uint64_t)m - acc->last + 256u * wraps;
-		acc->count += n;
-		acc->last = (uint8_t)m;
-	}
+	*ip |= (W->ip & vis) != 0;	/* (a pair's first packet is one) */
+	win_pips(W, w, all, acc);
+	if (x)
+		win_mtcs(w, x, acc);
 }
 
 /* A packet the window walk leaves to skip_len (never an MTC that is to be
- * accumulated: those have a size in lens) or skip_pip.  Returns its size
- * or 0. */
-static inline unsigned int win_slow1(const uint8_t *q, VtPtMtcAcc *acc,
+ * accumulated: those have a size in lens), skip_pip or pgd_skip (packets
+ * starting before end).  Returns its size or 0. */
+static inline unsigned int win_slow1(const uint8_t *q, const uint8_t *end, VtPtMtcAcc *acc,
 				     uint8_t *flags)
 {
 	uint8_t t = skip_tab[*q];
@@ -1139,22 +1201,32 @@ static inline unsigned int win_slow1(const uint8_t *q, VtPtMtcAcc *acc,
 
 	if (n)
 		*flags |= t;
-	else
-		n = skip_pip(q, acc);
+	else if (!(n = skip_pip(q, acc)) && (n = pgd_skip(q, end, acc, 1)))
+		*flags |= 0x80;
 	return n;
 }
 
 /* win_slow1 for the packet at offset j of window w, which may be a PIP
- * (skip_pip notes it at once): the PIPs visited before it in the window
- * are noted first, so that the last NR is the last PIP's. */
-static inline unsigned int win_slow_at(const struct skip_win *W, const uint8_t *w, unsigned int j,
-				       uint64_t *vis, VtPtMtcAcc *acc, uint8_t *flags)
+ * (skip_pip notes it at once) or a TIP.PGD stretch (with its MTCs and
+ * PIPs): the PIPs visited before it in the window (and, before a TIP.PGD,
+ * the MTCs) are noted first and forgotten by the window, so that they
+ * add up in order and the last NR is the last PIP's.  The size returned
+ * may take the walk beyond the window (a TIP.PGD stretch). */
+static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, unsigned int j,
+				       const uint8_t *end, uint64_t *vis, VtPtMtcAcc *acc,
+				       uint8_t *flags)
 {
-	if (unlikely(W->pip & *vis)) {
-		win_pips(W, w, *vis, acc);
-		*vis &= ~W->pip;
+	uint64_t all = win_vis(W, *vis);
+
+	if (unlikely(W->pip & all)) {
+		win_pips(W, w, all, acc);
+		W->pip &= ~all;
 	}
-	return win_slow1(w + j, acc, flags);
+	if (unlikely((w[j] & 0x1f) == 0x01) && acc && acc->skip_pgd && (W->mtc & all)) {
+		win_mtcs(w, W->mtc & all, acc);
+		W->mtc &= ~all;
+	}
+	return win_slow1(w + j, end, acc, flags);
 }
 
 /* The walks, once per instruction set. */
@@ -1300,17 +1372,21 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 		na = skip_len(ta, pa, ma);
 		nb = skip_len(tb, pb, mb);
 		if (unlikely(!na || !nb)) {
-			/* PIPs: only counted once both go on */
-			if (!na)
-				na = pip_len(pa, acca);
-			if (!nb)
-				nb = pip_len(pb, accb);
+			/* PIPs, TIP.PGD stretches: only counted once both go on */
+			if (!na && !(na = pip_len(pa, acca)) && (na = pgd_skip(pa, ea, acca, 0)))
+				ta = 0x80;
+			if (!nb && !(nb = pip_len(pb, accb)) && (nb = pgd_skip(pb, eb, accb, 0)))
+				tb = 0x80;
 			if (!na || !nb)
 				break;
 			if (!ta)
 				skip_pip(pa, acca);
+			else if (ta == 0x80)
+				pgd_skip(pa, ea, acca, 1);
 			if (!tb)
 				skip_pip(pb, accb);
+			else if (tb == 0x80)
+				pgd_skip(pb, eb, accb, 1);
 		}
 		if (__builtin_expect(((ta | tb) & 0x40) != 0, 0)) {
 			if (ta & 0x40)

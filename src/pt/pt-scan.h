@@ -157,12 +157,22 @@ struct VtPtMtcAcc {
 	uint8_t skip_pip;
 	uint8_t pip_nr;
 	uint32_t pip_count;
+	/* vt_pt_scan_skip_flow/_flow2 with `skip_pgd` set also skip a
+	 * TIP.PGD followed by nothing but PAD, CYC, MODE, MTC (and PIP with
+	 * skip_pip) up to a TIP.PGE, accumulating those MTCs and PIPs in
+	 * order: tracing was off in between and is on again after it (an
+	 * exit to user space and back).  `pgd_count` counts them.  A stretch
+	 * that does not end so (or not 16 bytes before the end) is not
+	 * skipped: the skipping stops at its TIP.PGD. */
+	uint8_t skip_pgd;
+	uint32_t pgd_count;
 };
 
 /* Skip, without decoding, packets that only report control flow: PAD,
- * TNT-8, CYC, TIP, TIP.PGE and FUP (not TIP.PGD), valid MODE, and MTC when
- * `acc` is given (accumulating them; PIP too with acc->skip_pip), stopping
- * before any other packet,
+ * TNT-8, CYC, TIP, TIP.PGE and FUP (not TIP.PGD, but a whole TIP.PGD
+ * stretch with acc->skip_pgd), valid MODE, and MTC when `acc` is given
+ * (accumulating them; PIP too with acc->skip_pip), stopping before any
+ * other packet,
  * before an invalid one, or 16 bytes before the end.  For consumers that
  * only track timing and context (VM time correlation) while tracing is
  * known to be enabled.  If an IP packet was skipped, the last IP becomes

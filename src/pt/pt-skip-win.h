@@ -75,6 +75,7 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 						int *stop)
 {
 	struct SKW(skw_k) K;
+	const uint8_t *end = last + (WIN_ROOM - 16);	/* the scalar loop's limit */
 	unsigned int ip = 0;
 	uint8_t fl = 0;
 
@@ -101,17 +102,24 @@ SKW_ATTR static const uint8_t *SKW(skip_win1)(const uint8_t *p, const uint8_t *l
 			n = win_event(&W, j);
 			vis |= 1ULL << j;
 			if (unlikely(n == 0)) {
-				n = win_slow_at(&W, p, j, &vis, acc, &fl);
+				n = win_slow_at(&W, p, j, end, &vis, acc, &fl);
 				if (!n) {
 					win_done(&W, p, vis, acc, &ip);
 					p += j;
 					*stop = 1;
 					goto out;
 				}
+				if (unlikely(j + n >= WIN_LIM)) {
+					/* a TIP.PGD stretch: on after it */
+					win_done(&W, p, vis, acc, &ip);
+					p += j + n;
+					break;
+				}
 			}
 			i = j + n;
 			while (unlikely((W.stop02 >> i) & 1)) {
-				n = win_slow_at(&W, p, i, &vis, acc, &fl);
+				/* (a 0x02 here: never a TIP.PGD stretch) */
+				n = win_slow_at(&W, p, i, end, &vis, acc, &fl);
 				if (!n) {
 					win_done(&W, p, vis, acc, &ip);
 					p += i;
@@ -127,6 +135,30 @@ out:
 	return p;
 }
 
+/* One walk of skip_win2 at boundary i of its window W at *p: if i is at
+ * WIN_LIM or beyond (after a TIP.PGD stretch), the window is done and the
+ * walk goes on with a window at that boundary (offset 0), unless that is
+ * too near the end: returns 1 then (the position is *p + *ip_).  Else
+ * the walk goes on in W at i. */
+SKW_ATTR static inline __attribute__((always_inline)) int
+SKW(skip_win_past)(struct skip_win *W, const uint8_t **p, unsigned int i, uint64_t *vis,
+		   unsigned int *ip_, const uint8_t *last, VtPtMtcAcc *acc, unsigned int *ipf,
+		   const struct SKW(skw_k) *K)
+{
+	if (i < WIN_LIM) {
+		*ip_ = i;
+		return 0;
+	}
+	win_done(W, *p, *vis, acc, ipf);
+	*p += i;
+	*ip_ = 0;
+	*vis = 0;
+	if (*p > last)
+		return 1;
+	SKW(skip_win_load)(*p, W, K);
+	return 0;
+}
+
 /* vt_pt_scan_skip_flow2 with windows: both walks in one loop (their
  * dependency chains overlap), until one of them stops or gets near the
  * end of its buffer (then it is finished alone, up to its stop). */
@@ -135,6 +167,7 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 {
 	const uint8_t *pa = sa->pos, *pb = sb->pos;
 	const uint8_t *la = sa->end - WIN_ROOM, *lb = sb->end - WIN_ROOM;
+	const uint8_t *ea = sa->end - 16, *eb = sb->end - 16;	/* the scalar loop's limits */
 	uint64_t visa = 0, visb = 0;
 	unsigned int ipa = 0, ipb = 0, ia = 0, ib = 0, ja, jb, na, nb;
 	uint8_t fa = 0, fb = 0, mka = acca ? 0 : 0x40, mkb = accb ? 0 : 0x40;
@@ -182,12 +215,12 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 		visb |= 1ULL << jb;
 		if (unlikely(na == 0 || nb == 0)) {
 			if (na == 0) {
-				na = win_slow_at(&Wa, pa, ja, &visa, acca, &fa);
+				na = win_slow_at(&Wa, pa, ja, ea, &visa, acca, &fa);
 				if (!na)
 					stopped |= 1;
 			}
 			if (nb == 0) {
-				nb = win_slow_at(&Wb, pb, jb, &visb, accb, &fb);
+				nb = win_slow_at(&Wb, pb, jb, eb, &visb, accb, &fb);
 				if (!nb)
 					stopped |= 2;
 			}
@@ -197,12 +230,23 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 				ib = jb + nb;
 				break;
 			}
+			if (unlikely(ja + na >= WIN_LIM || jb + nb >= WIN_LIM)) {
+				/* a TIP.PGD stretch took one beyond its window:
+				 * on with a window after it (offset 0, never a
+				 * stop02 bit) */
+				tail |= SKW(skip_win_past)(&Wa, &pa, ja + na, &visa, &ia, la, acca, &ipa, &Ka);
+				tail |= SKW(skip_win_past)(&Wb, &pb, jb + nb, &visb, &ib, lb, accb, &ipb, &Kb) << 1;
+				if (tail)
+					break;	/* positions are pa + ia, pb + ib */
+				goto check02;
+			}
 		}
 		ia = ja + na;
 		ib = jb + nb;
+check02:
 		if (unlikely(((Wa.stop02 >> ia) | (Wb.stop02 >> ib)) & 1)) {
 			while ((Wa.stop02 >> ia) & 1) {
-				na = win_slow_at(&Wa, pa, ia, &visa, acca, &fa);
+				na = win_slow_at(&Wa, pa, ia, ea, &visa, acca, &fa);
 				if (!na) {
 					stopped |= 1;
 					break;
@@ -210,7 +254,7 @@ SKW_ATTR static int SKW(skip_win2)(VtPtScanner *sa, VtPtMtcAcc *acca,
 				ia += na;
 			}
 			while ((Wb.stop02 >> ib) & 1) {
-				nb = win_slow_at(&Wb, pb, ib, &visb, accb, &fb);
+				nb = win_slow_at(&Wb, pb, ib, eb, &visb, accb, &fb);
 				if (!nb) {
 					stopped |= 2;
 					break;
