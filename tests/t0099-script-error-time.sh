@@ -44,7 +44,7 @@ for seed in 1 2 3 4; do
 	"$PERF" script -i "$TMP/err$seed.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=e \
 		>"$TMP/perf$seed" 2>/dev/null
 	"$PYTHON3" "$top_srcdir/tests/first-errors.py" "$TMP/vt$seed" "$TMP/perf$seed" >"$TMP/cmp$seed"
-	read -r nerr zero notid threads near nperf pfound missed <"$TMP/cmp$seed"
+	read -r nerr zero notid threads near nperf _ missed <"$TMP/cmp$seed"
 	check "seed $seed: corrupt AUX: vmtrace prints decode errors ($nerr; perf $nperf)" test "$nerr" -gt 0
 	check "seed $seed: no error line has time 0 ($zero of $nerr)" test "$zero" -eq 0
 	check "seed $seed: every error line names its vCPU thread ($notid of $nerr without)" test "$notid" -eq 0
