@@ -80,6 +80,19 @@ need_user_standin() {
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }
 
+# time_decode NAME [GUESTDIR]: time_check's inputs - vmtrace script
+# --itrace=b --json ($TMP/NAME.json) and perf script's --ns lines
+# ($TMP/NAME.perf) of $TMP/NAME.data with GUESTDIR's guest kernel
+# (default $GUEST_CODE), each checked for exit 0.
+time_decode() {
+	td_g=${2:-$GUEST_CODE}/kallsyms
+	"$VMTRACE" script "$TMP/$1.data" --guestkallsyms "$td_g" --itrace=b --json >"$TMP/$1.json" 2>"$TMP/$1.err"
+	check "$1: vmtrace script exit 0" test $? -eq 0
+	timeout 300 "$PERF" script -i "$TMP/$1.data" --guestkallsyms "$td_g" --itrace=be --ns -F tid,cpu,time,ip,addr \
+		>"$TMP/$1.perf" 2>"$TMP/$1.perf.err"
+	check "$1: perf script exit 0" test $? -eq 0
+}
+
 # time_check NAME OPTS: tests/time-check.py on NAME's ground truth, vmtrace's
 # JSON and perf's lines ($TMP/NAME.{branches,json,perf}; OPTS are synth's,
 # --per-cpu among them compares per CPU): time never goes back and stays

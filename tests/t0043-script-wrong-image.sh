@@ -31,7 +31,7 @@ wrong() {
 	check "$1: decoding resumes: $after branches after the first error" test "$after" -gt 0
 	timeout 300 "$PERF" script -i "$2" --guestkallsyms "$3/kallsyms" --itrace=e >"$TMP/$1.perf" 2>/dev/null
 	"$PYTHON3" "$top_srcdir/tests/first-errors.py" "$TMP/$1.vt" "$TMP/$1.perf" >"$TMP/$1.cmp"
-	read -r nerr zero notid threads near nperf pfound missed <"$TMP/$1.cmp"
+	read -r nerr _ notid _ _ nperf pfound _ <"$TMP/$1.cmp"
 	check "$1: error lines ($nerr; perf $nperf), each with its thread" test "$nerr" -gt 0 -a "$notid" -eq 0
 	check "$1: every error perf prints, vmtrace prints (ip, tid: $pfound of $nperf)" \
 		test "$pfound" -eq "$nperf" -a "$nperf" -gt 0
@@ -46,9 +46,11 @@ for rec in timed timeless; do
 	# shellcheck disable=SC2086
 	code_recording $rec 128K --vcpus 2 $opts || continue
 	wrong "$rec-wrong-guest" "$TMP/$rec.data" "$GUEST_CODE2"
-	cp -r "$TMP/$rec.data" "$TMP/$rec-host.data" &&
-		cp "$GUEST_CODE2/kcore" "$GUEST_CODE2/kallsyms" "$GUEST_CODE2/modules" "$TMP/$rec-host.data/kcore_dir/" ||
-		{ fail "$rec: replace kcore_dir"; continue; }
+	if ! cp -r "$TMP/$rec.data" "$TMP/$rec-host.data" ||
+		! cp "$GUEST_CODE2/kcore" "$GUEST_CODE2/kallsyms" "$GUEST_CODE2/modules" "$TMP/$rec-host.data/kcore_dir/"; then
+		fail "$rec: replace kcore_dir"
+		continue
+	fi
 	wrong "$rec-wrong-host" "$TMP/$rec-host.data" "$GUEST_CODE"
 done
 finish

@@ -24,13 +24,7 @@ while read -r name opts; do
 	[ -n "$name" ] || continue
 	# shellcheck disable=SC2086
 	code_recording "$name" 128K $opts || continue
-	f=$TMP/$name.data
-	"$VMTRACE" script "$f" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=b --json >"$TMP/$name.json" \
-		2>"$TMP/$name.err"
-	check "$name: vmtrace script exit 0" test $? -eq 0
-	timeout 300 "$PERF" script -i "$f" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=be --ns \
-		-F tid,cpu,time,ip,addr >"$TMP/$name.perf" 2>"$TMP/$name.perf.err"
-	check "$name: perf script exit 0" test $? -eq 0
+	time_decode "$name"
 	time_check "$name" "$opts"
 done <<'CONFIGS'
 thread-cyc-mtc0       --vcpus 4 --cyc --mtc-period 0 --psb-period 0

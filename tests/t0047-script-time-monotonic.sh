@@ -22,20 +22,12 @@ need_perf
 need_python
 make_code_dirs
 
-G=$GUEST_CODE/kallsyms
-decode() {   # decode NAME: NAME.json (vmtrace), NAME.perf (perf script)
-	"$VMTRACE" script "$TMP/$1.data" --guestkallsyms "$G" --itrace=b --json >"$TMP/$1.json" 2>"$TMP/$1.err"
-	check "$1: vmtrace script exit 0" test $? -eq 0
-	timeout 300 "$PERF" script -i "$TMP/$1.data" --guestkallsyms "$G" --itrace=be --ns -F tid,cpu,time,ip,addr \
-		>"$TMP/$1.perf" 2>"$TMP/$1.perf.err"
-	check "$1: perf script exit 0" test $? -eq 0
-}
 
 while read -r name opts; do
 	[ -n "$name" ] || continue
 	# shellcheck disable=SC2086
 	code_recording "$name" 128K $opts || continue
-	decode "$name"
+	time_decode "$name"
 	time_check "$name" "$opts"
 done <<'CONFIGS'
 thread-cyc-thresh8    --vcpus 2 --cyc --cyc-thresh 8 --mtc-period 0 --psb-period 0
@@ -46,7 +38,7 @@ CONFIGS
 "$VMTRACE" synth -o "$TMP/raw.data" --size 128K --vcpus 4 --cyc --mtc-period 0 --host-code "$HOST_CODE" \
 	--guest-code "$GUEST_CODE" --branches "$TMP/raw.branches" >/dev/null 2>&1 || fail "raw: synth"
 check "raw: guest TSC packets in the recording" sh -c "'$VMTRACE' correlate --dry-run '$TMP/raw.data' --json | grep -q '\"guest_tsc_packets\": [1-9]'"
-decode raw
+time_decode raw
 "$PYTHON3" "$top_srcdir/tests/time-check.py" "$TMP/raw.branches" "$TMP/raw.json" "$TMP/raw.perf" --order-only \
 	>"$TMP/raw.time" 2>&1
 check "raw: no backward step within a thread (vmtrace, perf)" test $? -eq 0

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Decode errors are named as perf names them: on corrected, timed
-# recordings with corrupt AUX data (seeds 1-4), every error line of
+# recordings with corrupt AUX data (seeds 1-4; exit 3), every error line of
 # `vmtrace script --itrace=e` names its vCPU thread and a time, and each
 # thread's first error is one perf prints at the same ip and tid, within
 # 10 us of perf's time (before: time 0, pid -1, tid 0 - the error's time
@@ -41,11 +41,13 @@ for seed in 1 2 3 4; do
 	"$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/err$seed.data/data"
 	"$VMTRACE" script "$TMP/err$seed.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=e \
 		>"$TMP/vt$seed" 2>/dev/null
+	rc=$?
 	"$PERF" script -i "$TMP/err$seed.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=e \
 		>"$TMP/perf$seed" 2>/dev/null
 	"$PYTHON3" "$top_srcdir/tests/first-errors.py" "$TMP/vt$seed" "$TMP/perf$seed" >"$TMP/cmp$seed"
-	read -r nerr zero notid threads near nperf pfound missed <"$TMP/cmp$seed"
+	read -r nerr zero notid threads near nperf _ missed <"$TMP/cmp$seed"
 	check "seed $seed: corrupt AUX: vmtrace prints decode errors ($nerr; perf $nperf)" test "$nerr" -gt 0
+	check "seed $seed: exit 3 (got $rc)" test "$rc" -eq 3
 	check "seed $seed: no error line has time 0 ($zero of $nerr)" test "$zero" -eq 0
 	check "seed $seed: every error line names its vCPU thread ($notid of $nerr without)" test "$notid" -eq 0
 	check "seed $seed: each thread's first error is one perf prints (ip, tid) within 10 us ($near of $threads; not: $missed)" \
