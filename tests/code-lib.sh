@@ -80,6 +80,22 @@ need_user_standin() {
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }
 
+# guest_data_dir NAME SIDEBAND: $TMP/NAME, a guest's perf.data directory
+# for vmtrace inject: $TMP/g0.data (need_user_standin's stand-in) with
+# synth's time conversion, the records of the perf-edit.py sideband file
+# SIDEBAND at guest time 0x100000000000 + $OFF, the guest kernel's MMAP
+# (_text of $GUEST_CODE) and $GUEST_CODE as its kcore_dir.  Exits when it
+# cannot be built.
+guest_data_dir() {
+	gd_text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
+	mkdir -p "$TMP/$1" &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/$1.1" time-conv 10 341 0 1 &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.1" "$TMP/$1.2" sideband "$2" \
+			$((0x100000000000 + OFF)) &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.2" "$TMP/$1/data" kernel-mmap "$gd_text" 0x7cffffff &&
+		cp -r "$GUEST_CODE" "$TMP/$1/kcore_dir" || { echo "cannot build the guest directory"; exit 1; }
+}
+
 # time_decode NAME [GUESTDIR]: time_check's inputs - vmtrace script
 # --itrace=b --json ($TMP/NAME.json) and perf script's --ns lines
 # ($TMP/NAME.perf) of $TMP/NAME.data with GUESTDIR's guest kernel
@@ -91,6 +107,18 @@ time_decode() {
 	timeout 300 "$PERF" script -i "$TMP/$1.data" --guestkallsyms "$td_g" --itrace=be --ns -F tid,cpu,time,ip,addr \
 		>"$TMP/$1.perf" 2>"$TMP/$1.perf.err"
 	check "$1: perf script exit 0" test $? -eq 0
+}
+
+# time_rows: for each line "NAME OPTS..." of stdin, code_recording NAME
+# 128K OPTS, decoded (time_decode) and its times checked (time_check)
+time_rows() {
+	while read -r tr_name tr_opts; do
+		[ -n "$tr_name" ] || continue
+		# shellcheck disable=SC2086
+		code_recording "$tr_name" 128K $tr_opts || continue
+		time_decode "$tr_name"
+		time_check "$tr_name" "$tr_opts"
+	done
 }
 
 # time_check NAME OPTS: tests/time-check.py on NAME's ground truth, vmtrace's

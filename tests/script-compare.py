@@ -44,6 +44,9 @@ import difflib
 import re
 import sys
 
+sys.dont_write_bytecode = True   # no tests/__pycache__ in the source tree
+from branch_lists import joined, load_truth  # noqa: E402
+
 LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) \[\s*(?P<cpu>-?\d+)\] (?: *\d+\.\d+:)? +'
                   r'(?P<from>[0-9a-f]+) .*? => +(?P<to>[0-9a-f]+) ')
 
@@ -67,29 +70,6 @@ def load(path, per_cpu):
         lines[key].append(raw[:t.end(1)] + raw[t.end():] if t else raw)
         pairs[key].append((int(m['from'], 16), int(m['to'], 16)))
     return lines, pairs, errors
-
-
-def load_truth(path, per_cpu):
-    pairs = collections.defaultdict(list)
-    for raw in open(path):
-        if raw.startswith('#'):
-            continue
-        f = raw.split()
-        pairs[(int(f[0]) if per_cpu else -1, int(f[1]))].append((int(f[3], 16), int(f[4], 16)))
-    return pairs
-
-
-def joined(seq):
-    """X => 0, 0 => Y (a VM entry/exit, trace end + start) as X => Y."""
-    out, i = [], 0
-    while i < len(seq):
-        if seq[i][1] == 0 and i + 1 < len(seq) and seq[i + 1][0] == 0:
-            out.append((seq[i][0], seq[i + 1][1]))
-            i += 2
-        else:
-            out.append(seq[i])
-            i += 1
-    return out
 
 
 CALL_LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) (?:\[\s*(?P<cpu>-?\d+)\] )?(?: *\d+\.\d+: )?(?P<rest>.*)$')

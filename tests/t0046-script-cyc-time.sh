@@ -20,13 +20,7 @@ need_perf
 need_python
 make_code_dirs
 
-while read -r name opts; do
-	[ -n "$name" ] || continue
-	# shellcheck disable=SC2086
-	code_recording "$name" 128K $opts || continue
-	time_decode "$name"
-	time_check "$name" "$opts"
-done <<'CONFIGS'
+time_rows <<'CONFIGS'
 thread-cyc-mtc0       --vcpus 4 --cyc --mtc-period 0 --psb-period 0
 thread-cyc-mtc3       --vcpus 2 --cyc --mtc-period 3 --psb-period 0 --seed 5
 cpu-cyc-mtc0          --vcpus 4 --per-cpu --cyc --mtc-period 0 --psb-period 0

@@ -23,13 +23,7 @@ need_python
 make_code_dirs
 
 
-while read -r name opts; do
-	[ -n "$name" ] || continue
-	# shellcheck disable=SC2086
-	code_recording "$name" 128K $opts || continue
-	time_decode "$name"
-	time_check "$name" "$opts"
-done <<'CONFIGS'
+time_rows <<'CONFIGS'
 thread-cyc-thresh8    --vcpus 2 --cyc --cyc-thresh 8 --mtc-period 0 --psb-period 0
 cpu-cyc-thresh5       --vcpus 4 --per-cpu --cpus 2 --cyc --cyc-thresh 5 --mtc-period 3 --psb-period 0 --seed 4
 CONFIGS

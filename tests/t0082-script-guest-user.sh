@@ -44,14 +44,8 @@ guest_dir() {
 -2000000 0 in 500 500 0 0
 -2000000 1 in 500 501 0 0
 SB
-	mkdir -p "$TMP/$1" &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/$1.1" time-conv 10 341 0 1 &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.1" "$TMP/$1.2" sideband "$TMP/sb.$1" \
-			$((0x100000000000 + OFF)) &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.2" "$TMP/$1/data" kernel-mmap "$text" 0x7cffffff &&
-		cp -r "$GUEST_CODE" "$TMP/$1/kcore_dir" || { echo "cannot build the guest directory"; exit 1; }
+	guest_data_dir "$1" "$TMP/sb.$1"
 }
-text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
 guest_dir gb "$BID"
 guest_dir gn
 for x in b n; do

@@ -62,12 +62,7 @@ cat >"$TMP/sb" <<SB
 3000000 1 out 600 600 601 601
 3000000 1 in 601 601 600 600
 SB
-text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
-mkdir -p "$TMP/g" &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.1" time-conv 10 341 0 1 &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.1" "$TMP/g.2" sideband "$TMP/sb" $((0x100000000000 + OFF)) &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.2" "$TMP/g/data" kernel-mmap "$text" 0x7cffffff &&
-	cp -r "$GUEST_CODE" "$TMP/g/kcore_dir" || { echo "cannot build the guest directory"; exit 1; }
+guest_data_dir g "$TMP/sb"
 # guest TSC packets to host time first (as perf inject --vm-time-correlation):
 # perf's decoder has no other way to the host time of guest code, and so
 # none to the guest switch that a branch follows

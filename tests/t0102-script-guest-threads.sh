@@ -56,18 +56,8 @@ cat >"$TMP/sideband" <<'SB'
 6000000 1 in 0 0 100 100
 SB
 awk '$2 == 0' "$TMP/sideband" >"$TMP/sideband0"
-text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
-# guest_dir NAME SIDEBAND: $TMP/NAME, the guest directory
-guest_dir() {
-	mkdir -p "$TMP/$1" &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/$1.1" time-conv 10 341 0 1 &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.1" "$TMP/$1.2" sideband "$2" \
-			$((0x100000000000 + OFF)) &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.2" "$TMP/$1/data" kernel-mmap "$text" 0x7cffffff &&
-		cp -r "$GUEST_CODE" "$TMP/$1/kcore_dir" || { echo "cannot build the guest directory"; exit 1; }
-}
-guest_dir gd "$TMP/sideband"
-guest_dir gd0 "$TMP/sideband0"
+guest_data_dir gd "$TMP/sideband"
+guest_data_dir gd0 "$TMP/sideband0"
 
 "$VMTRACE" synth -o "$TMP/h.data" --size 256K --seed 2 --per-cpu --vcpus 2 --cpus 2 --host-code "$HOST_CODE" \
 	--guest-code "$GUEST_CODE" --offset "$OFF" 2>/dev/null

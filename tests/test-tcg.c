@@ -72,6 +72,22 @@ static VtTcgStats convert(const char *in, char **out, GError **error, gboolean *
 	return st;
 }
 
+/* in converted, which must succeed: the output directory (stats: the
+ * converter's counts, when asked). */
+static char *converted(const char *in, VtTcgStats *stats)
+{
+	g_autoptr(GError) err = NULL;
+	char *out = NULL;
+	gboolean ok;
+	VtTcgStats st = convert(in, &out, &err, &ok);
+
+	g_assert_no_error(err);
+	g_assert_true(ok);
+	if (stats)
+		*stats = st;
+	return out;
+}
+
 static guint phnum(const char *kcore)
 {
 	g_autofree char *data = NULL;
@@ -88,18 +104,15 @@ static guint phnum(const char *kcore)
 static void test_image(void)
 {
 	g_autofree char *in = plugin_dir("", TRUE);
-	g_autofree char *out = NULL;
+	VtTcgStats st;
+	g_autofree char *out = converted(in, &st);
 	g_autofree char *gdir = NULL;
 	g_autofree char *kcore = NULL;
 	g_autoptr(GError) err = NULL;
 	g_autoptr(VtDecodeImage) img = NULL;
-	gboolean ok;
-	VtTcgStats st = convert(in, &out, &err, &ok);
 	gsize avail = 0;
 	const guint8 *c;
 
-	g_assert_no_error(err);
-	g_assert_true(ok);
 	g_assert_cmpuint(st.smc_translations, ==, 1);
 	g_assert_cmpuint(st.smc_bytes, ==, 1);
 	g_assert_cmpuint(st.code_bytes, ==, 5);
@@ -133,9 +146,7 @@ static void test_boot_pokes(void)
 	g_autofree char *in = plugin_dir("mode_changes 3\nmode_resyncs 1\nmode_ambiguous 7\n", TRUE);
 	g_autofree char *code = g_build_filename(in, "code", NULL);
 	g_autofree char *out = NULL;
-	g_autoptr(GError) err = NULL;
 	GByteArray *a = g_byte_array_new();
-	gboolean ok;
 	VtTcgStats st;
 	VtTcgCodeHeader h = { .vaddr = 0xfe05b, .len = 2, .flags = VT_TCG_CODE_POKE, .tsc = VT_TCG_T0 };
 
@@ -149,9 +160,7 @@ static void test_boot_pokes(void)
 	code_rec(a, 0x400000, "\xcc", 1);                        /* another process: no poke */
 	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
 	g_byte_array_unref(a);
-	st = convert(in, &out, &err, &ok);
-	g_assert_no_error(err);
-	g_assert_true(ok);
+	out = converted(in, &st);
 	g_assert_cmpuint(st.smc_bytes, ==, 2);
 	g_assert_cmpuint(st.smc_translations, ==, 1);
 	g_assert_cmpuint(st.mode_changes, ==, 3);
@@ -164,17 +173,15 @@ static void test_boot_pokes(void)
 static void test_perf_data(void)
 {
 	g_autofree char *in = plugin_dir("", TRUE);
-	g_autofree char *out = NULL;
+	g_autofree char *out = converted(in, NULL);
 	g_autoptr(GError) err = NULL;
 	g_autofree VtPerfFileSection *idx = NULL;
 	VtPerfFile *f;
 	VtPerfIter it;
 	VtPerfRecord rec;
-	gboolean ok, comm = FALSE, mmap = FALSE;
+	gboolean comm = FALSE, mmap = FALSE;
 	guint n = 0, pokes = 0;
 
-	convert(in, &out, &err, &ok);
-	g_assert_no_error(err);
 	f = vt_perf_file_open(out, VT_PERF_OPEN_RDONLY, &err);
 	g_assert_no_error(err);
 	g_assert_cmpuint(vt_perf_file_n_attrs(f), ==, 2);
@@ -234,12 +241,10 @@ static void test_one_thread(void)
 	VtPerfRecord rec;
 	gsize len;
 	guint tids = 0;
-	gboolean ok;
 
 	g_assert_true(g_file_get_contents(pt0, &data, &len, NULL));
 	g_assert_true(g_file_set_contents(pt1, data, (gssize)len, NULL));
-	convert(in, &out, &err, &ok);
-	g_assert_no_error(err);
+	out = converted(in, NULL);
 	f = vt_perf_file_open(out, VT_PERF_OPEN_RDONLY, &err);
 	g_assert_no_error(err);
 	vt_perf_iter_init(&it, f);
@@ -283,17 +288,14 @@ static void test_refusals(void)
 static void test_pokes(void)
 {
 	g_autofree char *in = plugin_dir("", TRUE);
-	g_autofree char *out = NULL;
+	g_autofree char *out = converted(in, NULL);
 	g_autofree char *gdir = NULL;
 	g_autoptr(GError) err = NULL;
 	g_autoptr(VtDecodeImage) img = NULL;
 	VtDecodePokes *p = vt_decode_pokes_new();
 	const guint8 old = 0x90, new = 0xcc;
 	guint8 b[3];
-	gboolean ok;
 
-	convert(in, &out, &err, &ok);
-	g_assert_no_error(err);
 	gdir = g_build_filename(out, "guest", NULL);
 	img = vt_decode_image_load_dir(gdir, "guest", &err);
 	g_assert_no_error(err);

@@ -26,6 +26,9 @@ import json
 import re
 import sys
 
+sys.dont_write_bytecode = True   # no tests/__pycache__ in the source tree
+from branch_lists import joined, load_truth  # noqa: E402
+
 MULT, SHIFT = 341, 10
 PERF = re.compile(r'^\s*(?P<tid>-?\d+)\s+\[\s*(?P<cpu>-?\d+)\]\s+(?P<s>\d+)\.(?P<ns>\d{9}):\s+'
                   r'(?P<from>[0-9a-f]+)\s+=>\s+(?P<to>[0-9a-f]+)')
@@ -37,28 +40,6 @@ def perf_time(tsc):
 
 def ticks(ns):
     return ns * (1 << SHIFT) / MULT
-
-
-def joined(seq):
-    out, i = [], 0
-    while i < len(seq):
-        if seq[i][1] == 0 and i + 1 < len(seq) and seq[i + 1][0] == 0:
-            out.append((seq[i][0], seq[i + 1][1], seq[i][2]))
-            i += 2
-        else:
-            out.append(seq[i])
-            i += 1
-    return out
-
-
-def load_truth(path, per_cpu):
-    per = collections.defaultdict(list)
-    for raw in open(path):
-        if raw.startswith('#'):
-            continue
-        f = raw.split()
-        per[(int(f[0]) if per_cpu else -1, int(f[1]))].append((int(f[3], 16), int(f[4], 16), perf_time(int(f[9]))))
-    return per
 
 
 def load_json(path, per_cpu):
@@ -133,7 +114,7 @@ def main(argv):
         if argv[i] not in ('--per-cpu', '--order-only'):
             args.append(argv[i])
         i += 1
-    truth = load_truth(args[0], per_cpu)
+    truth = load_truth(args[0], per_cpu, lambda f: perf_time(int(f[9])))
     vt = load_json(args[1], per_cpu)
     ok = backwards('vmtrace', vt)
     if not order_only:

@@ -643,7 +643,8 @@ static void error_ip(Dec *d, const struct pt_block *b, int status)
 	if (status != -pte_nomap && status != -pte_bad_insn)
 		return;
 	if (!b->ninsn) {
-		resolve(d, b->ip);       /* perf prints the branch there, then the error */
+		flush_async(d);          /* as on_block(): perf prints the branch there, */
+		resolve(d, b->ip);       /* then the error */
 		d->last_ip = b->ip;
 		return;
 	}
