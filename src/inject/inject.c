@@ -635,7 +635,15 @@ static gboolean select_pid(InjHost *h, uint32_t pid, GError **error)
 			    "-name debug-threads=on, and record its comm events)", path);
 		return FALSE;
 	}
-	return inj_host_select(h, pid ? pid : g_array_index(pids, uint32_t, 0), error);
+	pid = pid ? pid : g_array_index(pids, uint32_t, 0);
+	for (guint i = 0; i < h->injected->len; i++)
+		if (g_array_index(h->injected, uint32_t, i) == pid) {
+			g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_HOST_INJECTED,
+				    "%s: already holds guest records of QEMU process %u (its ID_INDEX names them: "
+				    "injected before); inject into the recording without them", path, pid);
+			return FALSE;
+		}
+	return inj_host_select(h, pid, error);
 }
 
 static gboolean fail_host(GError **error, VtInjectErrorCode code, const char *path, const char *what)

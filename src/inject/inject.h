@@ -32,6 +32,7 @@ typedef enum {
 	VT_INJECT_ERROR_HOST_PIDS,         /* host: several QEMU processes and no pid given */
 	VT_INJECT_ERROR_HOST_NO_SWITCH,    /* host: no context-switch records with CPU */
 	VT_INJECT_ERROR_HOST_NO_TIME,      /* host: no TIME_CONV with cap_user_time_zero */
+	VT_INJECT_ERROR_HOST_INJECTED,     /* host: holds that VM's guest records already */
 	VT_INJECT_ERROR_NO_CLOCK,          /* no offset given for a vCPU */
 	VT_INJECT_ERROR_OFFSET_CHANGE,     /* a vCPU's offset changed and a record's time fits no epoch, or two */
 	VT_INJECT_ERROR_OUTPUT,            /* OUT cannot be written (message names the file) */
