@@ -1,10 +1,18 @@
 #!/bin/sh
-# vmtrace inject into a recording that already holds that VM's guest
+# Inputs vmtrace inject must refuse rather than merge wrongly.
+#
+# 1. inject into a recording that already holds that VM's guest
 # records (injected before: by vmtrace inject, record --guest-ssh or perf
 # inject --guest-data) is refused - exit 19, one line, nothing written -
 # instead of adding every guest record a second time under new ids.  A
 # recording with the guest records of ANOTHER VM (QEMU pid) still takes
 # this one's: two VMs are merged one after the other.
+# 2. A perf.data directory of several data files (perf record --threads:
+# data.0, data.1 beside data), as the guest file or as REC: inject reads
+# DIR/data only, and most records are in the others - refused (exit 3, one
+# line, nothing written) instead of injecting a part of the guest's
+# records (or of the host's) without a word.
+#
 # The guest file's own "CPU 0/KVM" thread (a nested QEMU) is no vCPU
 # thread of the host: an injected guest COMM or switch record is not the
 # host's.
@@ -69,4 +77,31 @@ check "... the result has VM 4000's $N1 guest records once and VM 4100's as many
 	test "$N1" -gt 0 -a "$(guest_lines "$TMP/c.data" 4000)" -eq "$N1" -a "$(guest_lines "$TMP/c.data" 4100)" -eq "$N1"
 rm -rf "$TMP/out"
 refused "$TMP/c.data" "... and VM 4000's again is refused" --pid 4000
+
+# --- perf record --threads directories -----------------------------------------
+# refused3 GUEST REC WORDS DESCRIPTION: exit 3, one line with WORDS, no OUT, no temporary
+refused3() {
+	rm -rf "$TMP/out"
+	"$VMTRACE" inject "$2" --guest-data "$1" -o "$TMP/out" >"$TMP/o" 2>"$TMP/e"
+	rc=$?
+	if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q -- "$3" "$TMP/e" && [ ! -e "$TMP/out" ] &&
+	   ! ls -a "$TMP" | grep -q vmtrace-tmp; then
+		ok "$4: exit 3, one line ($(cut -c1-160 "$TMP/e"))"
+	else
+		fail "$4: want exit 3 and one line with '$3', got exit $rc:"
+		sed 's/^/#   /' "$TMP/e"
+	fi
+}
+if "$PERF" record -q --threads -e dummy -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/gt0" -- \
+	sh -c 'ls / >/dev/null; sleep 0.02' >/dev/null 2>&1 && ls "$TMP/gt0" | grep -q '^data\.[0-9]'; then
+	mkdir "$TMP/gt"
+	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gt0/data" "$TMP/gt/data" time-conv 10 341 0 1
+	cp "$TMP"/gt0/data.[0-9]* "$TMP/gt/"
+	nrec=$("$PERF" script -i "$TMP/gt" --show-task-events --show-switch-events 2>/dev/null | grep -c PERF_RECORD_)
+	check "perf record --threads (real): a directory $(ls "$TMP/gt" | tr '\n' ' '), perf reads $nrec task/switch records" test "$nrec" -gt 0
+	refused3 "$TMP/gt" "$TMP/h.data" "perf record --threads" "the guest's perf.data a --threads directory"
+	refused3 "$TMP/g.data" "$TMP/gt0" "several files (data\.[0-9]* beside data" "REC a --threads directory"
+else
+	echo "# perf record --threads does not work here: its checks are left out"
+fi
 finish

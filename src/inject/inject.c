@@ -678,6 +678,23 @@ GArray *vt_inject_host_qemu_pids(const char *rec, GError **error)
 	return pids;
 }
 
+/* A perf.data directory of several data files holds most records outside
+ * DIR/data, which is all that is read: refused, not injected in part. */
+gboolean vt_inject_one_data_file(const char *path, GError **error)
+{
+	g_autoptr(GDir) d = g_file_test(path, G_FILE_TEST_IS_DIR) ? g_dir_open(path, 0, NULL) : NULL;
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d)))
+		if (g_str_has_prefix(name, "data.") && name[5] && strspn(name + 5, "0123456789") == strlen(name + 5)) {
+			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+				    "%s: a perf.data directory of several files (%s beside data: perf record --threads); "
+				    "inject reads one data file only: record without --threads", path, name);
+			return FALSE;
+		}
+	return TRUE;
+}
+
 static void ev_clear(gpointer p)
 {
 	g_byte_array_unref(((Ev *)p)->bytes);
@@ -695,7 +712,8 @@ gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *ou
 	m.evs = g_array_new(FALSE, FALSE, sizeof(Ev));
 	m.aux = g_byte_array_new();
 	g_array_set_clear_func(m.evs, ev_clear);
-	ok = (m.g = inj_guest_open(guest, error)) && (m.h = inj_host_open(rec, error)) &&
+	ok = vt_inject_one_data_file(guest, error) && vt_inject_one_data_file(rec, error) &&
+	     (m.g = inj_guest_open(guest, error)) && (m.h = inj_host_open(rec, error)) &&
 	     check_host(m.h, error) && select_pid(m.h, opt->machine_pid, error);
 	if (ok) {
 		res->machine_pid = m.h->pid;

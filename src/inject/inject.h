@@ -84,6 +84,10 @@ GArray *vt_inject_host_qemu_pids(const char *rec, GError **error);
  * a TSC-based clock), as vt_inject_guest_data makes them first: cheap, for
  * callers with slow work to do before merging. */
 gboolean vt_inject_guest_check(const char *guest, GError **error);
+/* FALSE (VT_PERF_ERROR_FORMAT) if path is a perf.data directory of several
+ * data files (perf record --threads: data.N beside data), of which only
+ * DIR/data would be read; vt_inject_guest_data checks both inputs first. */
+gboolean vt_inject_one_data_file(const char *path, GError **error);
 
 /* Guest perf time -> host perf time, in integers: guest TSC from the
  * guest's TIME_CONV (perf_time_to_tsc), host TSC = guest TSC - offset (or,
