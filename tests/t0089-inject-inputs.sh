@@ -13,6 +13,12 @@
 # line, nothing written) instead of injecting a part of the guest's
 # records (or of the host's) without a word.
 #
+# 3. A guest file none of whose timed records falls within the host
+# recording's time span (another run's file, another machine's, a wrong
+# --offset): injected, but with a warning line and in_host_span 0 in the
+# JSON - before, nothing said that the guest's records all lie outside the
+# trace.
+#
 # The guest file's own "CPU 0/KVM" thread (a nested QEMU) is no vCPU
 # thread of the host: an injected guest COMM or switch record is not the
 # host's.
@@ -58,7 +64,7 @@ check "... among them the COMM of the guest's own \"CPU 0/KVM\" thread" \
 	sh -c "'$PERF' script -i '$TMP/a.data' --show-task-events -F+machine_pid --itrace= 2>/dev/null | grep -q '^VM: *4000 .*COMM.*CPU 0/KVM'"
 refused "$TMP/a.data" "vmtrace inject's output injected again"
 refused "$TMP/a.data" "... also with --pid and --offset given" --pid 4000 --offset 0
-OFF=$("$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/j.data" --json | "$PYTHON3" -c \
+OFF=$("$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/j.data" --json 2>/dev/null | "$PYTHON3" -c \
 	'import json, sys; print(json.load(sys.stdin)["clocks"][0]["tsc_offset"])')
 timeout 300 "$PERF" inject -i "$TMP/h.data" -o "$TMP/p.data" --guest-data="$TMP/g.data,4000,$OFF" >/dev/null 2>&1
 check "perf inject --guest-data=GUEST,4000,$OFF: exit 0, $(guest_lines "$TMP/p.data" 4000) guest records" \
@@ -77,6 +83,22 @@ check "... the result has VM 4000's $N1 guest records once and VM 4100's as many
 	test "$N1" -gt 0 -a "$(guest_lines "$TMP/c.data" 4000)" -eq "$N1" -a "$(guest_lines "$TMP/c.data" 4100)" -eq "$N1"
 rm -rf "$TMP/out"
 refused "$TMP/c.data" "... and VM 4000's again is refused" --pid 4000
+
+# --- a guest file outside the host recording's time span --------------------------
+# h.data's offset (synth's default) puts this host's recent perf.data hours away from synth's trace
+rm -rf "$TMP/out"
+"$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/out" --json >"$TMP/o" 2>"$TMP/e"
+check "guest records all outside the host trace: exit 0, JSON in_host_span 0, one warning line saying so" \
+	sh -c "test $? -eq 0 && '$PYTHON3' -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j[\"in_host_span\"] == 0 and j[\"injected\"] > 0' '$TMP/o' &&
+	       test \$(wc -l <'$TMP/e') -eq 1 && grep -q 'none of the [1-9][0-9]* timed guest records falls within the host recording' '$TMP/e'"
+sed 's/^/# /' "$TMP/e"
+OFF2=$("$PYTHON3" "$top_srcdir/tests/guest-offset.py" "$PERF" "$TMP/g.data" 0x100000000000)
+"$VMTRACE" synth -o "$TMP/h3.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 4M --offset "$OFF2" 2>/dev/null
+rm -rf "$TMP/out"
+"$VMTRACE" inject "$TMP/h3.data" --guest-data "$TMP/g.data" -o "$TMP/out" --json >"$TMP/o" 2>"$TMP/e"
+check "guest records inside it (offset $OFF2): exit 0, in_host_span > 0, no warning" \
+	sh -c "test $? -eq 0 && '$PYTHON3' -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j[\"in_host_span\"] > 0, j' '$TMP/o' &&
+	       ! test -s '$TMP/e'"
 
 # --- perf record --threads directories -----------------------------------------
 # refused3 GUEST REC WORDS DESCRIPTION: exit 3, one line with WORDS, no OUT, no temporary

@@ -349,6 +349,7 @@ static void inj_report_json(const InjOpts *o, const VtInjectResult *r)
 	vt_json_kv_uint(j, "injected", r->injected);
 	vt_json_kv_uint(j, "skipped", r->skipped);
 	vt_json_kv_uint(j, "host_records", r->host_records);
+	vt_json_kv_uint(j, "in_host_span", r->in_host_span);
 	vt_json_kv_string(j, "offsets_from", o->source);
 	vt_json_key(j, "clocks");
 	vt_json_begin_array(j);
@@ -414,6 +415,10 @@ static void inj_report(const InjOpts *o, const VtInjectResult *r)
 	if (r->unplaced_vcpus)
 		vt_warn("inject", "%s: %" G_GUINT64_FORMAT " vCPU thread%s never switched in or out on the host; "
 			"its guest events show host CPU 0", o->rec, r->unplaced_vcpus, r->unplaced_vcpus == 1 ? "" : "s");
+	if (r->host_last && r->timed && !r->in_host_span)
+		vt_warn("inject", "%s: none of the %" G_GUINT64_FORMAT " timed guest records falls within the host "
+			"recording's time span (a guest file of another run or machine, or a wrong --offset?)",
+			o->out, r->timed);
 }
 
 static int inj_run(InjOpts *o)

@@ -359,6 +359,17 @@ static gboolean copy_auxtrace(Merge *m, const VtPerfRecord *rec, GError **error)
 	       vt_perf_writer_write_auxtrace(m->w, &aux, m->aux->data, aux.size, NULL, error);
 }
 
+/* How many timed guest records lie within host time lo..hi. */
+static void count_in_span(Merge *m, uint64_t lo, uint64_t hi)
+{
+	for (guint i = 0; i < m->evs->len; i++) {
+		uint64_t t = g_array_index(m->evs, Ev, i).time;
+
+		m->res->timed += t != 0;
+		m->res->in_host_span += t && t >= lo && t <= hi;
+	}
+}
+
 /* Host records in file order; before each one with a time, the guest
  * records up to that time; at FINISHED_INIT the guest's ID_INDEX and
  * untimed records; at FINISHED_ROUND those up to the round's latest time. */
@@ -367,7 +378,7 @@ static gboolean write_records(Merge *m, GError **error)
 	VtPerfIter it;
 	VtPerfRecord rec;
 	VtPerfSampleId sid;
-	uint64_t latest = 0;
+	uint64_t latest = 0, first = UINT64_MAX;
 	int r;
 
 	vt_perf_iter_init(&it, m->h->f);
@@ -381,6 +392,7 @@ static gboolean write_records(Merge *m, GError **error)
 			ok = flush_guest(m, latest, error);
 		else if (vt_perf_record_sample_id(m->h->f, &rec, &sid) && sid.has_time) {
 			latest = MAX(latest, sid.time);
+			first = sid.time ? MIN(first, sid.time) : first;
 			ok = flush_guest(m, sid.time, error);
 		}
 		if (ok)
@@ -388,6 +400,11 @@ static gboolean write_records(Merge *m, GError **error)
 								  : vt_perf_writer_write_record(m->w, rec.data, error);
 		if (!ok)
 			return FALSE;
+	}
+	if (latest) {
+		m->res->host_first = first;
+		m->res->host_last = latest;
+		count_in_span(m, first, latest);
 	}
 	return r == 0 && flush_guest(m, UINT64_MAX, error);
 }

@@ -74,6 +74,9 @@ typedef struct {
 	guint64 host_records;
 	guint64 first_host_id;   /* the first new id */
 	guint64 unplaced_vcpus;  /* vCPUs never switched in on the host: CPU 0 */
+	guint64 timed;           /* injected guest records with a time */
+	guint64 in_host_span;    /* ... of them within the host records' first..last time */
+	guint64 host_first, host_last;  /* that span (0, 0: no host record has a time) */
 } VtInjectResult;
 
 /* The QEMU processes of a host recording: pids of threads named "CPU n/KVM",
