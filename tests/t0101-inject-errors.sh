@@ -72,7 +72,7 @@ refused "$TMP/g.data" "$TMP/h-notc.data" 19 "no TIME_CONV" "host recording witho
 refused "$TMP/g.data" "$TMP/h-2vm.data" 19 "say which with --pid" "two QEMU processes and no --pid"
 refused "$TMP/g.data" "$TMP/h-2vm.data" 19 "say which with --pid" "two QEMU processes and no --pid (offsets given)" --offset 0
 rm -rf "$TMP/out"
-"$VMTRACE" inject "$TMP/h-2vm.data" --guest-data "$TMP/g.data" -o "$TMP/out" --pid 4100 --json >"$TMP/o" 2>&1
+"$VMTRACE" inject "$TMP/h-2vm.data" --guest-data "$TMP/g.data" -o "$TMP/out" --pid 4100 --json >"$TMP/o" 2>"$TMP/e"
 check "... --pid 4100 picks the second VM, with its own offset for each of its vCPUs" json_check "$TMP/o" \
 	'j["machine_pid"] == 4100 and sorted((c["vcpu"], c["tsc_offset"]) for c in j["clocks"]) == [(0, "0xfffffe0000000000"), (1, "0xfffffe0000000000")]'
 refused "$TMP/g.data" "$TMP/missing.data" 3 "missing.data" "a REC that does not exist"
@@ -82,7 +82,7 @@ refused "$TMP/g.data" "$TMP/missing.data" 3 "missing.data" "a REC that does not 
 refused "$TMP/g.data" "$TMP/h-timeless.data" 5 "give them with --offset" "a timeless host trace: no offset to discover"
 refused "$TMP/g0.data" "$TMP/h-timeless.data" 18 "no-kvmclock" "the guest file is checked before the offsets are looked for"
 rm -rf "$TMP/out"
-"$VMTRACE" inject "$TMP/h-timeless.data" --guest-data "$TMP/g.data" -o "$TMP/out" --offset 0x1234 --json >"$TMP/o" 2>&1
+"$VMTRACE" inject "$TMP/h-timeless.data" --guest-data "$TMP/g.data" -o "$TMP/out" --offset 0x1234 --json >"$TMP/o" 2>"$TMP/e"
 check "... --offset 0x1234 for every vCPU: exit 0, JSON says so" \
 	json_check "$TMP/o" 'j["clocks"] == [{"vcpu": None, "tsc_offset": "0x1234", "tsc_scaling_ratio": 0, "tsc_scaling_frac": 0}] and j["offsets_from"] == "given with --offset"'
 if [ "$NV" -gt 1 ]; then

@@ -120,14 +120,15 @@ static const char inj_summary[] =
 
 static const char inj_description[] =
 	"Exit status: 0 ok; 1 failure (cannot write OUT); 2 usage error; 3 unreadable\n"
-	"or malformed input; 5 a vCPU's TSC offset cannot be discovered (give\n"
-	"--offset); 17 the guest file cannot be injected (no sample ids, no ID_INDEX,\n"
-	"an id with CPU -1, a guest CPU without a vCPU thread); 18 the guest's perf\n"
-	"clock is not TSC-based (kvm-clock: boot the guest with no-kvmclock); 19 the\n"
-	"host recording lacks what injection needs (\"CPU n/KVM\" COMMs, context\n"
-	"switches with CPU, TIME_CONV; or several QEMU processes and no --pid); 28 a\n"
-	"vCPU's TSC offset changed during the recording and a guest record's time\n"
-	"fits no epoch or two (the guest's TSC went back): give --offset OFF:VCPU.\n"
+	"or malformed input (or a perf record --threads directory); 5 a vCPU's TSC\n"
+	"offset cannot be discovered (give --offset); 17 the guest file cannot be\n"
+	"injected (no sample ids, no ID_INDEX, an id with CPU -1, a guest CPU without a\n"
+	"vCPU thread); 18 the guest's perf clock is not TSC-based (kvm-clock: boot the\n"
+	"guest with no-kvmclock); 19 the host recording lacks what injection needs\n"
+	"(\"CPU n/KVM\" COMMs, context switches with CPU, TIME_CONV; or several QEMU\n"
+	"processes and no --pid; or that VM's guest records, injected before); 28 a\n"
+	"vCPU's TSC offset changed during the recording and a guest record's time fits\n"
+	"no epoch or two (the guest's TSC went back): give --offset OFF:VCPU.\n"
 	"Nothing is written unless the exit status is 0.\n\n"
 	"Examples:\n"
 	"  vmtrace inject vm.data --guest-data guest.data -o vm+guest.data\n"
@@ -348,6 +349,7 @@ static void inj_report_json(const InjOpts *o, const VtInjectResult *r)
 	vt_json_kv_uint(j, "injected", r->injected);
 	vt_json_kv_uint(j, "skipped", r->skipped);
 	vt_json_kv_uint(j, "host_records", r->host_records);
+	vt_json_kv_uint(j, "in_host_span", r->in_host_span);
 	vt_json_kv_string(j, "offsets_from", o->source);
 	vt_json_key(j, "clocks");
 	vt_json_begin_array(j);
@@ -413,6 +415,10 @@ static void inj_report(const InjOpts *o, const VtInjectResult *r)
 	if (r->unplaced_vcpus)
 		vt_warn("inject", "%s: %" G_GUINT64_FORMAT " vCPU thread%s never switched in or out on the host; "
 			"its guest events show host CPU 0", o->rec, r->unplaced_vcpus, r->unplaced_vcpus == 1 ? "" : "s");
+	if (r->host_last && r->timed && !r->in_host_span)
+		vt_warn("inject", "%s: none of the %" G_GUINT64_FORMAT " timed guest records falls within the host "
+			"recording's time span (a guest file of another run or machine, or a wrong --offset?)",
+			o->out, r->timed);
 }
 
 static int inj_run(InjOpts *o)
@@ -424,7 +430,8 @@ static int inj_run(InjOpts *o)
 	if (!o->have_scale)
 		inj_meta_scale(o);
 	o->source = "given with --offset";
-	if (!vt_inject_guest_check(o->guest, &err)) {    /* before a long discovery */
+	if (!vt_inject_one_data_file(o->guest, &err) || !vt_inject_one_data_file(o->rec, &err) ||
+	    !vt_inject_guest_check(o->guest, &err)) {    /* before a long discovery */
 		vt_err("inject", "%s", err->message);
 		return exit_code_for(err);
 	}

@@ -19,12 +19,21 @@ static gboolean vcpu_name(const char *comm, guint *vcpu)
 	return sscanf(comm + n, "%7s", tail) != 1;
 }
 
+/* A record injected from a guest file (its cpumode is the guest's): not
+ * the host's COMM or switch. */
+static gboolean guest_record(const VtPerfRecord *rec)
+{
+	uint16_t mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	return mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER;
+}
+
 static void host_comm(InjHost *h, const VtPerfRecord *rec)
 {
 	VtPerfComm c;
 	InjVcpu v = { 0 };
 
-	if (!vt_perf_record_comm(rec, &c, NULL) || !vcpu_name(c.comm, &v.vcpu))
+	if (guest_record(rec) || !vt_perf_record_comm(rec, &c, NULL) || !vcpu_name(c.comm, &v.vcpu))
 		return;
 	v.pid = c.pid;
 	v.tid = c.tid;
@@ -37,7 +46,7 @@ static void host_switch(InjHost *h, const VtPerfFile *f, const VtPerfRecord *rec
 	VtPerfSampleId sid;
 	InjSwitch s;
 
-	if (!vt_perf_record_sample_id(f, rec, &sid) || !sid.has_cpu || !sid.has_tid)
+	if (guest_record(rec) || !vt_perf_record_sample_id(f, rec, &sid) || !sid.has_cpu || !sid.has_tid)
 		return;
 	s.out = (rec->hdr->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
 	s.pid = sid.pid;
@@ -58,6 +67,26 @@ static void host_max_id(InjHost *h, const VtPerfFile *f)
 	}
 }
 
+/* The machine pids an ID_INDEX names (vmtrace or perf inject wrote it). */
+static gboolean host_id_index(InjHost *h, const VtPerfRecord *rec, GError **error)
+{
+	guint n;
+	g_autofree VtPerfIdIndexEntry *e = vt_perf_record_id_index(rec, &n, error);
+
+	if (!e)
+		return FALSE;
+	for (guint i = 0; i < n; i++) {
+		uint32_t pid = (uint32_t)e[i].machine_pid;
+		gboolean seen = FALSE;
+
+		for (guint k = 0; k < h->injected->len && !seen; k++)
+			seen = g_array_index(h->injected, uint32_t, k) == pid;
+		if (e[i].has_vm && pid && !seen)
+			g_array_append_val(h->injected, pid);
+	}
+	return TRUE;
+}
+
 static gboolean host_scan(InjHost *h, GError **error)
 {
 	VtPerfIter it;
@@ -66,6 +95,8 @@ static gboolean host_scan(InjHost *h, GError **error)
 
 	vt_perf_iter_init(&it, h->f);
 	while ((r = vt_perf_iter_next(&it, &rec, error)) > 0) {
+		if (rec.type == VT_PERF_RECORD_ID_INDEX && !host_id_index(h, &rec, error))
+			return FALSE;
 		if (rec.type == PERF_RECORD_COMM)
 			host_comm(h, &rec);
 		else if (rec.type == PERF_RECORD_SWITCH || rec.type == PERF_RECORD_SWITCH_CPU_WIDE)
@@ -82,6 +113,7 @@ InjHost *inj_host_open(const char *path, GError **error)
 
 	h->comms = g_array_new(FALSE, FALSE, sizeof(InjVcpu));
 	h->switches = g_array_new(FALSE, FALSE, sizeof(InjSwitch));
+	h->injected = g_array_new(FALSE, FALSE, sizeof(uint32_t));
 	h->f = vt_perf_file_open(path, VT_PERF_OPEN_RDONLY, error);
 	if (!h->f || !host_scan(h, error)) {
 		inj_host_free(h);
@@ -99,6 +131,7 @@ void inj_host_free(InjHost *h)
 		g_array_free(g_array_index(h->comms, InjVcpu, i).placements, TRUE);
 	g_array_free(h->comms, TRUE);
 	g_array_free(h->switches, TRUE);
+	g_array_free(h->injected, TRUE);
 	if (h->vcpus)
 		g_ptr_array_free(h->vcpus, TRUE);
 	vt_perf_file_close(h->f);

@@ -359,6 +359,17 @@ static gboolean copy_auxtrace(Merge *m, const VtPerfRecord *rec, GError **error)
 	       vt_perf_writer_write_auxtrace(m->w, &aux, m->aux->data, aux.size, NULL, error);
 }
 
+/* How many timed guest records lie within host time lo..hi. */
+static void count_in_span(Merge *m, uint64_t lo, uint64_t hi)
+{
+	for (guint i = 0; i < m->evs->len; i++) {
+		uint64_t t = g_array_index(m->evs, Ev, i).time;
+
+		m->res->timed += t != 0;
+		m->res->in_host_span += t && t >= lo && t <= hi;
+	}
+}
+
 /* Host records in file order; before each one with a time, the guest
  * records up to that time; at FINISHED_INIT the guest's ID_INDEX and
  * untimed records; at FINISHED_ROUND those up to the round's latest time. */
@@ -367,7 +378,7 @@ static gboolean write_records(Merge *m, GError **error)
 	VtPerfIter it;
 	VtPerfRecord rec;
 	VtPerfSampleId sid;
-	uint64_t latest = 0;
+	uint64_t latest = 0, first = UINT64_MAX;
 	int r;
 
 	vt_perf_iter_init(&it, m->h->f);
@@ -381,6 +392,7 @@ static gboolean write_records(Merge *m, GError **error)
 			ok = flush_guest(m, latest, error);
 		else if (vt_perf_record_sample_id(m->h->f, &rec, &sid) && sid.has_time) {
 			latest = MAX(latest, sid.time);
+			first = sid.time ? MIN(first, sid.time) : first;
 			ok = flush_guest(m, sid.time, error);
 		}
 		if (ok)
@@ -388,6 +400,11 @@ static gboolean write_records(Merge *m, GError **error)
 								  : vt_perf_writer_write_record(m->w, rec.data, error);
 		if (!ok)
 			return FALSE;
+	}
+	if (latest) {
+		m->res->host_first = first;
+		m->res->host_last = latest;
+		count_in_span(m, first, latest);
 	}
 	return r == 0 && flush_guest(m, UINT64_MAX, error);
 }
@@ -635,7 +652,15 @@ static gboolean select_pid(InjHost *h, uint32_t pid, GError **error)
 			    "-name debug-threads=on, and record its comm events)", path);
 		return FALSE;
 	}
-	return inj_host_select(h, pid ? pid : g_array_index(pids, uint32_t, 0), error);
+	pid = pid ? pid : g_array_index(pids, uint32_t, 0);
+	for (guint i = 0; i < h->injected->len; i++)
+		if (g_array_index(h->injected, uint32_t, i) == pid) {
+			g_set_error(error, VT_INJECT_ERROR, VT_INJECT_ERROR_HOST_INJECTED,
+				    "%s: already holds guest records of QEMU process %u (its ID_INDEX names them: "
+				    "injected before); inject into the recording without them", path, pid);
+			return FALSE;
+		}
+	return inj_host_select(h, pid, error);
 }
 
 static gboolean fail_host(GError **error, VtInjectErrorCode code, const char *path, const char *what)
@@ -670,6 +695,23 @@ GArray *vt_inject_host_qemu_pids(const char *rec, GError **error)
 	return pids;
 }
 
+/* A perf.data directory of several data files holds most records outside
+ * DIR/data, which is all that is read: refused, not injected in part. */
+gboolean vt_inject_one_data_file(const char *path, GError **error)
+{
+	g_autoptr(GDir) d = g_file_test(path, G_FILE_TEST_IS_DIR) ? g_dir_open(path, 0, NULL) : NULL;
+	const char *name;
+
+	while (d && (name = g_dir_read_name(d)))
+		if (g_str_has_prefix(name, "data.") && name[5] && strspn(name + 5, "0123456789") == strlen(name + 5)) {
+			g_set_error(error, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT,
+				    "%s: a perf.data directory of several files (%s beside data: perf record --threads); "
+				    "inject reads one data file only: record without --threads", path, name);
+			return FALSE;
+		}
+	return TRUE;
+}
+
 static void ev_clear(gpointer p)
 {
 	g_byte_array_unref(((Ev *)p)->bytes);
@@ -687,7 +729,8 @@ gboolean vt_inject_guest_data(const char *rec, const char *guest, const char *ou
 	m.evs = g_array_new(FALSE, FALSE, sizeof(Ev));
 	m.aux = g_byte_array_new();
 	g_array_set_clear_func(m.evs, ev_clear);
-	ok = (m.g = inj_guest_open(guest, error)) && (m.h = inj_host_open(rec, error)) &&
+	ok = vt_inject_one_data_file(guest, error) && vt_inject_one_data_file(rec, error) &&
+	     (m.g = inj_guest_open(guest, error)) && (m.h = inj_host_open(rec, error)) &&
 	     check_host(m.h, error) && select_pid(m.h, opt->machine_pid, error);
 	if (ok) {
 		res->machine_pid = m.h->pid;

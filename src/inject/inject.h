@@ -32,6 +32,7 @@ typedef enum {
 	VT_INJECT_ERROR_HOST_PIDS,         /* host: several QEMU processes and no pid given */
 	VT_INJECT_ERROR_HOST_NO_SWITCH,    /* host: no context-switch records with CPU */
 	VT_INJECT_ERROR_HOST_NO_TIME,      /* host: no TIME_CONV with cap_user_time_zero */
+	VT_INJECT_ERROR_HOST_INJECTED,     /* host: holds that VM's guest records already */
 	VT_INJECT_ERROR_NO_CLOCK,          /* no offset given for a vCPU */
 	VT_INJECT_ERROR_OFFSET_CHANGE,     /* a vCPU's offset changed and a record's time fits no epoch, or two */
 	VT_INJECT_ERROR_OUTPUT,            /* OUT cannot be written (message names the file) */
@@ -73,6 +74,9 @@ typedef struct {
 	guint64 host_records;
 	guint64 first_host_id;   /* the first new id */
 	guint64 unplaced_vcpus;  /* vCPUs never switched in on the host: CPU 0 */
+	guint64 timed;           /* injected guest records with a time */
+	guint64 in_host_span;    /* ... of them within the host records' first..last time */
+	guint64 host_first, host_last;  /* that span (0, 0: no host record has a time) */
 } VtInjectResult;
 
 /* The QEMU processes of a host recording: pids of threads named "CPU n/KVM",
@@ -83,6 +87,10 @@ GArray *vt_inject_host_qemu_pids(const char *rec, GError **error);
  * a TSC-based clock), as vt_inject_guest_data makes them first: cheap, for
  * callers with slow work to do before merging. */
 gboolean vt_inject_guest_check(const char *guest, GError **error);
+/* FALSE (VT_PERF_ERROR_FORMAT) if path is a perf.data directory of several
+ * data files (perf record --threads: data.N beside data), of which only
+ * DIR/data would be read; vt_inject_guest_data checks both inputs first. */
+gboolean vt_inject_one_data_file(const char *path, GError **error);
 
 /* Guest perf time -> host perf time, in integers: guest TSC from the
  * guest's TIME_CONV (perf_time_to_tsc), host TSC = guest TSC - offset (or,

@@ -32,6 +32,7 @@ typedef struct {
 	gboolean have_tc;
 	VtPerfTimeConv tc;
 	uint64_t max_id;
+	GArray *injected;        /* uint32_t: machine pids of its ID_INDEX (guest records injected before) */
 	uint32_t pid;            /* selected QEMU process */
 	GPtrArray *vcpus;        /* InjVcpu* by vCPU number (NULL: none) */
 } InjHost;
