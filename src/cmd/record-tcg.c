@@ -138,6 +138,9 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,
 		st->unresolved, st->inflight, st->code_bytes, st->code_pages, st->smc_translations,
 		st->smc_bytes, st->mode_changes, st->mode_resyncs, st->mode_ambiguous);
+	for (guint i = 0; st->n_per_vcpu > 1 && i < st->n_per_vcpu; i++)
+		fprintf(stderr, "  vCPU %u (tid %u): %" G_GUINT64_FORMAT " instructions traced, %" G_GUINT64_FORMAT
+			" started\n", st->per_vcpu[i].vcpu, st->per_vcpu[i].tid, st->per_vcpu[i].retired, st->per_vcpu[i].ran);
 	if (st->mttcg)
 		fprintf(stderr, "  warning: several TCG threads ran vCPUs: counts and streams are inexact "
 				"(use -accel tcg,thread=single)\n");
@@ -174,6 +177,17 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_kv_uint(j, "mode_resyncs", st->mode_resyncs);
 	vt_json_kv_uint(j, "mode_ambiguous", st->mode_ambiguous);
 	vt_json_kv_bool(j, "mttcg", st->mttcg);
+	vt_json_key(j, "per_vcpu");
+	vt_json_begin_array(j);
+	for (guint i = 0; i < st->n_per_vcpu; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_uint(j, "vcpu", st->per_vcpu[i].vcpu);
+		vt_json_kv_uint(j, "tid", st->per_vcpu[i].tid);
+		vt_json_kv_uint(j, "instructions", st->per_vcpu[i].retired);
+		vt_json_kv_uint(j, "started", st->per_vcpu[i].ran);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
 	vt_json_end_object(j);
 	vt_json_free(j);
 }
