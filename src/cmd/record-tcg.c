@@ -58,6 +58,18 @@ static char *plugin_arg(const VtRecordTcg *a, const char *plugin, const char *ra
 	return g_string_free(s, FALSE);
 }
 
+/* An -accel argument: TCG without thread= gets thread=single.  QEMU runs
+ * an x86_64 guest's vCPUs in a thread each by default (MTTCG), and API v1's
+ * inline counter is shared by all threads: with one thread the vCPUs take
+ * turns and every count is exact (QEMU's own; -smp 1 is the same either
+ * way).  thread=multi stays (the summary warns). */
+static char *accel_arg(const char *v)
+{
+	if ((!strcmp(v, "tcg") || g_str_has_prefix(v, "tcg,")) && !strstr(v, "thread="))
+		return g_strconcat(v, ",thread=single", NULL);
+	return g_strdup(v);
+}
+
 /* Run QEMU to its end; *secs: how long it ran. */
 static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, double *secs, GError **error)
 {
@@ -69,10 +81,12 @@ static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, doub
 	int status = 0;
 	gboolean ok;
 
+	g_ptr_array_set_free_func(argv, g_free);
 	for (guint i = 0; a->qemu_argv[i]; i++)
-		g_ptr_array_add(argv, a->qemu_argv[i]);
-	g_ptr_array_add(argv, (gpointer) "-plugin");
-	g_ptr_array_add(argv, (gpointer)arg);
+		g_ptr_array_add(argv, i && !strcmp(a->qemu_argv[i - 1], "-accel") ? accel_arg(a->qemu_argv[i])
+										 : g_strdup(a->qemu_argv[i]));
+	g_ptr_array_add(argv, g_strdup("-plugin"));
+	g_ptr_array_add(argv, g_strdup(arg));
 	g_ptr_array_add(argv, NULL);
 	ok = g_spawn_async(NULL, (char **)argv->pdata, NULL,
 			   G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL,
