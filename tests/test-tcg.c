@@ -283,6 +283,30 @@ static void test_refusals(void)
 	rm_rf(out2);
 }
 
+/* vmtrace script's instructions between branches (--insn-trace, i0ns):
+ * poked code as it was at the branch's time, not the image's first bytes
+ * (these gave t0120's instruction count gap: a 5-byte NOP the kernel wrote
+ * over five 1-byte ones walked as five). */
+static void disasm_in_time(const VtDecodeImage *img)
+{
+	g_autoptr(VtDecodeDisasm) d = vt_decode_disasm_new(img);
+	static const struct { guint64 ip, tsc; const char *text; } want[] = {
+		{ KTEXT + 1, VT_TCG_T0 + 99, "nop" },  { KTEXT + 1, VT_TCG_T0 + 100, "int3" },
+		{ KTEXT + 2, VT_TCG_T0 + 150, "ret" },  { KTEXT + 2, VT_TCG_T0 + 200, "nop" },
+		{ KTEXT + 1, VT_TCG_T0 + 99, "nop" },  { KTEXT + 2, 0, "ret" },   /* back in time: the cache keys on it */
+		{ KTEXT + 0x10000, VT_TCG_T0 + 200, "ret" },   /* a page never poked */
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+		const VtDisasmInsn *in = vt_decode_disasm_at_time(d, want[i].ip, VT_MODE_64, want[i].tsc);
+
+		g_assert_cmpstr(in->text, ==, want[i].text);
+		g_assert_cmpuint(in->len, ==, 1);
+		g_assert_cmphex(in->code[0], ==, want[i].text[0] == 'i' ? 0xcc : want[i].text[0] == 'r' ? 0xc3 : 0x90);
+	}
+	g_assert_cmpstr(vt_decode_disasm_at(d, KTEXT + 1)->text, ==, "nop");   /* no time: the first bytes */
+}
+
 /* The converted recording decoded as perf would: its TEXT_POKE applied to
  * the image (first bytes) from the poke's time on (src/decode/textpoke.c). */
 static void test_pokes(void)
@@ -315,6 +339,7 @@ static void test_pokes(void)
 	g_assert_cmphex(b[1], ==, 0xcc);           /* the first poke stays */
 	g_assert_cmphex(b[2], ==, 0x90);
 	g_assert_cmpuint(vt_decode_pokes_count(p), ==, 2);
+	disasm_in_time(img);
 	rm_rf(in);
 	rm_rf(out);
 }

@@ -58,6 +58,18 @@ static char *plugin_arg(const VtRecordTcg *a, const char *plugin, const char *ra
 	return g_string_free(s, FALSE);
 }
 
+/* An -accel argument: TCG without thread= gets thread=single.  QEMU runs
+ * an x86_64 guest's vCPUs in a thread each by default (MTTCG), and API v1's
+ * inline counter is shared by all threads: with one thread the vCPUs take
+ * turns and every count is exact (QEMU's own; -smp 1 is the same either
+ * way).  thread=multi stays (the summary warns). */
+static char *accel_arg(const char *v)
+{
+	if ((!strcmp(v, "tcg") || g_str_has_prefix(v, "tcg,")) && !strstr(v, "thread="))
+		return g_strconcat(v, ",thread=single", NULL);
+	return g_strdup(v);
+}
+
 /* Run QEMU to its end; *secs: how long it ran. */
 static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, double *secs, GError **error)
 {
@@ -69,10 +81,12 @@ static gboolean run_qemu(const VtRecordTcg *a, const char *arg, pid_t *pid, doub
 	int status = 0;
 	gboolean ok;
 
+	g_ptr_array_set_free_func(argv, g_free);
 	for (guint i = 0; a->qemu_argv[i]; i++)
-		g_ptr_array_add(argv, a->qemu_argv[i]);
-	g_ptr_array_add(argv, (gpointer) "-plugin");
-	g_ptr_array_add(argv, (gpointer)arg);
+		g_ptr_array_add(argv, i && !strcmp(a->qemu_argv[i - 1], "-accel") ? accel_arg(a->qemu_argv[i])
+										 : g_strdup(a->qemu_argv[i]));
+	g_ptr_array_add(argv, g_strdup("-plugin"));
+	g_ptr_array_add(argv, g_strdup(arg));
 	g_ptr_array_add(argv, NULL);
 	ok = g_spawn_async(NULL, (char **)argv->pdata, NULL,
 			   G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_CHILD_INHERITS_STDIN, NULL, NULL,
@@ -138,6 +152,9 @@ static void report_text(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 		st->packets, mib, secs, secs > 0 ? mib / secs : 0.0, st->file_bytes / 1048576.0, st->asyncs,
 		st->unresolved, st->inflight, st->code_bytes, st->code_pages, st->smc_translations,
 		st->smc_bytes, st->mode_changes, st->mode_resyncs, st->mode_ambiguous);
+	for (guint i = 0; st->n_per_vcpu > 1 && i < st->n_per_vcpu; i++)
+		fprintf(stderr, "  vCPU %u (tid %u): %" G_GUINT64_FORMAT " instructions traced, %" G_GUINT64_FORMAT
+			" started\n", st->per_vcpu[i].vcpu, st->per_vcpu[i].tid, st->per_vcpu[i].retired, st->per_vcpu[i].ran);
 	if (st->mttcg)
 		fprintf(stderr, "  warning: several TCG threads ran vCPUs: counts and streams are inexact "
 				"(use -accel tcg,thread=single)\n");
@@ -174,6 +191,17 @@ static void report_json(const VtRecordTcg *a, const VtTcgStats *st, double secs)
 	vt_json_kv_uint(j, "mode_resyncs", st->mode_resyncs);
 	vt_json_kv_uint(j, "mode_ambiguous", st->mode_ambiguous);
 	vt_json_kv_bool(j, "mttcg", st->mttcg);
+	vt_json_key(j, "per_vcpu");
+	vt_json_begin_array(j);
+	for (guint i = 0; i < st->n_per_vcpu; i++) {
+		vt_json_begin_object(j);
+		vt_json_kv_uint(j, "vcpu", st->per_vcpu[i].vcpu);
+		vt_json_kv_uint(j, "tid", st->per_vcpu[i].tid);
+		vt_json_kv_uint(j, "instructions", st->per_vcpu[i].retired);
+		vt_json_kv_uint(j, "started", st->per_vcpu[i].ran);
+		vt_json_end_object(j);
+	}
+	vt_json_end_array(j);
 	vt_json_end_object(j);
 	vt_json_free(j);
 }

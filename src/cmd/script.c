@@ -700,8 +700,9 @@ static void warn_unresolved(const Script *s)
 }
 
 /* The instruction at ip: in guest user space that of the line's guest
- * process (its mapping's file), else of the host or guest image. */
-static const VtDisasmInsn *disasm_at(Script *s, gboolean guest, guint64 ip, guint8 mode)
+ * process (its mapping's file), else of the host or guest image - code a
+ * TEXT_POKE changed as it was at tsc (the branch's time). */
+static const VtDisasmInsn *disasm_at(Script *s, gboolean guest, guint64 ip, guint8 mode, guint64 tsc)
 {
 	const VtDecodeImage *img = guest && s->guser && !(ip >> 47) ?
 		vt_decode_guest_user_image_at(s->guser, s->guest_pid, s->guest_time, ip) : NULL;
@@ -711,13 +712,13 @@ static const VtDisasmInsn *disasm_at(Script *s, gboolean guest, guint64 ip, guin
 		d = vt_decode_disasm_new(img);
 		g_hash_table_insert(s->user_disasm, (gpointer)img, d);
 	}
-	return vt_decode_disasm_at_mode(d, ip, mode);
+	return vt_decode_disasm_at_time(d, ip, mode, tsc);
 }
 
 /* " insn: BYTES" of the instruction at ip (in mode: VT_MODE_*) */
-static void insn_bytes(Script *s, guint64 ip, gboolean guest, guint8 mode)
+static void insn_bytes(Script *s, guint64 ip, gboolean guest, guint8 mode, guint64 tsc)
 {
-	insn_bytes_of(s, ip ? disasm_at(s, guest, ip, mode) : NULL);
+	insn_bytes_of(s, ip ? disasm_at(s, guest, ip, mode, tsc) : NULL);
 }
 
 /* The thread of one half of a branch, as perf's --tid sees it: in guest
@@ -782,9 +783,9 @@ static void branch_line(Script *s, const VtDecodeEvent *e, gboolean guest, guint
 		side(s, to, guest, f);
 	}
 	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
-		insn_bytes(s, b->from, b->from_guest, b->mode);
+		insn_bytes(s, b->from, b->from_guest, b->mode, b->tsc);
 	else if ((f & F_INSN) && from)
-		insn_bytes(s, from, guest, b->mode);
+		insn_bytes(s, from, guest, b->mode, b->tsc);
 	vt_textbuf_c(s->out, '\n');
 }
 
@@ -833,7 +834,7 @@ static Walk power_insn(Script *s, const VtDecodeEvent *e)
 	if (s->walk || !n->valid || n->guest != e->b.from_guest)
 		return found;
 	for (guint k = 0; k < MAX_STRAIGHT && ip < e->b.from; k++) {
-		const VtDisasmInsn *in = disasm_at(s, n->guest, ip, e->b.mode);
+		const VtDisasmInsn *in = disasm_at(s, n->guest, ip, e->b.mode, e->b.tsc);
 
 		if (!in->len)
 			break;
@@ -890,7 +891,7 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 		return;
 	if (b->kind == VT_BRANCH_CBR && w.valid) {
 		/* perf: a cbr sample keeps the flags of the last instruction */
-		const VtDisasmInsn *in = disasm_at(s, w.guest, w.ip, b->mode);
+		const VtDisasmInsn *in = disasm_at(s, w.guest, w.ip, b->mode, b->tsc);
 		VtBranch as = { .kind = VT_BRANCH_JUMP, .insn_kind = in->kind };
 
 		flags = in->kind == VT_INSN_OTHER || !in->len ? 0 : vt_decode_perf_flags(&as);
@@ -905,7 +906,7 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 		side(s, b->from, b->from_guest, f);
 	}
 	if (f & F_INSN)   /* perf: the last instruction decoded */
-		insn_bytes(s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest, b->mode);
+		insn_bytes(s, w.valid ? w.ip : b->from, w.valid ? w.guest : b->from_guest, b->mode, b->tsc);
 	vt_textbuf_c(s->out, '\n');
 }
 
@@ -1047,7 +1048,7 @@ static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint
 	gboolean any = FALSE;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
-		const VtDisasmInsn *in = disasm_at(s, w->guest, ip, e->b.mode);
+		const VtDisasmInsn *in = disasm_at(s, w->guest, ip, e->b.mode, e->b.tsc);
 
 		if (!in->len)
 			break;

@@ -54,6 +54,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeImage, vt_decode_image_free)
 /* The code bytes at vaddr (NULL when no code segment maps it); *avail: bytes
  * up to the end of that segment. */
 const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail);
+/* The same at time tsc (host TSC; 0: before any poke): where a TEXT_POKE
+ * changed the page(s) of vaddr..vaddr+n-1, their bytes at that time,
+ * copied to buf (n bytes at most) and *tag names the versions read (equal
+ * tags, equal bytes); elsewhere the image's bytes and *tag 0. */
+const guint8 *vt_decode_image_code_at(const VtDecodeImage *img, guint64 vaddr, guint64 tsc, guint8 *buf, gsize n,
+				      gsize *avail, guint64 *tag);
 /* The symbol containing addr and the offset into it; NULL if none. */
 const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset);
 /* Address of a symbol by name (the first one in file order); 0 if none. */
@@ -170,6 +176,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeDisasm, vt_decode_disasm_free)
  * replaced then). */
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip);
 const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guint8 mode);   /* VT_MODE_* */
+/* The same at time tsc: code that a TEXT_POKE changed as it was then
+ * (vt_decode_image_code_at); the image's bytes elsewhere. */
+const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guint8 mode, guint64 tsc);
 guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* slots filled */
 
 /* ------------------------------------------------------------- branches */

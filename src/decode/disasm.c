@@ -5,15 +5,27 @@
  * trace runs the same kernel code over and over.  A slot is replaced by
  * the next address that maps to it; no allocation per instruction (the
  * text lives in the slot; the rare longer one is allocated).  Memory is
- * the table's, whatever the trace's length or the code it touches. */
+ * the table's, whatever the trace's length or the code it touches.
+ * Code a TEXT_POKE changed is read as it was at the time asked
+ * (vt_decode_disasm_at_time) into a small table of its own, keyed on the
+ * address and the versions read, that holds the bytes too. */
 #include "config.h"
 
 #include <string.h>
 
 #include "src/decode/internal.h"
 
+typedef struct {
+	VtDisasmInsn in;
+	guint64 tag;                /* the poked versions its bytes are */
+	guint8 bytes[ZYDIS_MAX_INSTRUCTION_LENGTH];
+} Poked;
+
+#define POKED_SLOTS 1024u
+
 struct VtDecodeDisasm {
 	const VtDecodeImage *img;
+	Poked *poked;               /* POKED_SLOTS, made when first needed */
 	ZydisDecoder dec[4];        /* by VT_MODE_* */
 	ZydisFormatter fmt;
 	VtDisasmInsn *slots;
@@ -58,6 +70,10 @@ void vt_decode_disasm_free(VtDecodeDisasm *d)
 	for (gsize i = 0; i < (gsize)1 << (64 - d->shift); i++)
 		if (text_long(&d->slots[i]))
 			g_free((char *)d->slots[i].text);
+	for (guint i = 0; d->poked && i < POKED_SLOTS; i++)
+		if (text_long(&d->poked[i].in))
+			g_free((char *)d->poked[i].in.text);
+	g_free(d->poked);
 	g_free(d->slots);
 	g_free(d);
 }
@@ -84,14 +100,13 @@ static void set_symbol(const VtDecodeDisasm *d, VtDisasmInsn *in)
 		in->sym_off = 0;
 }
 
-static void fill(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode)
+/* in: the instruction at ip whose bytes are code (avail of them). */
+static void fill_code(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode, const guint8 *code, gsize avail)
 {
 	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction zi;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
 	char buf[256];
-	gsize avail = 0;
-	const guint8 *code = ip && d->img ? vt_decode_image_code(d->img, ip, &avail) : NULL;
 
 	if (text_long(in))
 		g_free((char *)in->text);
@@ -117,6 +132,14 @@ static void fill(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode)
 	set_text(in, buf);
 }
 
+static void fill(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode)
+{
+	gsize avail = 0;
+	const guint8 *code = ip && d->img ? vt_decode_image_code(d->img, ip, &avail) : NULL;
+
+	fill_code(d, in, ip, mode, code, avail);
+}
+
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip)
 {
 	return vt_decode_disasm_at_mode(d, ip, VT_MODE_64);
@@ -135,6 +158,32 @@ const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guin
 	if (G_UNLIKELY(in->ip != ip || in->mode != mode || !in->text))
 		fill(d, in, ip, mode);
 	return in;
+}
+
+const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guint8 mode, guint64 tsc)
+{
+	guint8 b[ZYDIS_MAX_INSTRUCTION_LENGTH];
+	gsize avail = 0;
+	guint64 tag = 0;
+	guint used;
+	Poked *p;
+
+	if (!ip || !d->img || !vt_decode_image_pokes(d->img) ||
+	    !vt_decode_image_code_at(d->img, ip, tsc, b, sizeof(b), &avail, &tag) || !tag)
+		return vt_decode_disasm_at_mode(d, ip, mode);
+	if (mode != VT_MODE_16 && mode != VT_MODE_32)
+		mode = VT_MODE_64;
+	if (!d->poked)
+		d->poked = g_new0(Poked, POKED_SLOTS);
+	p = &d->poked[(guint)((ip * 0x9e3779b97f4a7c15ULL) >> 54) % POKED_SLOTS];
+	if (p->in.ip == ip && p->in.mode == mode && p->tag == tag && p->in.text)
+		return &p->in;
+	memcpy(p->bytes, b, avail);
+	p->tag = tag;
+	used = d->used;                /* the main table's count only */
+	fill_code(d, &p->in, ip, mode, p->bytes, avail);
+	d->used = used;
+	return &p->in;
 }
 
 guint vt_decode_disasm_size(const VtDecodeDisasm *d)

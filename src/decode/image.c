@@ -444,6 +444,22 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 	return NULL;
 }
 
+const guint8 *vt_decode_image_code_at(const VtDecodeImage *img, guint64 vaddr, guint64 tsc, guint8 *buf, gsize n,
+				      gsize *avail, guint64 *tag)
+{
+	const VtDecodePokes *p = vt_decode_image_pokes(img);
+	gsize got = p && n ? vt_decode_pokes_read_tag(p, img, vaddr, tsc, buf, n, tag) : 0;
+
+	if (!p || !n)
+		*tag = 0;
+	if (got) {
+		*avail = got;
+		return buf;
+	}
+	*tag = 0;
+	return vt_decode_image_code(img, vaddr, avail);
+}
+
 /* The symbol last found by this thread and the addresses it covers:
  * script asks for the source of a branch just after the previous branch's
  * target, mostly in the same function. */

@@ -43,14 +43,22 @@ static gboolean meta_vcpu(const char *l, GArray *streams, VtTcgStats *st)
 {
 	guint idx;
 	long tid;
-	guint64 bytes, packets, retired, async, faults, rep, unres, filt, fin, infl;
+	guint64 bytes, packets, retired, async, faults, rep, unres, filt, fin, infl, ran = 0;
 
 	if (sscanf(l, "vcpu %u tid %ld bytes %" G_GUINT64_FORMAT " packets %" G_GUINT64_FORMAT " retired %"
 		   G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %" G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT
 		   " unresolved %" G_GUINT64_FORMAT " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT
-		   " inflight %" G_GUINT64_FORMAT,
-		   &idx, &tid, &bytes, &packets, &retired, &async, &faults, &rep, &unres, &filt, &fin, &infl) != 12)
+		   " inflight %" G_GUINT64_FORMAT " ran %" G_GUINT64_FORMAT,
+		   &idx, &tid, &bytes, &packets, &retired, &async, &faults, &rep, &unres, &filt, &fin, &infl, &ran) < 12)
 		return FALSE;
+	if (st->n_per_vcpu < VT_TCG_STATS_VCPUS) {
+		guint k = st->n_per_vcpu++;
+
+		st->per_vcpu[k].vcpu = idx;
+		st->per_vcpu[k].tid = (uint32_t)tid;
+		st->per_vcpu[k].retired = retired;
+		st->per_vcpu[k].ran = ran;
+	}
 	if (streams) {
 		Stream s = { idx, (uint32_t)tid, bytes };
 
@@ -720,6 +728,8 @@ gboolean vt_tcg_convert(const VtTcgConvertOptions *o, VtTcgStats *st, GError **e
 	if (!read_meta(o->in_dir, st, streams, error))
 		return FALSE;
 	distinct_tids(streams);
+	for (guint i = 0; i < streams->len && i < st->n_per_vcpu; i++)
+		st->per_vcpu[i].tid = g_array_index(streams, Stream, i).tid;
 	if (!streams->len) {
 		g_set_error(error, VT_TCG_ERROR, VT_TCG_ERROR_NO_TRACE,
 			    "no vCPU reached kernel code (address bit 63 set): nothing was traced");

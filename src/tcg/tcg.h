@@ -32,6 +32,8 @@ typedef struct {
 	const char *const *argv;     /* HEADER_CMDLINE */
 } VtTcgConvertOptions;
 
+#define VT_TCG_STATS_VCPUS 64
+
 typedef struct {
 	guint vcpus;
 	gboolean kernel_only, mttcg;
@@ -50,6 +52,13 @@ typedef struct {
 	uint64_t mode_changes;       /* MODE.Exec changes of 16/32/64-bit mode in the trace */
 	uint64_t mode_resyncs;       /* ... where no TIP went: a TIP.PGD/TIP.PGE pair (a wrong guess) */
 	uint64_t mode_ambiguous;     /* translations that ran alike in several modes */
+	guint n_per_vcpu;            /* traced vCPUs (at most VT_TCG_STATS_VCPUS of them here): */
+	struct {
+		guint vcpu;
+		uint32_t tid;            /* its stream's thread in the recording */
+		uint64_t retired;        /* its instructions in the trace */
+		uint64_t ran;            /* all it started, traced or not (0: plugin too old to say) */
+	} per_vcpu[VT_TCG_STATS_VCPUS];
 } VtTcgStats;
 
 /* The plugin's meta file (for callers that want the counts only). */

@@ -6,8 +6,10 @@
  *
  *   -plugin vmtrace-tcg.so,out=DIR[,filter=kernel][,skip=N][,limit=N][,psb=BYTES]
  *
- * skip: tracing starts at the first kernel instruction after N
- * instructions; limit: it stops N instructions after it started.
+ * skip: a vCPU's tracing starts at its first kernel instruction after N
+ * instructions (or, without filter=kernel, at a real-mode block after N:
+ * an AP started by INIT/SIPI); limit: it stops N instructions after it
+ * started.
  *
  * How control flow is rebuilt, per vCPU, from one callback per executed
  * translated block (TB) and one inline counter per instruction:
@@ -68,6 +70,11 @@
  * Counting: with one TCG thread (-smp 1, or -accel tcg,thread=single) the
  * counts are exact; multi-threaded TCG shares the inline counter between
  * threads (API v1 has no per-vCPU inline counters): meta says "mttcg 1".
+ * With one thread the vCPUs take turns in it (round-robin): the
+ * instructions started since the last TB callback are the previous
+ * callback's vCPU's, so each vCPU's own count ("ran", traced or not) is
+ * exact too.  Each vCPU has its own mode: an AP starts in real mode at
+ * its SIPI vector (INIT/SIPI: an interrupt-like FUP + TIP from its HLT).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -132,6 +139,7 @@ typedef struct {
 	Pend pend[MAX_PEND];
 	unsigned npend;
 	long tid;
+	uint64_t ran;                  /* instructions it started, traced or not (per-vCPU count) */
 	uint64_t retired, asyncs, faults, rep_iters, unresolved, inflight, filtered, final_started, packets;
 } Vcpu;
 
@@ -779,24 +787,43 @@ static void stop_all(void)
 	g.stopped_at = g.started;
 }
 
+/* Does a vCPU not traced yet start at cur?  At its first block (in the
+ * filter); with skip=N at its first kernel-half block after N, or - all
+ * traced - at a real-mode block after N: an AP that INIT/SIPI started
+ * (Linux's trampoline), so that its startup is traced from its first
+ * instruction (16-, 32-, 64-bit) as the boot CPU's is from the reset
+ * vector. */
+static int start_here(const Tb *cur)
+{
+	if (!g.skip)
+		return in_filter(cur);
+	return g.started >= g.skip && (cur->kernel || (!g.kernel_only && cur->modes == M16));
+}
+
 static void vcpu_tb_exec(unsigned int vi, void *udata)
 {
 	Tb *cur = udata;
 	Vcpu *v;
 	uint64_t d;
 
-	if (g.stopped || vi >= g.nvcpus)
+	if (vi >= g.nvcpus)
 		return;
 	v = &g.v[vi];
 	d = g.started - g.mark;
 	g.mark = g.started;
+	if (g.last_v >= 0)
+		g.v[g.last_v].ran += d;
+	if (g.stopped) {
+		g.last_v = (int)vi;
+		return;
+	}
 	if (g.last_v >= 0 && g.v[g.last_v].started)
 		g.v[g.last_v].prev_d = d;
 	else
 		g.before += d;
 	g.last_v = (int)vi;
 	if (!v->started) {
-		if (g.started < g.skip || !(g.skip ? cur->kernel : in_filter(cur)))
+		if (!start_here(cur))
 			return;
 		v->started = 1;
 		v->tid = gettid();
@@ -1100,8 +1127,9 @@ static void write_meta(void)
 				       " retired %" G_GUINT64_FORMAT " async %" G_GUINT64_FORMAT " faults %"
 				       G_GUINT64_FORMAT " rep %" G_GUINT64_FORMAT " unresolved %" G_GUINT64_FORMAT
 				       " filtered %" G_GUINT64_FORMAT " final %" G_GUINT64_FORMAT " inflight %"
-				       G_GUINT64_FORMAT "\n", i, v->tid, out_pos(v), v->packets, v->retired, v->asyncs,
-				       v->faults, v->rep_iters, v->unresolved, v->filtered, v->final_started, v->inflight);
+				       G_GUINT64_FORMAT " ran %" G_GUINT64_FORMAT "\n", i, v->tid, out_pos(v), v->packets,
+				       v->retired, v->asyncs, v->faults, v->rep_iters, v->unresolved, v->filtered,
+				       v->final_started, v->inflight, v->ran);
 	}
 	g_file_set_contents(path, s->str, (gssize)s->len, NULL);
 	g_string_free(s, TRUE);
@@ -1113,6 +1141,9 @@ static void plugin_exit(qemu_plugin_id_t id, void *p)
 	(void)p;
 	if (!g.stopped)
 		stop_all();   /* after: 0 */
+	if (g.last_v >= 0)
+		g.v[g.last_v].ran += g.started - g.mark;
+	g.mark = g.started;
 	/* interrupts still in flight when tracing stopped keep their defaults */
 	for (unsigned i = 0; i < g.nvcpus; i++)
 		for (unsigned k = 0; k < g.v[i].npend; k++) {

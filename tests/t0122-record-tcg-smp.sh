@@ -1,0 +1,105 @@
+#!/bin/sh
+# record --source tcg of an SMP guest (issue #15): QEMU boots the test
+# kernel with -smp 2 and a plain "-accel tcg" (QEMU's default for x86_64
+# is a thread per vCPU, MTTCG: vmtrace adds thread=single, so the vCPUs
+# take turns in one thread and every count is exact).  The window (--tcg-skip
+# 155 M, --tcg-limit 14 M) holds Linux bringing up the AP (INIT/SIPI near
+# 163-165 M instructions): vCPU 0 is traced from its first kernel
+# instruction after the skip, vCPU 1 from its first instruction after the
+# SIPI - the real-mode trampoline at 0x99000 - through 32-bit to the
+# kernel half.  Checked: one AUX stream and thread per vCPU; each vCPU's
+# started count = QEMU's own for that vCPU (tests/tcg-count.so percpu=1:
+# a callback per instruction with the vCPU's index); vmtrace script decodes
+# exactly each vCPU's traced instructions with zero errors; the AP's first
+# decoded instructions are the trampoline's, in 16-bit, then 32-bit, then
+# 64-bit code; vmtrace report's per-vCPU section has both; perf script on
+# the AP (numbers printed: perf 6.1 decodes guest code as 64-bit).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+need_perf
+need_python
+command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86 (apt-get install qemu-system-x86)"
+: "${VMTRACE_TCG_PLUGIN:?run through make check (VMTRACE_TCG_PLUGIN)}"
+: "${TCG_COUNT:?run through make check (TCG_COUNT)}"
+
+"$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/img" 2>"$TMP/image.err" ||
+	skip "cannot get the guest kernel: $(tail -1 "$TMP/image.err")"
+timeout 900 "$VMTRACE" record --source tcg --tcg-skip 155000000 --tcg-limit 14000000 -o "$TMP/rec" --json \
+	-- qemu-system-x86_64 -accel tcg -m 256 -smp 2 -nodefaults -no-user-config -display none \
+	-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
+	-plugin "$TCG_COUNT,out=$TMP/count,percpu=1" >"$TMP/rec.json" 2>"$TMP/rec.err"
+check "record --source tcg -smp 2: exit 0" test $? = 0 || sed 's/^/# /' "$TMP/rec.err"
+echo "# QEMU's count: $(tr '\n' ' ' <"$TMP/count")"
+echo "# record: $(grep vCPU "$TMP/rec.err" | tr '\n' ' ')"
+check "one TCG thread (vmtrace added thread=single): not MTTCG" json_check "$TMP/rec.json" "not j['mttcg']"
+check "both vCPUs traced, each its own AUX stream and thread" \
+	json_check "$TMP/rec.json" "j['vcpus'] == 2 and [v['vcpu'] for v in j['per_vcpu']] == [0, 1] and \
+		j['per_vcpu'][0]['tid'] != j['per_vcpu'][1]['tid'] and min(v['instructions'] for v in j['per_vcpu']) > 1000"
+"$PYTHON3" - "$TMP/count" "$TMP/rec.json" >"$TMP/percpu" <<'EOF'
+import json, sys
+qemu = {int(l.split()[1]): int(l.split()[3]) for l in open(sys.argv[1]) if l.startswith("vcpu ")}
+j = json.load(open(sys.argv[2]))
+print("ok" if qemu and qemu == {v["vcpu"]: v["started"] for v in j["per_vcpu"]} and sum(qemu.values()) == j["started"]
+      else "differ: QEMU %s plugin %s" % (qemu, j["per_vcpu"]))
+EOF
+check "each vCPU's started count = QEMU's own for that vCPU ($(cat "$TMP/percpu"))" test "$(cat "$TMP/percpu")" = ok
+check "the AP's 16 -> 32 -> 64-bit startup: MODE.Exec at TIPs, none guessed wrong" \
+	json_check "$TMP/rec.json" "j['mode_changes'] >= 2 and j['mode_resyncs'] == 0"
+AP=$("$PYTHON3" -c "import json; print(json.load(open('$TMP/rec.json'))['per_vcpu'][1]['tid'])")
+BSP=$("$PYTHON3" -c "import json; print(json.load(open('$TMP/rec.json'))['per_vcpu'][0]['tid'])")
+
+# every traced instruction's thread, and the errors, in one pass
+"$VMTRACE" script "$TMP/rec" --guest "$TMP/rec/guest" --itrace=i0nse -F tid 2>"$TMP/i.err" | awk -v ap="$AP" -v bsp="$BSP" '
+	/error/ { err++; next }
+	$1 == bsp { b++ } $1 == ap { a++ }
+	END { print b + 0, a + 0, err + 0 }' >"$TMP/i.sum"
+read -r nbsp nap nerr <"$TMP/i.sum"
+check "vmtrace script: zero decode errors on both vCPUs" sh -c "[ '$nerr' = 0 ] && [ ! -s '$TMP/i.err' ]"
+# The boot patches code inside this window: where the patched code runs
+# right after its PSB+, script's walk up to the block libipt returns after
+# the PSB+ (a VT_BRANCH_FLOW_END, at the last branch's time) reads the
+# bytes from before the poke (1 and 5 instructions in two runs, 0 in others)
+check "it decodes each vCPU's traced instructions ($nbsp, $nap; exact but where code patched in the window runs at a PSB+)" \
+	json_check "$TMP/rec.json" "all(abs(v['instructions'] - n) * 100000 <= v['instructions'] \
+		for v, n in zip(j['per_vcpu'], [int('$nbsp'), int('$nap')]))"
+
+# the AP from its first instruction to its first kernel-half one
+"$VMTRACE" script "$TMP/rec" --guest "$TMP/rec/guest" --insn-trace -F ip,insn,disasm --tid "$AP" 2>/dev/null | awk '
+	{ print }
+	$1 ~ /^ffff/ { exit }' >"$TMP/ap.txt"
+echo "# the AP: $(wc -l <"$TMP/ap.txt") instructions from $(head -1 "$TMP/ap.txt" | awk '{print $1}') to the kernel half"
+check "the AP's first instruction is the trampoline's at 0x99000 (cli)" grep -q '^ *99000 insn: fa[[:space:]]*cli' "$TMP/ap.txt"
+check "the AP runs 16-bit (ljmp seg:off), 32-bit (%e.., ljmp to a selector) and reaches the kernel half" sh -c "
+	grep -q 'ljmp 0x9800:' '$TMP/ap.txt' && grep -q '%e[abcds][xip]' '$TMP/ap.txt' &&
+	tail -1 '$TMP/ap.txt' | grep -q '^ *ffff'"
+
+"$VMTRACE" report "$TMP/rec" --guest "$TMP/rec/guest" --json >"$TMP/report.json" 2>"$TMP/report.err"
+rc=$?
+"$PYTHON3" -c "
+import json, sys
+v = json.load(open(sys.argv[1])).get('vcpus', [])
+print(len(v), ' '.join('vcpu %s tid %s guest %s' % (x.get('vcpu'), x.get('tid'), x.get('guest')) for x in v))" \
+	"$TMP/report.json" >"$TMP/report.sum" 2>&1
+check "vmtrace report: exit 0, its per-vCPU section has both vCPUs ($(cat "$TMP/report.sum"))" \
+	sh -c "[ $rc = 0 ] && grep -q '^2 vcpu 0 .*vcpu 1 ' '$TMP/report.sum'"
+
+# perf 6.1 ignores guest TEXT_POKEs (errors on code the kernel patched) and
+# decodes guest code as 64-bit; --tid drops guest samples: all, then the AP's
+timeout 600 "$PERF" script -i "$TMP/rec" --guestkallsyms "$TMP/rec/guest/kallsyms" --guest-code --itrace=be -F tid,ip,addr \
+	>"$TMP/perf.out" 2>"$TMP/perf.err"
+check "perf script: exit 0" test $? = 0
+"$PYTHON3" - "$TMP/perf.out" "$AP" <<'EOF' >"$TMP/perf.sum"
+import re, sys
+ap = sys.argv[2]
+br = re.compile(r"^\s*(\d+)\s+([0-9a-f]+) =>")
+er = re.compile(r"instruction trace error .* tid (\d+) ip (0x[0-9a-f]+)")
+mine = []
+for l in open(sys.argv[1]):
+    m, e = br.match(l), er.search(l)
+    if (m and m.group(1) == ap) or (e and e.group(1) == ap):
+        mine.append((int(m.group(2), 16) if m else None, bool(e)))
+k = next((i for i, (ip, e) in enumerate(mine) if ip and ip >> 63), len(mine))
+print("before its first kernel-half branch: %d errors, %d branches; from there: %d errors, %d branches"
+      % (sum(e for _, e in mine[:k]), sum(not e for _, e in mine[:k]), sum(e for _, e in mine[k:]), sum(not e for _, e in mine[k:])))
+EOF
+echo "# perf script on the AP: $(cat "$TMP/perf.sum")"
+finish
