@@ -1,11 +1,12 @@
 #!/bin/sh
 # Our block walker (src/decode/walk.c) against libipt's block decoder
 # itself: vmtrace script with VMTRACE_DECODER=walk and =blk prints the same
-# bytes for --itrace=be, --call-ret-trace and --insn-trace (cmp; the first
+# bytes for --itrace=bep, --call-ret-trace and --insn-trace (cmp; the first
 # differing lines shown on failure) on a matrix of recordings of real
 # kernel code: per thread and per CPU, timed and timeless, CYC and MTC
 # period 0, 1-8 vCPUs, 2 VMs, the guest kernel at another address, VM exits
-# handled in user space (TIP.PGD/TIP.PGE: disable and enable events), small
+# handled in user space (TIP.PGD/TIP.PGE: disable and enable events),
+# overflows (OVF), lost AUX data, changing core:bus ratios, small
 # windows (seams, warm-up), corrupt AUX data (t0099's: errors and resync),
 # guest user code of two processes at one address (t0083's setup: the code
 # hook), and - with QEMU - a TCG recording from the reset vector (16- and
@@ -19,7 +20,7 @@ make_code_dirs --alt
 same() {
 	s_name=$1 s_rec=$2
 	shift 2
-	for s_mode in --itrace=be --call-ret-trace --insn-trace; do
+	for s_mode in --itrace=bep --call-ret-trace --insn-trace; do
 		VMTRACE_DECODER=blk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/blk" 2>"$TMP/blk.err"
 		s_rb=$?
 		VMTRACE_DECODER=walk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/walk" 2>"$TMP/walk.err"
@@ -58,6 +59,10 @@ cpu-8vcpu-4cpu-timed    256K --vcpus 8 --per-cpu --cpus 4 --psb-period 0
 thread-2vcpu-user-exits 96K  --vcpus 2 --user-exit-percent 50 --seed 9
 tnt-dense               128K --vcpus 2 --host-steps 2000
 exit-heavy              128K --vcpus 4 --host-steps 6
+thread-2vcpu-ovf        96K  --vcpus 2 --ovf-every 50 --timeless --seed 21
+cpu-2vcpu-ovf           96K  --vcpus 2 --ovf-every 7 --per-cpu --cpus 2 --seed 21
+thread-2vcpu-aux-lost   96K  --vcpus 2 --aux-truncated-every 3 --seed 21
+thread-2vcpu-cbr        96K  --vcpus 2 --cbr-vary --cyc --seed 21
 CONFIGS
 
 # windows of 4 KiB: a fresh decoder at every seam, warmed up on the segment before

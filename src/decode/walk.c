@@ -26,7 +26,7 @@
  * first one's tag, and it is found again only with that tag: a text poke
  * gives another tag, so a kept block never outlives its bytes.  The table
  * belongs to the image (all queues' walkers share it, in any thread) and
- * is bounded: 2^17 slots of 48 bytes (6 MiB, touched as used).
+ * is bounded: 2^17 slots of 56 bytes (7 MiB, touched as used).
  *
  * Instructions: the common 64-bit ones by a length decoder of our own
  * (fast_decode: one-byte and 0x0f maps, the classes pt_ild gives them),
