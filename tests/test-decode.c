@@ -103,6 +103,9 @@ static void test_image(void)
 	g_assert_null(vt_decode_image_symbol(img, 0xffffffff80000000ULL, &off));
 	g_assert_cmpuint(vt_decode_image_lookup(img, "helper"), ==, 0xffffffff81000010ULL);
 	g_assert_cmpuint(vt_decode_image_lookup(img, "nothing"), ==, 0);
+	/* a name whose address a later symbol holds is still found by name */
+	g_assert_cmpuint(vt_decode_image_lookup(img, "_text"), ==, 0xffffffff81000000ULL);
+	g_assert_cmpuint(vt_decode_image_lookup(img, "startup_64"), ==, 0xffffffff81000000ULL);
 	g_assert_cmpuint(vt_decode_image_text(img), ==, 0xffffffff81000000ULL);
 	funcs = vt_decode_image_functions(img, &n);   /* T/t with 16 bytes of code */
 	g_assert_cmpuint(n, ==, 3);
