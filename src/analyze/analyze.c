@@ -124,19 +124,28 @@ static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guin
  * entry_), up to the next function
  * and at most THUNK_MAX bytes (kernels without those bounds; SRSO's pieces
  * outside them). */
+static gboolean ends_with(const char *s, gsize len, const char *suffix)
+{
+	gsize n = strlen(suffix);
+
+	return len >= n && !memcmp(s + len - n, suffix, n);
+}
+
+/* (every function's name is tested: the cheap tests first) */
 static gboolean thunk_name(const char *s)
 {
 	static const char *const prefix[] = { "__x86_", "srso_", "retbleed_", "its_", "call_depth_", "zen_", "entry_" };
-	gboolean mitigation = FALSE;
+	gsize len = s ? strlen(s) : 0;
 
-	if (!s)
+	if (!strncmp(s ? s : "", "__x86_indirect_", 15))
+		return strstr(s, "thunk") != NULL;
+	if (!len || !(ends_with(s, len, "_return_thunk") || ends_with(s, len, "_safe_ret") ||
+		      ends_with(s, len, "_untrain_ret") || !strcmp(s, "__x86_return_skl")))
 		return FALSE;
-	if (g_str_has_prefix(s, "__x86_indirect_") && strstr(s, "thunk"))
-		return TRUE;
 	for (guint i = 0; i < G_N_ELEMENTS(prefix); i++)
-		mitigation |= g_str_has_prefix(s, prefix[i]);
-	return mitigation && (g_str_has_suffix(s, "_return_thunk") || g_str_has_suffix(s, "_safe_ret") ||
-			      g_str_has_suffix(s, "_untrain_ret") || !strcmp(s, "__x86_return_skl"));
+		if (g_str_has_prefix(s, prefix[i]))
+			return TRUE;
+	return FALSE;
 }
 
 static gint range_cmp(gconstpointer x, gconstpointer y)
