@@ -20,7 +20,8 @@ call): counts and max; per function: calls, self and inclusive time and
 instructions; the guest's first calls (a call, or a jump to a function's
 first instruction from outside it) in order; syscalls - and compares:
 all exact.  Timeless recordings: the clock is the instructions each thread
-ran (the truth's INSNS).  Prints one summary line; exit 1 on a difference.
+ran (the truth's INSNS; those before a PSB+ and a queue's end, `# psb` and
+`# end`, are the previous branch's thread's: the decoder's flow ends).  Prints one summary line; exit 1 on a difference.
 """
 import bisect
 import collections
@@ -28,6 +29,8 @@ import json
 import sys
 
 ASYNC = {'vmexit', 'trace-end', 'async'}   # bound to a FUP: the IP does not run
+FLOW = {}                                  # (queue, branches before) -> instructions run by a PSB+ or the end
+BRANCHES = collections.Counter()           # queue -> branches
 MAX_DEPTH = 1024                           # frames a call stack holds (analyze.h)
 
 
@@ -53,12 +56,55 @@ def symbol(syms, addr):
     return names[i], addrs[i]
 
 
+def thunk_name(s):
+    return (s.startswith('__x86_indirect_') and 'thunk' in s) or (
+        s.startswith(('__x86_', 'srso_', 'retbleed_', 'its_', 'call_depth_', 'zen_', 'entry_')) and
+        (s.endswith(('_return_thunk', '_safe_ret', '_untrain_ret')) or s == '__x86_return_skl'))
+
+
+def load_thunks(path):
+    """retpoline and return thunk code (vmtrace-report(1)): [__indirect_thunk_start,
+    __indirect_thunk_end) and the text symbols named like thunks up to the next
+    one, at most 64 bytes; sorted, merged ranges"""
+    names, first = {}, {}
+    for line in open(path):
+        f = line.rstrip('\n').split(' ', 2)
+        if len(f) < 3 or f[1] not in 'Tt':
+            continue
+        addr, name = int(f[0], 16), f[2].split('\t')[0]
+        if addr:
+            names[addr] = name
+            first.setdefault(name, addr)
+    addrs = sorted(names)
+    ranges = [(a, min(addrs[i + 1] if i + 1 < len(addrs) else a + 64, a + 64)) for i, a in enumerate(addrs)
+              if thunk_name(names[a])]
+    lo, hi = first.get('__indirect_thunk_start', 0), first.get('__indirect_thunk_end', 0)
+    if lo and hi > lo:
+        ranges.append((lo, hi))
+    merged = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [a for a, _ in merged], [b for _, b in merged]
+
+
+def in_ranges(r, addr):
+    i = bisect.bisect_right(r[0], addr) - 1
+    return i >= 0 and addr < r[1][i]
+
+
 def load_truth(path, per_cpu):
     """per thread (per CPU and thread in per-CPU recordings) the branches in order"""
     per_tid = collections.defaultdict(collections.deque)
     for line in open(path):
+        if line.startswith(('# end ', '# psb ')):   # a queue's instructions at a PSB+, at its end
+            _, _, q, insns = line.split()
+            FLOW[(int(q), BRANCHES[int(q)])] = int(insns)
         if line.startswith('#'):
             continue
+        BRANCHES[int(line.split()[0])] += 1
         q, tid, kind, frm, to, where, vcpu, insns, ret = line.split()[:9]
         guest = where == 'guest'
         per_tid[(int(q) if per_cpu else -1, int(tid))].append(dict(queue=int(q), kind=kind, frm=int(frm, 16), to=int(to, 16),
@@ -80,8 +126,9 @@ class Ctx:
 
 
 class Model:
-    def __init__(self, host, guest, timed):
+    def __init__(self, host, guest, timed, thunks=None):
         self.syms = {False: host, True: guest}
+        self.thunks = thunks or {False: ([], []), True: ([], [])}
         self.timed = timed
         self.vcpus = collections.defaultdict(lambda: dict(guest=0, host=0, exits=0, lat=[], first=None, last=0))
         self.groups = collections.Counter()
@@ -95,6 +142,8 @@ class Model:
         self.sys_entry = min(names) if names else None
         self.ctx = collections.defaultdict(Ctx)
         self.queue_insns = {}
+        self.seen = collections.Counter()
+        self.tail = None
 
     # -- frames
     def close(self, c, guest, complete):
@@ -152,36 +201,36 @@ class Model:
 
     # -- events
     def insns_of(self, t):
-        """instructions the decoder counts up to this branch (its queue's)"""
-        prev = self.queue_insns.get(t['queue'])
+        """instructions the queue ran up to this branch since the previous one
+        (the first: since the walk began, where synth's first PSB+ is)"""
+        prev = self.queue_insns.get(t['queue'], 0)
         self.queue_insns[t['queue']] = t['insns']
-        if prev is None:
-            return 1 if t['frm'] and t['kind'] not in ASYNC else 0
         return t['insns'] - prev
 
     def event(self, t, time, vcpu):
         c = self.ctx[t['tid']]
         c.vcpu = vcpu
-        c.insns += self.insns_of(t)
+        n = self.insns_of(t)
+        q = t['queue']
+        self.seen[q] += 1
+        if FLOW.get((q, self.seen[q]), 0) > t['insns']:
+            self.tail = (c, FLOW[(q, self.seen[q])] - t['insns'])
+            self.queue_insns[q] = FLOW[(q, self.seen[q])]
+        c.insns += n
         c.now = max(time, c.now) if self.timed else c.insns
-        if not c.started:
+        if not c.started:                       # the instructions up to the first branch ran in its mode
             c.started = True
-            c.mode_start, c.mode_insns = c.now, c.insns
+            c.mode_start, c.mode_insns = c.now if self.timed else c.now - n, c.insns - n
             c.guest = (t['from_guest'] if t['frm'] else t['to_guest']) and t['kind'] != 'vmentry'
         k = t['kind']
-        if k == 'call' and t['from_guest'] == t['to_guest']:
+        if k in ('call', 'return', 'jump') and t['from_guest'] == t['to_guest'] and self.thunk_flow(c, t):
+            pass
+        elif k == 'call' and t['from_guest'] == t['to_guest']:
             self.call(c, t)
         elif k == 'jump' and t['from_guest'] == t['to_guest']:
             self.tail_call(c, t)
         elif k == 'return' and t['from_guest'] == t['to_guest']:
-            st = c.stack[t['from_guest']]
-            i = len(st)
-            while i and st[i - 1]['ret'] != t['to']:
-                i -= 1
-            if not i:
-                self.unmatched += 1
-            while len(st) >= i and i:
-                self.close(c, t['from_guest'], True)
+            self.ret(c, t)
         elif k == 'vmexit':
             self.exit_end(c, False)
             if c.guest:
@@ -202,8 +251,72 @@ class Model:
             self.sys_unnamed(c)
             c.sys = c.now
 
+    def flow_tail(self):
+        """after a branch: the instructions that ran before a PSB+ (the thread may
+        change there) or the queue's end (its last TNT bits prove them): the
+        branch's thread's, at its time (timeless: they move the clock)"""
+        if self.tail:
+            c, n = self.tail
+            self.tail = None
+            c.insns += n
+            if not self.timed:
+                c.now = c.insns
+
+    def ret(self, c, t):
+        st = c.stack[t['from_guest']]
+        i = len(st)
+        while i and st[i - 1]['ret'] != t['to']:
+            i -= 1
+        if not i:
+            self.unmatched += 1
+        while len(st) >= i and i:
+            self.close(c, t['from_guest'], True)
+
+    def thunk_flow(self, c, t):
+        """a call through a retpoline (call thunk ... ret/jmp to the callee) is a
+        call of the callee; returns through return thunks are returns"""
+        g = t['from_guest']
+        frm, to = in_ranges(self.thunks[g], t['frm']), in_ranges(self.thunks[g], t['to'])
+        if frm == to:
+            return frm
+        if t['kind'] == 'call':
+            return False
+        if to:
+            return t['kind'] == 'jump'
+        st = c.stack[g]
+        top = st[-1] if st else None
+        if top is not None and top['pending']:
+            self.named(c, g, top, top['func'] if top['ret'] == t['to'] else t['to'])
+            if top['ret'] == t['to']:
+                self.close(c, g, True)
+        elif any(f['ret'] == t['to'] for f in st):
+            self.ret(c, t)
+        else:
+            self.tail_call(c, t)
+        return True
+
+    def named(self, c, g, f, addr):
+        """frame f (on top) calls the function at addr"""
+        name, start = symbol(self.syms[g], addr)
+        f['func'], f['pending'] = start, False
+        if not g and c.exit is not None and not c.exit['seen']:
+            c.exit['first_call'], c.exit['seen'] = name, True
+        if g and c.sys is not None and name and name.startswith(('__x64_sys_', '__ia32_sys_', '__do_sys_')):
+            c.sys, c.sys_name, f['syscall'] = None, name, True
+        self.first_entry(g, name, start, c)
+
     def call(self, c, t):
         g = t['to_guest']
+        if in_ranges(self.thunks[g], t['to']):      # the callee is known when the thunk leaves
+            if len(c.stack[g]) == MAX_DEPTH:
+                keep = c.stack[g][MAX_DEPTH // 2:]
+                del c.stack[g][MAX_DEPTH // 2:]
+                while c.stack[g]:
+                    self.close(c, g, False)
+                c.stack[g].extend(keep)
+            c.stack[g].append(dict(func=symbol(self.syms[g], t['to'])[1], ret=t['ret'], start=c.now, insn0=c.insns,
+                                   child=0, child_i=0, other=0, other_i=0, syscall=False, pending=True))
+            return
         name, start = symbol(self.syms[g], t['to'])
         if not g and c.exit is not None and not c.exit['seen']:
             c.exit['first_call'], c.exit['seen'] = name, True
@@ -217,7 +330,7 @@ class Model:
                 self.close(c, g, False)
             c.stack[g].extend(keep)
         c.stack[g].append(dict(func=start, ret=t['ret'], start=c.now, insn0=c.insns, child=0, child_i=0,
-                               other=0, other_i=0, syscall=is_sys))
+                               other=0, other_i=0, syscall=is_sys, pending=False))
         self.first_entry(g, name, start, c)
 
     def first_entry(self, g, name, start, c):
@@ -301,7 +414,7 @@ def main():
     branches, hk, gk, script, report = sys.argv[1:]
     rep = json.load(open(report))
     truth = load_truth(branches, rep['per_cpu'])
-    m = Model(load_symbols(hk), load_symbols(gk), rep['timed'])
+    m = Model(load_symbols(hk), load_symbols(gk), rep['timed'], {False: load_thunks(hk), True: load_thunks(gk)})
     n = 0
     for line in open(script):
         e = json.loads(line)
@@ -316,6 +429,7 @@ def main():
             raise SystemExit('thread %d, branch %d: truth %s %#x => %#x, decoded %s' % (
                 e['tid'], n, t['kind'], t['frm'], t['to'], line))
         m.event(t, e.get('time', 0), e.get('vcpu', -1))
+        m.flow_tail()
         n += 1
     left = sum(len(q) for q in truth.values())
     if left:

@@ -53,6 +53,29 @@ static void test_json_layout(void)
 			       "\"mib\": 1.25, \"nan\": null}\n");
 }
 
+/* numbers at their limits, written without printf */
+static void build_numbers(VtJson *j)
+{
+	vt_json_begin_array(j);
+	vt_json_uint(j, 0);
+	vt_json_uint(j, G_MAXUINT64);
+	vt_json_int(j, 0);
+	vt_json_int(j, G_MININT64);
+	vt_json_int(j, G_MAXINT64);
+	vt_json_hex(j, 0);
+	vt_json_hex(j, G_MAXUINT64);
+	vt_json_bool(j, FALSE);
+	vt_json_end_array(j);
+}
+
+static void test_json_numbers(void)
+{
+	g_autofree char *s = json_of(build_numbers);
+
+	g_assert_cmpstr(s, ==, "[0, 18446744073709551615, 0, -9223372036854775808, 9223372036854775807, \"0x0\", "
+			       "\"0xffffffffffffffff\", false]\n");
+}
+
 static void test_json_escaping(void)
 {
 	GString *s = g_string_new(NULL);
@@ -240,6 +263,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/json/layout", test_json_layout);
+	g_test_add_func("/json/numbers", test_json_numbers);
 	g_test_add_func("/json/escaping", test_json_escaping);
 	g_test_add_func("/json/stream", test_json_stream);
 	g_test_add_func("/json/file", test_json_file);

@@ -103,6 +103,9 @@ static void test_image(void)
 	g_assert_null(vt_decode_image_symbol(img, 0xffffffff80000000ULL, &off));
 	g_assert_cmpuint(vt_decode_image_lookup(img, "helper"), ==, 0xffffffff81000010ULL);
 	g_assert_cmpuint(vt_decode_image_lookup(img, "nothing"), ==, 0);
+	/* a name whose address a later symbol holds is still found by name */
+	g_assert_cmpuint(vt_decode_image_lookup(img, "_text"), ==, 0xffffffff81000000ULL);
+	g_assert_cmpuint(vt_decode_image_lookup(img, "startup_64"), ==, 0xffffffff81000000ULL);
 	g_assert_cmpuint(vt_decode_image_text(img), ==, 0xffffffff81000000ULL);
 	funcs = vt_decode_image_functions(img, &n);   /* T/t with 16 bytes of code */
 	g_assert_cmpuint(n, ==, 3);
@@ -195,7 +198,9 @@ static void put_mode64(Enc *e)
  *   guest 0x1000: jmp 0x1010 ... 0x1010: jz 0x1000; 0x1012: cpuid
  * Trace: PSB+ in the host at 0x1000; VM entry to 0x1000 (guest); TNT
  * taken, not taken; VM exit at the cpuid (FUP 0x1012) to host 0x1004. */
-static gsize write_trace(guint8 *out, gsize cap)
+/* ... tail: the trace ends after the TNT (no VM exit): the jz not taken
+ * is the last thing it proves. */
+static gsize write_trace_tail(guint8 *out, gsize cap, gboolean tail)
 {
 	Enc e;
 	struct pt_config cfg;
@@ -219,9 +224,11 @@ static gsize write_trace(guint8 *out, gsize cap)
 	tnt.payload.tnt.bit_size = 2;                 /* jz taken, then not taken */
 	tnt.payload.tnt.payload = 0x2;
 	put(&e, tnt);
-	put_ip(&e, ppt_fup, CODE + 0x12);             /* VM exit at cpuid */
-	put_pip(&e, HOST_CR3, FALSE);
-	put_ip(&e, ppt_tip, CODE + 4);
+	if (!tail) {
+		put_ip(&e, ppt_fup, CODE + 0x12);     /* VM exit at cpuid */
+		put_pip(&e, HOST_CR3, FALSE);
+		put_ip(&e, ppt_tip, CODE + 4);
+	}
 	{
 		uint64_t off = 0;
 
@@ -232,6 +239,11 @@ static gsize write_trace(guint8 *out, gsize cap)
 	g_assert_cmpuint(len, <=, cap);
 	memcpy(out, e.buf, len);
 	return len;
+}
+
+static gsize write_trace(guint8 *out, gsize cap)
+{
+	return write_trace_tail(out, cap, FALSE);
 }
 
 static void remove_dir(const char *dir)
@@ -370,6 +382,57 @@ static void test_nr_switch(void)
 		for (guint i = 0; i < out->len; i++)
 			error |= g_array_index(out, VtBranch, i).kind == VT_BRANCH_ERROR;
 		g_assert_true(error);
+	}
+	g_array_free(out, TRUE);
+	vt_decode_image_free(h);
+	vt_decode_image_free(g);
+	remove_dir(dir);
+}
+
+/* VtBranch.insns on the trace of test_nr_switch: the host's nop and
+ * vmresume from the PSB+'s IP on (2), each guest jump its own (1), the VM
+ * exit the jz not taken before the cpuid (which does not run: 1); with the
+ * trace ending after the TNT, the flow end counts that jz. */
+static void test_insns(void)
+{
+	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	guint8 guest[32] = { 0xeb, 0x0e, [0x10] = 0x74, 0xee, 0x0f, 0xa2 };
+	static const struct { VtBranchKind kind; guint32 insns; } want[2][5] = {
+		{ { VT_BRANCH_VMENTRY, 2 }, { VT_BRANCH_JUMP, 1 }, { VT_BRANCH_JUMP, 1 }, { VT_BRANCH_JUMP, 1 },
+		  { VT_BRANCH_VMEXIT, 1 } },
+		{ { VT_BRANCH_VMENTRY, 2 }, { VT_BRANCH_JUMP, 1 }, { VT_BRANCH_JUMP, 1 }, { VT_BRANCH_JUMP, 1 },
+		  { VT_BRANCH_FLOW_END, 1 } },
+	};
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *h = code_image(dir, "host", host, sizeof(host));
+	VtDecodeImage *g = code_image(dir, "guest", guest, sizeof(guest));
+	VtDecodeCpu cpu = { 0 };
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+
+	for (int tail = 0; tail < 2; tail++) {
+		guint n = 0;
+		guint8 trace[4096];
+		gsize len = write_trace_tail(trace, sizeof(trace), tail);
+		g_autoptr(GError) err = NULL;
+		VtDecodeQueue *q = vt_decode_queue_new(trace, len, &cpu, h, g, &err);
+
+		g_assert_no_error(err);
+		vt_decode_queue_set_flow_end(q, TRUE);
+		g_array_set_size(out, 0);
+		while (vt_decode_queue_next(q, out, G_MAXUINT))
+			;
+		vt_decode_queue_free(q);
+		for (guint i = 0; i < out->len; i++) {
+			const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+			if (b->kind == VT_BRANCH_FLOW_END && !b->insns)
+				continue;     /* the PSB+'s: nothing ran before it */
+			g_assert_cmpuint(n, <, 5);
+			g_assert_cmpuint(b->kind, ==, want[tail][n].kind);
+			g_assert_cmpuint(b->insns, ==, want[tail][n].insns);
+			n++;
+		}
+		g_assert_cmpuint(n, ==, 5);
 	}
 	g_array_free(out, TRUE);
 	vt_decode_image_free(h);
@@ -759,6 +822,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
 	g_test_add_func("/decode/segment-hint", test_segment_hint);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
+	g_test_add_func("/decode/insns", test_insns);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);

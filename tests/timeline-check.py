@@ -25,8 +25,15 @@ VCPU) and the kallsyms of the code directories.
       by #find: the click chose it.
 """
 import bisect
+import importlib.util
+import os
 import sys
 from html.parser import HTMLParser
+
+_spec = importlib.util.spec_from_file_location("report_truth", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                          "report-truth.py"))
+rt = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rt)
 
 
 def kallsyms(path):
@@ -38,26 +45,45 @@ def kallsyms(path):
     return syms
 
 
-def truth(path, host, guest):
-    """per vCPU: first guest call's name, first exit's name, exits, calls"""
+def callee(lines, i, thunks, names):
+    """the function call i enters: through thunk code (a retpoline), where the
+    thread leaves it (the thunk itself when it returns to the call)"""
+    _, tid, kind, frm, to, where = lines[i][:6]
+    t = int(to, 16)
+    if not rt.in_ranges(thunks[where], t):
+        return names[where].get(t, "%#x" % t)
+    for g in lines[i + 1:]:
+        if g[1] == tid and g[5] == where and g[2] in ("call", "return", "jump") and \
+                rt.in_ranges(thunks[where], int(g[3], 16)) and not rt.in_ranges(thunks[where], int(g[4], 16)):
+            u = int(g[4], 16)
+            return names[where].get(t if u == int(lines[i][8], 16) else u, "%#x" % u)
+    return names[where].get(t, "%#x" % t)
+
+
+def truth(path, host, guest, thunks):
+    """per vCPU: first guest call's name, first exit's name, exits, calls (a call
+    from thunk code into thunk code is none: analyze sees through retpolines)"""
     per = {}
+    names = {"host": host, "guest": guest}
     lines = [l.split() for l in open(path) if not l.startswith("#")]
     for i, f in enumerate(lines):
         _, tid, kind, frm, to, where, vcpu = f[:7]
         v = per.setdefault(int(vcpu), {"tid": int(tid), "function": None, "exit": None, "exits": 0, "calls": 0})
-        if kind == "call":
+        if kind == "call" and not (rt.in_ranges(thunks[where], int(frm, 16)) and
+                                   rt.in_ranges(thunks[where], int(to, 16))):
             v["calls"] += 1
             if where == "guest" and v["function"] is None:
-                v["function"] = guest.get(int(to, 16), "%#x" % int(to, 16))
+                v["function"] = callee(lines, i, thunks, names)
         elif kind == "vmexit":
             v["exits"] += 1
             if v["exit"] is None:
                 handler = "(no host call)"
-                for g in lines[i + 1:]:
+                for k in range(i + 1, len(lines)):
+                    g = lines[k]
                     if g[6] != vcpu:
                         continue
                     if g[2] == "call":
-                        handler = host.get(int(g[4], 16), "%#x" % int(g[4], 16))
+                        handler = callee(lines, k, thunks, names)
                         break
                     if g[2] in ("vmentry", "vmexit"):
                         break
@@ -66,7 +92,8 @@ def truth(path, host, guest):
 
 
 def expect(args):
-    per = truth(args[0], kallsyms(args[1]), kallsyms(args[2]))
+    per = truth(args[0], kallsyms(args[1]), kallsyms(args[2]),
+                {"host": rt.load_thunks(args[1]), "guest": rt.load_thunks(args[2])})
     for n in sorted(per):
         print(n, "function", per[n]["function"])
         print(n, "exit", per[n]["exit"])
@@ -106,7 +133,8 @@ def one(d, k, default=None):
 
 def perfetto(args):
     trace = parse_text(args[0])
-    per = truth(args[1], kallsyms(args[2]), kallsyms(args[3]))
+    per = truth(args[1], kallsyms(args[2]), kallsyms(args[3]),
+                {"host": rt.load_thunks(args[2]), "guest": rt.load_thunks(args[3])})
     packets = trace.get("packet", [])
     assert packets, "no packets"
     assert one(packets[0], "sequence_flags") == 1, "first packet does not clear the incremental state"

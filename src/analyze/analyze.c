@@ -4,16 +4,13 @@
 #include "config.h"
 
 #include <string.h>
-#include <Zydis/Zydis.h>
 
 #include "src/analyze/analyze.h"
 
-#define MAX_STRAIGHT 100000       /* instructions walked between two branches at most */
 #define MAX_DEPTH 1024            /* frames a call stack holds at most */
-#define RUN_CACHE 65536           /* straight runs remembered (direct-mapped) */
 #define SYM_CACHE 16384           /* branch targets' symbols remembered (direct-mapped) */
-#define LEN_CACHE (1 << 18)       /* instruction lengths remembered (direct-mapped, 4 MiB) */
 #define CTX_CACHE 64              /* queues whose context is remembered */
+#define THUNK_MAX 64              /* bytes a thunk named so spans at most */
 
 typedef struct {
 	guint64 func, ret;            /* symbol start called, return address */
@@ -22,7 +19,13 @@ typedef struct {
 	guint64 child, child_insns;   /* children's inclusive */
 	guint64 other, other_insns;   /* the other machine's time while this frame was on top */
 	gboolean syscall;             /* the frame of the context's open syscall */
+	gboolean pending;             /* called through a thunk: its function not yet known */
 } Frame;
+
+/* Code of retpoline and return thunks (see thunks_find), ascending. */
+typedef struct {
+	guint64 start, end;
+} Range;
 
 typedef struct {
 	VtAnalyzeWhere w;
@@ -47,26 +50,6 @@ typedef struct {
 	guint8 key_guest, valid, first_seen;
 } SymEntry;
 
-/* An instruction's length, remembered: straight runs that miss the run
- * cache mostly cover instructions walked before (Zydis: ~870 instructions
- * a decode). */
-typedef struct {
-	guint64 ip;
-	guint8 guest, len, valid;
-} LenEntry;
-
-/* Where a queue's code runs on from (instruction counts). */
-typedef struct {
-	guint64 ip;
-	gboolean guest, valid;
-} Walk;
-
-/* A straight run measured: from ip up to `to`. */
-typedef struct {
-	guint64 from, to;
-	guint32 flags, n;             /* flags: 1 guest, 2 inclusive, 4 used, 8 the walk failed */
-} Run;
-
 struct VtAnalyze {
 	VtAnalyzeOptions o;
 	VtAnalyzeVisitor v;
@@ -75,15 +58,12 @@ struct VtAnalyze {
 	GArray *vhealth_out;
 	GHashTable *tid_vcpu;         /* tid -> vcpu + 1, as the branches name them */
 	GHashTable *ctx;              /* key -> Ctx */
-	GArray *walk;                 /* Walk per queue */
-	Run *runs;
 	SymEntry *syms;
-	LenEntry *lens;
 	struct { guint64 key; Ctx *c; } ctx_cache[CTX_CACHE];   /* by queue */
-	ZydisDecoder zydis;           /* instruction lengths */
 	GHashTable *first_seen[2];    /* function starts called so far, per machine */
 	guint first_index[2];
 	guint64 sys_entry;            /* guest entry_SYSCALL_64 (0: none) */
+	GArray *thunks[2];            /* Range: thunk code per machine */
 };
 
 /* ------------------------------------------------------------- symbols */
@@ -132,103 +112,99 @@ static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guin
 	return e->sym;
 }
 
-/* --------------------------------------------------- instruction counts */
-/* The length of the instruction at ip (0: not code or not decodable):
- * Zydis's minimal mode, no operands - lengths are all a count needs. */
-static guint insn_len_decode(const VtAnalyze *a, guint64 ip, gboolean guest)
+/* -------------------------------------------------------------- thunks */
+/* Retpolines and return thunks: an indirect call is `call
+ * __x86_indirect_thunk_REG`, whose `call 1f; ...; mov %REG, (%rsp); jmp
+ * __x86_return_thunk` ends in a RET to the real callee (ITS thunks: `jmp
+ * *%REG`), and a return may be `jmp __x86_return_thunk` (whose RET goes
+ * back to the caller).  Their code: the kernel's [__indirect_thunk_start,
+ * __indirect_thunk_end) and every function named __x86_indirect_*thunk*,
+ * or *_return_thunk, *_safe_ret, *_untrain_ret, __x86_return_skl with a
+ * mitigation's prefix (__x86_, srso_, retbleed_, its_, call_depth_, zen_,
+ * entry_), up to the next function
+ * and at most THUNK_MAX bytes (kernels without those bounds; SRSO's pieces
+ * outside them). */
+static gboolean ends_with(const char *s, gsize len, const char *suffix)
 {
-	const VtDecodeImage *img = image(a, guest);
-	ZydisDecodedInstruction in;
-	gsize avail;
-	const guint8 *code = img ? vt_decode_image_code(img, ip, &avail) : NULL;
+	gsize n = strlen(suffix);
 
-	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&a->zydis, NULL, code,
-								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &in)))
-		return 0;
-	return in.length;
+	return len >= n && !memcmp(s + len - n, suffix, n);
 }
 
-static guint insn_len(VtAnalyze *a, guint64 ip, gboolean guest)
+/* (every function's name is tested: the cheap tests first) */
+static gboolean thunk_name(const char *s)
 {
-	LenEntry *e = &a->lens[(guint)((ip * 0x9e3779b97f4a7c15ULL) >> 40) % LEN_CACHE];
+	static const char *const prefix[] = { "__x86_", "srso_", "retbleed_", "its_", "call_depth_", "zen_", "entry_" };
+	gsize len = s ? strlen(s) : 0;
 
-	if (e->valid && e->ip == ip && e->guest == !!guest)
-		return e->len;
-	e->ip = ip;
-	e->guest = !!guest;
-	e->len = (guint8)insn_len_decode(a, ip, guest);
-	e->valid = TRUE;
-	return e->len;
+	if (!strncmp(s ? s : "", "__x86_indirect_", 15))
+		return strstr(s, "thunk") != NULL;
+	if (!len || !(ends_with(s, len, "_return_thunk") || ends_with(s, len, "_safe_ret") ||
+		      ends_with(s, len, "_untrain_ret") || !strcmp(s, "__x86_return_skl")))
+		return FALSE;
+	for (guint i = 0; i < G_N_ELEMENTS(prefix); i++)
+		if (g_str_has_prefix(s, prefix[i]))
+			return TRUE;
+	return FALSE;
 }
 
-static guint32 walk_run(VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive,
-			gboolean *failed)
+static gint range_cmp(gconstpointer x, gconstpointer y)
 {
-	guint32 n = 0;
+	const Range *a = x, *b = y;
 
-	*failed = FALSE;
-	while (n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to))) {
-		guint len = insn_len(a, ip, guest);
-
-		if (!len) {
-			*failed = TRUE;
-			return n;
-		}
-		ip += len;
-		n++;
-	}
-	*failed = n == MAX_STRAIGHT;
-	return n;
+	return a->start < b->start ? -1 : a->start > b->start;
 }
 
-/* Instructions from ip up to `to` (inclusive: `to`'s too), cached. */
-static guint32 count_run(VtAnalyze *a, guint64 ip, guint64 to, gboolean guest, gboolean inclusive)
+/* The thunk code of img: its ranges sorted and merged. */
+static GArray *thunks_find(const VtDecodeImage *img)
 {
-	guint32 flags = 4 | (guest ? 1 : 0) | (inclusive ? 2 : 0);
-	guint h = (guint)(((ip * 0x9e3779b97f4a7c15ULL) ^ (to * 0xc2b2ae3d27d4eb4fULL) ^ flags) >> 40) % RUN_CACHE;
-	Run *r = &a->runs[h];
-	gboolean failed;
+	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(Range));
+	GArray *r = g_array_new(FALSE, FALSE, sizeof(Range));
+	guint64 lo = img ? vt_decode_image_lookup(img, "__indirect_thunk_start") : 0;
+	guint64 hi = img ? vt_decode_image_lookup(img, "__indirect_thunk_end") : 0;
+	guint n = 0;
+	const guint64 *f = img ? vt_decode_image_functions(img, &n) : NULL;
 
-	if ((r->flags & ~8u) == flags && r->from == ip && r->to == to) {
-		if (r->flags & 8)
-			a->health.insn_walk_failures++;
-		return r->n;
+	if (lo && hi > lo)
+		g_array_append_val(all, ((Range){ lo, hi }));
+	for (guint i = 0; i < n; i++) {
+		guint64 off, end = MIN(i + 1 < n ? f[i + 1] : G_MAXUINT64, f[i] + THUNK_MAX);
+
+		if (end > f[i] && thunk_name(vt_decode_image_symbol(img, f[i], &off)))
+			g_array_append_val(all, ((Range){ f[i], end }));
 	}
-	r->from = ip;
-	r->to = to;
-	r->n = walk_run(a, ip, to, guest, inclusive, &failed);
-	r->flags = flags | (failed ? 8 : 0);
-	if (failed)
-		a->health.insn_walk_failures++;
-	return r->n;
+	g_array_sort(all, range_cmp);
+	for (guint i = 0; i < all->len; i++) {
+		const Range *x = &g_array_index(all, Range, i);
+		Range *last = r->len ? &g_array_index(r, Range, r->len - 1) : NULL;
+
+		if (last && x->start <= last->end)
+			last->end = MAX(last->end, x->end);
+		else
+			g_array_append_val(r, *x);
+	}
+	return r;
 }
 
-/* Instructions the queue ran up to and including branch b (an
- * asynchronous branch's IP does not run). */
-static guint64 count_insns(VtAnalyze *a, const VtDecodeEvent *e)
+static gboolean is_thunk(const VtAnalyze *a, gboolean guest, guint64 addr)
 {
-	const VtBranch *b = &e->b;
-	guint64 n = 0;
-	Walk *w;
+	const GArray *r = a->thunks[guest];
+	guint lo = 0, hi = r->len;
 
-	if (a->walk->len <= e->queue)
-		g_array_set_size(a->walk, e->queue + 1);
-	w = &g_array_index(a->walk, Walk, e->queue);
-	if (b->kind == VT_BRANCH_ERROR) {
-		w->valid = FALSE;
-		return 0;
+	if (!hi || addr < g_array_index(r, Range, 0).start || addr >= g_array_index(r, Range, hi - 1).end)
+		return FALSE;
+	while (lo < hi) {
+		guint mid = (lo + hi) / 2;
+		const Range *m = &g_array_index(r, Range, mid);
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return TRUE;
 	}
-	if (!w->valid && b->from && !b->async) {
-		w->ip = b->from;     /* after a PSB: from the branch's own instruction */
-		w->guest = b->from_guest;
-		w->valid = TRUE;
-	}
-	if (w->valid && b->from && b->from_guest == w->guest)
-		n = count_run(a, w->ip, b->from, w->guest, !b->async);
-	w->valid = b->to != 0;
-	w->ip = b->to;
-	w->guest = b->to_guest;
-	return n;
+	return FALSE;
 }
 
 /* ------------------------------------------------------------ contexts */
@@ -275,10 +251,15 @@ static Ctx *ctx_get(VtAnalyze *a, const VtDecodeEvent *e)
 }
 
 /* -------------------------------------------------------------- frames */
+static void frame_begin(VtAnalyze *a, const Ctx *c, gboolean guest);
+
 static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
 {
 	GArray *st = c->stack[guest];
 	Frame f = g_array_index(st, Frame, st->len - 1);
+
+	if (f.pending)
+		frame_begin(a, c, guest);     /* its thunk never left: the thunk's frame */
 	VtAnalyzeSlice s = { .w = c->w, .guest = guest, .depth = st->len - 1, .func = f.func, .sym = f.sym,
 			     .start = f.start, .end = c->now, .complete = complete };
 	guint64 incl = c->now - f.start, insns = c->insns - f.insn0;
@@ -372,6 +353,33 @@ static gboolean is_syscall_handler(const char *sym)
 		       g_str_has_prefix(sym, "__do_sys_"));
 }
 
+/* A frame's function is known (f: the top one): the exit's first host
+ * call, the syscall's handler; TRUE when f is the syscall's frame. */
+static gboolean frame_function(Ctx *c, gboolean guest, const char *sym)
+{
+	if (!guest && c->in_exit && !c->exit_call_seen) {
+		c->exit.first_call = sym;
+		c->exit_call_seen = TRUE;
+	}
+	if (guest && c->sys_open && is_syscall_handler(sym)) {
+		c->sys_open = FALSE;
+		c->sys.name = sym;
+		return TRUE;
+	}
+	return FALSE;
+}
+
+static void frame_begin(VtAnalyze *a, const Ctx *c, gboolean guest)
+{
+	const GArray *st = c->stack[guest];
+	const Frame *f = &g_array_index(st, Frame, st->len - 1);
+	VtAnalyzeSlice s = { .w = c->w, .guest = guest, .depth = st->len - 1, .func = f->func, .sym = f->sym,
+			     .start = f->start };
+
+	if (a->v.slice_begin)
+		a->v.slice_begin(&s, a->v.user);
+}
+
 static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 {
 	gboolean guest = b->to_guest;
@@ -380,25 +388,31 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
 
 	f.sym = se->sym;
 	f.func = se->start;
-	if (!guest && c->in_exit && !c->exit_call_seen) {
-		c->exit.first_call = f.sym;
-		c->exit_call_seen = TRUE;
-	}
-	if (guest && c->sys_open && is_syscall_handler(f.sym)) {
-		c->sys_open = FALSE;
-		c->sys.name = f.sym;
-		f.syscall = TRUE;
-	}
+	f.pending = is_thunk(a, guest, b->to);
+	f.syscall = !f.pending && frame_function(c, guest, f.sym);
 	if (c->stack[guest]->len == MAX_DEPTH)
 		frames_drop_outer(a, c, guest);
 	g_array_append_val(c->stack[guest], f);
-	if (a->v.slice_begin) {
-		VtAnalyzeSlice s = { .w = c->w, .guest = guest, .depth = c->stack[guest]->len - 1,
-				     .func = f.func, .sym = f.sym, .start = f.start };
-
-		a->v.slice_begin(&s, a->v.user);
-	}
+	if (f.pending)
+		return;
+	frame_begin(a, c, guest);
 	first_call(a, c, guest, f.func, f.sym, se, b->to);
+}
+
+/* The top frame, called through a thunk, gets its function: the one at
+ * `to` (the thunk's final target). */
+static void frame_resolve(VtAnalyze *a, Ctx *c, gboolean guest, guint64 to)
+{
+	GArray *st = c->stack[guest];
+	Frame *f = &g_array_index(st, Frame, st->len - 1);
+	SymEntry *se = symbol_entry(a, guest, to);
+
+	f->pending = FALSE;
+	f->sym = se->sym;
+	f->func = se->start;
+	f->syscall = frame_function(c, guest, f->sym);
+	frame_begin(a, c, guest);
+	first_call(a, c, guest, f->func, f->sym, se, to);
 }
 
 /* A jump into the first instruction of a function from outside it is a
@@ -419,19 +433,69 @@ static void on_jump(VtAnalyze *a, Ctx *c, const VtBranch *b)
 		first_call(a, c, guest, func, sym, symbol_entry(a, guest, b->to), b->to);
 }
 
+/* 1 + the index of the innermost frame returning to `to`; 0: none */
+static guint frame_find(const GArray *st, guint64 to)
+{
+	guint i = st->len;
+
+	while (i && g_array_index(st, Frame, i - 1).ret != to)
+		i--;
+	return i;
+}
+
 static void on_return(VtAnalyze *a, Ctx *c, const VtBranch *b)
 {
 	GArray *st = c->stack[b->from_guest];
-	guint i = st->len;
+	guint i = frame_find(st, b->to);
 
-	while (i && g_array_index(st, Frame, i - 1).ret != b->to)
-		i--;
 	if (!i) {
 		a->health.unmatched_returns++;
 		return;
 	}
 	while (st->len >= i)
 		frame_close(a, c, b->from_guest, TRUE);
+}
+
+/* A jump or return out of thunk code: the final target of a call through
+ * a thunk (its frame gets the function there; the thunk itself when it
+ * returns to the call), else a return when a frame returns there, else a
+ * jump (an indirect tail call through a thunk). */
+static void thunk_leave(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	gboolean guest = b->from_guest;
+	GArray *st = c->stack[guest];
+	Frame *top = st->len ? &g_array_index(st, Frame, st->len - 1) : NULL;
+
+	if (top && top->pending && top->ret == b->to) {
+		frame_resolve(a, c, guest, top->func);
+		frame_close(a, c, guest, TRUE);
+	} else if (top && top->pending) {
+		frame_resolve(a, c, guest, b->to);
+	} else if (frame_find(st, b->to)) {
+		on_return(a, c, b);
+	} else {
+		on_jump(a, c, b);
+	}
+}
+
+/* Calls, returns and jumps within one machine, thunks seen through: TRUE
+ * when b was one that touches thunk code (handled). */
+static gboolean thunk_flow(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	gboolean guest = b->from_guest, from, to;
+
+	if (!a->thunks[guest]->len)
+		return FALSE;
+	from = is_thunk(a, guest, b->from);
+	to = is_thunk(a, guest, b->to);
+	if (from == to)
+		return from;                  /* within thunk code: nothing */
+	if (b->kind == VT_BRANCH_CALL)
+		return FALSE;                 /* a call: a frame (pending into a thunk) */
+	if (to)
+		return b->kind == VT_BRANCH_JUMP;   /* `jmp __x86_return_thunk`: the RET tells */
+	thunk_leave(a, c, b);
+	return TRUE;
 }
 
 /* ------------------------------------------------------ modes and exits */
@@ -576,10 +640,12 @@ static void ctx_advance(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e, guint64 in
 	c->insns += insns;
 	c->now = a->o.timed ? MAX(e->time, c->now) : c->insns;
 	if (!c->started) {
+		/* the instructions up to the first branch ran in its mode (the
+		 * instruction clock starts before them) */
 		c->started = TRUE;
-		c->first = c->now;
-		c->mode_start = c->now;
-		c->mode_insns = c->insns;
+		c->first = a->o.timed ? c->now : c->now - insns;
+		c->mode_start = c->first;
+		c->mode_insns = c->insns - insns;
 		c->guest = e->b.kind == VT_BRANCH_ERROR ? FALSE
 			   : e->b.from ? e->b.from_guest : e->b.to_guest;
 		if (e->b.kind == VT_BRANCH_VMENTRY)
@@ -587,7 +653,20 @@ static void ctx_advance(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e, guint64 in
 	}
 }
 
-static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
+/* A flow end's instructions ran after the context's last branch: they
+ * count at its time (timeless: they move the clock). */
+static void ctx_flow(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e)
+{
+	if (!c->started) {
+		ctx_advance(a, c, e, e->b.insns);
+		return;
+	}
+	c->insns += e->b.insns;
+	if (!a->o.timed)
+		c->now = c->insns;
+}
+
+static void dispatch_kind(VtAnalyze *a, Ctx *c, const VtBranch *b)
 {
 	switch (b->kind) {
 	case VT_BRANCH_CALL:
@@ -617,6 +696,12 @@ static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	default:
 		break;
 	}
+}
+
+static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
+{
+	if (b->kind > VT_BRANCH_RETURN || b->from_guest != b->to_guest || !thunk_flow(a, c, b))
+		dispatch_kind(a, c, b);
 	if (b->to_guest && b->to && b->to == a->sys_entry && b->kind != VT_BRANCH_ERROR) {
 		syscall_unnamed(a, c);
 		c->sys_open = TRUE;
@@ -624,16 +709,28 @@ static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	}
 }
 
+/* Instructions come from the decoder (VtBranch.insns); a flow end (and a
+ * power event) is no branch: it only brings the instructions and the OVFs
+ * up to it (no instructions: nothing else - the flow end at a queue's
+ * first PSB+ has no time). */
 void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e)
 {
-	guint64 insns = a->o.count_insns ? count_insns(a, e) : 0;
 	Ctx *c;
 
 	if (a->o.vcpu >= 0 && e->vcpu != a->o.vcpu)
 		return;
+	if (e->b.kind >= VT_BRANCH_PSB) {
+		if (e->b.overflows) {                     /* those before it are its */
+			a->health.overflows += e->b.overflows;
+			vcpu_health(a, e->vcpu)->overflows += e->b.overflows;
+		}
+		if (e->b.insns)
+			ctx_flow(a, ctx_get(a, e), e);
+		return;
+	}
 	health(a, e);
 	c = ctx_get(a, e);
-	ctx_advance(a, c, e, insns);
+	ctx_advance(a, c, e, e->b.insns);
 	dispatch(a, c, &e->b);
 }
 
@@ -688,24 +785,19 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	VtAnalyze *a = g_new0(VtAnalyze, 1);
 
 	a->o = *opts;
-	if (!a->o.timed)
-		a->o.count_insns = TRUE;
 	if (visitor)
 		a->v = *visitor;
 	a->ctx = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, ctx_free);
 	a->vhealth = g_ptr_array_new_with_free_func(g_free);
 	a->vhealth_out = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeVcpuHealth));
 	a->tid_vcpu = g_hash_table_new(g_direct_hash, g_direct_equal);
-	a->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
-	a->runs = a->o.count_insns ? g_new0(Run, RUN_CACHE) : NULL;
 	a->syms = g_new0(SymEntry, SYM_CACHE);
-	a->lens = a->o.count_insns ? g_new0(LenEntry, LEN_CACHE) : NULL;
 	for (int i = 0; i < 2; i++)
 		a->first_seen[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-	ZydisDecoderInit(&a->zydis, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-	ZydisDecoderEnableMode(&a->zydis, ZYDIS_DECODER_MODE_MINIMAL, ZYAN_TRUE);
 	if (a->o.guest)
 		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
+	a->thunks[0] = thunks_find(a->o.host);
+	a->thunks[1] = thunks_find(a->o.guest);
 	return a;
 }
 
@@ -717,11 +809,10 @@ void vt_analyze_free(VtAnalyze *a)
 	g_ptr_array_free(a->vhealth, TRUE);
 	g_array_free(a->vhealth_out, TRUE);
 	g_hash_table_destroy(a->tid_vcpu);
-	g_array_free(a->walk, TRUE);
-	g_free(a->runs);
 	g_free(a->syms);
-	g_free(a->lens);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		g_hash_table_destroy(a->first_seen[i]);
+		g_array_free(a->thunks[i], TRUE);
+	}
 	g_free(a);
 }

@@ -7,9 +7,11 @@
  * Clock.  Everything is placed on a per-context clock: perf time (ns) in
  * timed recordings; in timeless ones the number of instructions that
  * context (thread, or CPU for thread 0) has executed so far.  Instruction
- * counts between two branches come from walking the code from where the
- * last branch of the context went to the next branch's source (src/decode's
- * instruction classifier; a straight run is measured once and cached).
+ * counts are the decoder's (VtBranch.insns: what libipt's blocks ran
+ * between branches), with the flow ends (VT_BRANCH_FLOW_END: instructions
+ * after a queue's last branch its TNT bits prove ran) - nothing is walked
+ * here.  The instructions up to a context's first branch count in its
+ * first mode interval (timeless: the clock starts before them).
  *
  * Contexts.  A context is a thread (tid > 0), or a CPU when the recording
  * cannot name the thread (tid 0 per CPU).  Each has a guest and a host call
@@ -39,6 +41,12 @@
  *    order: a CALL (same machine), or a jump (same machine, conditional or
  *    not) to the function's first instruction from outside the function -
  *    a tail call, as `jmp start_kernel` in x86_64_start_reservations.
+ *  - thunks (retpolines, return thunks; their code: analyze.c's
+ *    thunks_find): branches within thunk code and jumps into it are
+ *    nothing; a call into it opens a frame whose function - call, slice
+ *    begin, first call - is where the thunk leaves to (the thunk itself if
+ *    that is the call's return address); leaving it otherwise is a return
+ *    when a frame returns there, else a jump.
  *  - system call (guest): a branch into entry_SYSCALL_64 opens one on the
  *    context; the first call after it into a function named __x64_sys_*
  *    (or __ia32_sys_*, __do_sys_*) names it; it lasts as that call's slice.
@@ -54,7 +62,7 @@
  * Memory: per context two call stacks of at most 1024 frames; first calls
  * and aggregates per function and vCPU; nothing per branch.
  *
- * No printing, no exiting.  May call: src/decode, Zydis, glib. */
+ * No printing, no exiting.  May call: src/decode, glib. */
 #ifndef VT_ANALYZE_H
 #define VT_ANALYZE_H
 
@@ -146,9 +154,8 @@ typedef struct {
 
 /* --------------------------------------------------------------- analysis */
 typedef struct {
-	const VtDecodeImage *host, *guest;   /* borrowed: symbols, instruction lengths */
+	const VtDecodeImage *host, *guest;   /* borrowed: symbols */
 	gboolean timed;             /* vt_decode_result_timed() */
-	gboolean count_insns;       /* instruction counts (always when timeless) */
 	gint vcpu;                  /* only this vCPU's thread; -1: all */
 } VtAnalyzeOptions;
 
@@ -160,7 +167,6 @@ typedef struct {
 	guint64 unresolved;         /* branch targets without a symbol */
 	guint64 unknown_vcpu;       /* branches of threads that are no vCPU */
 	guint64 unmatched_returns;  /* returns that popped nothing */
-	guint64 insn_walk_failures; /* straight runs that could not be walked */
 	/* lost data */
 	guint64 overflows;          /* OVF packets: the processor's buffer overflowed, trace lost */
 	guint64 aux_records;        /* PERF_RECORD_AUX records (AUX data written) */

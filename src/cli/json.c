@@ -247,14 +247,40 @@ static void raw(VtJson *j, const char *fmt, ...)
 	value_end(j);
 }
 
+/* A value's text as it is (numbers, literals: no printf - report writes
+ * hundreds of thousands of them). */
+static void raw_len(VtJson *j, const char *s, gsize len)
+{
+	if (!value_start(j))
+		return;
+	g_string_append_len(out(j), s, (gssize)len);
+	value_end(j);
+}
+
+/* v's digits in base `base` (10, 16), ending at end: where they start */
+static char *digits(char *end, guint64 v, guint base)
+{
+	do {
+		*--end = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	return end;
+}
+
 void vt_json_uint(VtJson *j, guint64 v)
 {
-	raw(j, "%" G_GUINT64_FORMAT, v);
+	char buf[24], *p = digits(buf + sizeof(buf), v, 10);
+
+	raw_len(j, p, (gsize)(buf + sizeof(buf) - p));
 }
 
 void vt_json_int(VtJson *j, gint64 v)
 {
-	raw(j, "%" G_GINT64_FORMAT, v);
+	char buf[24], *p = digits(buf + sizeof(buf), v < 0 ? -(guint64)v : (guint64)v, 10);
+
+	if (v < 0)
+		*--p = '-';
+	raw_len(j, p, (gsize)(buf + sizeof(buf) - p));
 }
 
 void vt_json_double(VtJson *j, double v, int decimals)
@@ -267,17 +293,24 @@ void vt_json_double(VtJson *j, double v, int decimals)
 
 void vt_json_bool(VtJson *j, gboolean v)
 {
-	raw(j, "%s", v ? "true" : "false");
+	raw_len(j, v ? "true" : "false", v ? 4 : 5);
 }
 
 void vt_json_null(VtJson *j)
 {
-	raw(j, "null");
+	raw_len(j, "null", 4);
 }
 
 void vt_json_hex(VtJson *j, guint64 v)
 {
-	raw(j, "\"0x%" G_GINT64_MODIFIER "x\"", v);
+	char buf[24], *p = buf + sizeof(buf);
+
+	*--p = '"';
+	p = digits(p, v, 16);
+	*--p = 'x';
+	*--p = '0';
+	*--p = '"';
+	raw_len(j, p, (gsize)(buf + sizeof(buf) - p));
 }
 
 void vt_json_kv_string(VtJson *j, const char *key, const char *s)

@@ -105,7 +105,7 @@ static void analyze(Report *r)
 	VtAnalyzeSummaryOptions so = { .timed = r->timed, .have_range = r->o->have_time,
 				       .range_start = r->o->time_start, .range_end = r->o->time_end,
 				       .longest = (guint)MIN(r->o->top, 10) };
-	VtAnalyzeOptions ao = { .host = r->host, .guest = r->guest, .timed = r->timed, .count_insns = TRUE,
+	VtAnalyzeOptions ao = { .host = r->host, .guest = r->guest, .timed = r->timed,
 				.vcpu = r->o->vcpu };
 	VtAnalyzeVisitor v;
 
@@ -528,7 +528,6 @@ static void json_health_fields(VtJson *j, const VtAnalyzeHealth *h)
 	vt_json_kv_uint(j, "unresolved", h->unresolved);
 	vt_json_kv_uint(j, "unmatched_returns", h->unmatched_returns);
 	vt_json_kv_uint(j, "unknown_vcpu", h->unknown_vcpu);
-	vt_json_kv_uint(j, "insn_walk_failures", h->insn_walk_failures);
 	vt_json_kv_uint(j, "overflows", h->overflows);
 	vt_json_kv_uint(j, "aux_records", h->aux_records);
 	vt_json_kv_uint(j, "aux_truncated", h->aux_truncated);
@@ -601,7 +600,9 @@ static int open_recording(Report *r, GError **err)
 	vt_decode_image_set_cache_limit(r->host, REPORT_IMAGE_CACHE);
 	if (r->guest)
 		vt_decode_image_set_cache_limit(r->guest, REPORT_IMAGE_CACHE);
-	r->result = vt_decode_recording(&(VtDecodeOptions){ o->rec, r->host, r->guest, (guint)o->jobs, NULL, FALSE }, err);
+	/* flow_end: the instructions after a queue's last branch that its TNT
+	 * bits prove ran count too */
+	r->result = vt_decode_recording(&(VtDecodeOptions){ o->rec, r->host, r->guest, (guint)o->jobs, NULL, TRUE }, err);
 	if (!r->result)
 		return (*err)->domain == VT_DECODE_ERROR && (*err)->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 												      : VT_EXIT_BAD_INPUT;

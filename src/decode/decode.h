@@ -224,6 +224,16 @@ typedef struct {
 	guint8 overflows;      /* OVF packets (internal buffer overflow: trace lost) the queue
 				* had since its previous branch (at most 255) */
 	guint8 mode;           /* VT_MODE_* of the code up to `from` (since the last branch) */
+	/* Instructions the decoder reconstructed since the queue's previous
+	 * record that has a count (every kind but PSB and CBR: those have 0
+	 * and count nothing), each instruction counted once: up to and
+	 * including `from` for a synchronous branch; up to `from` exclusive
+	 * for an asynchronous one, a FLOW_END and an ERROR (the instructions
+	 * decoded before the error was found).  After a synchronisation (the
+	 * queue's start, a resync at a PSB after an error or an overflow) from
+	 * the PSB+'s IP on; across an overflow: those before it and those
+	 * after it.  0 for TRACE_BEGIN (nothing runs while tracing is off). */
+	guint32 insns;
 } VtBranch;
 
 /* --------------------------------------------------- perf's view of branches */

@@ -59,6 +59,7 @@ struct VtDecodeImage {
 	gsize map_len;
 	GArray *segs;            /* Segment, ascending vaddr */
 	GArray *syms;            /* Symbol, ascending addr, one per address */
+	GArray *shadowed;        /* Symbol: those another at their address hides (lookups by name) */
 	GString *names;          /* NUL-separated symbol names */
 	GArray *funcs;           /* guint64 */
 	guint nsyms_file;
@@ -179,8 +180,12 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		Symbol *last = img->syms->len ? &g_array_index(img->syms, Symbol, img->syms->len - 1) : NULL;
 
 		if (last && last->addr == s->addr) {
-			if (s->name > last->name)     /* later in the file */
+			if (s->name > last->name) {   /* later in the file */
+				g_array_append_val(img->shadowed, *last);
 				*last = *s;
+			} else {
+				g_array_append_val(img->shadowed, *s);
+			}
 		} else {
 			g_array_append_val(img->syms, *s);
 		}
@@ -311,6 +316,7 @@ static VtDecodeImage *image_new(const char *what, const char *path)
 	img->kcore_path = g_strdup(path);
 	img->segs = g_array_new(FALSE, FALSE, sizeof(Segment));
 	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
+	img->shadowed = g_array_new(FALSE, FALSE, sizeof(Symbol));
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->names = g_string_new(NULL);
 	g_mutex_init(&img->lock);
@@ -380,6 +386,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 		munmap(img->map, img->map_len);
 	g_array_free(img->segs, TRUE);
 	g_array_free(img->syms, TRUE);
+	g_array_free(img->shadowed, TRUE);
 	g_array_free(img->funcs, TRUE);
 	g_string_free(img->names, TRUE);
 	g_free(img->what);
@@ -495,15 +502,25 @@ const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint
 	return img->names->str + g_array_index(img->syms, Symbol, lo - 1).name;
 }
 
+/* The first in file order (the smallest name offset) of arr's symbols
+ * named name, if it comes before *best. */
+static void lookup_in(const VtDecodeImage *img, const GArray *arr, const char *name, const Symbol **best)
+{
+	for (guint i = 0; i < arr->len; i++) {
+		const Symbol *s = &g_array_index(arr, Symbol, i);
+
+		if ((!*best || s->name < (*best)->name) && !strcmp(img->names->str + s->name, name))
+			*best = s;
+	}
+}
+
 guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name)
 {
-	for (guint i = 0; i < img->syms->len; i++) {
-		const Symbol *s = &g_array_index(img->syms, Symbol, i);
+	const Symbol *best = NULL;
 
-		if (!strcmp(img->names->str + s->name, name))
-			return s->addr;
-	}
-	return 0;
+	lookup_in(img, img->syms, name, &best);
+	lookup_in(img, img->shadowed, name, &best);   /* names another symbol's address hides */
+	return best ? best->addr : 0;
 }
 
 const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n)

@@ -77,6 +77,7 @@ struct VtDecodeQueue {
 	guint64 last_ip;
 	guint64 last_tsc;                /* the time of the last branch emitted (see monotonic()) */
 	guint ovf;                       /* OVF packets since the last branch emitted */
+	guint32 insns;                   /* instructions since then (VtBranch.insns) */
 	/* power events (VtDecodeOptions.power): a PSB+ and a new core:bus
 	 * ratio wait for the IP they bind to (the next block's) */
 	gboolean power;
@@ -85,6 +86,7 @@ struct VtDecodeQueue {
 	gboolean flow_end, have_nt;
 	gboolean flow_psb;               /* a PSB+ since the last block: the flow so far ran before it */
 	guint64 nt_ip, nt_tsc, nt_off;
+	guint32 nt_insns;                /* d->insns up to nt_ip */
 	gboolean nt_guest;
 	guint8 nt_mode;
 	guint npsb;                      /* PSBs waiting (PSB+ after PSB+ binds to one IP) */
@@ -337,6 +339,10 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	d->ovf = 0;
 	if (kind < VT_BRANCH_PSB)
 		d->have_nt = FALSE;
+	if (kind < VT_BRANCH_PSB || kind == VT_BRANCH_FLOW_END) {
+		b->insns = d->insns;
+		d->insns = 0;
+	}
 }
 
 static void emit_error(Dec *d, int status)
@@ -352,6 +358,8 @@ static void emit_error(Dec *d, int status)
 	b.vmcs = d->vmcs;
 	b.overflows = (guint8)MIN(d->ovf, 255);
 	d->ovf = 0;
+	b.insns = d->insns;
+	d->insns = 0;
 	g_array_append_val(d->out, b);
 	d->have_pend = d->have_async = FALSE;
 }
@@ -386,6 +394,7 @@ static void resolve(Dec *d, guint64 to)
 		d->nt_tsc = d->pend_tsc;
 		d->nt_off = d->pend_off;
 		d->nt_mode = d->pend_mode;
+		d->nt_insns = d->insns;
 		return;
 	case VT_INSN_VMENTRY:
 		if (d->guest && !d->pend_guest)
@@ -621,6 +630,7 @@ static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 	}
 	if (!b->ninsn)
 		return;
+	d->insns += b->ninsn;
 	block_end(d, b->end_ip, (guint8)b->mode);
 	d->pend_mode = (guint8)b->mode;
 	d->pend_ip = b->end_ip;
@@ -1007,6 +1017,7 @@ static void emit_flow_end(Dec *d)
 	if (!d->flow_end || !d->have_nt)
 		return;
 	d->src_mode = d->nt_mode;
+	d->insns = d->nt_insns;          /* blocks after it: not proven */
 	emit_at(d, VT_BRANCH_FLOW_END, d->nt_ip, 0, d->nt_guest, d->nt_guest, FALSE, d->nt_tsc, d->nt_off);
 	d->have_nt = FALSE;
 }

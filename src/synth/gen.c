@@ -479,6 +479,8 @@ static void psb_plus(Gen *g, Queue *q)
 		/* PSB+ restates the IP the walk is at; compressed RETs never
 		 * reach across a PSB (perf clears its stack there) */
 		flush_tnt(g, q);
+		if (g->branches)      /* what ran before it (a flow end's) */
+			fprintf(g->branches, "# psb %u %" G_GUINT64_FORMAT "\n", q->idx, q->insns);
 		q->ip_host = q->host.ip;
 		vt_synth_ctx_flush_comp(&q->host);
 		if (q->vcpu >= 0) {
@@ -1003,6 +1005,8 @@ static void fill_chunk(Gen *g, Queue *q)
 		/* a host stretch: KVM run loop */
 		if (q->bytes >= q->target) {
 			flush_tnt(g, q);      /* the last decisions reach the trace */
+			if (g->branches)      /* what they prove ran (a flow end's) */
+				fprintf(g->branches, "# end %u %" G_GUINT64_FORMAT "\n", q->idx, q->insns);
 			vcpu_release(g, q);
 			q->done = TRUE;
 			break;
@@ -1356,7 +1360,8 @@ static gboolean code_open(Gen *g, GError **error)
 			return FALSE;
 		}
 		fprintf(g->branches, "# vmtrace synth ground truth: every branch taken\n"
-				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET TSC\n");
+				     "# QUEUE TID KIND FROM TO WHERE VCPU INSNS RET TSC\n"
+				     "# (at a PSB+ and a queue's end: # psb|end QUEUE INSNS, what ran before)\n");
 		for (guint i = 0; i < g->nuser; i++)
 			fprintf(g->branches, "# guest-user %s %#" G_GINT64_MODIFIER "x %#" G_GINT64_MODIFIER "x %#"
 				G_GINT64_MODIFIER "x\n", c->guest_user[i], g->user_start[i], g->user_len[i],
