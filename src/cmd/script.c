@@ -81,6 +81,7 @@ typedef struct {
 	struct LineHead *head;             /* the last line's start (line_fields) */
 	struct ThreadText *threads;        /* lines' thread fields (thread_part()) */
 	struct SideText *sides;            /* kernel addresses' side text (side_cached()) */
+	VtDecodeSymCache *syms;            /* call traces: symbols by (image, address) */
 } Script;
 
 /* What a line's thread fields are made of (compared whole: no padding). */
@@ -370,6 +371,19 @@ static const char *guest_dso(const Script *s)
  * most of the time of printing (callgrind, perf record). */
 #define put_lit(t, lit) vt_textbuf_mem((t), "" lit, sizeof(lit) - 1)
 
+/* n bytes of a kept text at src (cap bytes readable): copied as a whole
+ * block of a constant size - no call, no loop - and n of them taken */
+static inline void put_kept(VtTextBuf *t, const char *src, gsize n, gsize cap)
+{
+	if (cap <= 128 && n <= cap)
+		memcpy(vt_textbuf_room(t, cap), src, cap);
+	else if (n <= 64 && cap >= 64)
+		memcpy(vt_textbuf_room(t, 64), src, 64);
+	else
+		memcpy(vt_textbuf_room(t, n), src, n);
+	vt_textbuf_commit(t, n);
+}
+
 static void put_str(VtTextBuf *t, const char *str, int width)
 {
 	vt_textbuf_right(t, str, strlen(str), width);
@@ -500,7 +514,7 @@ static void side_cached(const Script *s, guint64 addr, gboolean guest, guint f)
 	gboolean code;
 
 	if (G_LIKELY(x->addr == addr && x->key == key)) {
-		vt_textbuf_mem(t, x->text, x->len);
+		put_kept(t, x->text, x->len, sizeof(x->text));
 		return;
 	}
 	start = vt_textbuf_pos(t);
@@ -659,7 +673,7 @@ static void thread_part(const Script *s, const VtDecodeEvent *e, const ThreadKey
 	gsize len;
 
 	if (x->len && !memcmp(&x->k, key, sizeof(*key))) {
-		vt_textbuf_mem(t, x->text, x->len);
+		put_kept(t, x->text, x->len, sizeof(x->text));
 		return;
 	}
 	start = vt_textbuf_pos(t);
@@ -709,7 +723,7 @@ static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest,
 
 	thread_key(&key, e, guest, f);
 	if (h->len && h->when == when && h->event == event && !memcmp(&h->who, &key, sizeof(key))) {
-		vt_textbuf_mem(t, h->text, h->len);
+		put_kept(t, h->text, h->len, sizeof(h->text));
 	} else {
 		guint64 start = vt_textbuf_pos(t);
 		gsize len;
@@ -1021,25 +1035,21 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
 	const char *dso = guest ? s->guest_dso : "[kernel.kallsyms]";
 	gsize dso_len = guest ? s->guest_dso_len : strlen("[kernel.kallsyms]");
-	const char *sym;
-	gsize sym_len;
-	guint64 off;
-	gboolean code;
+	const VtDecodeSym *y;
 	int len = 0;
 
-	kernel_sym(img, ip, &sym_len, &off, &code);
-	if (!code) {
+	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code) {
 		dso = "[unknown]";
 		dso_len = strlen(dso);
 	}
 	vt_textbuf_c(t, '(');
 	vt_textbuf_left(t, dso, dso_len, s->o->call_trace ? 50 : 0);
 	put_lit(t, ")\t");
-	sym = kernel_sym(img, at, &sym_len, &off, &code);
-	if (sym) {
+	y = vt_decode_symcache_lookup(s->syms, img, at);
+	if (y->sym) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
-		vt_textbuf_mem(t, sym, sym_len);
-		len = (int)(depth * 4 + sym_len);
+		vt_textbuf_mem(t, y->sym, y->sym_len);
+		len = (int)(depth * 4 + y->sym_len);
 	} else if (at) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_hex(t, at, 16);
@@ -1295,8 +1305,10 @@ static void report(Script *s)
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
 	s->out = vt_textbuf_new(stdout, 1 << 20);
-	if (s->o->call_trace || s->o->call_ret_trace)
+	if (s->o->call_trace || s->o->call_ret_trace) {
 		s->stacks = vt_decode_stacks_new();
+		s->syms = vt_decode_symcache_new(16);
+	}
 	if (s->o->insn_trace)
 		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
@@ -1354,6 +1366,7 @@ static void report(Script *s)
 	s->json = NULL;
 	vt_decode_stacks_free(s->stacks);
 	s->stacks = NULL;
+	g_clear_pointer(&s->syms, vt_decode_symcache_free);
 	if (s->walk)
 		g_array_free(s->walk, TRUE);
 	s->walk = NULL;
