@@ -139,8 +139,10 @@ static guint64 kallsyms_addr(const char *cur, char **end)
 	const char *p = cur;
 
 	for (; p - cur < 16; p++) {
-		guint d = (guint)g_ascii_xdigit_value(*p);
+		guint c = (guchar)*p, d = c - '0';
 
+		if (d > 9)
+			d = (c | 0x20) - 'a' + 10 < 10 ? 16 : (c | 0x20) - 'a' + 10;
 		if (d > 15)
 			break;
 		v = v << 4 | d;
