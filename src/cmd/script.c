@@ -116,7 +116,7 @@ typedef struct SideText {
 } SideText;
 
 G_STATIC_ASSERT(sizeof(SideText) == 128);
-#define SIDES_LOG2 16                  /* 8 MiB */
+#define SIDES_LOG2 13                  /* 1 MiB */
 
 /* A line's start up to its flags, as line_fields() last formatted it:
  * the same for every line of one thread in one microsecond (nanosecond
@@ -557,9 +557,10 @@ static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 /* The same for an instruction: its symbol is in the disassembly cache. */
 static void insn_side(const Script *s, const VtDisasmInsn *in, gboolean guest, guint f)
 {
-	if (!user_space(s, in->ip, guest))
-		side_cached(s, in->ip, guest, f);
-	else if (!user_side(s, s->guest_pid, in->ip, f))
+	/* not through s->sides: an instruction's slot has its symbol, and
+	 * --insn-trace's many addresses only thrash the table (CPU time
+	 * 4.2-5.3 s -> 6.5-6.9 s, 1 MiB tnt-dense, with it) */
+	if (!user_space(s, in->ip, guest) || !user_side(s, s->guest_pid, in->ip, f))
 		put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off);
 }
 
