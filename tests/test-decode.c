@@ -61,6 +61,38 @@ static char *write_text(const char *dir, const char *name, const char *text)
 	return path;
 }
 
+/* kallsyms addresses as perf reads them (upper case, 0x, leading zeros
+ * missing), sorted files as they are (the last name at an address wins),
+ * unsorted ones sorted */
+static void test_kallsyms_forms(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 text[64] = { 0x90, 0xc3 };
+	const Seg segs[] = { { 0xffffffff81000000ULL, PF_R | PF_X, text, sizeof(text) } };
+	g_autofree char *core = write_core(dir, "kcore", segs, 1, FALSE);
+	const char *files[] = {
+		"ffffffff81000000 T first\nFFFFFFFF81000000 T second\n0xffffffff81000010 t third\n"
+		"ffffffff81000020 T fourth\n",
+		"ffffffff81000020 T fourth\nffffffff81000000 T first\nffffffff81000010 t third\n"
+		"ffffffff81000000 T second\n",
+	};
+
+	(void)core;     /* written for its side effect: the file */
+	for (guint i = 0; i < G_N_ELEMENTS(files); i++) {
+		g_autofree char *ks = write_text(dir, "kallsyms", files[i]);
+		g_autoptr(GError) err = NULL;
+		g_autoptr(VtDecodeImage) img = vt_decode_image_load_dir(dir, "host", &err);
+		guint64 off;
+
+		g_assert_no_error(err);
+		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000004ULL, &off), ==, "second");
+		g_assert_cmpuint(off, ==, 4);
+		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000011ULL, &off), ==, "third");
+		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000030ULL, &off), ==, "fourth");
+		g_assert_cmpuint(off, ==, 0x10);
+	}
+}
+
 static void test_image(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
@@ -819,6 +851,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/decode/image", test_image);
+	g_test_add_func("/decode/kallsyms-forms", test_kallsyms_forms);
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
 	g_test_add_func("/decode/segment-hint", test_segment_hint);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);

@@ -78,32 +78,55 @@ typedef struct {
 	GArray *next;                      /* per queue, where its last branch went (Walk) */
 	const char *guest_dso;             /* perf's DSO of guest kernel code (guest_dso()) */
 	gsize guest_dso_len;
-	guint64 seq;                       /* events read so far */
 	struct LineHead *head;             /* the last line's start (line_fields) */
 	struct ThreadText *threads;        /* lines' thread fields (thread_part()) */
+	struct SideText *sides;            /* kernel addresses' side text (side_cached()) */
+	VtDecodeSymCache *syms;            /* call traces: symbols by (image, address) */
 } Script;
 
-/* A line's thread fields as thread_part() last formatted them (len 0: none). */
-typedef struct ThreadText {
+/* What a line's thread fields are made of (compared whole: no padding). */
+typedef struct {
 	const char *comm, *guest_comm;
 	gint32 tid, cpu, machine_pid, vcpu, guest_tid;
 	guint f;
-	gboolean guest;
+	gint32 guest, zero;
+} ThreadKey;
+
+G_STATIC_ASSERT(sizeof(ThreadKey) == 48);
+
+/* A line's thread fields as thread_part() last formatted them (len 0: none). */
+typedef struct ThreadText {
+	ThreadKey k;
 	guint8 len;
 	char text[151];
 } ThreadText;
 
 #define THREADS 16
 
+/* A kernel address's text "ADDR SYM+0xOFF (DSO)" as put_side() formatted
+ * it for one machine and -F's sym/symoff/dso (key: valid, guest, f), in a
+ * direct-mapped table: branch targets and sources repeat (tnt-dense, 256
+ * KiB: 160,000 different sides in 1.2 M), and a copy costs a tenth of a
+ * symbol search and three hex fields.  Longer texts are not kept. */
+typedef struct SideText {
+	guint64 addr;
+	guint32 key;
+	guint8 len;
+	char text[115];
+} SideText;
+
+G_STATIC_ASSERT(sizeof(SideText) == 128);
+#define SIDES_LOG2 13                  /* 1 MiB */
+
 /* A line's start up to its flags, as line_fields() last formatted it:
- * the same for every instruction line of one event (--insn-trace), so
- * formatted once and copied. */
+ * the same for every line of one thread in one microsecond (nanosecond
+ * with --insn-trace) - most lines (tnt-dense, 256 KiB: 24,000 different
+ * starts in 612,000 lines) - so formatted once and copied. */
 typedef struct LineHead {
-	guint64 seq;                       /* its event (Script.seq); 0: none */
-	guint f;
-	gboolean guest;
+	ThreadKey who;                     /* its thread */
+	guint64 when;                      /* its time in the line's unit (head_when()) */
 	const char *event;
-	gsize len;
+	gsize len;                         /* 0: none */
 	char text[240];
 	/* put_time(): the seconds part last formatted */
 	guint64 secs;
@@ -348,6 +371,19 @@ static const char *guest_dso(const Script *s)
  * most of the time of printing (callgrind, perf record). */
 #define put_lit(t, lit) vt_textbuf_mem((t), "" lit, sizeof(lit) - 1)
 
+/* n bytes of a kept text at src (cap bytes readable): copied as a whole
+ * block of a constant size - no call, no loop - and n of them taken */
+static inline void put_kept(VtTextBuf *t, const char *src, gsize n, gsize cap)
+{
+	if (cap <= 128 && n <= cap)
+		memcpy(vt_textbuf_room(t, cap), src, cap);
+	else if (n <= 64 && cap >= 64)
+		memcpy(vt_textbuf_room(t, 64), src, 64);
+	else
+		memcpy(vt_textbuf_room(t, n), src, n);
+	vt_textbuf_commit(t, n);
+}
+
 static void put_str(VtTextBuf *t, const char *str, int width)
 {
 	vt_textbuf_right(t, str, strlen(str), width);
@@ -466,6 +502,41 @@ static const char *kernel_sym(const VtDecodeImage *img, guint64 addr, gsize *len
 	return sym;
 }
 
+/* put_side() of a kernel address through s->sides (SideText). */
+static void side_cached(const Script *s, guint64 addr, gboolean guest, guint f)
+{
+	VtTextBuf *t = s->out;
+	guint32 key = 1u | (guint32)(guest != 0) << 1 | (f & (F_SYM | F_SYMOFF | F_DSO));
+	SideText *x = &s->sides[((addr ^ (guint64)guest) * 0x9e3779b97f4a7c15ULL) >> (64 - SIDES_LOG2)];
+	const char *sym;
+	gsize len;
+	guint64 off, start;
+	gboolean code;
+
+	if (G_LIKELY(x->addr == addr && x->key == key)) {
+		put_kept(t, x->text, x->len, sizeof(x->text));
+		return;
+	}
+	start = vt_textbuf_pos(t);
+	sym = kernel_sym(guest ? s->guest : s->host, addr, &len, &off, &code);
+	put_side(s, addr, guest, f, sym, len, off);
+	len = (gsize)(vt_textbuf_pos(t) - start);
+	x->key = 0;
+	if (len <= sizeof(x->text) && t->len >= len) {
+		x->addr = addr;
+		x->key = key;
+		x->len = (guint8)len;
+		memcpy(x->text, t->buf + t->len - len, len);
+	}
+}
+
+/* Guest user addresses of an injected recording are the line's process's
+ * (user_side()); the rest are the kernel's, the same every time. */
+static gboolean user_space(const Script *s, guint64 addr, gboolean guest)
+{
+	return guest && s->guser && !(addr >> 47);
+}
+
 static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 {
 	const char *sym;
@@ -473,18 +544,24 @@ static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 	guint64 off;
 	gboolean code;
 
-	if (guest && user_side(s, s->guest_pid, addr, f))
+	if (!user_space(s, addr, guest)) {
+		side_cached(s, addr, guest, f);
 		return;
-	sym = kernel_sym(guest ? s->guest : s->host, addr, &len, &off, &code);
+	}
+	if (user_side(s, s->guest_pid, addr, f))
+		return;
+	sym = kernel_sym(s->guest, addr, &len, &off, &code);
 	put_side(s, addr, guest, f, sym, len, off);
 }
 
 /* The same for an instruction: its symbol is in the disassembly cache. */
 static void insn_side(const Script *s, const VtDisasmInsn *in, gboolean guest, guint f)
 {
-	if (guest && user_side(s, s->guest_pid, in->ip, f))
-		return;
-	put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off);
+	/* not through s->sides: an instruction's slot has its symbol, and
+	 * --insn-trace's many addresses only thrash the table (CPU time
+	 * 4.2-5.3 s -> 6.5-6.9 s, 1 MiB tnt-dense, with it) */
+	if (!user_space(s, in->ip, guest) || !user_side(s, s->guest_pid, in->ip, f))
+		put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off);
 }
 
 /* The thread of one side of a branch: on the guest side the guest thread
@@ -582,39 +659,41 @@ static void thread_fields(const Script *s, const VtDecodeEvent *e, gboolean gues
 	}
 }
 
+static void thread_key(ThreadKey *k, const VtDecodeEvent *e, gboolean guest, guint f)
+{
+	*k = (ThreadKey){ e->comm, e->guest_comm, e->tid, e->cpu, e->machine_pid, e->vcpu, e->guest_tid, f, guest, 0 };
+}
+
 /* thread_fields() as last formatted for the same thread (a table of
  * THREADS, by tid and CPU): the same for all lines of a thread */
-static void thread_part(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f)
+static void thread_part(const Script *s, const VtDecodeEvent *e, const ThreadKey *key)
 {
 	VtTextBuf *t = s->out;
-	ThreadText *x = &s->threads[((guint)e->tid ^ (guint)e->cpu * 31u ^ (guint)guest * 7u) % THREADS];
-	ThreadText key = { e->comm, e->guest_comm, e->tid, e->cpu, e->machine_pid, e->vcpu, e->guest_tid, f, guest,
-			   0, { 0 } };
+	ThreadText *x = &s->threads[((guint)e->tid ^ (guint)e->cpu * 31u ^ (guint)key->guest * 7u) % THREADS];
 	guint64 start;
 	gsize len;
 
-	if (x->len && x->comm == key.comm && x->guest_comm == key.guest_comm && x->tid == key.tid &&
-	    x->cpu == key.cpu && x->machine_pid == key.machine_pid && x->vcpu == key.vcpu &&
-	    x->guest_tid == key.guest_tid && x->f == f && x->guest == guest) {
-		vt_textbuf_mem(t, x->text, x->len);
+	if (x->len && !memcmp(&x->k, key, sizeof(*key))) {
+		put_kept(t, x->text, x->len, sizeof(x->text));
 		return;
 	}
 	start = vt_textbuf_pos(t);
-	thread_fields(s, e, guest, f);
+	thread_fields(s, e, key->guest, key->f);
 	len = (gsize)(vt_textbuf_pos(t) - start);
 	x->len = 0;
 	if (len && len < sizeof(x->text) && t->len >= len) {
-		*x = key;
+		x->k = *key;
 		x->len = (guint8)len;
 		memcpy(x->text, t->buf + t->len - len, len);
 	}
 }
 
-static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event)
+static void line_head(const Script *s, const VtDecodeEvent *e, const ThreadKey *key, const char *event)
 {
 	VtTextBuf *t = s->out;
+	guint f = key->f;
 
-	thread_part(s, e, guest, f);
+	thread_part(s, e, key);
 	if ((f & F_TIME) && vt_decode_result_timed(s->result))
 		put_time(s, e->time, s->o->nsecs);
 	if (f & F_PERIOD)
@@ -625,6 +704,14 @@ static void line_head(const Script *s, const VtDecodeEvent *e, gboolean guest, g
 	}
 }
 
+/* The time a line shows, in its unit (0: none). */
+static guint64 head_when(const Script *s, const VtDecodeEvent *e, guint f)
+{
+	if (!(f & F_TIME) || !vt_decode_result_timed(s->result))
+		return 0;
+	return s->o->nsecs ? e->time : e->time / 1000;
+}
+
 /* perf's line start: line_head() (copied when it is the last line's), then
  * the flags if f asks for them (perf's sample flags). */
 static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest, guint f, const char *event,
@@ -632,21 +719,23 @@ static void line_fields(const Script *s, const VtDecodeEvent *e, gboolean guest,
 {
 	VtTextBuf *t = s->out;
 	LineHead *h = s->head;
+	guint64 when = head_when(s, e, f);
+	ThreadKey key;
 
-	if (h->seq == s->seq && h->guest == guest && h->f == f && h->event == event) {
-		vt_textbuf_mem(t, h->text, h->len);
+	thread_key(&key, e, guest, f);
+	if (h->len && h->when == when && h->event == event && !memcmp(&h->who, &key, sizeof(key))) {
+		put_kept(t, h->text, h->len, sizeof(h->text));
 	} else {
 		guint64 start = vt_textbuf_pos(t);
 		gsize len;
 
-		line_head(s, e, guest, f, event);
+		line_head(s, e, &key, event);
 		len = (gsize)(vt_textbuf_pos(t) - start);
 		/* kept when it is in the buffer in one piece (no flush in between) */
-		h->seq = 0;
-		if (len <= sizeof(h->text) && t->len >= len) {
-			h->seq = s->seq;
-			h->f = f;
-			h->guest = guest;
+		h->len = 0;
+		if (len && len <= sizeof(h->text) && t->len >= len) {
+			h->who = key;
+			h->when = when;
 			h->event = event;
 			h->len = len;
 			memcpy(h->text, t->buf + t->len - len, len);
@@ -948,25 +1037,21 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
 	const char *dso = guest ? s->guest_dso : "[kernel.kallsyms]";
 	gsize dso_len = guest ? s->guest_dso_len : strlen("[kernel.kallsyms]");
-	const char *sym;
-	gsize sym_len;
-	guint64 off;
-	gboolean code;
+	const VtDecodeSym *y;
 	int len = 0;
 
-	kernel_sym(img, ip, &sym_len, &off, &code);
-	if (!code) {
+	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code) {
 		dso = "[unknown]";
 		dso_len = strlen(dso);
 	}
 	vt_textbuf_c(t, '(');
 	vt_textbuf_left(t, dso, dso_len, s->o->call_trace ? 50 : 0);
 	put_lit(t, ")\t");
-	sym = kernel_sym(img, at, &sym_len, &off, &code);
-	if (sym) {
+	y = vt_decode_symcache_lookup(s->syms, img, at);
+	if (y->sym) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
-		vt_textbuf_mem(t, sym, sym_len);
-		len = (int)(depth * 4 + sym_len);
+		vt_textbuf_mem(t, y->sym, y->sym_len);
+		len = (int)(depth * 4 + y->sym_len);
 	} else if (at) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_hex(t, at, 16);
@@ -1222,8 +1307,10 @@ static void report(Script *s)
 	if (s->o->json)
 		s->json = vt_json_new(stdout);
 	s->out = vt_textbuf_new(stdout, 1 << 20);
-	if (s->o->call_trace || s->o->call_ret_trace)
+	if (s->o->call_trace || s->o->call_ret_trace) {
 		s->stacks = vt_decode_stacks_new();
+		s->syms = vt_decode_symcache_new(16);
+	}
 	if (s->o->insn_trace)
 		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
@@ -1237,6 +1324,7 @@ static void report(Script *s)
 	s->guest_dso_len = strlen(s->guest_dso);
 	s->head = g_new0(LineHead, 1);
 	s->threads = g_new0(ThreadText, THREADS);
+	s->sides = g_new0(SideText, (gsize)1 << SIDES_LOG2);   /* calloc'd: untouched pages stay unmapped */
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
@@ -1245,7 +1333,6 @@ static void report(Script *s)
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	while ((e = vt_decode_result_next(s->result))) {
-		s->seq++;
 		s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
 		s->guest_time = e->time;
 		if (s->stacks) {
@@ -1281,6 +1368,7 @@ static void report(Script *s)
 	s->json = NULL;
 	vt_decode_stacks_free(s->stacks);
 	s->stacks = NULL;
+	g_clear_pointer(&s->syms, vt_decode_symcache_free);
 	if (s->walk)
 		g_array_free(s->walk, TRUE);
 	s->walk = NULL;
@@ -1296,6 +1384,7 @@ static void report(Script *s)
 	s->head = NULL;
 	g_free(s->threads);
 	s->threads = NULL;
+	g_clear_pointer(&s->sides, g_free);
 }
 
 /* ------------------------------------------------------------- command */
