@@ -920,19 +920,28 @@ static gboolean output_commit(const char *out, Recording *r, GError **error)
 
 /* The injection failed (its error is printed, r->rc says which): what was
  * recorded cannot be recorded again, so OUT becomes the host recording with
- * the guest's file beside it (OUT/guest.data), and the user is told how to
- * retry.  FALSE: the run still fails with the injection's status. */
+ * the guest's file beside it (OUT/guest.data) and the guest's kernel
+ * snapshot where a merge puts it (OUT/kcore_dir__PID: inject copies it with
+ * REC's files), and the user is told how to retry.  FALSE: the run still
+ * fails with the injection's status. */
 static gboolean keep_host_recording(const RecordOpts *o, Recording *r)
 {
 	g_autoptr(GError) err = NULL;
+	g_autofree char *name = g_strdup_printf("kcore_dir__%u", r->d.pid);
+	g_autofree char *from = g_build_filename(vt_tempfile_path(r->gdir), "kcore_dir", NULL);
+	g_autofree char *to = g_build_filename(r->tmpdir, name, NULL);
 
+	if (g_rename(from, to) < 0) {
+		vt_err("record", "cannot rename %s to %s: %s", from, to, g_strerror(errno));
+		return FALSE;
+	}
 	if (!output_commit(o->out, r, &err)) {
 		vt_err("record", "%s", err->message);
 		return FALSE;
 	}
-	vt_err("record", "kept %s: the host recording and the guest's perf.data (%s/guest.data), not merged; "
-	       "once the cause is fixed: vmtrace inject %s --guest-data %s/guest.data -o NEW", o->out, o->out, o->out,
-	       o->out);
+	vt_err("record", "kept %s: the host recording, the guest's perf.data (%s/guest.data) and kernel snapshot "
+	       "(%s/%s), not merged; once the cause is fixed: vmtrace inject %s --guest-data %s/guest.data -o NEW",
+	       o->out, o->out, o->out, name, o->out, o->out);
 	return FALSE;
 }
 
