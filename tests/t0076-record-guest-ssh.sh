@@ -100,10 +100,17 @@ guest_ssh cat /proc/kallsyms >"$TMP/kallsyms"
 check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$TMP/r1/kcore_dir__$qemu/kallsyms"
 
 # --- Ctrl-C: both stop, the guest file is complete -----------------------------
-rec $G -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
+rec $G --progress -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
 rp=$!
-for _ in $(seq 600); do grep -q "Ctrl-C stops" "$TMP/r2.err" 2>/dev/null && break; sleep 0.1; done
-sleep 3    # the synth capture source writes its first context switch only after a while (1 s was too short since synth's hardware-order CYC packets)
+# Ctrl-C once the recorder has read a sideband record of the vCPU threads:
+# their context switches are the kernel's (the synth source writes none),
+# and inject needs one with a CPU (else exit 19).  Their other sideband
+# (comm, fork/exit, exec mmaps) does not happen in this guest's idle QEMU.
+# A fixed sleep (1 s, then 3 s) was flaky under load.
+for _ in $(seq 1200); do
+	tr '\r' '\n' <"$TMP/r2.err" 2>/dev/null | grep -q ' [1-9][0-9]* sideband records' && break
+	sleep 0.1
+done
 kill -INT $rp
 wait $rp
 rc=$?
