@@ -62,8 +62,15 @@ check "TCG's \"CPU n/TCG\" threads: exit 19, names CPU n/KVM" \
 	sh -c "test $rc -eq 19 && grep -q 'CPU n/KVM' '$TMP/t0.err'"
 check "... the host recording is kept with guest.data (not merged), the retry command said, no temporaries" \
 	sh -c "test -s '$TMP/t0/data' && test -s '$TMP/t0/guest.data' && test -s '$TMP/t0/vmtrace-kvm.ini' &&
-		! ls -d '$TMP'/t0/kcore_dir__* 2>/dev/null && grep -q 'vmtrace inject $TMP/t0 --guest-data $TMP/t0/guest.data' '$TMP/t0.err' &&
+		grep -q 'vmtrace inject $TMP/t0 --guest-data $TMP/t0/guest.data' '$TMP/t0.err' &&
 		test -z \"\$(find '$TMP' -maxdepth 1 -name '.*vmtrace-tmp*')\""
+# the snapshot cannot be taken again either: kept where a merge puts it, so
+# the retry (inject copies REC's files) has it as a one-step run has
+check "... and the guest's kernel snapshot: kcore_dir__$qemu (kcore, kallsyms, modules; 0600), said" \
+	sh -c "test -s '$TMP/t0/kcore_dir__$qemu/kcore' && test -s '$TMP/t0/kcore_dir__$qemu/kallsyms' &&
+		test -s '$TMP/t0/kcore_dir__$qemu/modules' &&
+		test -z \"\$(find '$TMP/t0/kcore_dir__$qemu' -type f ! -perm 0600)\" &&
+		grep -q 'kernel snapshot ($TMP/t0/kcore_dir__$qemu)' '$TMP/t0.err'"
 check "... perf reads the kept host recording" sh -c "'$PERF' script -i '$TMP/t0' --itrace= --show-task-events 2>/dev/null | grep -q COMM"
 check "... nothing left in the guest's /tmp" test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
 halt
@@ -93,10 +100,17 @@ guest_ssh cat /proc/kallsyms >"$TMP/kallsyms"
 check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$TMP/r1/kcore_dir__$qemu/kallsyms"
 
 # --- Ctrl-C: both stop, the guest file is complete -----------------------------
-rec $G -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
+rec $G --progress -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
 rp=$!
-for _ in $(seq 600); do grep -q "Ctrl-C stops" "$TMP/r2.err" 2>/dev/null && break; sleep 0.1; done
-sleep 3    # the synth capture source writes its first context switch only after a while (1 s was too short since synth's hardware-order CYC packets)
+# Ctrl-C once the recorder has read a sideband record of the vCPU threads:
+# their context switches are the kernel's (the synth source writes none),
+# and inject needs one with a CPU (else exit 19).  Their other sideband
+# (comm, fork/exit, exec mmaps) does not happen in this guest's idle QEMU.
+# A fixed sleep (1 s, then 3 s) was flaky under load.
+for _ in $(seq 1200); do
+	tr '\r' '\n' <"$TMP/r2.err" 2>/dev/null | grep -q ' [1-9][0-9]* sideband records' && break
+	sleep 0.1
+done
 kill -INT $rp
 wait $rp
 rc=$?

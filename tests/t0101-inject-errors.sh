@@ -94,6 +94,12 @@ refused "$TMP/g.data" "$TMP/h.data" 2 "--offset 'zz'" "a bad --offset" --offset 
 refused "$TMP/g.data" "$TMP/h.data" 2 "--tsc-scale '0'" "a bad --tsc-scale" --tsc-scale 0
 "$VMTRACE" inject "$TMP/h.data" -o "$TMP/out" >/dev/null 2>"$TMP/e"
 check "no --guest-data: usage error (exit 2)" test $? -eq 2
+"$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "" >/dev/null 2>"$TMP/e"
+check "-o \"\": usage error (exit 2), says so" sh -c "test $? -eq 2 && grep -q 'empty path' '$TMP/e'"
+refused "$TMP/g.data" "$TMP/h.data" 2 "vCPU 7" "--offset for a vCPU the recording does not have" --offset 0x10:7
+refused "$TMP/g.data" "$TMP/h.data" 2 "vCPU 0 given twice" "--offset for the same vCPU twice" --offset 0x10:0 --offset 0x20:0
+refused "$TMP/g.data" "$TMP/h.data" 2 "vCPU 0 given twice" "--offset OFF:0,0" --offset 0x10:0,0
+refused "$TMP/g.data" "$TMP/h.data" 2 "every vCPU (OFF without :VCPU) given twice" "--offset OFF twice" --offset 0x10 --offset 0x20
 mkdir "$TMP/exists"
 "$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/exists" >/dev/null 2>"$TMP/e"
 check "an existing OUT is refused (exit 1), untouched" test $? -eq 1 -a -z "$(ls -A "$TMP/exists")"

@@ -87,6 +87,48 @@ bad:
 	return FALSE;
 }
 
+/* No vCPU (nor "every other vCPU") given two offsets. */
+static gboolean offsets_distinct(const GArray *clocks, GError **err)
+{
+	for (guint i = 0; i < clocks->len; i++)
+		for (guint k = 0; k < i; k++) {
+			int v = g_array_index(clocks, VtInjectClock, i).vcpu;
+			g_autofree char *who = NULL;
+
+			if (g_array_index(clocks, VtInjectClock, k).vcpu != v)
+				continue;
+			who = v < 0 ? g_strdup("every vCPU (OFF without :VCPU)") : g_strdup_printf("vCPU %d", v);
+			g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--offset: %s given twice", who);
+			return FALSE;
+		}
+	return TRUE;
+}
+
+/* Every vCPU an --offset names is one of the QEMU process's in REC: a
+ * usage error (exit 2) otherwise. */
+static int inj_check_offset_vcpus(const InjOpts *o)
+{
+	g_autoptr(GError) err = NULL;
+
+	for (guint i = 0; o->offsets && o->opt.machine_pid && i < o->opt.clocks->len; i++) {
+		const VtInjectClock *c = &g_array_index(o->opt.clocks, VtInjectClock, i);
+		gboolean has;
+
+		if (c->vcpu < 0)
+			continue;
+		if (!vt_inject_host_has_vcpu(o->rec, o->opt.machine_pid, (guint)c->vcpu, &has, &err)) {
+			vt_err("inject", "%s", err->message);
+			return VT_EXIT_BAD_INPUT;
+		}
+		if (!has) {
+			vt_err("inject", "--offset for vCPU %d: %s has no \"CPU %d/KVM\" thread of QEMU process %u "
+			       "(see vmtrace inject --help)", c->vcpu, o->rec, c->vcpu, o->opt.machine_pid);
+			return VT_EXIT_USAGE;
+		}
+	}
+	return VT_EXIT_OK;
+}
+
 /* RATIO[/FRAC] */
 static gboolean parse_scale(InjOpts *o, GError **err)
 {
@@ -155,6 +197,9 @@ static gboolean inj_parse(InjOpts *o, int *argc, char ***argv, GError **err)
 			    *argc < 2 ? "missing REC" : "only one REC is accepted");
 	else if (ok && (!o->guest || !o->out))
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "--guest-data and -o are required");
+	else if (ok && (!*o->guest || !*o->out))
+		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "%s: empty path",
+			    *o->out ? "--guest-data" : "-o");
 	else if (ok && o->pid < 0)
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "--pid must be a process id");
 	if (ok && !*err)
@@ -173,6 +218,8 @@ static gboolean inj_validate(InjOpts *o, GError **err)
 	for (char **s = o->offsets; s && *s; s++)
 		if (!parse_offset(*s, o->opt.clocks, err))
 			return FALSE;
+	if (o->offsets && !offsets_distinct(o->opt.clocks, err))
+		return FALSE;
 	if (vt_fs_path_inside(o->out, o->rec) || vt_fs_path_inside(o->rec, o->out) ||
 	    vt_fs_path_inside(o->out, o->guest)) {
 		g_set_error(err, G_OPTION_ERROR, G_OPTION_ERROR_FAILED, "-o %s: choose an OUT apart from the inputs",
@@ -436,6 +483,8 @@ static int inj_run(InjOpts *o)
 		return exit_code_for(err);
 	}
 	rc = inj_pick_pid(o);
+	if (rc == VT_EXIT_OK)
+		rc = inj_check_offset_vcpus(o);
 	if (rc == VT_EXIT_OK && !o->opt.clocks)
 		rc = inj_discover(o);
 	if (rc != VT_EXIT_OK)

@@ -361,7 +361,8 @@ static const char record_description[] =
 	"--snapshot mode.  Under sudo the output belongs to the invoking user.\n"
 	"Exit status: 0 recorded; 1 failure; 2 usage; 14 this machine cannot trace\n"
 	"(no Intel PT: run `vmtrace check` to see what is missing).  --guest-ssh:\n"
-	"9-12, 16 as guest fetch (SSH), 17-19 as inject; 20 no perf in the guest;\n"
+	"9-12, 16 as guest fetch (SSH), 3, 5, 17-19, 28 as inject (DIR kept,\n"
+	"unmerged); 20 no perf in the guest;\n"
 	"21 perf record in the guest failed.  --source tcg: 26 QEMU did not run the\n"
 	"plugin to its end, 27 no kernel code ran; --domain: 25 its QEMU does not\n"
 	"load the plugin (what to add to the domain's XML is printed).\n"
@@ -920,19 +921,28 @@ static gboolean output_commit(const char *out, Recording *r, GError **error)
 
 /* The injection failed (its error is printed, r->rc says which): what was
  * recorded cannot be recorded again, so OUT becomes the host recording with
- * the guest's file beside it (OUT/guest.data), and the user is told how to
- * retry.  FALSE: the run still fails with the injection's status. */
+ * the guest's file beside it (OUT/guest.data) and the guest's kernel
+ * snapshot where a merge puts it (OUT/kcore_dir__PID: inject copies it with
+ * REC's files), and the user is told how to retry.  FALSE: the run still
+ * fails with the injection's status. */
 static gboolean keep_host_recording(const RecordOpts *o, Recording *r)
 {
 	g_autoptr(GError) err = NULL;
+	g_autofree char *name = g_strdup_printf("kcore_dir__%u", r->d.pid);
+	g_autofree char *from = g_build_filename(vt_tempfile_path(r->gdir), "kcore_dir", NULL);
+	g_autofree char *to = g_build_filename(r->tmpdir, name, NULL);
 
+	if (g_rename(from, to) < 0) {
+		vt_err("record", "cannot rename %s to %s: %s", from, to, g_strerror(errno));
+		return FALSE;
+	}
 	if (!output_commit(o->out, r, &err)) {
 		vt_err("record", "%s", err->message);
 		return FALSE;
 	}
-	vt_err("record", "kept %s: the host recording and the guest's perf.data (%s/guest.data), not merged; "
-	       "once the cause is fixed: vmtrace inject %s --guest-data %s/guest.data -o NEW", o->out, o->out, o->out,
-	       o->out);
+	vt_err("record", "kept %s: the host recording, the guest's perf.data (%s/guest.data) and kernel snapshot "
+	       "(%s/%s), not merged; once the cause is fixed: vmtrace inject %s --guest-data %s/guest.data -o NEW",
+	       o->out, o->out, o->out, name, o->out, o->out);
 	return FALSE;
 }
 

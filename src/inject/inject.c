@@ -695,6 +695,22 @@ GArray *vt_inject_host_qemu_pids(const char *rec, GError **error)
 	return pids;
 }
 
+gboolean vt_inject_host_has_vcpu(const char *rec, uint32_t pid, guint vcpu, gboolean *has, GError **error)
+{
+	InjHost *h = inj_host_open(rec, error);
+
+	if (!h)
+		return FALSE;
+	*has = FALSE;
+	for (guint i = 0; i < h->comms->len && !*has; i++) {
+		const InjVcpu *v = &g_array_index(h->comms, InjVcpu, i);
+
+		*has = v->pid == pid && v->vcpu == vcpu;
+	}
+	inj_host_free(h);
+	return TRUE;
+}
+
 /* A perf.data directory of several data files holds most records outside
  * DIR/data, which is all that is read: refused, not injected in part. */
 gboolean vt_inject_one_data_file(const char *path, GError **error)

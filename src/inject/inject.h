@@ -83,6 +83,9 @@ typedef struct {
  * ascending (a new array of uint32_t, maybe empty). */
 GArray *vt_inject_host_qemu_pids(const char *rec, GError **error);
 
+/* *has: whether REC names a "CPU vcpu/KVM" thread of QEMU process pid. */
+gboolean vt_inject_host_has_vcpu(const char *rec, uint32_t pid, guint vcpu, gboolean *has, GError **error);
+
 /* The guest file's own checks (sample ids, sample_id_all, ID_INDEX, CPUs,
  * a TSC-based clock), as vt_inject_guest_data makes them first: cheap, for
  * callers with slow work to do before merging. */
