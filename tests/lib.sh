@@ -119,3 +119,16 @@ time.sleep(300)' "${1:-}" ${2+"$2"} &
 need_debugfs() {
 	[ -d /sys/kernel/debug/kvm ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
 }
+
+# need_guest_standin OUT [CMD...]: in OUT a real `perf record -a` of this
+# host's CPUs 0-1 (switch events, no samples) while CMD runs (default:
+# sleep 0.01), standing in for a 2-vCPU guest's perf.data (see t0100);
+# skips without 2 CPUs or where perf record -a does not work.
+need_guest_standin() {
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
+	gs_out=$1
+	shift
+	[ $# -gt 0 ] || set -- sleep 0.01
+	"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$gs_out" -- "$@" >/dev/null 2>&1 ||
+		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+}
