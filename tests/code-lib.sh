@@ -207,3 +207,22 @@ guest_user_inject() {
 			>"$TMP/inject.out" 2>&1 &&
 		mkdir -p "$TMP/gm/4000/opt/gbin" "$TMP/empty" && cp "$TMP/gA" "$TMP/gB" "$TMP/gm/4000/opt/gbin/"
 }
+
+# report_truth NAME: vmtrace script --json and vmtrace report --json --top
+# 1000000 of $TMP/NAME.data with the guest kernel's symbols ($TMP/NAME.script,
+# $TMP/NAME.report; each checked for exit 0), and the report checked against
+# synth's ground truth $TMP/NAME.branches by tests/report-truth.py (its
+# output in $TMP/NAME.cmp).
+report_truth() {
+	rt_g="--guestkallsyms $GUEST_CODE/kallsyms"
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$TMP/$1.data" $rt_g --json >"$TMP/$1.script" 2>"$TMP/$1.script.err"
+	check "$1: vmtrace script --json exit 0" test $? -eq 0
+	# shellcheck disable=SC2086
+	"$VMTRACE" report "$TMP/$1.data" $rt_g --json --top 1000000 >"$TMP/$1.report" 2>"$TMP/$1.report.err"
+	check "$1: vmtrace report --json exit 0" test $? -eq 0 || sed 's/^/#   /' "$TMP/$1.report.err"
+	"$PYTHON3" "$top_srcdir/tests/report-truth.py" "$TMP/$1.branches" "$HOST_CODE/kallsyms" \
+		"$GUEST_CODE/kallsyms" "$TMP/$1.script" "$TMP/$1.report" >"$TMP/$1.cmp" 2>&1
+	check "$1: report = ground truth ($(head -1 "$TMP/$1.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$TMP/$1.cmp" | cut -c1-300
+}
