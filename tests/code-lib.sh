@@ -148,6 +148,16 @@ guest_user_progs() {
 	done
 }
 
+# need_guest_user: what t0083's recording needs (perf, Python,
+# need_user_standin's $TMP/g0.data) and guest_user_progs's gA and gB, or
+# skip.
+need_guest_user() {
+	need_perf
+	need_python
+	need_user_standin "$TMP/g0.data"
+	guest_user_progs || skip "cannot build a static program"
+}
+
 # guest_user_synth: OFF and $TMP/h.data, synth --guest-user gA --guest-user
 # gB (vCPU 0 runs gA, vCPU 1 gB, each its own guest CR3, on 2 host CPUs, per
 # CPU, ~2.4 ms) of make_code_dirs's code, truth in $TMP/truth, stderr in

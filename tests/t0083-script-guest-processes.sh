@@ -16,10 +16,7 @@
 # its vCPU then: = synth's truth for both programs, queue by queue.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-need_user_standin "$TMP/g0.data"
-guest_user_progs || skip "cannot build a static program"
+need_guest_user
 check "gA and gB: different code at the same address" \
 	sh -c "readelf -lW '$TMP/gA' | grep -q 'LOAD.* 0x0*401000 .*R E' && readelf -lW '$TMP/gB' | grep -q 'LOAD.* 0x0*401000 .*R E' &&
 	       ! cmp -s '$TMP/gA' '$TMP/gB'"

@@ -23,10 +23,7 @@
 #           process 700, of which the guest file says nothing.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-need_user_standin "$TMP/g0.data"
-guest_user_progs || skip "cannot build a static program"
+need_guest_user
 make_code_dirs
 guest_user_synth
 check "synth with two --guest-user files: exit 0" test $? -eq 0
