@@ -143,7 +143,7 @@ guest_user_progs() {
 	for gu_p in "A -O1" "B -O0"; do
 		# shellcheck disable=SC2086
 		set -- $gu_p
-		"${CC:-cc}" $2 -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
+		"${CC:-cc}" "$2" -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
 			"$top_srcdir/tests/guest-user-prog.c" || return 1
 	done
 }
