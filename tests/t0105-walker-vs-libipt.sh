@@ -77,8 +77,19 @@ code_recording win 128K --vcpus 2 --seed 11 && {
 code_recording err 256K --vcpus 2 --seed 4 && "$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/err.data/data" &&
 	same "corrupt AUX" "$TMP/err.data" --guestkallsyms "$GUEST_CODE/kallsyms"
 
-# a missing guest image: guest code walked with the host's (errors)
-code_recording wrong 96K --vcpus 2 --seed 5 && same "guest walked with the host image" "$TMP/wrong.data"
+# a wrong guest image (the guest kernel at another address): decode errors,
+# resynchronisation - and they must really happen (without an image at all
+# script refuses with exit 2 and both decoders print nothing)
+if code_recording wrong 96K --vcpus 2 --seed 5; then
+	same "guest walked with a wrong image" "$TMP/wrong.data" --guestkallsyms "$GUEST_CODE2/kallsyms"
+	VMTRACE_DECODER=walk "$VMTRACE" script "$TMP/wrong.data" --guestkallsyms "$GUEST_CODE2/kallsyms" \
+		--itrace=be >"$TMP/walk" 2>/dev/null
+	w_rc=$?
+	check "...the wrong image gives decode errors and branches (exit $w_rc = 3, $(grep -c 'instruction trace error' \
+		"$TMP/walk") error lines of $(wc -l <"$TMP/walk"))" \
+		sh -c "test $w_rc -eq 3 && grep -q 'instruction trace error' '$TMP/walk' &&
+		       test \$(grep -vc 'instruction trace error' '$TMP/walk') -gt 100"
+fi
 
 # guest user code of two processes at one address (t0083's recording)
 user_code() {
