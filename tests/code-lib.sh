@@ -133,3 +133,106 @@ time_check() {
 	check "$1: time never goes back, within 800 ticks of the truth and of perf" test $? -eq 0
 	sed 's/^/#   /' "$TMP/$1.time"
 }
+
+# The guest user code of two processes at one address (t0083's recording;
+# t0088 and t0105 build on it).  guest_user_progs: $TMP/gA and $TMP/gB,
+# tests/guest-user-prog.c built static and non-PIE with -O1 and -O0 - both
+# link their code at 0x401000, different instructions and symbols there.
+# Returns 1 when the compiler cannot.
+guest_user_progs() {
+	for gu_p in "A -O1" "B -O0"; do
+		# shellcheck disable=SC2086
+		set -- $gu_p
+		"${CC:-cc}" "$2" -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
+			"$top_srcdir/tests/guest-user-prog.c" || return 1
+	done
+}
+
+# need_guest_user: what t0083's recording needs (perf, Python,
+# need_user_standin's $TMP/g0.data) and guest_user_progs's gA and gB, or
+# skip.
+need_guest_user() {
+	need_perf
+	need_python
+	need_user_standin "$TMP/g0.data"
+	guest_user_progs || skip "cannot build a static program"
+}
+
+# guest_user_synth: OFF and $TMP/h.data, synth --guest-user gA --guest-user
+# gB (vCPU 0 runs gA, vCPU 1 gB, each its own guest CR3, on 2 host CPUs, per
+# CPU, ~2.4 ms) of make_code_dirs's code, truth in $TMP/truth, stderr in
+# $TMP/synth.err; returns synth's status.
+guest_user_synth() {
+	OFF=0x123456789
+	"$VMTRACE" synth -o "$TMP/h.data" --size 256K --seed 5 --per-cpu --vcpus 2 --cpus 2 --host-code "$HOST_CODE" \
+		--guest-code "$GUEST_CODE" --offset "$OFF" --guest-user "$TMP/gA" --guest-user "$TMP/gB" \
+		--branches "$TMP/truth" 2>"$TMP/synth.err"
+}
+
+# guest_user_maps: START LEN PGOFF, the programs' mapping (synth's truth),
+# and BIDA BIDB, their build ids; returns 1 when the compiler wrote none.
+guest_user_maps() {
+	# shellcheck disable=SC2046
+	set -- $(grep '^# guest-user ' "$TMP/truth" | head -1)
+	START=$4 LEN=$5 PGOFF=$6
+	BIDA=$(readelf -n "$TMP/gA" 2>/dev/null | awk '/Build ID/ {print $3}')
+	BIDB=$(readelf -n "$TMP/gB" 2>/dev/null | awk '/Build ID/ {print $3}')
+	[ -n "$BIDA" ] && [ -n "$BIDB" ]
+}
+
+# guest_user_fork_sideband FILE: t0083's guest sideband (perf-edit.py
+# sideband; MMAP2s with the files' build ids, as perf record --buildid-mmap
+# writes them: how perf 6.1 finds guest user files): process gA (500) on
+# vCPU 0, gB (600) on vCPU 1, each with its own MMAP2 of its file at the
+# same address; at 0.2 ms each forks a child (502, 601) that inherits the
+# mapping and runs on the vCPU from 1 ms on.
+guest_user_fork_sideband() {
+	cat >"$1" <<SB
+-3000000 0 comm 500 500 gA
+-2950000 0 mmap2 500 500 $START $LEN $PGOFF /opt/gbin/gA $BIDA
+-2900000 1 comm 600 600 gB
+-2850000 1 mmap2 600 600 $START $LEN $PGOFF /opt/gbin/gB $BIDB
+-2000000 0 in 500 500 0 0
+-2000000 1 in 600 600 0 0
+600000 0 fork 502 500 502 500
+600000 1 fork 601 600 601 600
+3000000 0 out 500 500 502 502
+3000000 0 in 502 502 500 500
+3000000 1 out 600 600 601 601
+3000000 1 in 601 601 600 600
+SB
+}
+
+# guest_user_inject: $TMP/i.data, $TMP/h.data with its guest TSC packets
+# turned to host time first (vmtrace correlate, as perf inject
+# --vm-time-correlation: perf's decoder has no other way to the host time
+# of guest code, and so none to the guest switch that a branch follows) and
+# the guest directory $TMP/g injected (vmtrace inject; output in
+# $TMP/correlate.out and $TMP/inject.out); the programs in the guest mount
+# $TMP/gm (machine 4000's /opt/gbin) and an empty $TMP/empty for HOME.
+# Returns 1 when a step fails.
+guest_user_inject() {
+	"$VMTRACE" correlate "$TMP/h.data" -o "$TMP/hc.data" >"$TMP/correlate.out" 2>&1 &&
+		"$VMTRACE" inject "$TMP/hc.data" --guest-data "$TMP/g" -o "$TMP/i.data" --offset "$OFF" \
+			>"$TMP/inject.out" 2>&1 &&
+		mkdir -p "$TMP/gm/4000/opt/gbin" "$TMP/empty" && cp "$TMP/gA" "$TMP/gB" "$TMP/gm/4000/opt/gbin/"
+}
+
+# report_truth NAME: vmtrace script --json and vmtrace report --json --top
+# 1000000 of $TMP/NAME.data with the guest kernel's symbols ($TMP/NAME.script,
+# $TMP/NAME.report; each checked for exit 0), and the report checked against
+# synth's ground truth $TMP/NAME.branches by tests/report-truth.py (its
+# output in $TMP/NAME.cmp).
+report_truth() {
+	rt_g="--guestkallsyms $GUEST_CODE/kallsyms"
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$TMP/$1.data" $rt_g --json >"$TMP/$1.script" 2>"$TMP/$1.script.err"
+	check "$1: vmtrace script --json exit 0" test $? -eq 0
+	# shellcheck disable=SC2086
+	"$VMTRACE" report "$TMP/$1.data" $rt_g --json --top 1000000 >"$TMP/$1.report" 2>"$TMP/$1.report.err"
+	check "$1: vmtrace report --json exit 0" test $? -eq 0 || sed 's/^/#   /' "$TMP/$1.report.err"
+	"$PYTHON3" "$top_srcdir/tests/report-truth.py" "$TMP/$1.branches" "$HOST_CODE/kallsyms" \
+		"$GUEST_CODE/kallsyms" "$TMP/$1.script" "$TMP/$1.report" >"$TMP/$1.cmp" 2>&1
+	check "$1: report = ground truth ($(head -1 "$TMP/$1.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$TMP/$1.cmp" | cut -c1-300
+}

@@ -119,3 +119,45 @@ time.sleep(300)' "${1:-}" ${2+"$2"} &
 need_debugfs() {
 	[ -d /sys/kernel/debug/kvm ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
 }
+
+# The QEMU boots of record --source tcg.  need_tcg: skips without QEMU;
+# make check's vmtrace-tcg.so and tests/tcg-count.so (VMTRACE_TCG_PLUGIN,
+# TCG_COUNT) must be set.  tcg_image: $TMP/img/vmlinux, the test kernel
+# (tests/guest-image.sh --vmlinux), or skip.
+need_tcg() {
+	command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86 (apt-get install qemu-system-x86)"
+	: "${VMTRACE_TCG_PLUGIN:?run through make check (VMTRACE_TCG_PLUGIN)}"
+	: "${TCG_COUNT:?run through make check (TCG_COUNT)}"
+}
+tcg_image() {
+	"$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/img" 2>"$TMP/image.err" ||
+		skip "cannot get the guest kernel: $(tail -1 "$TMP/image.err")"
+}
+
+# tcg_boot_record SMP COUNT-OPTS RECORD-OPTS...: $TMP/rec, vmtrace record
+# --source tcg RECORD-OPTS --json (JSON in $TMP/rec.json, stderr in
+# $TMP/rec.err) of QEMU (TCG, SMP vCPUs) booting tcg_image's kernel to its
+# panic (no root; console in $TMP/console), tests/tcg-count.so counting
+# the instructions on its own into $TMP/count (COUNT-OPTS: more of its
+# options, as ",percpu=1").  Returns record's status.
+tcg_boot_record() {
+	tb_smp=$1 tb_count=$2
+	shift 2
+	timeout 900 "$VMTRACE" record --source tcg "$@" -o "$TMP/rec" --json \
+		-- qemu-system-x86_64 -accel tcg -m 256 -smp "$tb_smp" -nodefaults -no-user-config -display none \
+		-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
+		-plugin "$TCG_COUNT,out=$TMP/count$tb_count" >"$TMP/rec.json" 2>"$TMP/rec.err"
+}
+
+# need_guest_standin OUT [CMD...]: in OUT a real `perf record -a` of this
+# host's CPUs 0-1 (switch events, no samples) while CMD runs (default:
+# sleep 0.01), standing in for a 2-vCPU guest's perf.data (see t0100);
+# skips without 2 CPUs or where perf record -a does not work.
+need_guest_standin() {
+	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
+	gs_out=$1
+	shift
+	[ $# -gt 0 ] || set -- sleep 0.01
+	"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$gs_out" -- "$@" >/dev/null 2>&1 ||
+		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+}

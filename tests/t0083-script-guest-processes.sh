@@ -16,61 +16,27 @@
 # its vCPU then: = synth's truth for both programs, queue by queue.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-need_user_standin "$TMP/g0.data"
-for p in "A -O1" "B -O0"; do
-	set -- $p
-	"${CC:-cc}" $2 -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
-		"$top_srcdir/tests/guest-user-prog.c" || skip "cannot build a static program"
-done
+need_guest_user
 check "gA and gB: different code at the same address" \
 	sh -c "readelf -lW '$TMP/gA' | grep -q 'LOAD.* 0x0*401000 .*R E' && readelf -lW '$TMP/gB' | grep -q 'LOAD.* 0x0*401000 .*R E' &&
 	       ! cmp -s '$TMP/gA' '$TMP/gB'"
 make_code_dirs
-OFF=0x123456789
 
-"$VMTRACE" synth -o "$TMP/h.data" --size 256K --seed 5 --per-cpu --vcpus 2 --cpus 2 --host-code "$HOST_CODE" \
-	--guest-code "$GUEST_CODE" --offset "$OFF" --guest-user "$TMP/gA" --guest-user "$TMP/gB" \
-	--branches "$TMP/truth" 2>"$TMP/synth.err"
+guest_user_synth
 check "synth with two --guest-user files: exit 0" test $? -eq 0
 grep '^# guest-user ' "$TMP/truth" >"$TMP/maps"
 check "synth --branches names both mappings ($(awk '{printf "%s %s; ", $3, $4}' "$TMP/maps"))" \
 	test "$(wc -l <"$TMP/maps")" -eq 2 -a "$(awk '{print $4, $5, $6}' "$TMP/maps" | sort -u | wc -l)" -eq 1
-set -- $(head -1 "$TMP/maps")
-START=$4 LEN=$5 PGOFF=$6
+guest_user_maps || skip "the compiler wrote no build id (readelf?)"
 
-BIDA=$(readelf -n "$TMP/gA" 2>/dev/null | awk '/Build ID/ {print $3}')
-BIDB=$(readelf -n "$TMP/gB" 2>/dev/null | awk '/Build ID/ {print $3}')
-[ -n "$BIDA" ] && [ -n "$BIDB" ] || skip "the compiler wrote no build id (readelf?)"
-
-# the guest's sideband (the MMAP2s with the files' build ids: perf record
-# --buildid-mmap, how perf 6.1 finds guest user files): the trace starts at TSC 0x100000000000 + OFF; each
+# the guest's sideband: the trace starts at TSC 0x100000000000 + OFF; each
 # vCPU's process forks a child at 0.2 ms that runs on the vCPU from 1 ms on
 # (synth's trace: about 2.4 ms)
-cat >"$TMP/sb" <<SB
--3000000 0 comm 500 500 gA
--2950000 0 mmap2 500 500 $START $LEN $PGOFF /opt/gbin/gA $BIDA
--2900000 1 comm 600 600 gB
--2850000 1 mmap2 600 600 $START $LEN $PGOFF /opt/gbin/gB $BIDB
--2000000 0 in 500 500 0 0
--2000000 1 in 600 600 0 0
-600000 0 fork 502 500 502 500
-600000 1 fork 601 600 601 600
-3000000 0 out 500 500 502 502
-3000000 0 in 502 502 500 500
-3000000 1 out 600 600 601 601
-3000000 1 in 601 601 600 600
-SB
+guest_user_fork_sideband "$TMP/sb"
 guest_data_dir g "$TMP/sb"
-# guest TSC packets to host time first (as perf inject --vm-time-correlation):
-# perf's decoder has no other way to the host time of guest code, and so
-# none to the guest switch that a branch follows
-"$VMTRACE" correlate "$TMP/h.data" -o "$TMP/hc.data" >"$TMP/correlate.out" 2>&1
-check "vmtrace correlate: exit 0" test $? -eq 0
-"$VMTRACE" inject "$TMP/hc.data" --guest-data "$TMP/g" -o "$TMP/i.data" --offset "$OFF" >"$TMP/inject.out" 2>&1
-check "vmtrace inject: exit 0" test $? -eq 0
-mkdir -p "$TMP/gm/4000/opt/gbin" "$TMP/empty" "$TMP/home" && cp "$TMP/gA" "$TMP/gB" "$TMP/gm/4000/opt/gbin/"
+guest_user_inject
+check "vmtrace correlate and inject: exit 0" test $? -eq 0
+mkdir -p "$TMP/home"
 
 F=comm,tid,cpu,time,ip,sym,symoff,dso,addr,machine_pid,vcpu
 HOME=$TMP/empty "$VMTRACE" script "$TMP/i.data" -F $F --guestmount "$TMP/gm" >"$TMP/v.txt" 2>"$TMP/v.err"

@@ -12,10 +12,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
-"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- \
-	sh -c 'sleep 0.02; ls / >/dev/null; sleep 0.02' >/dev/null 2>&1 ||
-	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+need_guest_standin "$TMP/g0.data" sh -c 'sleep 0.02; ls / >/dev/null; sleep 0.02'
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
 
 # the offset that puts the guest's first timed record 200000 ticks after the

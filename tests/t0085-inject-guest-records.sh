@@ -10,9 +10,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
-"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- sleep 0.01 \
-	>/dev/null 2>&1 || skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+need_guest_standin "$TMP/g0.data"
 OFF=0x123456789
 cat >"$TMP/sb" <<SB
 -3000000 0 comm 500 500 gtask

@@ -15,9 +15,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
-"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- sleep 0.01 \
-	>/dev/null 2>&1 || skip "perf record -a does not work here (perf_event_paranoid? not root?)"
+need_guest_standin "$TMP/g0.data"
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g1.data" time-conv 10 341 0 1
 
 T0=0x100000000000

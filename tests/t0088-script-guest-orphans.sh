@@ -23,25 +23,11 @@
 #           process 700, of which the guest file says nothing.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-need_user_standin "$TMP/g0.data"
-for p in "A -O1" "B -O0"; do
-	set -- $p
-	"${CC:-cc}" $2 -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
-		"$top_srcdir/tests/guest-user-prog.c" || skip "cannot build a static program"
-done
+need_guest_user
 make_code_dirs
-OFF=0x123456789
-"$VMTRACE" synth -o "$TMP/h.data" --size 256K --seed 5 --per-cpu --vcpus 2 --cpus 2 --host-code "$HOST_CODE" \
-	--guest-code "$GUEST_CODE" --offset "$OFF" --guest-user "$TMP/gA" --guest-user "$TMP/gB" \
-	--branches "$TMP/truth" 2>"$TMP/synth.err"
+guest_user_synth
 check "synth with two --guest-user files: exit 0" test $? -eq 0
-set -- $(grep '^# guest-user ' "$TMP/truth" | head -1)
-START=$4 LEN=$5 PGOFF=$6
-BIDA=$(readelf -n "$TMP/gA" 2>/dev/null | awk '/Build ID/ {print $3}')
-BIDB=$(readelf -n "$TMP/gB" 2>/dev/null | awk '/Build ID/ {print $3}')
-[ -n "$BIDA" ] && [ -n "$BIDB" ] || skip "the compiler wrote no build id (readelf?)"
+guest_user_maps || skip "the compiler wrote no build id (readelf?)"
 cat >"$TMP/sb" <<SB
 -3000000 0 comm 500 500 gA
 -2950000 1 comm 600 600 gB
@@ -53,16 +39,9 @@ cat >"$TMP/sb" <<SB
 4500000 1 out 600 600 700 700
 4500000 1 in 700 700 600 600
 SB
-text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
-mkdir -p "$TMP/g" &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.1" time-conv 10 341 0 1 &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.1" "$TMP/g.2" sideband "$TMP/sb" $((0x100000000000 + OFF)) &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.2" "$TMP/g/data" kernel-mmap "$text" 0x7cffffff &&
-	cp -r "$GUEST_CODE" "$TMP/g/kcore_dir" || { echo "cannot build the guest directory"; exit 1; }
-"$VMTRACE" correlate "$TMP/h.data" -o "$TMP/hc.data" >/dev/null 2>&1 &&
-	"$VMTRACE" inject "$TMP/hc.data" --guest-data "$TMP/g" -o "$TMP/i.data" --offset "$OFF" >/dev/null 2>&1
+guest_data_dir g "$TMP/sb"
+guest_user_inject
 check "vmtrace correlate and inject: exit 0" test $? -eq 0
-mkdir -p "$TMP/gm/4000/opt/gbin" "$TMP/empty" && cp "$TMP/gA" "$TMP/gB" "$TMP/gm/4000/opt/gbin/"
 
 F=comm,tid,cpu,time,ip,sym,symoff,dso,addr,machine_pid,vcpu
 HOME=$TMP/empty "$VMTRACE" script "$TMP/i.data" -F $F --guestmount "$TMP/gm" >"$TMP/v.txt" 2>"$TMP/v.err"

@@ -77,48 +77,28 @@ code_recording win 128K --vcpus 2 --seed 11 && {
 code_recording err 256K --vcpus 2 --seed 4 && "$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/err.data/data" &&
 	same "corrupt AUX" "$TMP/err.data" --guestkallsyms "$GUEST_CODE/kallsyms"
 
-# a missing guest image: guest code walked with the host's (errors)
-code_recording wrong 96K --vcpus 2 --seed 5 && same "guest walked with the host image" "$TMP/wrong.data"
+# a wrong guest image (the guest kernel at another address): decode errors,
+# resynchronisation - and they must really happen (without an image at all
+# script refuses with exit 2 and both decoders print nothing)
+if code_recording wrong 96K --vcpus 2 --seed 5; then
+	same "guest walked with a wrong image" "$TMP/wrong.data" --guestkallsyms "$GUEST_CODE2/kallsyms"
+	VMTRACE_DECODER=walk "$VMTRACE" script "$TMP/wrong.data" --guestkallsyms "$GUEST_CODE2/kallsyms" \
+		--itrace=be >"$TMP/walk" 2>/dev/null
+	w_rc=$?
+	check "...the wrong image gives decode errors and branches (exit $w_rc = 3, $(grep -c 'instruction trace error' \
+		"$TMP/walk") error lines of $(wc -l <"$TMP/walk"))" \
+		sh -c "test $w_rc -eq 3 && grep -q 'instruction trace error' '$TMP/walk' &&
+		       test \$(grep -vc 'instruction trace error' '$TMP/walk') -gt 100"
+fi
 
 # guest user code of two processes at one address (t0083's recording)
 user_code() {
-	need_user_standin "$TMP/g0.data" 2>/dev/null || return 0
-	for p in "A -O1" "B -O0"; do
-		set -- $p
-		"${CC:-cc}" $2 -static -nostdlib -no-pie -fno-pic -fno-stack-protector -o "$TMP/g$1" \
-			"$top_srcdir/tests/guest-user-prog.c" 2>/dev/null || return 0
-	done
-	OFF=0x123456789
-	"$VMTRACE" synth -o "$TMP/h.data" --size 256K --seed 5 --per-cpu --vcpus 2 --cpus 2 --host-code "$HOST_CODE" \
-		--guest-code "$GUEST_CODE" --offset "$OFF" --guest-user "$TMP/gA" --guest-user "$TMP/gB" \
-		--branches "$TMP/truth" 2>/dev/null || { fail "guest user: synth"; return 0; }
-	set -- $(grep '^# guest-user ' "$TMP/truth" | head -1)
-	START=$4 LEN=$5 PGOFF=$6
-	BIDA=$(readelf -n "$TMP/gA" 2>/dev/null | awk '/Build ID/ {print $3}')
-	BIDB=$(readelf -n "$TMP/gB" 2>/dev/null | awk '/Build ID/ {print $3}')
-	[ -n "$BIDA" ] && [ -n "$BIDB" ] || return 0
-	cat >"$TMP/sb" <<SB
--3000000 0 comm 500 500 gA
--2950000 0 mmap2 500 500 $START $LEN $PGOFF /opt/gbin/gA $BIDA
--2900000 1 comm 600 600 gB
--2850000 1 mmap2 600 600 $START $LEN $PGOFF /opt/gbin/gB $BIDB
--2000000 0 in 500 500 0 0
--2000000 1 in 600 600 0 0
-600000 0 fork 502 500 502 500
-600000 1 fork 601 600 601 600
-3000000 0 out 500 500 502 502
-3000000 0 in 502 502 500 500
-3000000 1 out 600 600 601 601
-3000000 1 in 601 601 600 600
-SB
-	text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
-	mkdir -p "$TMP/g" "$TMP/gm/4000/opt/gbin" "$TMP/empty" &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.1" time-conv 10 341 0 1 &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.1" "$TMP/g.2" sideband "$TMP/sb" $((0x100000000000 + OFF)) &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g.2" "$TMP/g/data" kernel-mmap "$text" 0x7cffffff &&
-		cp -r "$GUEST_CODE" "$TMP/g/kcore_dir" && cp "$TMP/gA" "$TMP/gB" "$TMP/gm/4000/opt/gbin/" &&
-		"$VMTRACE" correlate "$TMP/h.data" -o "$TMP/hc.data" >/dev/null 2>&1 &&
-		"$VMTRACE" inject "$TMP/hc.data" --guest-data "$TMP/g" -o "$TMP/i.data" --offset "$OFF" >/dev/null 2>&1 ||
+	# (subshells: their skip or exit would end the whole test)
+	(need_user_standin "$TMP/g0.data") >/dev/null 2>&1 && guest_user_progs 2>/dev/null || return 0
+	guest_user_synth || { fail "guest user: synth"; return 0; }
+	guest_user_maps || return 0
+	guest_user_fork_sideband "$TMP/sb"
+	(guest_data_dir g "$TMP/sb") >/dev/null && guest_user_inject ||
 		{ fail "guest user: the injected recording"; return 0; }
 	u_home=$HOME HOME=$TMP/empty
 	same "guest user code (2 processes)" "$TMP/i.data" --guestmount "$TMP/gm"

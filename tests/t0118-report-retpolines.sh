@@ -15,22 +15,11 @@
 need_python
 make_code_dirs
 
-G="--guestkallsyms $GUEST_CODE/kallsyms"
 while read -r name size opts; do
 	[ -n "$name" ] || continue
 	# shellcheck disable=SC2086
 	code_recording "$name" "$size" $opts || continue
-	f=$TMP/$name.data
-	# shellcheck disable=SC2086
-	"$VMTRACE" script "$f" $G --json >"$TMP/$name.script" 2>"$TMP/$name.script.err"
-	check "$name: vmtrace script --json exit 0" test $? -eq 0
-	# shellcheck disable=SC2086
-	"$VMTRACE" report "$f" $G --json --top 1000000 >"$TMP/$name.report" 2>"$TMP/$name.report.err"
-	check "$name: vmtrace report --json exit 0" test $? -eq 0
-	"$PYTHON3" "$top_srcdir/tests/report-truth.py" "$TMP/$name.branches" "$HOST_CODE/kallsyms" \
-		"$GUEST_CODE/kallsyms" "$TMP/$name.script" "$TMP/$name.report" >"$TMP/$name.cmp" 2>&1
-	check "$name: report = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
-		sed 's/^/#   /' "$TMP/$name.cmp" | cut -c1-300
+	report_truth "$name"
 	"$PYTHON3" - "$TMP/$name.branches" "$HOST_CODE/kallsyms" "$GUEST_CODE/kallsyms" "$TMP/$name.report" \
 		"$top_srcdir/tests/report-truth.py" >"$TMP/$name.thunks" 2>&1 <<'PY'
 import collections, importlib.util, json, sys

@@ -14,9 +14,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86 (apt-get install qemu-system-x86)"
-: "${VMTRACE_TCG_PLUGIN:?run through make check (VMTRACE_TCG_PLUGIN)}"
-: "${TCG_COUNT:?run through make check (TCG_COUNT)}"
+need_tcg
 
 # --- usage, refusals, exit 26 and 27 (no guest needed) -----------------------
 "$VMTRACE" record --source tcg -o "$TMP/u" >/dev/null 2>"$TMP/u.err"
@@ -49,12 +47,8 @@ check "the plugin refuses an unknown argument, QEMU does not start" \
 	sh -c "[ $? != 0 ] && grep -q 'vmtrace-tcg: unknown argument .bogus=1.' '$TMP/bogus.out'"
 
 # --- the real guest ----------------------------------------------------------
-"$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/img" 2>"$TMP/image.err" ||
-	skip "cannot get the guest kernel: $(tail -1 "$TMP/image.err")"
-timeout 600 "$VMTRACE" record --source tcg --kernel-only --tcg-skip 600000000 --tcg-limit 5000000 -o "$TMP/rec" --json \
-	-- qemu-system-x86_64 -accel tcg -m 256 -smp 1 -nodefaults -no-user-config -display none \
-	-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
-	-plugin "$TCG_COUNT,out=$TMP/count" >"$TMP/rec.json" 2>"$TMP/rec.err"
+tcg_image
+tcg_boot_record 1 "" --kernel-only --tcg-skip 600000000 --tcg-limit 5000000
 check "record --source tcg: exit 0" test $? = 0 || sed 's/^/# /' "$TMP/rec.err"
 grep -q 'Kernel panic' "$TMP/console" || echo "# the guest did not reach its panic: $(tail -2 "$TMP/console" | tr '\n' ' ')"
 check "REC: data, guest/{kcore,kallsyms,modules}, kcore_dir; kcore mode 0600" sh -c "

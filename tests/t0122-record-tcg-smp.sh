@@ -17,16 +17,10 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86 (apt-get install qemu-system-x86)"
-: "${VMTRACE_TCG_PLUGIN:?run through make check (VMTRACE_TCG_PLUGIN)}"
-: "${TCG_COUNT:?run through make check (TCG_COUNT)}"
+need_tcg
 
-"$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/img" 2>"$TMP/image.err" ||
-	skip "cannot get the guest kernel: $(tail -1 "$TMP/image.err")"
-timeout 900 "$VMTRACE" record --source tcg --tcg-skip 155000000 --tcg-limit 14000000 -o "$TMP/rec" --json \
-	-- qemu-system-x86_64 -accel tcg -m 256 -smp 2 -nodefaults -no-user-config -display none \
-	-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
-	-plugin "$TCG_COUNT,out=$TMP/count,percpu=1" >"$TMP/rec.json" 2>"$TMP/rec.err"
+tcg_image
+tcg_boot_record 2 ,percpu=1 --tcg-skip 155000000 --tcg-limit 14000000
 check "record --source tcg -smp 2: exit 0" test $? = 0 || sed 's/^/# /' "$TMP/rec.err"
 echo "# QEMU's count: $(tr '\n' ' ' <"$TMP/count")"
 echo "# record: $(grep vCPU "$TMP/rec.err" | tr '\n' ' ')"

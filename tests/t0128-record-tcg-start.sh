@@ -19,16 +19,10 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86 (apt-get install qemu-system-x86)"
-: "${VMTRACE_TCG_PLUGIN:?run through make check (VMTRACE_TCG_PLUGIN)}"
-: "${TCG_COUNT:?run through make check (TCG_COUNT)}"
+need_tcg
 
-"$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/img" 2>"$TMP/image.err" ||
-	skip "cannot get the guest kernel: $(tail -1 "$TMP/image.err")"
-timeout 900 "$VMTRACE" record --source tcg --tcg-limit 6000000 -o "$TMP/rec" --json \
-	-- qemu-system-x86_64 -accel tcg -m 256 -smp 1 -nodefaults -no-user-config -display none \
-	-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
-	-plugin "$TCG_COUNT,out=$TMP/count" >"$TMP/rec.json" 2>"$TMP/rec.err"
+tcg_image
+tcg_boot_record 1 "" --tcg-limit 6000000
 check "record --source tcg --tcg-limit 6000000: exit 0" test $? = 0 || sed 's/^/# /' "$TMP/rec.err"
 started=$(sed -n 's/^insns //p' "$TMP/count")
 check "QEMU's own count ($started) = the plugin's started count" json_check "$TMP/rec.json" "j['started'] == int('${started:-0}')"

@@ -10,14 +10,9 @@ VtInsnKind vt_decode_insn_kind(const ZydisDecodedInstruction *in, const ZydisDec
 	gboolean direct = in->operand_count_visible > 0 && op[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
 			  op[0].imm.is_relative;
 
-	switch (in->mnemonic) {
-	case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_JL: case ZYDIS_MNEMONIC_JLE:
-	case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JNL: case ZYDIS_MNEMONIC_JNLE:
-	case ZYDIS_MNEMONIC_JNO: case ZYDIS_MNEMONIC_JNP: case ZYDIS_MNEMONIC_JNS: case ZYDIS_MNEMONIC_JNZ:
-	case ZYDIS_MNEMONIC_JO: case ZYDIS_MNEMONIC_JP: case ZYDIS_MNEMONIC_JS: case ZYDIS_MNEMONIC_JZ:
-	case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
-	case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
+	if (vt_decode_mnemonic_is_cond(in->mnemonic))
 		return VT_INSN_COND;
+	switch (in->mnemonic) {
 	case ZYDIS_MNEMONIC_JMP:
 		if (in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
 			return VT_INSN_FAR;

@@ -79,6 +79,23 @@ gboolean vt_decode_insn_bytes_mode(const guint8 *code, gsize avail, guint64 ip, 
  * vt_decode_insn_bytes() says; FALSE for anything else (ask Zydis). */
 gboolean vt_decode_insn_branch(const guint8 *code, gsize avail, guint8 *kind, guint8 *len);
 VtInsnKind vt_decode_insn_kind(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
+/* Is the mnemonic a conditional near branch (jcc, jcxz/jecxz/jrcxz,
+ * loop*): the branches a TNT bit decides (insn.c's VT_INSN_COND, walk.c's
+ * ptic_cond_jump). */
+static inline gboolean vt_decode_mnemonic_is_cond(ZydisMnemonic m)
+{
+	switch (m) {
+	case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_JL: case ZYDIS_MNEMONIC_JLE:
+	case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JNL: case ZYDIS_MNEMONIC_JNLE:
+	case ZYDIS_MNEMONIC_JNO: case ZYDIS_MNEMONIC_JNP: case ZYDIS_MNEMONIC_JNS: case ZYDIS_MNEMONIC_JNZ:
+	case ZYDIS_MNEMONIC_JO: case ZYDIS_MNEMONIC_JP: case ZYDIS_MNEMONIC_JS: case ZYDIS_MNEMONIC_JZ:
+	case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
+	case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
+		return TRUE;
+	default:
+		return FALSE;
+	}
+}
 gboolean vt_decode_insn_writes_stack_top(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
 
 /* walk.c: our own block walker on libipt's query decoder, in place of its

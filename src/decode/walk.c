@@ -184,16 +184,8 @@ static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
 	gboolean far = map0 && (zi->opcode == 0x9a || zi->opcode == 0xea || zi->opcode == 0xca || zi->opcode == 0xcb ||
 				(zi->opcode == 0xff && (zi->raw.modrm.reg == 3 || zi->raw.modrm.reg == 5)));
 
-	in->iclass = ptic_other;
+	in->iclass = vt_decode_mnemonic_is_cond(zi->mnemonic) ? ptic_cond_jump : ptic_other;
 	switch (zi->mnemonic) {
-	case ZYDIS_MNEMONIC_JB: case ZYDIS_MNEMONIC_JBE: case ZYDIS_MNEMONIC_JL: case ZYDIS_MNEMONIC_JLE:
-	case ZYDIS_MNEMONIC_JNB: case ZYDIS_MNEMONIC_JNBE: case ZYDIS_MNEMONIC_JNL: case ZYDIS_MNEMONIC_JNLE:
-	case ZYDIS_MNEMONIC_JNO: case ZYDIS_MNEMONIC_JNP: case ZYDIS_MNEMONIC_JNS: case ZYDIS_MNEMONIC_JNZ:
-	case ZYDIS_MNEMONIC_JO: case ZYDIS_MNEMONIC_JP: case ZYDIS_MNEMONIC_JS: case ZYDIS_MNEMONIC_JZ:
-	case ZYDIS_MNEMONIC_JCXZ: case ZYDIS_MNEMONIC_JECXZ: case ZYDIS_MNEMONIC_JRCXZ:
-	case ZYDIS_MNEMONIC_LOOP: case ZYDIS_MNEMONIC_LOOPE: case ZYDIS_MNEMONIC_LOOPNE:
-		in->iclass = ptic_cond_jump;
-		break;
 	case ZYDIS_MNEMONIC_JMP:
 		in->iclass = far ? ptic_far_jump : ptic_jump;
 		in->direct = !far && rel;
