@@ -32,7 +32,7 @@ if [ "${1:-}" = --sanitizers ]; then
 	cd build-asan/build || exit 1
 	[ -f Makefile ] || ../src/configure -q --enable-sanitizers --enable-werror CC=clang || exit 1
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-	HEAVY='t0060|t0072|t0075|t0076|t0092|t0096|t0097|t0098|t0113|t0115|t0120|t0121|t0127|t0128'
+	HEAVY='t0060|t0072|t0075|t0076|t0092|t0096|t0097|t0098|t0113|t0115|t0120|t0121|t0122|t0127|t0128'
 	set -- TESTS="$(slow_first $(cd "$top" && { ls tests/test-*.c | sed 's/\.c$//'; ls tests/t[0-9]*.sh; } |
 		grep -Ev "^tests/($HEAVY)-") | tr '\n' ' ')"
 else
