@@ -161,3 +161,20 @@ need_guest_standin() {
 	"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$gs_out" -- "$@" >/dev/null 2>&1 ||
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }
+
+# inject_refused GUEST HOST STATUS WORDS DESCRIPTION [OPTIONS...]: exit STATUS, one
+# line on stderr containing WORDS, no $TMP/out, no temporary (t0089, t0101)
+inject_refused() {
+	g=$1 h=$2 st=$3 words=$4 d=$5
+	shift 5
+	rm -rf "$TMP/out"
+	"$VMTRACE" inject "$h" --guest-data "$g" -o "$TMP/out" "$@" >"$TMP/o" 2>"$TMP/e"
+	rc=$?
+	if [ "$rc" -eq "$st" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q -- "$words" "$TMP/e" &&
+	   [ ! -e "$TMP/out" ] && ! ls -a "$TMP" | grep -q vmtrace-tmp; then
+		ok "$d: exit $st, one line ($(cut -c1-150 "$TMP/e"))"
+	else
+		fail "$d: want exit $st and one line with '$words', got exit $rc:"
+		sed 's/^/#   /' "$TMP/e"
+	fi
+}

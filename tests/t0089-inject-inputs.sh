@@ -44,16 +44,7 @@ guest_lines() {
 refused() {
 	r=$1 d=$2
 	shift 2
-	rm -rf "$TMP/out"
-	"$VMTRACE" inject "$r" --guest-data "$TMP/g.data" -o "$TMP/out" "$@" >"$TMP/o" 2>"$TMP/e"
-	rc=$?
-	if [ "$rc" -eq 19 ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q "already holds guest records of QEMU process 4000" "$TMP/e" &&
-	   [ ! -e "$TMP/out" ] && ! ls -a "$TMP" | grep -q vmtrace-tmp; then
-		ok "$d: exit 19, one line ($(cut -c1-160 "$TMP/e"))"
-	else
-		fail "$d: want exit 19 and one line 'already holds guest records of QEMU process 4000', got exit $rc:"
-		sed 's/^/#   /' "$TMP/e"
-	fi
+	inject_refused "$TMP/g.data" "$r" 19 "already holds guest records of QEMU process 4000" "$d" "$@"
 }
 
 "$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/a.data" >/dev/null 2>&1

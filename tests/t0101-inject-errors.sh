@@ -16,22 +16,7 @@ NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
 edit "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
 "$VMTRACE" synth -o "$TMP/h.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 1M 2>/dev/null
 
-# refused GUEST HOST STATUS WORDS DESCRIPTION [OPTIONS...]: exit STATUS, one
-# line on stderr containing WORDS, no OUT, no temporary
-refused() {
-	g=$1 h=$2 st=$3 words=$4 d=$5
-	shift 5
-	rm -rf "$TMP/out"
-	"$VMTRACE" inject "$h" --guest-data "$g" -o "$TMP/out" "$@" >"$TMP/o" 2>"$TMP/e"
-	rc=$?
-	if [ "$rc" -eq "$st" ] && [ "$(wc -l <"$TMP/e")" -eq 1 ] && grep -q -- "$words" "$TMP/e" &&
-	   [ ! -e "$TMP/out" ] && ! ls -a "$TMP" | grep -q vmtrace-tmp; then
-		ok "$d: exit $st, one line ($(cut -c1-150 "$TMP/e"))"
-	else
-		fail "$d: want exit $st and one line with '$words', got exit $rc:"
-		sed 's/^/#   /' "$TMP/e"
-	fi
-}
+refused() { inject_refused "$@"; }
 
 "$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/ok.data" >/dev/null 2>&1
 check "the unedited inputs are injected (exit 0)" test $? -eq 0
