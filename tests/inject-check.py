@@ -187,11 +187,13 @@ def times(guest, perf, ours, off, gs, gm, hs, hm, ratio="0", frac="48"):
 def vcpu_times(guest, out, offs, gs, gm, hs, hm):
     offs = [int(o, 0) for o in offs.split(",")]
     gs, gm, hs, hm = int(gs), int(gm), int(hs), int(hm)
-    # keyed by tid and record, not comm: perf names a thread by the COMMs
-    # before each record, and where the vCPUs' offsets differ the injected
-    # order is not the guest file's (a thread's records on two vCPUs cross)
-    g = sorted(((e["tid"], e["rest"]), e["time"]) for e in lines(guest))
-    o = sorted(((e["tid"], e["rest"]), e["time"], e["vcpu"]) for e in lines(out) if e["guest"])
+    # keyed by vCPU (the guest record's CPU), tid and record, not comm: perf
+    # names a thread by the COMMs before each record, and where the vCPUs'
+    # offsets differ the injected order is not the guest file's (a thread's
+    # records on two vCPUs cross); within one vCPU the order is kept, so
+    # equal records pair up in time order on both sides
+    g = sorted(((e["cpu"], e["tid"], e["rest"]), e["time"]) for e in lines(guest))
+    o = sorted(((e["vcpu"], e["tid"], e["rest"]), e["time"], e["vcpu"]) for e in lines(out) if e["guest"])
     if [k for k, _ in g] != [k for k, _, _ in o]:
         print("# the output does not hold the guest's records (%d, %d)" % (len(g), len(o)))
         sys.exit(1)
