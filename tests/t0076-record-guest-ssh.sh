@@ -139,6 +139,20 @@ rc=$?
 check "no perf in the guest: exit 20, says install linux-perf, nothing left" \
 	sh -c "test $rc -eq 20 && grep -q 'no perf in the guest' '$TMP/r5.err'" && nothing_left "$TMP/r5"
 guest_ssh 'mv /usr/bin/perf.off /usr/bin/perf'
+# the host-key rules of guest fetch (issue #13: the same connection code):
+# a guest not in known_hosts, and one whose key differs from known_hosts
+: >"$TMP/hosts.empty"
+rec -t 1 $(echo "$G" | sed "s|--known-hosts [^ ]*|--known-hosts $TMP/hosts.empty|") -o "$TMP/r7" >/dev/null 2>"$TMP/r7.err"
+rc=$?
+check "a guest host key not in known_hosts: exit 9 (refused), nothing left" test $rc -eq 9 && nothing_left "$TMP/r7"
+sed 's/^/# /' "$TMP/r7.err"
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/other" >/dev/null
+awk -v k="$(cut -d' ' -f2 "$TMP/other.pub")" '{ $2 = "ssh-ed25519"; $3 = k; print }' "$K/known_hosts" >"$TMP/hosts.changed"
+rec -t 1 $(echo "$G" | sed "s|--known-hosts [^ ]*|--known-hosts $TMP/hosts.changed|") -o "$TMP/r8" >/dev/null 2>"$TMP/r8.err"
+rc=$?
+check "a guest host key that differs from known_hosts: exit 10 (refused), nothing left" test $rc -eq 10 &&
+	nothing_left "$TMP/r8"
+sed 's/^/# /' "$TMP/r8.err"
 # the guest's sshd (listener and sessions) killed while the host records
 rec -t 4 $G --timeout 5 -o "$TMP/r6" >/dev/null 2>"$TMP/r6.err" &
 rp=$!
