@@ -14,12 +14,26 @@
 G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
 #define KEY(a) ((gpointer)(guintptr)(a))
 
+/* A decoded instruction, with the distance search that last reached it
+ * (its visited mark: no set per search). */
+typedef struct CodeInsn CodeInsn;
+struct CodeInsn {
+	VtInsn in;
+	guint64 ip;
+	guint32 search;
+	gint32 nsucc;            /* successors() of it; SUCC_UNKNOWN before the first search */
+	CodeInsn *succ[2];
+};
+#define SUCC_UNKNOWN G_MININT32
+
 struct VtSynthCode {
 	VtDecodeImage *img;
-	GHashTable *insns;       /* ip -> VtInsn* */
+	GHashTable *insns;       /* ip -> CodeInsn* */
 	GHashTable *dist;        /* ip -> distance + 1 (instructions to a return) */
 	const guint64 *funcs;
 	guint nfuncs;
+	guint32 search;          /* the current distance search */
+	GArray *cur, *next;      /* its frontiers, CodeInsn* (reused) */
 };
 
 VtSynthCode *vt_synth_code_new(VtDecodeImage *img)
@@ -30,6 +44,8 @@ VtSynthCode *vt_synth_code_new(VtDecodeImage *img)
 	c->insns = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	c->dist = g_hash_table_new(g_direct_hash, g_direct_equal);
 	c->funcs = vt_decode_image_functions(img, &c->nfuncs);
+	c->cur = g_array_new(FALSE, FALSE, sizeof(CodeInsn *));
+	c->next = g_array_new(FALSE, FALSE, sizeof(CodeInsn *));
 	return c;
 }
 
@@ -39,20 +55,55 @@ void vt_synth_code_free(VtSynthCode *c)
 		return;
 	g_hash_table_destroy(c->insns);
 	g_hash_table_destroy(c->dist);
+	g_array_free(c->cur, TRUE);
+	g_array_free(c->next, TRUE);
 	g_free(c);
 }
 
 /* The decoded instruction at ip (cached). */
-static const VtInsn *insn_at(VtSynthCode *c, guint64 ip)
+static CodeInsn *code_insn_at(VtSynthCode *c, guint64 ip)
 {
-	VtInsn *e = g_hash_table_lookup(c->insns, KEY(ip));
+	CodeInsn *e = g_hash_table_lookup(c->insns, KEY(ip));
 
 	if (!e) {
-		e = g_new(VtInsn, 1);
-		vt_decode_insn(c->img, ip, e);
+		e = g_new(CodeInsn, 1);
+		vt_decode_insn(c->img, ip, &e->in);
+		e->ip = ip;
+		e->search = 0;
+		e->nsucc = SUCC_UNKNOWN;
 		g_hash_table_insert(c->insns, KEY(ip), e);
 	}
 	return e;
+}
+
+static const VtInsn *insn_at(VtSynthCode *c, guint64 ip)
+{
+	return &code_insn_at(c, ip)->in;
+}
+
+/* Mark e reached by the current search; FALSE when it was already. */
+static gboolean code_reach(VtSynthCode *c, CodeInsn *e)
+{
+	if (e->search == c->search)
+		return FALSE;
+	e->search = c->search;
+	return TRUE;
+}
+
+static int successors(const VtInsn *in, guint64 ip, guint64 succ[2]);
+
+/* e's successors for the distance search (as successors(), their
+ * instructions linked once). */
+static int code_successors(VtSynthCode *c, CodeInsn *e)
+{
+	if (e->nsucc == SUCC_UNKNOWN) {
+		guint64 succ[2];
+
+		e->nsucc = successors(&e->in, e->ip, succ);
+		for (int k = 0; k < e->nsucc; k++)
+			e->succ[k] = code_insn_at(c, succ[k]);
+	}
+	return e->nsucc;
 }
 
 void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip)
@@ -135,32 +186,32 @@ static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
 static int dist_to_return(VtSynthCode *c, guint64 ip)
 {
 	gpointer hit = g_hash_table_lookup(c->dist, KEY(ip));
-	GHashTable *seen;
-	GArray *cur, *next;
+	GArray *cur = c->cur, *next = c->next;
 	int d = DIST_INF, level = 0;
 	guint nodes = 0;
 
 	if (hit)
 		return GPOINTER_TO_INT(hit) == DIST_INF ? DIST_INF : GPOINTER_TO_INT(hit) - 1;
-	seen = g_hash_table_new(g_direct_hash, g_direct_equal);
-	cur = g_array_new(FALSE, FALSE, sizeof(guint64));
-	next = g_array_new(FALSE, FALSE, sizeof(guint64));
-	g_array_append_val(cur, ip);
-	g_hash_table_add(seen, KEY(ip));
+	c->search++;
+	g_array_set_size(cur, 0);
+	g_array_set_size(next, 0);
+	{
+		CodeInsn *e = code_insn_at(c, ip);
+
+		code_reach(c, e);
+		g_array_append_val(cur, e);
+	}
 	while (cur->len && d == DIST_INF && nodes < DIST_NODES) {
 		for (guint i = 0; i < cur->len && d == DIST_INF; i++) {
-			guint64 a = g_array_index(cur, guint64, i), succ[2];
-			int n = successors(insn_at(c, a), a, succ);
+			CodeInsn *e = g_array_index(cur, CodeInsn *, i);
+			int n = code_successors(c, e);
 
 			nodes++;
 			if (n == 0)
 				d = level;
-			for (int k = 0; k < n; k++) {
-				if (g_hash_table_contains(seen, KEY(succ[k])))
-					continue;
-				g_hash_table_add(seen, KEY(succ[k]));
-				g_array_append_val(next, succ[k]);
-			}
+			for (int k = 0; k < n; k++)
+				if (code_reach(c, e->succ[k]))
+					g_array_append_val(next, e->succ[k]);
 		}
 		{
 			GArray *t = cur;
@@ -171,9 +222,6 @@ static int dist_to_return(VtSynthCode *c, guint64 ip)
 		}
 		level++;
 	}
-	g_hash_table_destroy(seen);
-	g_array_free(cur, TRUE);
-	g_array_free(next, TRUE);
 	g_hash_table_insert(c->dist, KEY(ip), GINT_TO_POINTER(d == DIST_INF ? DIST_INF : d + 1));
 	return d;
 }
