@@ -6,10 +6,12 @@
  * arithmetic before anything is read.
  *
  * Everything is read with pread: the header, attrs and ids at open, the
- * records through the iterator's window, feature sections when first
- * asked for.  A file that shrinks while it is read gives an error ("changed
- * size while being read"), never SIGBUS.  The file is mapped only for
- * callers of vt_perf_file_map (lazily, once).
+ * records through the iterator's window (or from mapped windows of the
+ * file, vt_perf_iter_init_mapped), feature sections when first asked for.
+ * A file that shrinks while it is read gives an error ("changed size while
+ * being read"), never SIGBUS (mapped bytes are read under
+ * vt_perf_file_guarded).  The whole file is mapped only for callers of
+ * vt_perf_file_map (lazily, once).
  */
 #include "src/perf/perf-data.h"
 #include "src/fs/output.h"
