@@ -61,13 +61,17 @@ MIXES=(
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 maxof() { sort -n | tail -1; }
 # run OUT CMD...: run CMD, write "seconds maxrss_kb user_s sys_s minflt" of it
-# (and only it: wait4) to OUT; CMD's exit status
+# (and only it: wait4) to OUT; CMD's exit status.  posix_spawn, not fork:
+# a forked python's copy-on-write faults before exec counted as CMD's
+# (vmtrace --version: 380 faults and 9.5 ms instead of 145 and 2.9 ms,
+# ~6 ms of every ~60 ms dry run; perf's runs are 10x longer).  Peak RSS
+# (ru_maxrss) still counts the launcher's at exec, python's ~13 MiB, so
+# it is an upper bound (vmtrace --version: 13 MiB here, 3 MiB in
+# /usr/bin/time)
 RUSAGE_PY='
 import os, sys, time
 t = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
 _, status, ru = os.wait4(pid, 0)
 w = time.perf_counter() - t
 with open(sys.argv[1], "w") as f:
@@ -128,7 +132,8 @@ for m in "${MIXES[@]}"; do
 			us, sy, sp, fl, c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
 done
 echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is the maximum over both"
-echo " operations and all runs; $(nproc) CPUs; ratio = perf / vmtrace, for the correction vmtrace's time"
+echo " operations and all runs, an upper bound: it counts python's ~13 MiB at exec; $(nproc) CPUs;"
+echo " ratio = perf / vmtrace, for the correction vmtrace's time"
 echo " without fsync (fsync_s, measured in a separate run with strace, so it is noisy), ratio_fs with"
 echo " it (perf does not sync); same = vmtrace --format=perf prints exactly perf's VMCS lines;"
 echo " usr_s/sys_s = the dry run's median CPU times (all threads; wait4, microseconds, the user/system"
