@@ -341,8 +341,6 @@ static void build_id_map(VtPerfFile *f)
 
 /* --------------------------------------------------------- iteration */
 
-/* Make [pos, pos + len) of the file available in the iterator's window;
- * NULL + error if it cannot be read. */
 #define ITER_MAP_SPAN	(8u << 20)
 #define ITER_MAP_ALIGN	(2u << 20)	/* a PMD: whole large folios */
 
@@ -362,6 +360,8 @@ static const uint8_t *iter_fetch_mapped(VtPerfIter *it, uint64_t pos, uint32_t l
 	return NULL;
 }
 
+/* Make [pos, pos + len) of the file available in the iterator's window;
+ * NULL + error if it cannot be read. */
 static const uint8_t *iter_fetch(VtPerfIter *it, uint64_t pos, uint32_t len, GError **error)
 {
 	uint64_t want;
