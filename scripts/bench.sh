@@ -11,7 +11,9 @@
 #               given the offsets, and rewrites in place without a journal or fsync)
 # and prints per mix: the median wall time of each, the trace's MB/s through
 # vmtrace, the perf/vmtrace ratio, the dry run's median user and system CPU
-# time and system time as a share of user time (summed over the runs), peak
+# time and system time as a share of user time (summed over the runs), its
+# median minor page faults (mapping the AUX data; how many depends on the
+# page cache's folio sizes, so on how the file was written), peak
 # RSS of both, the correction's time in fsync (strace, reported separately:
 # bounded by the disk), and whether vmtrace's offsets are perf's.
 # Goals (issue #10): dry run >= 10x perf and correction (without fsync) >= 5x
@@ -58,20 +60,24 @@ MIXES=(
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 maxof() { sort -n | tail -1; }
-# run OUT CMD...: run CMD, write "seconds maxrss_kb user_s sys_s" of it
-# (and only it: wait4) to OUT; CMD's exit status
+# run OUT CMD...: run CMD, write "seconds maxrss_kb user_s sys_s minflt" of it
+# (and only it: wait4) to OUT; CMD's exit status.  posix_spawn, not fork:
+# a forked python's copy-on-write faults before exec counted as CMD's
+# (vmtrace --version: 380 faults and 9.5 ms instead of 145 and 2.9 ms,
+# ~6 ms of every ~60 ms dry run; perf's runs are 10x longer).  Peak RSS
+# (ru_maxrss) still counts the launcher's at exec, python's ~13 MiB, so
+# it is an upper bound (vmtrace --version: 13 MiB here, 3 MiB in
+# /usr/bin/time)
 RUSAGE_PY='
 import os, sys, time
 t = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    os.execvp(sys.argv[2], sys.argv[2:])
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
 _, status, ru = os.wait4(pid, 0)
 w = time.perf_counter() - t
 with open(sys.argv[1], "w") as f:
-    f.write("%.4f %d %.6f %.6f\n" % (w, ru.ru_maxrss, ru.ru_utime, ru.ru_stime))
+    f.write("%.4f %d %.6f %.6f %d\n" % (w, ru.ru_maxrss, ru.ru_utime, ru.ru_stime, ru.ru_minflt))
 sys.exit(os.waitstatus_to_exitcode(status))'
-# measure NAME CMD...: appends "seconds maxrss_kb user_s sys_s" to NAME.times
+# measure NAME CMD...: appends "seconds maxrss_kb user_s sys_s minflt" to NAME.times
 measure() {
 	local out=$1; shift
 	python3 -c "$RUSAGE_PY" "$dir/t" "$@" >"$dir/stdout" 2>"$dir/stderr" || {
@@ -86,8 +92,8 @@ fsync_time() {
 }
 col() { cut -d' ' -f"$1" "$dir/$2.times"; }
 
-printf '%-11s | %8s %8s %7s %8s %6s | %7s %7s %5s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
-	mix vt_dry_s perf_s ratio MB/s same usr_s sys_s sys% vt_fix_s fsync_s perf_s ratio ratio_fs vt_rss perf_rss "packets (vmtrace synth options)"
+printf '%-11s | %8s %8s %7s %8s %6s | %7s %7s %5s %6s | %8s %8s %8s %7s %7s | %8s %8s | %s\n' \
+	mix vt_dry_s perf_s ratio MB/s same usr_s sys_s sys% faults vt_fix_s fsync_s perf_s ratio ratio_fs vt_rss perf_rss "packets (vmtrace synth options)"
 mib=$(numfmt --from=iec "$size")
 for m in "${MIXES[@]}"; do
 	name=${m%%:*}; opts=${m#*:}
@@ -115,20 +121,22 @@ for m in "${MIXES[@]}"; do
 	fs=$(fsync_time "$VMTRACE" correlate --in-place "$dir/copy.data")
 	rm -f "$dir/copy.data" "$f"
 	vt=$(col 1 vt | median); pf=$(col 1 perf | median)
-	usr=$(col 3 vt | median); sys=$(col 4 vt | median)
+	usr=$(col 3 vt | median); sys=$(col 4 vt | median); flt=$(col 5 vt | median)
 	sysp=$(awk '{u += $3; s += $4} END {printf "%.1f", (u > 0 ? 100 * s / u : 0)}' "$dir/vt.times")
 	vtfix=$(col 1 vtfix | median); pffix=$(col 1 perffix | median)
 	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
 	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
-		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" -v us="$usr" -v sy="$sys" -v sp="$sysp" 'BEGIN {
-		printf "%-11s | %8.3f %8.2f %6.1fx %8.0f %6s | %7.3f %7.4f %4.1f%% | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
+		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" -v us="$usr" -v sy="$sys" -v sp="$sysp" -v fl="$flt" 'BEGIN {
+		printf "%-11s | %8.3f %8.2f %6.1fx %8.0f %6s | %7.3f %7.4f %4.1f%% %6d | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
 			n, a, b, (a > 0 ? b / a : 0), (a > 0 ? mib / 1048576 / a : 0), s,
-			us, sy, sp, c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
+			us, sy, sp, fl, c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
 done
 echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is the maximum over both"
-echo " operations and all runs; $(nproc) CPUs; ratio = perf / vmtrace, for the correction vmtrace's time"
+echo " operations and all runs, an upper bound: it counts python's ~13 MiB at exec; $(nproc) CPUs;"
+echo " ratio = perf / vmtrace, for the correction vmtrace's time"
 echo " without fsync (fsync_s, measured in a separate run with strace, so it is noisy), ratio_fs with"
 echo " it (perf does not sync); same = vmtrace --format=perf prints exactly perf's VMCS lines;"
 echo " usr_s/sys_s = the dry run's median CPU times (all threads; wait4, microseconds, the user/system"
 echo " split estimated by the kernel from 4 ms ticks: sum over more --runs for a finer sys%),"
-echo " sys% = its system time as a share of its user time over all runs)"
+echo " sys% = its system time as a share of its user time over all runs, faults = its median minor"
+echo " page faults: synth writes in 2 MiB-aligned blocks, so its fresh files are in large folios)"

@@ -238,24 +238,27 @@ static gboolean check_info(const VmcorrSession *s, GError **error)
 	return TRUE;
 }
 
-VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GError **error)
-{
-	VmcorrSession *s = g_new0(VmcorrSession, 1);
-	AuxIndex ix = { g_array_new(FALSE, FALSE, sizeof(AuxRec)), g_array_new(FALSE, FALSE, sizeof(uint64_t)) };
+/* The records of a recording, looked at once: the AUX index, the
+ * sideband.  Run under vt_perf_file_guarded (its iterator maps the file). */
+typedef struct {
+	VmcorrSession *s;
+	AuxIndex *ix;
+	gboolean have_info;
+	gboolean failed, named;     /* named: the error gets the file's name */
+	GError *error;
 	VtPerfIter it;
+} Scan;
+
+static void scan_records(void *p)
+{
+	Scan *sc = p;
+	VmcorrSession *s = sc->s;
+	AuxIndex *ix = sc->ix;
+	GError **error = &sc->error;
 	VtPerfRecord rec;
-	gboolean have_info = FALSE;
 	int r;
 
-	s->threads = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, thread_free);
-	s->switches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, switches_free);
-	s->queues = g_array_new(FALSE, FALSE, sizeof(VmcorrQueue));
-	s->f = vt_perf_file_open(path, flags, error);
-	if (!s->f)
-		goto fail;
-
-	vt_perf_iter_init(&it, s->f);
-	while ((r = vt_perf_iter_next(&it, &rec, error)) > 0) {
+	while ((r = vt_perf_iter_next(&sc->it, &rec, error)) > 0) {
 		if (is_guest_record(&rec))
 			continue;   /* an injected guest sideband: src/decode/guest-threads.c */
 		switch (rec.type) {
@@ -278,7 +281,7 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 			}
 			s->nr_priv = MIN(info.nr_priv, G_N_ELEMENTS(s->priv));
 			memcpy(s->priv, info.priv, s->nr_priv * 8);
-			have_info = TRUE;
+			sc->have_info = TRUE;
 			break;
 		}
 		case VT_PERF_RECORD_AUXTRACE: {
@@ -286,7 +289,7 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 
 			if (!vt_perf_record_auxtrace(&rec, &aux, error))
 				goto fail_named;
-			add_aux(&ix, &aux);
+			add_aux(ix, &aux);
 			break;
 		}
 		case VT_PERF_RECORD_TIME_CONV:
@@ -329,8 +332,47 @@ VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GErr
 			break;
 		}
 	}
-	if (r < 0)
+	if (r == 0)
+		return;
+fail:
+	sc->failed = TRUE;
+	return;
+fail_named:
+	sc->failed = sc->named = TRUE;
+}
+
+VmcorrSession *vmcorr_session_open(const char *path, VtPerfOpenFlags flags, GError **error)
+{
+	VmcorrSession *s = g_new0(VmcorrSession, 1);
+	AuxIndex ix = { g_array_new(FALSE, FALSE, sizeof(AuxRec)), g_array_new(FALSE, FALSE, sizeof(uint64_t)) };
+	Scan sc;                    /* (not zeroed: its iterator's window is 128 KiB) */
+	gboolean have_info, guarded;
+
+	s->threads = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, thread_free);
+	s->switches = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, switches_free);
+	s->queues = g_array_new(FALSE, FALSE, sizeof(VmcorrQueue));
+	s->f = vt_perf_file_open(path, flags, error);
+	if (!s->f)
 		goto fail;
+
+	sc.s = s;
+	sc.ix = &ix;
+	sc.have_info = sc.failed = sc.named = FALSE;
+	sc.error = NULL;
+	vt_perf_iter_init_mapped(&sc.it, s->f);
+	guarded = vt_perf_file_guarded(s->f, scan_records, &sc, error);
+	vt_perf_iter_clear(&sc.it);
+	have_info = sc.have_info;
+	if (guarded && sc.failed) {
+		g_propagate_error(error, sc.error);
+		if (sc.named)
+			goto fail_named;
+		goto fail;
+	}
+	if (!guarded) {
+		g_clear_error(&sc.error);
+		goto fail;
+	}
 	if (!have_info) {
 		g_set_error(error, VMCORR_ERROR, VMCORR_ERROR_NOT_PT,
 			    "%s: no Intel PT data (no AUXTRACE_INFO record); record with -e intel_pt//",

@@ -6,10 +6,12 @@
  * arithmetic before anything is read.
  *
  * Everything is read with pread: the header, attrs and ids at open, the
- * records through the iterator's window, feature sections when first
- * asked for.  A file that shrinks while it is read gives an error ("changed
- * size while being read"), never SIGBUS.  The file is mapped only for
- * callers of vt_perf_file_map (lazily, once).
+ * records through the iterator's window (or from mapped windows of the
+ * file, vt_perf_iter_init_mapped), feature sections when first asked for.
+ * A file that shrinks while it is read gives an error ("changed size while
+ * being read"), never SIGBUS (mapped bytes are read under
+ * vt_perf_file_guarded).  The whole file is mapped only for callers of
+ * vt_perf_file_map (lazily, once).
  */
 #include "src/perf/perf-data.h"
 #include "src/fs/output.h"
@@ -339,12 +341,34 @@ static void build_id_map(VtPerfFile *f)
 
 /* --------------------------------------------------------- iteration */
 
+#define ITER_MAP_SPAN	(8u << 20)
+#define ITER_MAP_ALIGN	(2u << 20)	/* a PMD: whole large folios */
+
+/* [pos, pos + len) from the iterator's mapped window, mapping the window
+ * holding it if needed; NULL if it lies outside the file (the pread path
+ * reports that) or cannot be mapped (then reads go through pread). */
+static const uint8_t *iter_fetch_mapped(VtPerfIter *it, uint64_t pos, uint32_t len)
+{
+	const uint8_t *p = vt_perf_window_at(&it->map, pos, len);
+	uint64_t start = pos & ~(uint64_t)(ITER_MAP_ALIGN - 1);
+
+	if (p || !range_ok(pos, len, it->f->size))
+		return p;
+	if (vt_perf_window_map(it->f, &it->map, start, pos + len - start, ITER_MAP_SPAN, NULL))
+		return vt_perf_window_at(&it->map, pos, len);
+	it->mapped = FALSE;
+	return NULL;
+}
+
 /* Make [pos, pos + len) of the file available in the iterator's window;
  * NULL + error if it cannot be read. */
 static const uint8_t *iter_fetch(VtPerfIter *it, uint64_t pos, uint32_t len, GError **error)
 {
 	uint64_t want;
+	const uint8_t *p;
 
+	if (it->mapped && (p = iter_fetch_mapped(it, pos, len)))
+		return p;
 	if (pos >= it->win_off && pos - it->win_off + len <= it->win_len)
 		return it->win + (pos - it->win_off);
 	/* reading on near where the window ended: records are dense, read more */
@@ -445,6 +469,20 @@ void vt_perf_iter_init(VtPerfIter *it, const VtPerfFile *f)
 	it->win_off = 0;
 	it->win_len = 0;
 	it->read_len = ITER_READ_MIN;
+	it->mapped = FALSE;
+	memset(&it->map, 0, sizeof(it->map));
+}
+
+void vt_perf_iter_init_mapped(VtPerfIter *it, const VtPerfFile *f)
+{
+	vt_perf_iter_init(it, f);
+	it->mapped = TRUE;
+}
+
+void vt_perf_iter_clear(VtPerfIter *it)
+{
+	vt_perf_window_unmap(&it->map);
+	it->mapped = FALSE;
 }
 
 int vt_perf_iter_next(VtPerfIter *it, VtPerfRecord *rec, GError **error)
