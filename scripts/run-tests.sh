@@ -47,6 +47,17 @@ status=$?
 if [ $status -ne 0 ] && ! ls tests/*.trs >/dev/null 2>&1; then
 	echo "make check failed before running tests:"; grep -E "error|Error" make-check.log | head -20
 fi
+# fail_context LOG: each failed check with the diagnostics around it (the
+# lines that are not results: up to 4 before it and 8 after), and sanitizer
+# reports; 40 lines at most
+fail_context() {
+	awk '/^(not )?ok / { if (after) after = 0 }
+	     /^not ok / { for (i = 0; i < nb; i++) print "  " buf[i]; nb = 0; print "  " $0; after = 8; next }
+	     /^ok / { nb = 0; next }
+	     after > 0 { print "  " $0; after--; next }
+	     /ERROR|Assertion|Sanitizer|runtime error/ { print "  " $0; next }
+	     { if (nb == 4) { for (i = 1; i < 4; i++) buf[i - 1] = buf[i]; nb = 3 } buf[nb++] = $0 }' "$1" | head -40
+}
 passed=0; failed=0; skipped=0
 for trs in tests/*.trs; do
 	log=${trs%.trs}.log
@@ -56,7 +67,7 @@ for trs in tests/*.trs; do
 	PASS) passed=$((passed + p)); failed=$((failed + f)); [ "$p" = 0 ] && passed=$((passed + 1)) ;;
 	SKIP) skipped=$((skipped + 1)); echo "SKIP: ${trs%.trs}: $(grep -m1 '^SKIP' "$log")" ;;
 	*) passed=$((passed + p)); failed=$((failed + (f > 0 ? f : 1)))
-	   echo "FAIL: ${trs%.trs}"; grep -E '^not ok|ERROR|Assertion|Sanitizer|runtime error' "$log" | head -20 ;;
+	   echo "FAIL: ${trs%.trs}"; fail_context "$log" ;;
 	esac
 done
 # the slowest tests: from each log's creation to its result (where the

@@ -13,7 +13,8 @@
                    OUT takes it off);
           perf:    the CPU of the last IN record *whose previous task* is
                    the vCPU thread, before the event (0 before any) - perf
-                   6.1's quirk.
+                   6.1's quirk; an IN record at the event's very time may
+                   count or not (perf orders equal times by its queues).
         Prints how many guest records the two rules place differently.
 
     inject-check.py times GUEST.txt PERF.txt VMTRACE.txt OFFSET GSHIFT GMULT HSHIFT HMULT [RATIO FRAC]
@@ -86,14 +87,20 @@ def rule_vmtrace(sw, tid, t):
     return ins[0][3] if ins else 0
 
 
-def rule_perf(sw, pid, tid, t):
+def rule_perf(sw, pid, tid, t, at=False):
+    """perf's CPU at t; at=True: with an IN record AT t counted (perf's
+    order of records with equal times is its queue's, not the time's)."""
     cpu = 0
     for s in sw:
-        if s[0] >= t:
+        if s[0] > t or (s[0] == t and not at):
             break
         if not s[1] and s[4] == pid and s[5] == tid:
             cpu = s[3]
     return cpu
+
+
+def perf_cpus(sw, pid, tid, t):
+    return {rule_perf(sw, pid, tid, t), rule_perf(sw, pid, tid, t, True)}
 
 
 def cpus(host, perf, ours, pid):
@@ -102,21 +109,22 @@ def cpus(host, perf, ours, pid):
     bad = 0
     differ = total = 0
     example = None
-    for name, path, rule in (("perf", perf, lambda v, t: rule_perf(sw, pid, vcpu_tid[v], t)),
-                             ("vmtrace", ours, lambda v, t: rule_vmtrace(sw, vcpu_tid[v], t))):
+    for name, path, rule in (("perf", perf, lambda v, t: perf_cpus(sw, pid, vcpu_tid[v], t)),
+                             ("vmtrace", ours, lambda v, t: {rule_vmtrace(sw, vcpu_tid[v], t)})):
         for e in lines(path):
             if not e["guest"]:
                 continue
             want = rule(e["vcpu"], e["time"])
-            if e["cpu"] != want:
+            if e["cpu"] not in want:
                 bad += 1
                 if bad <= 5:
-                    print("# %s: vCPU %d at %d ns shows CPU %d, its rule says %d: %s"
-                          % (name, e["vcpu"], e["time"], e["cpu"], want, e["rest"][:60]))
+                    print("# %s: vCPU %d at %d ns shows CPU %d, its rule says %s: %s"
+                          % (name, e["vcpu"], e["time"], e["cpu"], " or ".join(map(str, sorted(want))),
+                             e["rest"][:60]))
             if name == "vmtrace":
                 total += 1
                 p = rule_perf(sw, pid, vcpu_tid[e["vcpu"]], e["time"])
-                if p != e["cpu"]:
+                if e["cpu"] not in perf_cpus(sw, pid, vcpu_tid[e["vcpu"]], e["time"]):
                     differ += 1
                     example = example or (e, p)
     print("# %d of %d guest records are on another host CPU in perf's output than in vmtrace's" % (differ, total))

@@ -47,28 +47,39 @@ import sys
 sys.dont_write_bytecode = True   # no tests/__pycache__ in the source tree
 from branch_lists import joined, load_truth  # noqa: E402
 
-LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) \[\s*(?P<cpu>-?\d+)\] (?: *\d+\.\d+:)? +'
-                  r'(?P<from>[0-9a-f]+) .*? => +(?P<to>[0-9a-f]+) ')
+HEAD = re.compile(r'^.{16} +(-?\d+) \[\s*(-?\d+)\]$')
 
 
-TIME = re.compile(r'^(.{16} +-?\d+ \[[-\d]+\]) +\d+\.\d+:')
-
-
-def load(path, per_cpu):
-    lines, pairs, errors = collections.defaultdict(list), collections.defaultdict(list), 0
-    match, time = LINE.match, TIME.match   # (bound once: 300000 lines a file)
+def load(path, per_cpu, with_pairs=True):
+    """Per thread (per CPU and thread with per_cpu): the lines, time aside,
+    and with_pairs the (from, to) of each.  (String methods, not regular
+    expressions, on each line: the files have a million lines; a line's
+    "comm tid [cpu]" head is parsed once per distinct head.)"""
+    lines, pairs, errors, heads = collections.defaultdict(list), collections.defaultdict(list), 0, {}
     for raw in open(path, errors='replace'):
         raw = raw.rstrip('\n')
         if 'instruction trace error' in raw:
             errors += 1
             continue
-        m = match(raw)
-        if not m:
-            raise SystemExit('%s: unexpected line: %s' % (path, raw))
-        key = (int(m['cpu']) if per_cpu else -1, int(m['tid']))
-        t = time(raw)   # the time set aside
-        lines[key].append(raw[:t.end(1)] + raw[t.end():] if t else raw)
-        pairs[key].append((int(m['from'], 16), int(m['to'], 16)))
+        i = raw.find(']', 16) + 1
+        head = raw[:i]
+        key = heads.get(head)
+        if key is None:
+            m = HEAD.match(head)
+            if not m:
+                raise SystemExit('%s: unexpected line: %s' % (path, raw))
+            key = heads[head] = (int(m[2]) if per_cpu else -1, int(m[1]))
+        rest = raw[i:]
+        j = rest.find(':')
+        if j > 0 and rest[:j].strip().replace('.', '', 1).isdigit():
+            rest = rest[j + 1:]   # the time set aside
+        lines[key].append(head + rest)
+        if with_pairs:
+            a, sep, b = rest.partition(' => ')
+            try:
+                pairs[key].append((int(a.split(None, 1)[0], 16), int(b.split(None, 1)[0], 16)))
+            except (IndexError, ValueError):
+                raise SystemExit('%s: unexpected line: %s' % (path, raw))
     return lines, pairs, errors
 
 
@@ -211,18 +222,41 @@ TIME_FIELD = re.compile(r' time \d+\.\d+ ')
 TIME_COLUMN = re.compile(r' \d+\.\d+: ')
 
 
+def time_aside(raw):
+    """raw with its first " S.NS: " as " T: " (TIME_COLUMN.sub(' T: ', raw,
+    count=1), with string methods where it ends at the first ": ")."""
+    j = raw.find(': ')
+    before = raw[:j] if j > 0 else ''
+    ns = before.rstrip('0123456789')
+    if len(ns) < len(before) and ns.endswith('.'):
+        sec = ns[:-1].rstrip('0123456789')
+        if len(sec) < len(ns) - 1 and sec.endswith(' '):
+            return sec[:-1] + ' T: ' + raw[j + 2:]
+    return TIME_COLUMN.sub(' T: ', raw, count=1)
+
+
 def load_lines(path, per_cpu):
-    lines = collections.defaultdict(list)
+    lines, heads = collections.defaultdict(list), {}
     for raw in open(path, errors='replace'):
         raw = raw.rstrip('\n')
-        # (the substring tests first: the searches are slow, 300000 lines a file)
-        m = ('instruction trace error' in raw and ERROR.search(raw)) or THREAD.match(raw)
-        if not m:
+        # (the substring tests first: the searches are slow, a million lines
+        # a file; a "comm tid [cpu]" head is parsed once per distinct head)
+        if 'instruction trace error' in raw:
+            m = ERROR.search(raw) or THREAD.match(raw)
+            key = m and (int(m['cpu'] or -1) if per_cpu else -1, int(m['tid']))
+        else:
+            i = raw.find(']') + 1
+            key = heads.get(raw[:i]) if i else None
+            if key is None:
+                m = THREAD.match(raw)
+                key = m and (int(m['cpu'] or -1) if per_cpu else -1, int(m['tid']))
+                if i and m and m.end() == i:
+                    heads[raw[:i]] = key
+        if not key:
             raise SystemExit('%s: unexpected line: %s' % (path, raw))
-        key = (int(m['cpu'] or -1) if per_cpu else -1, int(m['tid']))
         if ' time ' in raw:
             raw = TIME_FIELD.sub(' time T ', raw)
-        lines[key].append(TIME_COLUMN.sub(' T: ', raw, count=1))
+        lines[key].append(time_aside(raw))
     return lines
 
 
@@ -257,7 +291,9 @@ def main():
         return calls_main(args, per_cpu, calls[0], '--no-depth' not in sys.argv)
     if len(args) != 3:
         raise SystemExit(__doc__)
-    plines, ppairs, perr = load(args[0], per_cpu)
+    # perf's branches are checked against the truth only where its lines
+    # differ from vmtrace's (else they are vmtrace's)
+    plines, ppairs, perr = load(args[0], per_cpu, with_pairs=False)
     vlines, vpairs, verr = load(args[1], per_cpu)
     truth = load_truth(args[2], per_cpu)
     ok = perr == 0 and verr == 0
@@ -275,7 +311,10 @@ def main():
                     break
                 print(d)
             break
-    for name, pairs in (('perf', ppairs), ('vmtrace', vpairs)):
+    checks = [('vmtrace', vpairs)]
+    if not ok:
+        checks.insert(0, ('perf', load(args[0], per_cpu)[1]))
+    for name, pairs in checks:
         for key in sorted(set(pairs) | set(truth)):
             got, want = joined(pairs[key]), joined(truth[key])
             if got != want:

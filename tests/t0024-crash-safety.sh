@@ -7,7 +7,10 @@
 # of the runs so that kills also land while the trace is being modified.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 export SOURCE_DATE_EPOCH=1700000000
+# (the sanitizer suite: 16 - the sanitizers check memory, not kill moments,
+# and make each run 3x slower)
 KILLS=${VMTRACE_CRASH_KILLS:-50}
+[ -z "${VMTRACE_CRASH_KILLS:-}" ] && asan_build && KILLS=16
 
 "$VMTRACE" synth -o "$TMP/orig.data" --size 256M --per-cpu --vcpus 8 --cpus 2 2>/dev/null
 orig=$(sha256sum <"$TMP/orig.data" | cut -d' ' -f1)
