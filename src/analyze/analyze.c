@@ -68,6 +68,7 @@ typedef struct {
 	gboolean zero;
 } AddrSet;
 
+#define CODE_RANGES 4             /* code ranges resolved() remembers per machine */
 #define THUNK_LINES 4096          /* thunk code's 64-byte lines, hashed into a bitmap */
 
 struct VtAnalyze {
@@ -86,6 +87,11 @@ struct VtAnalyze {
 	GArray *thunks[2];            /* Range: thunk code per machine */
 	guint64 thunk_lines[2][THUNK_LINES / 64];   /* bit (addr / 64) % THUNK_LINES: maybe thunk code */
 	guint64 unmatched_returns;    /* (overall only) */
+	/* resolved(): code ranges found (vt_decode_image_code's [addr, +avail))
+	 * and the lowest symbol start found, per machine */
+	struct { guint64 lo, hi; } code[2][CODE_RANGES];
+	guint code_next[2];
+	guint64 sym_min[2];
 };
 
 /* ------------------------------------------------------------ AddrSet */
@@ -165,7 +171,7 @@ static const char *symbol_lookup(const VtAnalyze *a, gboolean guest, guint64 add
 static gboolean is_thunk(const VtAnalyze *a, gboolean guest, guint64 addr);
 
 /* symbol_lookup through the cache: the entry it is in */
-static SymEntry *symbol_entry(const VtAnalyze *a, gboolean guest, guint64 addr)
+static SymEntry *symbol_entry(VtAnalyze *a, gboolean guest, guint64 addr)
 {
 	SymEntry *e = &a->syms[(guint)(((addr * 0x9e3779b97f4a7c15ULL) >> 40) ^ (guest ? 1u : 0u)) % SYM_CACHE];
 
@@ -177,10 +183,36 @@ static SymEntry *symbol_entry(const VtAnalyze *a, gboolean guest, guint64 addr)
 	e->first_seen = FALSE;
 	e->sym = symbol_lookup(a, guest, addr, &e->start);
 	e->thunk = is_thunk(a, guest, addr);
+	if (e->sym)
+		a->sym_min[guest] = MIN(a->sym_min[guest], e->start);
 	return e;
 }
 
-static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
+/* A symbol contains addr (symbol_lookup's answer, without the symbol):
+ * addr is code and at or above the lowest symbol start (kallsyms is
+ * sorted: every address from there on has one).  For the targets the
+ * analysis needs no symbol of (returns, exits...): the health's
+ * "unresolved" without a cache entry each. */
+static gboolean resolved(VtAnalyze *a, gboolean guest, guint64 addr)
+{
+	const VtDecodeImage *img = image(a, guest);
+	gsize avail;
+	guint i;
+
+	for (i = 0; i < CODE_RANGES; i++)
+		if (addr - a->code[guest][i].lo < a->code[guest][i].hi - a->code[guest][i].lo)
+			break;
+	if (i == CODE_RANGES) {
+		if (!img || !addr || !vt_decode_image_code(img, addr, &avail))
+			return FALSE;
+		i = a->code_next[guest]++ % CODE_RANGES;
+		a->code[guest][i].lo = addr;
+		a->code[guest][i].hi = addr + avail;
+	}
+	return addr >= a->sym_min[guest] || symbol_entry(a, guest, addr)->sym;
+}
+
+static const char *symbol(VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
 {
 	const SymEntry *e = symbol_entry(a, guest, addr);
 
@@ -596,8 +628,8 @@ static void thunk_leave(VtAnalyze *a, Ctx *c, const VtBranch *b, const SymEntry 
 		frame_resolve(a, c, guest, b->to);
 	} else if (frame_find(st, b->to)) {
 		on_return(a, c, b);
-	} else {
-		on_jump(a, c, b, se);
+	} else {                      /* (se NULL: a return, its target not looked up) */
+		on_jump(a, c, b, se ? se : symbol_entry(a, b->to_guest, b->to));
 	}
 }
 
@@ -610,7 +642,7 @@ static gboolean thunk_flow(VtAnalyze *a, Ctx *c, const VtBranch *b, const SymEnt
 	if (!a->thunks[guest]->len)
 		return FALSE;
 	from = is_thunk(a, guest, b->from);
-	to = se->thunk;
+	to = se ? se->thunk : is_thunk(a, guest, b->to);
 	if (from == to)
 		return from;                  /* within thunk code: nothing */
 	if (b->kind == VT_BRANCH_CALL)
@@ -812,7 +844,7 @@ static void dispatch_kind(VtAnalyze *a, Ctx *c, const VtBranch *b, SymEntry *se)
 /* se: b's target's symbol entry (NULL: b has none - an error, a trace end) */
 static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b, SymEntry *se)
 {
-	if (!se && b->kind <= VT_BRANCH_RETURN)
+	if (!se && (b->kind == VT_BRANCH_CALL || b->kind == VT_BRANCH_JUMP))
 		se = symbol_entry(a, b->to_guest, b->to);
 	if (b->kind > VT_BRANCH_RETURN || b->from_guest != b->to_guest || !thunk_flow(a, c, b, se))
 		dispatch_kind(a, c, b, se);
@@ -831,6 +863,7 @@ void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e)
 {
 	Ctx *c;
 	SymEntry *se;
+	gboolean unresolved;
 
 	if (a->o.vcpu >= 0 && e->vcpu != a->o.vcpu)
 		return;
@@ -842,10 +875,16 @@ void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e)
 		return;
 	}
 	c = ctx_get(a, e);
-	/* the target's symbol: the health's, and the call's or jump's */
-	se = e->b.to && e->b.kind != VT_BRANCH_ERROR && e->b.kind != VT_BRANCH_TRACE_END
-		     ? symbol_entry(a, e->b.to_guest, e->b.to) : NULL;
-	health_add(c->health, e, se && !se->sym);
+	/* the target's symbol (the call's or jump's; for the health's
+	 * unresolved, elsewhere resolved() is enough) */
+	se = NULL;
+	if (!e->b.to || e->b.kind == VT_BRANCH_ERROR || e->b.kind == VT_BRANCH_TRACE_END)
+		unresolved = FALSE;
+	else if (e->b.kind == VT_BRANCH_CALL || e->b.kind == VT_BRANCH_JUMP)
+		unresolved = !(se = symbol_entry(a, e->b.to_guest, e->b.to))->sym;
+	else
+		unresolved = !resolved(a, e->b.to_guest, e->b.to);
+	health_add(c->health, e, unresolved);
 	ctx_advance(a, c, e, e->b.insns);
 	dispatch(a, c, &e->b, se);
 }
@@ -938,6 +977,7 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 		addrset_init(&a->first_seen[i]);
 	if (a->o.guest)
 		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
+	a->sym_min[0] = a->sym_min[1] = G_MAXUINT64;
 	a->thunks[0] = thunks_find(a->o.host);
 	a->thunks[1] = thunks_find(a->o.guest);
 	thunk_lines_mark(a, FALSE);
