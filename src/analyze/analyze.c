@@ -12,6 +12,10 @@
 #define CTX_CACHE 64              /* queues whose context is remembered */
 #define THUNK_MAX 64              /* bytes a thunk named so spans at most */
 
+/* Addresses as GHashTable keys, the pointers themselves (0 too: NULL is a key) */
+G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+#define KEY(a) ((gpointer)(guintptr)(a))
+
 typedef struct {
 	guint64 func, ret;            /* symbol start called, return address */
 	const char *sym;
@@ -59,15 +63,6 @@ typedef struct {
 	guint8 key_guest, valid, first_seen, thunk;
 } SymEntry;
 
-/* A set of addresses: open addressing, linear probing, at most half full
- * (0 is kept aside: a free slot).  One cache miss per test where a
- * GHashTable of allocated keys took three. */
-typedef struct {
-	guint64 *slot;
-	guint mask, n;
-	gboolean zero;
-} AddrSet;
-
 #define CODE_RANGES 4             /* code ranges resolved() remembers per machine */
 #define THUNK_LINES 4096          /* thunk code's 64-byte lines, hashed into a bitmap */
 
@@ -81,7 +76,7 @@ struct VtAnalyze {
 	GHashTable *ctx;              /* key -> Ctx */
 	SymEntry *syms;
 	struct { guint64 key; Ctx *c; } ctx_cache[CTX_CACHE];   /* by queue */
-	AddrSet first_seen[2];        /* function starts called so far, per machine */
+	GHashTable *first_seen[2];    /* function starts called so far, per machine (KEY(addr)) */
 	guint first_index[2];
 	guint64 sys_entry;            /* guest entry_SYSCALL_64 (0: none) */
 	GArray *thunks[2];            /* Range: thunk code per machine */
@@ -93,57 +88,6 @@ struct VtAnalyze {
 	guint code_next[2];
 	guint64 sym_min[2];
 };
-
-/* ------------------------------------------------------------ AddrSet */
-#define ADDRSET_SLOTS0 4096
-
-static void addrset_init(AddrSet *s)
-{
-	s->mask = ADDRSET_SLOTS0 - 1;
-	s->slot = g_new0(guint64, ADDRSET_SLOTS0);
-}
-
-static guint addrset_hash(guint64 addr)
-{
-	return (guint)((addr * 0x9e3779b97f4a7c15ULL) >> 32);
-}
-
-static void addrset_place(AddrSet *s, guint64 addr)
-{
-	guint i = addrset_hash(addr) & s->mask;
-
-	while (s->slot[i])
-		i = (i + 1) & s->mask;
-	s->slot[i] = addr;
-}
-
-/* TRUE when addr was not in s (now it is) */
-static gboolean addrset_add(AddrSet *s, guint64 addr)
-{
-	guint i = addrset_hash(addr) & s->mask;
-
-	if (!addr) {
-		gboolean was = s->zero;
-
-		s->zero = TRUE;
-		return !was;
-	}
-	for (; s->slot[i]; i = (i + 1) & s->mask)
-		if (s->slot[i] == addr)
-			return FALSE;
-	s->slot[i] = addr;
-	if (++s->n * 2 > s->mask + 1) {
-		g_autofree guint64 *old = s->slot;
-		guint n = s->mask + 1;
-
-		s->mask = s->mask * 2 + 1;
-		s->slot = g_new0(guint64, s->mask + 1);
-		for (guint k = 0; k < n; k++)
-			if (old[k])
-				addrset_place(s, old[k]);
-	}
-	return TRUE;
-}
 
 /* ------------------------------------------------------------- symbols */
 static const VtDecodeImage *image(const VtAnalyze *a, gboolean guest)
@@ -480,7 +424,7 @@ static void first_call(VtAnalyze *a, const Ctx *c, gboolean guest, guint64 func,
 		return;
 	if (mine)
 		at->first_seen = TRUE;
-	if (!addrset_add(&a->first_seen[guest], func))
+	if (!g_hash_table_add(a->first_seen[guest], KEY(func)))
 		return;
 	if (a->v.first_call) {
 		VtAnalyzeFirstCall f = { .w = c->w, .guest = guest, .func = func, .sym = sym, .time = c->now,
@@ -974,7 +918,7 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	a->tid_vcpu = g_hash_table_new(g_direct_hash, g_direct_equal);
 	a->syms = g_new0(SymEntry, SYM_CACHE);
 	for (int i = 0; i < 2; i++)
-		addrset_init(&a->first_seen[i]);
+		a->first_seen[i] = g_hash_table_new(g_direct_hash, g_direct_equal);
 	if (a->o.guest)
 		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
 	a->sym_min[0] = a->sym_min[1] = G_MAXUINT64;
@@ -995,7 +939,7 @@ void vt_analyze_free(VtAnalyze *a)
 	g_hash_table_destroy(a->tid_vcpu);
 	g_free(a->syms);
 	for (int i = 0; i < 2; i++) {
-		g_free(a->first_seen[i].slot);
+		g_hash_table_destroy(a->first_seen[i]);
 		g_array_free(a->thunks[i], TRUE);
 	}
 	g_free(a);

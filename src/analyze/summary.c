@@ -9,9 +9,11 @@
 
 #include "src/analyze/analyze.h"
 
+G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+#define KEY(a) ((gpointer)(guintptr)(a))   /* an address as a GHashTable key */
+
 #define SUB_BITS 7                /* histogram: 128 buckets per power of two */
 #define N_BUCKETS (64 << SUB_BITS)
-#define FUNC_SLOTS0 4096          /* first size of the function rows' table (a power of two) */
 
 typedef struct {
 	VtAnalyzeStats st;
@@ -30,14 +32,12 @@ typedef struct {
 	Dist lat;
 } Group;
 
-/* Function rows by (vCPU, machine, function): open addressing, linear
- * probing; slots hold row index + 1 (0: free), at most half full.  One
- * lookup per slice (a hash table and its per-row allocations cost a third
- * of the analysis on code all over the kernel). */
+/* Function rows by (vCPU, machine, function): the rows in one array (no
+ * allocation per row), found through one GHashTable per (vCPU, machine):
+ * KEY(function start) -> row index + 1. */
 typedef struct {
 	GArray *rows;                 /* VtAnalyzeFunction */
-	guint32 *slot;
-	guint mask;
+	GPtrArray *index;             /* GHashTable at (vcpu + 1) * 2 + guest (NULL: none yet) */
 } FuncTable;
 
 struct VtAnalyzeSummary {
@@ -170,63 +170,48 @@ static gboolean group_equal(gconstpointer a, gconstpointer b)
 }
 
 /* ------------------------------------------------------- function rows */
-static guint func_hash(gint32 vcpu, gboolean guest, guint64 func)
+static void index_free(gpointer h)
 {
-	guint64 h = (func ^ ((guint64)(guint32)vcpu << 1) ^ (guint64)!!guest) * 0x9e3779b97f4a7c15ULL;
-
-	return (guint)(h >> 32);
+	if (h)
+		g_hash_table_unref(h);
 }
 
 static void ftable_init(FuncTable *t)
 {
 	t->rows = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFunction));
-	t->mask = FUNC_SLOTS0 - 1;
-	t->slot = g_new0(guint32, FUNC_SLOTS0);
+	t->index = g_ptr_array_new_with_free_func(index_free);
 }
 
 static void ftable_clear(FuncTable *t)
 {
-	if (t->rows)
-		g_array_free(t->rows, TRUE);
-	g_free(t->slot);
+	g_array_free(t->rows, TRUE);
+	g_ptr_array_free(t->index, TRUE);
 }
 
-static void ftable_place(FuncTable *t, guint32 index)
+/* The index of (vcpu >= -1, guest): function start -> row index + 1 */
+static GHashTable *ftable_index(FuncTable *t, gint32 vcpu, gboolean guest)
 {
-	const VtAnalyzeFunction *f = &g_array_index(t->rows, VtAnalyzeFunction, index);
-	guint i = func_hash(f->vcpu, f->guest, f->func) & t->mask;
+	guint i = (guint)(vcpu + 1) * 2 + !!guest;
 
-	while (t->slot[i])
-		i = (i + 1) & t->mask;
-	t->slot[i] = index + 1;
-}
-
-static void ftable_grow(FuncTable *t)
-{
-	g_free(t->slot);
-	t->mask = t->mask * 2 + 1;
-	t->slot = g_new0(guint32, t->mask + 1);
-	for (guint32 k = 0; k < t->rows->len; k++)
-		ftable_place(t, k);
+	if (i >= t->index->len)
+		g_ptr_array_set_size(t->index, (gint)(i + 1));
+	if (!t->index->pdata[i])
+		t->index->pdata[i] = g_hash_table_new(g_direct_hash, g_direct_equal);
+	return t->index->pdata[i];
 }
 
 /* The row of (vcpu, guest, func), made (zero, named sym) if new. */
 static VtAnalyzeFunction *ftable_get(FuncTable *t, gint32 vcpu, gboolean guest, guint64 func, const char *sym)
 {
-	guint i = func_hash(vcpu, guest, func) & t->mask;
-	VtAnalyzeFunction *f;
+	GHashTable *h = ftable_index(t, vcpu, guest);
+	guint row = GPOINTER_TO_UINT(g_hash_table_lookup(h, KEY(func)));
 
-	for (; t->slot[i]; i = (i + 1) & t->mask) {
-		f = &g_array_index(t->rows, VtAnalyzeFunction, t->slot[i] - 1);
-		if (f->func == func && f->vcpu == vcpu && f->guest == guest)
-			return f;
+	if (!row) {
+		g_array_append_val(t->rows, ((VtAnalyzeFunction){ .vcpu = vcpu, .guest = guest, .func = func, .sym = sym }));
+		row = t->rows->len;
+		g_hash_table_insert(h, KEY(func), GUINT_TO_POINTER(row));
 	}
-	g_array_append_val(t->rows, ((VtAnalyzeFunction){ .vcpu = vcpu, .guest = guest, .func = func, .sym = sym }));
-	if (t->rows->len * 2 > t->mask + 1)
-		ftable_grow(t);
-	else
-		t->slot[i] = t->rows->len;
-	return &g_array_index(t->rows, VtAnalyzeFunction, t->rows->len - 1);
+	return &g_array_index(t->rows, VtAnalyzeFunction, row - 1);
 }
 
 static void func_sum(VtAnalyzeFunction *to, const VtAnalyzeFunction *f)
