@@ -6,13 +6,19 @@
 # `vmtrace synth --host-code --guest-code` (the Debian kernel, as the tests
 # build it: tests/guest-image.sh, kernel-code.py, trim-kcore), corrects
 # them, then runs each RUNS times (default 1) under /usr/bin/time (report
-# with --json, whose vCPU times give the span below; the output is a few KB)
-# and prints the median wall and user time, peak RSS and the perf/vmtrace
-# ratio.  perf
+# with --json, whose vCPU times give the span below; the output is a few MB
+# at most: bounded by the code the trace visits) and prints the median wall
+# time and CPU time (user + system), the CPU seconds per MiB of the
+# recording's data file (AUX data and sideband), peak RSS and the
+# perf/vmtrace ratios of wall time and of CPU per MiB.  perf
 # runs at most LIMIT seconds (default 1200; --perf-limit): when it is
-# stopped, the ratio is printed as ">= LIMIT/report" and with it how far
-# perf got (the perf time of the last line it printed, as a share of the
-# recording's time span: perf decodes in time order).
+# stopped, the output says so, the wall ratio is printed as ">= LIMIT/report"
+# and with it how far perf got (the perf time of the last line it printed,
+# as a share of the recording's time span: perf decodes in time order);
+# perf's CPU per MiB is then its pace until it was stopped (CPU time / the
+# share of the MiB it decoded) - a lower bound for the whole recording, as
+# its pace only drops (its memory grows with the code it walked), and the
+# CPU ratio is that pace over report's (">=").
 # Goal (issue #14): report >= 5x faster than perf script --call-trace, memory
 # flat (peak RSS independent of SIZE).
 # synth writes real-code recordings at 25-300 KB/s (64 MiB would take up to
@@ -52,20 +58,20 @@ mkdir -p "$dir"
 bench_code_dirs
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-# measure NAME CMD...: appends "wall user maxrss_kb" to NAME.times, CMD's
-# stdout in NAME.out
+# measure NAME CMD...: appends "wall user sys maxrss_kb" to NAME.times,
+# CMD's stdout in NAME.out
 measure() {
 	local out=$1; shift
-	/usr/bin/time -f "%e %U %M" -o "$dir/t" "$@" >"$dir/$out.out" 2>"$dir/stderr" || {
+	/usr/bin/time -f "%e %U %S %M" -o "$dir/t" "$@" >"$dir/$out.out" 2>"$dir/stderr" || {
 		echo "command failed: $*" >&2; cat "$dir/stderr" >&2; exit 1; }
 	cat "$dir/t" >>"$dir/$out.times"
 }
 # measure_perf REC: perf script --call-trace for at most $limit s; appends
-# "wall user maxrss_kb" to perf.times, and to perf.stopped the perf time
-# of its last line when the limit stopped it
+# "wall user sys maxrss_kb" to perf.times, and to perf.stopped the perf
+# time of its last line when the limit stopped it
 measure_perf() {
 	# shellcheck disable=SC2086
-	/usr/bin/time -f "%e %U %M" -o "$dir/t" timeout "$limit" "$PERF" script -i "$1" $G --call-trace \
+	/usr/bin/time -f "%e %U %S %M" -o "$dir/t" timeout "$limit" "$PERF" script -i "$1" $G --call-trace \
 		2>"$dir/stderr" | tail -1 >"$dir/perf.last" || true
 	[ -s "$dir/t" ] && tail -1 "$dir/t" >>"$dir/perf.times"
 	grep -q 'status 124' "$dir/t" 2>/dev/null &&
@@ -81,6 +87,11 @@ v = json.load(sys.stdin)["vcpus"]
 print(min(x["first"] for x in v) / 1e9, max(x["first"] + x["wall"] for x in v) / 1e9)' <"$dir/report.out"
 }
 col() { cut -d' ' -f"$1" "$2" | median; }
+# cpu NAME: the median of user + system seconds of NAME.times
+cpu() { awk '{print $2 + $3}' "$dir/$1.times" | median; }
+# rss NAME: the largest peak RSS of NAME.times, in MB
+rss() { echo $(($(cut -d' ' -f4 "$dir/$1.times" | sort -n | tail -1) / 1024)); }
+calc() { printf "%.${1}f" "$(echo "$2" | bc -l)"; }
 bytes() { numfmt --from=iec "$1"; }
 # synth_rec REC SIZE: a corrected SIZE recording of real kernel code, 4 vCPUs
 synth_rec() {
@@ -92,7 +103,9 @@ synth_rec() {
 	mv "$1.tmp" "$1"
 }
 
-printf '%-6s %9s %9s %10s %9s %9s %10s %8s  %s\n' SIZE REPORT-S REPORT-US REPORT-RSS PERF-S PERF-US PERF-RSS RATIO NOTE
+echo "# perf script --call-trace runs at most $limit s; when stopped, its CPU/MIB is its pace until then (a lower bound)"
+printf '%-6s %8s %9s %9s %8s %10s %9s %9s %8s %10s %8s %9s  %s\n' SIZE DATA-MIB REPORT-S REPORT-CPU CPU/MIB REPORT-RSS \
+	PERF-S PERF-CPU CPU/MIB PERF-RSS RATIO CPU-RATIO NOTE
 for size in $sizes; do
 	rec=$dir/rec-$size.data made=
 	if [ "$(bytes "$size")" -gt "$(bytes "$walk")" ]; then
@@ -107,31 +120,29 @@ for size in $sizes; do
 	else
 		synth_rec "$rec" "$size"
 	fi
+	mib=$(calc 2 "$(stat -c %s "$rec/data") / 1048576")
 	rm -f "$dir"/*.times "$dir/perf.stopped"
 	for _ in $(seq "$runs"); do
 		# shellcheck disable=SC2086
 		measure report "$VMTRACE" report "$rec" $G --json
 		measure_perf "$rec"
 	done
-	vt=$(col 1 "$dir/report.times") pf=$(col 1 "$dir/perf.times")
-	ratio=$(printf '%.1fx' "$(echo "$pf / $vt" | bc -l)") note=$made
+	vt=$(col 1 "$dir/report.times") pf=$(col 1 "$dir/perf.times") vc=$(cpu report) pc=$(cpu perf)
+	share=1 ge='' note=$made
 	if [ -s "$dir/perf.stopped" ]; then
 		read -r t0 t1 <<<"$(span)"
 		at=$(sort -n "$dir/perf.stopped" | tail -1)
-		ratio=">=$ratio"
-		share=$(echo "($at - $t0) / ($t1 - $t0)" | bc -l)
-		note=${note:+$note; }$(printf 'perf stopped after %s s at %.1f%% of the recording (%s of %s s of perf time)' "$limit" \
-			"$(echo "100 * $share" | bc -l)" "$(echo "$at - $t0" | bc -l)" "$(echo "$t1 - $t0" | bc -l)")
+		share=$(echo "($at - $t0) / ($t1 - $t0)" | bc -l) ge=">="
 		# perf's pace only drops as it goes (its memory grows with the
 		# guest code it walked, README), so at its pace until then it
 		# would need at least PERF-S / share for the whole recording (its
 		# start-up, a few seconds, counts too: use a long --perf-limit);
-		# the same in user (CPU) time, which load does not stretch
-		pu=$(col 2 "$dir/perf.times") vu=$(col 2 "$dir/report.times")
-		note="$note; at that pace >= $(printf '%.0f s, %.1fx; CPU %.0f s, %.1fx' "$(echo "$pf / $share" | bc -l)" \
-			"$(echo "$pf / $share / $vt" | bc -l)" "$(echo "$pu / $share" | bc -l)" "$(echo "$pu / $share / $vu" | bc -l)")"
+		# the same in CPU time, which load does not stretch
+		note=${note:+$note; }$(printf 'perf stopped after %s s at %.1f%% of the recording (%s of %s s of perf time); at that pace >= %.0f s, %.1fx' \
+			"$limit" "$(echo "100 * $share" | bc -l)" "$(echo "$at - $t0" | bc -l)" "$(echo "$t1 - $t0" | bc -l)" \
+			"$(echo "$pf / $share" | bc -l)" "$(echo "$pf / $share / $vt" | bc -l)")
 	fi
-	printf '%-6s %9s %9s %8sMB %9s %9s %8sMB %8s  %s\n' "$size" "$vt" "$(col 2 "$dir/report.times")" \
-		"$(($(cut -d' ' -f3 "$dir/report.times" | sort -n | tail -1) / 1024))" "$pf" "$(col 2 "$dir/perf.times")" \
-		"$(($(cut -d' ' -f3 "$dir/perf.times" | sort -n | tail -1) / 1024))" "$ratio" "$note"
+	vmib=$(calc 3 "$vc / $mib") pmib=$(calc 3 "$pc / $share / $mib")
+	printf '%-6s %8s %9s %9s %8s %8sMB %9s %9s %8s %8sMB %8s %9s  %s\n' "$size" "$mib" "$vt" "$vc" "$vmib" "$(rss report)" \
+		"$pf" "$pc" "$ge$pmib" "$(rss perf)" "$ge$(calc 1 "$pf / $vt")x" "$ge$(calc 1 "$pmib / $vmib")x" "$note"
 done

@@ -309,6 +309,34 @@ static void test_percentiles(void)
 	g_assert_cmpuint(g_array_index(vc->longest, VtAnalyzeExit, 0).latency, ==, 1000);
 }
 
+/* The overall rows (vcpu -1) count every slice and exit once - also those
+ * of threads that are no vCPU (their own vcpu is -1 too). */
+static void test_overall_once(void)
+{
+	VtAnalyzeSummaryOptions so = { .timed = TRUE };
+	g_autoptr(VtAnalyzeSummary) s = vt_analyze_summary_new(&so);
+	VtAnalyzeVisitor v = vt_analyze_summary_visitor(s);
+	const GArray *groups;
+
+	for (gint vcpu = -1; vcpu <= 0; vcpu++) {
+		VtAnalyzeSlice sl = { .w = { .vcpu = vcpu, .tid = 7 + vcpu }, .guest = FALSE, .func = H + 0x100,
+				      .sym = "kvm_handle", .start = 100, .end = 150, .self = 50, .complete = TRUE };
+		VtAnalyzeExit x = { .w = sl.w, .exit_time = 100, .entry_time = 150, .reentered = TRUE,
+				    .latency = 50, .handler = "vmx_vmexit" };
+
+		v.slice(&sl, v.user);
+		v.exit(&x, v.user);
+	}
+	g_assert_cmpuint(func(s, "kvm_handle", -1)->calls, ==, 2);
+	g_assert_cmpuint(func(s, "kvm_handle", -1)->self, ==, 100);
+	g_assert_cmpuint(func(s, "kvm_handle", 0)->calls, ==, 1);
+	groups = vt_analyze_summary_exit_groups(s);
+	g_assert_cmpuint(groups->len, ==, 2);           /* all, vCPU 0 */
+	g_assert_cmpint(g_array_index(groups, VtAnalyzeExitGroup, 0).vcpu, ==, -1);
+	g_assert_cmpuint(g_array_index(groups, VtAnalyzeExitGroup, 0).latency.count, ==, 2);
+	g_assert_cmpuint(g_array_index(groups, VtAnalyzeExitGroup, 1).latency.count, ==, 1);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -316,5 +344,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/analyze/percentiles", test_percentiles);
 	g_test_add_func("/analyze/begin", test_begin);
 	g_test_add_func("/analyze/tail-call", test_tail_call);
+	g_test_add_func("/analyze/overall-once", test_overall_once);
 	return g_test_run();
 }

@@ -12,6 +12,10 @@
 #define CTX_CACHE 64              /* queues whose context is remembered */
 #define THUNK_MAX 64              /* bytes a thunk named so spans at most */
 
+/* Addresses as GHashTable keys, the pointers themselves (0 too: NULL is a key) */
+G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+#define KEY(a) ((gpointer)(guintptr)(a))
+
 typedef struct {
 	guint64 func, ret;            /* symbol start called, return address */
 	const char *sym;
@@ -27,28 +31,40 @@ typedef struct {
 	guint64 start, end;
 } Range;
 
+/* A call stack: a plain array (frames pushed and popped on most branches:
+ * no GArray calls), grown by doubling up to MAX_DEPTH. */
+typedef struct {
+	Frame *f;
+	guint len, cap;
+} Stack;
+
 typedef struct {
 	VtAnalyzeWhere w;
 	gboolean started, guest;
 	guint64 now, insns;           /* clock and instructions of the last branch */
 	guint64 first;                /* clock of the first branch */
 	guint64 mode_start, mode_insns;
-	GArray *stack[2];             /* Frame: host, guest */
+	Stack stack[2];               /* host, guest */
 	gboolean in_exit, exit_call_seen;
 	VtAnalyzeExit exit;
 	guint64 exit_insns;
 	gboolean sys_open;            /* entry_SYSCALL_64 seen, handler not yet called */
 	VtAnalyzeSyscall sys;
+	VtAnalyzeHealth *health;      /* its vCPU's (w.vcpu) */
 } Ctx;
 
 /* A branch target's symbol, remembered: most targets recur (the same
  * calls, returns and jumps), and a lookup costs a code check and a binary
- * search.  first_seen: the first call of its function was reported. */
+ * search.  first_seen: the first call of its function was reported;
+ * thunk: the target is thunk code. */
 typedef struct {
 	guint64 addr, start;          /* the target, its symbol's start */
 	const char *sym;
-	guint8 key_guest, valid, first_seen;
+	guint8 key_guest, valid, first_seen, thunk;
 } SymEntry;
+
+#define CODE_RANGES 4             /* code ranges resolved() remembers per machine */
+#define THUNK_LINES 4096          /* thunk code's 64-byte lines, hashed into a bitmap */
 
 struct VtAnalyze {
 	VtAnalyzeOptions o;
@@ -60,10 +76,17 @@ struct VtAnalyze {
 	GHashTable *ctx;              /* key -> Ctx */
 	SymEntry *syms;
 	struct { guint64 key; Ctx *c; } ctx_cache[CTX_CACHE];   /* by queue */
-	GHashTable *first_seen[2];    /* function starts called so far, per machine */
+	GHashTable *first_seen[2];    /* function starts called so far, per machine (KEY(addr)) */
 	guint first_index[2];
 	guint64 sys_entry;            /* guest entry_SYSCALL_64 (0: none) */
 	GArray *thunks[2];            /* Range: thunk code per machine */
+	guint64 thunk_lines[2][THUNK_LINES / 64];   /* bit (addr / 64) % THUNK_LINES: maybe thunk code */
+	guint64 unmatched_returns;    /* (overall only) */
+	/* resolved(): code ranges found (vt_decode_image_code's [addr, +avail))
+	 * and the lowest symbol start found, per machine */
+	struct { guint64 lo, hi; } code[2][CODE_RANGES];
+	guint code_next[2];
+	guint64 sym_min[2];
 };
 
 /* ------------------------------------------------------------- symbols */
@@ -89,8 +112,10 @@ static const char *symbol_lookup(const VtAnalyze *a, gboolean guest, guint64 add
 	return s;
 }
 
+static gboolean is_thunk(const VtAnalyze *a, gboolean guest, guint64 addr);
+
 /* symbol_lookup through the cache: the entry it is in */
-static SymEntry *symbol_entry(const VtAnalyze *a, gboolean guest, guint64 addr)
+static SymEntry *symbol_entry(VtAnalyze *a, gboolean guest, guint64 addr)
 {
 	SymEntry *e = &a->syms[(guint)(((addr * 0x9e3779b97f4a7c15ULL) >> 40) ^ (guest ? 1u : 0u)) % SYM_CACHE];
 
@@ -101,10 +126,37 @@ static SymEntry *symbol_entry(const VtAnalyze *a, gboolean guest, guint64 addr)
 	e->valid = TRUE;
 	e->first_seen = FALSE;
 	e->sym = symbol_lookup(a, guest, addr, &e->start);
+	e->thunk = is_thunk(a, guest, addr);
+	if (e->sym)
+		a->sym_min[guest] = MIN(a->sym_min[guest], e->start);
 	return e;
 }
 
-static const char *symbol(const VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
+/* A symbol contains addr (symbol_lookup's answer, without the symbol):
+ * addr is code and at or above the lowest symbol start (kallsyms is
+ * sorted: every address from there on has one).  For the targets the
+ * analysis needs no symbol of (returns, exits...): the health's
+ * "unresolved" without a cache entry each. */
+static gboolean resolved(VtAnalyze *a, gboolean guest, guint64 addr)
+{
+	const VtDecodeImage *img = image(a, guest);
+	gsize avail;
+	guint i;
+
+	for (i = 0; i < CODE_RANGES; i++)
+		if (addr - a->code[guest][i].lo < a->code[guest][i].hi - a->code[guest][i].lo)
+			break;
+	if (i == CODE_RANGES) {
+		if (!img || !addr || !vt_decode_image_code(img, addr, &avail))
+			return FALSE;
+		i = a->code_next[guest]++ % CODE_RANGES;
+		a->code[guest][i].lo = addr;
+		a->code[guest][i].hi = addr + avail;
+	}
+	return addr >= a->sym_min[guest] || symbol_entry(a, guest, addr)->sym;
+}
+
+static const char *symbol(VtAnalyze *a, gboolean guest, guint64 addr, guint64 *start)
 {
 	const SymEntry *e = symbol_entry(a, guest, addr);
 
@@ -190,7 +242,10 @@ static gboolean is_thunk(const VtAnalyze *a, gboolean guest, guint64 addr)
 {
 	const GArray *r = a->thunks[guest];
 	guint lo = 0, hi = r->len;
+	guint line = (guint)(addr >> 6) % THUNK_LINES;
 
+	if (!(a->thunk_lines[guest][line / 64] & (1ULL << (line % 64))))
+		return FALSE;
 	if (!hi || addr < g_array_index(r, Range, 0).start || addr >= g_array_index(r, Range, hi - 1).end)
 		return FALSE;
 	while (lo < hi) {
@@ -207,6 +262,23 @@ static gboolean is_thunk(const VtAnalyze *a, gboolean guest, guint64 addr)
 	return FALSE;
 }
 
+/* The lines of thunk code, in the bitmap is_thunk tests first. */
+static void thunk_lines_mark(VtAnalyze *a, gboolean guest)
+{
+	const GArray *r = a->thunks[guest];
+
+	for (guint i = 0; i < r->len; i++) {
+		const Range *x = &g_array_index(r, Range, i);
+		guint64 n = MIN((x->end - 1) / 64 - x->start / 64 + 1, (guint64)THUNK_LINES);
+
+		for (guint64 k = 0; k < n; k++) {
+			guint line = (guint)(x->start / 64 + k) % THUNK_LINES;
+
+			a->thunk_lines[guest][line / 64] |= 1ULL << (line % 64);
+		}
+	}
+}
+
 /* ------------------------------------------------------------ contexts */
 static guint64 ctx_key(const VtDecodeEvent *e)
 {
@@ -217,34 +289,47 @@ static void ctx_free(gpointer p)
 {
 	Ctx *c = p;
 
-	g_array_free(c->stack[0], TRUE);
-	g_array_free(c->stack[1], TRUE);
+	g_free(c->stack[0].f);
+	g_free(c->stack[1].f);
 	g_free(c);
+}
+
+static VtAnalyzeHealth *vcpu_health(VtAnalyze *a, gint32 vcpu);
+
+static Ctx *ctx_new(VtAnalyze *a, guint64 key)
+{
+	guint64 *k = g_new(guint64, 1);
+	Ctx *c = g_new0(Ctx, 1);
+
+	*k = key;
+	g_hash_table_insert(a->ctx, k, c);
+	return c;
+}
+
+/* The event's thread, vCPU and CPU into c (they changed, or c starts) */
+static void ctx_name(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e)
+{
+	if (e->tid > 0)
+		g_hash_table_insert(a->tid_vcpu, GINT_TO_POINTER(e->tid), GINT_TO_POINTER(e->vcpu + 1));
+	c->w.vcpu = e->vcpu;
+	c->w.tid = e->tid;
+	c->w.cpu = e->cpu;
+	c->health = vcpu_health(a, e->vcpu);
 }
 
 static Ctx *ctx_get(VtAnalyze *a, const VtDecodeEvent *e)
 {
 	guint64 key = ctx_key(e);
 	guint slot = e->queue % CTX_CACHE;
-	Ctx *c = a->ctx_cache[slot].c && a->ctx_cache[slot].key == key ? a->ctx_cache[slot].c
-								       : g_hash_table_lookup(a->ctx, &key);
+	Ctx *c = a->ctx_cache[slot].key == key ? a->ctx_cache[slot].c : g_hash_table_lookup(a->ctx, &key);
 
-	if (!c) {
-		guint64 *k = g_new(guint64, 1);
-
-		*k = key;
-		c = g_new0(Ctx, 1);
-		c->stack[0] = g_array_new(FALSE, FALSE, sizeof(Frame));
-		c->stack[1] = g_array_new(FALSE, FALSE, sizeof(Frame));
-		g_hash_table_insert(a->ctx, k, c);
-	}
+	if (G_UNLIKELY(!c))
+		c = ctx_new(a, key);
 	a->ctx_cache[slot].key = key;
 	a->ctx_cache[slot].c = c;
-	if (e->tid > 0 && (c->w.tid != e->tid || c->w.vcpu != e->vcpu || !c->started))
-		g_hash_table_insert(a->tid_vcpu, GINT_TO_POINTER(e->tid), GINT_TO_POINTER(e->vcpu + 1));
-	c->w.vcpu = e->vcpu;
-	c->w.tid = e->tid;
-	c->w.cpu = e->cpu;
+	if (G_UNLIKELY(!c->started || c->w.tid != e->tid || c->w.vcpu != e->vcpu || c->w.cpu != e->cpu ||
+		       !c->health))
+		ctx_name(a, c, e);
 	if (e->b.vmcs)
 		c->w.vmcs = e->b.vmcs;
 	return c;
@@ -255,8 +340,8 @@ static void frame_begin(VtAnalyze *a, const Ctx *c, gboolean guest);
 
 static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
 {
-	GArray *st = c->stack[guest];
-	Frame f = g_array_index(st, Frame, st->len - 1);
+	Stack *st = &c->stack[guest];
+	Frame f = st->f[st->len - 1];
 
 	if (f.pending)
 		frame_begin(a, c, guest);     /* its thunk never left: the thunk's frame */
@@ -264,12 +349,12 @@ static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
 			     .start = f.start, .end = c->now, .complete = complete };
 	guint64 incl = c->now - f.start, insns = c->insns - f.insn0;
 
-	g_array_set_size(st, st->len - 1);
+	st->len--;
 	s.self = incl - MIN(incl, f.child + f.other);
 	s.insns = insns;
 	s.self_insns = insns - MIN(insns, f.child_insns + f.other_insns);
 	if (st->len) {
-		Frame *p = &g_array_index(st, Frame, st->len - 1);
+		Frame *p = &st->f[st->len - 1];
 
 		p->child += incl;
 		p->child_insns += insns;
@@ -288,29 +373,30 @@ static void frame_close(VtAnalyze *a, Ctx *c, gboolean guest, gboolean complete)
  * innermost first, as if they returned - so memory stays flat. */
 static void frames_drop_outer(VtAnalyze *a, Ctx *c, gboolean guest)
 {
-	GArray *st = c->stack[guest];
-	g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(Frame));
+	Stack *st = &c->stack[guest];
+	guint keep = st->len - MAX_DEPTH / 2;
+	g_autofree Frame *inner = g_memdup2(st->f + MAX_DEPTH / 2, keep * sizeof(Frame));
 
-	g_array_append_vals(keep, &g_array_index(st, Frame, MAX_DEPTH / 2), st->len - MAX_DEPTH / 2);
-	g_array_set_size(st, MAX_DEPTH / 2);
+	st->len = MAX_DEPTH / 2;
 	while (st->len)
 		frame_close(a, c, guest, FALSE);
-	g_array_append_vals(st, keep->data, keep->len);
+	memcpy(st->f, inner, keep * sizeof(Frame));
+	st->len = keep;
 }
 
 static void frames_close_all(VtAnalyze *a, Ctx *c, gboolean guest)
 {
-	while (c->stack[guest]->len)
+	while (c->stack[guest].len)
 		frame_close(a, c, guest, FALSE);
 }
 
 /* The other machine ran from `since` to now: not this stack's top frame's own time. */
 static void frame_charge_other(Ctx *c, gboolean guest, guint64 since, guint64 since_insns)
 {
-	GArray *st = c->stack[guest];
+	Stack *st = &c->stack[guest];
 
 	if (st->len) {
-		Frame *f = &g_array_index(st, Frame, st->len - 1);
+		Frame *f = &st->f[st->len - 1];
 
 		f->other += c->now - since;
 		f->other_insns += c->insns - since_insns;
@@ -332,19 +418,21 @@ static void syscall_unnamed(VtAnalyze *a, Ctx *c)
 static void first_call(VtAnalyze *a, const Ctx *c, gboolean guest, guint64 func, const char *sym,
 		       SymEntry *at, guint64 addr)
 {
-	VtAnalyzeFirstCall f = { .w = c->w, .guest = guest, .func = func, .sym = sym, .time = c->now };
 	gboolean mine = at->valid && at->addr == addr && at->key_guest == !!guest;
 
 	if (mine && at->first_seen)
 		return;
 	if (mine)
 		at->first_seen = TRUE;
-	if (g_hash_table_contains(a->first_seen[guest], &func))
+	if (!g_hash_table_add(a->first_seen[guest], KEY(func)))
 		return;
-	g_hash_table_add(a->first_seen[guest], g_memdup2(&func, sizeof(func)));
-	f.index = a->first_index[guest]++;
-	if (a->v.first_call)
+	if (a->v.first_call) {
+		VtAnalyzeFirstCall f = { .w = c->w, .guest = guest, .func = func, .sym = sym, .time = c->now,
+					 .index = a->first_index[guest] };
+
 		a->v.first_call(&f, a->v.user);
+	}
+	a->first_index[guest]++;
 }
 
 static gboolean is_syscall_handler(const char *sym)
@@ -371,8 +459,8 @@ static gboolean frame_function(Ctx *c, gboolean guest, const char *sym)
 
 static void frame_begin(VtAnalyze *a, const Ctx *c, gboolean guest)
 {
-	const GArray *st = c->stack[guest];
-	const Frame *f = &g_array_index(st, Frame, st->len - 1);
+	const Stack *st = &c->stack[guest];
+	const Frame *f = &st->f[st->len - 1];
 	VtAnalyzeSlice s = { .w = c->w, .guest = guest, .depth = st->len - 1, .func = f->func, .sym = f->sym,
 			     .start = f->start };
 
@@ -380,19 +468,31 @@ static void frame_begin(VtAnalyze *a, const Ctx *c, gboolean guest)
 		a->v.slice_begin(&s, a->v.user);
 }
 
-static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
+/* f on top of the stack (a full one first drops its outer half) */
+static void frame_push(VtAnalyze *a, Ctx *c, gboolean guest, const Frame *f)
+{
+	Stack *st = &c->stack[guest];
+
+	if (st->len == MAX_DEPTH)
+		frames_drop_outer(a, c, guest);
+	if (st->len == st->cap) {
+		st->cap = st->cap ? st->cap * 2 : 32;
+		st->f = g_renew(Frame, st->f, st->cap);
+	}
+	st->f[st->len++] = *f;
+}
+
+/* (se: the target's symbol entry, vt_analyze_event's) */
+static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b, SymEntry *se)
 {
 	gboolean guest = b->to_guest;
 	Frame f = { .ret = b->from + b->insn_len, .start = c->now, .insn0 = c->insns };
-	SymEntry *se = symbol_entry(a, guest, b->to);
 
 	f.sym = se->sym;
 	f.func = se->start;
-	f.pending = is_thunk(a, guest, b->to);
+	f.pending = se->thunk;
 	f.syscall = !f.pending && frame_function(c, guest, f.sym);
-	if (c->stack[guest]->len == MAX_DEPTH)
-		frames_drop_outer(a, c, guest);
-	g_array_append_val(c->stack[guest], f);
+	frame_push(a, c, guest, &f);
 	if (f.pending)
 		return;
 	frame_begin(a, c, guest);
@@ -403,8 +503,8 @@ static void on_call(VtAnalyze *a, Ctx *c, const VtBranch *b)
  * `to` (the thunk's final target). */
 static void frame_resolve(VtAnalyze *a, Ctx *c, gboolean guest, guint64 to)
 {
-	GArray *st = c->stack[guest];
-	Frame *f = &g_array_index(st, Frame, st->len - 1);
+	Stack *st = &c->stack[guest];
+	Frame *f = &st->f[st->len - 1];
 	SymEntry *se = symbol_entry(a, guest, to);
 
 	f->pending = FALSE;
@@ -419,10 +519,9 @@ static void frame_resolve(VtAnalyze *a, Ctx *c, gboolean guest, guint64 to)
  * tail call (start_kernel: `jmp start_kernel` ends x86_64_start_reservations):
  * the function's first entry when no call came first.  No slice: its
  * return goes to the caller of the function that jumped. */
-static void on_jump(VtAnalyze *a, Ctx *c, const VtBranch *b)
+static void on_jump(VtAnalyze *a, Ctx *c, const VtBranch *b, const SymEntry *se)
 {
 	gboolean guest = b->to_guest;
-	SymEntry *se = symbol_entry(a, guest, b->to);
 	const char *sym = se->sym;
 	guint64 func = se->start, from_func;
 
@@ -434,22 +533,22 @@ static void on_jump(VtAnalyze *a, Ctx *c, const VtBranch *b)
 }
 
 /* 1 + the index of the innermost frame returning to `to`; 0: none */
-static guint frame_find(const GArray *st, guint64 to)
+static guint frame_find(const Stack *st, guint64 to)
 {
 	guint i = st->len;
 
-	while (i && g_array_index(st, Frame, i - 1).ret != to)
+	while (i && st->f[i - 1].ret != to)
 		i--;
 	return i;
 }
 
 static void on_return(VtAnalyze *a, Ctx *c, const VtBranch *b)
 {
-	GArray *st = c->stack[b->from_guest];
+	const Stack *st = &c->stack[b->from_guest];
 	guint i = frame_find(st, b->to);
 
 	if (!i) {
-		a->health.unmatched_returns++;
+		a->unmatched_returns++;
 		return;
 	}
 	while (st->len >= i)
@@ -460,11 +559,11 @@ static void on_return(VtAnalyze *a, Ctx *c, const VtBranch *b)
  * a thunk (its frame gets the function there; the thunk itself when it
  * returns to the call), else a return when a frame returns there, else a
  * jump (an indirect tail call through a thunk). */
-static void thunk_leave(VtAnalyze *a, Ctx *c, const VtBranch *b)
+static void thunk_leave(VtAnalyze *a, Ctx *c, const VtBranch *b, const SymEntry *se)
 {
 	gboolean guest = b->from_guest;
-	GArray *st = c->stack[guest];
-	Frame *top = st->len ? &g_array_index(st, Frame, st->len - 1) : NULL;
+	const Stack *st = &c->stack[guest];
+	Frame *top = st->len ? &st->f[st->len - 1] : NULL;
 
 	if (top && top->pending && top->ret == b->to) {
 		frame_resolve(a, c, guest, top->func);
@@ -473,28 +572,28 @@ static void thunk_leave(VtAnalyze *a, Ctx *c, const VtBranch *b)
 		frame_resolve(a, c, guest, b->to);
 	} else if (frame_find(st, b->to)) {
 		on_return(a, c, b);
-	} else {
-		on_jump(a, c, b);
+	} else {                      /* (se NULL: a return, its target not looked up) */
+		on_jump(a, c, b, se ? se : symbol_entry(a, b->to_guest, b->to));
 	}
 }
 
 /* Calls, returns and jumps within one machine, thunks seen through: TRUE
  * when b was one that touches thunk code (handled). */
-static gboolean thunk_flow(VtAnalyze *a, Ctx *c, const VtBranch *b)
+static gboolean thunk_flow(VtAnalyze *a, Ctx *c, const VtBranch *b, const SymEntry *se)
 {
 	gboolean guest = b->from_guest, from, to;
 
 	if (!a->thunks[guest]->len)
 		return FALSE;
 	from = is_thunk(a, guest, b->from);
-	to = is_thunk(a, guest, b->to);
+	to = se ? se->thunk : is_thunk(a, guest, b->to);
 	if (from == to)
 		return from;                  /* within thunk code: nothing */
 	if (b->kind == VT_BRANCH_CALL)
 		return FALSE;                 /* a call: a frame (pending into a thunk) */
 	if (to)
 		return b->kind == VT_BRANCH_JUMP;   /* `jmp __x86_return_thunk`: the RET tells */
-	thunk_leave(a, c, b);
+	thunk_leave(a, c, b, se);
 	return TRUE;
 }
 
@@ -601,17 +700,6 @@ static void health_add(VtAnalyzeHealth *h, const VtDecodeEvent *e, gboolean unre
 	}
 }
 
-static void health(VtAnalyze *a, const VtDecodeEvent *e)
-{
-	const VtBranch *b = &e->b;
-	guint64 start;
-	gboolean unresolved = b->kind != VT_BRANCH_ERROR && b->kind != VT_BRANCH_TRACE_END && b->to &&
-			      !symbol(a, b->to_guest, b->to, &start);
-
-	health_add(&a->health, e, unresolved);
-	health_add(vcpu_health(a, e->vcpu), e, unresolved);
-}
-
 static void lost_add(VtAnalyzeHealth *h, gboolean aux, guint64 flags, guint64 n)
 {
 	if (!aux) {
@@ -631,7 +719,6 @@ void vt_analyze_lost(VtAnalyze *a, gint32 tid, gboolean aux, guint64 flags, guin
 
 	if (a->o.vcpu >= 0 && vcpu != a->o.vcpu)
 		return;
-	lost_add(&a->health, aux, flags, n);
 	lost_add(vcpu_health(a, vcpu), aux, flags, n);
 }
 
@@ -666,12 +753,12 @@ static void ctx_flow(VtAnalyze *a, Ctx *c, const VtDecodeEvent *e)
 		c->now = c->insns;
 }
 
-static void dispatch_kind(VtAnalyze *a, Ctx *c, const VtBranch *b)
+static void dispatch_kind(VtAnalyze *a, Ctx *c, const VtBranch *b, SymEntry *se)
 {
 	switch (b->kind) {
 	case VT_BRANCH_CALL:
 		if (b->from_guest == b->to_guest)
-			on_call(a, c, b);
+			on_call(a, c, b, se);
 		break;
 	case VT_BRANCH_RETURN:
 		if (b->from_guest == b->to_guest)
@@ -679,7 +766,7 @@ static void dispatch_kind(VtAnalyze *a, Ctx *c, const VtBranch *b)
 		break;
 	case VT_BRANCH_JUMP:
 		if (b->from_guest == b->to_guest)
-			on_jump(a, c, b);
+			on_jump(a, c, b, se);
 		break;
 	case VT_BRANCH_VMEXIT:
 		on_vmexit(a, c, b);
@@ -698,10 +785,13 @@ static void dispatch_kind(VtAnalyze *a, Ctx *c, const VtBranch *b)
 	}
 }
 
-static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
+/* se: b's target's symbol entry (NULL: b has none - an error, a trace end) */
+static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b, SymEntry *se)
 {
-	if (b->kind > VT_BRANCH_RETURN || b->from_guest != b->to_guest || !thunk_flow(a, c, b))
-		dispatch_kind(a, c, b);
+	if (!se && (b->kind == VT_BRANCH_CALL || b->kind == VT_BRANCH_JUMP))
+		se = symbol_entry(a, b->to_guest, b->to);
+	if (b->kind > VT_BRANCH_RETURN || b->from_guest != b->to_guest || !thunk_flow(a, c, b, se))
+		dispatch_kind(a, c, b, se);
 	if (b->to_guest && b->to && b->to == a->sys_entry && b->kind != VT_BRANCH_ERROR) {
 		syscall_unnamed(a, c);
 		c->sys_open = TRUE;
@@ -716,22 +806,31 @@ static void dispatch(VtAnalyze *a, Ctx *c, const VtBranch *b)
 void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e)
 {
 	Ctx *c;
+	SymEntry *se;
+	gboolean unresolved;
 
 	if (a->o.vcpu >= 0 && e->vcpu != a->o.vcpu)
 		return;
 	if (e->b.kind >= VT_BRANCH_PSB) {
-		if (e->b.overflows) {                     /* those before it are its */
-			a->health.overflows += e->b.overflows;
+		if (e->b.overflows)                       /* those before it are its */
 			vcpu_health(a, e->vcpu)->overflows += e->b.overflows;
-		}
 		if (e->b.insns)
 			ctx_flow(a, ctx_get(a, e), e);
 		return;
 	}
-	health(a, e);
 	c = ctx_get(a, e);
+	/* the target's symbol (the call's or jump's; for the health's
+	 * unresolved, elsewhere resolved() is enough) */
+	se = NULL;
+	if (!e->b.to || e->b.kind == VT_BRANCH_ERROR || e->b.kind == VT_BRANCH_TRACE_END)
+		unresolved = FALSE;
+	else if (e->b.kind == VT_BRANCH_CALL || e->b.kind == VT_BRANCH_JUMP)
+		unresolved = !(se = symbol_entry(a, e->b.to_guest, e->b.to))->sym;
+	else
+		unresolved = !resolved(a, e->b.to_guest, e->b.to);
+	health_add(c->health, e, unresolved);
 	ctx_advance(a, c, e, e->b.insns);
-	dispatch(a, c, &e->b);
+	dispatch(a, c, &e->b, se);
 }
 
 void vt_analyze_finish(VtAnalyze *a)
@@ -763,8 +862,34 @@ void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r)
 	vt_analyze_finish(a);
 }
 
-const VtAnalyzeHealth *vt_analyze_health(const VtAnalyze *a)
+static void health_sum(VtAnalyzeHealth *to, const VtAnalyzeHealth *h)
 {
+	to->branches += h->branches;
+	to->errors += h->errors;
+	for (guint i = 0; i < G_N_ELEMENTS(h->error_codes); i++)
+		to->error_codes[i] += h->error_codes[i];
+	to->trace_breaks += h->trace_breaks;
+	to->unresolved += h->unresolved;
+	to->unknown_vcpu += h->unknown_vcpu;
+	to->overflows += h->overflows;
+	to->aux_records += h->aux_records;
+	to->aux_truncated += h->aux_truncated;
+	to->aux_collision += h->aux_collision;
+	to->aux_partial += h->aux_partial;
+	to->lost_records += h->lost_records;
+}
+
+/* every vCPU's (counted there only: one update per branch) */
+const VtAnalyzeHealth *vt_analyze_health(VtAnalyze *a)
+{
+	memset(&a->health, 0, sizeof(a->health));
+	for (guint i = 0; i < a->vhealth->len; i++) {
+		const VtAnalyzeVcpuHealth *h = g_ptr_array_index(a->vhealth, i);
+
+		if (h)
+			health_sum(&a->health, &h->h);
+	}
+	a->health.unmatched_returns = a->unmatched_returns;
 	return &a->health;
 }
 
@@ -793,11 +918,14 @@ VtAnalyze *vt_analyze_new(const VtAnalyzeOptions *opts, const VtAnalyzeVisitor *
 	a->tid_vcpu = g_hash_table_new(g_direct_hash, g_direct_equal);
 	a->syms = g_new0(SymEntry, SYM_CACHE);
 	for (int i = 0; i < 2; i++)
-		a->first_seen[i] = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+		a->first_seen[i] = g_hash_table_new(g_direct_hash, g_direct_equal);
 	if (a->o.guest)
 		a->sys_entry = vt_decode_image_lookup(a->o.guest, "entry_SYSCALL_64");
+	a->sym_min[0] = a->sym_min[1] = G_MAXUINT64;
 	a->thunks[0] = thunks_find(a->o.host);
 	a->thunks[1] = thunks_find(a->o.guest);
+	thunk_lines_mark(a, FALSE);
+	thunk_lines_mark(a, TRUE);
 	return a;
 }
 

@@ -192,7 +192,7 @@ void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e);
 void vt_analyze_finish(VtAnalyze *a);
 /* Every event of r, then vt_analyze_finish(). */
 void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r);
-const VtAnalyzeHealth *vt_analyze_health(const VtAnalyze *a);
+const VtAnalyzeHealth *vt_analyze_health(VtAnalyze *a);
 /* The health per vCPU (VtAnalyzeVcpuHealth, by vCPU; -1 first), owned by a. */
 const GArray *vt_analyze_health_vcpus(VtAnalyze *a);
 /* After the branches: the recording's PERF_RECORD_AUX and PERF_RECORD_LOST

@@ -9,9 +9,11 @@
 
 #include "src/analyze/analyze.h"
 
+G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
+#define KEY(a) ((gpointer)(guintptr)(a))   /* an address as a GHashTable key */
+
 #define SUB_BITS 7                /* histogram: 128 buckets per power of two */
 #define N_BUCKETS (64 << SUB_BITS)
-#define FUNC_CACHE 8192           /* functions remembered (direct-mapped): a slice's rows without hashing */
 
 typedef struct {
 	VtAnalyzeStats st;
@@ -30,12 +32,19 @@ typedef struct {
 	Dist lat;
 } Group;
 
+/* Function rows by (vCPU, machine, function): the rows in one array (no
+ * allocation per row), found through one GHashTable per (vCPU, machine):
+ * KEY(function start) -> row index + 1. */
+typedef struct {
+	GArray *rows;                 /* VtAnalyzeFunction */
+	GPtrArray *index;             /* GHashTable at (vcpu + 1) * 2 + guest (NULL: none yet) */
+} FuncTable;
+
 struct VtAnalyzeSummary {
 	VtAnalyzeSummaryOptions o;
 	GHashTable *vcpus;            /* vcpu -> Vcpu */
 	GHashTable *groups;           /* GroupKey -> Group */
-	GHashTable *funcs;            /* FuncKey -> VtAnalyzeFunction */
-	VtAnalyzeFunction *fcache[FUNC_CACHE];   /* borrowed from funcs */
+	FuncTable funcs;              /* per vCPU (-1: threads that are no vCPU); all vCPUs: at the end */
 	GHashTable *sys;              /* name -> VtAnalyzeSyscallStats */
 	GArray *first;                /* VtAnalyzeFirstCall */
 	GArray *out_vcpus, *out_groups, *out_funcs, *out_sys;
@@ -160,24 +169,58 @@ static gboolean group_equal(gconstpointer a, gconstpointer b)
 	return x->vcpu == y->vcpu && !g_strcmp0(x->handler, y->handler) && !g_strcmp0(x->first_call, y->first_call);
 }
 
-typedef struct {
-	gint32 vcpu;
-	gboolean guest;
-	guint64 func;
-} FuncKey;
-
-static guint func_hash(gconstpointer p)
+/* ------------------------------------------------------- function rows */
+static void index_free(gpointer h)
 {
-	const FuncKey *k = p;
-
-	return (guint)(k->func ^ (k->func >> 32)) * 31u + (guint)k->vcpu * 7u + (guint)k->guest;
+	if (h)
+		g_hash_table_unref(h);
 }
 
-static gboolean func_equal(gconstpointer a, gconstpointer b)
+static void ftable_init(FuncTable *t)
 {
-	const FuncKey *x = a, *y = b;
+	t->rows = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFunction));
+	t->index = g_ptr_array_new_with_free_func(index_free);
+}
 
-	return x->vcpu == y->vcpu && x->guest == y->guest && x->func == y->func;
+static void ftable_clear(FuncTable *t)
+{
+	g_array_free(t->rows, TRUE);
+	g_ptr_array_free(t->index, TRUE);
+}
+
+/* The index of (vcpu >= -1, guest): function start -> row index + 1 */
+static GHashTable *ftable_index(FuncTable *t, gint32 vcpu, gboolean guest)
+{
+	guint i = (guint)(vcpu + 1) * 2 + !!guest;
+
+	if (i >= t->index->len)
+		g_ptr_array_set_size(t->index, (gint)(i + 1));
+	if (!t->index->pdata[i])
+		t->index->pdata[i] = g_hash_table_new(g_direct_hash, g_direct_equal);
+	return t->index->pdata[i];
+}
+
+/* The row of (vcpu, guest, func), made (zero, named sym) if new. */
+static VtAnalyzeFunction *ftable_get(FuncTable *t, gint32 vcpu, gboolean guest, guint64 func, const char *sym)
+{
+	GHashTable *h = ftable_index(t, vcpu, guest);
+	guint row = GPOINTER_TO_UINT(g_hash_table_lookup(h, KEY(func)));
+
+	if (!row) {
+		g_array_append_val(t->rows, ((VtAnalyzeFunction){ .vcpu = vcpu, .guest = guest, .func = func, .sym = sym }));
+		row = t->rows->len;
+		g_hash_table_insert(h, KEY(func), GUINT_TO_POINTER(row));
+	}
+	return &g_array_index(t->rows, VtAnalyzeFunction, row - 1);
+}
+
+static void func_sum(VtAnalyzeFunction *to, const VtAnalyzeFunction *f)
+{
+	to->calls += f->calls;
+	to->self += f->self;
+	to->inclusive += f->inclusive;
+	to->self_insns += f->self_insns;
+	to->insns += f->insns;
 }
 
 /* -------------------------------------------------------------- visitor */
@@ -277,42 +320,24 @@ static void on_vmexit_done(const VtAnalyzeExit *x, gpointer user)
 		return;
 	dist_add(&v->lat, x->latency);
 	keep_longest(s, v, x);
-	group_add(s, x->w.vcpu, x);
+	if (x->w.vcpu >= 0)
+		group_add(s, x->w.vcpu, x);
 	group_add(s, -1, x);
-}
-
-static void func_add(VtAnalyzeSummary *s, gint32 vcpu, const VtAnalyzeSlice *sl)
-{
-	FuncKey k = { vcpu, sl->guest, sl->func };
-	VtAnalyzeFunction **slot = &s->fcache[func_hash(&k) % FUNC_CACHE];
-	VtAnalyzeFunction *f = *slot;
-
-	if (!f || f->vcpu != vcpu || f->guest != sl->guest || f->func != sl->func)
-		f = *slot = g_hash_table_lookup(s->funcs, &k);
-	if (!f) {
-		f = g_new0(VtAnalyzeFunction, 1);
-		f->vcpu = vcpu;
-		f->guest = sl->guest;
-		f->func = sl->func;
-		f->sym = sl->sym;
-		g_hash_table_insert(s->funcs, g_memdup2(&k, sizeof(k)), f);
-		*slot = f;
-	}
-	f->calls++;
-	f->self += sl->self;
-	f->inclusive += sl->end - sl->start;
-	f->self_insns += sl->self_insns;
-	f->insns += sl->insns;
 }
 
 static void on_slice(const VtAnalyzeSlice *sl, gpointer user)
 {
 	VtAnalyzeSummary *s = user;
+	VtAnalyzeFunction *f;
 
 	if (!in_range(s, sl->start))
 		return;
-	func_add(s, sl->w.vcpu, sl);
-	func_add(s, -1, sl);
+	f = ftable_get(&s->funcs, sl->w.vcpu, sl->guest, sl->func, sl->sym);
+	f->calls++;
+	f->self += sl->self;
+	f->inclusive += sl->end - sl->start;
+	f->self_insns += sl->self_insns;
+	f->insns += sl->insns;
 }
 
 static void on_first_call(const VtAnalyzeFirstCall *f, gpointer user)
@@ -403,6 +428,26 @@ static gint cmp_sys(gconstpointer a, gconstpointer b)
 	return g_strcmp0(x->name, y->name);
 }
 
+/* The rows of each vCPU, and those of all (vcpu -1: every row's sum,
+ * threads that are no vCPU included). */
+static void funcs_finish(VtAnalyzeSummary *s)
+{
+	FuncTable all;
+	const GArray *rows = s->funcs.rows;
+
+	ftable_init(&all);
+	for (guint i = 0; i < rows->len; i++) {
+		const VtAnalyzeFunction *f = &g_array_index(rows, VtAnalyzeFunction, i);
+
+		if (f->vcpu >= 0)
+			g_array_append_val(s->out_funcs, *f);
+		func_sum(ftable_get(&all, -1, f->guest, f->func, f->sym), f);
+	}
+	g_array_append_vals(s->out_funcs, all.rows->data, all.rows->len);
+	ftable_clear(&all);
+	g_array_sort(s->out_funcs, cmp_func);
+}
+
 static void finish(VtAnalyzeSummary *s)
 {
 	GHashTableIter it;
@@ -429,10 +474,7 @@ static void finish(VtAnalyzeSummary *s)
 		g_array_append_val(s->out_groups, g->g);
 	}
 	g_array_sort(s->out_groups, cmp_group);
-	g_hash_table_iter_init(&it, s->funcs);
-	while (g_hash_table_iter_next(&it, &k, &val))
-		g_array_append_val(s->out_funcs, *(VtAnalyzeFunction *)val);
-	g_array_sort(s->out_funcs, cmp_func);
+	funcs_finish(s);
 	g_array_sort(s->first, cmp_first);
 	g_hash_table_iter_init(&it, s->sys);
 	while (g_hash_table_iter_next(&it, &k, &val))
@@ -495,7 +537,7 @@ VtAnalyzeSummary *vt_analyze_summary_new(const VtAnalyzeSummaryOptions *opts)
 	s->o = *opts;
 	s->vcpus = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, vcpu_free);
 	s->groups = g_hash_table_new_full(group_hash, group_equal, g_free, group_free);
-	s->funcs = g_hash_table_new_full(func_hash, func_equal, g_free, g_free);
+	ftable_init(&s->funcs);
 	s->sys = g_hash_table_new_full(name_hash, name_equal, NULL, g_free);
 	s->first = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFirstCall));
 	s->out_vcpus = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeVcpu));
@@ -511,7 +553,7 @@ void vt_analyze_summary_free(VtAnalyzeSummary *s)
 		return;
 	g_hash_table_destroy(s->vcpus);
 	g_hash_table_destroy(s->groups);
-	g_hash_table_destroy(s->funcs);
+	ftable_clear(&s->funcs);
 	g_hash_table_destroy(s->sys);
 	g_array_free(s->first, TRUE);
 	g_array_free(s->out_vcpus, TRUE);
