@@ -9,6 +9,8 @@
 #define DIST_INF G_MAXINT
 #define DIST_NODES 4000          /* BFS budget per distance query */
 #define COMP_DEPTH 64            /* Intel PT's return-compression stack */
+#define NORETURN_LEVELS 2        /* --call-depth: calls into code that never returns, looked through */
+#define NOCALL (NORETURN_LEVELS + 1)   /* dist[] of paths to a return without a call */
 #define WALK_LIMIT 100000        /* instructions without a decision: stuck (e.g. jmp .) */
 /* Addresses are hash keys themselves (64-bit pointers). */
 G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
@@ -17,7 +19,9 @@ G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
 struct VtSynthCode {
 	VtDecodeImage *img;
 	GHashTable *insns;       /* ip -> VtInsn* */
-	GHashTable *dist;        /* ip -> distance + 1 (instructions to a return) */
+	GHashTable *dist[NOCALL + 1];   /* per level: ip -> distance + 1 (instructions to a return) */
+	guint levels;            /* dist_to_return's level (0: a direct call always returns) */
+	guint depth_limit;       /* from this call depth on, paths without calls first (0: none) */
 	const guint64 *funcs;
 	guint nfuncs;
 };
@@ -28,7 +32,8 @@ VtSynthCode *vt_synth_code_new(VtDecodeImage *img)
 
 	c->img = img;
 	c->insns = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	c->dist = g_hash_table_new(g_direct_hash, g_direct_equal);
+	for (guint i = 0; i <= NOCALL; i++)
+		c->dist[i] = g_hash_table_new(g_direct_hash, g_direct_equal);
 	c->funcs = vt_decode_image_functions(img, &c->nfuncs);
 	return c;
 }
@@ -38,7 +43,8 @@ void vt_synth_code_free(VtSynthCode *c)
 	if (!c)
 		return;
 	g_hash_table_destroy(c->insns);
-	g_hash_table_destroy(c->dist);
+	for (guint i = 0; i <= NOCALL; i++)
+		g_hash_table_destroy(c->dist[i]);
 	g_free(c);
 }
 
@@ -78,7 +84,18 @@ void vt_synth_ctx_flush_comp(VtSynthCtx *ctx)
 	g_array_set_size(ctx->comp, 0);
 }
 
-static int dist_to_return(VtSynthCode *c, guint64 ip);
+static int dist_level(VtSynthCode *c, guint64 ip, guint level);
+
+static int dist_to_return(VtSynthCode *c, guint64 ip)
+{
+	return dist_level(c, ip, c->levels);
+}
+
+void vt_synth_code_bound_depth(VtSynthCode *c, guint depth)
+{
+	c->levels = NORETURN_LEVELS;
+	c->depth_limit = depth;
+}
 
 /* A function start from which a return is reachable (not a halt loop,
  * not a BUG()), if one turns up within a few tries. */
@@ -95,9 +112,13 @@ guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng)
 }
 
 /* Successors of an instruction for the distance search: -1 dead end, 0 a
- * return (the goal), else the number of successors in succ[]. */
-static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
+ * return (the goal), else the number of successors in succ[].  At level > 0
+ * a direct call of code with no return in reach (level - 1: panic(),
+ * __stack_chk_fail()) is a dead end too. */
+static int successors(VtSynthCode *c, const VtInsn *in, guint64 ip, guint64 succ[2], guint level)
 {
+	if (level == NOCALL && (in->kind == VT_INSN_CALL || in->kind == VT_INSN_CALL_IND))
+		return -1;
 	switch (in->kind) {
 	case VT_INSN_OTHER:
 	case VT_INSN_VMEXIT:
@@ -112,6 +133,8 @@ static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
 		 * retpoline's short `call 1f` over its speculation trap, whose
 		 * RET leaves from there */
 		succ[0] = ip + in->len;
+		if (level && level < NOCALL && dist_level(c, in->target, level - 1) == DIST_INF)
+			return -1;
 		if (in->target > ip && in->target - ip <= 32) {
 			succ[1] = in->target;
 			return 2;
@@ -131,13 +154,14 @@ static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
 }
 
 /* Instructions from ip to the nearest return or indirect jump (a bounded
- * breadth-first search; DIST_INF when none is within reach). */
-static int dist_to_return(VtSynthCode *c, guint64 ip)
+ * breadth-first search; DIST_INF when none is within reach), calls looked
+ * through `level` deep (successors()). */
+static int dist_level(VtSynthCode *c, guint64 ip, guint level)
 {
-	gpointer hit = g_hash_table_lookup(c->dist, KEY(ip));
+	gpointer hit = g_hash_table_lookup(c->dist[level], KEY(ip));
 	GHashTable *seen;
 	GArray *cur, *next;
-	int d = DIST_INF, level = 0;
+	int d = DIST_INF, depth = 0;
 	guint nodes = 0;
 
 	if (hit)
@@ -150,11 +174,11 @@ static int dist_to_return(VtSynthCode *c, guint64 ip)
 	while (cur->len && d == DIST_INF && nodes < DIST_NODES) {
 		for (guint i = 0; i < cur->len && d == DIST_INF; i++) {
 			guint64 a = g_array_index(cur, guint64, i), succ[2];
-			int n = successors(insn_at(c, a), a, succ);
+			int n = successors(c, insn_at(c, a), a, succ, level);
 
 			nodes++;
 			if (n == 0)
-				d = level;
+				d = depth;
 			for (int k = 0; k < n; k++) {
 				if (g_hash_table_contains(seen, KEY(succ[k])))
 					continue;
@@ -169,19 +193,32 @@ static int dist_to_return(VtSynthCode *c, guint64 ip)
 			next = t;
 			g_array_set_size(next, 0);
 		}
-		level++;
+		depth++;
 	}
 	g_hash_table_destroy(seen);
 	g_array_free(cur, TRUE);
 	g_array_free(next, TRUE);
-	g_hash_table_insert(c->dist, KEY(ip), GINT_TO_POINTER(d == DIST_INF ? DIST_INF : d + 1));
+	g_hash_table_insert(c->dist[level], KEY(ip), GINT_TO_POINTER(d == DIST_INF ? DIST_INF : d + 1));
 	return d;
 }
 
-static gboolean choose_taken(VtSynthCode *c, const VtInsn *in, guint64 ip, GRand *rng, double bias)
+/* At the depth limit: towards a return that needs no call, if one side
+ * has one (1: taken, 0: not taken, -1: neither or both equally). */
+static int choose_nocall(VtSynthCode *c, const VtInsn *in, guint64 ip)
 {
+	int dt = dist_level(c, in->target, NOCALL), df = dist_level(c, ip + in->len, NOCALL);
+
+	return dt == df ? -1 : dt < df;
+}
+
+static gboolean choose_taken(VtSynthCode *c, const VtSynthCtx *ctx, const VtInsn *in, guint64 ip, GRand *rng,
+			     double bias)
+{
+	int nc = c->depth_limit && ctx->stack->len >= c->depth_limit ? choose_nocall(c, in, ip) : -1;
 	int dt = dist_to_return(c, in->target), df = dist_to_return(c, ip + in->len);
 
+	if (nc >= 0)
+		return nc;
 	if (dt == DIST_INF && df != DIST_INF)
 		return FALSE;
 	if (df == DIST_INF && dt != DIST_INF)
@@ -280,7 +317,7 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 		case VT_INSN_COND:
 			ctx->insns++;
 			step->what = VT_WALK_TNT;
-			step->taken = choose_taken(c, in, ip, rng, bias);
+			step->taken = choose_taken(c, ctx, in, ip, rng, bias);
 			ctx->ip = step->taken ? in->target : ip + in->len;
 			if (step->taken)
 				fn(VT_BRANCH_JUMP, ip, in->target, user);
