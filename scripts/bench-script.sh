@@ -2,7 +2,9 @@
 # Benchmark (not a test): vmtrace script vs perf script on recordings of
 # real kernel code, three packet mixes:
 #   tnt-dense   long runs of code between VM exits: mostly TNT
-#   exit-heavy  a VM exit every few host branches: TIP, PIP, VMCS, FUP
+#   exit-heavy  meant as a VM exit every few host branches (TIP, PIP, VMCS,
+#               FUP) - but synth's --host-steps shapes only its random flow,
+#               not a real-code walk: this mix differs by its 4 vCPUs
 #   cyc         CYC packets and MTC every CTC tick (timing-dense)
 # made with `vmtrace synth --host-code --guest-code --call-depth 16` (the
 # Debian kernel, as the tests build it: tests/guest-image.sh,
