@@ -15,6 +15,7 @@ make_code_dirs
 G="--guestkallsyms $GUEST_CODE/kallsyms"
 # the deepest --call-trace line of vmtrace (perf's thread stack depth)
 max_depth() {
+	# shellcheck disable=SC2086
 	"$VMTRACE" script "$1" $G --call-trace --json 2>/dev/null |
 		"$PYTHON3" -c 'import sys, json; print(max(json.loads(l).get("depth", 0) for l in sys.stdin))'
 }
