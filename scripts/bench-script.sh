@@ -2,11 +2,15 @@
 # Benchmark (not a test): vmtrace script vs perf script on recordings of
 # real kernel code, three packet mixes:
 #   tnt-dense   long runs of code between VM exits: mostly TNT
-#   exit-heavy  a VM exit every few host branches: TIP, PIP, VMCS, FUP
+#   exit-heavy  meant as a VM exit every few host branches (TIP, PIP, VMCS,
+#               FUP) - but synth's --host-steps shapes only its random flow,
+#               not a real-code walk: this mix differs by its 4 vCPUs
 #   cyc         CYC packets and MTC every CTC tick (timing-dense)
-# made with `vmtrace synth --host-code --guest-code` (the Debian kernel, as
-# the tests build it: tests/guest-image.sh, kernel-code.py, trim-kcore) and
-# corrected; for each mix and mode - branches (--itrace=b), calls
+# made with `vmtrace synth --host-code --guest-code --call-depth 16` (the
+# Debian kernel, as the tests build it: tests/guest-image.sh,
+# kernel-code.py, trim-kcore; a shallow call stack as a real kernel's -
+# without it the walk's calls pile up and the calls rows measured kilobytes
+# of indentation per line through the pipe, not decoding) and corrected; for each mix and mode - branches (--itrace=b), calls
 # (--call-trace), instructions (--insn-trace) - both run RUNS times
 # (default 1) in the same run under /usr/bin/time, output counted by wc -l
 # (the same pipe for both), and it prints the median wall time and CPU
@@ -68,7 +72,7 @@ for m in "${MIXES[@]}"; do
 	if [ ! -e "$rec" ]; then
 		echo "generating $name ($size of real kernel code; slow: synth walks the code)" >&2
 		# shellcheck disable=SC2086
-		"$VMTRACE" synth -o "$rec" --size "$size" $opts --host-code "$dir/host-code" \
+		"$VMTRACE" synth -o "$rec" --size "$size" $opts --call-depth 16 --host-code "$dir/host-code" \
 			--guest-code "$dir/guest-code" 2>/dev/null
 		"$VMTRACE" correlate --in-place "$rec" >/dev/null
 	fi

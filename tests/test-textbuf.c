@@ -141,6 +141,37 @@ static void test_write_error(void)
 	fclose(f);
 }
 
+/* A buffer in memory (script's decoding threads): it grows instead of
+ * writing, vt_textbuf_swap hands its text over and goes on in another
+ * buffer, positions keep counting. */
+static void test_memory(void)
+{
+	g_autoptr(VtTextBuf) t = vt_textbuf_new_mem(16);
+	g_autofree char *big = g_strnfill(10000, 'x');
+	char *old, *spare = g_malloc(5000);
+	gsize len, cap;
+
+	vt_textbuf_str(t, "abc ");
+	vt_textbuf_int(t, -42, 6, ' ');
+	vt_textbuf_mem(t, big, 10000);          /* past its first size: grows */
+	g_assert_cmpuint(vt_textbuf_pos(t), ==, 10010);
+	old = vt_textbuf_swap(t, spare, 5000, &len, &cap);
+	g_assert_cmpuint(len, ==, 10010);
+	g_assert_cmpuint(cap, >=, 10010);
+	g_assert_cmpmem(old, 10, "abc    -42", 10);
+	g_assert_cmpmem(old + 10, 10000, big, 10000);
+	vt_textbuf_c(t, 'y');
+	g_assert_cmpuint(vt_textbuf_pos(t), ==, 10011);
+	g_assert_true(t->buf == spare);
+	g_assert_cmpmem(t->buf, 1, "y", 1);
+	g_free(old);
+	old = vt_textbuf_swap(t, NULL, 0, &len, &cap);   /* a new buffer of its own */
+	g_assert_cmpuint(len, ==, 1);
+	g_assert_true(old == spare);
+	g_assert_true(vt_textbuf_flush(t));
+	g_free(old);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -148,5 +179,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/textbuf/strings", test_strings);
 	g_test_add_func("/textbuf/large", test_large);
 	g_test_add_func("/textbuf/write-error", test_write_error);
+	g_test_add_func("/textbuf/memory", test_memory);
 	return g_test_run();
 }

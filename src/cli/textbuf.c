@@ -14,11 +14,30 @@ VtTextBuf *vt_textbuf_new(FILE *f, gsize cap)
 	return t;
 }
 
+VtTextBuf *vt_textbuf_new_mem(gsize cap)
+{
+	return vt_textbuf_new(NULL, cap);
+}
+
+char *vt_textbuf_swap(VtTextBuf *t, char *buf, gsize cap, gsize *len, gsize *old_cap)
+{
+	char *old = t->buf;
+
+	*len = t->len;
+	*old_cap = t->cap;
+	t->flushed += t->len;
+	t->len = 0;
+	t->cap = buf ? cap : MAX(*old_cap, (gsize)VT_TEXTBUF_PIECE);
+	t->buf = buf ? buf : g_malloc(t->cap);
+	return old;
+}
+
 void vt_textbuf_free(VtTextBuf *t)
 {
 	if (!t)
 		return;
-	vt_textbuf_flush(t);
+	if (t->f)
+		vt_textbuf_flush(t);
 	g_free(t->buf);
 	g_free(t);
 }
@@ -33,6 +52,8 @@ static void write_out(VtTextBuf *t)
 
 gboolean vt_textbuf_flush(VtTextBuf *t)
 {
+	if (!t->f)
+		return TRUE;
 	write_out(t);
 	if (!t->failed && fflush(t->f) != 0)
 		t->failed = TRUE;
@@ -46,6 +67,11 @@ gboolean vt_textbuf_failed(const VtTextBuf *t)
 
 void vt_textbuf_make_room(VtTextBuf *t, gsize n)
 {
+	if (!t->f) {                  /* in memory: grows */
+		t->cap = MAX(t->cap * 2, t->len + n);
+		t->buf = g_realloc(t->buf, t->cap);
+		return;
+	}
 	g_return_if_fail(n <= t->cap);
 	if (t->cap - t->len < n)
 		write_out(t);

@@ -34,6 +34,13 @@ typedef struct {
 
 /* A buffer of cap bytes (at least VT_TEXTBUF_PIECE) for f. */
 VtTextBuf *vt_textbuf_new(FILE *f, gsize cap);
+/* A buffer in memory (no FILE): it grows instead of being written out;
+ * vt_textbuf_swap takes its text. */
+VtTextBuf *vt_textbuf_new_mem(gsize cap);
+/* The text of a memory buffer (*len bytes; the buffer is *old_cap bytes,
+ * the caller's to g_free or to give back here), and it goes on in buf of
+ * cap bytes (NULL: a new one); vt_textbuf_pos goes on counting. */
+char *vt_textbuf_swap(VtTextBuf *t, char *buf, gsize cap, gsize *len, gsize *old_cap);
 /* Flushes, then frees. */
 void vt_textbuf_free(VtTextBuf *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtTextBuf, vt_textbuf_free)

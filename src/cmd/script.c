@@ -117,6 +117,7 @@ typedef struct SideText {
 
 G_STATIC_ASSERT(sizeof(SideText) == 128);
 #define SIDES_LOG2 13                  /* 1 MiB */
+#define CHUNK_BYTES (256u << 10)       /* a decoding thread's text buffer, at first */
 
 /* A line's start up to its flags, as line_fields() last formatted it:
  * the same for every line of one thread in one microsecond (nanosecond
@@ -1300,75 +1301,58 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
 	return TRUE;
 }
 
-static void report(Script *s)
+/* What one event prints (every branch moves perf's stack and the
+ * instruction walk; only some are shown). */
+static void script_event(Script *s, const VtDecodeEvent *e)
 {
-	const VtDecodeEvent *e;
-
-	if (s->o->json)
-		s->json = vt_json_new(stdout);
-	s->out = vt_textbuf_new(stdout, 1 << 20);
-	if (s->o->call_trace || s->o->call_ret_trace) {
-		s->stacks = vt_decode_stacks_new();
-		s->syms = vt_decode_symcache_new(16);
+	s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
+	s->guest_time = e->time;
+	if (s->stacks) {
+		vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
+		if (e->b.kind != VT_BRANCH_ERROR && !(vt_decode_perf_flags(&e->b) & s->show_flags))
+			return;
 	}
-	if (s->o->insn_trace)
-		s->walk = g_array_new(FALSE, TRUE, sizeof(Walk));
+	if (s->walk) {
+		print_insns(s, e, in_range(s, e));   /* the flow goes on unseen */
+		if (e->b.kind == VT_BRANCH_FLOW_END)
+			return;
+		if (!s->o->branches && e->b.kind != VT_BRANCH_ERROR && !is_power(&e->b))
+			return;
+	}
+	if (s->o->power && !is_power(&e->b))
+		note_last(s, e);
+	if (!selected(s, e))
+		return;
+	if (s->json)
+		print_json(s, e);
+	else if (is_power(&e->b))
+		print_power(s, e);
+	else if (s->stacks)
+		print_call(s, e);
+	else
+		print_text(s, e);
+}
+
+/* A printer's tables: the instruction walk, the last lines' parts, the
+ * kernel sides, and the disassembly (2 x 2^disasm_log2 instructions of 80
+ * bytes: 2^18 in one printer is 40 MiB, t0042). */
+static void printer_init(Script *s, VtTextBuf *out, guint disasm_log2)
+{
+	s->out = out;
+	s->walk = s->o->insn_trace ? g_array_new(FALSE, TRUE, sizeof(Walk)) : NULL;
 	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
-	/* bounded: 2 x 2^18 instructions of 80 bytes, 40 MiB (t0042) */
-	s->disasm[0] = vt_decode_disasm_new_sized(s->host, 18);
-	s->disasm[1] = vt_decode_disasm_new_sized(s->guest, 18);
+	s->disasm[0] = vt_decode_disasm_new_sized(s->host, disasm_log2);
+	s->disasm[1] = vt_decode_disasm_new_sized(s->guest, disasm_log2);
 	s->user_disasm = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
 					       (GDestroyNotify)vt_decode_disasm_free);
-	s->guest_dso = guest_dso(s);
-	s->guest_dso_len = strlen(s->guest_dso);
 	s->head = g_new0(LineHead, 1);
 	s->threads = g_new0(ThreadText, THREADS);
 	s->sides = g_new0(SideText, (gsize)1 << SIDES_LOG2);   /* calloc'd: untouched pages stay unmapped */
-	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
-	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
-	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
-	if (s->o->call_ret_trace)
-		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
-	else if (!s->stacks)
-		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
-	while ((e = vt_decode_result_next(s->result))) {
-		s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
-		s->guest_time = e->time;
-		if (s->stacks) {
-			/* every branch moves perf's stack; only some are shown */
-			vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
-			if (e->b.kind != VT_BRANCH_ERROR && !(vt_decode_perf_flags(&e->b) & s->show_flags))
-				continue;
-		}
-		if (s->walk) {
-			print_insns(s, e, in_range(s, e));   /* the flow goes on unseen */
-			if (e->b.kind == VT_BRANCH_FLOW_END)
-				continue;
-			if (!s->o->branches && e->b.kind != VT_BRANCH_ERROR && !is_power(&e->b))
-				continue;
-		}
-		if (s->o->power && !is_power(&e->b))
-			note_last(s, e);
-		if (!selected(s, e))
-			continue;
-		if (s->json)
-			print_json(s, e);
-		else if (is_power(&e->b))
-			print_power(s, e);
-		else if (s->stacks)
-			print_call(s, e);
-		else
-			print_text(s, e);
-	}
-	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
-	s->out = NULL;
-	if (s->json)
-		vt_json_free(s->json);
-	s->json = NULL;
-	vt_decode_stacks_free(s->stacks);
-	s->stacks = NULL;
-	g_clear_pointer(&s->syms, vt_decode_symcache_free);
+}
+
+static void printer_clear(Script *s)
+{
 	if (s->walk)
 		g_array_free(s->walk, TRUE);
 	s->walk = NULL;
@@ -1380,11 +1364,130 @@ static void report(Script *s)
 		s->disasm[i] = NULL;
 	}
 	g_clear_pointer(&s->user_disasm, g_hash_table_destroy);
-	g_free(s->head);
-	s->head = NULL;
-	g_free(s->threads);
-	s->threads = NULL;
+	g_clear_pointer(&s->head, g_free);
+	g_clear_pointer(&s->threads, g_free);
 	g_clear_pointer(&s->sides, g_free);
+}
+
+/* ---------------------------------------- printing in the decoding threads */
+/* Each AUX queue's thread prints its own lines into text in memory with a
+ * printer of its own (a copy of the Script: the shared parts - images,
+ * options - are only read; a printer's tables are its own), and the main
+ * thread only writes the merged text.  The lines are the same: a printer's
+ * tables only keep text it made, and what a line shows depends on its
+ * event and its queue's earlier events alone - except perf's call stacks
+ * (per thread over queues, and the call traces' padding follows the
+ * previous line), JSON's writer and guest user code, which print in the
+ * main thread as before (and VMTRACE_SCRIPT_SERIAL=1 for all). */
+typedef struct {
+	Script *main;
+	guint disasm_log2;
+} Printers;
+
+static gpointer printer_open(gpointer data, guint queue)
+{
+	const Printers *p = data;
+	Script *s = g_new(Script, 1);
+
+	(void)queue;
+	*s = *p->main;
+	printer_init(s, vt_textbuf_new_mem(CHUNK_BYTES), p->disasm_log2);
+	return s;
+}
+
+static gsize printer_format(gpointer ctx, const VtDecodeEvent *e)
+{
+	Script *s = ctx;
+
+	script_event(s, e);
+	return s->out->len;
+}
+
+static char *printer_take(gpointer ctx, char *buf, gsize cap, gsize *len, gsize *old_cap)
+{
+	Script *s = ctx;
+
+	return vt_textbuf_swap(s->out, buf, cap, len, old_cap);
+}
+
+static void printer_close(gpointer ctx)
+{
+	Script *s = ctx;
+
+	printer_clear(s);
+	vt_textbuf_free(s->out);
+	g_free(s);
+}
+
+/* Printing in the decoding threads, unless something prints across queues. */
+static gboolean print_in_threads(const Script *s)
+{
+	const char *serial = g_getenv("VMTRACE_SCRIPT_SERIAL");
+
+	if (serial && *serial && strcmp(serial, "0"))
+		return FALSE;
+	return !s->o->json && !s->stacks && !vt_decode_guest_user_n_maps(s->guser, NULL);
+}
+
+/* The disassembly of one of n printers: together as large as one's. */
+static guint printer_disasm_log2(guint n)
+{
+	guint k = 0;
+
+	while ((1u << k) < n && k < 4)
+		k++;
+	return 18 - k;
+}
+
+static void report_threads(Script *s)
+{
+	Printers p = { s, printer_disasm_log2(vt_decode_result_n_queues(s->result)) };
+	VtDecodeFormatter f = { printer_open, printer_format, printer_take, printer_close, &p };
+	const char *text;
+	gsize len;
+
+	vt_decode_result_start(s->result, &f);
+	while ((text = vt_decode_result_next_text(s->result, &len)))
+		vt_textbuf_mem_long(s->out, text, len);
+}
+
+static void report(Script *s)
+{
+	const VtDecodeEvent *e;
+
+	if (s->o->json)
+		s->json = vt_json_new(stdout);
+	if (s->o->call_trace || s->o->call_ret_trace) {
+		s->stacks = vt_decode_stacks_new();
+		s->syms = vt_decode_symcache_new(16);
+	}
+	s->guest_dso = guest_dso(s);
+	s->guest_dso_len = strlen(s->guest_dso);
+	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
+	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
+	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
+	if (s->o->call_ret_trace)
+		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
+	else if (!s->stacks)
+		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
+	if (print_in_threads(s)) {
+		s->out = vt_textbuf_new(stdout, 1 << 20);
+		report_threads(s);
+	} else {
+		printer_init(s, vt_textbuf_new(stdout, 1 << 20), 18);
+		vt_decode_result_start(s->result, NULL);
+		while ((e = vt_decode_result_next(s->result)))
+			script_event(s, e);
+		printer_clear(s);
+	}
+	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
+	s->out = NULL;
+	if (s->json)
+		vt_json_free(s->json);
+	s->json = NULL;
+	vt_decode_stacks_free(s->stacks);
+	s->stacks = NULL;
+	g_clear_pointer(&s->syms, vt_decode_symcache_free);
 }
 
 /* ------------------------------------------------------------- command */
@@ -1416,7 +1519,7 @@ int cmd_script(int argc, char **argv)
 		rc = usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
-	s.result = vt_decode_recording_power(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs, s.guser,
+	s.result = vt_decode_recording_open(&(VtDecodeOptions){ o.rec, s.host, s.guest, (guint)o.jobs, s.guser,
 								     o.insn_trace }, o.power, &err);
 	if (!s.result) {
 		vt_err("script", "%s", err->message);

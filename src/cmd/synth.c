@@ -123,7 +123,7 @@ static gboolean outputs_ok(const char *out, gboolean as_dir, const char *truth, 
 
 /* The command line, as given. */
 typedef struct {
-	gint vcpus, vms, cpus, mtc_period, cyc_thresh, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc;   /* -1: default */
+	gint vcpus, vms, cpus, mtc_period, cyc_thresh, psb_period, guest_pct, tip_pct, host_steps, user_exit_pct, ovf_every, aux_trunc, call_depth;   /* -1: default */
 	gboolean per_cpu, per_thread, cyc, no_mtc, timeless, as_dir, json, cbr_vary;
 	char *ratio, *size, *bufsize, *seed, *out, *truth, *change, *tsc_start;
 	char **offsets, **scales, **vcpu_offsets;
@@ -208,6 +208,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "user-exit-percent", 0, 0, G_OPTION_ARG_INT, &o->user_exit_pct, "Packet mix: VM exits handled in user space, traced as TIP.PGD...TIP.PGE, 0..100 (default 0)", "PCT" },
 		{ "ovf-every", 0, 0, G_OPTION_ARG_INT, &o->ovf_every, "Lost trace, with real code: an OVF packet and a FUP after every N-th flow decision of a queue running a vCPU (default 0: none)", "N" },
 		{ "aux-truncated-every", 0, 0, G_OPTION_ARG_INT, &o->aux_trunc, "Lost trace: a PERF_RECORD_AUX flagged TRUNCATED after every N-th AUXTRACE chunk of a queue running a vCPU (default 0: none)", "N" },
+		{ "call-depth", 0, 0, G_OPTION_ARG_INT, &o->call_depth, "With real code: keep the host's call depth near N (its stack survives VM exits; at depth N it heads for returns); default 0: unbounded", "N" },
 		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
 		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
 		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },
@@ -238,6 +239,7 @@ static gboolean synth_counts(const SynthOpts *o, VtSynthConfig *cfg, GError **er
 		{ "--tip-percent", o->tip_pct, &cfg->tip_percent }, { "--host-steps", o->host_steps, &cfg->host_steps },
 		{ "--user-exit-percent", o->user_exit_pct, &cfg->user_exit_percent },
 		{ "--ovf-every", o->ovf_every, &cfg->ovf_every }, { "--aux-truncated-every", o->aux_trunc, &cfg->aux_truncated_every },
+		{ "--call-depth", o->call_depth, &cfg->call_depth },
 	};
 
 	for (gsize i = 0; i < G_N_ELEMENTS(n); i++) {
@@ -377,7 +379,7 @@ int cmd_synth(int argc, char **argv)
 {
 	SynthOpts o = { .vcpus = G_MININT, .vms = G_MININT, .cpus = G_MININT, .mtc_period = G_MININT, .cyc_thresh = G_MININT,
 			.psb_period = G_MININT, .guest_pct = G_MININT,
-			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT,
+			.tip_pct = G_MININT, .host_steps = G_MININT, .user_exit_pct = G_MININT, .call_depth = G_MININT,
 			.ovf_every = G_MININT, .aux_trunc = G_MININT, .guest_user_pct = G_MININT };
 	VtSynthConfig cfg;
 	VtSynthStats st;

@@ -317,10 +317,40 @@ VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean 
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 
+/* The same, its threads not started yet: vt_decode_result_start. */
+VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean power, GError **error);
+
+/* Formatting in the decoding threads: each queue's thread names its events
+ * and hands them to its own formatter (open(data, queue), made here before
+ * the threads start; close() at vt_decode_result_free), which keeps their
+ * text; the reader gets it with vt_decode_result_next_text, merged as
+ * vt_decode_result_next would return the events (timed: by time, ties in
+ * queue order; timeless: queue after queue).  The threads hold a few
+ * chunks of text each (about 256 KiB) ahead of the reader, no more. */
+typedef struct {
+	gpointer (*open)(gpointer data, guint queue);
+	/* one event, in the queue's thread: its text appended; returns the
+	 * length of the formatter's text now */
+	gsize (*format)(gpointer ctx, const VtDecodeEvent *e);
+	/* the formatter's text (*len bytes, in a g_malloc'd buffer of *cap),
+	 * going on in buf of cap bytes (NULL: a new buffer) */
+	char *(*take)(gpointer ctx, char *buf, gsize cap, gsize *len, gsize *old_cap);
+	void (*close)(gpointer ctx);
+	gpointer data;
+} VtDecodeFormatter;
+
+/* Starts decoding: with fmt, text (vt_decode_result_next_text); NULL:
+ * branches (vt_decode_result_next).  Once. */
+void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt);
+/* The next piece of text (*len bytes, valid until the next call), NULL
+ * at the end. */
+const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len);
+
 /* The next branch (valid until the next call), NULL at the end. */
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
+guint vt_decode_result_n_queues(const VtDecodeResult *r);   /* AUX queues */
 /* perf's kHz per unit of core:bus ratio (TSC frequency / maximum non-turbo
  * ratio, from the recording's TSC conversion) and that ratio; 0 if unknown */
 guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo);

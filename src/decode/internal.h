@@ -116,6 +116,10 @@ int vt_walk_sync_forward(VtWalk *w);
 int vt_walk_get_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_next(VtWalk *w, struct pt_block *block);
+/* The near branch (VT_INSN_COND, CALL, CALL_IND, JUMP, JUMP_IND, RETURN)
+ * that ended the last block at ip, as the walker decoded it: its kind and
+ * length; FALSE for anything else or with libipt's block decoder. */
+gboolean vt_walk_last_branch(const VtWalk *w, guint64 ip, guint8 *kind, guint8 *len);
 int vt_walk_event(VtWalk *w, struct pt_event *ev);
 int vt_walk_time(VtWalk *w, uint64_t *tsc);
 /* The blocks of an image's code, shared by walkers in any thread (image.c

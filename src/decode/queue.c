@@ -606,6 +606,8 @@ static void block_end(Dec *d, guint64 ip, guint8 mode)
 	 * (the code hook) is read by insn_at() */
 	gboolean fast = mode == VT_MODE_64 && !d->view[w] && !(w == 1 && d->code && !(ip >> 47));
 
+	if (fast && vt_walk_last_branch(d->dec, ip, &d->pend.kind, &d->pend.len))
+		return;                  /* the walker's decoding of it: not read again */
 	if (fast && (code = vt_decode_image_code(d->img[w], ip, &avail)) &&
 	    vt_decode_insn_branch(code, MIN(avail, (gsize)16), &d->pend.kind, &d->pend.len))
 		return;

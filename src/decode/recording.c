@@ -16,6 +16,22 @@
 #define BATCH 4096                /* branches per batch */
 #define AHEAD 4                   /* batches a queue's thread decodes ahead */
 #define WINDOW (2u << 20)         /* AUX bytes a queue's decoder reads at a time */
+#define CHUNK_TEXT (256u << 10)   /* formatting in threads: text per chunk, about */
+#define CHUNK_MARKS 8192          /* and events with text, at most */
+
+/* Formatting in threads: one event's text ends at `end` of its chunk. */
+typedef struct {
+	guint64 tsc;
+	gsize end;
+} Mark;
+
+/* A queue's text: its events' in order, each marked with its time. */
+typedef struct {
+	char *text;
+	gsize len, cap;
+	GArray *marks;            /* Mark */
+	gboolean last;            /* the queue's end (no marks) */
+} Chunk;
 
 typedef struct {
 	VtDecodeResult *r;
@@ -36,7 +52,13 @@ typedef struct {
 	gboolean named;
 	guint32 tid;
 	gint32 pid, vcpu;
-	const char *comm;         /* in r->strings */
+	const char *comm;         /* in strings */
+	GStringChunk *strings;    /* comm names (the queue's thread names events) */
+	/* formatting in threads (vt_decode_result_start with a formatter) */
+	gpointer fctx;            /* the queue's formatter */
+	guint nerrors;            /* decode errors its thread formatted */
+	Chunk *ccur;              /* the reader's chunk */
+	guint cmark;              /* its next mark */
 } Queue;
 
 struct VtDecodeResult {
@@ -47,7 +69,6 @@ struct VtDecodeResult {
 	GCond cond;
 	guint tokens;             /* threads that may decode now (--jobs) */
 	gboolean stop;
-	GStringChunk *strings;    /* comm names */
 	gboolean timed, per_cpu;
 	gboolean tcg;             /* written by record --source tcg: "CPU n/TCG" are vCPUs */
 	guint nerrors;
@@ -55,6 +76,9 @@ struct VtDecodeResult {
 	VtDecodeEvent ev;         /* the event last returned */
 	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
 	const VtDecodeGuestUser *guest_user;   /* its user code per process (options) */
+	gboolean started;         /* the queues' threads run */
+	gboolean formatting;      /* started with a formatter: text, not branches */
+	VtDecodeFormatter fmt;
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -153,7 +177,7 @@ static void name_thread(VtDecodeResult *r, Queue *q, guint32 tid)
 	q->tid = tid;
 	q->pid = t ? (gint32)t->pid : -1;
 	q->vcpu = vcpu_of(r, t);
-	q->comm = t && t->comm ? g_string_chunk_insert_const(r->strings, t->comm) : NULL;
+	q->comm = t && t->comm ? g_string_chunk_insert_const(q->strings, t->comm) : NULL;
 }
 
 static void name_event(VtDecodeResult *r, const VmcorrSession *s, Queue *queue, VtDecodeEvent *e)
@@ -313,6 +337,215 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 	return &r->ev;
 }
 
+/* ------------------------------------------------ formatting in threads */
+/* Each queue's thread names its events and hands them to its formatter,
+ * whose text goes out in chunks (at most AHEAD ahead of the reader), each
+ * event's text marked with its time; the reader merges the chunks' text
+ * as vt_decode_result_next merges branches: by time, ties in queue order
+ * (timeless: queue after queue). */
+static Chunk *chunk_get(Queue *q, GAsyncQueue *spare)
+{
+	Chunk *c = g_async_queue_try_pop(spare);
+
+	(void)q;
+	if (c) {
+		g_array_set_size(c->marks, 0);
+		c->len = 0;
+		c->last = FALSE;
+		return c;
+	}
+	c = g_new0(Chunk, 1);
+	c->marks = g_array_sized_new(FALSE, FALSE, sizeof(Mark), CHUNK_MARKS);
+	return c;
+}
+
+static void chunk_free(gpointer p)
+{
+	Chunk *c = p;
+
+	if (!c)
+		return;
+	g_free(c->text);
+	g_array_free(c->marks, TRUE);
+	g_free(c);
+}
+
+/* The token (--jobs) back while waiting for the reader, then again. */
+static gboolean token_wait(VtDecodeResult *r, Queue *q, gboolean have, gboolean ahead)
+{
+	gboolean ok;
+
+	g_mutex_lock(&r->lock);
+	if (have) {
+		r->tokens++;
+		g_cond_broadcast(&r->cond);
+	}
+	while (!r->stop && ((ahead && q->ahead >= AHEAD) || !r->tokens))
+		g_cond_wait(&r->cond, &r->lock);
+	ok = !r->stop;
+	if (ok) {
+		r->tokens--;
+		q->ahead += ahead;
+	}
+	g_mutex_unlock(&r->lock);
+	return ok;
+}
+
+static void token_put(VtDecodeResult *r)
+{
+	g_mutex_lock(&r->lock);
+	r->tokens++;
+	g_cond_broadcast(&r->cond);
+	g_mutex_unlock(&r->lock);
+}
+
+/* The text of chunk c so far goes to the reader; the formatter goes on in
+ * the buffer of a spare chunk, which is returned.  NULL: stopped. */
+static Chunk *chunk_push(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, Chunk *c)
+{
+	Chunk *next = chunk_get(q, spare);
+	gsize cap;
+
+	c->text = r->fmt.take(q->fctx, next->text, next->cap, &c->len, &cap);
+	c->cap = cap;
+	next->text = NULL;
+	next->cap = 0;
+	if (!token_wait(r, q, TRUE, TRUE)) {
+		chunk_free(c);
+		chunk_free(next);
+		return NULL;
+	}
+	g_async_queue_push(q->ready, c);
+	return next;
+}
+
+/* One batch of branches named and formatted into *c (pushed when full). */
+static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GArray *b, Chunk **c, gsize *end)
+{
+	VtDecodeEvent ev;
+
+	for (guint i = 0; i < b->len; i++) {
+		gsize now;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.b = g_array_index(b, VtBranch, i);
+		ev.queue = q->q->idx;
+		name_event(r, r->s, q, &ev);
+		q->nerrors += ev.b.kind == VT_BRANCH_ERROR;
+		now = r->fmt.format(q->fctx, &ev);
+		if (now == *end)
+			continue;
+		g_array_append_val((*c)->marks, ((Mark){ ev.b.tsc, now }));
+		*end = now;
+		if (now >= CHUNK_TEXT || (*c)->marks->len >= CHUNK_MARKS) {
+			if (!(*c = chunk_push(r, q, spare, *c)))
+				return FALSE;
+			*end = 0;
+		}
+	}
+	return TRUE;
+}
+
+static gpointer produce_text(Queue *q)
+{
+	VtDecodeResult *r = q->r;
+	g_autoptr(GArray) b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+	GAsyncQueue *spare = q->spare;
+	Chunk *c = chunk_get(q, spare);
+	gboolean more = TRUE;
+	gsize end = 0;
+
+	if (!token_wait(r, q, FALSE, FALSE)) {
+		chunk_free(c);
+		return NULL;
+	}
+	while (more) {
+		g_array_set_size(b, 0);
+		more = vt_decode_queue_next(q->dec, b, BATCH);
+		if (!format_batch(r, q, spare, b, &c, &end) || !token_wait(r, q, TRUE, FALSE)) {
+			chunk_free(c);    /* (the other threads' turn between batches) */
+			return NULL;
+		}
+	}
+	if (c->marks->len && !(c = chunk_push(r, q, spare, c)))
+		return NULL;
+	token_put(r);
+	g_mutex_lock(&r->lock);
+	if (vt_decode_queue_error(q->dec) && !r->error)
+		r->error = g_error_copy(vt_decode_queue_error(q->dec));
+	g_mutex_unlock(&r->lock);
+	c->last = TRUE;
+	g_async_queue_push(q->ready, c);
+	return NULL;
+}
+
+/* The queue's next mark, waiting for its thread; NULL at its end. */
+static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
+{
+	if (G_LIKELY(q->ccur && q->cmark < q->ccur->marks->len))
+		return &g_array_index(q->ccur->marks, Mark, q->cmark);
+	while (!q->ended && (!q->ccur || q->cmark >= q->ccur->marks->len)) {
+		if (q->ccur)
+			g_async_queue_push(q->spare, q->ccur);
+		q->ccur = g_async_queue_pop(q->ready);
+		q->cmark = 0;
+		q->ended = q->ccur->last;
+		if (q->ended)
+			break;
+		g_mutex_lock(&r->lock);
+		q->ahead--;
+		g_cond_broadcast(&r->cond);
+		g_mutex_unlock(&r->lock);
+	}
+	return q->ended ? NULL : &g_array_index(q->ccur->marks, Mark, q->cmark);
+}
+
+const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len)
+{
+	Queue *best = NULL, *other = NULL;
+	guint64 t = 0, ot = G_MAXUINT64;
+	const Mark *m;
+	const GArray *ms;
+	gsize start;
+	guint k;
+
+	g_return_val_if_fail(r->formatting, NULL);
+	if (!r->timed) {
+		while (r->at < r->n && !mark_peek(r, &r->qs[r->at]))
+			r->at++;
+		best = r->at < r->n ? &r->qs[r->at] : NULL;
+	} else {
+		for (guint i = 0; i < r->n; i++) {
+			if (!(m = mark_peek(r, &r->qs[i])))
+				continue;
+			if (!best || m->tsc < t) {
+				other = best;
+				ot = t;
+				best = &r->qs[i];
+				t = m->tsc;
+			} else if (!other || m->tsc < ot) {
+				other = &r->qs[i];
+				ot = m->tsc;
+			}
+		}
+	}
+	if (!best)
+		return NULL;
+	/* best's marks before the other queues' first (ties: the lower queue) */
+	ms = best->ccur->marks;
+	k = best->cmark;
+	if (!r->timed || !other)
+		k = ms->len;
+	else
+		while (k < ms->len && (g_array_index(ms, Mark, k).tsc < ot ||
+				       (g_array_index(ms, Mark, k).tsc == ot && best < other)))
+			k++;
+	start = best->cmark ? g_array_index(ms, Mark, best->cmark - 1).end : 0;
+	*len = g_array_index(ms, Mark, k - 1).end - start;
+	best->cmark = k;
+	return best->ccur->text + start;
+}
+
 /* The recording's TEXT_POKE records, in time order, attached to the images
  * they patch (kernel: host, guest kernel: guest) before decoders are made. */
 static void bytes_clear(gpointer p)
@@ -387,8 +620,8 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 
 		q->r = r;
 		q->q = &g_array_index(r->s->queues, VmcorrQueue, i);
+		q->strings = g_string_chunk_new(4096);
 		q->ready = g_async_queue_new();
-		q->spare = g_async_queue_new_full((GDestroyNotify)g_array_unref);
 		buffer_starts(r->s, q);
 		q->dec = vt_decode_queue_new_reader(read_queue, q, NULL, q->starts[q->q->nbufs], window, &cpu,
 						    opts->host, opts->guest, error);
@@ -399,9 +632,32 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 		if (r->guest_user)
 			vt_decode_queue_set_code(q->dec, guest_user_code, q);
 	}
-	for (guint i = 0; i < r->n; i++)
-		r->qs[i].thread = g_thread_new("vmtrace-decode", produce, &r->qs[i]);
 	return TRUE;
+}
+
+static gpointer produce_any(gpointer data)
+{
+	Queue *q = data;
+
+	return q->r->formatting ? produce_text(q) : produce(q);
+}
+
+void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
+{
+	g_return_if_fail(!r->started);
+	r->started = TRUE;
+	r->formatting = fmt != NULL;
+	if (fmt)
+		r->fmt = *fmt;
+	for (guint i = 0; i < r->n; i++) {
+		Queue *q = &r->qs[i];
+
+		q->spare = g_async_queue_new_full(fmt ? chunk_free : (GDestroyNotify)g_array_unref);
+		if (fmt)
+			q->fctx = fmt->open(fmt->data, i);
+	}
+	for (guint i = 0; i < r->n; i++)
+		r->qs[i].thread = g_thread_new("vmtrace-decode", produce_any, &r->qs[i]);
 }
 
 VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
@@ -410,6 +666,15 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 }
 
 VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean power, GError **error)
+{
+	VtDecodeResult *r = vt_decode_recording_open(opts, power, error);
+
+	if (r)
+		vt_decode_result_start(r, NULL);
+	return r;
+}
+
+VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean power, GError **error)
 {
 	VmcorrSession *s = vmcorr_session_open(opts->path, VT_PERF_OPEN_RDONLY, error);
 	VtDecodeResult *r;
@@ -423,7 +688,6 @@ VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean 
 	g_mutex_init(&r->lock);
 	g_cond_init(&r->cond);
 	r->tokens = opts->jobs ? opts->jobs : MAX(1, g_get_num_processors());
-	r->strings = g_string_chunk_new(4096);
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
@@ -451,14 +715,23 @@ void vt_decode_result_free(VtDecodeResult *r)
 		if (q->thread)
 			g_thread_join(q->thread);
 		if (q->ready) {
-			while ((b = g_async_queue_try_pop(q->ready)))
-				g_array_free(b, TRUE);
+			while ((b = g_async_queue_try_pop(q->ready))) {
+				if (r->formatting)
+					chunk_free(b);
+				else
+					g_array_free(b, TRUE);
+			}
 			g_async_queue_unref(q->ready);
 		}
 		if (q->spare)
 			g_async_queue_unref(q->spare);
 		if (q->cur)
 			g_array_free(q->cur, TRUE);
+		chunk_free(q->ccur);
+		if (q->fctx)
+			r->fmt.close(q->fctx);
+		if (q->strings)
+			g_string_chunk_free(q->strings);
 		vt_decode_queue_free(q->dec);
 		g_free(q->starts);
 	}
@@ -466,7 +739,6 @@ void vt_decode_result_free(VtDecodeResult *r)
 	g_free(r->qs);
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
-	g_string_chunk_free(r->strings);
 	vt_decode_guest_threads_free(r->guest);
 	vmcorr_session_free(r->s);
 	g_free(r);
@@ -475,6 +747,11 @@ void vt_decode_result_free(VtDecodeResult *r)
 gboolean vt_decode_result_timed(const VtDecodeResult *r)
 {
 	return r->timed;
+}
+
+guint vt_decode_result_n_queues(const VtDecodeResult *r)
+{
+	return r->n;
 }
 
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
@@ -509,7 +786,11 @@ guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo)
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)
 {
-	return r->nerrors;
+	guint n = r->nerrors;
+
+	for (guint i = 0; i < r->n; i++)
+		n += r->qs[i].nerrors;   /* formatted in the queues' threads */
+	return n;
 }
 
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error)

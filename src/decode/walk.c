@@ -84,6 +84,7 @@ struct VtWalk {
 	gboolean bound_paging, bound_vmcs, bound_ptwrite;
 	struct pt_event event;
 	WInsn insn;                      /* the postponed instruction */
+	WInsn last;                      /* the last block's last instruction (vt_walk_last_branch) */
 	guint64 ret[RET_SIZE + 1];
 	guint8 top, bottom;
 	ZydisDecoder zy[4];
@@ -629,6 +630,7 @@ static int one_insn(VtWalk *w, struct pt_block *block, WInsn *in)
 	block->iclass = in->iclass;
 	block->end_ip = in->ip;
 	block->ninsn = n;
+	w->last = *in;
 	return 1;
 }
 
@@ -959,6 +961,7 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 		block->iclass = in.iclass;
 		block->end_ip = in.ip;
 		block->ninsn = n;
+		w->last = in;
 		if (next_ip(&in, &nip) < 0 || ends_block(&in))
 			break;
 		w->ip = nip;
@@ -984,6 +987,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 		block->ninsn = b.ninsn;
 		block->end_ip = b.last.ip;
 		block->iclass = b.last.iclass;
+		w->last = b.last;
 		return block_end(w, &b.last);
 	}
 	return fill(w, block, tag);
@@ -1072,6 +1076,23 @@ static int proceed(VtWalk *w, struct pt_block *block)
 		return w->status & pts_eos ? -pte_eos : -pte_no_enable;
 	status = no_event(w, block);
 	return status < 0 ? status : trailing_event(w);
+}
+
+gboolean vt_walk_last_branch(const VtWalk *w, guint64 ip, guint8 *kind, guint8 *len)
+{
+	const WInsn *in = &w->last;
+
+	if (w->blk || in->ip != ip || !in->size)
+		return FALSE;
+	switch (in->iclass) {
+	case ptic_cond_jump: *kind = VT_INSN_COND; break;
+	case ptic_call: *kind = in->direct ? VT_INSN_CALL : VT_INSN_CALL_IND; break;
+	case ptic_jump: *kind = in->direct ? VT_INSN_JUMP : VT_INSN_JUMP_IND; break;
+	case ptic_return: *kind = VT_INSN_RETURN; break;
+	default: return FALSE;
+	}
+	*len = in->size;
+	return TRUE;
 }
 
 int vt_walk_next(VtWalk *w, struct pt_block *block)

@@ -9,31 +9,39 @@
 #define DIST_INF G_MAXINT
 #define DIST_NODES 4000          /* BFS budget per distance query */
 #define COMP_DEPTH 64            /* Intel PT's return-compression stack */
+#define NORETURN_LEVELS 2        /* --call-depth: calls into code that never returns, looked through */
+#define NOCALL (NORETURN_LEVELS + 1)   /* dist[] of paths to a return without a call */
 #define WALK_LIMIT 100000        /* instructions without a decision: stuck (e.g. jmp .) */
 /* Addresses are hash keys themselves (64-bit pointers). */
 G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
 #define KEY(a) ((gpointer)(guintptr)(a))
 
-/* A decoded instruction, with the distance search that last reached it
- * (its visited mark: no set per search). */
+/* A decoded instruction, with per level of the distance search the search
+ * that last reached it (its visited mark: no set per search) and its
+ * successors() (SUCC_UNKNOWN: not asked yet); the successors' instructions
+ * are linked once. */
 typedef struct CodeInsn CodeInsn;
 struct CodeInsn {
 	VtInsn in;
 	guint64 ip;
-	guint32 search;
-	gint32 nsucc;            /* successors() of it; SUCC_UNKNOWN before the first search */
+	guint32 search[NOCALL + 1];
+	gint8 nsucc[NOCALL + 1];
 	CodeInsn *succ[2];
 };
-#define SUCC_UNKNOWN G_MININT32
+#define SUCC_UNKNOWN G_MININT8
 
 struct VtSynthCode {
 	VtDecodeImage *img;
 	GHashTable *insns;       /* ip -> CodeInsn* */
-	GHashTable *dist;        /* ip -> distance + 1 (instructions to a return) */
+	GHashTable *dist[NOCALL + 1];   /* per level: ip -> distance + 1 (instructions to a return) */
+	guint levels;            /* dist_to_return's level (0: a direct call always returns) */
+	guint depth_limit;       /* from this call depth on, paths without calls first (0: none) */
 	const guint64 *funcs;
 	guint nfuncs;
-	guint32 search;          /* the current distance search */
-	GArray *cur, *next;      /* its frontiers, CodeInsn* (reused) */
+	/* per level: the current distance search and its frontiers (CodeInsn*,
+	 * reused; a search at level L asks only level L - 1 meanwhile) */
+	guint32 search[NOCALL + 1];
+	GArray *cur[NOCALL + 1], *next[NOCALL + 1];
 };
 
 VtSynthCode *vt_synth_code_new(VtDecodeImage *img)
@@ -42,10 +50,12 @@ VtSynthCode *vt_synth_code_new(VtDecodeImage *img)
 
 	c->img = img;
 	c->insns = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
-	c->dist = g_hash_table_new(g_direct_hash, g_direct_equal);
+	for (guint i = 0; i <= NOCALL; i++) {
+		c->dist[i] = g_hash_table_new(g_direct_hash, g_direct_equal);
+		c->cur[i] = g_array_new(FALSE, FALSE, sizeof(CodeInsn *));
+		c->next[i] = g_array_new(FALSE, FALSE, sizeof(CodeInsn *));
+	}
 	c->funcs = vt_decode_image_functions(img, &c->nfuncs);
-	c->cur = g_array_new(FALSE, FALSE, sizeof(CodeInsn *));
-	c->next = g_array_new(FALSE, FALSE, sizeof(CodeInsn *));
 	return c;
 }
 
@@ -54,9 +64,11 @@ void vt_synth_code_free(VtSynthCode *c)
 	if (!c)
 		return;
 	g_hash_table_destroy(c->insns);
-	g_hash_table_destroy(c->dist);
-	g_array_free(c->cur, TRUE);
-	g_array_free(c->next, TRUE);
+	for (guint i = 0; i <= NOCALL; i++) {
+		g_hash_table_destroy(c->dist[i]);
+		g_array_free(c->cur[i], TRUE);
+		g_array_free(c->next[i], TRUE);
+	}
 	g_free(c);
 }
 
@@ -66,11 +78,10 @@ static CodeInsn *code_insn_at(VtSynthCode *c, guint64 ip)
 	CodeInsn *e = g_hash_table_lookup(c->insns, KEY(ip));
 
 	if (!e) {
-		e = g_new(CodeInsn, 1);
+		e = g_new0(CodeInsn, 1);
 		vt_decode_insn(c->img, ip, &e->in);
 		e->ip = ip;
-		e->search = 0;
-		e->nsucc = SUCC_UNKNOWN;
+		memset(e->nsucc, SUCC_UNKNOWN, sizeof(e->nsucc));
 		g_hash_table_insert(c->insns, KEY(ip), e);
 	}
 	return e;
@@ -79,31 +90,6 @@ static CodeInsn *code_insn_at(VtSynthCode *c, guint64 ip)
 static const VtInsn *insn_at(VtSynthCode *c, guint64 ip)
 {
 	return &code_insn_at(c, ip)->in;
-}
-
-/* Mark e reached by the current search; FALSE when it was already. */
-static gboolean code_reach(VtSynthCode *c, CodeInsn *e)
-{
-	if (e->search == c->search)
-		return FALSE;
-	e->search = c->search;
-	return TRUE;
-}
-
-static int successors(const VtInsn *in, guint64 ip, guint64 succ[2]);
-
-/* e's successors for the distance search (as successors(), their
- * instructions linked once). */
-static int code_successors(VtSynthCode *c, CodeInsn *e)
-{
-	if (e->nsucc == SUCC_UNKNOWN) {
-		guint64 succ[2];
-
-		e->nsucc = successors(&e->in, e->ip, succ);
-		for (int k = 0; k < e->nsucc; k++)
-			e->succ[k] = code_insn_at(c, succ[k]);
-	}
-	return e->nsucc;
 }
 
 void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip)
@@ -129,7 +115,18 @@ void vt_synth_ctx_flush_comp(VtSynthCtx *ctx)
 	g_array_set_size(ctx->comp, 0);
 }
 
-static int dist_to_return(VtSynthCode *c, guint64 ip);
+static int dist_level(VtSynthCode *c, guint64 ip, guint level);
+
+static int dist_to_return(VtSynthCode *c, guint64 ip)
+{
+	return dist_level(c, ip, c->levels);
+}
+
+void vt_synth_code_bound_depth(VtSynthCode *c, guint depth)
+{
+	c->levels = NORETURN_LEVELS;
+	c->depth_limit = depth;
+}
 
 /* A function start from which a return is reachable (not a halt loop,
  * not a BUG()), if one turns up within a few tries. */
@@ -146,9 +143,13 @@ guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng)
 }
 
 /* Successors of an instruction for the distance search: -1 dead end, 0 a
- * return (the goal), else the number of successors in succ[]. */
-static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
+ * return (the goal), else the number of successors in succ[].  At level > 0
+ * a direct call of code with no return in reach (level - 1: panic(),
+ * __stack_chk_fail()) is a dead end too. */
+static int successors(VtSynthCode *c, const VtInsn *in, guint64 ip, guint64 succ[2], guint level)
 {
+	if (level == NOCALL && (in->kind == VT_INSN_CALL || in->kind == VT_INSN_CALL_IND))
+		return -1;
 	switch (in->kind) {
 	case VT_INSN_OTHER:
 	case VT_INSN_VMEXIT:
@@ -163,6 +164,8 @@ static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
 		 * retpoline's short `call 1f` over its speculation trap, whose
 		 * RET leaves from there */
 		succ[0] = ip + in->len;
+		if (level && level < NOCALL && dist_level(c, in->target, level - 1) == DIST_INF)
+			return -1;
 		if (in->target > ip && in->target - ip <= 32) {
 			succ[1] = in->target;
 			return 2;
@@ -181,36 +184,62 @@ static int successors(const VtInsn *in, guint64 ip, guint64 succ[2])
 	}
 }
 
-/* Instructions from ip to the nearest return or indirect jump (a bounded
- * breadth-first search; DIST_INF when none is within reach). */
-static int dist_to_return(VtSynthCode *c, guint64 ip)
+static int successors(VtSynthCode *c, const VtInsn *in, guint64 ip, guint64 succ[2], guint level);
+
+/* Mark e reached by the current search at level; FALSE when it was already. */
+static gboolean code_reach(VtSynthCode *c, CodeInsn *e, guint level)
 {
-	gpointer hit = g_hash_table_lookup(c->dist, KEY(ip));
-	GArray *cur = c->cur, *next = c->next;
-	int d = DIST_INF, level = 0;
+	if (e->search[level] == c->search[level])
+		return FALSE;
+	e->search[level] = c->search[level];
+	return TRUE;
+}
+
+/* successors() of e at level, its successors' instructions in e->succ. */
+static int code_successors(VtSynthCode *c, CodeInsn *e, guint level)
+{
+	if (e->nsucc[level] == SUCC_UNKNOWN) {
+		guint64 succ[2];
+		int n = successors(c, &e->in, e->ip, succ, level);
+
+		for (int k = 0; k < n; k++)
+			e->succ[k] = code_insn_at(c, succ[k]);
+		e->nsucc[level] = (gint8)n;
+	}
+	return e->nsucc[level];
+}
+
+/* Instructions from ip to the nearest return or indirect jump (a bounded
+ * breadth-first search; DIST_INF when none is within reach), calls looked
+ * through `level` deep (successors()). */
+static int dist_level(VtSynthCode *c, guint64 ip, guint level)
+{
+	gpointer hit = g_hash_table_lookup(c->dist[level], KEY(ip));
+	GArray *cur = c->cur[level], *next = c->next[level];
+	int d = DIST_INF, depth = 0;
 	guint nodes = 0;
 
 	if (hit)
 		return GPOINTER_TO_INT(hit) == DIST_INF ? DIST_INF : GPOINTER_TO_INT(hit) - 1;
-	c->search++;
+	c->search[level]++;
 	g_array_set_size(cur, 0);
 	g_array_set_size(next, 0);
 	{
 		CodeInsn *e = code_insn_at(c, ip);
 
-		code_reach(c, e);
+		code_reach(c, e, level);
 		g_array_append_val(cur, e);
 	}
 	while (cur->len && d == DIST_INF && nodes < DIST_NODES) {
 		for (guint i = 0; i < cur->len && d == DIST_INF; i++) {
 			CodeInsn *e = g_array_index(cur, CodeInsn *, i);
-			int n = code_successors(c, e);
+			int n = code_successors(c, e, level);
 
 			nodes++;
 			if (n == 0)
-				d = level;
+				d = depth;
 			for (int k = 0; k < n; k++)
-				if (code_reach(c, e->succ[k]))
+				if (code_reach(c, e->succ[k], level))
 					g_array_append_val(next, e->succ[k]);
 		}
 		{
@@ -220,16 +249,29 @@ static int dist_to_return(VtSynthCode *c, guint64 ip)
 			next = t;
 			g_array_set_size(next, 0);
 		}
-		level++;
+		depth++;
 	}
-	g_hash_table_insert(c->dist, KEY(ip), GINT_TO_POINTER(d == DIST_INF ? DIST_INF : d + 1));
+	g_hash_table_insert(c->dist[level], KEY(ip), GINT_TO_POINTER(d == DIST_INF ? DIST_INF : d + 1));
 	return d;
 }
 
-static gboolean choose_taken(VtSynthCode *c, const VtInsn *in, guint64 ip, GRand *rng, double bias)
+/* At the depth limit: towards a return that needs no call, if one side
+ * has one (1: taken, 0: not taken, -1: neither or both equally). */
+static int choose_nocall(VtSynthCode *c, const VtInsn *in, guint64 ip)
 {
+	int dt = dist_level(c, in->target, NOCALL), df = dist_level(c, ip + in->len, NOCALL);
+
+	return dt == df ? -1 : dt < df;
+}
+
+static gboolean choose_taken(VtSynthCode *c, const VtSynthCtx *ctx, const VtInsn *in, guint64 ip, GRand *rng,
+			     double bias)
+{
+	int nc = c->depth_limit && ctx->stack->len >= c->depth_limit ? choose_nocall(c, in, ip) : -1;
 	int dt = dist_to_return(c, in->target), df = dist_to_return(c, ip + in->len);
 
+	if (nc >= 0)
+		return nc;
 	if (dt == DIST_INF && df != DIST_INF)
 		return FALSE;
 	if (df == DIST_INF && dt != DIST_INF)
@@ -328,7 +370,7 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 		case VT_INSN_COND:
 			ctx->insns++;
 			step->what = VT_WALK_TNT;
-			step->taken = choose_taken(c, in, ip, rng, bias);
+			step->taken = choose_taken(c, ctx, in, ip, rng, bias);
 			ctx->ip = step->taken ? in->target : ip + in->len;
 			if (step->taken)
 				fn(VT_BRANCH_JUMP, ip, in->target, user);

@@ -44,6 +44,12 @@ typedef struct {
 typedef void (*VtSynthBranchFn)(VtBranchKind kind, guint64 from, guint64 to, gpointer user);
 
 VtSynthCode *vt_synth_code_new(VtDecodeImage *img);
+/* A shallow call stack (--call-depth): the walk avoids code that calls
+ * functions that never return (panic(), __stack_chk_fail(): their frames
+ * would stay on perf's call stack), and from call depth `depth` on its
+ * conditional branches take the side that reaches a return without a call
+ * when only one does (or does sooner). */
+void vt_synth_code_bound_depth(VtSynthCode *c, guint depth);
 void vt_synth_code_free(VtSynthCode *c);
 
 void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip);

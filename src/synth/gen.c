@@ -118,6 +118,10 @@ gboolean vt_synth_config_check(const VtSynthConfig *cfg, GError **error)
 		BAD("--tip-percent and --user-exit-percent must be 0..100");
 	if (cfg->host_steps > 100000)
 		BAD("--host-steps must be 0..100000");
+	if (cfg->call_depth && !cfg->host_code)
+		BAD("--call-depth needs real code (--host-code)");
+	if (cfg->call_depth > 100000)
+		BAD("--call-depth must be 0..100000");
 	if (cfg->ovf_every && !cfg->host_code)
 		BAD("--ovf-every needs real code (--host-code)");
 	if (cfg->guest_user[0] && !cfg->host_code)
@@ -1332,6 +1336,10 @@ static gboolean code_open(Gen *g, GError **error)
 	}
 	g->hc = vt_synth_code_new(g->host_img);
 	g->gc = vt_synth_code_new(g->guest_img);
+	if (c->call_depth) {
+		vt_synth_code_bound_depth(g->hc, c->call_depth);
+		vt_synth_code_bound_depth(g->gc, c->call_depth);
+	}
 	rng = g_rand_new_with_seed((guint32)c->seed ^ 0x5eed);
 	for (guint v = 0; v < c->nvcpus; v++)
 		vt_synth_ctx_init(&g->guest[v], vt_synth_code_pick(g->gc, rng));
