@@ -4,7 +4,7 @@
 # is a thread per vCPU, MTTCG: vmtrace adds thread=single, so the vCPUs
 # take turns in one thread and every count is exact).  The window (--tcg-skip
 # 155 M, --tcg-limit 30 M) holds Linux bringing up the AP, wherever it
-# falls: INIT/SIPI came at 163-169 M instructions in runs (the boot's
+# falls: INIT/SIPI came at 161-169 M instructions in runs (the boot's
 # delays are host time, so where depends on QEMU's speed: the load, the
 # plugin); the checks take the AP's start from the recording (its first
 # instruction's time: the instruction clock counts instructions) and perf
