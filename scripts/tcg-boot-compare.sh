@@ -10,8 +10,11 @@
 # same kernel command line), then decodes it twice: `vmtrace script
 # --itrace=be -F tid,ip,addr` and `perf script --itrace=be -F tid,ip,addr
 # --guestkallsyms` (no time or symbols: the lines are comparable as they
-# are), and walks both outputs in step (tests/tcg-boot-compare.py): every
-# perf line is found in vmtrace's, in order, or classified.  perf 6.1
+# are), classifies perf's errors by poked page (tests/tcg-boot-compare.py
+# --errors: one pass) and walks both outputs in step (tests/
+# tcg-boot-compare.py: slow - about 15 min for t0121's boot on a loaded
+# 2-CPU machine): every perf line is found in vmtrace's, in order, or
+# classified.  perf 6.1
 # ignores guest-kernel TEXT_POKE records (machine__process_text_poke:
 # "unsupported cpumode"), so it decodes the first bytes of code the boot
 # patched: its errors are counted by poked page (tests/tcg-pokes.py).
@@ -47,6 +50,9 @@ say "perf script"
 	--guestkallsyms "$W/rec/guest/kallsyms" --itrace=be -F tid,ip,addr >"$W/perf.out" 2>"$W/perf.err"
 say "comparing"
 "${PYTHON3:-python3}" "$top/tests/tcg-pokes.py" "$W/rec/data" >"$W/poked"
+echo "vmtrace: $(grep -c '=>' "$W/vt.out") branch lines, $(grep -c 'error' "$W/vt.out") errors"
+"${PYTHON3:-python3}" "$top/tests/tcg-boot-compare.py" --errors "$W/perf.out" "$W/poked" | tee "$W/errors.json"
+say "walking both in step"
 "${PYTHON3:-python3}" "$top/tests/tcg-boot-compare.py" "$W/perf.out" "$W/vt.out" "$W/poked" "$W/rec.json" \
 	"$W/vt.time" "$W/perf.time" | tee "$W/compare.json"
 say "done: $W"

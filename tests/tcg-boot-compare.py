@@ -3,6 +3,12 @@
 streamed (scripts/tcg-boot-compare.sh: GiBs of lines, bounded memory).
 
     tcg-boot-compare.py PERF.OUT VMTRACE.OUT POKED-PAGES [REC.JSON [FILES...]]
+    tcg-boot-compare.py --errors PERF.OUT POKED-PAGES
+
+--errors: one pass over perf's output only: its branch lines and errors,
+an error counted on a poked page when its ip or a page of perf's branches
+since its previous error or resync ("0 =>") is poked (the first few
+others printed).
 
 Both outputs: --itrace=be -F tid,ip,addr (no time, no symbols: the same
 text where they agree).  Walks them in step; where they differ, the next
@@ -31,6 +37,7 @@ K = 2
 NEAR = 256
 LOOK = 50000                              # perf's PSB period: ~20000 lines here
 CANDIDATES = 64
+LOST = 8
 BEFORE = 64
 
 
@@ -124,6 +131,7 @@ def main():
     last_match = None                    # perf's last line vmtrace has too
     stretch, stretch_dst = set(), None   # pages perf walked since then
     since_error = False
+    lost = 0                             # perf lines not found since the last match
     pending = []                         # perf lines read ahead (lookahead)
     f = open(sys.argv[1])
     n = 0
@@ -167,8 +175,11 @@ def main():
                 if stretch:
                     stretch.clear()
                 continue
-            k = vt.find([line] + ahead(K), LOOK if since_error else NEAR)
+            # far after an error (perf resyncs at the next PSB) or when
+            # out of step for a while (a wrong anchor in a loop)
+            k = vt.find([line] + ahead(K), LOOK if since_error or lost >= LOST else NEAR)
             if k is None:
+                lost += 1
                 grow(line)
                 if since_error and line.split()[1] == "0":
                     out["perf_unmatched_in_error_stretch"] += 1      # its resync line
@@ -184,7 +195,7 @@ def main():
                     out["first_vmtrace_only_unexplained"] = vt.at(0).strip()
             vt.drop(k + 1)
             out["matched"] += 1
-            last_match, since_error = line, False
+            last_match, since_error, lost = line, False, 0
             stretch.clear()
         else:
             m = ERR.search(line)
@@ -224,4 +235,36 @@ def main():
     print(json.dumps(dict(out), sort_keys=True))
 
 
-main()
+def errors_only(path, poked_path):
+    poked = {int(l, 16) for l in open(poked_path) if l.strip()}
+    pages, per, out, others = set(), collections.Counter(), collections.Counter(), []
+    for line in open(path):
+        if "error" in line:
+            out["perf_errors"] += 1
+            m = ERR.search(line)
+            hit = (({page(int(m.group(1), 16))} if m else set()) | pages) & poked
+            if hit:
+                out["perf_errors_on_poked_pages"] += 1
+                per[min(hit)] += 1
+            elif len(others) < 5:
+                others.append(line.strip())
+            pages = set()
+            continue
+        f = line.split()
+        if len(f) < 4 or f[2] != "=>":
+            continue
+        out["perf_branches"] += 1
+        if f[1] == "0":
+            pages = set()
+            continue
+        pages.update((page(int(f[1], 16)), page(int(f[3], 16))))
+    out["poked_pages"] = len(poked)
+    out["poked_pages_with_perf_errors"] = len(per)
+    out["perf_errors_most_on_one_page"] = max(per.values()) if per else 0
+    print(json.dumps(dict(out, first_others=others), sort_keys=True))
+
+
+if sys.argv[1] == "--errors":
+    errors_only(sys.argv[2], sys.argv[3])
+else:
+    main()
