@@ -344,6 +344,144 @@ static void test_pokes(void)
 	rm_rf(out);
 }
 
+/* ------------------------------------------- poked code after a PSB+ */
+/* PSB+ as the plugin writes it (psb_plus()): TSC, TMA, CBR, PIP (NR=1),
+ * MODE.Exec 64-bit, FUP (ip != 0, full IP), PSBEND. */
+static void put_psb(GByteArray *a, guint64 tsc, guint64 fup)
+{
+	guint64 ctc = tsc * VT_TCG_CTC_D / VT_TCG_CTC_N, fc = tsc - ctc * VT_TCG_CTC_N / VT_TCG_CTC_D;
+	guint8 t[8] = { 0x19 }, tma[7] = { 2, 0x73, (guint8)ctc, (guint8)(ctc >> 8), 0, (guint8)fc, (guint8)((fc >> 8) & 1) };
+	static const guint8 rest[] = { 2, 0x03, VT_TCG_CBR, 0, 2, 0x43, 1, 0, 0, 0, 0, 0, 0x99, 0x01 };
+
+	for (int i = 0; i < 8; i++)
+		g_byte_array_append(a, (const guint8 *)"\x02\x82", 2);
+	for (int i = 0; i < 7; i++)
+		t[1 + i] = (guint8)(tsc >> (8 * i));
+	g_byte_array_append(a, t, sizeof(t));
+	g_byte_array_append(a, tma, sizeof(tma));
+	g_byte_array_append(a, rest, sizeof(rest));
+	if (fup) {
+		guint8 f = 0xdd;                      /* FUP, full IP */
+
+		g_byte_array_append(a, &f, 1);
+		g_byte_array_append(a, (const guint8 *)&fup, 8);
+	}
+	g_byte_array_append(a, (const guint8 *)"\x02\x23", 2);
+}
+
+static void put_ip(GByteArray *a, guint8 op, guint64 ip)
+{
+	op |= 6 << 5;                                 /* full IP */
+	g_byte_array_append(a, &op, 1);
+	g_byte_array_append(a, (const guint8 *)&ip, 8);
+}
+
+/* The instructions from ip up to `to` (exclusive) read as vmtrace script
+ * walks them (vt_decode_disasm_at_time at the record's time). */
+static guint walk_count(VtDecodeDisasm *d, guint64 ip, guint64 to, guint64 tsc)
+{
+	guint n = 0;
+
+	for (; ip < to && n < 100; n++) {
+		const VtDisasmInsn *in = vt_decode_disasm_at_time(d, ip, VT_MODE_64, tsc);
+
+		g_assert_cmpuint(in->len, >, 0);
+		ip += in->len;
+	}
+	g_assert_cmphex(ip, ==, to);
+	return n;
+}
+
+/* Code poked (a paravirt call became "mov %rdi, %rax; nop") runs after
+ * the plugin's PSB+ (T2, at the poke) and then another PSB+ (T3) comes
+ * with no branch in between: the instructions between the two ran after
+ * T2, so the record that counts them (the FLOW_END at the second PSB+'s
+ * IP) has a time at or past T2 - with the last branch's time (T1) script
+ * walked the old 6-byte call as one instruction where the decoder had
+ * counted two (t0122: vCPU counts 1-5 short). */
+static void test_poke_after_psb(void)
+{
+	static const guint8 code0[] = { 0x90, 0x90, 0xff, 0x15, 0, 0, 0, 0, 0x90, 0xc3 };
+	static const guint8 poked[] = { 0x48, 0x89, 0xf8, 0x0f, 0x1f, 0x00 };
+	const guint64 t1 = VT_TCG_T0 + 1000, t2 = VT_TCG_T0 + 2000, t3 = VT_TCG_T0 + 2100;
+	g_autofree char *in = g_dir_make_tmp("test-tcg.XXXXXX", NULL);
+	g_autofree char *code = g_build_filename(in, "code", NULL);
+	g_autofree char *meta = g_build_filename(in, "meta", NULL);
+	g_autofree char *ptf = g_build_filename(in, "vcpu0.pt", NULL);
+	g_autofree char *m = NULL, *out = NULL, *gdir = NULL, *hdir = NULL, *data = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) host = NULL, guest = NULL;
+	g_autoptr(VtDecodeResult) r = NULL;
+	g_autoptr(VtDecodeDisasm) d = NULL;
+	GByteArray *a = g_byte_array_new(), *pt = g_byte_array_new();
+	VtTcgCodeHeader h = { .vaddr = KTEXT, .len = sizeof(code0), .tsc = VT_TCG_T0 };
+	VtDecodeOptions o = { 0 };
+	const VtDecodeEvent *e;
+	guint64 ip = 0;
+	guint flow_ends = 0, total = 0;
+
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, code0, sizeof(code0));
+	h = (VtTcgCodeHeader){ .vaddr = KTEXT + 2, .len = sizeof(poked), .tsc = t2 };
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, poked, sizeof(poked));
+	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
+	put_psb(pt, t1, 0);
+	put_ip(pt, 0x11, KTEXT);                      /* TIP.PGE: nop, nop, */
+	put_psb(pt, t2, KTEXT + 2);                   /* the poked code: mov, nop, */
+	put_psb(pt, t3, KTEXT + 8);                   /* nop, ret */
+	put_ip(pt, 0x0d, KTEXT + 8);                  /* TIP: nop, ret */
+	g_byte_array_append(pt, (const guint8 *)"\x01", 1);   /* TIP.PGD */
+	g_assert_true(g_file_set_contents(ptf, (const char *)pt->data, pt->len, NULL));
+	m = g_strdup_printf("format 1\napi 1\nvcpus 1\nfilter all\nmttcg 0\nstarted 2200\nbefore 1000\n"
+			    "vcpu 0 tid 123 bytes %u packets 20 retired 8 async 0 faults 0 rep 0 unresolved 0 "
+			    "filtered 0 final 0 inflight 0\n", pt->len);
+	g_assert_true(g_file_set_contents(meta, m, -1, NULL));
+	g_byte_array_unref(a);
+	g_byte_array_unref(pt);
+
+	out = converted(in, NULL);
+	gdir = g_build_filename(out, "guest", NULL);
+	hdir = g_build_filename(out, "kcore_dir", NULL);
+	data = g_build_filename(out, "data", NULL);
+	guest = vt_decode_image_load_dir(gdir, "guest", &err);
+	g_assert_no_error(err);
+	host = vt_decode_image_load_dir(hdir, "host", &err);
+	g_assert_no_error(err);
+	o.path = out;
+	o.host = host;
+	o.guest = guest;
+	o.jobs = 1;
+	o.flow_end = TRUE;
+	r = vt_decode_recording(&o, &err);
+	g_assert_no_error(err);
+	d = vt_decode_disasm_new(guest);
+	while ((e = vt_decode_result_next(r))) {
+		const VtBranch *b = &e->b;
+		gboolean sync = b->kind < VT_BRANCH_TRACE_BEGIN || b->kind == VT_BRANCH_TRACE_END;
+
+		g_assert_cmpint(b->kind, !=, VT_BRANCH_ERROR);
+		if (b->kind == VT_BRANCH_TRACE_BEGIN) {
+			ip = b->to;
+			continue;
+		}
+		if (b->kind != VT_BRANCH_FLOW_END && !sync)
+			continue;
+		/* script's walk: up to `from`, the branch itself too */
+		g_assert_cmpuint(walk_count(d, ip, b->from, b->tsc) + (b->kind != VT_BRANCH_FLOW_END), ==, b->insns);
+		total += b->insns;
+		flow_ends += b->kind == VT_BRANCH_FLOW_END && b->insns;
+		if (b->kind == VT_BRANCH_FLOW_END && b->from == KTEXT + 8)
+			g_assert_cmpuint(b->tsc, ==, t2);   /* the poked code's PSB+'s */
+		ip = b->kind == VT_BRANCH_FLOW_END ? b->from : b->to;
+	}
+	g_assert_cmpuint(vt_decode_result_n_errors(r), ==, 0);
+	g_assert_cmpuint(flow_ends, ==, 2);
+	g_assert_cmpuint(total, ==, 8);            /* nop nop | mov nop | nop ret | nop ret */
+	rm_rf(in);
+	rm_rf(out);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -353,5 +491,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/tcg/one-thread", test_one_thread);
 	g_test_add_func("/tcg/pokes", test_pokes);
 	g_test_add_func("/tcg/refusals", test_refusals);
+	g_test_add_func("/tcg/poke-after-psb", test_poke_after_psb);
 	return g_test_run();
 }

@@ -85,6 +85,8 @@ struct VtDecodeQueue {
 	 * jump not taken since the last branch */
 	gboolean flow_end, have_nt;
 	gboolean flow_psb;               /* a PSB+ since the last block: the flow so far ran before it */
+	guint64 flow_psb_ip, flow_psb_tsc;   /* the last PSB+'s IP and own time (its MODE.Exec's) */
+	guint64 flow_tsc;                /* the time of the PSB+ the flow since then ran after (0: none) */
 	guint64 nt_ip, nt_tsc, nt_off;
 	guint32 nt_insns;                /* d->insns up to nt_ip */
 	gboolean nt_guest;
@@ -494,6 +496,11 @@ static void on_status(Dec *d, const struct pt_event *ev)
 
 	if (d->flow_end && ev->status_update)
 		d->flow_psb = TRUE;
+	if (d->flow_end && ev->status_update && ev->type == ptev_exec_mode) {
+		/* (a PSB+'s CBR event can come before the block ahead of it) */
+		d->flow_psb_ip = ev->variant.exec_mode.ip;
+		d->flow_psb_tsc = ev->has_tsc ? ev->tsc : 0;
+	}
 	if (!d->power || !ev->status_update || (at = psb_here(d)) == G_MAXUINT64 || at == d->last_psb)
 		return;
 	d->last_psb = at;
@@ -625,10 +632,13 @@ static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 		flush_power(d, b->ip);
 	if (d->flow_psb) {
 		/* the instructions up to the PSB+'s IP ran before it (the thread
-		 * may change at a PSB+): at the time of the last branch */
+		 * may change at a PSB+): at the time of the last branch, or of
+		 * the PSB+ before if they ran after it - code the kernel patched
+		 * is read as of then (the plugin writes a PSB+ at a poke) */
 		d->flow_psb = FALSE;
 		d->src_mode = d->mode_now;
-		emit_at(d, VT_BRANCH_FLOW_END, b->ip, 0, d->guest, d->guest, FALSE, d->last_tsc, off);
+		emit_at(d, VT_BRANCH_FLOW_END, b->ip, 0, d->guest, d->guest, FALSE, MAX(d->last_tsc, d->flow_tsc), off);
+		d->flow_tsc = d->flow_psb_ip == b->ip ? d->flow_psb_tsc : 0;
 	}
 	if (!b->ninsn)
 		return;
