@@ -10,6 +10,16 @@
 # package cannot be had.
 TRIM_KCORE=${TRIM_KCORE:-$(dirname "$VMTRACE")/tests/trim-kcore}
 
+# code_vs_perf: the setup of a test that compares vmtrace script with perf
+# script on real-code recordings - perf and python3 (else skip), the code
+# directories (make_code_dirs), G the guest image option both take
+code_vs_perf() {
+	need_perf
+	need_python
+	make_code_dirs
+	G="--guestkallsyms $GUEST_CODE/kallsyms"
+}
+
 make_code_dirs() {
 	[ -x "$TRIM_KCORE" ] || skip "$TRIM_KCORE not built (make check builds it)"
 	sh "$top_srcdir/tests/guest-image.sh" --vmlinux "$TMP/kernel" >"$TMP/kernel.log" 2>&1 ||

@@ -7,11 +7,7 @@
 # recording once the disassembly is cut.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-make_code_dirs
-
-G="--guestkallsyms $GUEST_CODE/kallsyms"
+code_vs_perf
 while read -r name opts; do
 	[ -n "$name" ] || continue
 	f=$TMP/$name.data

@@ -6,11 +6,7 @@
 # events in the range; bad values are usage errors.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-make_code_dirs
-
-G="--guestkallsyms $GUEST_CODE/kallsyms"
+code_vs_perf
 f=$TMP/rec.data
 "$VMTRACE" synth -o "$f" --size 24K --vcpus 1 --timeless --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
 	2>/dev/null || { fail "synth"; finish; }

@@ -13,11 +13,7 @@
 # window prints.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-make_code_dirs
-
-G="--guestkallsyms $GUEST_CODE/kallsyms"
+code_vs_perf
 ALL=comm,tid,cpu,time,event,flags,synth,ip,sym,symoff,dso,addr,insn
 while read -r name opts; do
 	[ -n "$name" ] || continue

@@ -8,11 +8,7 @@
 # and synth's ground truth still agree on the calls (64 KiB, timeless).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
-need_perf
-need_python
-make_code_dirs
-
-G="--guestkallsyms $GUEST_CODE/kallsyms"
+code_vs_perf
 # the deepest --call-trace line of vmtrace (perf's thread stack depth)
 max_depth() {
 	# shellcheck disable=SC2086

@@ -897,20 +897,30 @@ static void test_names(void)
 	g_assert_null(vt_perf_feature_name(VT_PERF_FEAT_LAST));
 }
 
-static void test_writer_abort(void)
+/* A writer of path in the new directory dir, with the PT attr. */
+static VtPerfWriter *writer_in(const char *dir, const char *path)
 {
-	char *dir = tmp_path("abort"), *path = g_build_filename(dir, "x.data", NULL);
 	struct perf_event_attr pt, dummy;
 	GError *err = NULL;
 	VtPerfWriter *w;
-	GDir *d;
-	Rec r;
 
 	g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
 	fill_attrs(&pt, &dummy);
 	w = vt_perf_writer_new(path, FALSE, &err);
 	g_assert_no_error(err);
 	g_assert_true(vt_perf_writer_add_attr(w, &pt, ids0, 2, &err));
+	g_assert_no_error(err);
+	return w;
+}
+
+static void test_writer_abort(void)
+{
+	char *dir = tmp_path("abort"), *path = g_build_filename(dir, "x.data", NULL);
+	VtPerfWriter *w = writer_in(dir, path);
+	GError *err = NULL;
+	GDir *d;
+	Rec r;
+
 	rec_begin(&r, VT_PERF_RECORD_FINISHED_ROUND, 0);
 	g_assert_true(vt_perf_writer_write_record(w, rec_end(&r), &err));
 	vt_perf_writer_free(w);
@@ -953,17 +963,11 @@ static void test_writer_blocks(void)
 	const guint64 block = 2u << 20;
 	char *dir = tmp_path("blocks"), *path = g_build_filename(dir, "b.data", NULL);
 	guint64 payload_off[G_N_ELEMENTS(lens)];
-	struct perf_event_attr pt, dummy;
+	VtPerfWriter *w = writer_in(dir, path);
 	GError *err = NULL;
-	VtPerfWriter *w;
 	VtPerfFile *f;
 	Rec r;
 
-	g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
-	fill_attrs(&pt, &dummy);
-	w = vt_perf_writer_new(path, FALSE, &err);
-	g_assert_no_error(err);
-	g_assert_true(vt_perf_writer_add_attr(w, &pt, ids0, 2, &err));
 	for (guint i = 0; i < G_N_ELEMENTS(lens); i++) {
 		guint8 *payload = g_malloc(lens[i]);
 		VtPerfAuxtrace aux = { 0 };
