@@ -11,8 +11,9 @@ export SOURCE_DATE_EPOCH=1700000000
 # temporaries beside OUT: .OUT.vmtrace-tmp.PID.XXXXXX (and the names
 # earlier versions used: OUT.tmp.XXXXXX, .OUT.XXXXXX)
 temps() { ls -A | grep "^\.\{0,1\}$1\." ; }
-# a background job of a non-interactive shell ignores SIGINT: undo that
-bg() { env --default-signal=INT,QUIT "$@" & }
+# a background job of a non-interactive shell ignores SIGINT, and a suite
+# run under nohup ignores SIGHUP: undo that
+bg() { env --default-signal=INT,QUIT,HUP "$@" & }
 # wait (up to 30 s) until a temporary of $1 exists
 wait_temp() { for _ in $(seq 300); do [ -n "$(temps "$1")" ] && return 0; sleep 0.1; done; return 1; }
 

@@ -278,9 +278,9 @@ check "under sudo: output owned by SUDO_UID:SUDO_GID" test "$(find sudo.data ! -
 
 # kvm_write_tsc_offset: a system_reset makes KVM write every vCPU's TSC offset
 if [ $accel = kvm ] && [ -e /sys/kernel/tracing/events/kvm/kvm_write_tsc_offset ]; then
-	rec --pid $qpid --source synth --synth-size 8M --synth-rate 1M -t 3 -o tsc.data -q &
+	rec --pid $qpid --source synth --synth-size 8M --synth-rate 1M -t 3 -o tsc.data 2>tsc.err &
 	rp=$!
-	sleep 1
+	started tsc.err    # (not a fixed sleep: under load the reset came before the recording)
 	"$PYTHON3" -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(0.2); s.sendall(b"system_reset\n"); time.sleep(0.5)' "$TMP/mon"
 	wait $rp
 	check "kvm_write_tsc_offset: writes of this QEMU recorded in the metadata" sh -c "grep -A1 '^\[tsc-offset-writes\]' tsc.data/vmtrace-kvm.ini | grep -q 'count=[1-9]'"
