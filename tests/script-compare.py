@@ -13,7 +13,9 @@ BRANCHES: `vmtrace synth --branches` (QUEUE TID KIND FROM TO WHERE VCPU).
    marking - time aside (each decoder estimates it in its own way); a
    unified diff of the first thread that differs otherwise.
 2. each = the ground truth: per thread the (from, to) of every branch, a VM
-   entry or exit (perf's two lines "X => 0", "0 => Y") taken as one X => Y.
+   entry or exit (perf's two lines "X => 0", "0 => Y") taken as one X => Y
+   (perf's read only where its lines differ from vmtrace's; else they are
+   vmtrace's, and a difference names both).
 Decode errors count as differences.  Exit 0 when all agree.
 
 --calls (perf script --call-trace), --calls=ret (--call-ret-trace):
@@ -314,6 +316,8 @@ def main():
     checks = [('vmtrace', vpairs)]
     if not ok:
         checks.insert(0, ('perf', load(args[0], per_cpu)[1]))
+    else:
+        checks = [('vmtrace (and perf: the same lines)', vpairs)]
     for name, pairs in checks:
         for key in sorted(set(pairs) | set(truth)):
             got, want = joined(pairs[key]), joined(truth[key])
