@@ -76,6 +76,14 @@ for trs in tests/*.trs; do
 	b=$(stat -c %W "${trs%.trs}.log" 2>/dev/null) e=$(stat -c %Y "$trs")
 	[ "${b:-0}" -gt 0 ] 2>/dev/null && echo "$((e - b)) ${trs%.trs}"
 done | sort -rn | head -10 | awk '{s = s (NR > 1 ? ", " : "slowest: ") $2 " " $1 " s"} END {if (NR) print s}'
+# the CPU time the tests' processes used (tests/lib.sh's finish prints it):
+# the suite's cost apart from waiting, which the wall times above include
+for trs in tests/*.trs; do
+	sed -n 's/^# cpu of children (user sys): //p' "${trs%.trs}.log" |
+		awk -v t="${trs%.trs}" '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+			printf "%d %s\n", s, t }'
+done | sort -rn | awk '{ s += $1; if (NR <= 10) l = l (NR > 1 ? ", " : "") $2 " " $1 " s" }
+	END { if (NR) printf "CPU: %d s in %d tests; most: %s\n", s, NR, l }'
 [ -n "$(ls tests/*.trs 2>/dev/null)" ] || { echo "no test results (make check failed to build?)"; failed=$((failed + 1)); }
 [ $status -ne 0 ] && [ $failed -eq 0 ] && failed=1
 echo "$passed passed, $failed failed, $skipped skipped"

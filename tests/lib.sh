@@ -16,7 +16,14 @@ ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
 # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
 check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
-finish() { echo "# $n checks, $fails failed"; [ "$fails" -eq 0 ] && exit 0; exit 1; }
+# finish: the summary, and the CPU time of the test's waited-for children
+# (run-tests.sh sums it: what the suite costs, apart from waiting)
+finish() {
+	echo "# $n checks, $fails failed"
+	times >"$TMP/.times" && sed -n '2s/^/# cpu of children (user sys): /p' "$TMP/.times"
+	[ "$fails" -eq 0 ] && exit 0
+	exit 1
+}
 skip() { echo "SKIP: $*"; exit 77; }
 need_perf() { [ -n "$PERF" ] && "$PERF" version >/dev/null 2>&1 || skip "perf not installed (apt-get install linux-perf)"; }
 # An ASan/UBSan build: its allocator's redzones and quarantine make peak-RSS
