@@ -123,8 +123,8 @@ cat "$TMP/times"
 "$PYTHON3" "$top_srcdir/tests/inject-check.py" raw "$TMP/p.data" "$TMP/v.data" >"$TMP/raw" 2>&1
 check "the guest records, byte for byte as perf writes them, their CPU aside" test $? -eq 0
 cat "$TMP/raw"
-"$PERF" script -i "$TMP/p.data" -D 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/p.idx"
-"$PERF" script -i "$TMP/v.data" -D 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/v.idx"
+"$PERF" script -i "$TMP/p.data" -D --no-itrace 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/p.idx"
+"$PERF" script -i "$TMP/v.data" -D --no-itrace 2>/dev/null | grep "^ \.\.\. id:.*machine_pid" >"$TMP/v.idx"
 check "perf script -D: the guest ids' ID_INDEX entries as perf's ($(wc -l <"$TMP/v.idx"))" \
 	sh -c "test -s '$TMP/v.idx' && cmp -s '$TMP/p.idx' '$TMP/v.idx'"
 "$PERF" evlist -v -i "$TMP/p.data" >"$TMP/p.evl" 2>&1
@@ -138,7 +138,7 @@ check "perf evlist -v: the same events (the guest's as cpu-clock:G, dummy:G)" te
 # of the switch records read before them; vmtrace keeps the host file's
 # order.  So: equal as sorted lists, and in order without those two kinds.
 dump() {
-	"$PERF" script -i "$1" -D 2>/dev/null | grep -E '^[0-9]+ [0-9]+ 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_' |
+	"$PERF" script -i "$1" -D --no-itrace 2>/dev/null | grep -E '^[0-9]+ [0-9]+ 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_' |
 		awk '{$1 = "CPU"; $3 = "OFF"; print}' >"$2"
 	sort "$2" >"$2.sorted"
 	grep -v "PERF_RECORD_AUXTRACE \|PERF_RECORD_FINISHED_ROUND" "$2" >"$2.noaux"

@@ -10,7 +10,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 need_perf
 need_python
-need_guest_standin "$TMP/g0.data"
+need_guest_standin "$TMP/g0.data"     # (under load it may have LOST records of its own)
 OFF=0x123456789
 cat >"$TMP/sb" <<SB
 -3000000 0 comm 500 500 gtask
@@ -29,7 +29,8 @@ SB
 	{ echo "cannot edit the guest file"; exit 1; }
 "$PERF" script -i "$TMP/g.data" -D 2>/dev/null | grep -o 'PERF_RECORD_[A-Z_0-9]*' | sort | uniq -c >"$TMP/g.kinds"
 check "the guest file has them: $(grep -E 'LOST|KSYMBOL|TEXT_POKE' "$TMP/g.kinds" | tr -s ' \n' ' ')" \
-	sh -c "grep -q ' 1 PERF_RECORD_LOST$' '$TMP/g.kinds' && grep -q ' 2 PERF_RECORD_KSYMBOL$' '$TMP/g.kinds' &&
+	sh -c "awk '\$2 == \"PERF_RECORD_LOST\" && \$1 >= 1 { ok = 1 } END { exit !ok }' '$TMP/g.kinds' &&
+	       grep -q ' 2 PERF_RECORD_KSYMBOL$' '$TMP/g.kinds' &&
 	       grep -q ' 2 PERF_RECORD_TEXT_POKE$' '$TMP/g.kinds'"
 
 "$VMTRACE" synth -o "$TMP/h.data" --per-cpu --vcpus 2 --cpus 2 --size 4M --offset "$OFF" 2>/dev/null
@@ -42,7 +43,7 @@ check "the guest records, byte for byte as perf writes them, their CPU aside" te
 cat "$TMP/raw"
 # kinds: perf script -D of both outputs, guest records only (machine_pid)
 kinds() {
-	"$PERF" script -i "$1" -D 2>/dev/null | grep -E '^[0-9]+ [0-9]+ 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_' |
+	"$PERF" script -i "$1" -D --no-itrace 2>/dev/null | grep -E '^[0-9]+ [0-9]+ 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_' |
 		grep -o 'PERF_RECORD_[A-Z_0-9]*' | sort | uniq -c
 }
 "$PERF" script -i "$TMP/p.data" --show-task-events --show-mmap-events --show-switch-events --show-lost-events \
@@ -56,7 +57,7 @@ check "perf script: the same guest lines, host CPU aside ($(wc -l <"$TMP/v.txt")
 kinds "$TMP/v.data" >"$TMP/v.kinds"
 kinds "$TMP/p.data" >"$TMP/p.kinds"
 check "perf script -D: the same record kinds and counts as perf's output" cmp -s "$TMP/p.kinds" "$TMP/v.kinds"
-"$PERF" script -i "$TMP/v.data" -D 2>/dev/null | grep -A1 'PERF_RECORD_KSYMBOL\|PERF_RECORD_TEXT_POKE' >"$TMP/v.D"
+"$PERF" script -i "$TMP/v.data" -D --no-itrace 2>/dev/null | grep -A1 'PERF_RECORD_KSYMBOL\|PERF_RECORD_TEXT_POKE' >"$TMP/v.D"
 check "OOL ksymbol (ftrace_trampoline) and both TEXT_POKEs injected, the BPF program's ksymbol left out" \
 	sh -c "grep -q 'ksymbol.*ftrace_trampoline\|KSYMBOL.*ftrace_trampoline' '$TMP/v.D' &&
 	       ! grep -q 'sd_fw_egress' '$TMP/v.D' && test \$(grep -c 'PERF_RECORD_TEXT_POKE' '$TMP/v.D') -eq 2"
