@@ -1229,6 +1229,161 @@ static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, uns
 	return win_slow1(w + j, end, acc, flags);
 }
 
+#ifdef HAVE_SKIP_WIN_AVX2
+/* ---- Block walk (AVX2): the windows' walk without a serial chain of
+ * boundaries.
+ *
+ * The walks above visit the boundaries one after the other: each step
+ * needs the previous one's position (a shift, a count of trailing zeros,
+ * a load), ~10 cycles a step, and the next window starts where the walk
+ * left the last one.  Here windows lie at fixed 64-byte steps from the
+ * start, so classifying them does not wait for the walk, and within each
+ * 16-byte block (a lane of vpshufb) the walk is done for every entry
+ * offset at once by pointer jumping: next[k] = k + size of a packet at k
+ * (k itself if that packet is not skipped here: the walk stops there),
+ * then four rounds of next = next[next], visited = visited | visited[next]
+ * (16-bit masks as two bytes) give, for each offset, where a walk entering
+ * the block there leaves it (16 + the next block's entry offset, a packet
+ * being at most 9 bytes) or stops, and the offsets it visits.  The walk
+ * itself is then one load per block.
+ *
+ * Skipped here: PAD, TNT-8, CYC of one or two bytes, IP packets as in the
+ * windows (not TIP.PGD), MTC and PIP (with an accumulator, as there), valid
+ * MODE; anything else ends the block walk, and the window walk goes on
+ * from there (longer CYCs, TIP.PGD stretches, packets to stop at). */
+
+struct skw_b_avx2 {
+	struct skw_k_avx2 k;
+	__m256i kpos, k70, mlo0, mhi0;
+};
+
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_blk_kinit(struct skw_b_avx2 *B, int with_mtc, int with_pip)
+{
+	skip_win_kinit_avx2(&B->k, with_mtc, with_pip);
+	B->kpos = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+				   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	B->k70 = _mm256_set1_epi8(0x70);
+	B->mlo0 = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0,
+				   1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+	B->mhi0 = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128,
+				   0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128);
+	SKW_OPAQUE(B->kpos); SKW_OPAQUE(B->k70);
+	SKW_OPAQUE(B->mlo0); SKW_OPAQUE(B->mhi0);
+}
+
+/* Sizes of the packets the block walk skips, as if each of the 32 bytes
+ * at w started one (0: stop); their IP, MTC and PIP headers in *ip, *mtc,
+ * *pip.  Reads w[0..32]. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline __m256i skip_blk_sizes(const uint8_t *w, const struct skw_k_avx2 *K,
+				     uint32_t *ip, uint32_t *mtc, uint32_t *pip)
+{
+	const __m256i k01 = K->k01, k02 = K->k02, k07 = K->k07;
+	__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)w);
+	__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 1));
+	__m256i zero = _mm256_setzero_si256();
+	__m256i is02 = _mm256_cmpeq_epi8(v, k02);
+	__m256i ismode = _mm256_and_si256(_mm256_cmpeq_epi8(v, K->k99),
+					  _mm256_cmpeq_epi8(_mm256_min_epu8(v1, K->k3f), v1));
+	__m256i ispip = _mm256_and_si256(_mm256_and_si256(is02, _mm256_cmpeq_epi8(v1, K->k43)), K->pip_on);
+	__m256i lo3 = _mm256_and_si256(v, k07);
+	__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, K->k59), K->mtc_on);
+	__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, K->k0f), K->k0d),
+				       _mm256_cmpeq_epi8(_mm256_and_si256(v, K->k1f), K->k11));
+	__m256i t = _mm256_and_si256(_mm256_srli_epi16(v, 4), K->k0e);
+	__m256i len = _mm256_min_epu8(_mm256_or_si256(t, k01), k07);
+	__m256i bad = _mm256_cmpeq_epi8(_mm256_and_si256(t, K->k0a), K->k0a);
+	/* one byte: PAD, TNT-8 (even, not 0x02), CYC without extension;
+	 * two: MTC, MODE, a CYC whose extension byte has bit 0 clear */
+	__m256i one = _mm256_or_si256(_mm256_andnot_si256(is02, _mm256_cmpeq_epi8(_mm256_and_si256(v, k01), zero)),
+				      _mm256_cmpeq_epi8(lo3, K->k03));
+	__m256i cx2 = _mm256_and_si256(_mm256_cmpeq_epi8(lo3, k07),
+				       _mm256_cmpeq_epi8(_mm256_and_si256(v1, k01), zero));
+	__m256i two = _mm256_or_si256(_mm256_or_si256(ism, ismode), cx2);
+
+	isip = _mm256_andnot_si256(bad, isip);
+	len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, K->k0c), k02));
+	*ip = (uint32_t)_mm256_movemask_epi8(isip);
+	*mtc = (uint32_t)_mm256_movemask_epi8(ism);
+	*pip = (uint32_t)_mm256_movemask_epi8(ispip);
+	return _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(isip, len), _mm256_and_si256(one, k01)),
+			       _mm256_or_si256(_mm256_and_si256(two, k02), _mm256_and_si256(ispip, K->k08)));
+}
+
+/* For the two 16-byte blocks of the 32 bytes at w: per entry offset k,
+ * where the walk leaves (>= 16) or stops (< 16), into n, and the offsets
+ * it visits (bits 0-7 in lo, 8-15 in hi). */
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_blk_jump(const uint8_t *w, const struct skw_b_avx2 *B, uint8_t *n,
+				 uint8_t *lo, uint8_t *hi, uint32_t *ip, uint32_t *mtc, uint32_t *pip)
+{
+	__m256i nx = _mm256_add_epi8(B->kpos, skip_blk_sizes(w, &B->k, ip, mtc, pip));
+	__m256i ml = B->mlo0, mh = B->mhi0;
+
+	for (int r = 0; r < 4; r++) {
+		/* offsets 0-15 index their lane, 16 and more give 0 */
+		__m256i idx = _mm256_adds_epu8(nx, B->k70);
+
+		ml = _mm256_or_si256(ml, _mm256_shuffle_epi8(ml, idx));
+		mh = _mm256_or_si256(mh, _mm256_shuffle_epi8(mh, idx));
+		nx = _mm256_max_epu8(nx, _mm256_shuffle_epi8(nx, idx));
+	}
+	_mm256_storeu_si256((__m256i *)(void *)n, nx);
+	_mm256_storeu_si256((__m256i *)(void *)lo, ml);
+	_mm256_storeu_si256((__m256i *)(void *)hi, mh);
+}
+
+/* Skip from p (a boundary) with windows starting at most at `last`; the
+ * visited IP packets set *ipf.  Returns the boundary where the window
+ * walk goes on: a packet not skipped here, or near the end. */
+__attribute__((target("avx2,bmi,bmi2")))
+static const uint8_t *skip_blk_avx2(const uint8_t *p, const uint8_t *last, VtPtMtcAcc *acc,
+				    unsigned int *ipf)
+{
+	struct skw_b_avx2 B;
+	uint8_t n[64], lo[64], hi[64];
+	unsigned int e = 0, ipv = 0;
+
+	skip_blk_kinit(&B, acc != NULL, acc && acc->skip_pip);
+	for (; p <= last; p += 64) {
+		uint32_t ip0, ip1, m0, m1, pp0, pp1;
+		uint64_t vis = 0, x;
+		unsigned int b;
+
+		skip_blk_jump(p, &B, n, lo, hi, &ip0, &m0, &pp0);
+		skip_blk_jump(p + 32, &B, n + 32, lo + 32, hi + 32, &ip1, &m1, &pp1);
+		for (b = 0; b < 64; b += 16) {
+			unsigned int k = b + e, to = n[k];
+
+			vis |= (uint64_t)(lo[k] | (unsigned int)hi[k] << 8) << b;
+			if (unlikely(to < 16))
+				break;
+			e = to - 16;
+		}
+		if (b < 64)
+			vis &= ~(1ULL << (b + n[b + e]));	/* (the packet stopped at) */
+		ipv |= ((ip0 | (uint64_t)ip1 << 32) & vis) != 0;
+		if (acc) {
+			x = (pp0 | (uint64_t)pp1 << 32) & vis;
+			if (unlikely(x)) {
+				acc->pip_count += (uint32_t)__builtin_popcountll(x);
+				acc->pip_nr = p[63 - __builtin_clzll(x) + 2] & 1;
+			}
+			x = (m0 | (uint64_t)m1 << 32) & vis;
+			if (x)
+				win_mtcs(p, x, acc);
+		}
+		if (b < 64) {
+			*ipf |= ipv;
+			return p + b + n[b + e];
+		}
+	}
+	*ipf |= ipv;
+	return p + e;
+}
+#endif
+
 /* The walks, once per instruction set. */
 #define SKW(name)	name##_sse2
 #define SKW_ATTR
@@ -1304,6 +1459,14 @@ size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 		return 0;
 	end = s->end - 16;
 #ifdef HAVE_SKIP_WIN
+# ifdef HAVE_SKIP_WIN_AVX2
+	if (skip_impl_now() == VT_PT_SKIP_AVX2 && s->end - p >= WIN_ROOM) {
+		unsigned int ip = 0;
+
+		p = skip_blk_avx2(p, s->end - WIN_ROOM, acc, &ip);
+		flags |= ip ? 0x80 : 0;
+	}
+# endif
 	if (s->end - p >= WIN_ROOM) {
 		int impl = skip_impl_now(), stop = 0;
 
@@ -1351,6 +1514,23 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 		stopped |= 2;
 	if (stopped)
 		return stopped;
+#ifdef HAVE_SKIP_WIN_AVX2
+	if (skip_impl_now() == VT_PT_SKIP_AVX2 && a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
+		/* each to its first packet the block walk leaves to the windows
+		 * (the windows would then stop at once, mostly) */
+		unsigned int ipa = 0, ipb = 0;
+
+		a->pos = pa = skip_blk_avx2(pa, a->end - WIN_ROOM, acca, &ipa);
+		b->pos = pb = skip_blk_avx2(pb, b->end - WIN_ROOM, accb, &ipb);
+		if (ipa)
+			a->have_last_ip = 0;
+		if (ipb)
+			b->have_last_ip = 0;
+		stopped = (pa >= a->end - 16) | (pb >= b->end - 16) << 1;
+		if (stopped)
+			return stopped;
+	}
+#endif
 #ifdef HAVE_SKIP_WIN
 	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
 		int impl = skip_impl_now();
