@@ -1382,6 +1382,25 @@ static const uint8_t *skip_blk_avx2(const uint8_t *p, const uint8_t *last, VtPtM
 	*ipf |= ipv;
 	return p + e;
 }
+
+/* The block walk from p, each packet it leaves that the window walk would
+ * skip (a longer CYC, a TIP.PGD stretch, ...) skipped by win_slow1, and on
+ * (end: the scalar loop's limit).  Returns a packet to stop at, or a
+ * boundary after `last` (near the end: the scalar loop goes on there). */
+__attribute__((target("avx2,bmi,bmi2")))
+static const uint8_t *skip_blk_run(const uint8_t *p, const uint8_t *last, const uint8_t *end,
+				   VtPtMtcAcc *acc, uint8_t *flags)
+{
+	for (;;) {
+		unsigned int ip = 0, n;
+
+		p = skip_blk_avx2(p, last, acc, &ip);
+		*flags |= ip ? 0x80 : 0;
+		if (p > last || !(n = win_slow1(p, end, acc, flags)))
+			return p;
+		p += n;
+	}
+}
 #endif
 
 /* The walks, once per instruction set. */
@@ -1461,11 +1480,10 @@ size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 #ifdef HAVE_SKIP_WIN
 # ifdef HAVE_SKIP_WIN_AVX2
 	if (skip_impl_now() == VT_PT_SKIP_AVX2 && s->end - p >= WIN_ROOM) {
-		unsigned int ip = 0;
-
-		p = skip_blk_avx2(p, s->end - WIN_ROOM, acc, &ip);
-		flags |= ip ? 0x80 : 0;
-	}
+		p = skip_blk_run(p, s->end - WIN_ROOM, end, acc, &flags);
+		if (p <= s->end - WIN_ROOM)
+			end = p;	/* a packet to stop at */
+	} else
 # endif
 	if (s->end - p >= WIN_ROOM) {
 		int impl = skip_impl_now(), stop = 0;
@@ -1516,19 +1534,23 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 		return stopped;
 #ifdef HAVE_SKIP_WIN_AVX2
 	if (skip_impl_now() == VT_PT_SKIP_AVX2 && a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
-		/* each to its first packet the block walk leaves to the windows
-		 * (the windows would then stop at once, mostly) */
-		unsigned int ipa = 0, ipb = 0;
-
-		a->pos = pa = skip_blk_avx2(pa, a->end - WIN_ROOM, acca, &ipa);
-		b->pos = pb = skip_blk_avx2(pb, b->end - WIN_ROOM, accb, &ipb);
-		if (ipa)
+		/* one after the other: the block walk's chain is short, its
+		 * windows do not wait for it; each to its stop */
+		ea = a->end - 16;
+		eb = b->end - 16;
+		pa = skip_blk_run(pa, a->end - WIN_ROOM, ea, acca, &fa);
+		pb = skip_blk_run(pb, b->end - WIN_ROOM, eb, accb, &fb);
+		if (pa > a->end - WIN_ROOM)
+			pa = skip_scalar(pa, ea, acca, ma, &fa);
+		if (pb > b->end - WIN_ROOM)
+			pb = skip_scalar(pb, eb, accb, mb, &fb);
+		if (fa & 0x80)
 			a->have_last_ip = 0;
-		if (ipb)
+		if (fb & 0x80)
 			b->have_last_ip = 0;
-		stopped = (pa >= a->end - 16) | (pb >= b->end - 16) << 1;
-		if (stopped)
-			return stopped;
+		a->pos = pa;
+		b->pos = pb;
+		return 3;
 	}
 #endif
 #ifdef HAVE_SKIP_WIN
