@@ -1252,22 +1252,61 @@ static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, uns
  * MODE; anything else ends the block walk, and the window walk goes on
  * from there (longer CYCs, TIP.PGD stretches, packets to stop at). */
 
-struct skw_b_avx2 {
-	struct skw_k_avx2 k;
-	__m256i kpos, k70, mlo0, mhi0;
+/* Per-byte classes by nibble lookups (vpshufb): a byte's class bits are
+ * LO[low nibble] & HI[high nibble] (at most one bit is set), kept where
+ * the next byte allows them: C_LO[its low nibble] & C_HI[its high nibble]. */
+enum {
+	BLK_IPD = 0x01,		/* TIP, FUP: low nibble 0xd (IPBytes not 5, 7) */
+	BLK_PGE = 0x02,		/* TIP.PGE: low five bits 0x11 */
+	BLK_ONE = 0x04,		/* PAD, TNT-8, CYC without extension */
+	BLK_EV2 = 0x08,		/* TNT-8 with low nibble 2 (not 0x02) */
+	BLK_PIP = 0x10,		/* 0x02, then 0x43 (with_pip) */
+	BLK_MTC = 0x20,		/* 0x59 (with_mtc) */
+	BLK_MODE = 0x40,	/* 0x99, then a leaf < 0x40 */
+	BLK_CYX = 0x80,		/* CYC with an extension byte, bit 0 clear */
 };
+#define BLK_ALL		(BLK_IPD | BLK_PGE | BLK_ONE | BLK_EV2 | BLK_MTC)
+
+struct skw_b_avx2 {
+	__m256i lo, hi, clo, chi, ipsz, szhi, k0f, k01, k03, k0c, kpos, k70, mlo0, mhi0;
+};
+
+#define BLK_T16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)	\
+	_mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, \
+			 a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
 
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
 static inline void skip_blk_kinit(struct skw_b_avx2 *B, int with_mtc, int with_pip)
 {
-	skip_win_kinit_avx2(&B->k, with_mtc, with_pip);
-	B->kpos = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-				   0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	const char O = BLK_ONE, C = (char)BLK_CYX, A = BLK_ONE | (char)BLK_CYX;
+	const char I = BLK_IPD | BLK_ONE | (char)BLK_CYX, G = I | BLK_PGE;
+	const char E = BLK_EV2, P = with_pip ? BLK_PIP : 0, M = with_mtc ? BLK_MTC : 0;
+	const char W = BLK_ALL | (char)BLK_CYX;	/* (next byte: leaf >= 0x40) */
+
+	B->lo = BLK_T16(O, BLK_PGE, E | BLK_PIP, O, O, 0, O, C, O, BLK_MTC | BLK_MODE, O, O, O, BLK_IPD, O, C);
+	B->hi = BLK_T16(I | P, G | E, I | E, G | E, I | E, G | E | M, I | E, G | E, I | E,
+			G | E | BLK_MODE, A | E, A | E, I | E, G | E, A | E, A | E);
+	B->clo = BLK_T16(W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE | BLK_PIP, W | BLK_MODE,
+			 W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE,
+			 W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE);
+	/* (CYX needs an even next byte: cleared below for odd low nibbles) */
+	B->chi = BLK_T16(W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_PIP,
+			 W, W, W, W, W, W, W, W, W, W, W);
+	for (int i = 1; i < 16; i += 2)
+		((char *)&B->clo)[i] &= (char)~BLK_CYX, ((char *)&B->clo)[i + 16] &= (char)~BLK_CYX;
+	B->ipsz = BLK_T16(1, 1, 3, 3, 5, 5, 7, 7, 7, 7, 0, 0, 9, 9, 0, 0);
+	B->szhi = BLK_T16(0, 8, 2, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0);
+	B->k0f = _mm256_set1_epi8(0x0f);
+	B->k01 = _mm256_set1_epi8(0x01);
+	B->k03 = _mm256_set1_epi8(0x03);
+	B->k0c = _mm256_set1_epi8(0x0c);
+	B->kpos = BLK_T16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 	B->k70 = _mm256_set1_epi8(0x70);
-	B->mlo0 = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0,
-				   1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
-	B->mhi0 = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128,
-				   0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128);
+	B->mlo0 = BLK_T16(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+	B->mhi0 = BLK_T16(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128);
+	SKW_OPAQUE(B->lo); SKW_OPAQUE(B->hi); SKW_OPAQUE(B->clo); SKW_OPAQUE(B->chi);
+	SKW_OPAQUE(B->ipsz); SKW_OPAQUE(B->szhi); SKW_OPAQUE(B->k0f); SKW_OPAQUE(B->k01);
+	SKW_OPAQUE(B->k03); SKW_OPAQUE(B->k0c);
 	SKW_OPAQUE(B->kpos); SKW_OPAQUE(B->k70);
 	SKW_OPAQUE(B->mlo0); SKW_OPAQUE(B->mhi0);
 }
@@ -1276,51 +1315,41 @@ static inline void skip_blk_kinit(struct skw_b_avx2 *B, int with_mtc, int with_p
  * at w started one (0: stop); their IP, MTC and PIP headers in *ip, *mtc,
  * *pip.  Reads w[0..32]. */
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline __m256i skip_blk_sizes(const uint8_t *w, const struct skw_k_avx2 *K,
+static inline __m256i skip_blk_sizes(const uint8_t *w, const struct skw_b_avx2 *B,
 				     uint32_t *ip, uint32_t *mtc, uint32_t *pip)
 {
-	const __m256i k01 = K->k01, k02 = K->k02, k07 = K->k07;
+	const __m256i k0f = B->k0f;
 	__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)w);
 	__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 1));
-	__m256i zero = _mm256_setzero_si256();
-	__m256i is02 = _mm256_cmpeq_epi8(v, k02);
-	__m256i ismode = _mm256_and_si256(_mm256_cmpeq_epi8(v, K->k99),
-					  _mm256_cmpeq_epi8(_mm256_min_epu8(v1, K->k3f), v1));
-	__m256i ispip = _mm256_and_si256(_mm256_and_si256(is02, _mm256_cmpeq_epi8(v1, K->k43)), K->pip_on);
-	__m256i lo3 = _mm256_and_si256(v, k07);
-	__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, K->k59), K->mtc_on);
-	__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, K->k0f), K->k0d),
-				       _mm256_cmpeq_epi8(_mm256_and_si256(v, K->k1f), K->k11));
-	__m256i t = _mm256_and_si256(_mm256_srli_epi16(v, 4), K->k0e);
-	__m256i len = _mm256_min_epu8(_mm256_or_si256(t, k01), k07);
-	__m256i bad = _mm256_cmpeq_epi8(_mm256_and_si256(t, K->k0a), K->k0a);
-	/* one byte: PAD, TNT-8 (even, not 0x02), CYC without extension;
-	 * two: MTC, MODE, a CYC whose extension byte has bit 0 clear */
-	__m256i one = _mm256_or_si256(_mm256_andnot_si256(is02, _mm256_cmpeq_epi8(_mm256_and_si256(v, k01), zero)),
-				      _mm256_cmpeq_epi8(lo3, K->k03));
-	__m256i cx2 = _mm256_and_si256(_mm256_cmpeq_epi8(lo3, k07),
-				       _mm256_cmpeq_epi8(_mm256_and_si256(v1, k01), zero));
-	__m256i two = _mm256_or_si256(_mm256_or_si256(ism, ismode), cx2);
+	__m256i hn = _mm256_and_si256(_mm256_srli_epi16(v, 4), k0f);
+	__m256i c = _mm256_and_si256(_mm256_shuffle_epi8(B->lo, _mm256_and_si256(v, k0f)),
+				     _mm256_shuffle_epi8(B->hi, hn));
+	__m256i ok = _mm256_and_si256(_mm256_shuffle_epi8(B->clo, _mm256_and_si256(v1, k0f)),
+				      _mm256_shuffle_epi8(B->chi, _mm256_and_si256(_mm256_srli_epi16(v1, 4), k0f)));
+	__m256i cls = _mm256_and_si256(c, ok);
+	__m256i notip = _mm256_cmpeq_epi8(_mm256_and_si256(cls, B->k03), _mm256_setzero_si256());
+	__m256i sz = _mm256_or_si256(_mm256_min_epu8(_mm256_and_si256(cls, B->k0c), B->k01),
+				     _mm256_shuffle_epi8(B->szhi, _mm256_and_si256(_mm256_srli_epi16(cls, 4), k0f)));
 
-	isip = _mm256_andnot_si256(bad, isip);
-	len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, K->k0c), k02));
-	*ip = (uint32_t)_mm256_movemask_epi8(isip);
-	*mtc = (uint32_t)_mm256_movemask_epi8(ism);
-	*pip = (uint32_t)_mm256_movemask_epi8(ispip);
-	return _mm256_or_si256(_mm256_or_si256(_mm256_and_si256(isip, len), _mm256_and_si256(one, k01)),
-			       _mm256_or_si256(_mm256_and_si256(two, k02), _mm256_and_si256(ispip, K->k08)));
+	*ip = ~(uint32_t)_mm256_movemask_epi8(notip);
+	*mtc = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(cls, 2));
+	*pip = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(cls, 3));
+	return _mm256_or_si256(sz, _mm256_andnot_si256(notip, _mm256_shuffle_epi8(B->ipsz, hn)));
 }
 
-/* For the two 16-byte blocks of the 32 bytes at w: per entry offset k,
- * where the walk leaves (>= 16) or stops (< 16), into n, and the offsets
- * it visits (bits 0-7 in lo, 8-15 in hi). */
+/* For the two 16-byte blocks of the 32 bytes at w (window offset base):
+ * per entry offset k, where the walk leaves (the next block's window
+ * offset) or stops (its own offset: a fixed point), into n[k], and the
+ * offsets of its block that it visits (bit j = offset j of the block) into
+ * vis[k]. */
 __attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_blk_jump(const uint8_t *w, const struct skw_b_avx2 *B, uint8_t *n,
-				 uint8_t *lo, uint8_t *hi, uint32_t *ip, uint32_t *mtc, uint32_t *pip)
+static inline void skip_blk_jump(const uint8_t *w, const struct skw_b_avx2 *B, __m256i base,
+				 uint8_t *n, uint16_t *vis, uint32_t *ip, uint32_t *mtc, uint32_t *pip)
 {
-	__m256i nx = _mm256_add_epi8(B->kpos, skip_blk_sizes(w, &B->k, ip, mtc, pip));
-	__m256i ml = B->mlo0, mh = B->mhi0;
+	__m256i nx = _mm256_add_epi8(B->kpos, skip_blk_sizes(w, B, ip, mtc, pip));
+	__m256i ml = B->mlo0, mh = B->mhi0, lo, hi;
 
+#pragma GCC unroll 4
 	for (int r = 0; r < 4; r++) {
 		/* offsets 0-15 index their lane, 16 and more give 0 */
 		__m256i idx = _mm256_adds_epu8(nx, B->k70);
@@ -1329,55 +1358,83 @@ static inline void skip_blk_jump(const uint8_t *w, const struct skw_b_avx2 *B, u
 		mh = _mm256_or_si256(mh, _mm256_shuffle_epi8(mh, idx));
 		nx = _mm256_max_epu8(nx, _mm256_shuffle_epi8(nx, idx));
 	}
-	_mm256_storeu_si256((__m256i *)(void *)n, nx);
-	_mm256_storeu_si256((__m256i *)(void *)lo, ml);
-	_mm256_storeu_si256((__m256i *)(void *)hi, mh);
+	_mm256_storeu_si256((__m256i *)(void *)n, _mm256_add_epi8(nx, base));
+	lo = _mm256_unpacklo_epi8(ml, mh);	/* offsets 0-7 of each block */
+	hi = _mm256_unpackhi_epi8(ml, mh);	/* 8-15 */
+	_mm256_storeu_si256((__m256i *)(void *)vis, _mm256_permute2x128_si256(lo, hi, 0x20));
+	_mm256_storeu_si256((__m256i *)(void *)(vis + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+/* Account for the visited offsets `vis` of the window at w. */
+static inline void skip_blk_note(const uint8_t *w, uint64_t vis, uint64_t ip, uint64_t mtc,
+				 uint64_t pip, VtPtMtcAcc *acc, unsigned int *ipv)
+{
+	uint64_t x;
+
+	*ipv |= (ip & vis) != 0;
+	if (!acc)
+		return;
+	x = pip & vis;
+	if (unlikely(x)) {
+		acc->pip_count += (uint32_t)__builtin_popcountll(x);
+		acc->pip_nr = w[63 - __builtin_clzll(x) + 2] & 1;
+	}
+	x = mtc & vis;
+	if (x)
+		win_mtcs(w, x, acc);
 }
 
 /* Skip from p (a boundary) with windows starting at most at `last`; the
  * visited IP packets set *ipf.  Returns the boundary where the window
- * walk goes on: a packet not skipped here, or near the end. */
+ * walk goes on: a packet not skipped here, or near the end.  The walk is
+ * k1 = n[k0], ..., k4 = n[k3] (window offsets: a stop is a fixed point),
+ * so a window without a stop costs four dependent loads. */
 __attribute__((target("avx2,bmi,bmi2")))
 static const uint8_t *skip_blk_avx2(const uint8_t *p, const uint8_t *last, VtPtMtcAcc *acc,
 				    unsigned int *ipf)
 {
 	struct skw_b_avx2 B;
-	uint8_t n[64], lo[64], hi[64];
+	uint8_t n[64];
+	uint16_t vb[64];
 	unsigned int e = 0, ipv = 0;
+	__m256i base0, base1;
 
+	/* (window offsets of the blocks: 0, 16 | 32, 48) */
+	base0 = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+				 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16);
+	base1 = _mm256_add_epi8(base0, _mm256_set1_epi8(32));
+	SKW_OPAQUE(base0);
+	SKW_OPAQUE(base1);
 	skip_blk_kinit(&B, acc != NULL, acc && acc->skip_pip);
 	for (; p <= last; p += 64) {
 		uint32_t ip0, ip1, m0, m1, pp0, pp1;
-		uint64_t vis = 0, x;
-		unsigned int b;
+		unsigned int k1, k2, k3, k4;
+		uint64_t vis;
 
-		skip_blk_jump(p, &B, n, lo, hi, &ip0, &m0, &pp0);
-		skip_blk_jump(p + 32, &B, n + 32, lo + 32, hi + 32, &ip1, &m1, &pp1);
-		for (b = 0; b < 64; b += 16) {
-			unsigned int k = b + e, to = n[k];
-
-			vis |= (uint64_t)(lo[k] | (unsigned int)hi[k] << 8) << b;
-			if (unlikely(to < 16))
-				break;
-			e = to - 16;
+		skip_blk_jump(p, &B, base0, n, vb, &ip0, &m0, &pp0);
+		skip_blk_jump(p + 32, &B, base1, n + 32, vb + 32, &ip1, &m1, &pp1);
+		k1 = n[e];
+		k2 = n[k1];
+		k3 = n[k2];
+		k4 = n[k3];
+		if (likely(k4 >= 64)) {
+			vis = vb[e] | (uint64_t)vb[k1] << 16 | (uint64_t)vb[k2] << 32 | (uint64_t)vb[k3] << 48;
+			skip_blk_note(p, vis, ip0 | (uint64_t)ip1 << 32, m0 | (uint64_t)m1 << 32,
+				      pp0 | (uint64_t)pp1 << 32, acc, &ipv);
+			e = k4 - 64;
+			continue;
 		}
-		if (b < 64)
-			vis &= ~(1ULL << (b + n[b + e]));	/* (the packet stopped at) */
-		ipv |= ((ip0 | (uint64_t)ip1 << 32) & vis) != 0;
-		if (acc) {
-			x = (pp0 | (uint64_t)pp1 << 32) & vis;
-			if (unlikely(x)) {
-				acc->pip_count += (uint32_t)__builtin_popcountll(x);
-				acc->pip_nr = p[63 - __builtin_clzll(x) + 2] & 1;
-			}
-			x = (m0 | (uint64_t)m1 << 32) & vis;
-			if (x)
-				win_mtcs(p, x, acc);
-		}
-		if (b < 64) {
-			*ipf |= ipv;
-			return p + b + n[b + e];
-		}
+		/* stopped at k4: only the blocks entered count (after the
+		 * stop, k stays in its block) */
+		vis = vb[e];
+		vis |= k1 >= 16 ? (uint64_t)vb[k1] << 16 : 0;
+		vis |= k2 >= 32 ? (uint64_t)vb[k2] << 32 : 0;
+		vis |= k3 >= 48 ? (uint64_t)vb[k3] << 48 : 0;
+		vis &= ~(1ULL << k4);
+		skip_blk_note(p, vis, ip0 | (uint64_t)ip1 << 32, m0 | (uint64_t)m1 << 32,
+			      pp0 | (uint64_t)pp1 << 32, acc, &ipv);
+		*ipf |= ipv;
+		return p + k4;
 	}
 	*ipf |= ipv;
 	return p + e;
