@@ -830,7 +830,7 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
 	return (unsigned int)(q - p) + n;
 }
 
-/* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
+/* ---- Window skipping (SSE2; with AVX2 the block walk further below).
  *
  * The scalar loop is bound by latency: each packet's length needs its
  * first byte (a load) and a table entry (another load) before the next
@@ -875,9 +875,9 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
  *
  * Pairs: a 3-byte IP packet and the packet right after it are one step
  * (lens[j] is the sum) when the second has a size in lens and starts below
- * WIN_LIM; with AVX2 the second may be an MTC, MODE or PIP too (p3 marks
- * those steps: the second packet's MTC or PIP is at +3, win_vis), with
- * SSE2 only an IP packet (its first one's IP bit stands for both).
+ * WIN_LIM; only an IP packet (its first one's IP bit stands for both).
+ * p3 would mark pairs whose second packet is an MTC or PIP at +3
+ * (win_vis); the SSE2 classifier makes none.
  *
  * A TIP.PGD stretch (acc->skip_pgd: TIP.PGD, PAD/CYC/MODE/MTC/PIP, TIP.PGE)
  * goes through the slow path (pgd_skip, after the window's visited MTCs
@@ -956,10 +956,9 @@ HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc, int with
 #undef SKW_LIM1
 }
 
-/* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
- * same computation as skip_win_load_avx2 (pairs of IP packets: quarters 0-2
- * from the next quarter's IP sizes shifted in, quarter 3 classifies the
- * three bytes after it again). */
+/* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  Pairs
+ * of IP packets: quarters 0-2 take the next quarter's IP sizes shifted in,
+ * quarter 3 classifies the three bytes after it again. */
 HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 				   const struct skw_k_sse2 *K)
 {
@@ -1034,91 +1033,10 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
 
+/* (With AVX2 the block walk below skips instead of these windows.) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define HAVE_SKIP_WIN_AVX2 1
-
-struct skw_k_avx2 { SKW_CONSTS(__m256i); };
-
-__attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc, int with_pip)
-{
-	/* lim1: byte positions 32-63 (the second half) */
-#define SKW_LIM1(K)	((K)->lim1 = _mm256_setr_epi8(32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, \
-						       44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, \
-						       56, 57, 58, 59, 60, 61, 62, 63))
-	SKW_INIT(K, _mm256_set1_epi8, with_mtc, with_pip);
-#undef SKW_LIM1
-}
-
-/* skip_win_load_sse2, 32 bytes at a time.  The pairs of IP packets of the
- * first half take the second IP packet's size from the halves' IP sizes
- * (ipl) shifted by three bytes; only the second half classifies the three
- * bytes after the window again. */
-__attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
-				      const struct skw_k_avx2 *K)
-{
-	const __m256i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
-	const __m256i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
-	const __m256i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
-	const __m256i mtc_on = K->mtc_on, k08 = K->k08, k3f = K->k3f, k43 = K->k43;
-	const __m256i k99 = K->k99, pip_on = K->pip_on;
-	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0, pip = 0;
-	__m256i lens[2], ipl[2];
-
-	for (int q = 0; q < 2; q++) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q));
-		__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q + 1));
-		__m256i is02 = _mm256_cmpeq_epi8(v, k02);
-		__m256i ismode = _mm256_and_si256(_mm256_cmpeq_epi8(v, k99),
-						  _mm256_cmpeq_epi8(_mm256_min_epu8(v1, k3f), v1));
-		__m256i ispip = _mm256_and_si256(_mm256_and_si256(is02, _mm256_cmpeq_epi8(v1, k43)), pip_on);
-		__m256i lo3 = _mm256_and_si256(v, k07);
-		__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, k59), mtc_on);
-		__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, k0f), k0d),
-					       _mm256_cmpeq_epi8(_mm256_and_si256(v, k1f), k11));
-		__m256i t = _mm256_and_si256(_mm256_srli_epi16(v, 4), k0e);
-		__m256i len = _mm256_min_epu8(_mm256_or_si256(t, k01), k07);
-		__m256i bad = _mm256_cmpeq_epi8(_mm256_and_si256(t, k0a), k0a);
-
-		isip = _mm256_andnot_si256(bad, isip);
-		len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, k0c), k02));
-		ipl[q] = _mm256_and_si256(isip, len);
-		len = _mm256_or_si256(ipl[q], _mm256_and_si256(_mm256_or_si256(ism, ismode), k02));
-		lens[q] = _mm256_or_si256(len, _mm256_and_si256(ispip, k08));
-		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(is02) << (32 * q);
-		pip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ispip) << (32 * q);
-		c3 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k03)) << (32 * q);
-		cycx |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k07)) << (32 * q);
-		ip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(isip) << (32 * q);
-		mtc |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ism) << (32 * q);
-		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
-	}
-	{
-		/* pairs (see skip_win_load_sse2): a 3-byte IP packet (only IP
-		 * packets have size 3) plus the size of the packet three
-		 * bytes on if it has one in lens (IP packet, MTC, MODE, PIP:
-		 * TIP TIP, TIP MTC, FUP PIP), else 0: the halves' sizes
-		 * shifted by three bytes, bytes 3-34 and 35-66.  Bytes 64-66
-		 * are zero: only a second packet before WIN_LIM counts.  p3
-		 * marks the pairs, for the second packet's MTC or PIP. */
-		__m256i s3a = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[0], lens[1], 0x21), lens[0], 3);
-		__m256i s3b = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[1], lens[1], 0x81), lens[1], 3);
-		__m256i lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
-		__m256i zero = _mm256_setzero_si256();
-
-		s3a = _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3a);
-		s3b = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim), s3b);
-		lens[0] = _mm256_add_epi8(lens[0], s3a);
-		lens[1] = _mm256_add_epi8(lens[1], s3b);
-		W->p3 = ~((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3a, zero)) |
-			  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3b, zero)) << 32);
-	}
-	_mm256_storeu_si256((__m256i *)(void *)W->lens, lens[0]);
-	_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32), lens[1]);
-	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
-}
 #endif
 
 /* Size of the packet at window offset j (a boundary), or 0 if skip_len
@@ -1466,13 +1384,6 @@ static const uint8_t *skip_blk_run(const uint8_t *p, const uint8_t *last, const 
 #include "src/pt/pt-skip-win.h"
 #undef SKW
 #undef SKW_ATTR
-#ifdef HAVE_SKIP_WIN_AVX2
-#define SKW(name)	name##_avx2
-#define SKW_ATTR	__attribute__((target("avx2,bmi,bmi2")))
-#include "src/pt/pt-skip-win.h"
-#undef SKW
-#undef SKW_ATTR
-#endif
 
 #endif
 
@@ -1545,11 +1456,6 @@ size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 	if (s->end - p >= WIN_ROOM) {
 		int impl = skip_impl_now(), stop = 0;
 
-# ifdef HAVE_SKIP_WIN_AVX2
-		if (impl == VT_PT_SKIP_AVX2)
-			p = skip_win1_avx2(p, s->end - WIN_ROOM, acc, &flags, &stop);
-		else
-# endif
 		if (impl == VT_PT_SKIP_SSE2)
 			p = skip_win1_sse2(p, s->end - WIN_ROOM, acc, &flags, &stop);
 		if (stop)
@@ -1614,10 +1520,6 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
 		int impl = skip_impl_now();
 
-# ifdef HAVE_SKIP_WIN_AVX2
-		if (impl == VT_PT_SKIP_AVX2)
-			return skip_win2_avx2(a, acca, b, accb);
-# endif
 		if (impl == VT_PT_SKIP_SSE2)
 			return skip_win2_sse2(a, acca, b, accb);
 	}
