@@ -1167,8 +1167,9 @@ static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, uns
  *
  * Skipped here: PAD, TNT-8, CYC of one or two bytes, IP packets as in the
  * windows (not TIP.PGD), MTC and PIP (with an accumulator, as there), valid
- * MODE; anything else ends the block walk, and the window walk goes on
- * from there (longer CYCs, TIP.PGD stretches, packets to stop at). */
+ * MODE.  Anything else ends a block walk: skip_blk_run skips a longer CYC
+ * or a TIP.PGD stretch with the slow path (win_slow1) and walks on, and
+ * returns at a packet to stop at. */
 
 /* Per-byte classes by nibble lookups (vpshufb): a byte's class bits are
  * LO[low nibble] & HI[high nibble] (at most one bit is set), kept where
@@ -1199,7 +1200,7 @@ static inline void skip_blk_kinit(struct skw_b_avx2 *B, int with_mtc, int with_p
 	const char O = BLK_ONE, C = (char)BLK_CYX, A = BLK_ONE | (char)BLK_CYX;
 	const char I = BLK_IPD | BLK_ONE | (char)BLK_CYX, G = I | BLK_PGE;
 	const char E = BLK_EV2, P = with_pip ? BLK_PIP : 0, M = with_mtc ? BLK_MTC : 0;
-	const char W = BLK_ALL | (char)BLK_CYX;	/* (next byte: leaf >= 0x40) */
+	const char W = BLK_ALL | (char)BLK_CYX;	/* what any next byte allows */
 
 	B->lo = BLK_T16(O, BLK_PGE, E | BLK_PIP, O, O, 0, O, C, O, BLK_MTC | BLK_MODE, O, O, O, BLK_IPD, O, C);
 	B->hi = BLK_T16(I | P, G | E, I | E, G | E, I | E, G | E | M, I | E, G | E, I | E,
@@ -1303,8 +1304,8 @@ static inline void skip_blk_note(const uint8_t *w, uint64_t vis, uint64_t ip, ui
 }
 
 /* Skip from p (a boundary) with windows starting at most at `last`; the
- * visited IP packets set *ipf.  Returns the boundary where the window
- * walk goes on: a packet not skipped here, or near the end.  The walk is
+ * visited IP packets set *ipf.  Returns the boundary where the caller
+ * goes on: a packet not skipped here, or after `last`.  The walk is
  * k1 = n[k0], ..., k4 = n[k3] (window offsets: a stop is a fixed point),
  * so a window without a stop costs four dependent loads. */
 __attribute__((target("avx2,bmi,bmi2")))
