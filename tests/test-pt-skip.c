@@ -2,10 +2,11 @@
  * scanner: they stop exactly at the first packet that is not skippable,
  * at a packet boundary, accumulate MTC ticks as perf's decoder does, and
  * forget the last IP exactly when they skipped an IP packet.  Every case
- * runs with each implementation this build and CPU have (scalar, SSE2 and
- * AVX2 windows), on encoded streams, on streams made to stress the
- * windows (CYC sizes, payload bytes that look like headers, 0x02 after
- * them), and on random bytes. */
+ * runs with each implementation this build and CPU have (scalar, SSE2
+ * windows, AVX2 blocks and windows), on encoded streams, on streams made
+ * to stress the windows (CYC sizes, payload bytes that look like headers,
+ * 0x02 after them), on TIP-dense streams whose runs cross many windows,
+ * and on random bytes. */
 #include "config.h"
 
 #include <string.h>
@@ -557,6 +558,84 @@ static void test_skip_random(void)
 	for_each_impl(skip_random);
 }
 
+/* TIP-dense streams: long runs of what the block walk skips - IP packets
+ * of every size (1-9 bytes, so that packets cross 16-byte blocks and enter
+ * the next one at every offset 0-8), TNT-8, PAD, one- and two-byte CYCs,
+ * MTC, valid MODE, PIP - with a packet to stop at only now and then, so
+ * that walks cross many windows; checked from every offset of a prefix
+ * too, so that every packet boundary meets every window offset. */
+static size_t gen_dense(GRand *r, uint8_t *buf, size_t cap)
+{
+	static const uint8_t plen[] = { 0, 2, 4, 6, 6, 0, 8, 0 };
+	size_t len = 0;
+
+	while (len + 32 < cap) {
+		guint k = g_rand_int_range(r, 0, 1000);
+
+		if (k < 450) {			/* TIP/TIP.PGE/FUP, valid IPBytes */
+			static const uint8_t op[] = { 0x0d, 0x11, 0x1d };
+			static const uint8_t ipc[] = { 0, 1, 2, 3, 4, 6, 1, 1 };
+			guint c = ipc[g_rand_int_range(r, 0, 8)];
+
+			buf[len++] = (uint8_t)(op[g_rand_int_range(r, 0, 3)] | c << 5);
+			for (guint i = 0; i < plen[c]; i++)
+				buf[len++] = (uint8_t)g_rand_int(r);
+		} else if (k < 650) {		/* TNT-8, PAD, one-byte CYC */
+			uint8_t b = (uint8_t)(g_rand_int(r) & 0xfe);
+
+			if (g_rand_boolean(r))
+				b = (uint8_t)((g_rand_int(r) & 0xf8) | 3);
+			buf[len++] = b == 0x02 ? 0x00 : b;
+		} else if (k < 750) {		/* two-byte CYC */
+			buf[len++] = (uint8_t)((g_rand_int(r) & 0xf8) | 7);
+			buf[len++] = (uint8_t)(g_rand_int(r) & 0xfe);
+		} else if (k < 900) {		/* MTC */
+			buf[len++] = 0x59;
+			buf[len++] = (uint8_t)g_rand_int(r);
+		} else if (k < 950) {		/* MODE.Exec / TSX */
+			buf[len++] = 0x99;
+			buf[len++] = (uint8_t)(g_rand_int(r) & 0x23);
+		} else if (k < 995) {		/* PIP */
+			buf[len++] = 0x02;
+			buf[len++] = 0x43;
+			for (guint i = 0; i < 6; i++)
+				buf[len++] = (uint8_t)g_rand_int(r);
+		} else {			/* a stop: TSC, TIP.PGD, OVF */
+			static const uint8_t stop[][2] = { { 0x19, 0x00 }, { 0x01, 0x00 }, { 0x02, 0xf3 } };
+			guint s = g_rand_int_range(r, 0, 3);
+
+			buf[len++] = stop[s][0];
+			if (s == 2)
+				buf[len++] = stop[s][1];
+		}
+	}
+	return len;
+}
+
+static void skip_dense(void)
+{
+	GRand *r = g_rand_new_with_seed(19);
+	uint8_t *buf = g_malloc0(1 << 14), *b = g_malloc0(1 << 14);
+	guint stops = 0;
+
+	for (int round = 0; round < 60; round++) {
+		size_t len = gen_dense(r, buf, 1 << 14), lb = gen_dense(r, b, 1 << 14);
+
+		stops += check_single(buf, len, round % 3, FALSE);
+		stops += check_single(buf, MIN(len, 400), 1 + (round & 1), TRUE);
+		check_pair(buf, len, b, lb);
+	}
+	g_assert_cmpuint(stops, >, 10000);
+	g_free(buf);
+	g_free(b);
+	g_rand_free(r);
+}
+
+static void test_skip_dense(void)
+{
+	for_each_impl(skip_dense);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -566,5 +645,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/pt-skip/tricky", test_skip_tricky);
 	g_test_add_func("/pt-skip/random", test_skip_random);
 	g_test_add_func("/pt-skip/pgd", test_skip_pgd);
+	g_test_add_func("/pt-skip/dense", test_skip_dense);
 	return g_test_run();
 }

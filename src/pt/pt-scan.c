@@ -830,7 +830,7 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
 	return (unsigned int)(q - p) + n;
 }
 
-/* ---- Window skipping (SSE2, or AVX2 when the CPU has it).
+/* ---- Window skipping (SSE2; with AVX2 the block walk further below).
  *
  * The scalar loop is bound by latency: each packet's length needs its
  * first byte (a load) and a table entry (another load) before the next
@@ -875,9 +875,9 @@ pgd_skip(const uint8_t *p, const uint8_t *end, VtPtMtcAcc *acc, int commit)
  *
  * Pairs: a 3-byte IP packet and the packet right after it are one step
  * (lens[j] is the sum) when the second has a size in lens and starts below
- * WIN_LIM; with AVX2 the second may be an MTC, MODE or PIP too (p3 marks
- * those steps: the second packet's MTC or PIP is at +3, win_vis), with
- * SSE2 only an IP packet (its first one's IP bit stands for both).
+ * WIN_LIM; only an IP packet (its first one's IP bit stands for both).
+ * p3 would mark pairs whose second packet is an MTC or PIP at +3
+ * (win_vis); the SSE2 classifier makes none.
  *
  * A TIP.PGD stretch (acc->skip_pgd: TIP.PGD, PAD/CYC/MODE/MTC/PIP, TIP.PGE)
  * goes through the slow path (pgd_skip, after the window's visited MTCs
@@ -956,10 +956,9 @@ HOT_INLINE void skip_win_kinit_sse2(struct skw_k_sse2 *K, int with_mtc, int with
 #undef SKW_LIM1
 }
 
-/* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  The
- * same computation as skip_win_load_avx2 (pairs of IP packets: quarters 0-2
- * from the next quarter's IP sizes shifted in, quarter 3 classifies the
- * three bytes after it again). */
+/* Per-byte classes of the window at w, 16 bytes at a time (SSE2).  Pairs
+ * of IP packets: quarters 0-2 take the next quarter's IP sizes shifted in,
+ * quarter 3 classifies the three bytes after it again. */
 HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 				   const struct skw_k_sse2 *K)
 {
@@ -1034,91 +1033,10 @@ HOT_INLINE void skip_win_load_sse2(const uint8_t *w, struct skip_win *W,
 	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
 }
 
+/* (With AVX2 the block walk below skips instead of these windows.) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define HAVE_SKIP_WIN_AVX2 1
-
-struct skw_k_avx2 { SKW_CONSTS(__m256i); };
-
-__attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_win_kinit_avx2(struct skw_k_avx2 *K, int with_mtc, int with_pip)
-{
-	/* lim1: byte positions 32-63 (the second half) */
-#define SKW_LIM1(K)	((K)->lim1 = _mm256_setr_epi8(32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, \
-						       44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, \
-						       56, 57, 58, 59, 60, 61, 62, 63))
-	SKW_INIT(K, _mm256_set1_epi8, with_mtc, with_pip);
-#undef SKW_LIM1
-}
-
-/* skip_win_load_sse2, 32 bytes at a time.  The pairs of IP packets of the
- * first half take the second IP packet's size from the halves' IP sizes
- * (ipl) shifted by three bytes; only the second half classifies the three
- * bytes after the window again. */
-__attribute__((target("avx2,bmi,bmi2"), always_inline))
-static inline void skip_win_load_avx2(const uint8_t *w, struct skip_win *W,
-				      const struct skw_k_avx2 *K)
-{
-	const __m256i k01 = K->k01, k02 = K->k02, k03 = K->k03, k07 = K->k07;
-	const __m256i k0a = K->k0a, k0c = K->k0c, k0d = K->k0d, k0e = K->k0e;
-	const __m256i k0f = K->k0f, k11 = K->k11, k1f = K->k1f, k59 = K->k59;
-	const __m256i mtc_on = K->mtc_on, k08 = K->k08, k3f = K->k3f, k43 = K->k43;
-	const __m256i k99 = K->k99, pip_on = K->pip_on;
-	uint64_t e02 = 0, c3 = 0, cycx = 0, odd = 0, ip = 0, mtc = 0, pip = 0;
-	__m256i lens[2], ipl[2];
-
-	for (int q = 0; q < 2; q++) {
-		__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q));
-		__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 32 * q + 1));
-		__m256i is02 = _mm256_cmpeq_epi8(v, k02);
-		__m256i ismode = _mm256_and_si256(_mm256_cmpeq_epi8(v, k99),
-						  _mm256_cmpeq_epi8(_mm256_min_epu8(v1, k3f), v1));
-		__m256i ispip = _mm256_and_si256(_mm256_and_si256(is02, _mm256_cmpeq_epi8(v1, k43)), pip_on);
-		__m256i lo3 = _mm256_and_si256(v, k07);
-		__m256i ism = _mm256_and_si256(_mm256_cmpeq_epi8(v, k59), mtc_on);
-		__m256i isip = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, k0f), k0d),
-					       _mm256_cmpeq_epi8(_mm256_and_si256(v, k1f), k11));
-		__m256i t = _mm256_and_si256(_mm256_srli_epi16(v, 4), k0e);
-		__m256i len = _mm256_min_epu8(_mm256_or_si256(t, k01), k07);
-		__m256i bad = _mm256_cmpeq_epi8(_mm256_and_si256(t, k0a), k0a);
-
-		isip = _mm256_andnot_si256(bad, isip);
-		len = _mm256_add_epi8(len, _mm256_and_si256(_mm256_cmpeq_epi8(t, k0c), k02));
-		ipl[q] = _mm256_and_si256(isip, len);
-		len = _mm256_or_si256(ipl[q], _mm256_and_si256(_mm256_or_si256(ism, ismode), k02));
-		lens[q] = _mm256_or_si256(len, _mm256_and_si256(ispip, k08));
-		e02 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(is02) << (32 * q);
-		pip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ispip) << (32 * q);
-		c3 |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k03)) << (32 * q);
-		cycx |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo3, k07)) << (32 * q);
-		ip |= (uint64_t)(uint32_t)_mm256_movemask_epi8(isip) << (32 * q);
-		mtc |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ism) << (32 * q);
-		odd |= (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7)) << (32 * q);
-	}
-	{
-		/* pairs (see skip_win_load_sse2): a 3-byte IP packet (only IP
-		 * packets have size 3) plus the size of the packet three
-		 * bytes on if it has one in lens (IP packet, MTC, MODE, PIP:
-		 * TIP TIP, TIP MTC, FUP PIP), else 0: the halves' sizes
-		 * shifted by three bytes, bytes 3-34 and 35-66.  Bytes 64-66
-		 * are zero: only a second packet before WIN_LIM counts.  p3
-		 * marks the pairs, for the second packet's MTC or PIP. */
-		__m256i s3a = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[0], lens[1], 0x21), lens[0], 3);
-		__m256i s3b = _mm256_alignr_epi8(_mm256_permute2x128_si256(lens[1], lens[1], 0x81), lens[1], 3);
-		__m256i lim = _mm256_cmpgt_epi8(_mm256_set1_epi8(52), K->lim1);
-		__m256i zero = _mm256_setzero_si256();
-
-		s3a = _mm256_and_si256(_mm256_cmpeq_epi8(lens[0], k03), s3a);
-		s3b = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(lens[1], k03), lim), s3b);
-		lens[0] = _mm256_add_epi8(lens[0], s3a);
-		lens[1] = _mm256_add_epi8(lens[1], s3b);
-		W->p3 = ~((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3a, zero)) |
-			  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(s3b, zero)) << 32);
-	}
-	_mm256_storeu_si256((__m256i *)(void *)W->lens, lens[0]);
-	_mm256_storeu_si256((__m256i *)(void *)(W->lens + 32), lens[1]);
-	skip_win_finish(W, (~odd & ~e02) | c3, cycx, odd, e02, ip, mtc, pip);
-}
 #endif
 
 /* Size of the packet at window offset j (a boundary), or 0 if skip_len
@@ -1229,19 +1147,244 @@ static inline unsigned int win_slow_at(struct skip_win *W, const uint8_t *w, uns
 	return win_slow1(w + j, end, acc, flags);
 }
 
+#ifdef HAVE_SKIP_WIN_AVX2
+/* ---- Block walk (AVX2): the windows' walk without a serial chain of
+ * boundaries.
+ *
+ * The walks above visit the boundaries one after the other: each step
+ * needs the previous one's position (a shift, a count of trailing zeros,
+ * a load), ~10 cycles a step, and the next window starts where the walk
+ * left the last one.  Here windows lie at fixed 64-byte steps from the
+ * start, so classifying them does not wait for the walk, and within each
+ * 16-byte block (a lane of vpshufb) the walk is done for every entry
+ * offset at once by pointer jumping: next[k] = k + size of a packet at k
+ * (k itself if that packet is not skipped here: the walk stops there),
+ * then four rounds of next = next[next], visited = visited | visited[next]
+ * (16-bit masks as two bytes) give, for each offset, where a walk entering
+ * the block there leaves it (16 + the next block's entry offset, a packet
+ * being at most 9 bytes) or stops, and the offsets it visits.  The walk
+ * itself is then one load per block.
+ *
+ * Skipped here: PAD, TNT-8, CYC of one or two bytes, IP packets as in the
+ * windows (not TIP.PGD), MTC and PIP (with an accumulator, as there), valid
+ * MODE.  Anything else ends a block walk: skip_blk_run skips a longer CYC
+ * or a TIP.PGD stretch with the slow path (win_slow1) and walks on, and
+ * returns at a packet to stop at. */
+
+/* Per-byte classes by nibble lookups (vpshufb): a byte's class bits are
+ * LO[low nibble] & HI[high nibble] (at most one bit is set), kept where
+ * the next byte allows them: C_LO[its low nibble] & C_HI[its high nibble]. */
+enum {
+	BLK_IPD = 0x01,		/* TIP, FUP: low nibble 0xd (IPBytes not 5, 7) */
+	BLK_PGE = 0x02,		/* TIP.PGE: low five bits 0x11 */
+	BLK_ONE = 0x04,		/* PAD, TNT-8, CYC without extension */
+	BLK_EV2 = 0x08,		/* TNT-8 with low nibble 2 (not 0x02) */
+	BLK_PIP = 0x10,		/* 0x02, then 0x43 (with_pip) */
+	BLK_MTC = 0x20,		/* 0x59 (with_mtc) */
+	BLK_MODE = 0x40,	/* 0x99, then a leaf < 0x40 */
+	BLK_CYX = 0x80,		/* CYC with an extension byte, bit 0 clear */
+};
+#define BLK_ALL		(BLK_IPD | BLK_PGE | BLK_ONE | BLK_EV2 | BLK_MTC)
+
+struct skw_b_avx2 {
+	__m256i lo, hi, clo, chi, ipsz, szhi, k0f, k01, k03, k0c, kpos, k70, mlo0, mhi0;
+};
+
+#define BLK_T16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)	\
+	_mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, \
+			 a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
+
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_blk_kinit(struct skw_b_avx2 *B, int with_mtc, int with_pip)
+{
+	const char O = BLK_ONE, C = (char)BLK_CYX, A = BLK_ONE | (char)BLK_CYX;
+	const char I = BLK_IPD | BLK_ONE | (char)BLK_CYX, G = I | BLK_PGE;
+	const char E = BLK_EV2, P = with_pip ? BLK_PIP : 0, M = with_mtc ? BLK_MTC : 0;
+	const char W = BLK_ALL | (char)BLK_CYX;	/* what any next byte allows */
+
+	B->lo = BLK_T16(O, BLK_PGE, E | BLK_PIP, O, O, 0, O, C, O, BLK_MTC | BLK_MODE, O, O, O, BLK_IPD, O, C);
+	B->hi = BLK_T16(I | P, G | E, I | E, G | E, I | E, G | E | M, I | E, G | E, I | E,
+			G | E | BLK_MODE, A | E, A | E, I | E, G | E, A | E, A | E);
+	B->clo = BLK_T16(W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE | BLK_PIP, W | BLK_MODE,
+			 W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE,
+			 W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE);
+	/* (CYX needs an even next byte: cleared below for odd low nibbles) */
+	B->chi = BLK_T16(W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_MODE, W | BLK_PIP,
+			 W, W, W, W, W, W, W, W, W, W, W);
+	for (int i = 1; i < 16; i += 2)
+		((char *)&B->clo)[i] &= (char)~BLK_CYX, ((char *)&B->clo)[i + 16] &= (char)~BLK_CYX;
+	B->ipsz = BLK_T16(1, 1, 3, 3, 5, 5, 7, 7, 7, 7, 0, 0, 9, 9, 0, 0);
+	B->szhi = BLK_T16(0, 8, 2, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0);
+	B->k0f = _mm256_set1_epi8(0x0f);
+	B->k01 = _mm256_set1_epi8(0x01);
+	B->k03 = _mm256_set1_epi8(0x03);
+	B->k0c = _mm256_set1_epi8(0x0c);
+	B->kpos = BLK_T16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	B->k70 = _mm256_set1_epi8(0x70);
+	B->mlo0 = BLK_T16(1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0);
+	B->mhi0 = BLK_T16(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 32, 64, -128);
+	SKW_OPAQUE(B->lo); SKW_OPAQUE(B->hi); SKW_OPAQUE(B->clo); SKW_OPAQUE(B->chi);
+	SKW_OPAQUE(B->ipsz); SKW_OPAQUE(B->szhi); SKW_OPAQUE(B->k0f); SKW_OPAQUE(B->k01);
+	SKW_OPAQUE(B->k03); SKW_OPAQUE(B->k0c);
+	SKW_OPAQUE(B->kpos); SKW_OPAQUE(B->k70);
+	SKW_OPAQUE(B->mlo0); SKW_OPAQUE(B->mhi0);
+}
+
+/* Sizes of the packets the block walk skips, as if each of the 32 bytes
+ * at w started one (0: stop); their IP, MTC and PIP headers in *ip, *mtc,
+ * *pip.  Reads w[0..32]. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline __m256i skip_blk_sizes(const uint8_t *w, const struct skw_b_avx2 *B,
+				     uint32_t *ip, uint32_t *mtc, uint32_t *pip)
+{
+	const __m256i k0f = B->k0f;
+	__m256i v = _mm256_loadu_si256((const __m256i *)(const void *)w);
+	__m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(w + 1));
+	__m256i hn = _mm256_and_si256(_mm256_srli_epi16(v, 4), k0f);
+	__m256i c = _mm256_and_si256(_mm256_shuffle_epi8(B->lo, _mm256_and_si256(v, k0f)),
+				     _mm256_shuffle_epi8(B->hi, hn));
+	__m256i ok = _mm256_and_si256(_mm256_shuffle_epi8(B->clo, _mm256_and_si256(v1, k0f)),
+				      _mm256_shuffle_epi8(B->chi, _mm256_and_si256(_mm256_srli_epi16(v1, 4), k0f)));
+	__m256i cls = _mm256_and_si256(c, ok);
+	__m256i notip = _mm256_cmpeq_epi8(_mm256_and_si256(cls, B->k03), _mm256_setzero_si256());
+	__m256i sz = _mm256_or_si256(_mm256_min_epu8(_mm256_and_si256(cls, B->k0c), B->k01),
+				     _mm256_shuffle_epi8(B->szhi, _mm256_and_si256(_mm256_srli_epi16(cls, 4), k0f)));
+
+	*ip = ~(uint32_t)_mm256_movemask_epi8(notip);
+	*mtc = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(cls, 2));
+	*pip = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(cls, 3));
+	return _mm256_or_si256(sz, _mm256_andnot_si256(notip, _mm256_shuffle_epi8(B->ipsz, hn)));
+}
+
+/* For the two 16-byte blocks of the 32 bytes at w (window offset base):
+ * per entry offset k, where the walk leaves (the next block's window
+ * offset) or stops (its own offset: a fixed point), into n[k], and the
+ * offsets of its block that it visits (bit j = offset j of the block) into
+ * vis[k]. */
+__attribute__((target("avx2,bmi,bmi2"), always_inline))
+static inline void skip_blk_jump(const uint8_t *w, const struct skw_b_avx2 *B, __m256i base,
+				 uint8_t *n, uint16_t *vis, uint32_t *ip, uint32_t *mtc, uint32_t *pip)
+{
+	__m256i nx = _mm256_add_epi8(B->kpos, skip_blk_sizes(w, B, ip, mtc, pip));
+	__m256i ml = B->mlo0, mh = B->mhi0, lo, hi;
+
+#pragma GCC unroll 4
+	for (int r = 0; r < 4; r++) {
+		/* offsets 0-15 index their lane, 16 and more give 0 */
+		__m256i idx = _mm256_adds_epu8(nx, B->k70);
+
+		ml = _mm256_or_si256(ml, _mm256_shuffle_epi8(ml, idx));
+		mh = _mm256_or_si256(mh, _mm256_shuffle_epi8(mh, idx));
+		nx = _mm256_max_epu8(nx, _mm256_shuffle_epi8(nx, idx));
+	}
+	_mm256_storeu_si256((__m256i *)(void *)n, _mm256_add_epi8(nx, base));
+	lo = _mm256_unpacklo_epi8(ml, mh);	/* offsets 0-7 of each block */
+	hi = _mm256_unpackhi_epi8(ml, mh);	/* 8-15 */
+	_mm256_storeu_si256((__m256i *)(void *)vis, _mm256_permute2x128_si256(lo, hi, 0x20));
+	_mm256_storeu_si256((__m256i *)(void *)(vis + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+}
+
+/* Account for the visited offsets `vis` of the window at w. */
+static inline void skip_blk_note(const uint8_t *w, uint64_t vis, uint64_t ip, uint64_t mtc,
+				 uint64_t pip, VtPtMtcAcc *acc, unsigned int *ipv)
+{
+	uint64_t x;
+
+	*ipv |= (ip & vis) != 0;
+	if (!acc)
+		return;
+	x = pip & vis;
+	if (unlikely(x)) {
+		acc->pip_count += (uint32_t)__builtin_popcountll(x);
+		acc->pip_nr = w[63 - __builtin_clzll(x) + 2] & 1;
+	}
+	x = mtc & vis;
+	if (x)
+		win_mtcs(w, x, acc);
+}
+
+/* Skip from p (a boundary) with windows starting at most at `last`; the
+ * visited IP packets set *ipf.  Returns the boundary where the caller
+ * goes on: a packet not skipped here, or after `last`.  The walk is
+ * k1 = n[k0], ..., k4 = n[k3] (window offsets: a stop is a fixed point),
+ * so a window without a stop costs four dependent loads. */
+__attribute__((target("avx2,bmi,bmi2")))
+static const uint8_t *skip_blk_avx2(const uint8_t *p, const uint8_t *last, VtPtMtcAcc *acc,
+				    unsigned int *ipf)
+{
+	struct skw_b_avx2 B;
+	uint8_t n[64];
+	uint16_t vb[64];
+	unsigned int e = 0, ipv = 0;
+	__m256i base0, base1;
+
+	/* (window offsets of the blocks: 0, 16 | 32, 48) */
+	base0 = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+				 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16);
+	base1 = _mm256_add_epi8(base0, _mm256_set1_epi8(32));
+	SKW_OPAQUE(base0);
+	SKW_OPAQUE(base1);
+	skip_blk_kinit(&B, acc != NULL, acc && acc->skip_pip);
+	for (; p <= last; p += 64) {
+		uint32_t ip0, ip1, m0, m1, pp0, pp1;
+		unsigned int k1, k2, k3, k4;
+		uint64_t vis;
+
+		skip_blk_jump(p, &B, base0, n, vb, &ip0, &m0, &pp0);
+		skip_blk_jump(p + 32, &B, base1, n + 32, vb + 32, &ip1, &m1, &pp1);
+		k1 = n[e];
+		k2 = n[k1];
+		k3 = n[k2];
+		k4 = n[k3];
+		if (likely(k4 >= 64)) {
+			vis = vb[e] | (uint64_t)vb[k1] << 16 | (uint64_t)vb[k2] << 32 | (uint64_t)vb[k3] << 48;
+			skip_blk_note(p, vis, ip0 | (uint64_t)ip1 << 32, m0 | (uint64_t)m1 << 32,
+				      pp0 | (uint64_t)pp1 << 32, acc, &ipv);
+			e = k4 - 64;
+			continue;
+		}
+		/* stopped at k4: only the blocks entered count (after the
+		 * stop, k stays in its block) */
+		vis = vb[e];
+		vis |= k1 >= 16 ? (uint64_t)vb[k1] << 16 : 0;
+		vis |= k2 >= 32 ? (uint64_t)vb[k2] << 32 : 0;
+		vis |= k3 >= 48 ? (uint64_t)vb[k3] << 48 : 0;
+		vis &= ~(1ULL << k4);
+		skip_blk_note(p, vis, ip0 | (uint64_t)ip1 << 32, m0 | (uint64_t)m1 << 32,
+			      pp0 | (uint64_t)pp1 << 32, acc, &ipv);
+		*ipf |= ipv;
+		return p + k4;
+	}
+	*ipf |= ipv;
+	return p + e;
+}
+
+/* The block walk from p, each packet it leaves that the window walk would
+ * skip (a longer CYC, a TIP.PGD stretch, ...) skipped by win_slow1, and on
+ * (end: the scalar loop's limit).  Returns a packet to stop at, or a
+ * boundary after `last` (near the end: the scalar loop goes on there). */
+__attribute__((target("avx2,bmi,bmi2")))
+static const uint8_t *skip_blk_run(const uint8_t *p, const uint8_t *last, const uint8_t *end,
+				   VtPtMtcAcc *acc, uint8_t *flags)
+{
+	for (;;) {
+		unsigned int ip = 0, n;
+
+		p = skip_blk_avx2(p, last, acc, &ip);
+		*flags |= ip ? 0x80 : 0;
+		if (p > last || !(n = win_slow1(p, end, acc, flags)))
+			return p;
+		p += n;
+	}
+}
+#endif
+
 /* The walks, once per instruction set. */
 #define SKW(name)	name##_sse2
 #define SKW_ATTR
 #include "src/pt/pt-skip-win.h"
 #undef SKW
 #undef SKW_ATTR
-#ifdef HAVE_SKIP_WIN_AVX2
-#define SKW(name)	name##_avx2
-#define SKW_ATTR	__attribute__((target("avx2,bmi,bmi2")))
-#include "src/pt/pt-skip-win.h"
-#undef SKW
-#undef SKW_ATTR
-#endif
 
 #endif
 
@@ -1304,14 +1447,16 @@ size_t vt_pt_scan_skip_flow(VtPtScanner *s, VtPtMtcAcc *acc)
 		return 0;
 	end = s->end - 16;
 #ifdef HAVE_SKIP_WIN
+# ifdef HAVE_SKIP_WIN_AVX2
+	if (skip_impl_now() == VT_PT_SKIP_AVX2 && s->end - p >= WIN_ROOM) {
+		p = skip_blk_run(p, s->end - WIN_ROOM, end, acc, &flags);
+		if (p <= s->end - WIN_ROOM)
+			end = p;	/* a packet to stop at */
+	} else
+# endif
 	if (s->end - p >= WIN_ROOM) {
 		int impl = skip_impl_now(), stop = 0;
 
-# ifdef HAVE_SKIP_WIN_AVX2
-		if (impl == VT_PT_SKIP_AVX2)
-			p = skip_win1_avx2(p, s->end - WIN_ROOM, acc, &flags, &stop);
-		else
-# endif
 		if (impl == VT_PT_SKIP_SSE2)
 			p = skip_win1_sse2(p, s->end - WIN_ROOM, acc, &flags, &stop);
 		if (stop)
@@ -1351,14 +1496,31 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 		stopped |= 2;
 	if (stopped)
 		return stopped;
+#ifdef HAVE_SKIP_WIN_AVX2
+	if (skip_impl_now() == VT_PT_SKIP_AVX2 && a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
+		/* one after the other: the block walk's chain is short, its
+		 * windows do not wait for it; each to its stop */
+		ea = a->end - 16;
+		eb = b->end - 16;
+		pa = skip_blk_run(pa, a->end - WIN_ROOM, ea, acca, &fa);
+		pb = skip_blk_run(pb, b->end - WIN_ROOM, eb, accb, &fb);
+		if (pa > a->end - WIN_ROOM)
+			pa = skip_scalar(pa, ea, acca, ma, &fa);
+		if (pb > b->end - WIN_ROOM)
+			pb = skip_scalar(pb, eb, accb, mb, &fb);
+		if (fa & 0x80)
+			a->have_last_ip = 0;
+		if (fb & 0x80)
+			b->have_last_ip = 0;
+		a->pos = pa;
+		b->pos = pb;
+		return 3;
+	}
+#endif
 #ifdef HAVE_SKIP_WIN
 	if (a->end - pa >= WIN_ROOM && b->end - pb >= WIN_ROOM) {
 		int impl = skip_impl_now();
 
-# ifdef HAVE_SKIP_WIN_AVX2
-		if (impl == VT_PT_SKIP_AVX2)
-			return skip_win2_avx2(a, acca, b, accb);
-# endif
 		if (impl == VT_PT_SKIP_SSE2)
 			return skip_win2_sse2(a, acca, b, accb);
 	}

@@ -2,7 +2,8 @@
  * implementation detail of pt-scan.c (see "Window skipping" there).
  *
  * Included once per instruction set: SKW(name) gives the instance's name
- * (name_sse2, name_avx2), SKW_ATTR its function attributes; the window
+ * (name_sse2; AVX2 has the block walk instead), SKW_ATTR its function
+ * attributes; the window
  * classifier SKW(skip_win_load) is inlined into the walks, so that its
  * constants stay in registers.  No include guard, on purpose.
  */
