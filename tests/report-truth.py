@@ -26,12 +26,14 @@ ran (the truth's INSNS; those before a PSB+ and a queue's end, `# psb` and
 import bisect
 import collections
 import json
+import operator
 import sys
 
 ASYNC = {'vmexit', 'trace-end', 'async'}   # bound to a FUP: the IP does not run
 FLOW = {}                                  # (queue, branches before) -> instructions run by a PSB+ or the end
 BRANCHES = collections.Counter()           # queue -> branches
 MAX_DEPTH = 1024                           # frames a call stack holds (analyze.h)
+RET = operator.itemgetter('ret')           # a frame's return address
 
 
 def load_symbols(path):
@@ -104,8 +106,8 @@ def load_truth(path, per_cpu):
             FLOW[(int(q), BRANCHES[int(q)])] = int(insns)
         if line.startswith('#'):
             continue
-        BRANCHES[int(line.split()[0])] += 1
         q, tid, kind, frm, to, where, vcpu, insns, ret = line.split()[:9]
+        BRANCHES[int(q)] += 1
         guest = where == 'guest'
         per_tid[(int(q) if per_cpu else -1, int(tid))].append(dict(queue=int(q), kind=kind, frm=int(frm, 16), to=int(to, 16),
                                       from_guest=guest, to_guest=guest if kind not in ('vmentry', 'vmexit')
@@ -289,7 +291,7 @@ class Model:
             self.named(c, g, top, top['func'] if top['ret'] == t['to'] else t['to'])
             if top['ret'] == t['to']:
                 self.close(c, g, True)
-        elif any(f['ret'] == t['to'] for f in st):
+        elif t['to'] in map(RET, st):   # (C's loop, not a generator's: frames are many)
             self.ret(c, t)
         else:
             self.tail_call(c, t)
