@@ -223,8 +223,8 @@ typedef struct {
  * coarser for all (1/64, 1/32 ... down to one bucket per power of two)
  * until they do.  Counts, totals, min and max are always exact. */
 #define VT_ANALYZE_EXACT 65536
-#define VT_ANALYZE_GROUP_EXACT (1u << 19)
-#define VT_ANALYZE_GROUP_BUCKETS (1u << 19)
+#define VT_ANALYZE_GROUP_EXACT (1u << 18)
+#define VT_ANALYZE_GROUP_BUCKETS (1u << 18)
 typedef struct {
 	guint64 count, total, min, max, p50, p90, p99;
 } VtAnalyzeStats;

@@ -54,7 +54,7 @@ static const char report_description[] =
 	"Self time of a guest function leaves out its callees and the time its vCPU\n"
 	"spent in the host meanwhile (VM exits); a host function's, the guest's time.\n"
 	"Exit latencies: exact percentiles (nearest rank) up to 65536 exits per vCPU and\n"
-	"524288 in all exit groups together, then from histograms (memory stays flat).\n"
+	"262144 in all exit groups together, then from histograms (memory stays flat).\n"
 	"See vmtrace-report(1) for every definition.\n\n"
 	"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
 	"3 bad input (unreadable recording or image); 22 the trace has decode errors\n"
