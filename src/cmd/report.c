@@ -99,8 +99,6 @@ static gboolean validate(ReportOptions *o, GError **error)
 }
 
 /* ------------------------------------------------------------------ run */
-#define REPORT_IMAGE_CACHE (64u << 20)
-
 static void analyze(Report *r)
 {
 	VtAnalyzeSummaryOptions so = { .timed = r->timed, .have_range = r->o->have_time,
@@ -594,13 +592,9 @@ static int open_recording(Report *r, GError **err)
 
 	if (!vt_cmd_images_open(&o->img, o->rec, &r->host, &r->guest, &usage, err))
 		return usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
-	/* speed over memory: libipt's sections and block caches of up to 64 MiB
-	 * per kernel stay mapped (the default 16 MiB re-zeroed 256 KiB block
-	 * caches 21,000 times on a 256 KiB recording of code all over the
-	 * kernel: 58% of report's instructions) */
-	vt_decode_image_set_cache_limit(r->host, REPORT_IMAGE_CACHE);
-	if (r->guest)
-		vt_decode_image_set_cache_limit(r->guest, REPORT_IMAGE_CACHE);
+	/* the code as vmtrace script reads it (the walker's own block tables;
+	 * libipt's sections and block caches, once asked for here, only ever
+	 * served VMTRACE_DECODER=blk) */
 	/* flow_end: the instructions after a queue's last branch that its TNT
 	 * bits prove ran count too */
 	r->result = vt_decode_recording(&(VtDecodeOptions){ o->rec, r->host, r->guest, (guint)o->jobs, NULL, TRUE }, err);
