@@ -558,23 +558,31 @@ static gint cmp_sys(gconstpointer a, gconstpointer b)
 }
 
 /* The rows of each vCPU, and those of all (vcpu -1: every row's sum,
- * threads that are no vCPU included). */
+ * threads that are no vCPU included) - in the rows' own array (no copy:
+ * they are the biggest thing report holds at its peak, tens of MB for
+ * synth's walks over the whole kernel), the per-vCPU indexes freed first. */
 static void funcs_finish(VtAnalyzeSummary *s)
 {
 	FuncTable all;
-	const GArray *rows = s->funcs.rows;
+	GArray *rows = s->funcs.rows;
+	guint n = 0;
 
+	g_ptr_array_set_size(s->funcs.index, 0);
 	ftable_init(&all);
 	for (guint i = 0; i < rows->len; i++) {
 		const VtAnalyzeFunction *f = &g_array_index(rows, VtAnalyzeFunction, i);
 
-		if (f->vcpu >= 0)
-			g_array_append_val(s->out_funcs, *f);
 		func_sum(ftable_get(&all, -1, f->guest, f->func, f->sym), f);
+		if (f->vcpu >= 0)
+			g_array_index(rows, VtAnalyzeFunction, n++) = *f;
 	}
-	g_array_append_vals(s->out_funcs, all.rows->data, all.rows->len);
+	g_array_set_size(rows, n);
+	g_array_append_vals(rows, all.rows->data, all.rows->len);
 	ftable_clear(&all);
-	g_array_sort(s->out_funcs, cmp_func);
+	g_array_sort(rows, cmp_func);
+	g_array_free(s->out_funcs, TRUE);
+	s->out_funcs = rows;
+	s->funcs.rows = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFunction));
 }
 
 static void finish(VtAnalyzeSummary *s)
