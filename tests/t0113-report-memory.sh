@@ -7,7 +7,7 @@
 # and so does the timeline - nothing is kept per branch, exit or slice (what
 # grows is bounded by the code: aggregates per function and vCPU, the code
 # images' pages the instruction counts touch; and latencies, exact up to
-# 65536 exits per group, then a fixed histogram).  The longer report counts
+# 65536 exits per vCPU, then a fixed histogram; exit groups: analyze.h).  The longer report counts
 # 8 times the exits and instructions (within 5%: the seams between copies
 # differ): it did decode it all.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <elf.h>
+#include <malloc.h>
 #include <string.h>
 #include <glib/gstdio.h>
 
@@ -337,6 +338,123 @@ static void test_overall_once(void)
 	g_assert_cmpuint(g_array_index(groups, VtAnalyzeExitGroup, 1).latency.count, ==, 1);
 }
 
+/* Memory flat in the number of exits: many exit groups (handler x first
+ * call: synth's random walks make tens of thousands) fed 40 times more
+ * exits hold at most 8 MiB more heap (each group kept every latency:
+ * 8 bytes per exit and group, 2 groups per exit - 22 MiB more here);
+ * the groups' percentiles stay within the histograms' resolution, and
+ * every count, min and max exact. */
+static gint cmp_u64(gconstpointer a, gconstpointer b)
+{
+	guint64 x = *(const guint64 *)a, y = *(const guint64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static guint64 heap_used(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
+#define MANY_GROUPS 20000
+#define LATENCY(i) (100 + ((i) * 0x9e3779b97f4a7c15ULL >> 40) % 100000)
+
+static void feed_exits(VtAnalyzeVisitor *v, char **names, guint64 from, guint64 to)
+{
+	for (guint64 i = from; i < to; i++) {
+		guint g = (guint)((i * 2654435761u) % MANY_GROUPS);
+		guint64 lat = LATENCY(i);
+		VtAnalyzeExit x = { .w = { .vcpu = 0, .tid = 7 }, .exit_time = i * 1000000, .reentered = TRUE,
+				    .entry_time = i * 1000000 + lat, .latency = lat, .handler = names[g],
+				    .first_call = "kvm_handle" };
+
+		v->exit(&x, v->user);
+	}
+}
+
+static void test_memory_flat(void)
+{
+	VtAnalyzeSummaryOptions so = { .timed = TRUE };
+	g_autoptr(VtAnalyzeSummary) s = vt_analyze_summary_new(&so);
+	VtAnalyzeVisitor v = vt_analyze_summary_visitor(s);
+	char **names = g_new0(char *, MANY_GROUPS + 1);
+	g_autoptr(GArray) lat0 = g_array_new(FALSE, FALSE, sizeof(guint64));
+	const GArray *groups;
+	guint64 before, after, n = 1500000;
+
+	for (guint g = 0; g < MANY_GROUPS; g++)
+		names[g] = g_strdup_printf("handler_%u", g);
+	feed_exits(&v, names, 0, n / 40);
+	before = heap_used();
+	feed_exits(&v, names, n / 40, n);
+	after = heap_used();
+	g_test_message("heap %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " bytes", before, after);
+	g_assert_cmpuint(after, <=, before + (8u << 20));
+	for (guint64 i = 0; i < n; i++)     /* group 0's latencies, as fed */
+		if ((i * 2654435761u) % MANY_GROUPS == 0)
+			g_array_append_val(lat0, ((guint64){ LATENCY(i) }));
+	g_array_sort(lat0, cmp_u64);
+	groups = vt_analyze_summary_exit_groups(s);
+	g_assert_cmpuint(groups->len, ==, 2 * MANY_GROUPS);
+	for (guint i = 0; i < groups->len; i++) {
+		const VtAnalyzeExitGroup *g = &g_array_index(groups, VtAnalyzeExitGroup, i);
+		const guint64 want[] = { g_array_index(lat0, guint64, (lat0->len * 50 + 99) / 100 - 1),
+					 g_array_index(lat0, guint64, (lat0->len * 90 + 99) / 100 - 1),
+					 g_array_index(lat0, guint64, (lat0->len * 99 + 99) / 100 - 1) };
+		const guint64 got[] = { g->latency.p50, g->latency.p90, g->latency.p99 };
+
+		if (g_strcmp0(g->handler, names[0]))
+			continue;
+		g_assert_cmpuint(g->latency.count, ==, lat0->len);
+		g_assert_cmpuint(g->latency.min, ==, g_array_index(lat0, guint64, 0));
+		g_assert_cmpuint(g->latency.max, ==, g_array_index(lat0, guint64, lat0->len - 1));
+		for (guint k = 0; k < G_N_ELEMENTS(want); k++) {   /* a bucket's low end: coarsest, its octave's */
+			g_assert_cmpuint(got[k], <=, want[k]);
+			g_assert_cmpuint(got[k], >=, want[k] / 2);
+		}
+	}
+	g_strfreev(names);
+}
+
+/* A few big exit groups (as in life: a handful of handlers), more
+ * latencies than are kept exactly: percentiles from the histograms at
+ * full resolution, at most 1/128 below the exact ones. */
+static void test_group_resolution(void)
+{
+	VtAnalyzeSummaryOptions so = { .timed = TRUE };
+	g_autoptr(VtAnalyzeSummary) s = vt_analyze_summary_new(&so);
+	VtAnalyzeVisitor v = vt_analyze_summary_visitor(s);
+	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(guint64));
+	const GArray *groups;
+	guint64 n = 3 * VT_ANALYZE_GROUP_EXACT / 2;
+
+	for (guint64 i = 0; i < n; i++) {
+		VtAnalyzeExit x = { .w = { .vcpu = (gint32)(i % 2), .tid = 7 + (gint32)(i % 2) },
+				    .exit_time = i * 1000000, .reentered = TRUE, .latency = LATENCY(i),
+				    .handler = "vmx_vmexit", .first_call = "vmx_handle_exit" };
+
+		x.entry_time = x.exit_time + x.latency;
+		v.exit(&x, v.user);
+		g_array_append_val(all, x.latency);
+	}
+	g_array_sort(all, cmp_u64);
+	groups = vt_analyze_summary_exit_groups(s);
+	g_assert_cmpuint(groups->len, ==, 3);
+	g_assert_cmpint(g_array_index(groups, VtAnalyzeExitGroup, 0).vcpu, ==, -1);
+	for (guint k = 0; k < 3; k++) {
+		const guint pct[] = { 50, 90, 99 };
+		const VtAnalyzeStats *st = &g_array_index(groups, VtAnalyzeExitGroup, 0).latency;
+		guint64 want = g_array_index(all, guint64, (n * pct[k] + 99) / 100 - 1);
+		guint64 got = k == 0 ? st->p50 : k == 1 ? st->p90 : st->p99;
+
+		g_assert_cmpuint(st->count, ==, n);
+		g_assert_cmpuint(got, <=, want);
+		g_assert_cmpuint(got, >=, want - want / 128);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -345,5 +463,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/analyze/begin", test_begin);
 	g_test_add_func("/analyze/tail-call", test_tail_call);
 	g_test_add_func("/analyze/overall-once", test_overall_once);
+	g_test_add_func("/analyze/memory-flat", test_memory_flat);
+	g_test_add_func("/analyze/group-resolution", test_group_resolution);
 	return g_test_run();
 }

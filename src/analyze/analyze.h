@@ -212,10 +212,19 @@ typedef struct {
 	guint longest;              /* longest exits kept per vCPU (0: 10) */
 } VtAnalyzeSummaryOptions;
 
-/* Latency distribution: exact percentiles (nearest rank) while a group has
- * at most VT_ANALYZE_EXACT values, then from a log-linear histogram
- * (relative error below 1/128). */
+/* Latency distributions, in memory flat however many exits: a vCPU's
+ * percentiles (nearest rank) are exact while it has at most
+ * VT_ANALYZE_EXACT values, then from a log-linear histogram (a bucket's
+ * low end: at most 1/128 below).  The exit groups' (handler x first call:
+ * a few in life, tens of thousands in synth's random walks) are exact
+ * while all groups together have at most VT_ANALYZE_GROUP_EXACT values,
+ * then from log-linear histograms that keep only the buckets in use: 1/128
+ * while all groups together use at most VT_ANALYZE_GROUP_BUCKETS, else
+ * coarser for all (1/64, 1/32 ... down to one bucket per power of two)
+ * until they do.  Counts, totals, min and max are always exact. */
 #define VT_ANALYZE_EXACT 65536
+#define VT_ANALYZE_GROUP_EXACT (1u << 18)
+#define VT_ANALYZE_GROUP_BUCKETS (1u << 18)
 typedef struct {
 	guint64 count, total, min, max, p50, p90, p99;
 } VtAnalyzeStats;

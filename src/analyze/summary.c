@@ -1,8 +1,11 @@
 /* summary.c - the aggregation visitor: per vCPU (mode times, exits,
  * latency distributions, longest exits), per exit handler, per function
  * (self and inclusive), first calls and syscalls.  Memory: per vCPU,
- * handler pair, function and syscall name; latencies exactly up to
- * VT_ANALYZE_EXACT per group, then in a histogram. */
+ * handler pair, function and syscall name - never per exit: a vCPU's
+ * latencies exactly up to VT_ANALYZE_EXACT, then in a histogram; the exit
+ * groups' exactly while all groups together hold at most
+ * VT_ANALYZE_GROUP_EXACT, then in histograms of at most
+ * VT_ANALYZE_GROUP_BUCKETS buckets in all (analyze.h). */
 #include "config.h"
 
 #include <string.h>
@@ -14,11 +17,14 @@ G_STATIC_ASSERT(sizeof(gpointer) == sizeof(guint64));
 
 #define SUB_BITS 7                /* histogram: 128 buckets per power of two */
 #define N_BUCKETS (64 << SUB_BITS)
+#define PAIR_SHIFT 48             /* a group's histogram: bucket << PAIR_SHIFT | count */
+#define PAIR_COUNT ((1ULL << PAIR_SHIFT) - 1)
 
 typedef struct {
 	VtAnalyzeStats st;
-	GArray *exact;                /* guint64; NULL once the histogram took over */
-	guint64 *hist;
+	GArray *exact;                /* guint64; NULL once a histogram took over */
+	guint64 *hist;                /* vCPUs: N_BUCKETS counts */
+	GArray *pairs;                /* groups: guint64 pairs by bucket (PAIR_SHIFT), the buckets in use */
 } Dist;
 
 typedef struct {
@@ -44,6 +50,10 @@ struct VtAnalyzeSummary {
 	VtAnalyzeSummaryOptions o;
 	GHashTable *vcpus;            /* vcpu -> Vcpu */
 	GHashTable *groups;           /* GroupKey -> Group */
+	guint64 group_values;         /* latencies the groups hold exactly */
+	gboolean group_hist;          /* the groups' histograms took over */
+	guint64 group_pairs;          /* buckets in use in all groups' histograms */
+	guint group_bits;             /* their resolution: 2^group_bits buckets per power of two */
 	FuncTable funcs;              /* per vCPU (-1: threads that are no vCPU); all vCPUs: at the end */
 	GHashTable *sys;              /* name -> VtAnalyzeSyscallStats */
 	GArray *first;                /* VtAnalyzeFirstCall */
@@ -52,34 +62,39 @@ struct VtAnalyzeSummary {
 };
 
 /* -------------------------------------------------------- distributions */
-static guint bucket_of(guint64 v)
+/* Log-linear buckets: values below 2^bits one each, then 2^bits per power of two. */
+static guint bucket_of(guint64 v, guint bits)
 {
 	guint msb;
 
-	if (v < (1u << SUB_BITS))
+	if (v < (1u << bits))
 		return (guint)v;
 	msb = 63 - __builtin_clzll(v);
-	return ((msb - SUB_BITS + 1) << SUB_BITS) + (guint)((v >> (msb - SUB_BITS)) & ((1u << SUB_BITS) - 1));
+	return ((msb - bits + 1) << bits) + (guint)((v >> (msb - bits)) & ((1u << bits) - 1));
 }
 
 /* the smallest value of bucket i */
-static guint64 bucket_low(guint i)
+static guint64 bucket_low(guint i, guint bits)
 {
-	guint e = i >> SUB_BITS, m = i & ((1u << SUB_BITS) - 1);
+	guint e = i >> bits, m = i & ((1u << bits) - 1);
 
 	if (!e)
 		return m;
-	return ((guint64)((1u << SUB_BITS) | m)) << (e - 1);
+	return ((guint64)((1u << bits) | m)) << (e - 1);
 }
 
-static void dist_add(Dist *d, guint64 v)
+static void stats_add(VtAnalyzeStats *s, guint64 v)
 {
-	VtAnalyzeStats *s = &d->st;
-
 	s->min = s->count ? MIN(s->min, v) : v;
 	s->max = MAX(s->max, v);
 	s->count++;
 	s->total += v;
+}
+
+/* A vCPU's latency: exact up to VT_ANALYZE_EXACT, then the histogram. */
+static void dist_add(Dist *d, guint64 v)
+{
+	stats_add(&d->st, v);
 	if (!d->exact && !d->hist)
 		d->exact = g_array_new(FALSE, FALSE, sizeof(guint64));
 	if (d->exact && d->exact->len < VT_ANALYZE_EXACT) {
@@ -89,11 +104,115 @@ static void dist_add(Dist *d, guint64 v)
 	if (d->exact) {
 		d->hist = g_new0(guint64, N_BUCKETS);
 		for (guint i = 0; i < d->exact->len; i++)
-			d->hist[bucket_of(g_array_index(d->exact, guint64, i))]++;
+			d->hist[bucket_of(g_array_index(d->exact, guint64, i), SUB_BITS)]++;
 		g_array_free(d->exact, TRUE);
 		d->exact = NULL;
 	}
-	d->hist[bucket_of(v)]++;
+	d->hist[bucket_of(v, SUB_BITS)]++;
+}
+
+/* n more in bucket b of sorted pairs p: 1 if b is new there, else 0 */
+static guint pairs_add(GArray *p, guint b, guint64 n)
+{
+	const guint64 *x = (const guint64 *)(gpointer)p->data;
+	guint lo = 0, hi = p->len;
+
+	while (lo < hi) {
+		guint mid = (lo + hi) / 2;
+
+		if (x[mid] >> PAIR_SHIFT < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->len && x[lo] >> PAIR_SHIFT == b) {
+		g_array_index(p, guint64, lo) += n;
+		return 0;
+	}
+	g_array_insert_val(p, lo, ((guint64){ (guint64)b << PAIR_SHIFT | n }));
+	return 1;
+}
+
+/* p at one bit less: neighbouring buckets merged (each bucket lies in one
+ * of the coarser ones), in an array of its new size; the buckets left */
+static guint pairs_coarsen(GArray **p, guint bits)
+{
+	GArray *from = *p, *to;
+	guint n = 0;
+
+	for (guint i = 0; i < from->len; i++) {
+		guint64 x = g_array_index(from, guint64, i);
+		guint b = bucket_of(bucket_low((guint)(x >> PAIR_SHIFT), bits), bits - 1);
+
+		if (n && g_array_index(from, guint64, n - 1) >> PAIR_SHIFT == b)
+			g_array_index(from, guint64, n - 1) += x & PAIR_COUNT;
+		else
+			g_array_index(from, guint64, n++) = (guint64)b << PAIR_SHIFT | (x & PAIR_COUNT);
+	}
+	to = g_array_sized_new(FALSE, FALSE, sizeof(guint64), n);
+	g_array_append_vals(to, from->data, n);
+	g_array_free(from, TRUE);
+	*p = to;
+	return n;
+}
+
+/* The groups' histograms hold too many buckets: one bit less, until they fit */
+static void groups_coarsen(VtAnalyzeSummary *s)
+{
+	GHashTableIter it;
+	gpointer k, val;
+
+	while (s->group_pairs > VT_ANALYZE_GROUP_BUCKETS && s->group_bits) {
+		s->group_pairs = 0;
+		g_hash_table_iter_init(&it, s->groups);
+		while (g_hash_table_iter_next(&it, &k, &val))
+			s->group_pairs += pairs_coarsen(&((Group *)val)->lat.pairs, s->group_bits);
+		s->group_bits--;
+	}
+}
+
+/* The groups hold VT_ANALYZE_GROUP_EXACT latencies: histograms take over */
+static void groups_to_hist(VtAnalyzeSummary *s)
+{
+	GHashTableIter it;
+	gpointer k, val;
+
+	s->group_hist = TRUE;
+	g_hash_table_iter_init(&it, s->groups);
+	while (g_hash_table_iter_next(&it, &k, &val)) {
+		Dist *d = &((Group *)val)->lat;
+
+		d->pairs = g_array_new(FALSE, FALSE, sizeof(guint64));
+		for (guint i = 0; d->exact && i < d->exact->len; i++)
+			s->group_pairs += pairs_add(d->pairs, bucket_of(g_array_index(d->exact, guint64, i),
+									 s->group_bits), 1);
+		if (d->exact)
+			g_array_free(d->exact, TRUE);
+		d->exact = NULL;
+	}
+	s->group_values = 0;
+	groups_coarsen(s);
+}
+
+/* A group's latency: exact while the groups hold fewer than
+ * VT_ANALYZE_GROUP_EXACT, then into its histogram. */
+static void group_dist_add(VtAnalyzeSummary *s, Dist *d, guint64 v)
+{
+	stats_add(&d->st, v);
+	if (!s->group_hist && s->group_values == VT_ANALYZE_GROUP_EXACT)
+		groups_to_hist(s);
+	if (!s->group_hist) {
+		if (!d->exact)
+			d->exact = g_array_new(FALSE, FALSE, sizeof(guint64));
+		g_array_append_val(d->exact, v);
+		s->group_values++;
+		return;
+	}
+	if (!d->pairs)
+		d->pairs = g_array_new(FALSE, FALSE, sizeof(guint64));
+	s->group_pairs += pairs_add(d->pairs, bucket_of(v, s->group_bits), 1);
+	if (s->group_pairs > VT_ANALYZE_GROUP_BUCKETS)
+		groups_coarsen(s);
 }
 
 static gint cmp_u64(gconstpointer a, gconstpointer b)
@@ -103,8 +222,9 @@ static gint cmp_u64(gconstpointer a, gconstpointer b)
 	return x < y ? -1 : x > y;
 }
 
-/* nearest rank: the smallest value with at least pct% of the values at or below it */
-static guint64 dist_rank(const Dist *d, guint pct)
+/* nearest rank: the smallest value with at least pct% of the values at or
+ * below it (histograms: the low end of its bucket, within min and max) */
+static guint64 dist_rank(const Dist *d, guint pct, guint bits)
 {
 	guint64 rank = (d->st.count * pct + 99) / 100, seen = 0;
 
@@ -113,27 +233,36 @@ static guint64 dist_rank(const Dist *d, guint pct)
 	rank = MAX(rank, 1);
 	if (d->exact)
 		return g_array_index(d->exact, guint64, rank - 1);
-	for (guint i = 0; i < N_BUCKETS; i++) {
+	for (guint i = 0; d->pairs && i < d->pairs->len; i++) {
+		guint64 x = g_array_index(d->pairs, guint64, i);
+
+		seen += x & PAIR_COUNT;
+		if (seen >= rank)
+			return CLAMP(bucket_low((guint)(x >> PAIR_SHIFT), bits), d->st.min, d->st.max);
+	}
+	for (guint i = 0; d->hist && i < N_BUCKETS; i++) {
 		seen += d->hist[i];
 		if (seen >= rank)
-			return CLAMP(bucket_low(i), d->st.min, d->st.max);
+			return CLAMP(bucket_low(i, bits), d->st.min, d->st.max);
 	}
 	return d->st.max;
 }
 
-static void dist_finish(Dist *d)
+static void dist_finish(Dist *d, guint bits)
 {
 	if (d->exact)
 		g_array_sort(d->exact, cmp_u64);
-	d->st.p50 = dist_rank(d, 50);
-	d->st.p90 = dist_rank(d, 90);
-	d->st.p99 = dist_rank(d, 99);
+	d->st.p50 = dist_rank(d, 50, bits);
+	d->st.p90 = dist_rank(d, 90, bits);
+	d->st.p99 = dist_rank(d, 99, bits);
 }
 
 static void dist_clear(Dist *d)
 {
 	if (d->exact)
 		g_array_free(d->exact, TRUE);
+	if (d->pairs)
+		g_array_free(d->pairs, TRUE);
 	g_free(d->hist);
 }
 
@@ -304,7 +433,7 @@ static void group_add(VtAnalyzeSummary *s, gint32 vcpu, const VtAnalyzeExit *x)
 		g->g.first_call = x->first_call;
 		g_hash_table_insert(s->groups, g_memdup2(&k, sizeof(k)), g);
 	}
-	dist_add(&g->lat, x->latency);
+	group_dist_add(s, &g->lat, x->latency);
 }
 
 static void on_vmexit_done(const VtAnalyzeExit *x, gpointer user)
@@ -429,23 +558,31 @@ static gint cmp_sys(gconstpointer a, gconstpointer b)
 }
 
 /* The rows of each vCPU, and those of all (vcpu -1: every row's sum,
- * threads that are no vCPU included). */
+ * threads that are no vCPU included) - in the rows' own array (no copy:
+ * they are the biggest thing report holds at its peak, tens of MB for
+ * synth's walks over the whole kernel), the per-vCPU indexes freed first. */
 static void funcs_finish(VtAnalyzeSummary *s)
 {
 	FuncTable all;
-	const GArray *rows = s->funcs.rows;
+	GArray *rows = s->funcs.rows;
+	guint n = 0;
 
+	g_ptr_array_set_size(s->funcs.index, 0);
 	ftable_init(&all);
 	for (guint i = 0; i < rows->len; i++) {
 		const VtAnalyzeFunction *f = &g_array_index(rows, VtAnalyzeFunction, i);
 
-		if (f->vcpu >= 0)
-			g_array_append_val(s->out_funcs, *f);
 		func_sum(ftable_get(&all, -1, f->guest, f->func, f->sym), f);
+		if (f->vcpu >= 0)
+			g_array_index(rows, VtAnalyzeFunction, n++) = *f;
 	}
-	g_array_append_vals(s->out_funcs, all.rows->data, all.rows->len);
+	g_array_set_size(rows, n);
+	g_array_append_vals(rows, all.rows->data, all.rows->len);
 	ftable_clear(&all);
-	g_array_sort(s->out_funcs, cmp_func);
+	g_array_sort(rows, cmp_func);
+	g_array_free(s->out_funcs, TRUE);
+	s->out_funcs = rows;
+	s->funcs.rows = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFunction));
 }
 
 static void finish(VtAnalyzeSummary *s)
@@ -460,7 +597,7 @@ static void finish(VtAnalyzeSummary *s)
 	while (g_hash_table_iter_next(&it, &k, &val)) {
 		Vcpu *v = val;
 
-		dist_finish(&v->lat);
+		dist_finish(&v->lat, SUB_BITS);
 		v->v.latency = v->lat.st;
 		g_array_append_val(s->out_vcpus, v->v);
 	}
@@ -469,7 +606,7 @@ static void finish(VtAnalyzeSummary *s)
 	while (g_hash_table_iter_next(&it, &k, &val)) {
 		Group *g = val;
 
-		dist_finish(&g->lat);
+		dist_finish(&g->lat, s->group_bits);
 		g->g.latency = g->lat.st;
 		g_array_append_val(s->out_groups, g->g);
 	}
@@ -537,6 +674,7 @@ VtAnalyzeSummary *vt_analyze_summary_new(const VtAnalyzeSummaryOptions *opts)
 	s->o = *opts;
 	s->vcpus = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, vcpu_free);
 	s->groups = g_hash_table_new_full(group_hash, group_equal, g_free, group_free);
+	s->group_bits = SUB_BITS;
 	ftable_init(&s->funcs);
 	s->sys = g_hash_table_new_full(name_hash, name_equal, NULL, g_free);
 	s->first = g_array_new(FALSE, FALSE, sizeof(VtAnalyzeFirstCall));

@@ -53,7 +53,8 @@ static const char report_description[] =
 	"  vmtrace report vm.data --guest SNAP --json --time 1234.5,1234.6\n\n"
 	"Self time of a guest function leaves out its callees and the time its vCPU\n"
 	"spent in the host meanwhile (VM exits); a host function's, the guest's time.\n"
-	"Exit latencies: exact percentiles (nearest rank) up to 65536 exits per group.\n"
+	"Exit latencies: exact percentiles (nearest rank) up to 65536 exits per vCPU and\n"
+	"262144 in all exit groups together, then from histograms (memory stays flat).\n"
 	"See vmtrace-report(1) for every definition.\n\n"
 	"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
 	"3 bad input (unreadable recording or image); 22 the trace has decode errors\n"
@@ -98,8 +99,6 @@ static gboolean validate(ReportOptions *o, GError **error)
 }
 
 /* ------------------------------------------------------------------ run */
-#define REPORT_IMAGE_CACHE (64u << 20)
-
 static void analyze(Report *r)
 {
 	VtAnalyzeSummaryOptions so = { .timed = r->timed, .have_range = r->o->have_time,
@@ -593,13 +592,9 @@ static int open_recording(Report *r, GError **err)
 
 	if (!vt_cmd_images_open(&o->img, o->rec, &r->host, &r->guest, &usage, err))
 		return usage ? VT_EXIT_USAGE : VT_EXIT_BAD_INPUT;
-	/* speed over memory: libipt's sections and block caches of up to 64 MiB
-	 * per kernel stay mapped (the default 16 MiB re-zeroed 256 KiB block
-	 * caches 21,000 times on a 256 KiB recording of code all over the
-	 * kernel: 58% of report's instructions) */
-	vt_decode_image_set_cache_limit(r->host, REPORT_IMAGE_CACHE);
-	if (r->guest)
-		vt_decode_image_set_cache_limit(r->guest, REPORT_IMAGE_CACHE);
+	/* the code as vmtrace script reads it (the walker's own block tables;
+	 * libipt's sections and block caches, once asked for here, only ever
+	 * served VMTRACE_DECODER=blk) */
 	/* flow_end: the instructions after a queue's last branch that its TNT
 	 * bits prove ran count too */
 	r->result = vt_decode_recording(&(VtDecodeOptions){ o->rec, r->host, r->guest, (guint)o->jobs, NULL, TRUE }, err);

@@ -83,13 +83,6 @@ guint vt_decode_pokes_count(const VtDecodePokes *p);
 gboolean vt_decode_image_set_pokes(VtDecodeImage *img, VtDecodePokes *pokes, GError **error);
 const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img);
 guint vt_decode_image_n_symbols(const VtDecodeImage *img);
-/* Decoders made after this read img's code through libipt's sections (and
- * block caches, 4 bytes per code byte) with at most `bytes` of them mapped
- * at once, least recently mapped unmapped first; 0 (the default): through
- * a callback from the kcore mapped at load, nothing mapped while decoding.
- * A trace that roams over more code than `bytes` re-maps and re-zeroes
- * block caches all the time. */
-void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes);
 guint vt_decode_image_n_segments(const VtDecodeImage *img);
 
 /* The symbols of addresses, cached per (image, address) in a table of

@@ -41,9 +41,11 @@ typedef struct {
  * 1.7 / 1.5, cyc 0.66-0.87 / 1.3 / 1.2 / 0.85 - and peak RSS 40-43 MB
  * with the callback, 129-139 MB with sections (block caches of code all
  * over the kernel): the callback stays.
- * vt_decode_image_set_cache_limit() still chooses the sections (in SECTION
- * pieces, at most `limit` bytes of them mapped) for traces that loop in
- * little code. */
+ * Sections (in SECTION pieces, at most `limit` bytes of them mapped) serve
+ * only images with TEXT_POKEs and attached ELF files (their limits below);
+ * report asked for them too until s13 (vt_decode_image_set_cache_limit,
+ * gone: the block walker reads the code from img->map and keeps its own
+ * block tables, the sections only ever served VMTRACE_DECODER=blk). */
 #define SECTION (64u << 10)
 #define POKE_ISCACHE_LIMIT (32u << 20)   /* images with TEXT_POKEs (TCG recordings) */
 
@@ -230,15 +232,6 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		return FALSE;
 	}
 	return TRUE;
-}
-
-void vt_decode_image_set_cache_limit(VtDecodeImage *img, guint32 bytes)
-{
-	g_mutex_lock(&img->lock);
-	img->limit = bytes;
-	if (img->iscache)
-		pt_iscache_set_limit(img->iscache, bytes ? bytes : 1);
-	g_mutex_unlock(&img->lock);
 }
 
 /* Bytes [at, end) of segment s from `at` on that are not on a poked page:

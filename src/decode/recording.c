@@ -14,6 +14,10 @@
 #include "vmcorr/session.h"
 
 #define BATCH 4096                /* branches per batch */
+#define BATCH_ROOM 256            /* asked for: BATCH - this, so that the branches of the
+				   * last step fit (past BATCH a batch doubled: 256 KiB more
+				   * for good, in batch after batch - memory grew with the
+				   * recording's length up to every batch doubled) */
 #define AHEAD 4                   /* batches a queue's thread decodes ahead */
 #define WINDOW (2u << 20)         /* AUX bytes a queue's decoder reads at a time */
 #define CHUNK_TEXT (256u << 10)   /* formatting in threads: text per chunk, about */
@@ -261,7 +265,7 @@ static gpointer produce(gpointer data)
 		r->tokens--;
 		q->ahead++;
 		g_mutex_unlock(&r->lock);
-		more = vt_decode_queue_next(q->dec, b, BATCH);
+		more = vt_decode_queue_next(q->dec, b, BATCH - BATCH_ROOM);
 		g_mutex_lock(&r->lock);
 		r->tokens++;
 		g_cond_broadcast(&r->cond);
