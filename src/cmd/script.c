@@ -135,6 +135,10 @@ typedef struct LineHead {
 	guint64 secs;
 	gsize secs_len;
 	char secs_text[24];
+	/* call lines (call_start()): the whole time last formatted */
+	guint64 time;
+	gsize time_len;                    /* 0: none */
+	char time_text[48];
 } LineHead;
 
 /* --insn-trace: a queue's flow between branches runs on from `ip`. */
@@ -1003,6 +1007,30 @@ static void print_power(Script *s, const VtDecodeEvent *e)
 }
 
 /* ----------------------------------------------------- call traces */
+/* put_time() in nanoseconds, copied while it stays the last line's (call
+ * lines have no kept line start: their thread's stack depth varies). */
+static void put_call_time(const Script *s, guint64 time)
+{
+	VtTextBuf *t = s->out;
+	LineHead *h = s->head;
+	guint64 start;
+	gsize len;
+
+	if (h->time_len && h->time == time) {
+		put_kept(t, h->time_text, h->time_len, sizeof(h->time_text));
+		return;
+	}
+	start = vt_textbuf_pos(t);
+	put_time(s, time, TRUE);
+	len = (gsize)(vt_textbuf_pos(t) - start);
+	h->time_len = 0;
+	if (len <= sizeof(h->time_text) && t->len >= len) {
+		h->time = time;
+		h->time_len = len;
+		memcpy(h->time_text, t->buf + t->len - len, len);
+	}
+}
+
 /* perf's line start for call traces: nanosecond times, the CPU only in
  * per-CPU recordings, the flags with --call-ret-trace. */
 static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
@@ -1023,7 +1051,7 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 		put_lit(t, "] ");
 	}
 	if (vt_decode_result_timed(s->result))
-		put_time(s, e->time, TRUE);
+		put_call_time(s, e->time);
 	if (s->o->call_ret_trace)
 		put_flags(t, flags);
 }
