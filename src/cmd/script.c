@@ -440,7 +440,7 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 	sym = vt_decode_guest_user_symbol(s->guser, pid, s->guest_time, addr, &off, &dso);
 	if (!dso)
 		return FALSE;
-	vt_textbuf_hex(t, addr, 16);
+	vt_textbuf_hex16(t, addr);
 	if (f & (F_SYM | F_SYMOFF)) {
 		vt_textbuf_c(t, ' ');
 		vt_textbuf_str(t, sym ? sym : "[unknown]");
@@ -464,7 +464,7 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 {
 	VtTextBuf *t = s->out;
 
-	vt_textbuf_hex(t, addr, 16);
+	vt_textbuf_hex16(t, addr);
 	if (f & (F_SYM | F_SYMOFF)) {
 		vt_textbuf_c(t, ' ');
 		if (sym)
