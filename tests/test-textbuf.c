@@ -37,7 +37,7 @@ static const gint64 ints[] = { 0, 1, -1, 9, 10, -10, 99, 100, 101, -101, 999, 10
 			       1000000000, 999999999, -2147483648LL, 18446744073LL, 10000000000000000000ULL / 2,
 			       G_MAXINT64, G_MININT64 + 1, G_MININT64 };
 static const guint64 hexes[] = { 0, 1, 0xf, 0x10, 0xff, 0x100, 0xfff, 0xabc, 0xffffffff, 0x100000000ULL,
-				 0xffffffff81000000ULL, 0x0123456789abcdefULL, 0x123456789abcdefULL, G_MAXUINT64 };
+				 0xffffffff81000000ULL, 0x1000000000000000ULL, 0x0fffffffffffffffULL, 0x0123456789abcdefULL, 0x123456789abcdefULL, G_MAXUINT64 };
 /* up to wider than a piece of the buffer (4096) */
 static const int widths[] = { 0, 1, 2, 3, 5, 9, 16, 21, 50, 4070, 4095, 5000 };
 
@@ -61,6 +61,11 @@ static void test_numbers(void)
 			vt_textbuf_c(m.t, '|');
 			g_string_append_printf(want, "%*" PRIx64 "|", widths[w], hexes[i]);
 		}
+	}
+	for (gsize i = 0; i < G_N_ELEMENTS(hexes); i++) {   /* vt_textbuf_hex16: "%16llx" */
+		vt_textbuf_hex16(m.t, hexes[i]);
+		vt_textbuf_c(m.t, '|');
+		g_string_append_printf(want, "%16" PRIx64 "|", hexes[i]);
 	}
 	got = mem_close(&m);
 	g_assert_cmpstr(got, ==, want->str);

@@ -251,9 +251,27 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 		fill = 0;
 	}
 	p = vt_textbuf_room(t, (gsize)(fill + n + 16));
-	fill_with(p, ' ', fill);
+	if (fill)
+		fill_with(p, ' ', fill);
 	hex_digits(p + fill, v, n);
 	t->len += (gsize)(fill + n);
+}
+
+void vt_textbuf_hex16(VtTextBuf *t, guint64 v)
+{
+	char *p;
+	guint64 hi, lo;
+
+	if (!(v >> 60)) {                /* fewer digits: padded */
+		vt_textbuf_hex(t, v, 16);
+		return;
+	}
+	p = vt_textbuf_room(t, 16);
+	hi = hex8((guint32)(v >> 32));
+	lo = hex8((guint32)v);
+	memcpy(p, &hi, 8);
+	memcpy(p + 8, &lo, 8);
+	t->len += 16;
 }
 
 /* printf's "%*lld"/"%0*lld" wider than a piece */

@@ -105,6 +105,8 @@ void vt_textbuf_right(VtTextBuf *t, const char *s, gsize n, int width);
 void vt_textbuf_left(VtTextBuf *t, const char *s, gsize n, int width);
 /* v in lowercase hex right-aligned in width with spaces ("%*llx") */
 void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width);
+/* vt_textbuf_hex(t, v, 16): kernel addresses' 16 digits without counting them */
+void vt_textbuf_hex16(VtTextBuf *t, guint64 v);
 /* v in decimal right-aligned in width, padded with ' ' ("%*lld") or '0'
  * ("%0*lld": zeros after a minus sign) */
 void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad);

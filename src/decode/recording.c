@@ -33,7 +33,8 @@ typedef struct {
 typedef struct {
 	char *text;
 	gsize len, cap;
-	GArray *marks;            /* Mark */
+	Mark *marks;              /* CHUNK_MARKS (no append call per event) */
+	guint nmarks;
 	gboolean last;            /* the queue's end (no marks) */
 } Chunk;
 
@@ -353,13 +354,13 @@ static Chunk *chunk_get(Queue *q, GAsyncQueue *spare)
 
 	(void)q;
 	if (c) {
-		g_array_set_size(c->marks, 0);
+		c->nmarks = 0;
 		c->len = 0;
 		c->last = FALSE;
 		return c;
 	}
 	c = g_new0(Chunk, 1);
-	c->marks = g_array_sized_new(FALSE, FALSE, sizeof(Mark), CHUNK_MARKS);
+	c->marks = g_new(Mark, CHUNK_MARKS);
 	return c;
 }
 
@@ -370,7 +371,7 @@ static void chunk_free(gpointer p)
 	if (!c)
 		return;
 	g_free(c->text);
-	g_array_free(c->marks, TRUE);
+	g_free(c->marks);
 	g_free(c);
 }
 
@@ -439,9 +440,9 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
 		now = r->fmt.format(q->fctx, &ev);
 		if (now == *end)
 			continue;
-		g_array_append_val((*c)->marks, ((Mark){ ev.b.tsc, now }));
+		(*c)->marks[(*c)->nmarks++] = (Mark){ ev.b.tsc, now };
 		*end = now;
-		if (now >= CHUNK_TEXT || (*c)->marks->len >= CHUNK_MARKS) {
+		if (now >= CHUNK_TEXT || (*c)->nmarks >= CHUNK_MARKS) {
 			if (!(*c = chunk_push(r, q, spare, *c)))
 				return FALSE;
 			*end = 0;
@@ -471,7 +472,7 @@ static gpointer produce_text(Queue *q)
 			return NULL;
 		}
 	}
-	if (c->marks->len && !(c = chunk_push(r, q, spare, c)))
+	if (c->nmarks && !(c = chunk_push(r, q, spare, c)))
 		return NULL;
 	token_put(r);
 	g_mutex_lock(&r->lock);
@@ -486,9 +487,9 @@ static gpointer produce_text(Queue *q)
 /* The queue's next mark, waiting for its thread; NULL at its end. */
 static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
 {
-	if (G_LIKELY(q->ccur && q->cmark < q->ccur->marks->len))
-		return &g_array_index(q->ccur->marks, Mark, q->cmark);
-	while (!q->ended && (!q->ccur || q->cmark >= q->ccur->marks->len)) {
+	if (G_LIKELY(q->ccur && q->cmark < q->ccur->nmarks))
+		return &q->ccur->marks[q->cmark];
+	while (!q->ended && (!q->ccur || q->cmark >= q->ccur->nmarks)) {
 		if (q->ccur)
 			g_async_queue_push(q->spare, q->ccur);
 		q->ccur = g_async_queue_pop(q->ready);
@@ -501,7 +502,7 @@ static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
 		g_cond_broadcast(&r->cond);
 		g_mutex_unlock(&r->lock);
 	}
-	return q->ended ? NULL : &g_array_index(q->ccur->marks, Mark, q->cmark);
+	return q->ended ? NULL : &q->ccur->marks[q->cmark];
 }
 
 const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len)
@@ -509,7 +510,7 @@ const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len)
 	Queue *best = NULL, *other = NULL;
 	guint64 t = 0, ot = G_MAXUINT64;
 	const Mark *m;
-	const GArray *ms;
+	const Mark *ms;
 	gsize start;
 	guint k;
 
@@ -539,13 +540,12 @@ const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len)
 	ms = best->ccur->marks;
 	k = best->cmark;
 	if (!r->timed || !other)
-		k = ms->len;
+		k = best->ccur->nmarks;
 	else
-		while (k < ms->len && (g_array_index(ms, Mark, k).tsc < ot ||
-				       (g_array_index(ms, Mark, k).tsc == ot && best < other)))
+		while (k < best->ccur->nmarks && (ms[k].tsc < ot || (ms[k].tsc == ot && best < other)))
 			k++;
-	start = best->cmark ? g_array_index(ms, Mark, best->cmark - 1).end : 0;
-	*len = g_array_index(ms, Mark, k - 1).end - start;
+	start = best->cmark ? ms[best->cmark - 1].end : 0;
+	*len = ms[k - 1].end - start;
 	best->cmark = k;
 	return best->ccur->text + start;
 }
@@ -761,6 +761,17 @@ guint vt_decode_result_n_queues(const VtDecodeResult *r)
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 {
 	return r->per_cpu;
+}
+
+gboolean vt_decode_result_threads_apart(const VtDecodeResult *r)
+{
+	if (r->per_cpu)
+		return FALSE;
+	for (guint i = 0; i < r->n; i++)
+		for (guint k = 0; k < i; k++)
+			if (r->qs[i].q->tid == r->qs[k].q->tid)
+				return FALSE;
+	return TRUE;
 }
 
 gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
