@@ -117,8 +117,12 @@ for m in "${MIXES[@]}"; do
 		cp "$f" "$dir/copy.data"; sync
 		measure perffix timeout 600 "$PERF" inject -i "$dir/copy.data" --vm-time-correlation="$offs" --force
 	done
-	cp "$f" "$dir/copy.data"; sync
-	fs=$(fsync_time "$VMTRACE" correlate --in-place "$dir/copy.data")
+	# fsync's time: the median of as many separate runs (one was noisy
+	# enough to exceed the whole correction's median)
+	fs=$(for _ in $(seq "$runs"); do
+		cp "$f" "$dir/copy.data"; sync
+		fsync_time "$VMTRACE" correlate --in-place "$dir/copy.data"; echo
+	done | median)
 	rm -f "$dir/copy.data" "$f"
 	vt=$(col 1 vt | median); pf=$(col 1 perf | median)
 	usr=$(col 3 vt | median); sys=$(col 4 vt | median); flt=$(col 5 vt | median)
@@ -127,9 +131,10 @@ for m in "${MIXES[@]}"; do
 	rss=$( (col 2 vt; col 2 vtfix) | maxof); prss=$( (col 2 perf; col 2 perffix) | maxof)
 	awk -v n="$name" -v a="$vt" -v b="$pf" -v s="$same" -v c="$vtfix" -v fs="$fs" -v d="$pffix" \
 		-v x="$rss" -v y="$prss" -v mib="$mib" -v o="$opts" -v us="$usr" -v sy="$sys" -v sp="$sysp" -v fl="$flt" 'BEGIN {
-		printf "%-11s | %8.3f %8.2f %6.1fx %8.0f %6s | %7.3f %7.4f %4.1f%% %6d | %8.2f %8.3f %8.2f %6.1fx %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
+		nofs = (c - fs > 0 ? sprintf("%6.1fx", d / (c - fs)) : "    n/a")
+		printf "%-11s | %8.3f %8.2f %6.1fx %8.0f %6s | %7.3f %7.4f %4.1f%% %6d | %8.2f %8.3f %8.2f %7s %6.1fx | %4.0f MiB %4.0f MiB | %s\n",
 			n, a, b, (a > 0 ? b / a : 0), (a > 0 ? mib / 1048576 / a : 0), s,
-			us, sy, sp, fl, c, fs, d, (c - fs > 0 ? d / (c - fs) : 0), (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
+			us, sy, sp, fl, c, fs, d, nofs, (c > 0 ? d / c : 0), x / 1024, y / 1024, o }'
 done
 echo "(trace size $size per mix, $runs runs each, median wall time; peak RSS is the maximum over both"
 echo " operations and all runs, an upper bound: it counts python's ~13 MiB at exec; $(nproc) CPUs;"
