@@ -425,60 +425,20 @@ static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *
 			in->ip, in->size, in->iclass, z.size, z.iclass);
 }
 
-/* The instruction at ip in mode from its bytes at code (avail of them, at
- * most an instruction's length): 0 or -pte_bad_insn. */
-static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, int mode, WInsn *in)
-{
-	ZydisDecodedInstruction zi;
-
-	if (mode == ptem_64bit && fast_decode(code, avail, ip, in)) {
-		if (G_UNLIKELY(w->check))
-			check_fast(w, code, avail, in);
-		return 0;
-	}
-	memset(in, 0, sizeof(*in));
-	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, avail, &zi)))
-		return -pte_bad_insn;
-	in->ip = ip;
-	in->size = zi.length;
-	classify(&zi, ip, in);
-	return 0;
-}
-
-/* A piece of code read for one instruction (insn_read()): the bytes at ip
- * up to ip + len, with one tag; fill() decodes the block's next
- * instructions out of it while a whole instruction's bytes are in it. */
-typedef struct {
-	const guint8 *code;
-	guint64 ip;
-	gsize len;
-} WPiece;
-
-static int insn_read(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag, WPiece *piece);
-
 /* The instruction at ip in mode (the walker's code source, time now):
  * 0, -pte_nomap (no code) or -pte_bad_insn; *tag: its bytes' (TAG_MIXED:
  * from two reads). */
 static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 {
-	return insn_read(w, ip, mode, in, tag, NULL);
-}
-
-/* insn_decode(), and the piece of code it read (len 0: none to reuse). */
-static int insn_read(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag, WPiece *piece)
-{
 	guint64 tsc = ip >= w->plain_from[w->src] ? 0 : now(w);   /* (plain code: any time) */
 	gsize avail = 0, first;
 	const guint8 *code = w->code(w->ctx, w->src, ip, tsc, &avail, tag);
 	guint8 buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
+	ZydisDecodedInstruction zi;
 
-	if (piece)
-		piece->len = 0;
 	if (!code || !avail)
 		return -pte_nomap;
 	first = avail;
-	if (piece && avail >= sizeof(buf) && *tag != TAG_MIXED)
-		*piece = (WPiece){ code, ip, avail };
 	if (avail < sizeof(buf)) {       /* the rest from the next piece of code (libipt's retry) */
 		memcpy(buf, code, avail);
 		while (avail < sizeof(buf)) {
@@ -494,8 +454,18 @@ static int insn_read(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag, W
 		}
 		code = buf;
 	}
-	if (insn_bytes(w, code, MIN(avail, sizeof(buf)), ip, mode, in) < 0)
-		return -pte_bad_insn;
+	if (mode == ptem_64bit && fast_decode(code, MIN(avail, sizeof(buf)), ip, in)) {
+		if (G_UNLIKELY(w->check))
+			check_fast(w, code, MIN(avail, sizeof(buf)), in);
+	} else {
+		memset(in, 0, sizeof(*in));
+		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, MIN(avail, sizeof(buf)),
+								&zi)))
+			return -pte_bad_insn;
+		in->ip = ip;
+		in->size = zi.length;
+		classify(&zi, ip, in);
+	}
 	if (in->size > first)
 		*tag = TAG_MIXED;
 	return 0;
@@ -975,7 +945,6 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 {
 	guint64 start = w->ip, tag = tag0;
 	gboolean one = tag0 != TAG_MIXED;
-	WPiece piece = { NULL, 0, 0 };
 	WInsn in;
 
 	for (;;) {
@@ -985,13 +954,7 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 
 		if (!n)
 			return 0;
-		/* the bytes of the same read while they hold a whole instruction
-		 * (the same as reading them again: same time, same tag) */
-		if (w->ip - piece.ip < piece.len && piece.len - (w->ip - piece.ip) >= ZYDIS_MAX_INSTRUCTION_LENGTH)
-			status = insn_bytes(w, piece.code + (w->ip - piece.ip), ZYDIS_MAX_INSTRUCTION_LENGTH, w->ip,
-					    w->mode, &in);
-		else
-			status = insn_read(w, w->ip, w->mode, &in, &tag, &piece);
+		status = insn_decode(w, w->ip, w->mode, &in, &tag);
 		if (status < 0)
 			return status;
 		one = one && tag == tag0;
