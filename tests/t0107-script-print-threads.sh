@@ -17,28 +17,7 @@ G="--guestkallsyms $GUEST_CODE/kallsyms"
 # (the CPU share in the normal build only: ASan's shadow work is not the code's)
 if ! asan_build && code_recording share 256K --vcpus 2 --seed 5; then
 # shellcheck disable=SC2086
-set -- $("$PYTHON3" - "$VMTRACE" script "$TMP/share.data" $G --insn-trace <<'PY'
-import os, resource, subprocess, sys, threading, time
-p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-def drain():
-    while p.stdout.read(1 << 16):
-        pass
-t = threading.Thread(target=drain)
-t.start()
-main, path = 0, '/proc/%d/task/%d/stat' % (p.pid, p.pid)
-while p.poll() is None:
-    try:
-        f = open(path).read().rsplit(')', 1)[1].split()
-        main = int(f[11]) + int(f[12])
-    except (OSError, IndexError):
-        pass
-    time.sleep(0.005)
-t.join()
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-total = ru.ru_utime + ru.ru_stime
-print(p.returncode, int(100 * main / os.sysconf('SC_CLK_TCK') / max(total, 0.01)), '%.2f' % total)
-PY
-)
+set -- $("$PYTHON3" "$top_srcdir/tests/main-thread-share.py" "$VMTRACE" script "$TMP/share.data" $G --insn-trace)
 check "--insn-trace: exit 0" test "$1" -eq 0
 check "--insn-trace: the main thread's share of $3 CPU s is $2%, under 35%" test "$2" -lt 35
 fi
