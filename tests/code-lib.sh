@@ -246,3 +246,17 @@ report_truth() {
 	check "$1: report = ground truth ($(head -1 "$TMP/$1.cmp"))" test $? -eq 0 ||
 		sed 's/^/#   /' "$TMP/$1.cmp" | cut -c1-300
 }
+
+# threads_vs_serial NAME REC SCRIPT-ARGS...: vmtrace script prints the same
+# text and exit status with its lines printed in the decoding threads as
+# with VMTRACE_SCRIPT_SERIAL=1 (all in the main thread) - t0107, t0109
+threads_vs_serial() {
+	tv_name=$1 tv_rec=$2
+	shift 2
+	"$VMTRACE" script "$tv_rec" "$@" >"$TMP/threads.out" 2>&1
+	tv_r1=$?
+	VMTRACE_SCRIPT_SERIAL=1 "$VMTRACE" script "$tv_rec" "$@" >"$TMP/serial.out" 2>&1
+	tv_r2=$?
+	check "$tv_name: the same text and exit ($tv_r1) as printed in the main thread ($(wc -l <"$TMP/serial.out") lines)" \
+		sh -c "test $tv_r1 -eq $tv_r2 -a -s '$TMP/serial.out' && cmp -s '$TMP/threads.out' '$TMP/serial.out'"
+}

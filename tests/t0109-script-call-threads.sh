@@ -32,13 +32,7 @@ while read -r name size opts; do
 		"--call-trace --guest-only --vcpu 1"; do
 		[ "$name" = thread-4vcpu ] || [ "$mode" = --call-trace ] || [ "$mode" = --call-ret-trace ] || continue
 		# shellcheck disable=SC2086
-		"$VMTRACE" script "$TMP/$name.data" $G $mode >"$TMP/threads.out" 2>&1
-		r1=$?
-		# shellcheck disable=SC2086
-		VMTRACE_SCRIPT_SERIAL=1 "$VMTRACE" script "$TMP/$name.data" $G $mode >"$TMP/serial.out" 2>&1
-		r2=$?
-		check "$name $mode: the same text and exit ($r1) as printed in the main thread ($(wc -l <"$TMP/serial.out") lines)" \
-			test "$r1" -eq "$r2" -a -s "$TMP/serial.out" && cmp -s "$TMP/threads.out" "$TMP/serial.out"
+		threads_vs_serial "$name $mode" "$TMP/$name.data" $G $mode
 	done
 done <<EOF2
 thread-4vcpu 32K --vcpus 4 --seed 11 --psb-period 0
