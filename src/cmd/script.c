@@ -69,8 +69,6 @@ typedef struct {
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
-	gboolean pad_later;                /* a printer in a thread: call_pad_mark() instead (the column
-					    * follows the lines of all queues: the main thread pads) */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
 	GHashTable *user_disasm;           /* guest user file image -> its VtDecodeDisasm */
 	int name_width;                    /* perf's event name column: the longest name */
@@ -1056,28 +1054,6 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 		put_flags(t, flags);
 }
 
-/* The padding after a callindent of len columns (perf's): up to a column
- * that follows the longest recent name, *spacing. */
-static gsize call_pad(int *spacing, int len)
-{
-	if (len > *spacing || (len && len < *spacing - 52))
-		*spacing = (len + 4 + 31) / 32 * 32;
-	return len < *spacing ? (gsize)(*spacing - len) : 0;
-}
-
-/* A call line's padding left to the main thread (call_pad_text()): a NUL
- * (no line has one) and len's 4 bytes in its place. */
-#define CALL_PAD_MARK 5
-static void call_pad_mark(VtTextBuf *t, int len)
-{
-	guint32 n = (guint32)len;
-	char *p = vt_textbuf_room(t, CALL_PAD_MARK);
-
-	p[0] = 0;
-	memcpy(p + 1, &n, sizeof(n));
-	vt_textbuf_commit(t, CALL_PAD_MARK);
-}
-
 /* perf's callindent field for one sample (ip => addr in one machine):
  * "(DSO)\t", the depth's indentation, the called function (calls, trace
  * begins) or the returning one (returns, trace ends), padded to a column
@@ -1110,10 +1086,10 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 		vt_textbuf_hex(t, at, 16);
 		len = (int)(depth * 4 + 16);
 	}
-	if (s->pad_later)
-		call_pad_mark(t, len);
-	else
-		vt_textbuf_pad(t, call_pad(&s->spacing, len));
+	if (len > s->spacing || (len && len < s->spacing - 52))
+		s->spacing = (len + 4 + 31) / 32 * 32;
+	if (len < s->spacing)
+		vt_textbuf_pad(t, (gsize)(s->spacing - len));
 }
 
 /* One half of a branch (a VM entry or exit is two, each in its machine). */
@@ -1428,10 +1404,8 @@ static void printer_clear(Script *s)
  * thread only writes the merged text.  The lines are the same: a printer's
  * tables only keep text it made, and what a line shows depends on its
  * event and its queue's earlier events alone - except perf's call stacks
- * (per thread: kept by the queue's printer when no thread is in two
- * queues, else printed in the main thread) and the call traces' padding
- * (it follows the previous line, whichever queue's: the main thread pads,
- * call_pad_text()), JSON's writer and guest user code, which print in the
+ * (per thread over queues, and the call traces' padding follows the
+ * previous line), JSON's writer and guest user code, which print in the
  * main thread as before (and VMTRACE_SCRIPT_SERIAL=1 for all). */
 typedef struct {
 	Script *main;
@@ -1446,11 +1420,6 @@ static gpointer printer_open(gpointer data, guint queue)
 	(void)queue;
 	*s = *p->main;
 	printer_init(s, vt_textbuf_new_mem(CHUNK_BYTES), p->disasm_log2);
-	if (s->stacks) {                 /* the queue's threads' stacks: its own (threads apart) */
-		s->stacks = vt_decode_stacks_new();
-		s->syms = vt_decode_symcache_new(16);
-		s->pad_later = TRUE;
-	}
 	return s;
 }
 
@@ -1475,10 +1444,6 @@ static void printer_close(gpointer ctx)
 
 	printer_clear(s);
 	vt_textbuf_free(s->out);
-	if (s->pad_later) {
-		vt_decode_stacks_free(s->stacks);
-		vt_decode_symcache_free(s->syms);
-	}
 	g_free(s);
 }
 
@@ -1489,10 +1454,7 @@ static gboolean print_in_threads(const Script *s)
 
 	if (serial && *serial && strcmp(serial, "0"))
 		return FALSE;
-	/* call stacks are perf's per thread: in the threads when no thread
-	 * is in two queues */
-	return !s->o->json && (!s->stacks || vt_decode_result_threads_apart(s->result)) &&
-	       !vt_decode_guest_user_n_maps(s->guser, NULL);
+	return !s->o->json && !s->stacks && !vt_decode_guest_user_n_maps(s->guser, NULL);
 }
 
 /* The disassembly of one of n printers: together as large as one's. */
@@ -1505,23 +1467,6 @@ static guint printer_disasm_log2(guint n)
 	return 18 - k;
 }
 
-/* Text with call lines' padding marks (call_pad_mark()), padded in
- * order: the column follows the lines before, whichever queue's. */
-static void call_pad_text(Script *s, const char *text, gsize len)
-{
-	const char *end = text + len, *nul;
-
-	while ((nul = memchr(text, 0, (gsize)(end - text)))) {
-		guint32 n;
-
-		vt_textbuf_mem_long(s->out, text, (gsize)(nul - text));
-		memcpy(&n, nul + 1, sizeof(n));
-		vt_textbuf_pad(s->out, call_pad(&s->spacing, (int)n));
-		text = nul + CALL_PAD_MARK;
-	}
-	vt_textbuf_mem_long(s->out, text, (gsize)(end - text));
-}
-
 static void report_threads(Script *s)
 {
 	Printers p = { s, printer_disasm_log2(vt_decode_result_n_queues(s->result)) };
@@ -1530,12 +1475,8 @@ static void report_threads(Script *s)
 	gsize len;
 
 	vt_decode_result_start(s->result, &f);
-	while ((text = vt_decode_result_next_text(s->result, &len))) {
-		if (s->stacks)
-			call_pad_text(s, text, len);
-		else
-			vt_textbuf_mem_long(s->out, text, len);
-	}
+	while ((text = vt_decode_result_next_text(s->result, &len)))
+		vt_textbuf_mem_long(s->out, text, len);
 }
 
 static void report(Script *s)

@@ -343,9 +343,6 @@ const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len);
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
-/* Each host thread's branches in one queue only (per thread, no thread in
- * two queues): what is kept per thread can be kept per queue. */
-gboolean vt_decode_result_threads_apart(const VtDecodeResult *r);
 guint vt_decode_result_n_queues(const VtDecodeResult *r);   /* AUX queues */
 /* perf's kHz per unit of core:bus ratio (TSC frequency / maximum non-turbo
  * ratio, from the recording's TSC conversion) and that ratio; 0 if unknown */

@@ -763,17 +763,6 @@ gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 	return r->per_cpu;
 }
 
-gboolean vt_decode_result_threads_apart(const VtDecodeResult *r)
-{
-	if (r->per_cpu)
-		return FALSE;
-	for (guint i = 0; i < r->n; i++)
-		for (guint k = 0; k < i; k++)
-			if (r->qs[i].q->tid == r->qs[k].q->tid)
-				return FALSE;
-	return TRUE;
-}
-
 gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
 {
 	return vt_decode_guest_threads_machine_pid(r->guest);
