@@ -249,7 +249,7 @@ report_truth() {
 
 # threads_vs_serial NAME REC SCRIPT-ARGS...: vmtrace script prints the same
 # text and exit status with its lines printed in the decoding threads as
-# with VMTRACE_SCRIPT_SERIAL=1 (all in the main thread) - t0107, t0109
+# with VMTRACE_SCRIPT_SERIAL=1 (all in the main thread) - t0107
 threads_vs_serial() {
 	tv_name=$1 tv_rec=$2
 	shift 2

@@ -2,7 +2,7 @@
 # tests/main-thread-share.py CMD ARGS...: run CMD (its output drained and
 # dropped) and print its exit status, the share (percent) of its CPU time
 # that its main thread used (sampled from /proc every 5 ms), and its CPU
-# seconds - t0107 and t0109: the decoding threads do the printing work
+# seconds - t0107: the decoding threads do the printing work
 import os, resource, subprocess, sys, threading, time
 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 def drain():
