@@ -1481,6 +1481,20 @@ size_t vt_pt_scan_skip_timing(VtPtScanner *s, VtPtMtcAcc *acc)
 	return (size_t)(s->pos - p);
 }
 
+/* _flow2's end: both scanners at their stops (an IP packet skipped: the
+ * last IP is gone); returns STOPPED */
+static int flow2_stop(VtPtScanner *a, const uint8_t *pa, uint8_t fa,
+		      VtPtScanner *b, const uint8_t *pb, uint8_t fb, int stopped)
+{
+	if (fa & 0x80)
+		a->have_last_ip = 0;
+	if (fb & 0x80)
+		b->have_last_ip = 0;
+	a->pos = pa;
+	b->pos = pb;
+	return stopped;
+}
+
 int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 			  VtPtScanner *b, VtPtMtcAcc *accb)
 {
@@ -1508,13 +1522,7 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 			pa = skip_scalar(pa, ea, acca, ma, &fa);
 		if (pb > b->end - WIN_ROOM)
 			pb = skip_scalar(pb, eb, accb, mb, &fb);
-		if (fa & 0x80)
-			a->have_last_ip = 0;
-		if (fb & 0x80)
-			b->have_last_ip = 0;
-		a->pos = pa;
-		b->pos = pb;
-		return 3;
+		return flow2_stop(a, pa, fa, b, pb, fb, 3);
 	}
 #endif
 #ifdef HAVE_SKIP_WIN
@@ -1567,13 +1575,7 @@ int vt_pt_scan_skip_flow2(VtPtScanner *a, VtPtMtcAcc *acca,
 		stopped |= 1;
 	if (!nb || pb >= eb)
 		stopped |= 2;
-	if (fa & 0x80)
-		a->have_last_ip = 0;
-	if (fb & 0x80)
-		b->have_last_ip = 0;
-	a->pos = pa;
-	b->pos = pb;
-	return stopped;
+	return flow2_stop(a, pa, fa, b, pb, fb, stopped);
 }
 
 /* Synchronisation.
