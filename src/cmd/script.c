@@ -1376,7 +1376,7 @@ static void printer_init(Script *s, VtTextBuf *out, guint disasm_log2)
 					       (GDestroyNotify)vt_decode_disasm_free);
 	s->head = g_new0(LineHead, 1);
 	s->threads = g_new0(ThreadText, THREADS);
-	s->sides = g_new0(SideText, (gsize)1 << SIDES_LOG2);   /* calloc'd: untouched pages stay unmapped */
+	s->sides = vt_decode_table_new(sizeof(SideText) << SIDES_LOG2);   /* untouched pages stay unmapped */
 }
 
 static void printer_clear(Script *s)
@@ -1394,7 +1394,8 @@ static void printer_clear(Script *s)
 	g_clear_pointer(&s->user_disasm, g_hash_table_destroy);
 	g_clear_pointer(&s->head, g_free);
 	g_clear_pointer(&s->threads, g_free);
-	g_clear_pointer(&s->sides, g_free);
+	vt_decode_table_free(s->sides, sizeof(SideText) << SIDES_LOG2);
+	s->sides = NULL;
 }
 
 /* ---------------------------------------- printing in the decoding threads */

@@ -85,6 +85,13 @@ const VtDecodePokes *vt_decode_image_pokes(const VtDecodeImage *img);
 guint vt_decode_image_n_symbols(const VtDecodeImage *img);
 guint vt_decode_image_n_segments(const VtDecodeImage *img);
 
+/* Zeroed memory for a large lookup table that is read before it is
+ * written (2 MiB-aligned, transparent huge pages asked for: see
+ * bigtable.c).  Aborts when memory is exhausted, as g_malloc; free with the
+ * same size. */
+void *vt_decode_table_new(gsize bytes);
+void vt_decode_table_free(void *table, gsize bytes);
+
 /* The symbols of addresses, cached per (image, address) in a table of
  * 2^slots_log2 entries (direct-mapped: bounded, never stale - an entry
  * names its image and address).  Not thread-safe. */

@@ -47,8 +47,8 @@ VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots
 		vt_decode_zydis_init(&d->dec[m], m);
 	ZydisFormatterInit(&d->fmt, ZYDIS_FORMATTER_STYLE_ATT);
 	ZydisFormatterSetProperty(&d->fmt, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
-	/* calloc'd: pages the trace never reaches stay unmapped */
-	d->slots = g_new0(VtDisasmInsn, (gsize)1 << slots_log2);
+	/* pages the trace never reaches stay unmapped */
+	d->slots = vt_decode_table_new(sizeof(VtDisasmInsn) << slots_log2);
 	d->shift = 64 - slots_log2;
 	return d;
 }
@@ -67,14 +67,14 @@ void vt_decode_disasm_free(VtDecodeDisasm *d)
 {
 	if (!d)
 		return;
-	for (gsize i = 0; i < (gsize)1 << (64 - d->shift); i++)
+	for (gsize i = 0; d->used && i < (gsize)1 << (64 - d->shift); i++)   /* none filled: no page read */
 		if (text_long(&d->slots[i]))
 			g_free((char *)d->slots[i].text);
 	for (guint i = 0; d->poked && i < POKED_SLOTS; i++)
 		if (text_long(&d->poked[i].in))
 			g_free((char *)d->poked[i].in.text);
 	g_free(d->poked);
-	g_free(d->slots);
+	vt_decode_table_free(d->slots, sizeof(VtDisasmInsn) << (64 - d->shift));
 	g_free(d);
 }
 

@@ -19,7 +19,7 @@ VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2)
 	VtDecodeSymCache *c = g_new0(VtDecodeSymCache, 1);
 
 	slots_log2 = CLAMP(slots_log2, 1, 24);
-	c->slots = g_new0(VtDecodeSym, (gsize)1 << slots_log2);
+	c->slots = vt_decode_table_new(sizeof(VtDecodeSym) << slots_log2);
 	c->shift = 64 - slots_log2;
 	return c;
 }
@@ -28,7 +28,7 @@ void vt_decode_symcache_free(VtDecodeSymCache *c)
 {
 	if (!c)
 		return;
-	g_free(c->slots);
+	vt_decode_table_free(c->slots, sizeof(VtDecodeSym) << (64 - c->shift));
 	g_free(c);
 }
 

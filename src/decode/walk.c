@@ -868,7 +868,7 @@ VtWalkTable *vt_walk_table_new(void)
 {
 	VtWalkTable *t = g_new0(VtWalkTable, 1);
 
-	t->slots = g_new0(WSlot, 1u << TABLE_BITS);   /* (pages touched when used) */
+	t->slots = vt_decode_table_new(sizeof(WSlot) << TABLE_BITS);   /* (pages touched when used) */
 	return t;
 }
 
@@ -876,7 +876,7 @@ void vt_walk_table_free(VtWalkTable *t)
 {
 	if (!t)
 		return;
-	g_free(t->slots);
+	vt_decode_table_free(t->slots, sizeof(WSlot) << TABLE_BITS);
 	g_free(t);
 }
 
