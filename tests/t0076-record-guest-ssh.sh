@@ -52,6 +52,13 @@ nothing_left() {
 	! test -e "$1" && test -z "$(find "$TMP" -maxdepth 1 -name ".*vmtrace-tmp*")" &&
 		test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
 }
+# refused_rec RC WANT OUT [FILE WORDS]: exit WANT, FILE has WORDS, nothing left
+# (one command, so that check can fail on any part)
+refused_rec() {
+	test "$1" -eq "$2" && { [ $# -lt 5 ] || grep -q -- "$5" "$4"; } && nothing_left "$3"
+}
+# events FILE: the event names of a perf.data, sorted, one line
+events() { "$PERF" evlist -i "$1" 2>/dev/null | sed 's/:.*//' | sort | tr '\n' ' '; }
 S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
 
 # --- TCG's own thread names: the injection is refused ------------------------
@@ -96,11 +103,14 @@ check "perf script reads it: the guest's $(cat "$TMP/n.g") sideband records as V
 check "... the guest's commands are there (ls, cat)" \
 	sh -c "grep '^VM: *$qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: ls:' &&
 	       grep '^VM: *$qemu' '$TMP/r1.txt' | grep -q 'PERF_RECORD_COMM.*: cat:'"
+check "... the guest recorded sideband only (events: $(events "$TMP/r1/guest.data")), nothing left out of the injection" \
+	sh -c "test '$(events "$TMP/r1/guest.data")' = 'dummy ' && grep -q 'injected (0 not injected' '$TMP/r1.err'"
 guest_ssh cat /proc/kallsyms >"$TMP/kallsyms"
 check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$TMP/r1/kcore_dir__$qemu/kallsyms"
 
 # --- Ctrl-C: both stop, the guest file is complete -----------------------------
-rec $G --progress -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
+# (with --guest-events: samples are recorded in the guest when asked, and not injected)
+rec $G --guest-events cpu-clock,dummy --progress -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
 rp=$!
 # Ctrl-C once the recorder has read a sideband record of the vCPU threads:
 # their context switches are the kernel's (the synth source writes none),
@@ -124,12 +134,15 @@ check "... the guest's perf.data is complete: perf reads it without a warning, d
 	sh -c "! grep -qi 'warn\|trunc\|error' '$TMP/r2.perf' &&
 	       \"\$PERF\" report --header-only -i '$TMP/r2/guest.data' 2>/dev/null | grep -q '^# data size *: [1-9]'"
 check "... nothing left in the guest's /tmp" test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
+check "--guest-events cpu-clock,dummy: the guest recorded those ($(events "$TMP/r2/guest.data")), its samples not injected" \
+	sh -c "echo '$(events "$TMP/r2/guest.data")' | grep -qw cpu-clock &&
+	       grep -q 'injected ([1-9][0-9]* not injected: samples' '$TMP/r2.err'"
 
 # --- refusals -----------------------------------------------------------------
 rec -t 1 $G --guest-events no-such-event -o "$TMP/r3" >/dev/null 2>"$TMP/r3.err"
 rc=$?
 check "the guest's perf fails (--guest-events no-such-event): exit 21, perf's message, nothing left" \
-	sh -c "test $rc -eq 21 && grep -q 'perf record in the guest failed.*event syntax error' '$TMP/r3.err'" && nothing_left "$TMP/r3"
+	refused_rec $rc 21 "$TMP/r3" "$TMP/r3.err" 'perf record in the guest failed.*event syntax error'
 sed 's/^/# /' "$TMP/r3.err"
 rec -t 1 $G --guest-events 'cpu-clock;reboot' -o "$TMP/r4" >/dev/null 2>"$TMP/r4.err"
 check "--guest-events with shell characters: exit 2" test $? -eq 2
@@ -137,21 +150,20 @@ guest_ssh 'mv /usr/bin/perf /usr/bin/perf.off'
 rec -t 1 $G -o "$TMP/r5" >/dev/null 2>"$TMP/r5.err"
 rc=$?
 check "no perf in the guest: exit 20, says install linux-perf, nothing left" \
-	sh -c "test $rc -eq 20 && grep -q 'no perf in the guest' '$TMP/r5.err'" && nothing_left "$TMP/r5"
+	refused_rec $rc 20 "$TMP/r5" "$TMP/r5.err" 'no perf in the guest'
 guest_ssh 'mv /usr/bin/perf.off /usr/bin/perf'
 # the host-key rules of guest fetch (issue #13: the same connection code):
 # a guest not in known_hosts, and one whose key differs from known_hosts
 : >"$TMP/hosts.empty"
 rec -t 1 $(echo "$G" | sed "s|--known-hosts [^ ]*|--known-hosts $TMP/hosts.empty|") -o "$TMP/r7" >/dev/null 2>"$TMP/r7.err"
 rc=$?
-check "a guest host key not in known_hosts: exit 9 (refused), nothing left" test $rc -eq 9 && nothing_left "$TMP/r7"
+check "a guest host key not in known_hosts: exit 9 (refused), nothing left" refused_rec $rc 9 "$TMP/r7"
 sed 's/^/# /' "$TMP/r7.err"
 ssh-keygen -q -t ed25519 -N '' -f "$TMP/other" >/dev/null
 awk -v k="$(cut -d' ' -f2 "$TMP/other.pub")" '{ $2 = "ssh-ed25519"; $3 = k; print }' "$K/known_hosts" >"$TMP/hosts.changed"
 rec -t 1 $(echo "$G" | sed "s|--known-hosts [^ ]*|--known-hosts $TMP/hosts.changed|") -o "$TMP/r8" >/dev/null 2>"$TMP/r8.err"
 rc=$?
-check "a guest host key that differs from known_hosts: exit 10 (refused), nothing left" test $rc -eq 10 &&
-	nothing_left "$TMP/r8"
+check "a guest host key that differs from known_hosts: exit 10 (refused), nothing left" refused_rec $rc 10 "$TMP/r8"
 sed 's/^/# /' "$TMP/r8.err"
 # the guest's sshd (listener and sessions) killed while the host records
 rec -t 4 $G --timeout 5 -o "$TMP/r6" >/dev/null 2>"$TMP/r6.err" &
