@@ -22,6 +22,8 @@ typedef struct {
 	uint64_t ratio;
 	guint frac;
 	const char *source;      /* where the offsets came from */
+	VmcorrKvmMeta *meta;     /* REC's KVM metadata (NULL: none, or unreadable) */
+	guint from_meta;         /* vCPU offsets taken from it */
 	gboolean to_stderr;      /* the report on stderr (record --guest-ssh) */
 	gboolean quiet;          /* no report (record --guest-ssh --quiet) */
 } InjOpts;
@@ -34,6 +36,7 @@ static void inj_opts_clear(InjOpts *o)
 	g_strfreev(o->offsets);
 	if (o->opt.clocks)
 		g_array_free(o->opt.clocks, TRUE);
+	vmcorr_kvm_meta_free(o->meta);
 }
 
 static int exit_code_for(const GError *e)
@@ -156,21 +159,23 @@ static const char inj_summary[] =
 	"Times are converted exactly, in integers: guest perf time -> guest TSC\n"
 	"(guest TIME_CONV) -> host TSC (minus the vCPU's TSC offset, TSC scaling\n"
 	"undone in 128 bits) -> host perf time (host TIME_CONV).  The TSC offset of\n"
-	"every vCPU is found in REC as `vmtrace correlate` finds it, unless --offset\n"
-	"gives it.  A vCPU's host CPU comes from the switch records that put its\n"
-	"thread on a CPU.";
+	"every vCPU is found in REC as `vmtrace correlate` finds it (where the trace\n"
+	"shows none: KVM's, from REC's vmtrace-kvm.ini if it did not change), unless\n"
+	"--offset gives it.  A vCPU's host CPU comes from the switch records that put\n"
+	"its thread on a CPU.";
 
 static const char inj_description[] =
 	"Exit status: 0 ok; 1 failure (cannot write OUT); 2 usage error; 3 unreadable\n"
 	"or malformed input (or a perf record --threads directory); 5 a vCPU's TSC\n"
-	"offset cannot be discovered (give --offset); 17 the guest file cannot be\n"
-	"injected (no sample ids, no ID_INDEX, an id with CPU -1, a guest CPU without a\n"
-	"vCPU thread); 18 the guest's perf clock is not TSC-based (kvm-clock: boot the\n"
-	"guest with no-kvmclock); 19 the host recording lacks what injection needs\n"
-	"(\"CPU n/KVM\" COMMs, context switches with CPU, TIME_CONV; or several QEMU\n"
-	"processes and no --pid; or that VM's guest records, injected before); 28 a\n"
-	"vCPU's TSC offset changed during the recording and a guest record's time fits\n"
-	"no epoch or two (the guest's TSC went back): give --offset OFF:VCPU.\n"
+	"offset cannot be discovered nor taken from REC's KVM metadata (give\n"
+	"--offset); 17 the guest file cannot be injected (no sample ids, no ID_INDEX,\n"
+	"an id with CPU -1, a guest CPU without a vCPU thread); 18 the guest's perf\n"
+	"clock is not TSC-based (kvm-clock: boot the guest with no-kvmclock); 19 the\n"
+	"host recording lacks what injection needs (\"CPU n/KVM\" COMMs, context\n"
+	"switches with CPU, TIME_CONV; or several QEMU processes and no --pid; or that\n"
+	"VM's guest records, injected before); 28 a vCPU's TSC offset changed during\n"
+	"the recording and a guest record's time fits no epoch or two (the guest's\n"
+	"TSC went back): give --offset OFF:VCPU.\n"
 	"Nothing is written unless the exit status is 0.\n\n"
 	"Examples:\n"
 	"  vmtrace inject vm.data --guest-data guest.data -o vm+guest.data\n"
@@ -229,16 +234,65 @@ static gboolean inj_validate(InjOpts *o, GError **err)
 	return TRUE;
 }
 
-/* The scale from REC's KVM metadata when every vCPU has the same. */
-static void inj_meta_scale(InjOpts *o)
+/* REC's KVM metadata, if any; its scale when every vCPU has the same. */
+static void inj_meta_load(InjOpts *o)
 {
 	g_autoptr(GError) err = NULL;
-	VmcorrKvmMeta *meta = vmcorr_kvm_meta_load(o->rec, NULL, &err);
 	gboolean uniform;
 
-	if (meta && !o->have_scale && vmcorr_kvm_meta_scaling(meta, &o->ratio, &o->frac, &uniform) && uniform)
+	o->meta = vmcorr_kvm_meta_load(o->rec, NULL, &err);
+	if (o->meta && !o->have_scale && vmcorr_kvm_meta_scaling(o->meta, &o->ratio, &o->frac, &uniform) && uniform)
 		o->have_scale = TRUE;
-	vmcorr_kvm_meta_free(meta);
+}
+
+/* Whether a KVM tsc-offset write of vCPU vcpu was recorded. */
+static gboolean meta_written(const VmcorrKvmMeta *meta, int vcpu)
+{
+	for (guint i = 0; i < meta->writes->len; i++)
+		if ((int)g_array_index(meta->writes, VmcorrTscWrite, i).vcpu == vcpu)
+			return TRUE;
+	return FALSE;
+}
+
+/* vCPU vcpu's TSC offset from REC's KVM metadata: KVM's own, when it is
+ * that QEMU process's and did not change (the same at the start and the
+ * end, no write recorded). */
+static gboolean meta_offset(const InjOpts *o, int vcpu, uint64_t *off)
+{
+	for (guint i = 0; o->meta && i < o->meta->vcpus->len; i++) {
+		const VmcorrKvmVcpu *k = &g_array_index(o->meta->vcpus, VmcorrKvmVcpu, i);
+
+		if (k->vcpu != vcpu ||
+		    (o->meta->qemu_pid && o->opt.machine_pid && o->meta->qemu_pid != o->opt.machine_pid))
+			continue;
+		if (!k->have_start || !k->have_end || k->tsc_offset_start != k->tsc_offset_end ||
+		    meta_written(o->meta, vcpu))
+			return FALSE;
+		*off = (uint64_t)k->tsc_offset_start;
+		return TRUE;
+	}
+	return FALSE;
+}
+
+static gboolean has_clock(const InjOpts *o, int vcpu)
+{
+	for (guint i = 0; i < o->opt.clocks->len; i++)
+		if (g_array_index(o->opt.clocks, VtInjectClock, i).vcpu == vcpu)
+			return TRUE;
+	return FALSE;
+}
+
+/* Every vCPU of the metadata the trace gave no offset for: KVM's. */
+static void add_meta_offsets(InjOpts *o)
+{
+	for (guint i = 0; o->meta && i < o->meta->vcpus->len; i++) {
+		VtInjectClock c = { .vcpu = g_array_index(o->meta->vcpus, VmcorrKvmVcpu, i).vcpu };
+
+		if (c.vcpu >= 0 && !has_clock(o, c.vcpu) && meta_offset(o, c.vcpu, &c.offset)) {
+			g_array_append_val(o->opt.clocks, c);
+			o->from_meta++;
+		}
+	}
 }
 
 /* The guest TSC at host TSC t by offset off (and the scaling, if any). */
@@ -288,6 +342,12 @@ static int add_discovered(InjOpts *o, const VmcorrVmcs *m)
 {
 	VtInjectClock c = { .vcpu = m->vcpu, .offset = m->status == VMCORR_ZERO ? 0 : m->offset };
 
+	if (m->status != VMCORR_OK && m->status != VMCORR_ZERO && m->status != VMCORR_CHANGES &&
+	    !has_clock(o, m->vcpu) && meta_offset(o, m->vcpu, &c.offset)) {
+		g_array_append_val(o->opt.clocks, c);    /* KVM's, from the metadata */
+		o->from_meta++;
+		return VT_EXIT_OK;
+	}
 	if (m->status != VMCORR_OK && m->status != VMCORR_ZERO && m->status != VMCORR_CHANGES) {
 		vt_err("inject", "%s: the TSC offset of vCPU %d (VMCS %#" G_GINT64_MODIFIER "x) is %s; give it with "
 		       "--offset OFF:%d (see vmtrace correlate --dry-run)", o->rec, m->vcpu, m->vmcs,
@@ -343,6 +403,7 @@ static int inj_discover(InjOpts *o)
 	VmcorrResult *r;
 	uint32_t pid = o->opt.machine_pid;
 	int rc = VT_EXIT_OK;
+	gboolean dry_run_failed;
 
 	vmcorr_options_init(&vo);
 	if (o->have_scale) {
@@ -356,19 +417,24 @@ static int inj_discover(InjOpts *o)
 		vt_err("inject", "%s", err->message);
 		return VT_EXIT_BAD_INPUT;
 	}
-	if (!r) {
-		vt_err("inject", "%s; the TSC offsets cannot be discovered: give them with --offset", err->message);
-		return VT_EXIT_UNRESOLVED;
-	}
+	dry_run_failed = !r;
 	o->opt.clocks = g_array_new(FALSE, FALSE, sizeof(VtInjectClock));
-	for (guint i = 0; rc == VT_EXIT_OK && i < r->vmcs->len; i++) {
+	for (guint i = 0; r && rc == VT_EXIT_OK && i < r->vmcs->len; i++) {
 		const VmcorrVmcs *m = &g_array_index(r->vmcs, VmcorrVmcs, i);
 
 		if (m->vcpu >= 0 && (!pid || m->pid == pid))
 			rc = add_discovered(o, m);
 	}
 	vmcorr_result_free(r);
-	o->source = "discovered in the host trace";
+	if (rc == VT_EXIT_OK)
+		add_meta_offsets(o);
+	if (rc == VT_EXIT_OK && dry_run_failed && !o->opt.clocks->len) {
+		vt_err("inject", "%s; the TSC offsets cannot be discovered: give them with --offset", err->message);
+		return VT_EXIT_UNRESOLVED;
+	}
+	o->source = !o->from_meta ? "discovered in the host trace" :
+		    o->from_meta == o->opt.clocks->len ? "KVM's, from REC's metadata (vmtrace-kvm.ini)" :
+		    "discovered in the host trace, or KVM's from REC's metadata (vmtrace-kvm.ini)";
 	return rc;
 }
 
@@ -474,8 +540,7 @@ static int inj_run(InjOpts *o)
 	VtInjectResult r;
 	int rc = VT_EXIT_OK;
 
-	if (!o->have_scale)
-		inj_meta_scale(o);
+	inj_meta_load(o);
 	o->source = "given with --offset";
 	if (!vt_inject_one_data_file(o->guest, &err) || !vt_inject_one_data_file(o->rec, &err) ||
 	    !vt_inject_guest_check(o->guest, &err)) {    /* before a long discovery */
