@@ -32,6 +32,9 @@ ssh_keys "$K"
 "$top_srcdir/tests/guest-image.sh" --perf "$TMP/img" "$K/id_ed25519.pub" "$K/host_ed25519" 2>"$TMP/image.err" ||
 	skip "cannot build the guest image with perf: $(tail -1 "$TMP/image.err")"
 "$CC" -shared -fPIC -o "$TMP/tcg-as-kvm.so" "$top_srcdir/tests/tcg-as-kvm.c" -ldl || skip "cannot build tests/tcg-as-kvm.c"
+printf '#include <stdio.h>\n#include <x86intrin.h>\nint main(void) { printf("%%llu\\n", __rdtsc()); return 0; }\n' \
+	>"$TMP/rdtsc.c"
+"$CC" -o "$TMP/rdtsc" "$TMP/rdtsc.c" || skip "cannot build a program that reads the TSC"
 
 # boot [PRELOAD]: start the 2-vCPU guest, wait for its sshd (120 s at most)
 boot() {
@@ -47,10 +50,13 @@ guest_ssh() {
 		-o UserKnownHostsFile="$K/known_hosts" -o GlobalKnownHostsFile=/dev/null root@127.0.0.1 "$@"
 }
 rec() { "$VMTRACE" record --pid $qemu --source synth --synth-size 2M "$@"; }
+# guest_clean: no perf directory in the guest's /tmp (and the guest answers:
+# an unreachable guest does not pass)
+guest_clean() { test "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null; echo end')" = end; }
 # nothing_left OUT: no OUT, no temporary next to it, no perf directory in the guest
 nothing_left() {
 	! test -e "$1" && test -z "$(find "$TMP" -maxdepth 1 -name ".*vmtrace-tmp*")" &&
-		test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
+		guest_clean
 }
 # refused_rec RC WANT OUT [FILE WORDS]: exit WANT, FILE has WORDS, nothing left
 # (one command, so that check can fail on any part)
@@ -60,6 +66,31 @@ refused_rec() {
 # events FILE: the event names of a perf.data, sorted, one line
 events() { "$PERF" evlist -i "$1" 2>/dev/null | sed 's/:.*//' | sort | tr '\n' ' '; }
 S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
+# tcg_offset: the guest's TSC minus the host's, as the synth source's
+# --synth-offset: under TCG the guest's TSC is the host's less its value
+# when the VM started.  The guest's printk time (local_clock, TSC-based
+# with tsc=reliable) of a line written between two host TSC readings, made
+# a guest TSC with its perf TIME_CONV; the fastest of three round trips
+# (each an SSH login: about 1 s under TCG) - prints "OFFSET ERROR-TICKS"
+tcg_offset() {
+	guest_ssh 'perf record -q -e dummy -o /tmp/c.data true >/dev/null 2>&1; cat /tmp/c.data; rm -f /tmp/c.data' \
+		>"$TMP/c.data"
+	for _ in 1 2 3; do
+		h1=$("$TMP/rdtsc")
+		mark=$(guest_ssh 'echo vmtrace-mark >/dev/kmsg; dmesg | grep vmtrace-mark | tail -1')
+		echo "$h1 $("$TMP/rdtsc") $mark"
+	done | "$PYTHON3" -c '
+import re, subprocess, sys
+out = subprocess.run([sys.argv[1], "script", "-i", sys.argv[2], "-D"], capture_output=True, text=True).stdout
+g = lambda k: int(re.search(k + r"\s*:?\s*(\d+)", out).group(1))
+s, m, z = g("Time Shift"), g("Time Muliplier"), g(r"\.\.\. Time Zero")
+h1, h2, sec, us = min(((int(a), int(b), c, d) for a, b, c, d in
+                       re.findall(r"^(\d+) (\d+) \[\s*(\d+)\.(\d+)\]", sys.stdin.read(), re.M)),
+                      key=lambda x: x[1] - x[0])
+t = (int(sec) * 10**9 + int(us) * 1000 - z) % 2**64
+tsc = ((t // m) << s) + ((t % m) << s) // m
+print(hex((tsc - (h1 + h2) // 2) % 2**64), (h2 - h1) // 2)' "$PERF" "$TMP/c.data"
+}
 
 # --- TCG's own thread names: the injection is refused ------------------------
 boot || skip "the guest did not come up: $(tail -3 "$TMP/console" "$TMP/qemu.log" 2>/dev/null | tr '\n' ' ')"
@@ -79,7 +110,7 @@ check "... and the guest's kernel snapshot: kcore_dir__$qemu (kcore, kallsyms, m
 		test -z \"\$(find '$TMP/t0/kcore_dir__$qemu' -type f ! -perm 0600)\" &&
 		grep -q 'kernel snapshot ($TMP/t0/kcore_dir__$qemu)' '$TMP/t0.err'"
 check "... perf reads the kept host recording" sh -c "'$PERF' script -i '$TMP/t0' --itrace= --show-task-events 2>/dev/null | grep -q COMM"
-check "... nothing left in the guest's /tmp" test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
+check "... nothing left in the guest's /tmp" guest_clean
 halt
 
 # --- the whole pipeline -------------------------------------------------------
@@ -87,10 +118,18 @@ boot "$TMP/tcg-as-kvm.so" || fail "the guest did not come up with tcg-as-kvm.so"
 check "QEMU's vCPU threads are named CPU 0/KVM, CPU 1/KVM" \
 	test "$(cat /proc/$qemu/task/*/comm | grep -c '^CPU [01]/KVM$')" = 2
 guest_ssh 'sh -c "while :; do ls / >/dev/null; cat /proc/version >/dev/null; sleep 0.2; done" >/dev/null 2>&1 &'
-rec -t 2 $G --json -o "$TMP/r1" >"$TMP/r1.json" 2>"$TMP/r1.err"
+set -- $(tcg_offset)
+TOFF=${1:-} TERR=${2:-}
+check "the guest's TSC offset from the host's (TCG): $TOFF, within $TERR ticks" test -n "$TOFF"
+rec -t 2 $G --synth-offset "${TOFF:-0}" --json -o "$TMP/r1" >"$TMP/r1.json" 2>"$TMP/r1.err"
 rc=$?
 check "record --guest-ssh: exit 0" test $rc -eq 0
 [ $rc -eq 0 ] || sed 's/^/# /' "$TMP/r1.err"
+# the synth source's trace starts at the host's TSC: with the guest's own
+# offset in it, the guest's records are where they happened
+check "... injected with that offset, found in the host trace: the guest's records fall within the host recording (no warning)" \
+	sh -c "grep -q 'guest records injected' '$TMP/r1.err' && grep -q 'vCPU 1: TSC offset $TOFF' '$TMP/r1.err' &&
+	       ! grep -q 'none of the' '$TMP/r1.err'"
 check "... one directory: data, guest.data, kcore_dir__$qemu (kcore, kallsyms, modules), vmtrace-kvm.ini" \
 	test -s "$TMP/r1/data" -a -s "$TMP/r1/guest.data" -a -s "$TMP/r1/kcore_dir__$qemu/kcore" \
 	-a -s "$TMP/r1/kcore_dir__$qemu/kallsyms" -a -s "$TMP/r1/kcore_dir__$qemu/modules" -a -s "$TMP/r1/vmtrace-kvm.ini"
@@ -133,7 +172,7 @@ sed 's/^/# perf: /' "$TMP/r2.perf"
 check "... the guest's perf.data is complete: perf reads it without a warning, data size in its header" \
 	sh -c "! grep -qi 'warn\|trunc\|error' '$TMP/r2.perf' &&
 	       \"\$PERF\" report --header-only -i '$TMP/r2/guest.data' 2>/dev/null | grep -q '^# data size *: [1-9]'"
-check "... nothing left in the guest's /tmp" test -z "$(guest_ssh 'ls -d /tmp/vmtrace-perf.* 2>/dev/null')"
+check "... nothing left in the guest's /tmp" guest_clean
 check "--guest-events cpu-clock,dummy: the guest recorded those ($(events "$TMP/r2/guest.data")), its samples not injected" \
 	sh -c "echo '$(events "$TMP/r2/guest.data")' | grep -qw cpu-clock &&
 	       grep -q 'injected ([1-9][0-9]* not injected: samples' '$TMP/r2.err'"
