@@ -1069,7 +1069,7 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 	const VtDecodeSym *y;
 	int len = 0;
 
-	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code) {
+	if (!vt_decode_symcache_code(s->syms, img, ip)) {
 		dso = "[unknown]";
 		dso_len = strlen(dso);
 	}

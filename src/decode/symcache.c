@@ -32,7 +32,8 @@ void vt_decode_symcache_free(VtDecodeSymCache *c)
 	g_free(c);
 }
 
-static void fill(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
+/* Whether addr is code; its symbol not yet looked up. */
+static void fill_code(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
 {
 	gsize avail;
 
@@ -42,18 +43,39 @@ static void fill(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
 	e->off = 0;
 	e->sym_len = 0;
 	e->code = addr && img && vt_decode_image_code(img, addr, &avail);
-	if (e->code)
-		e->sym = vt_decode_image_symbol(img, addr, &e->off);
-	if (e->sym)
-		e->sym_len = (guint32)strlen(e->sym);
+	e->named = FALSE;
 }
 
-const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+static void fill_name(VtDecodeSym *e)
+{
+	if (e->code)
+		e->sym = vt_decode_image_symbol(e->img, e->addr, &e->off);
+	if (e->sym)
+		e->sym_len = (guint32)strlen(e->sym);
+	e->named = TRUE;
+}
+
+/* The slot of (img, addr), holding them (its code known at least). */
+static VtDecodeSym *slot_of(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
 	/* Fibonacci hashing: every bit of the address and the image counts */
 	VtDecodeSym *e = &c->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> c->shift];
 
 	if (G_UNLIKELY(e->img != img || e->addr != addr || !img))
-		fill(e, img, addr);
+		fill_code(e, img, addr);
 	return e;
+}
+
+const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+{
+	VtDecodeSym *e = slot_of(c, img, addr);
+
+	if (G_UNLIKELY(!e->named))
+		fill_name(e);
+	return e;
+}
+
+gboolean vt_decode_symcache_code(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+{
+	return slot_of(c, img, addr)->code;
 }
