@@ -343,6 +343,15 @@ typedef struct {
 	gpointer data;
 } VtDecodeFormatter;
 
+/* Before vt_decode_result_start (branches, not text): only the branches
+ * keep(data, b) is TRUE for come to vt_decode_result_next - the others are
+ * dropped in the decoding threads (keep runs there, on several at once: it
+ * may only read data).  NULL: all (the default). */
+typedef gboolean (*VtDecodeKeep)(gpointer data, const VtBranch *b);
+void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
+/* No host thread's branches in two queues (per-thread recordings whose
+ * queues' threads differ): what a reader keeps per thread is kept per queue. */
+gboolean vt_decode_result_threads_apart(const VtDecodeResult *r);
 /* Starts decoding: with fmt, text (vt_decode_result_next_text); NULL:
  * branches (vt_decode_result_next).  Once. */
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt);

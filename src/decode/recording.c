@@ -84,6 +84,8 @@ struct VtDecodeResult {
 	gboolean started;         /* the queues' threads run */
 	gboolean formatting;      /* started with a formatter: text, not branches */
 	VtDecodeFormatter fmt;
+	VtDecodeKeep keep;        /* branches the reader wants (NULL: all) */
+	gpointer keep_data;
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -244,6 +246,37 @@ static GArray *batch_get(Queue *q)
 	return g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
 }
 
+/* Only the branches from `from` on that the reader keeps, in order. */
+static void batch_keep(const VtDecodeResult *r, GArray *b, guint from)
+{
+	VtBranch *v = (VtBranch *)(gpointer)b->data;
+	guint n = from;
+
+	for (guint i = from; i < b->len; i++)
+		if (r->keep(r->keep_data, &v[i])) {
+			if (n != i)
+				v[n] = v[i];
+			n++;
+		}
+	g_array_set_size(b, n);
+}
+
+/* A batch decoded; with a keep filter, decoded on until at least half full
+ * (no more hand-offs than without one).  FALSE: the queue's end. */
+static gboolean batch_fill(const VtDecodeResult *r, Queue *q, GArray *b)
+{
+	gboolean more;
+
+	do {
+		guint from = b->len;
+
+		more = vt_decode_queue_next(q->dec, b, BATCH - BATCH_ROOM);
+		if (r->keep)
+			batch_keep(r, b, from);
+	} while (more && r->keep && b->len < (BATCH - BATCH_ROOM) / 2);
+	return more;
+}
+
 /* A queue's thread: batches until the end, at most AHEAD ahead, at most
  * `tokens` threads decoding at once. */
 static gpointer produce(gpointer data)
@@ -266,9 +299,10 @@ static gpointer produce(gpointer data)
 		r->tokens--;
 		q->ahead++;
 		g_mutex_unlock(&r->lock);
-		more = vt_decode_queue_next(q->dec, b, BATCH - BATCH_ROOM);
+		more = batch_fill(r, q, b);
 		g_mutex_lock(&r->lock);
 		r->tokens++;
+		q->ahead -= !b->len;      /* not for the reader */
 		g_cond_broadcast(&r->cond);
 		g_mutex_unlock(&r->lock);
 		g_async_queue_push(b->len ? q->ready : q->spare, b);
@@ -646,6 +680,13 @@ static gpointer produce_any(gpointer data)
 	return q->r->formatting ? produce_text(q) : produce(q);
 }
 
+void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data)
+{
+	g_return_if_fail(!r->started);
+	r->keep = keep;
+	r->keep_data = data;
+}
+
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 {
 	g_return_if_fail(!r->started);
@@ -761,6 +802,17 @@ guint vt_decode_result_n_queues(const VtDecodeResult *r)
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 {
 	return r->per_cpu;
+}
+
+gboolean vt_decode_result_threads_apart(const VtDecodeResult *r)
+{
+	if (r->per_cpu)
+		return FALSE;
+	for (guint i = 0; i < r->n; i++)
+		for (guint k = 0; k < i; k++)
+			if (r->qs[i].q->tid == r->qs[k].q->tid)
+				return FALSE;
+	return TRUE;
 }
 
 gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
