@@ -102,15 +102,14 @@ typedef struct {
 	guint64 off;                /* addr - its start */
 	guint32 sym_len;
 	gboolean code;              /* addr is in a code segment of img (sym only then) */
-	gboolean named;             /* sym, off, sym_len set (not by vt_decode_symcache_code) */
 } VtDecodeSym;
 typedef struct VtDecodeSymCache VtDecodeSymCache;
 VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2);
 void vt_decode_symcache_free(VtDecodeSymCache *c);
 /* addr 0 or img NULL: no code, no symbol.  Valid until the next lookup. */
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
-/* Whether addr is code (VtDecodeSym.code) - without looking up its symbol,
- * which a later vt_decode_symcache_lookup of addr does. */
+/* Whether addr is code (VtDecodeSym.code), without a symbol: no slot of
+ * the table is read or filled. */
 gboolean vt_decode_symcache_code(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
 
 /* --------------------------------------------------------- instructions */
