@@ -1,7 +1,9 @@
 /* symcache.c - the symbol of an address, cached: a direct-mapped table
  * keyed on (image, address), so that a trace's hot branch addresses cost
  * a compare instead of a code-segment search and a binary search over
- * kallsyms each time (vmtrace script looks up two per branch line).
+ * kallsyms each time (vmtrace script's call traces: the called or returning
+ * function of each line; whether the source is code, vt_decode_symcache_code,
+ * asks the image only).
  * Bounded: a slot is replaced by the next address that maps to it. */
 #include "config.h"
 
