@@ -684,7 +684,8 @@ static void test_segment_hint(void)
 
 /* The symbol cache: host and guest images with code at one address and
  * different symbols; lookups alternate between them, and between addresses
- * that share a slot - each answer is its own image's, never a stale one. */
+ * that share a slot - each answer is its own image's, never a stale one,
+ * also where only its code was asked for first. */
 static void test_symcache(void)
 {
 	static const guint8 code[64] = { 0x90 };
@@ -713,7 +714,12 @@ static void test_symcache(void)
 				gsize avail;
 				const char *want = vt_decode_image_code(img[i], a, &avail)
 							   ? vt_decode_image_symbol(img[i], a, &off) : NULL;
-				const VtDecodeSym *y = vt_decode_symcache_lookup(c, img[i], a);
+				const VtDecodeSym *y;
+
+				/* in round 1 its code first (the symbol looked up later) */
+				if (round == 1)
+					g_assert_cmpint(vt_decode_symcache_code(c, img[i], a), ==, a < CODE + sizeof(code));
+				y = vt_decode_symcache_lookup(c, img[i], a);
 
 				g_assert_cmpstr(y->sym, ==, want);
 				g_assert_true(y->img == img[i] && y->addr == a);
@@ -724,6 +730,7 @@ static void test_symcache(void)
 					g_assert_true(g_str_has_prefix(want, names[i]));
 				}
 			}
+	g_assert_false(vt_decode_symcache_code(c, img[0], 0));
 	g_assert_false(vt_decode_symcache_lookup(c, img[0], 0)->code);
 	g_assert_null(vt_decode_symcache_lookup(c, NULL, CODE)->sym);
 	vt_decode_symcache_free(c);

@@ -4,7 +4,9 @@
  * and write errors kept. */
 #include "config.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "src/cli/textbuf.h"
@@ -177,6 +179,34 @@ static void test_memory(void)
 	g_free(old);
 }
 
+/* A pipe's buffer grows to the buffer's size (up to the system's limit);
+ * the text still goes through it whole. */
+static void test_pipe(void)
+{
+	g_autofree char *max_text = NULL;
+	int fds[2], want = 1 << 20, size;
+	FILE *f;
+	char got[8] = "";
+
+	if (g_file_get_contents("/proc/sys/fs/pipe-max-size", &max_text, NULL, NULL))
+		want = MIN(want, (int)g_ascii_strtoll(max_text, NULL, 10));
+	g_assert_cmpint(pipe(fds), ==, 0);
+	f = fdopen(fds[1], "w");
+	g_assert_nonnull(f);
+	g_assert_cmpint(fcntl(fds[1], F_GETPIPE_SZ), <, want);   /* 64 KiB by default */
+	{
+		g_autoptr(VtTextBuf) t = vt_textbuf_new(f, 1 << 20);
+
+		size = fcntl(fds[1], F_GETPIPE_SZ);
+		vt_textbuf_str(t, "pipe\n");
+	}
+	g_assert_cmpint(size, >=, want);
+	g_assert_cmpint(read(fds[0], got, sizeof(got)), ==, 5);
+	g_assert_cmpmem(got, 5, "pipe\n", 5);
+	fclose(f);
+	close(fds[0]);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -185,5 +215,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/textbuf/large", test_large);
 	g_test_add_func("/textbuf/write-error", test_write_error);
 	g_test_add_func("/textbuf/memory", test_memory);
+	g_test_add_func("/textbuf/pipe", test_pipe);
 	return g_test_run();
 }

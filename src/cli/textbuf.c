@@ -2,7 +2,22 @@
  * (see textbuf.h). */
 #include "config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "src/cli/textbuf.h"
+
+/* A pipe's buffer as large as one write of ours, if the system lets it
+ * (the default 64 KiB takes a reader's wake-up and a context switch each;
+ * /proc/sys/fs/pipe-max-size caps it): nothing else changes on failure. */
+static void pipe_grow(FILE *f, gsize cap)
+{
+	struct stat st;
+	int fd = fileno(f);
+
+	if (fd >= 0 && !fstat(fd, &st) && S_ISFIFO(st.st_mode) && fcntl(fd, F_GETPIPE_SZ) < (int)MIN(cap, (gsize)G_MAXINT))
+		(void)fcntl(fd, F_SETPIPE_SZ, (int)MIN(cap, (gsize)G_MAXINT));
+}
 
 VtTextBuf *vt_textbuf_new(FILE *f, gsize cap)
 {
@@ -11,6 +26,8 @@ VtTextBuf *vt_textbuf_new(FILE *f, gsize cap)
 	t->cap = MAX(cap, (gsize)VT_TEXTBUF_PIECE);
 	t->buf = g_malloc(t->cap);
 	t->f = f;
+	if (f)
+		pipe_grow(f, t->cap);
 	return t;
 }
 

@@ -32,7 +32,8 @@ typedef struct {
 	gboolean failed;
 } VtTextBuf;
 
-/* A buffer of cap bytes (at least VT_TEXTBUF_PIECE) for f. */
+/* A buffer of cap bytes (at least VT_TEXTBUF_PIECE) for f; when f is a
+ * pipe, its buffer is enlarged to cap where the system allows. */
 VtTextBuf *vt_textbuf_new(FILE *f, gsize cap);
 /* A buffer in memory (no FILE): it grows instead of being written out;
  * vt_textbuf_swap takes its text. */

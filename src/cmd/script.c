@@ -1069,7 +1069,7 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 	const VtDecodeSym *y;
 	int len = 0;
 
-	if (!vt_decode_symcache_lookup(s->syms, img, ip)->code) {
+	if (!vt_decode_symcache_code(s->syms, img, ip)) {
 		dso = "[unknown]";
 		dso_len = strlen(dso);
 	}
@@ -1480,6 +1480,25 @@ static void report_threads(Script *s)
 		vt_textbuf_mem_long(s->out, text, len);
 }
 
+/* Call traces: a branch that neither moves perf's call stacks nor shows
+ * (jumps, conditional jumps, power events) is dropped in the decoding
+ * threads.  Exact only where each host thread's stack is one queue's: a
+ * stack is emptied when another queue's branch of its thread comes. */
+static gboolean call_keep(gpointer data, const VtBranch *b)
+{
+	const Script *s = data;
+
+	return b->kind == VT_BRANCH_ERROR ||
+	       (vt_decode_perf_flags(b) & (s->show_flags | VT_PERF_FLAG_CALL | VT_PERF_FLAG_RETURN |
+					   VT_PERF_FLAG_TRACE_BEGIN));
+}
+
+static gboolean call_keep_applies(const Script *s)
+{
+	return s->stacks && !s->o->insn_trace && !s->o->power && !s->o->json &&
+	       vt_decode_result_threads_apart(s->result);
+}
+
 static void report(Script *s)
 {
 	const VtDecodeEvent *e;
@@ -1504,6 +1523,8 @@ static void report(Script *s)
 		report_threads(s);
 	} else {
 		printer_init(s, vt_textbuf_new(stdout, 1 << 20), 18);
+		if (call_keep_applies(s))
+			vt_decode_result_keep(s->result, call_keep, s);
 		vt_decode_result_start(s->result, NULL);
 		while ((e = vt_decode_result_next(s->result)))
 			script_event(s, e);

@@ -108,6 +108,9 @@ VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2);
 void vt_decode_symcache_free(VtDecodeSymCache *c);
 /* addr 0 or img NULL: no code, no symbol.  Valid until the next lookup. */
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
+/* Whether addr is code (VtDecodeSym.code), without a symbol: no slot of
+ * the table is read or filled. */
+gboolean vt_decode_symcache_code(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
 
 /* --------------------------------------------------------- instructions */
 /* What an instruction does to control flow (Zydis decodes it). */
@@ -339,6 +342,15 @@ typedef struct {
 	gpointer data;
 } VtDecodeFormatter;
 
+/* Before vt_decode_result_start (branches, not text): only the branches
+ * keep(data, b) is TRUE for come to vt_decode_result_next - the others are
+ * dropped in the decoding threads (keep runs there, on several at once: it
+ * may only read data).  NULL: all (the default). */
+typedef gboolean (*VtDecodeKeep)(gpointer data, const VtBranch *b);
+void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
+/* No host thread's branches in two queues (per-thread recordings whose
+ * queues' threads differ): what a reader keeps per thread is kept per queue. */
+gboolean vt_decode_result_threads_apart(const VtDecodeResult *r);
 /* Starts decoding: with fmt, text (vt_decode_result_next_text); NULL:
  * branches (vt_decode_result_next).  Once. */
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt);

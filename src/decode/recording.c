@@ -78,12 +78,13 @@ struct VtDecodeResult {
 	gboolean tcg;             /* written by record --source tcg: "CPU n/TCG" are vCPUs */
 	guint nerrors;
 	GError *error;            /* a queue that could not be read to its end (lock) */
-	VtDecodeEvent ev;         /* the event last returned */
 	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
 	const VtDecodeGuestUser *guest_user;   /* its user code per process (options) */
 	gboolean started;         /* the queues' threads run */
 	gboolean formatting;      /* started with a formatter: text, not branches */
 	VtDecodeFormatter fmt;
+	VtDecodeKeep keep;        /* branches the reader wants (NULL: all) */
+	gpointer keep_data;
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -207,6 +208,13 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, Queue *queue, 
 		e->machine_pid = vt_decode_guest_threads_machine_pid(r->guest);
 }
 
+/* Branch b of the queue as an event, named. */
+static void event_of(VtDecodeResult *r, Queue *q, const VtBranch *b, VtDecodeEvent *e)
+{
+	*e = (VtDecodeEvent){ .b = *b, .queue = q->q->idx };
+	name_event(r, r->s, q, e);
+}
+
 /* A queue decoder's guest user code (queue.c's code hook): that of the
  * guest process on the queue's vCPU at tsc, as name_event() names it. */
 static const guint8 *guest_user_code(gpointer ctx, guint64 tsc, guint64 ip, gsize *avail)
@@ -241,7 +249,38 @@ static GArray *batch_get(Queue *q)
 		g_array_set_size(b, 0);
 		return b;
 	}
-	return g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+	return g_array_sized_new(FALSE, FALSE, sizeof(VtDecodeEvent), BATCH);
+}
+
+/* The branches of raw the reader keeps, named, onto the events of ev
+ * (naming here, in the queue's thread, takes it off the reader's). */
+static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, GArray *ev)
+{
+	guint n = ev->len;
+
+	g_array_set_size(ev, n + raw->len);
+	for (guint i = 0; i < raw->len; i++) {
+		const VtBranch *b = &g_array_index(raw, VtBranch, i);
+
+		if (!r->keep || r->keep(r->keep_data, b))
+			event_of(r, q, b, &g_array_index(ev, VtDecodeEvent, n++));
+	}
+	g_array_set_size(ev, n);
+}
+
+/* A batch of events decoded into ev (raw: the thread's branches); with a
+ * keep filter, decoded on until at least half full (no more hand-offs than
+ * without one).  FALSE: the queue's end. */
+static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
+{
+	gboolean more;
+
+	do {
+		g_array_set_size(raw, 0);
+		more = vt_decode_queue_next(q->dec, raw, BATCH - BATCH_ROOM - ev->len);
+		batch_name(r, q, raw, ev);
+	} while (more && r->keep && ev->len < (BATCH - BATCH_ROOM) / 2);
+	return more;
 }
 
 /* A queue's thread: batches until the end, at most AHEAD ahead, at most
@@ -250,6 +289,7 @@ static gpointer produce(gpointer data)
 {
 	Queue *q = data;
 	VtDecodeResult *r = q->r;
+	g_autoptr(GArray) raw = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
 	gboolean more = TRUE;
 
 	while (more) {
@@ -266,9 +306,10 @@ static gpointer produce(gpointer data)
 		r->tokens--;
 		q->ahead++;
 		g_mutex_unlock(&r->lock);
-		more = vt_decode_queue_next(q->dec, b, BATCH - BATCH_ROOM);
+		more = batch_fill(r, q, raw, b);
 		g_mutex_lock(&r->lock);
 		r->tokens++;
+		q->ahead -= !b->len;      /* not for the reader */
 		g_cond_broadcast(&r->cond);
 		g_mutex_unlock(&r->lock);
 		g_async_queue_push(b->len ? q->ready : q->spare, b);
@@ -277,7 +318,7 @@ static gpointer produce(gpointer data)
 	if (vt_decode_queue_error(q->dec) && !r->error)
 		r->error = g_error_copy(vt_decode_queue_error(q->dec));
 	g_mutex_unlock(&r->lock);
-	g_async_queue_push(q->ready, g_array_new(FALSE, FALSE, sizeof(VtBranch)));
+	g_async_queue_push(q->ready, g_array_new(FALSE, FALSE, sizeof(VtDecodeEvent)));
 	return NULL;
 }
 
@@ -295,13 +336,13 @@ static const VtBranch *peek_wait(VtDecodeResult *r, Queue *q)
 		g_cond_broadcast(&r->cond);
 		g_mutex_unlock(&r->lock);
 	}
-	return q->ended ? NULL : &g_array_index(q->cur, VtBranch, q->pos);
+	return q->ended ? NULL : &g_array_index(q->cur, VtDecodeEvent, q->pos).b;
 }
 
 static inline const VtBranch *peek(VtDecodeResult *r, Queue *q)
 {
 	if (G_LIKELY(q->cur && q->pos < q->cur->len))
-		return &g_array_index(q->cur, VtBranch, q->pos);
+		return &g_array_index(q->cur, VtDecodeEvent, q->pos).b;
 	return peek_wait(r, q);
 }
 
@@ -331,15 +372,13 @@ static Queue *next_queue(VtDecodeResult *r)
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 {
 	Queue *q = next_queue(r);
+	const VtDecodeEvent *e;
 
 	if (!q)
 		return NULL;
-	memset(&r->ev, 0, sizeof(r->ev));
-	r->ev.b = g_array_index(q->cur, VtBranch, q->pos++);
-	r->ev.queue = q->q->idx;
-	name_event(r, r->s, q, &r->ev);
-	r->nerrors += r->ev.b.kind == VT_BRANCH_ERROR;
-	return &r->ev;
+	e = &g_array_index(q->cur, VtDecodeEvent, q->pos++);
+	r->nerrors += e->b.kind == VT_BRANCH_ERROR;
+	return e;
 }
 
 /* ------------------------------------------------ formatting in threads */
@@ -432,10 +471,7 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
 	for (guint i = 0; i < b->len; i++) {
 		gsize now;
 
-		memset(&ev, 0, sizeof(ev));
-		ev.b = g_array_index(b, VtBranch, i);
-		ev.queue = q->q->idx;
-		name_event(r, r->s, q, &ev);
+		event_of(r, q, &g_array_index(b, VtBranch, i), &ev);
 		q->nerrors += ev.b.kind == VT_BRANCH_ERROR;
 		now = r->fmt.format(q->fctx, &ev);
 		if (now == *end)
@@ -646,6 +682,13 @@ static gpointer produce_any(gpointer data)
 	return q->r->formatting ? produce_text(q) : produce(q);
 }
 
+void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data)
+{
+	g_return_if_fail(!r->started);
+	r->keep = keep;
+	r->keep_data = data;
+}
+
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 {
 	g_return_if_fail(!r->started);
@@ -761,6 +804,17 @@ guint vt_decode_result_n_queues(const VtDecodeResult *r)
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r)
 {
 	return r->per_cpu;
+}
+
+gboolean vt_decode_result_threads_apart(const VtDecodeResult *r)
+{
+	if (r->per_cpu)
+		return FALSE;
+	for (guint i = 0; i < r->n; i++)
+		for (guint k = 0; k < i; k++)
+			if (r->qs[i].q->tid == r->qs[k].q->tid)
+				return FALSE;
+	return TRUE;
 }
 
 gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
