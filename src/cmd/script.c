@@ -1174,15 +1174,27 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 	vt_textbuf_c(t, '\n');
 }
 
+/* The table of one side's kernel code when its image has no text pokes
+ * (what disasm_at comes to there, without its tests per instruction);
+ * NULL: through disasm_at. */
+static VtDecodeDisasm *plain_disasm(const Script *s, gboolean guest)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+
+	return !img || !vt_decode_image_pokes(img) ? s->disasm[guest ? 1 : 0] : NULL;
+}
+
 /* The instructions from w's IP up to `to`; returns where the walk stopped. */
 static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
 	gboolean show = wanted(s, e, w->guest);
+	VtDecodeDisasm *plain = plain_disasm(s, w->guest);
 	guint64 ip = w->ip, last = 0;
 	gboolean any = FALSE;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
-		const VtDisasmInsn *in = disasm_at(s, w->guest, ip, e->b.mode, e->b.tsc);
+		const VtDisasmInsn *in = plain && !user_space(s, ip, w->guest) ?
+			vt_decode_disasm_at_mode(plain, ip, e->b.mode) : disasm_at(s, w->guest, ip, e->b.mode, e->b.tsc);
 
 		if (!in->len)
 			break;
