@@ -1128,17 +1128,34 @@ static void print_call(Script *s, const VtDecodeEvent *e)
  * branch's instruction runs; the IP of an interrupt, VM exit or
  * asynchronous trace end does not). */
 
+/* An instruction line's start: line_fields(), or (again: the last line
+ * was the same walk's, so s->head holds this line's start if it was kept)
+ * a copy of the last line's start without comparing its thread and time. */
+static void insn_start(Script *s, const VtDecodeEvent *e, gboolean guest, guint f, guint32 flags, gboolean again)
+{
+	const LineHead *h = s->head;
+
+	if (!again || !h->len) {
+		line_fields(s, e, guest, f, "instructions:k", flags);
+		return;
+	}
+	put_kept(s->out, h->text, h->len, sizeof(h->text));
+	if (f & F_FLAGS)
+		put_flags(s->out, flags);
+}
+
 /* One instruction line; a branch's own instruction (last: the branch)
  * carries its flags and target, as perf's instruction samples do (a
- * conditional jump not taken its flags only). */
-static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in, gboolean guest, const VtBranch *last)
+ * conditional jump not taken its flags only); again: as insn_start. */
+static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in, gboolean guest, const VtBranch *last,
+		      gboolean again)
 {
 	VtTextBuf *t = s->out;
 	guint f = s->o->insn_mask;
 	guint32 flags = !(f & F_FLAGS) ? 0 : last ? vt_decode_perf_flags(last)
 			: in->kind == VT_INSN_COND ? VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL : 0;
 
-	line_fields(s, e, guest, f, "instructions:k", flags);
+	insn_start(s, e, guest, f, flags, again);
 	if (f & F_ADDR)
 		vt_textbuf_hex(t, last ? last->to : 0, 16);
 	if (f & F_IP) {
@@ -1149,25 +1166,40 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 		insn_bytes_of(s, in);
 	if (f & F_DISASM) {
 		put_lit(t, "\t\t");
-		vt_textbuf_mem(t, in->text, in->text_len < 255 ? in->text_len : strlen(in->text));
+		if (in->text == in->text_in)   /* as a block of its slot's size: no rep movs */
+			put_kept(t, in->text_in, in->text_len, sizeof(in->text_in));
+		else
+			vt_textbuf_mem(t, in->text, in->text_len < 255 ? in->text_len : strlen(in->text));
 	}
 	vt_textbuf_c(t, '\n');
+}
+
+/* The table of one side's kernel code when its image has no text pokes
+ * (what disasm_at comes to there, without its tests per instruction);
+ * NULL: through disasm_at. */
+static VtDecodeDisasm *plain_disasm(const Script *s, gboolean guest)
+{
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+
+	return !img || !vt_decode_image_pokes(img) ? s->disasm[guest ? 1 : 0] : NULL;
 }
 
 /* The instructions from w's IP up to `to`; returns where the walk stopped. */
 static guint64 insn_walk(Script *s, const VtDecodeEvent *e, const Walk *w, guint64 to, gboolean inclusive)
 {
 	gboolean show = wanted(s, e, w->guest);
+	VtDecodeDisasm *plain = plain_disasm(s, w->guest);
 	guint64 ip = w->ip, last = 0;
 	gboolean any = FALSE;
 
 	for (guint n = 0; n < MAX_STRAIGHT && (ip < to || (inclusive && ip == to)); n++) {
-		const VtDisasmInsn *in = disasm_at(s, w->guest, ip, e->b.mode, e->b.tsc);
+		const VtDisasmInsn *in = plain && !user_space(s, ip, w->guest) ?
+			vt_decode_disasm_at_mode(plain, ip, e->b.mode) : disasm_at(s, w->guest, ip, e->b.mode, e->b.tsc);
 
 		if (!in->len)
 			break;
 		if (show)
-			insn_line(s, e, in, w->guest, inclusive && ip == to ? &e->b : NULL);
+			insn_line(s, e, in, w->guest, inclusive && ip == to ? &e->b : NULL, any);
 		last = ip;
 		any = TRUE;
 		ip += in->len;
@@ -1210,6 +1242,10 @@ static void print_insns(Script *s, const VtDecodeEvent *e, gboolean show)
 	w->valid = b->to != 0;
 	w->ip = b->to;
 	w->guest = b->to_guest;
+	/* the next walk starts there: its first instruction's slot on its
+	 * way while the next branch is decoded (a cache miss per walk else) */
+	if (show && w->valid && !user_space(s, w->ip, w->guest))
+		vt_decode_disasm_prefetch(s->disasm[w->guest ? 1 : 0], w->ip);
 }
 
 static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr, gboolean guest)

@@ -168,7 +168,8 @@ typedef struct {
 typedef struct VtDecodeDisasm VtDecodeDisasm;
 
 /* A cache of the instructions of img (borrowed): a direct-mapped table of
- * 2^slots_log2 of them (80 bytes each; 2^18 by vt_decode_disasm_new),
+ * 2^slots_log2 of them (80 bytes each; 2^18 by vt_decode_disasm_new;
+ * a hash of ip >> 6 picks 64 slots, ip & 63 one of them),
  * each decoded and formatted once while it stays in; not thread-safe (one
  * per thread). */
 VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);
@@ -183,6 +184,10 @@ const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guin
  * (vt_decode_image_code_at); the image's bytes elsewhere. */
 const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guint8 mode, guint64 tsc);
 guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* slots filled */
+/* A hint, no effect on any answer: ip will be asked for soon, so its slot
+ * is brought into the CPU's cache meanwhile (vt_decode_disasm_at_mode
+ * does it for the instruction right after the one it answers). */
+void vt_decode_disasm_prefetch(const VtDecodeDisasm *d, guint64 ip);
 
 /* ------------------------------------------------------------- branches */
 typedef enum {
