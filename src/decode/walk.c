@@ -26,7 +26,8 @@
  * first one's tag, and it is found again only with that tag: a text poke
  * gives another tag, so a kept block never outlives its bytes.  The table
  * belongs to the image (all queues' walkers share it, in any thread) and
- * is bounded: 2^17 slots of 56 bytes (7 MiB, touched as used).
+ * is bounded: 2^17 slots of 32 bytes (4 MiB, touched as used; a block
+ * whose last instruction starts 64 KiB or more after its first is not kept).
  *
  * Instructions: the common 64-bit ones by a length decoder of our own
  * (fast_decode: one-byte and 0x0f maps, the classes pt_ild gives them),
@@ -41,7 +42,7 @@
 #define RET_SIZE 64                      /* libipt's return stack */
 #define TAG_MIXED G_MAXUINT64            /* bytes from two sources, or a process's: not kept */
 
-enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4 };
+enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4, F_DIRECT = 8 /* (WSlot.flags only) */ };
 
 typedef struct {
 	guint64 ip, target;              /* target: direct branches */
@@ -58,11 +59,19 @@ typedef struct {
 /* An image's blocks, shared by the walkers of all its queues (threads): a
  * slot is written under its sequence number (odd while written; a writer
  * that finds it odd or loses the race skips), a reader keeps what it read
- * only if the number is even and did not change meanwhile (a seqlock). */
+ * only if the number is even and did not change meanwhile (a seqlock).
+ * A block in 32 bytes - its last instruction as offsets from its start -
+ * so that a set's two ways are one cache line: a lookup is one miss. */
 typedef struct {
 	guint32 seq;
-	WBlock b;
+	guint16 ninsn;
+	guint16 end;                     /* the last instruction's ip - ip */
+	guint64 ip, tag;                 /* ip 0: empty */
+	gint32 disp;                     /* its target - its end (cond. and direct branches) */
+	guint8 mode, size, iclass, flags;   /* flags: the last instruction's F_*, F_DIRECT: direct */
 } WSlot;
+
+G_STATIC_ASSERT(sizeof(WSlot) == 32);
 
 struct VtWalkTable {
 	WSlot *slots;                    /* 2^TABLE_BITS */
@@ -175,6 +184,12 @@ static guint64 now(VtWalk *w)
 }
 
 /* ------------------------------------------------------- instructions */
+/* Does in have a target from its bytes (conditional and direct branches)? */
+static gboolean has_target(const WInsn *in)
+{
+	return in->iclass == ptic_cond_jump || in->direct;
+}
+
 /* libipt's class of the instruction Zydis decoded (pt_ild's: the same
  * instructions are branches, far transfers and event bindings). */
 static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
@@ -224,7 +239,7 @@ static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
 	default:
 		break;
 	}
-	if (in->iclass == ptic_cond_jump || in->direct)  /* ip + size + displacement (no wrap: libipt's) */
+	if (has_target(in))              /* ip + size + displacement (no wrap: libipt's) */
 		in->target = ip + zi->length + (guint64)zi->raw.imm[0].value.s;
 }
 
@@ -403,7 +418,7 @@ static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *
 	}
 	default: break;
 	}
-	if (in->iclass == ptic_cond_jump || in->direct)
+	if (has_target(in))
 		in->target = ip + in->size + (guint64)disp;
 	return TRUE;
 }
@@ -895,37 +910,76 @@ static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
 	return &t->slots[h & ((1u << TABLE_BITS) - 2)];
 }
 
-static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, WBlock *out)
+/* b as a slot (FALSE: its last instruction is too far from its start, or
+ * its target from its end, to be kept). */
+static gboolean slot_pack(const WBlock *b, WSlot *s)
 {
-	WSlot *set = set_of(t, ip, tag);
+	guint64 end = b->last.ip - b->ip, next = b->last.ip + b->last.size;
+	gint64 disp = has_target(&b->last) ? (gint64)(b->last.target - next) : 0;
+
+	if (end > G_MAXUINT16 || disp != (gint32)disp)
+		return FALSE;
+	s->ninsn = b->ninsn;
+	s->end = (guint16)end;
+	s->ip = b->ip;
+	s->tag = b->tag;
+	s->disp = (gint32)disp;
+	s->mode = b->mode;
+	s->size = b->last.size;
+	s->iclass = b->last.iclass;
+	s->flags = (guint8)(b->last.flags | (b->last.direct ? F_DIRECT : 0));
+	return TRUE;
+}
+
+/* The last instruction of the block in slot s. */
+static void slot_last(const WSlot *s, WInsn *in)
+{
+	in->ip = s->ip + s->end;
+	in->size = s->size;
+	in->iclass = s->iclass;
+	in->flags = s->flags & ~F_DIRECT;
+	in->direct = (s->flags & F_DIRECT) != 0;
+	in->target = has_target(in) ? in->ip + in->size + (guint64)(gint64)s->disp : 0;
+}
+
+/* The block at (ip, tag, mode) if the table has it: its instructions and
+ * its last one. */
+static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, guint16 *ninsn, WInsn *last)
+{
+	WSlot *set = set_of(t, ip, tag), s;
 
 	for (int k = 0; k < 2; k++) {
 		guint32 seq = __atomic_load_n(&set[k].seq, __ATOMIC_ACQUIRE);
 
 		if (seq & 1)
 			continue;
-		memcpy(out, &set[k].b, sizeof(*out));
+		memcpy(&s, &set[k], sizeof(s));
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && out->ip == ip && out->tag == tag &&
-		    out->mode == mode && ip)
+		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && s.ip == ip && s.tag == tag &&
+		    s.mode == mode && ip) {
+			*ninsn = s.ninsn;
+			slot_last(&s, last);
 			return TRUE;
+		}
 	}
 	return FALSE;
 }
 
 static void table_put(VtWalkTable *t, const WBlock *b)
 {
-	WSlot *set = set_of(t, b->ip, b->tag), *s;
+	WSlot *set = set_of(t, b->ip, b->tag), *s, in;
 	guint32 seq;
 
+	if (!slot_pack(b, &in))
+		return;
 	/* an empty way, else the second (the first keeps what came first) */
-	s = __atomic_load_n(&set[0].b.ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
+	s = __atomic_load_n(&set[0].ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
 	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
 	if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
 						      __ATOMIC_RELAXED))
 		return;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(&s->b, b, sizeof(*b));
+	memcpy((guint8 *)s + sizeof(s->seq), (const guint8 *)&in + sizeof(in.seq), sizeof(in) - sizeof(in.seq));
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -978,17 +1032,17 @@ static int no_event(VtWalk *w, struct pt_block *block)
 {
 	gsize avail = 0;
 	guint64 tag = 0;
-	WBlock b;
+	guint16 ninsn;
 
 	/* a kept block of plain code was read from the image (no need to ask) */
 	if (w->ip < w->plain_from[w->src] && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag) || !avail))
 		return -pte_nomap;
-	if (tag != TAG_MIXED && w->tables[w->src] && table_get(w->tables[w->src], w->ip, tag, w->mode, &b)) {
-		block->ninsn = b.ninsn;
-		block->end_ip = b.last.ip;
-		block->iclass = b.last.iclass;
-		w->last = b.last;
-		return block_end(w, &b.last);
+	if (tag != TAG_MIXED && w->tables[w->src] &&
+	    table_get(w->tables[w->src], w->ip, tag, w->mode, &ninsn, &w->last)) {
+		block->ninsn = ninsn;
+		block->end_ip = w->last.ip;
+		block->iclass = w->last.iclass;
+		return block_end(w, &w->last);
 	}
 	return fill(w, block, tag);
 }
