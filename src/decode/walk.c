@@ -440,6 +440,26 @@ static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *
 			in->ip, in->size, in->iclass, z.size, z.iclass);
 }
 
+/* The instruction at ip in mode from its bytes at code (avail of them, at
+ * most an instruction's length): 0 or -pte_bad_insn. */
+static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, int mode, WInsn *in)
+{
+	ZydisDecodedInstruction zi;
+
+	if (mode == ptem_64bit && fast_decode(code, avail, ip, in)) {
+		if (G_UNLIKELY(w->check))
+			check_fast(w, code, avail, in);
+		return 0;
+	}
+	memset(in, 0, sizeof(*in));
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, avail, &zi)))
+		return -pte_bad_insn;
+	in->ip = ip;
+	in->size = zi.length;
+	classify(&zi, ip, in);
+	return 0;
+}
+
 /* The instruction at ip in mode (the walker's code source, time now):
  * 0, -pte_nomap (no code) or -pte_bad_insn; *tag: its bytes' (TAG_MIXED:
  * from two reads). */
@@ -449,7 +469,6 @@ static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 	gsize avail = 0, first;
 	const guint8 *code = w->code(w->ctx, w->src, ip, tsc, &avail, tag);
 	guint8 buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
-	ZydisDecodedInstruction zi;
 
 	if (!code || !avail)
 		return -pte_nomap;
@@ -469,18 +488,8 @@ static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 		}
 		code = buf;
 	}
-	if (mode == ptem_64bit && fast_decode(code, MIN(avail, sizeof(buf)), ip, in)) {
-		if (G_UNLIKELY(w->check))
-			check_fast(w, code, MIN(avail, sizeof(buf)), in);
-	} else {
-		memset(in, 0, sizeof(*in));
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, MIN(avail, sizeof(buf)),
-								&zi)))
-			return -pte_bad_insn;
-		in->ip = ip;
-		in->size = zi.length;
-		classify(&zi, ip, in);
-	}
+	if (insn_bytes(w, code, MIN(avail, sizeof(buf)), ip, mode, in) < 0)
+		return -pte_bad_insn;
 	if (in->size > first)
 		*tag = TAG_MIXED;
 	return 0;
@@ -994,21 +1003,44 @@ static int block_end(VtWalk *w, const WInsn *in)
 	return proceed_with_trace(w, in);
 }
 
-/* Walk a block not in the table (and keep it if its bytes have one tag). */
+/* Plain code at ip (the image's own bytes, never changed): the piece of
+ * it one read gives, *len bytes (0: not plain, or none) - what reading
+ * each of its addresses again would give. */
+static const guint8 *plain_piece(VtWalk *w, guint64 ip, gsize *len)
+{
+	guint64 tag = 0;
+	const guint8 *code;
+
+	*len = 0;
+	if (ip < w->plain_from[w->src])
+		return NULL;
+	code = w->code(w->ctx, w->src, ip, 0, len, &tag);
+	if (!code || tag)
+		*len = 0;
+	return code;
+}
+
+/* Walk a block not in the table (and keep it if its bytes have one tag);
+ * plain code's instructions out of one read while it holds them whole. */
 static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 {
 	guint64 start = w->ip, tag = tag0;
 	gboolean one = tag0 != TAG_MIXED;
+	gsize len;
+	const guint8 *piece = plain_piece(w, start, &len);
 	WInsn in;
 
 	for (;;) {
 		guint16 n = (guint16)(block->ninsn + 1);
-		guint64 nip;
+		guint64 nip, off = w->ip - start;
 		int status;
 
 		if (!n)
 			return 0;
-		status = insn_decode(w, w->ip, w->mode, &in, &tag);
+		if (off < len && len - off >= ZYDIS_MAX_INSTRUCTION_LENGTH)
+			status = insn_bytes(w, piece + off, ZYDIS_MAX_INSTRUCTION_LENGTH, w->ip, w->mode, &in);
+		else
+			status = insn_decode(w, w->ip, w->mode, &in, &tag);
 		if (status < 0)
 			return status;
 		one = one && tag == tag0;
