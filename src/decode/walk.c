@@ -992,15 +992,42 @@ static void table_put(VtWalkTable *t, const WBlock *b)
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* The block's end in (w->ip at it): the next IP from it, with trace when
- * it needs some. */
-static int block_end(VtWalk *w, const WInsn *in)
+/* The set of the block at ip (bytes tagged tag) on its way into the
+ * cache: a table that does not fit in it misses on nearly every lookup,
+ * and the next block's set is known (or one of two) before libipt has
+ * read the trace that decides it and queue.c has handled this block.
+ * (Always inlined: GCC finds a function that only prefetches without
+ * effect and drops its calls.) */
+static inline __attribute__((always_inline)) void prefetch_block(const VtWalk *w, guint64 ip, guint64 tag)
 {
+	if (w->tables[w->src])
+		__builtin_prefetch(set_of(w->tables[w->src], ip, tag));
+}
+
+/* The block's end in (w->ip at it): the next IP from it, with trace when
+ * it needs some (the next block's set prefetched: both ways of a
+ * conditional branch and the return address on the stack before, where
+ * the trace went after). */
+static int block_end(VtWalk *w, const WInsn *in, guint64 tag)
+{
+	int status;
+
 	log_call(w, in);
-	if (next_ip(in, &w->ip) == 0)
+	if (next_ip(in, &w->ip) == 0) {
+		prefetch_block(w, w->ip, tag);
 		return 0;                /* a direct call or jump */
+	}
+	if (in->iclass == ptic_cond_jump) {
+		prefetch_block(w, in->target, tag);
+		prefetch_block(w, in->ip + in->size, tag);
+	} else if (in->iclass == ptic_return && w->top != w->bottom) {
+		prefetch_block(w, w->ret[w->top ? w->top - 1 : RET_SIZE], tag);
+	}
 	w->ip = in->ip;
-	return proceed_with_trace(w, in);
+	status = proceed_with_trace(w, in);
+	if (status == 0 && in->iclass != ptic_cond_jump)
+		prefetch_block(w, w->ip, tag);
+	return status;
 }
 
 /* Plain code at ip (the image's own bytes, never changed): the piece of
@@ -1057,7 +1084,7 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 
 		table_put(w->tables[w->src], &b);
 	}
-	return block_end(w, &in);
+	return block_end(w, &in, tag0);
 }
 
 static int no_event(VtWalk *w, struct pt_block *block)
@@ -1074,7 +1101,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 		block->ninsn = ninsn;
 		block->end_ip = w->last.ip;
 		block->iclass = w->last.iclass;
-		return block_end(w, &w->last);
+		return block_end(w, &w->last, tag);
 	}
 	return fill(w, block, tag);
 }
