@@ -441,29 +441,12 @@ static guint64 segment_len(const VtDecodeImage *img, guint i)
 	return s->size;
 }
 
-/* The first segment of img or its attached images above vaddr
- * (G_MAXUINT64: none). */
-static guint64 segment_above(const VtDecodeImage *img, guint64 vaddr)
-{
-	guint64 above = G_MAXUINT64;
-
-	for (guint i = 0; i < img->segs->len; i++)
-		if (g_array_index(img->segs, Segment, i).vaddr > vaddr)
-			above = MIN(above, g_array_index(img->segs, Segment, i).vaddr);
-	for (guint i = 0; img->attached && i < img->attached->len; i++)
-		above = MIN(above, segment_above(g_ptr_array_index(img->attached, i), vaddr));
-	return above;
-}
-
-const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+/* The index of img's first segment above vaddr (segs->len: none). */
+static guint segment_after(const VtDecodeImage *img, guint64 vaddr)
 {
 	guint lo = 0, hi = img->segs->len;
 
-	if (segment_hint.gen == img->gen && vaddr - segment_hint.vaddr < segment_hint.size) {
-		*avail = segment_hint.size - (vaddr - segment_hint.vaddr);
-		return segment_hint.code + (vaddr - segment_hint.vaddr);
-	}
-	while (lo < hi) {                 /* last segment starting at or below vaddr */
+	while (lo < hi) {
 		guint mid = (lo + hi) / 2;
 
 		if (g_array_index(img->segs, Segment, mid).vaddr <= vaddr)
@@ -471,6 +454,30 @@ const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, 
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Where the first segment of img or its attached images above vaddr
+ * starts (G_MAXUINT64: none). */
+static guint64 segment_above(const VtDecodeImage *img, guint64 vaddr)
+{
+	guint i = segment_after(img, vaddr);
+	guint64 above = i < img->segs->len ? g_array_index(img->segs, Segment, i).vaddr : G_MAXUINT64;
+
+	for (guint k = 0; img->attached && k < img->attached->len; k++)
+		above = MIN(above, segment_above(g_ptr_array_index(img->attached, k), vaddr));
+	return above;
+}
+
+const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+{
+	guint lo;
+
+	if (segment_hint.gen == img->gen && vaddr - segment_hint.vaddr < segment_hint.size) {
+		*avail = segment_hint.size - (vaddr - segment_hint.vaddr);
+		return segment_hint.code + (vaddr - segment_hint.vaddr);
+	}
+	lo = segment_after(img, vaddr);   /* the last segment starting at or below vaddr: lo - 1 */
 	if (lo) {
 		const Segment *s = &g_array_index(img->segs, Segment, lo - 1);
 		guint64 len = segment_len(img, lo - 1);
