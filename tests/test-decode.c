@@ -682,6 +682,36 @@ static void test_segment_hint(void)
 	g_assert_null(vt_decode_image_code(i1, 0xffffffff80fffff0ULL, &avail));
 }
 
+/* Overlapping code segments: the last one starting at or below an address
+ * gives its bytes, so a segment's *avail ends where the next one starts -
+ * for every address a piece covers, looking it up gives the same byte
+ * (walk.c decodes a block out of one piece). */
+static void test_segment_overlap(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 t1[64] = { [0 ... 63] = 0x90 }, t2[16] = { [0 ... 15] = 0xc3 };
+	const Seg segs[2] = { { CODE, PF_R | PF_X, t1, sizeof(t1) }, { CODE + 32, PF_R | PF_X, t2, sizeof(t2) } };
+	g_autofree char *core = write_core(dir, "kcore", segs, 2, FALSE);
+	g_autofree char *syms = write_text(dir, "kallsyms", "0000000000001000 T a\n");
+	g_autoptr(VtDecodeImage) img = vt_decode_image_load_dir(dir, "guest", NULL);
+	gsize avail;
+
+	(void)core, (void)syms;
+	g_assert_nonnull(img);
+	g_assert_cmpuint(vt_decode_image_code(img, CODE, &avail)[0], ==, 0x90);
+	g_assert_cmpuint(avail, ==, 32);                 /* not 64: the second starts there */
+	g_assert_cmpuint(vt_decode_image_code(img, CODE + 40, &avail)[0], ==, 0xc3);
+	g_assert_cmpuint(avail, ==, 8);
+	g_assert_null(vt_decode_image_code(img, CODE + 48, &avail));   /* the second's end */
+	for (guint64 a = CODE; a < CODE + 64; a++) {
+		const guint8 *p = vt_decode_image_code(img, a, &avail);
+		gsize n = avail;
+
+		for (gsize k = 0; p && k < n; k++)
+			g_assert_cmpuint(vt_decode_image_code(img, a + k, &avail)[0], ==, p[k]);
+	}
+}
+
 /* The symbol cache: host and guest images with code at one address and
  * different symbols; lookups alternate between them, and between addresses
  * that share a slot - each answer is its own image's, never a stale one,
@@ -863,6 +893,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/kallsyms-forms", test_kallsyms_forms);
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
 	g_test_add_func("/decode/segment-hint", test_segment_hint);
+	g_test_add_func("/decode/segment-overlap", test_segment_overlap);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/insns", test_insns);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);

@@ -52,7 +52,8 @@ void vt_decode_image_free(VtDecodeImage *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeImage, vt_decode_image_free)
 
 /* The code bytes at vaddr (NULL when no code segment maps it); *avail: bytes
- * up to the end of that segment. */
+ * up to the end of that segment or where another starts - for each of
+ * them this function gives the same mapping. */
 const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsize *avail);
 /* The same at time tsc (host TSC; 0: before any poke): where a TEXT_POKE
  * changed the page(s) of vaddr..vaddr+n-1, their bytes at that time,

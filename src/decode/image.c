@@ -430,15 +430,23 @@ static __thread struct {
 	const guint8 *code;
 } segment_hint;
 
-const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+/* The bytes of img's segment i for vaddr..: up to its end or the start of
+ * the next segment, whose bytes a lookup gives from there (overlaps). */
+static guint64 segment_len(const VtDecodeImage *img, guint i)
+{
+	const Segment *s = &g_array_index(img->segs, Segment, i);
+
+	if (i + 1 < img->segs->len && g_array_index(img->segs, Segment, i + 1).vaddr - s->vaddr < s->size)
+		return g_array_index(img->segs, Segment, i + 1).vaddr - s->vaddr;
+	return s->size;
+}
+
+/* The index of img's first segment above vaddr (segs->len: none). */
+static guint segment_after(const VtDecodeImage *img, guint64 vaddr)
 {
 	guint lo = 0, hi = img->segs->len;
 
-	if (segment_hint.gen == img->gen && vaddr - segment_hint.vaddr < segment_hint.size) {
-		*avail = segment_hint.size - (vaddr - segment_hint.vaddr);
-		return segment_hint.code + (vaddr - segment_hint.vaddr);
-	}
-	while (lo < hi) {                 /* last segment starting at or below vaddr */
+	while (lo < hi) {
 		guint mid = (lo + hi) / 2;
 
 		if (g_array_index(img->segs, Segment, mid).vaddr <= vaddr)
@@ -446,15 +454,40 @@ const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, 
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Where the first segment of img or its attached images above vaddr
+ * starts (G_MAXUINT64: none). */
+static guint64 segment_above(const VtDecodeImage *img, guint64 vaddr)
+{
+	guint i = segment_after(img, vaddr);
+	guint64 above = i < img->segs->len ? g_array_index(img->segs, Segment, i).vaddr : G_MAXUINT64;
+
+	for (guint k = 0; img->attached && k < img->attached->len; k++)
+		above = MIN(above, segment_above(g_ptr_array_index(img->attached, k), vaddr));
+	return above;
+}
+
+const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail)
+{
+	guint lo;
+
+	if (segment_hint.gen == img->gen && vaddr - segment_hint.vaddr < segment_hint.size) {
+		*avail = segment_hint.size - (vaddr - segment_hint.vaddr);
+		return segment_hint.code + (vaddr - segment_hint.vaddr);
+	}
+	lo = segment_after(img, vaddr);   /* the last segment starting at or below vaddr: lo - 1 */
 	if (lo) {
 		const Segment *s = &g_array_index(img->segs, Segment, lo - 1);
+		guint64 len = segment_len(img, lo - 1);
 
-		if (vaddr - s->vaddr < s->size) {
+		if (vaddr - s->vaddr < len) {
 			segment_hint.gen = img->gen;
 			segment_hint.vaddr = s->vaddr;
-			segment_hint.size = s->size;
+			segment_hint.size = len;
 			segment_hint.code = img->map + s->offset;
-			*avail = s->size - (vaddr - s->vaddr);
+			*avail = len - (vaddr - s->vaddr);
 			return img->map + s->offset + (vaddr - s->vaddr);
 		}
 	}
@@ -471,8 +504,10 @@ const guint8 *vt_decode_image_code(const VtDecodeImage *img, guint64 vaddr, gsiz
 	for (guint i = 0; img->attached && i < img->attached->len; i++) {
 		const guint8 *p = vt_decode_image_code(g_ptr_array_index(img->attached, i), vaddr, avail);
 
-		if (p)
+		if (p) {                 /* (up to where code found before it starts) */
+			*avail = MIN(*avail, segment_above(img, vaddr) - vaddr);
 			return p;
+		}
 	}
 	*avail = 0;
 	return NULL;

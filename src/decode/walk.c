@@ -26,7 +26,8 @@
  * first one's tag, and it is found again only with that tag: a text poke
  * gives another tag, so a kept block never outlives its bytes.  The table
  * belongs to the image (all queues' walkers share it, in any thread) and
- * is bounded: 2^17 slots of 56 bytes (7 MiB, touched as used).
+ * is bounded: 2^17 slots of 32 bytes (4 MiB, touched as used; a block
+ * whose last instruction starts 64 KiB or more after its first is not kept).
  *
  * Instructions: the common 64-bit ones by a length decoder of our own
  * (fast_decode: one-byte and 0x0f maps, the classes pt_ild gives them),
@@ -41,7 +42,7 @@
 #define RET_SIZE 64                      /* libipt's return stack */
 #define TAG_MIXED G_MAXUINT64            /* bytes from two sources, or a process's: not kept */
 
-enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4 };
+enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4, F_DIRECT = 8 /* (WSlot.flags only) */ };
 
 typedef struct {
 	guint64 ip, target;              /* target: direct branches */
@@ -58,11 +59,19 @@ typedef struct {
 /* An image's blocks, shared by the walkers of all its queues (threads): a
  * slot is written under its sequence number (odd while written; a writer
  * that finds it odd or loses the race skips), a reader keeps what it read
- * only if the number is even and did not change meanwhile (a seqlock). */
+ * only if the number is even and did not change meanwhile (a seqlock).
+ * A block in 32 bytes - its last instruction as offsets from its start -
+ * so that a set's two ways are one cache line: a lookup is one miss. */
 typedef struct {
 	guint32 seq;
-	WBlock b;
+	guint16 ninsn;
+	guint16 end;                     /* the last instruction's ip - ip */
+	guint64 ip, tag;                 /* ip 0: empty */
+	gint32 disp;                     /* its target - its end (cond. and direct branches) */
+	guint8 mode, size, iclass, flags;   /* flags: the last instruction's F_*, F_DIRECT: direct */
 } WSlot;
+
+G_STATIC_ASSERT(sizeof(WSlot) == 32);
 
 struct VtWalkTable {
 	WSlot *slots;                    /* 2^TABLE_BITS */
@@ -175,6 +184,12 @@ static guint64 now(VtWalk *w)
 }
 
 /* ------------------------------------------------------- instructions */
+/* Does in have a target from its bytes (conditional and direct branches)? */
+static gboolean has_target(const WInsn *in)
+{
+	return in->iclass == ptic_cond_jump || in->direct;
+}
+
 /* libipt's class of the instruction Zydis decoded (pt_ild's: the same
  * instructions are branches, far transfers and event bindings). */
 static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
@@ -224,7 +239,7 @@ static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
 	default:
 		break;
 	}
-	if (in->iclass == ptic_cond_jump || in->direct)  /* ip + size + displacement (no wrap: libipt's) */
+	if (has_target(in))              /* ip + size + displacement (no wrap: libipt's) */
 		in->target = ip + zi->length + (guint64)zi->raw.imm[0].value.s;
 }
 
@@ -403,7 +418,7 @@ static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *
 	}
 	default: break;
 	}
-	if (in->iclass == ptic_cond_jump || in->direct)
+	if (has_target(in))
 		in->target = ip + in->size + (guint64)disp;
 	return TRUE;
 }
@@ -425,6 +440,26 @@ static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *
 			in->ip, in->size, in->iclass, z.size, z.iclass);
 }
 
+/* The instruction at ip in mode from its bytes at code (avail of them, at
+ * most an instruction's length): 0 or -pte_bad_insn. */
+static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, int mode, WInsn *in)
+{
+	ZydisDecodedInstruction zi;
+
+	if (mode == ptem_64bit && fast_decode(code, avail, ip, in)) {
+		if (G_UNLIKELY(w->check))
+			check_fast(w, code, avail, in);
+		return 0;
+	}
+	memset(in, 0, sizeof(*in));
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, avail, &zi)))
+		return -pte_bad_insn;
+	in->ip = ip;
+	in->size = zi.length;
+	classify(&zi, ip, in);
+	return 0;
+}
+
 /* The instruction at ip in mode (the walker's code source, time now):
  * 0, -pte_nomap (no code) or -pte_bad_insn; *tag: its bytes' (TAG_MIXED:
  * from two reads). */
@@ -434,7 +469,6 @@ static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 	gsize avail = 0, first;
 	const guint8 *code = w->code(w->ctx, w->src, ip, tsc, &avail, tag);
 	guint8 buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
-	ZydisDecodedInstruction zi;
 
 	if (!code || !avail)
 		return -pte_nomap;
@@ -454,18 +488,8 @@ static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 		}
 		code = buf;
 	}
-	if (mode == ptem_64bit && fast_decode(code, MIN(avail, sizeof(buf)), ip, in)) {
-		if (G_UNLIKELY(w->check))
-			check_fast(w, code, MIN(avail, sizeof(buf)), in);
-	} else {
-		memset(in, 0, sizeof(*in));
-		if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&w->zy[mode & 3], NULL, code, MIN(avail, sizeof(buf)),
-								&zi)))
-			return -pte_bad_insn;
-		in->ip = ip;
-		in->size = zi.length;
-		classify(&zi, ip, in);
-	}
+	if (insn_bytes(w, code, MIN(avail, sizeof(buf)), ip, mode, in) < 0)
+		return -pte_bad_insn;
 	if (in->size > first)
 		*tag = TAG_MIXED;
 	return 0;
@@ -895,66 +919,155 @@ static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
 	return &t->slots[h & ((1u << TABLE_BITS) - 2)];
 }
 
-static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, WBlock *out)
+/* b as a slot (FALSE: its last instruction is too far from its start, or
+ * its target from its end, to be kept). */
+static gboolean slot_pack(const WBlock *b, WSlot *s)
 {
-	WSlot *set = set_of(t, ip, tag);
+	guint64 end = b->last.ip - b->ip, next = b->last.ip + b->last.size;
+	gint64 disp = has_target(&b->last) ? (gint64)(b->last.target - next) : 0;
+
+	if (end > G_MAXUINT16 || disp != (gint32)disp)
+		return FALSE;
+	s->ninsn = b->ninsn;
+	s->end = (guint16)end;
+	s->ip = b->ip;
+	s->tag = b->tag;
+	s->disp = (gint32)disp;
+	s->mode = b->mode;
+	s->size = b->last.size;
+	s->iclass = b->last.iclass;
+	s->flags = (guint8)(b->last.flags | (b->last.direct ? F_DIRECT : 0));
+	return TRUE;
+}
+
+/* The last instruction of the block in slot s. */
+static void slot_last(const WSlot *s, WInsn *in)
+{
+	in->ip = s->ip + s->end;
+	in->size = s->size;
+	in->iclass = s->iclass;
+	in->flags = s->flags & ~F_DIRECT;
+	in->direct = (s->flags & F_DIRECT) != 0;
+	in->target = has_target(in) ? in->ip + in->size + (guint64)(gint64)s->disp : 0;
+}
+
+/* The block at (ip, tag, mode) if the table has it: its instructions and
+ * its last one. */
+static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, guint16 *ninsn, WInsn *last)
+{
+	WSlot *set = set_of(t, ip, tag), s;
 
 	for (int k = 0; k < 2; k++) {
 		guint32 seq = __atomic_load_n(&set[k].seq, __ATOMIC_ACQUIRE);
 
 		if (seq & 1)
 			continue;
-		memcpy(out, &set[k].b, sizeof(*out));
+		memcpy(&s, &set[k], sizeof(s));
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && out->ip == ip && out->tag == tag &&
-		    out->mode == mode && ip)
+		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && s.ip == ip && s.tag == tag &&
+		    s.mode == mode && ip) {
+			*ninsn = s.ninsn;
+			slot_last(&s, last);
 			return TRUE;
+		}
 	}
 	return FALSE;
 }
 
 static void table_put(VtWalkTable *t, const WBlock *b)
 {
-	WSlot *set = set_of(t, b->ip, b->tag), *s;
+	WSlot *set = set_of(t, b->ip, b->tag), *s, in;
 	guint32 seq;
 
+	if (!slot_pack(b, &in))
+		return;
 	/* an empty way, else the second (the first keeps what came first) */
-	s = __atomic_load_n(&set[0].b.ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
+	s = __atomic_load_n(&set[0].ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
 	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
 	if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
 						      __ATOMIC_RELAXED))
 		return;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	memcpy(&s->b, b, sizeof(*b));
+	memcpy((guint8 *)s + sizeof(s->seq), (const guint8 *)&in + sizeof(in.seq), sizeof(in) - sizeof(in.seq));
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
-/* The block's end in (w->ip at it): the next IP from it, with trace when
- * it needs some. */
-static int block_end(VtWalk *w, const WInsn *in)
+/* The set of the block at ip (bytes tagged tag) on its way into the
+ * cache: a table that does not fit in it misses on nearly every lookup,
+ * and the next block's set is known (or one of two) before libipt has
+ * read the trace that decides it and queue.c has handled this block.
+ * (Always inlined: GCC finds a function that only prefetches without
+ * effect and drops its calls.) */
+static inline __attribute__((always_inline)) void prefetch_block(const VtWalk *w, guint64 ip, guint64 tag)
 {
-	log_call(w, in);
-	if (next_ip(in, &w->ip) == 0)
-		return 0;                /* a direct call or jump */
-	w->ip = in->ip;
-	return proceed_with_trace(w, in);
+	if (w->tables[w->src])
+		__builtin_prefetch(set_of(w->tables[w->src], ip, tag));
 }
 
-/* Walk a block not in the table (and keep it if its bytes have one tag). */
+/* The block's end in (w->ip at it): the next IP from it, with trace when
+ * it needs some (the next block's set prefetched: both ways of a
+ * conditional branch and the return address on the stack before, where
+ * the trace went after). */
+static int block_end(VtWalk *w, const WInsn *in, guint64 tag)
+{
+	int status;
+
+	log_call(w, in);
+	if (next_ip(in, &w->ip) == 0) {
+		prefetch_block(w, w->ip, tag);
+		return 0;                /* a direct call or jump */
+	}
+	if (in->iclass == ptic_cond_jump) {
+		prefetch_block(w, in->target, tag);
+		prefetch_block(w, in->ip + in->size, tag);
+	} else if (in->iclass == ptic_return && w->top != w->bottom) {
+		prefetch_block(w, w->ret[w->top ? w->top - 1 : RET_SIZE], tag);
+	}
+	w->ip = in->ip;
+	status = proceed_with_trace(w, in);
+	if (status == 0 && in->iclass != ptic_cond_jump)
+		prefetch_block(w, w->ip, tag);
+	return status;
+}
+
+/* Plain code at ip (the image's own bytes, never changed): the piece of
+ * it one read gives, *len bytes (0: not plain, or none) - what reading
+ * each of its addresses again would give. */
+static const guint8 *plain_piece(VtWalk *w, guint64 ip, gsize *len)
+{
+	guint64 tag = 0;
+	const guint8 *code;
+
+	*len = 0;
+	if (ip < w->plain_from[w->src])
+		return NULL;
+	code = w->code(w->ctx, w->src, ip, 0, len, &tag);
+	if (!code || tag)
+		*len = 0;
+	return code;
+}
+
+/* Walk a block not in the table (and keep it if its bytes have one tag);
+ * plain code's instructions out of one read while it holds them whole. */
 static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 {
 	guint64 start = w->ip, tag = tag0;
 	gboolean one = tag0 != TAG_MIXED;
+	gsize len;
+	const guint8 *piece = plain_piece(w, start, &len);
 	WInsn in;
 
 	for (;;) {
 		guint16 n = (guint16)(block->ninsn + 1);
-		guint64 nip;
+		guint64 nip, off = w->ip - start;
 		int status;
 
 		if (!n)
 			return 0;
-		status = insn_decode(w, w->ip, w->mode, &in, &tag);
+		if (off < len && len - off >= ZYDIS_MAX_INSTRUCTION_LENGTH)
+			status = insn_bytes(w, piece + off, ZYDIS_MAX_INSTRUCTION_LENGTH, w->ip, w->mode, &in);
+		else
+			status = insn_decode(w, w->ip, w->mode, &in, &tag);
 		if (status < 0)
 			return status;
 		one = one && tag == tag0;
@@ -971,24 +1084,24 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
 
 		table_put(w->tables[w->src], &b);
 	}
-	return block_end(w, &in);
+	return block_end(w, &in, tag0);
 }
 
 static int no_event(VtWalk *w, struct pt_block *block)
 {
 	gsize avail = 0;
 	guint64 tag = 0;
-	WBlock b;
+	guint16 ninsn;
 
 	/* a kept block of plain code was read from the image (no need to ask) */
 	if (w->ip < w->plain_from[w->src] && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag) || !avail))
 		return -pte_nomap;
-	if (tag != TAG_MIXED && w->tables[w->src] && table_get(w->tables[w->src], w->ip, tag, w->mode, &b)) {
-		block->ninsn = b.ninsn;
-		block->end_ip = b.last.ip;
-		block->iclass = b.last.iclass;
-		w->last = b.last;
-		return block_end(w, &b.last);
+	if (tag != TAG_MIXED && w->tables[w->src] &&
+	    table_get(w->tables[w->src], w->ip, tag, w->mode, &ninsn, &w->last)) {
+		block->ninsn = ninsn;
+		block->end_ip = w->last.ip;
+		block->iclass = w->last.iclass;
+		return block_end(w, &w->last, tag);
 	}
 	return fill(w, block, tag);
 }
