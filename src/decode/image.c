@@ -171,12 +171,15 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	gsize len;
 	char *cur, *nl;
 	guint lineno = 0;
-	GArray *all = g_array_new(FALSE, FALSE, sizeof(Symbol));
+	GArray *all;
 
-	if (!g_file_get_contents(path, &text, &len, error)) {
-		g_array_free(all, TRUE);
+	if (!g_file_get_contents(path, &text, &len, error))
 		return FALSE;
-	}
+	/* room for all at once (a line is 20 bytes or more; names are shorter
+	 * than the file): no copy of growing arrays */
+	all = g_array_sized_new(FALSE, FALSE, sizeof(Symbol), (guint)MIN(len / 20, (gsize)G_MAXUINT));
+	g_string_set_size(img->names, len);
+	g_string_truncate(img->names, 0);
 	for (cur = text; cur && *cur; cur = nl ? nl + 1 : NULL) {
 		char *end, *name, *tab;
 		Symbol s;
@@ -211,6 +214,8 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	 * largest name offset) */
 	if (!syms_sorted(all))     /* a stable sort: sorted input stays as it is */
 		g_array_sort(all, cmp_sym);
+	g_array_set_size(img->syms, all->len);   /* (the allocation stays) */
+	g_array_set_size(img->syms, 0);
 	for (guint i = 0; i < all->len; i++) {
 		Symbol *s = &g_array_index(all, Symbol, i);
 		Symbol *last = img->syms->len ? &g_array_index(img->syms, Symbol, img->syms->len - 1) : NULL;
