@@ -93,6 +93,35 @@ static void test_kallsyms_forms(void)
 		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000030ULL, &off), ==, "fourth");
 		g_assert_cmpuint(off, ==, 0x10);
 	}
+	/* 16 digits of either case in both halves, blank lines, a module's tab,
+	 * the last line without its newline */
+	{
+		g_autofree char *ks = write_text(dir, "kallsyms", "FfFfFfFf8100000A T ten\n\nffffffff8100001b t mod\t[m]\n"
+						 "fFfFfFfF810000C0 T twelve");
+		g_autoptr(GError) err = NULL;
+		g_autoptr(VtDecodeImage) img = vt_decode_image_load_dir(dir, "host", &err);
+		guint64 off;
+
+		(void)ks;
+		g_assert_no_error(err);
+		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff8100000aULL, &off), ==, "ten");
+		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff8100001bULL, &off), ==, "mod");
+		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff810000c1ULL, &off), ==, "twelve");
+		g_assert_cmpuint(off, ==, 1);
+	}
+	/* a byte next to the hex digits' ranges (or one that looks like a digit
+	 * in another case) among 16: a malformed line, not a number */
+	for (const char *c = "/:@G`g\x10\x16\xc6 "; *c; c++) {
+		g_autofree char *line = g_strdup_printf("ffffffff8100%c000 T x\n", *c);
+		g_autofree char *ks = write_text(dir, "kallsyms", line);
+		g_autoptr(GError) err = NULL;
+		VtDecodeImage *img = vt_decode_image_load_dir(dir, "host", &err);
+
+		(void)ks;
+		g_assert_null(img);
+		g_assert_error(err, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE);
+		g_assert_nonnull(strstr(err->message, "line 1 is malformed"));
+	}
 }
 
 static void test_image(void)

@@ -5,7 +5,9 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <glib/gstdio.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -207,6 +209,68 @@ static void test_pipe(void)
 	close(fds[0]);
 }
 
+/* Pieces written at once (script's merged text): after what the FILE and
+ * the buffer hold, in order, counted in positions - through the descriptor
+ * (writev), through fwrite where the FILE has none (a memory stream), and
+ * appended in memory; a failed writev kept as a failed write. */
+static void write_pieces(VtTextBuf *t, FILE *f, const char *big)
+{
+	struct iovec iov[] = { { (char *)"bc", 2 }, { (char *)"", 0 }, { (char *)big, 10000 }, { (char *)"d", 1 } };
+
+	if (f)
+		fputs("head ", f);
+	vt_textbuf_str(t, "a ");
+	vt_textbuf_write_pieces(t, iov, G_N_ELEMENTS(iov));
+	vt_textbuf_str(t, "e\n");
+	g_assert_cmpuint(vt_textbuf_pos(t), ==, 2 + 2 + 10000 + 1 + 2);
+}
+
+static void test_pieces(void)
+{
+	g_autofree char *big = g_strnfill(10000, 'x');
+	g_autofree char *want = g_strconcat("head a bc", big, "de\n", NULL);
+	g_autofree char *dir = g_dir_make_tmp("test-textbuf-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "out", NULL);
+	g_autofree char *got = NULL;
+	char *text;
+	Mem m;
+	FILE *f = fopen(path, "w");
+	VtTextBuf *t = vt_textbuf_new(f, 0);
+
+	write_pieces(t, f, big);
+	vt_textbuf_free(t);
+	fclose(f);
+	g_assert_true(g_file_get_contents(path, &got, NULL, NULL));
+	g_assert_cmpstr(got, ==, want);
+	g_unlink(path);
+	g_rmdir(dir);
+
+	mem_open(&m, 0);                      /* no descriptor */
+	g_assert_cmpint(fileno(m.f), <, 0);
+	write_pieces(m.t, m.f, big);
+	text = mem_close(&m);
+	g_assert_cmpstr(text, ==, want);
+	free(text);
+
+	t = vt_textbuf_new_mem(16);
+	write_pieces(t, NULL, big);
+	g_assert_cmpuint(t->len, ==, strlen(want) - 5);
+	g_assert_cmpmem(t->buf, t->len, want + 5, strlen(want) - 5);
+	vt_textbuf_free(t);
+
+	f = fopen("/dev/full", "w");
+	if (f) {
+		struct iovec iov = { big, 10000 };
+
+		t = vt_textbuf_new(f, 0);
+		vt_textbuf_write_pieces(t, &iov, 1);
+		g_assert_true(vt_textbuf_failed(t));
+		vt_textbuf_free(t);
+		g_assert_true(ferror(f));
+		fclose(f);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -216,5 +280,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/textbuf/write-error", test_write_error);
 	g_test_add_func("/textbuf/memory", test_memory);
 	g_test_add_func("/textbuf/pipe", test_pipe);
+	g_test_add_func("/textbuf/pieces", test_pieces);
 	return g_test_run();
 }

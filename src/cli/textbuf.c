@@ -2,8 +2,11 @@
  * (see textbuf.h). */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "src/cli/textbuf.h"
 
@@ -106,6 +109,48 @@ void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n)
 		c += k;
 		n -= k;
 	}
+}
+
+/* iov[0..n) with fwrite: in memory appended; after a failed writev the
+ * rest, which fails the same way and sets the FILE's error flag. */
+static void pieces_fwrite(VtTextBuf *t, const struct iovec *iov, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (!t->f)
+			vt_textbuf_mem_long(t, iov[i].iov_base, iov[i].iov_len);
+		else if (!t->failed && fwrite(iov[i].iov_base, 1, iov[i].iov_len, t->f) != iov[i].iov_len)
+			t->failed = TRUE;
+	}
+}
+
+void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
+{
+	int fd = t->f ? fileno(t->f) : -1;
+	gsize total = 0;
+
+	if (!t->f) {
+		pieces_fwrite(t, iov, n);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	/* t's text and the FILE's first; no descriptor (fmemopen): fwrite */
+	while (vt_textbuf_flush(t) && fd >= 0 && n > 0) {
+		ssize_t w = writev(fd, iov, MIN(n, IOV_MAX));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		for (; n > 0 && (gsize)w >= iov->iov_len; iov++, n--)
+			w -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (gsize)w;
+		}
+	}
+	pieces_fwrite(t, iov, n);
+	t->flushed += total;
 }
 
 void vt_textbuf_pad_long(VtTextBuf *t, gsize n)

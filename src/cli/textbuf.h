@@ -17,6 +17,7 @@
 #include <glib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/uio.h>
 
 G_BEGIN_DECLS
 
@@ -69,6 +70,13 @@ static inline void vt_textbuf_commit(VtTextBuf *t, gsize n)
 }
 
 void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n);
+/* The n pieces iov[] after t's text, without a copy: t flushed, then the
+ * pieces written to its FILE's descriptor with writev (its stdio buffer
+ * bypassed: no copy into it).  A failed write is kept as any other (the
+ * rest goes through fwrite, which fails as well and sets the FILE's error
+ * flag).  iov[] is changed (a partial write advances it).  In memory (no
+ * FILE): appended. */
+void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n);
 static inline void vt_textbuf_mem(VtTextBuf *t, const void *p, gsize n)
 {
 	if (G_UNLIKELY(n > VT_TEXTBUF_PIECE)) {

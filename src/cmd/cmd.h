@@ -100,7 +100,8 @@ typedef struct {
 const char *vt_cmd_images_check(const VtCmdImages *im);
 /* The host image (--kcore/--kallsyms or REC/kcore_dir) and the guest's
  * (--guest or --guestkallsyms; a snapshot others can write to is
- * refused).  *usage: an image was not given (a usage error). */
+ * refused), the guest's in a thread of its own meanwhile; the host's
+ * error comes first.  *usage: an image was not given (a usage error). */
 gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
 			    gboolean *usage, GError **error);
 void vt_cmd_images_clear(VtCmdImages *im);

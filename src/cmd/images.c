@@ -70,12 +70,31 @@ static gboolean images_given(const VtCmdImages *im, const char *rec, const char 
 	return TRUE;
 }
 
+/* The guest image, loaded in a thread of its own while the main thread
+ * loads the host's: two kcore maps and kallsyms parses at once. */
+typedef struct {
+	char *kcore, *kallsyms;     /* kallsyms NULL: kcore is the snapshot's directory */
+	VtDecodeImage *img;
+	GError *error;
+} GuestLoad;
+
+static gpointer guest_load(gpointer data)
+{
+	GuestLoad *g = data;
+
+	g->img = g->kallsyms ? vt_decode_image_load(g->kcore, g->kallsyms, "guest", &g->error)
+			     : vt_decode_image_load_dir(g->kcore, "guest", &g->error);
+	return NULL;
+}
+
 gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
 			    gboolean *usage, GError **error)
 {
 	g_autofree char *kcore_dir = vt_decode_recording_kcore_dir(rec);
 	g_autofree char *gdir = im->guest_dir ? g_strdup(im->guest_dir)
 				: im->guestkallsyms ? g_path_get_dirname(im->guestkallsyms) : NULL;
+	GuestLoad g = { 0 };
+	GThread *t;
 
 	*usage = TRUE;
 	if (!images_given(im, rec, kcore_dir, gdir, error))
@@ -83,17 +102,21 @@ gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImag
 	*usage = FALSE;
 	if (!guest_trusted(gdir, im->guestkallsyms, error))
 		return FALSE;
+	g.kcore = im->guestkallsyms ? g_build_filename(gdir, "kcore", NULL) : g_strdup(gdir);
+	g.kallsyms = im->guestkallsyms;
+	t = g_thread_new("guest-image", guest_load, &g);
 	*host = im->kcore ? vt_decode_image_load(im->kcore, im->kallsyms, "host", error)
 			  : vt_decode_image_load_dir(kcore_dir, "host", error);
-	if (!*host)
+	g_thread_join(t);
+	g_free(g.kcore);
+	if (!*host) {               /* the host's error first, as when loaded one after the other */
+		vt_decode_image_free(g.img);
+		g_clear_error(&g.error);
 		return FALSE;
-	if (im->guestkallsyms) {
-		g_autofree char *kcore = g_build_filename(gdir, "kcore", NULL);
-
-		*guest = vt_decode_image_load(kcore, im->guestkallsyms, "guest", error);
-	} else {
-		*guest = vt_decode_image_load_dir(gdir, "guest", error);
 	}
+	*guest = g.img;
+	if (!g.img)
+		g_propagate_error(error, g.error);
 	return *guest != NULL;
 }
 

@@ -360,9 +360,15 @@ gboolean vt_decode_result_threads_apart(const VtDecodeResult *r);
 /* Starts decoding: with fmt, text (vt_decode_result_next_text); NULL:
  * branches (vt_decode_result_next).  Once. */
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt);
-/* The next piece of text (*len bytes, valid until the next call), NULL
- * at the end. */
+/* The next piece of text (*len bytes, valid until the next call - or,
+ * after vt_decode_result_hold_text, until vt_decode_result_release_text),
+ * NULL at the end. */
 const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len);
+/* Before vt_decode_result_start: the pieces of text stay valid until
+ * vt_decode_result_release_text (the reader writes many at once: writev);
+ * the threads meanwhile take new chunks (their memory grows by what is held). */
+void vt_decode_result_hold_text(VtDecodeResult *r);
+void vt_decode_result_release_text(VtDecodeResult *r);
 
 /* The next branch (valid until the next call), NULL at the end. */
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);

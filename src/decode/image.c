@@ -132,27 +132,48 @@ static gboolean wanted_type(char t)
 	return t == 'T' || t == 'W' || t == 'D' || t == 'B';
 }
 
-/* A kallsyms line's address: its hex digits up to the space, without
- * strtoull's locale-free but general parsing (a third of loading two
- * images); anything else (more than 16 digits, 0x, blanks first) as
- * g_ascii_strtoull reads it. */
-static guint64 kallsyms_addr(const char *cur, char **end)
+#define BYTES(b) ((b) * 0x0101010101010101ULL)
+
+/* 8 ASCII hex digits (the first in the lowest byte) as a 32-bit number,
+ * all bytes at once (SWAR); FALSE if one is not a hex digit.  A byte under
+ * 0x80 plus 0x80 - lo has bit 7 set iff it is >= lo, plus 0x7f - hi iff it
+ * is > hi (no carry into the next byte). */
+static gboolean hex8_value(const char *p, guint32 *v)
 {
-	guint64 v = 0;
-	const char *p = cur;
+	guint64 x, lower, digit, letter, d;
 
-	for (; p - cur < 16; p++) {
-		guint c = (guchar)*p, d = c - '0';
+	memcpy(&x, p, 8);
+	lower = x | BYTES(0x20);            /* 'A'-'F' as 'a'-'f' */
+	digit = (x + BYTES(0x80 - '0')) & ~(x + BYTES(0x7f - '9'));
+	letter = (lower + BYTES(0x80 - 'a')) & ~(lower + BYTES(0x7f - 'f'));
+	if ((x & BYTES(0x80)) || ((digit | letter) & BYTES(0x80)) != BYTES(0x80))
+		return FALSE;
+	d = (x & BYTES(0x0f)) + ((letter & BYTES(0x80)) >> 7) * 9;   /* each byte's digit */
+	d = __builtin_bswap64(d);          /* the first digit highest */
+	d = (d | d >> 4) & 0x00ff00ff00ff00ffULL;
+	d = (d | d >> 8) & 0x0000ffff0000ffffULL;
+	*v = (guint32)(d | d >> 16);
+	return TRUE;
+}
 
-		if (d > 9)
-			d = (c | 0x20) - 'a' + 10 < 10 ? 16 : (c | 0x20) - 'a' + 10;
-		if (d > 15)
-			break;
-		v = v << 4 | d;
+/* A kallsyms line's address (the line is [cur, le), not NUL-ended): its 16
+ * hex digits and the space after them (every line of a 64-bit kernel's),
+ * 8 digits at a time (a loop per digit was two fifths of loading an
+ * image's instructions); anything else as g_ascii_strtoull reads the line. */
+static guint64 kallsyms_addr(const char *cur, const char *le, const char **end)
+{
+	guint32 hi, lo;
+	g_autofree char *line = NULL;
+	char *e;
+	guint64 v;
+
+	if (le - cur > 16 && cur[16] == ' ' && hex8_value(cur, &hi) && hex8_value(cur + 8, &lo)) {
+		*end = cur + 16;
+		return (guint64)hi << 32 | lo;
 	}
-	if (p == cur || *p != ' ')
-		return g_ascii_strtoull(cur, end, 16);
-	*end = (char *)p;
+	line = g_strndup(cur, le - cur);
+	v = g_ascii_strtoull(line, &e, 16);
+	*end = cur + (e - line);
 	return v;
 }
 
@@ -165,30 +186,55 @@ static gboolean syms_sorted(const GArray *a)
 	return TRUE;
 }
 
+/* The kallsyms file mapped (no copy of it), or read where it cannot be
+ * (/proc/kallsyms: a size of 0). */
+static GBytes *kallsyms_read(const char *path, GError **error)
+{
+	GMappedFile *m = g_mapped_file_new(path, FALSE, NULL);
+	char *text;
+	gsize len;
+
+	if (m && g_mapped_file_get_length(m)) {
+		GBytes *b = g_mapped_file_get_bytes(m);   /* holds the mapping */
+
+		g_mapped_file_unref(m);
+		return b;
+	}
+	if (m)
+		g_mapped_file_unref(m);
+	if (!g_file_get_contents(path, &text, &len, error))
+		return NULL;
+	return g_bytes_new_take(text, len);
+}
+
 static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **error)
 {
-	g_autofree char *text = NULL;
+	g_autoptr(GBytes) file = kallsyms_read(path, error);
 	gsize len;
-	char *cur, *nl;
+	const char *text = file ? g_bytes_get_data(file, &len) : NULL, *cur, *nl, *fend;
 	guint lineno = 0;
-	GArray *all = g_array_new(FALSE, FALSE, sizeof(Symbol));
+	GArray *all;
 
-	if (!g_file_get_contents(path, &text, &len, error)) {
-		g_array_free(all, TRUE);
+	if (!file)
 		return FALSE;
-	}
-	for (cur = text; cur && *cur; cur = nl ? nl + 1 : NULL) {
-		char *end, *name, *tab;
+	fend = text ? memchr(text, '\0', len) : NULL;   /* up to a NUL, as a C string is read */
+	fend = fend ? fend : text + len;
+	/* room for all at once (a line is 20 bytes or more; names are shorter
+	 * than the file): no copy of growing arrays */
+	all = g_array_sized_new(FALSE, FALSE, sizeof(Symbol), (guint)MIN(len / 20, (gsize)G_MAXUINT));
+	g_string_set_size(img->names, len);      /* names are shorter than their lines */
+	g_string_truncate(img->names, 0);
+	for (cur = text; cur && cur < fend; cur = nl < fend ? nl + 1 : NULL) {
+		const char *end, *name, *name_end;
 		Symbol s;
 
-		nl = strchr(cur, '\n');
-		if (nl)
-			*nl = '\0';
+		nl = memchr(cur, '\n', fend - cur);
+		nl = nl ? nl : fend;
 		lineno++;
-		if (!*cur)
+		if (nl == cur)
 			continue;
-		s.addr = kallsyms_addr(cur, &end);
-		if (end == cur || end[0] != ' ' || !end[1] || end[2] != ' ' || !end[3]) {
+		s.addr = kallsyms_addr(cur, nl, &end);
+		if (end == cur || nl - end < 4 || end[0] != ' ' || end[2] != ' ') {   /* "ADDR T NAME" */
 			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kallsyms %s: line %u is malformed",
 				    img->what, path, lineno);
 			g_array_free(all, TRUE);
@@ -196,24 +242,28 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		}
 		s.type = end[1];
 		name = end + 3;
-		if ((tab = strchr(name, '\t')))
-			*tab = '\0';
+		name_end = memchr(name, '\t', nl - name);
+		name_end = name_end ? name_end : nl;
 		img->nsyms_file++;
-		if (!strcmp(name, "_text") && !img->text)
+		if (name_end - name == 5 && !memcmp(name, "_text", 5) && !img->text)
 			img->text = s.addr;
 		if (!wanted_type(s.type) || !s.addr)
 			continue;
 		s.name = img->names->len;
-		g_string_append_len(img->names, name, strlen(name) + 1);
+		memcpy(img->names->str + img->names->len, name, name_end - name);
+		img->names->len += name_end - name;
+		img->names->str[img->names->len++] = '\0';
 		g_array_append_val(all, s);
 	}
+	img->names->str[img->names->len] = '\0';
 	/* sort; of the symbols at one address keep the last in the file (the
 	 * largest name offset) */
 	if (!syms_sorted(all))     /* a stable sort: sorted input stays as it is */
 		g_array_sort(all, cmp_sym);
-	for (guint i = 0; i < all->len; i++) {
+	g_array_set_size(img->syms, all->len);   /* as large as it can get: filled in place */
+	for (guint i = 0, n = 0; i < all->len; i++) {
 		Symbol *s = &g_array_index(all, Symbol, i);
-		Symbol *last = img->syms->len ? &g_array_index(img->syms, Symbol, img->syms->len - 1) : NULL;
+		Symbol *last = n ? &g_array_index(img->syms, Symbol, n - 1) : NULL;
 
 		if (last && last->addr == s->addr) {
 			if (s->name > last->name) {   /* later in the file */
@@ -223,8 +273,10 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 				g_array_append_val(img->shadowed, *s);
 			}
 		} else {
-			g_array_append_val(img->syms, *s);
+			g_array_index(img->syms, Symbol, n++) = *s;
 		}
+		if (i + 1 == all->len)
+			g_array_set_size(img->syms, n);
 	}
 	g_array_free(all, TRUE);
 	if (!img->nsyms_file) {
@@ -325,13 +377,17 @@ struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img)
 
 static void collect_functions(VtDecodeImage *img)
 {
+	guint n = 0;
+
+	g_array_set_size(img->funcs, img->syms->len);   /* as large as it can get: filled in place */
 	for (guint i = 0; i < img->syms->len; i++) {
 		const Symbol *s = &g_array_index(img->syms, Symbol, i);
 		gsize avail;
 
-		if (g_ascii_toupper(s->type) == 'T' && vt_decode_image_code(img, s->addr, &avail) && avail >= 16)
-			g_array_append_val(img->funcs, s->addr);
+		if ((s->type == 'T' || s->type == 't') && vt_decode_image_code(img, s->addr, &avail) && avail >= 16)
+			g_array_index(img->funcs, guint64, n++) = s->addr;
 	}
+	g_array_set_size(img->funcs, n);
 }
 
 /* An empty image of `what` read from `path`. */

@@ -64,6 +64,7 @@ typedef struct {
 	guint nerrors;            /* decode errors its thread formatted */
 	Chunk *ccur;              /* the reader's chunk */
 	guint cmark;              /* its next mark */
+	GPtrArray *held;          /* Chunk: read, kept for the reader (vt_decode_result_hold_text) */
 } Queue;
 
 struct VtDecodeResult {
@@ -85,6 +86,7 @@ struct VtDecodeResult {
 	VtDecodeFormatter fmt;
 	VtDecodeKeep keep;        /* branches the reader wants (NULL: all) */
 	gpointer keep_data;
+	gboolean hold;            /* read chunks wait in their queue's held, not spare */
 };
 
 /* Where the queue's AUX buffers start in its data (buffers that follow
@@ -526,7 +528,9 @@ static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
 	if (G_LIKELY(q->ccur && q->cmark < q->ccur->nmarks))
 		return &q->ccur->marks[q->cmark];
 	while (!q->ended && (!q->ccur || q->cmark >= q->ccur->nmarks)) {
-		if (q->ccur)
+		if (q->ccur && r->hold)
+			g_ptr_array_add(q->held, q->ccur);
+		else if (q->ccur)
 			g_async_queue_push(q->spare, q->ccur);
 		q->ccur = g_async_queue_pop(q->ready);
 		q->cmark = 0;
@@ -539,6 +543,25 @@ static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
 		g_mutex_unlock(&r->lock);
 	}
 	return q->ended ? NULL : &q->ccur->marks[q->cmark];
+}
+
+void vt_decode_result_hold_text(VtDecodeResult *r)
+{
+	g_return_if_fail(!r->started);
+	r->hold = TRUE;
+	for (guint i = 0; i < r->n; i++)
+		r->qs[i].held = g_ptr_array_new();
+}
+
+void vt_decode_result_release_text(VtDecodeResult *r)
+{
+	for (guint i = 0; r->hold && i < r->n; i++) {
+		Queue *q = &r->qs[i];
+
+		for (guint k = 0; k < q->held->len; k++)
+			g_async_queue_push(q->spare, g_ptr_array_index(q->held, k));
+		g_ptr_array_set_size(q->held, 0);
+	}
 }
 
 const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len)
@@ -775,6 +798,10 @@ void vt_decode_result_free(VtDecodeResult *r)
 		if (q->cur)
 			g_array_free(q->cur, TRUE);
 		chunk_free(q->ccur);
+		for (guint k = 0; q->held && k < q->held->len; k++)
+			chunk_free(g_ptr_array_index(q->held, k));
+		if (q->held)
+			g_ptr_array_free(q->held, TRUE);
 		if (q->fctx)
 			r->fmt.close(q->fctx);
 		if (q->strings)
