@@ -1144,6 +1144,14 @@ static void insn_start(Script *s, const VtDecodeEvent *e, gboolean guest, guint 
 		put_flags(s->out, flags);
 }
 
+/* An instruction's text kept apart from its slot (text_len: 255 at least) */
+static void put_long_text(VtTextBuf *t, const VtDisasmInsn *in)
+{
+	const char *text = vt_disasm_insn_text(in);
+
+	vt_textbuf_mem(t, text, in->text_len < 255 ? in->text_len : strlen(text));
+}
+
 /* One instruction line; a branch's own instruction (last: the branch)
  * carries its flags and target, as perf's instruction samples do (a
  * conditional jump not taken its flags only); again: as insn_start. */
@@ -1169,7 +1177,7 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 		if (in->text_len < sizeof(in->text_in))   /* as a block of its slot's size: no rep movs */
 			put_kept(t, in->text_in, in->text_len, sizeof(in->text_in));
 		else
-			vt_textbuf_str(t, vt_disasm_insn_text(in));
+			put_long_text(t, in);
 	}
 	vt_textbuf_c(t, '\n');
 }
