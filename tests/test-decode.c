@@ -370,11 +370,11 @@ static void test_exec_modes(void)
 	g_assert_cmpuint(in.len, ==, 5);
 	g_assert_false(vt_decode_insn_mode(img, CODE + 3, VT_MODE_64, &in));
 	g_assert_cmpuint(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)->len, ==, 6);
-	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)->text, ==, "mov $0x7000, %esp");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)), ==, "mov $0x7000, %esp");
 	g_assert_cmpuint(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_64)->len, ==, 4);
-	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 14, VT_MODE_32)->text, ==, "push %ebp");
-	g_assert_cmpstr(vt_decode_disasm_at(d, CODE + 14)->text, ==, "push %rbp");
-	g_assert_cmpstr(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)->text, ==, "mov $0x7000, %esp");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at_mode(d, CODE + 14, VT_MODE_32)), ==, "push %ebp");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(d, CODE + 14)), ==, "push %rbp");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at_mode(d, CODE + 8, VT_MODE_16)), ==, "mov $0x7000, %esp");
 	/* a slot holds one decoding of its address: the mode last asked for */
 	g_assert_cmpuint(vt_decode_disasm_size(d), ==, 2);
 	vt_decode_disasm_free(d);
@@ -885,12 +885,12 @@ static void test_disasm_bounded(void)
 		for (guint64 a = CODE - 2; a < CODE + sizeof(code) + 2; a++) {
 			const VtDisasmInsn *r = vt_decode_disasm_at(ref, a);
 			VtDisasmInsn want = *r;
-			g_autofree char *text = g_strdup(r->text);
+			g_autofree char *text = g_strdup(vt_disasm_insn_text(r));
 			const VtDisasmInsn *in = vt_decode_disasm_at(small, a);
 			gsize avail;
 
 			g_assert_cmpuint(in->ip, ==, a);
-			g_assert_cmpstr(in->text, ==, text);
+			g_assert_cmpstr(vt_disasm_insn_text(in), ==, text);
 			g_assert_cmpuint(in->text_len, ==, strlen(text));
 			g_assert_cmpuint(in->len, ==, want.len);
 			g_assert_cmpuint(in->kind, ==, want.kind);
@@ -901,12 +901,12 @@ static void test_disasm_bounded(void)
 			long_seen |= strlen(text) >= sizeof(in->text_in);
 		}
 	g_assert_true(long_seen);
-	g_assert_cmpstr(vt_decode_disasm_at(small, CODE)->text, ==, "nop");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(small, CODE)), ==, "nop");
 	g_assert_cmpstr(vt_decode_disasm_at(small, CODE)->sym, ==, "f_a");
 	g_assert_cmpuint(vt_decode_disasm_at(small, CODE + 13)->kind, ==, VT_INSN_RETURN);
 	g_assert_cmpstr(vt_decode_disasm_at(small, CODE + 13)->sym, ==, "f_b");
 	g_assert_cmpuint(vt_decode_disasm_at(small, CODE + 14)->kind, ==, VT_INSN_STOP);
-	g_assert_cmpstr(vt_decode_disasm_at(small, CODE - 1)->text, ==, "(unmapped)");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(small, CODE - 1)), ==, "(unmapped)");
 	g_assert_null(vt_decode_disasm_at(small, CODE - 1)->sym);
 	g_assert_cmpuint(vt_decode_disasm_size(ref), >, 30);
 	vt_decode_disasm_free(small);

@@ -300,11 +300,11 @@ static void disasm_in_time(const VtDecodeImage *img)
 	for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
 		const VtDisasmInsn *in = vt_decode_disasm_at_time(d, want[i].ip, VT_MODE_64, want[i].tsc);
 
-		g_assert_cmpstr(in->text, ==, want[i].text);
+		g_assert_cmpstr(vt_disasm_insn_text(in), ==, want[i].text);
 		g_assert_cmpuint(in->len, ==, 1);
 		g_assert_cmphex(in->code[0], ==, want[i].text[0] == 'i' ? 0xcc : want[i].text[0] == 'r' ? 0xc3 : 0x90);
 	}
-	g_assert_cmpstr(vt_decode_disasm_at(d, KTEXT + 1)->text, ==, "nop");   /* no time: the first bytes */
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(d, KTEXT + 1)), ==, "nop");   /* no time: the first bytes */
 }
 
 /* The converted recording decoded as perf would: its TEXT_POKE applied to

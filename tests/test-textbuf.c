@@ -1,4 +1,4 @@
-/* test-textbuf.c - the output buffer of vmtrace script: numbers and padding
+/* test-textbuf.c - the output buffer of vmtrace script: numbers, bytes in hex and padding
  * as printf formats them (compared with printf over many values and
  * widths), pieces larger than the buffer, lines across flushes, positions,
  * and write errors kept. */
@@ -97,6 +97,37 @@ static void test_strings(void)
 			g_string_append_printf(want, "%*s|%-*s|%s%*s\n", widths[w], strs[i], widths[w], strs[i],
 					       strs[i], widths[w], "");
 		}
+	got = mem_close(&m);
+	g_assert_cmpstr(got, ==, want->str);
+	g_string_free(want, TRUE);
+}
+
+/* " xx" per byte: every byte value, runs of 0..20 bytes (an
+ * instruction's) and one longer than a piece (written in parts), each
+ * followed by text that must not be overwritten. */
+static void test_bytes(void)
+{
+	Mem m;
+	GString *want = g_string_new(NULL);
+	g_autofree char *got = NULL;
+	guint8 b[3000];
+
+	for (gsize i = 0; i < sizeof(b); i++)
+		b[i] = (guint8)(i * 7 + i / 256);
+	mem_open(&m, 0);
+	for (gsize n = 0; n <= 20; n++)
+		for (gsize at = 0; at + n <= 300; at += 13) {
+			vt_textbuf_bytes(m.t, b + at, n);
+			vt_textbuf_c(m.t, '|');
+			for (gsize i = 0; i < n; i++)
+				g_string_append_printf(want, " %02x", b[at + i]);
+			g_string_append_c(want, '|');
+		}
+	vt_textbuf_bytes(m.t, b, sizeof(b));
+	vt_textbuf_c(m.t, '.');
+	for (gsize i = 0; i < sizeof(b); i++)
+		g_string_append_printf(want, " %02x", b[i]);
+	g_string_append_c(want, '.');
 	got = mem_close(&m);
 	g_assert_cmpstr(got, ==, want->str);
 	g_string_free(want, TRUE);
@@ -276,6 +307,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/textbuf/numbers", test_numbers);
 	g_test_add_func("/textbuf/strings", test_strings);
+	g_test_add_func("/textbuf/bytes", test_bytes);
 	g_test_add_func("/textbuf/large", test_large);
 	g_test_add_func("/textbuf/write-error", test_write_error);
 	g_test_add_func("/textbuf/memory", test_memory);

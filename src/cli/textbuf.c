@@ -184,15 +184,6 @@ static const char dec2[201] =
 	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
-static const char hex2[513] =
-	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
 static const guint64 pow10[20] = {
 	1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
@@ -276,6 +267,15 @@ static void hex_digits(char *p, guint64 v, int n)
 	}
 }
 
+/* " xx" of each byte value, padded to 4 bytes: a byte is one copy of a
+ * constant size (the 4th byte is overwritten by the next) */
+#define BYTE3_DIGIT(d) ((char)((d) < 10 ? '0' + (d) : 'a' + (d) - 10))
+#define BYTE3(b) { ' ', BYTE3_DIGIT((b) >> 4), BYTE3_DIGIT((b) & 15), 0 }
+#define BYTE3_4(b) BYTE3(b), BYTE3((b) + 1), BYTE3((b) + 2), BYTE3((b) + 3)
+#define BYTE3_16(b) BYTE3_4(b), BYTE3_4((b) + 4), BYTE3_4((b) + 8), BYTE3_4((b) + 12)
+#define BYTE3_64(b) BYTE3_16(b), BYTE3_16((b) + 16), BYTE3_16((b) + 32), BYTE3_16((b) + 48)
+static const char byte3[256][4] = { BYTE3_64(0), BYTE3_64(64), BYTE3_64(128), BYTE3_64(192) };
+
 void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
 {
 	char *o;
@@ -285,11 +285,9 @@ void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
 		vt_textbuf_bytes(t, p + VT_TEXTBUF_PIECE / 3, n - VT_TEXTBUF_PIECE / 3);
 		return;
 	}
-	o = vt_textbuf_room(t, 3 * n);
-	for (gsize i = 0; i < n; i++, o += 3) {
-		o[0] = ' ';
-		memcpy(o + 1, hex2 + 2 * p[i], 2);
-	}
+	o = vt_textbuf_room(t, 3 * n + 1);   /* + 1: each byte writes 4 */
+	for (gsize i = 0; i < n; i++, o += 3)
+		memcpy(o, byte3[p[i]], 4);
 	t->len += 3 * n;
 }
 

@@ -1144,6 +1144,14 @@ static void insn_start(Script *s, const VtDecodeEvent *e, gboolean guest, guint 
 		put_flags(s->out, flags);
 }
 
+/* An instruction's text kept apart from its slot (text_len: 255 at least) */
+static void put_long_text(VtTextBuf *t, const VtDisasmInsn *in)
+{
+	const char *text = vt_disasm_insn_text(in);
+
+	vt_textbuf_mem(t, text, in->text_len < 255 ? in->text_len : strlen(text));
+}
+
 /* One instruction line; a branch's own instruction (last: the branch)
  * carries its flags and target, as perf's instruction samples do (a
  * conditional jump not taken its flags only); again: as insn_start. */
@@ -1166,10 +1174,10 @@ static void insn_line(Script *s, const VtDecodeEvent *e, const VtDisasmInsn *in,
 		insn_bytes_of(s, in);
 	if (f & F_DISASM) {
 		put_lit(t, "\t\t");
-		if (in->text == in->text_in)   /* as a block of its slot's size: no rep movs */
+		if (in->text_len < sizeof(in->text_in))   /* as a block of its slot's size: no rep movs */
 			put_kept(t, in->text_in, in->text_len, sizeof(in->text_in));
 		else
-			vt_textbuf_mem(t, in->text, in->text_len < 255 ? in->text_len : strlen(in->text));
+			put_long_text(t, in);
 	}
 	vt_textbuf_c(t, '\n');
 }
@@ -1398,8 +1406,8 @@ static void script_event(Script *s, const VtDecodeEvent *e)
 }
 
 /* A printer's tables: the instruction walk, the last lines' parts, the
- * kernel sides, and the disassembly (2 x 2^disasm_log2 instructions of 80
- * bytes: 2^18 in one printer is 40 MiB, t0042). */
+ * kernel sides, and the disassembly (2 x 2^disasm_log2 instructions of 64
+ * bytes: 2^18 in one printer is 32 MiB, t0042). */
 static void printer_init(Script *s, VtTextBuf *out, guint disasm_log2)
 {
 	s->out = out;

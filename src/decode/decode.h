@@ -22,6 +22,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "src/perf/perf-data.h"
 
@@ -151,10 +152,10 @@ gboolean vt_decode_insn_mode(const VtDecodeImage *img, guint64 ip, guint8 mode, 
 /* ---------------------------------------------------------- disassembly */
 /* One instruction of an image: its bytes, its AT&T text ("(bad)" when
  * Zydis cannot decode it, "(unmapped)" outside the code; len 0 then) and
- * the symbol holding it (vt_decode_image_symbol: only in code). */
+ * the symbol holding it (vt_decode_image_symbol: only in code).  64 bytes:
+ * a slot of the table is one cache line. */
 typedef struct {
 	guint64 ip;
-	const char *text;      /* NUL-terminated, text_len bytes */
 	const guint8 *code;    /* its bytes (len of them, in the image), NULL outside code */
 	const char *sym;       /* NULL: none */
 	guint64 sym_off;       /* ip - the symbol's start */
@@ -162,14 +163,25 @@ typedef struct {
 	guint8 len;
 	guint8 kind;           /* VtInsnKind (VT_INSN_OTHER when len is 0) */
 	guint8 text_len;       /* (255: at least) */
-	guint8 mode;           /* VT_MODE_* it was decoded in */
-	char text_in[34];      /* where text lives when it is short (almost always) */
+	guint8 mode;           /* VT_MODE_* it was decoded in (0: none yet) */
+	char text_in[26];      /* text shorter than this (almost always), NUL-terminated; else a pointer to it */
 } VtDisasmInsn;
+
+/* in's text (NUL-terminated, in->text_len bytes) */
+static inline const char *vt_disasm_insn_text(const VtDisasmInsn *in)
+{
+	const char *p;
+
+	if (in->text_len < sizeof(in->text_in))
+		return in->text_in;
+	memcpy(&p, in->text_in, sizeof(p));
+	return p;
+}
 
 typedef struct VtDecodeDisasm VtDecodeDisasm;
 
 /* A cache of the instructions of img (borrowed): a direct-mapped table of
- * 2^slots_log2 of them (80 bytes each; 2^18 by vt_decode_disasm_new;
+ * 2^slots_log2 of them (64 bytes each; 2^18 by vt_decode_disasm_new;
  * a hash of ip >> 6 picks 64 slots, ip & 63 one of them),
  * each decoded and formatted once while it stays in; not thread-safe (one
  * per thread). */

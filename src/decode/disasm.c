@@ -8,9 +8,11 @@
  * next instruction's slot: a slot hashed from the whole address was a
  * cache miss per instruction (28% of --insn-trace's CPU), and this one
  * misses as often (1 MiB tnt-dense's 7.2 M lookups, simulated: 2.595 M
- * fills either way).  A slot is replaced by the next address that maps
- * to it; no allocation per instruction (the text lives in the slot; the
- * rare longer one is allocated).  Memory is the table's, whatever the
+ * fills either way).  A slot is one cache line (64 bytes: 80 with the
+ * text's pointer cost 20% more memory and two lines a slot).  A slot is
+ * replaced by the next address that maps to it; no allocation per
+ * instruction (the text lives in the slot; the rare longer one - 26 bytes
+ * or more, ~5% of the lines - is allocated).  Memory is the table's, whatever the
  * trace's length or the code it touches.
  * Code a TEXT_POKE changed is read as it was at the time asked
  * (vt_decode_disasm_at_time) into a small table of its own, keyed on the
@@ -38,13 +40,14 @@ struct VtDecodeDisasm {
 	guint shift;                /* 64 - log2(slots) */
 	guint group_shift;          /* 64 - log2(groups of 64 slots), 58..64 */
 	guint used;                 /* slots filled */
+	guint64 *longs;             /* a bit per 64 slots: one held an allocated text */
 	const char *last_sym;       /* the last symbol set_symbol() found, */
 	guint16 last_sym_len;       /* and its length (a run's fills share it) */
 };
 
-#define DEFAULT_SLOTS_LOG2 18     /* 256 Ki instructions, 20 MiB */
+#define DEFAULT_SLOTS_LOG2 18     /* 256 Ki instructions, 16 MiB */
 
-G_STATIC_ASSERT(sizeof(VtDisasmInsn) == 80);
+G_STATIC_ASSERT(sizeof(VtDisasmInsn) == 64);
 
 VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2)
 {
@@ -59,6 +62,7 @@ VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots
 	/* pages the trace never reaches stay unmapped */
 	d->slots = vt_decode_table_new(sizeof(VtDisasmInsn) << slots_log2);
 	d->shift = 64 - slots_log2;
+	d->longs = g_new0(guint64, ((((gsize)1 << slots_log2) + 63) / 64 + 63) / 64);
 	d->group_shift = 64 - (slots_log2 > 6 ? slots_log2 - 6 : 0);
 	return d;
 }
@@ -70,20 +74,25 @@ VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img)
 
 static gboolean text_long(const VtDisasmInsn *in)
 {
-	return in->text && in->text != in->text_in;
+	return in->text_len >= sizeof(in->text_in);
 }
 
 void vt_decode_disasm_free(VtDecodeDisasm *d)
 {
 	if (!d)
 		return;
-	for (gsize i = 0; d->used && i < (gsize)1 << (64 - d->shift); i++)   /* none filled: no page read */
-		if (text_long(&d->slots[i]))
-			g_free((char *)d->slots[i].text);
+	/* only the blocks of 64 slots that held allocated text (a scan of
+	 * all was 4.4% of a small trace's --insn-trace instructions) */
+	for (gsize b = 0, n = (gsize)1 << (64 - d->shift); b * 64 < n; b++)
+		if (d->longs[b / 64] >> (b % 64) & 1)
+			for (gsize i = b * 64; i < MIN(b * 64 + 64, n); i++)
+				if (text_long(&d->slots[i]))
+					g_free((char *)vt_disasm_insn_text(&d->slots[i]));
 	for (guint i = 0; d->poked && i < POKED_SLOTS; i++)
 		if (text_long(&d->poked[i].in))
-			g_free((char *)d->poked[i].in.text);
+			g_free((char *)vt_disasm_insn_text(&d->poked[i].in));
 	g_free(d->poked);
+	g_free(d->longs);
 	vt_decode_table_free(d->slots, sizeof(VtDisasmInsn) << (64 - d->shift));
 	g_free(d);
 }
@@ -95,9 +104,10 @@ static void set_text(VtDisasmInsn *in, const char *text)
 	in->text_len = (guint8)MIN(n, 255u);
 	if (n < sizeof(in->text_in)) {
 		memcpy(in->text_in, text, n + 1);
-		in->text = in->text_in;
 	} else {
-		in->text = g_strdup(text);
+		char *p = g_strdup(text);
+
+		memcpy(in->text_in, &p, sizeof(p));
 	}
 }
 
@@ -123,8 +133,8 @@ static void fill_code(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mo
 	char buf[256];
 
 	if (text_long(in))
-		g_free((char *)in->text);
-	else if (!in->text)
+		g_free((char *)vt_disasm_insn_text(in));
+	else if (!in->mode)
 		d->used++;
 	in->ip = ip;
 	in->mode = mode;
@@ -152,6 +162,11 @@ static void fill(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode)
 	const guint8 *code = ip && d->img ? vt_decode_image_code(d->img, ip, &avail) : NULL;
 
 	fill_code(d, in, ip, mode, code, avail);
+	if (text_long(in)) {
+		gsize i = (gsize)(in - d->slots);
+
+		d->longs[i / 64 / 64] |= (guint64)1 << (i / 64 % 64);
+	}
 }
 
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip)
@@ -170,10 +185,10 @@ static gsize slot_index(const VtDecodeDisasm *d, guint64 ip)
 	return (gsize)(group << 6 | (ip & 63)) & (((gsize)1 << (64 - d->shift)) - 1);
 }
 
-/* Both lines of slot p (a slot may straddle two) on their way to the
+/* Slot p (one cache line: the table is page-aligned) on its way to the
  * cache.  A macro: GCC 12 finds a function that only prefetches pure and
  * drops the calls to it in this file. */
-#define SLOT_PREFETCH(p) (__builtin_prefetch(p), __builtin_prefetch((const char *)(p) + sizeof(VtDisasmInsn) - 1))
+#define SLOT_PREFETCH(p) __builtin_prefetch(p)
 
 /* In mode (VT_MODE_*; unknown: 64-bit): a slot holds one mode's decoding
  * (16/32-bit firmware and boot code run rarely, so they share the table). */
@@ -183,7 +198,7 @@ const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guin
 
 	if (mode != VT_MODE_16 && mode != VT_MODE_32)
 		mode = VT_MODE_64;
-	if (G_UNLIKELY(in->ip != ip || in->mode != mode || !in->text))
+	if (G_UNLIKELY(in->ip != ip || in->mode != mode))   /* an empty slot's mode is 0 */
 		fill(d, in, ip, mode);
 	/* the next instruction's - most often asked for next - on its way
 	 * while the caller prints this one */
@@ -212,7 +227,7 @@ const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guin
 	if (!d->poked)
 		d->poked = g_new0(Poked, POKED_SLOTS);
 	p = &d->poked[(guint)((ip * 0x9e3779b97f4a7c15ULL) >> 54) % POKED_SLOTS];
-	if (p->in.ip == ip && p->in.mode == mode && p->tag == tag && p->in.text)
+	if (p->in.ip == ip && p->in.mode == mode && p->tag == tag)
 		return &p->in;
 	memcpy(p->bytes, b, avail);
 	p->tag = tag;

@@ -130,7 +130,7 @@ static char *exit_reason(VtTimelineBuilder *b, guint64 ip)
 	if (!b->guest_disasm || !vt_decode_insn(b->img[VT_TIMELINE_GUEST], ip, &insn) ||
 	    insn.kind != VT_INSN_VMEXIT || !(d = vt_decode_disasm_at(b->guest_disasm, ip)))
 		return g_strdup("asynchronous (interrupt, EPT violation, preemption timer, ...)");
-	return g_strndup(d->text, strcspn(d->text, " \t"));
+	return g_strndup(vt_disasm_insn_text(d), strcspn(vt_disasm_insn_text(d), " \t"));
 }
 
 /* The exit's slice, named after the first host function called. */
