@@ -21,8 +21,8 @@ A=0xffffff0000000000 B=0xfffffe0000000000
 # meta DIR PID OFF0 OFF1 [END1 [WRITE]]: vmtrace-kvm.ini as vmtrace record writes it
 meta() {
 	printf '[vmtrace-kvm]\nversion=1\ndomain=synth\nqemu_pid=%s\n' "$2" >"$1/vmtrace-kvm.ini"
-	printf '\n[vcpu0]\ntid=4010\nstart.tsc_offset=%d\nend.tsc_offset=%d\n' $(($3)) $(($3)) >>"$1/vmtrace-kvm.ini"
-	printf '\n[vcpu1]\ntid=4011\nstart.tsc_offset=%d\nend.tsc_offset=%d\n' $(($4)) $((${5:-$4})) >>"$1/vmtrace-kvm.ini"
+	printf '\n[vcpu0]\ntid=4010\nstart.tsc_offset=%d\nend.tsc_offset=%d\n' $(s64 $3) $(s64 $3) >>"$1/vmtrace-kvm.ini"
+	printf '\n[vcpu1]\ntid=4011\nstart.tsc_offset=%d\nend.tsc_offset=%d\n' $(s64 $4) $(s64 ${5:-$4}) >>"$1/vmtrace-kvm.ini"
 	[ -z "${6:-}" ] || printf '\n[tsc-offset-writes]\ncount=1\nw0=%s\n' "$6" >>"$1/vmtrace-kvm.ini"
 }
 S="--show-task-events --show-mmap-events --show-switch-events --ns --itrace="
@@ -51,7 +51,7 @@ meta "$TMP/ht" 4000 $A $B $A
 rm -rf "$TMP/out"
 inject_refused "$TMP/g.data" "$TMP/ht" 5 "give it with --offset OFF:1" \
 	"vCPU 1's offset different at the start and the end: not taken"
-meta "$TMP/ht" 4000 $A $B "" "1000;4011;1;$((B));$((A))"
+meta "$TMP/ht" 4000 $A $B "" "1000;4011;1;$(s64 $B);$(s64 $A)"
 inject_refused "$TMP/g.data" "$TMP/ht" 5 "give it with --offset OFF:1" \
 	"a kvm_write_tsc_offset of vCPU 1 recorded: not taken"
 meta "$TMP/ht" 4100 $A $B

@@ -50,7 +50,7 @@ check "... the same guest records and times as with --tsc-scale ($(wc -l <"$TMP/
 
 # per vCPU: vCPU 1's offset 3000 ticks (1000 ns at synth's 3 GHz) higher:
 # its records 1000 ns earlier, vCPU 0's as they were
-OFF2=$(printf '0x%x' $((OFF + 3000)))
+OFF2=$(u64 "$OFF + 3000")
 "$VMTRACE" inject "$TMP/h" --guest-data "$TMP/g.data" -o "$TMP/pv" --tsc-scale $R --offset "$OFF:0" --offset "$OFF2:1" \
 	--json >"$TMP/pv.json" 2>&1
 check "--offset $OFF:0 --offset $OFF2:1: exit 0, each vCPU its offset" \

@@ -22,7 +22,7 @@ script() { "$PERF" script -i "$1" $S -F+machine_pid,+vcpu 2>/dev/null | grep "^V
 
 # vCPU 1's offset 3000000 ticks (1 ms at synth's 3 GHz) above vCPU 0's
 OFF=$("$PYTHON3" "$top_srcdir/tests/guest-offset.py" "$PERF" "$TMP/g.data" 0x100000000000)
-OFF1=$(printf '0x%x' $((OFF + 3000000)))
+OFF1=$(u64 "$OFF + 3000000")
 "$VMTRACE" synth -o "$TMP/h.data" --per-cpu --vcpus 2 --cpus 2 --size 4M --offset "$OFF" --vcpu-offset "$OFF1:1" \
 	--truth "$TMP/h.json" 2>/dev/null
 check "synth --vcpu-offset $OFF1:1: the truth gives vCPU 0 $OFF, vCPU 1 $OFF1" \
