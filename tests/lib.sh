@@ -63,8 +63,8 @@ test_cmp() {
 # perf's dry run (always under timeout: perf hangs on some inputs)
 # u64 EXPR: EXPR (Python; 0x... values) modulo 2^64, in hex.  dash's $((...))
 # refuses numbers above 2^63 - 1 ("Illegal number"), and a TSC offset taken
-# from this host's TSC is one where the TSC is below the guest's (a machine
-# up for a short time); bash wraps them.  Needs need_python.
+# from this host's TSC is one whenever the host's TSC is past the guest's
+# (a negative offset, as 64 bits); bash wraps them.  Needs need_python.
 u64() { "$PYTHON3" -c 'import sys; print("0x%x" % (eval(sys.argv[1]) % 2**64))' "$1"; }
 # s64 VALUE: VALUE as a signed 64-bit decimal (KVM's tsc_offset as printed)
 s64() { "$PYTHON3" -c 'import sys; v = int(sys.argv[1], 0) % 2**64; print(v - 2**64 if v >= 2**63 else v)' "$1"; }
