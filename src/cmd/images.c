@@ -104,13 +104,10 @@ gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImag
 		return FALSE;
 	g.kcore = im->guestkallsyms ? g_build_filename(gdir, "kcore", NULL) : g_strdup(gdir);
 	g.kallsyms = im->guestkallsyms;
-	t = g_thread_try_new("guest-image", guest_load, &g, NULL);   /* no thread: loaded after the host's */
+	t = g_thread_new("guest-image", guest_load, &g);
 	*host = im->kcore ? vt_decode_image_load(im->kcore, im->kallsyms, "host", error)
 			  : vt_decode_image_load_dir(kcore_dir, "host", error);
-	if (t)
-		g_thread_join(t);
-	else
-		guest_load(&g);
+	g_thread_join(t);
 	g_free(g.kcore);
 	if (!*host) {               /* the host's error first, as when loaded one after the other */
 		vt_decode_image_free(g.img);
