@@ -67,6 +67,12 @@ check "guest dir without kcore: usage error naming the file and vmtrace guest fe
 mkdir -p "$TMP/badguest" && printf 'not an ELF file' >"$TMP/badguest/kcore" && cp "$GUEST_CODE/kallsyms" "$TMP/badguest/"
 "$VMTRACE" script "$f" --guest "$TMP/badguest" >"$TMP/out" 2>&1
 check "malformed guest kcore: exit 3 naming it" sh -c "test $? -eq 3 && grep -q 'guest kernel image $TMP/badguest/kcore: not a little-endian ELF64' '$TMP/out'"
+# both images malformed (they load at once, the guest's in a thread): one
+# line, the host's error, as when they loaded one after the other
+"$VMTRACE" script "$f" --kcore "$TMP/badguest/kcore" --kallsyms "$HOST_CODE/kallsyms" --guest "$TMP/badguest" \
+	>"$TMP/out" 2>&1
+check "malformed host and guest kcores: exit 3, one line naming the host's" sh -c "test $? -eq 3 &&
+	test \$(wc -l <'$TMP/out') -eq 1 && grep -q 'host kernel image $TMP/badguest/kcore: not a little-endian ELF64' '$TMP/out'"
 # a guest snapshot others can write to, or another user's, is refused
 cp -r "$GUEST_CODE" "$TMP/g2" && chmod 0755 "$TMP/g2"
 chmod o+w "$TMP/g2"
