@@ -67,6 +67,8 @@ typedef struct {
 	VtTextBuf *out;                    /* text lines (stdout) */
 	const ScriptOptions *o;
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
+	guint32 flags;                     /* their event printed: its perf flags, */
+	guint depth;                       /* its thread's call depth (vt_decode_stacks_event) */
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
@@ -1096,7 +1098,7 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 addr, gboolean guest, guint32 flags)
 {
 	/* perf keeps a stack for the host thread only: guest lines show none */
-	guint depth = guest ? 0 : vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, &e->b);
+	guint depth = guest ? 0 : s->depth;
 
 	if (!wanted(s, e, guest))
 		return;
@@ -1108,7 +1110,7 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
 static void print_call(Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
-	guint32 flags = vt_decode_perf_flags(b);
+	guint32 flags = s->flags;
 
 	if (b->kind == VT_BRANCH_ERROR) {
 		print_text(s, e);
@@ -1380,8 +1382,9 @@ static void script_event(Script *s, const VtDecodeEvent *e)
 	s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
 	s->guest_time = e->time;
 	if (s->stacks) {
-		vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b);
-		if (e->b.kind != VT_BRANCH_ERROR && !(vt_decode_perf_flags(&e->b) & s->show_flags))
+		s->flags = vt_decode_perf_flags(&e->b);
+		s->depth = vt_decode_stacks_event(s->stacks, e->tid, e->cpu, e->queue + 1, &e->b, s->flags);
+		if (e->b.kind != VT_BRANCH_ERROR && !(s->flags & s->show_flags))
 			return;
 	}
 	if (s->walk) {

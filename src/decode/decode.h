@@ -284,10 +284,12 @@ typedef struct VtDecodeStacks VtDecodeStacks;
 VtDecodeStacks *vt_decode_stacks_new(void);
 void vt_decode_stacks_free(VtDecodeStacks *st);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeStacks, vt_decode_stacks_free)
-/* Apply one branch of thread tid (on cpu) to its stack.  trace: which
- * continuous trace it belongs to (perf's trace_nr); a change empties the
- * stack. */
-void vt_decode_stacks_event(VtDecodeStacks *st, gint32 tid, gint32 cpu, guint32 trace, const VtBranch *b);
+/* Apply one branch of thread tid (on cpu), whose flags are `flags`
+ * (vt_decode_perf_flags(b): the caller has them), to its stack.  trace:
+ * which continuous trace it belongs to (perf's trace_nr); a change empties
+ * the stack.  Returns the depth as vt_decode_stacks_depth says it then. */
+guint vt_decode_stacks_event(VtDecodeStacks *st, gint32 tid, gint32 cpu, guint32 trace, const VtBranch *b,
+			     guint32 flags);
 /* The depth perf's callindent prints for that branch just applied: the
  * stack's depth, plus one for a return. */
 guint vt_decode_stacks_depth(VtDecodeStacks *st, gint32 tid, gint32 cpu, const VtBranch *b);
