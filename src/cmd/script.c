@@ -69,6 +69,8 @@ typedef struct {
 	VtDecodeStacks *stacks;            /* --call-trace, --call-ret-trace */
 	guint32 flags;                     /* their event printed: its perf flags, */
 	guint depth;                       /* its thread's call depth (vt_decode_stacks_event) */
+	char call_dso[3][64];              /* their lines' "(DSO)\t": host, guest, [unknown] */
+	guint8 call_dso_len[3];
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
@@ -1031,25 +1033,16 @@ static void put_call_time(const Script *s, guint64 time)
 	}
 }
 
-/* perf's line start for call traces: nanosecond times, the CPU only in
- * per-CPU recordings, the flags with --call-ret-trace. */
+/* perf's line start for call traces: the thread's fields (comm, tid, the
+ * CPU only in per-CPU recordings: thread_part(), copied as the thread's
+ * last), nanosecond times, the flags with --call-ret-trace. */
 static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, guint32 flags)
 {
 	VtTextBuf *t = s->out;
-	char name[24];
-	const char *comm;
-	gint32 tid;
+	ThreadKey key;
 
-	comm = line_thread(s, e, guest, &tid, name);
-	put_str(t, comm, 16);
-	vt_textbuf_c(t, ' ');
-	vt_textbuf_int(t, tid, 5, ' ');
-	vt_textbuf_c(t, ' ');
-	if (vt_decode_result_per_cpu(s->result)) {
-		vt_textbuf_c(t, '[');
-		vt_textbuf_int(t, e->cpu, 3, '0');
-		put_lit(t, "] ");
-	}
+	thread_key(&key, e, guest, F_COMM | F_TID | (vt_decode_result_per_cpu(s->result) ? F_CPU : 0));
+	thread_part(s, e, &key);
 	if (vt_decode_result_timed(s->result))
 		put_call_time(s, e->time);
 	if (s->o->call_ret_trace)
@@ -1066,18 +1059,11 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 	const VtDecodeImage *img = guest ? s->guest : s->host;
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
-	const char *dso = guest ? s->guest_dso : "[kernel.kallsyms]";
-	gsize dso_len = guest ? s->guest_dso_len : strlen("[kernel.kallsyms]");
+	int dso = !vt_decode_symcache_code(s->syms, img, ip) ? 2 : guest ? 1 : 0;
 	const VtDecodeSym *y;
 	int len = 0;
 
-	if (!vt_decode_symcache_code(s->syms, img, ip)) {
-		dso = "[unknown]";
-		dso_len = strlen(dso);
-	}
-	vt_textbuf_c(t, '(');
-	vt_textbuf_left(t, dso, dso_len, s->o->call_trace ? 50 : 0);
-	put_lit(t, ")\t");
+	put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
 	if (y->sym) {
 		vt_textbuf_pad(t, (gsize)depth * 4);
@@ -1092,6 +1078,18 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 		s->spacing = (len + 4 + 31) / 32 * 32;
 	if (len < s->spacing)
 		vt_textbuf_pad(t, (gsize)(s->spacing - len));
+}
+
+/* call_indent()'s "(DSO)\t" of host and guest code and of no code, the
+ * DSO left-aligned in 50 columns with --call-trace (as perf) - the same
+ * few texts, formatted once. */
+static void call_dso_init(Script *s)
+{
+	const char *dso[3] = { "[kernel.kallsyms]", s->guest_dso, "[unknown]" };
+
+	for (int i = 0; i < 3; i++)
+		s->call_dso_len[i] = (guint8)g_snprintf(s->call_dso[i], sizeof(s->call_dso[i]), "(%-*s)\t",
+							s->o->call_trace ? 50 : 0, dso[i]);
 }
 
 /* One half of a branch (a VM entry or exit is two, each in its machine). */
@@ -1582,6 +1580,7 @@ static void report(Script *s)
 	}
 	s->guest_dso = guest_dso(s);
 	s->guest_dso_len = strlen(s->guest_dso);
+	call_dso_init(s);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
 	s->cbr_khz = vt_decode_result_cbr_khz(s->result, &s->max_nonturbo);
 	s->show_flags = VT_PERF_FLAG_CALL | VT_PERF_FLAG_ASYNC | VT_PERF_FLAG_TRACE_END;
