@@ -113,15 +113,16 @@ typedef struct {
 	gboolean trace_end;        /* a call that ended the trace */
 } Frame;
 
-#define RET_SLOTS_LOG2 12
+#define RET_SLOTS_LOG2 10
 
 /* A thread's stack, and how many of its frames return to addresses of each
  * hash slot: a return to an address no frame has (perf pops nothing) needs
  * no walk over the frames - on synth's walks ~1 return in 12, each a walk
  * of hundreds of frames.  Unless another frame shares its slot: with 2^10
- * slots and stacks hundreds deep, 48,000 of 592,000 returns walked a whole
- * stack (1 MiB tnt-dense --call-trace: pop_to 69 M instructions; 2^12
- * slots, 16 KiB a thread: 33 M). */
+ * slots and stacks hundreds deep, 48,000 of 592,000 returns walk a whole
+ * stack (1 MiB tnt-dense --call-trace: pop_to 69 M instructions).  2^12
+ * slots (16 KiB a thread) halved that, but not the time: the samples in
+ * the stacks' functions stayed (2.5-3.0% -> 3.0-3.4%, 3 runs each). */
 typedef struct {
 	GArray *frames;            /* the first depth; past them, room (never shrunk:
 				    * g_array_set_size took 60 instructions a return) */
