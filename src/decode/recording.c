@@ -354,8 +354,8 @@ static inline const VtBranch *peek(VtDecodeResult *r, Queue *q)
  * queue); timeless: the current queue until it ends.  Timed, the queue
  * found stays the next while its branches come before the other queues'
  * first (r->run_tsc of queue r->run_q: their heads do not move meanwhile) -
- * no look at every queue per branch (1 MiB tnt-dense --call-trace: 92
- * instructions a branch with two queues). */
+ * no look at every queue per branch (1 MiB tnt-dense --call-trace, two
+ * queues: vt_decode_result_next 92 -> 61 instructions a branch). */
 static Queue *next_queue(VtDecodeResult *r)
 {
 	Queue *best = NULL, *other = NULL;
@@ -369,7 +369,7 @@ static Queue *next_queue(VtDecodeResult *r)
 	if (r->run) {
 		const VtBranch *b = peek(r, r->run);
 
-		if (b && (b->tsc < r->run_tsc || (b->tsc == r->run_tsc && r->run < r->run_q)))
+		if (b && (b->tsc < r->run_tsc || (b->tsc == r->run_tsc && r->run_q && r->run < r->run_q)))
 			return r->run;
 	}
 	for (guint i = 0; i < r->n; i++) {
