@@ -916,12 +916,13 @@ static void test_disasm_bounded(void)
 }
 
 /* Code whose texts fit in a slot or need the long texts' table (26 bytes
- * or more). */
+ * or more), and the same bytes whose text differs with their address. */
 static const guint8 shared_code[] = {
 	0x90,                                                                   /* nop */
 	0x48, 0x8b, 0x8c, 0xd8, 0x78, 0x56, 0x34, 0x12,                         /* mov 0x12345678(%rax,%rbx,8), %rcx */
 	0x62, 0x61, 0x8d, 0xd7, 0xd4, 0xac, 0xd8, 0x78, 0x56, 0x34, 0x12,       /* vpaddq 0x12345678(...) {1to8}, ... {z} */
 	0xc3,                                                                   /* ret */
+	0xe8, 0x00, 0x00, 0x00, 0x00, 0xe8, 0x00, 0x00, 0x00, 0x00,             /* call +0, twice */
 };
 
 /* Readers of one table share what each formatted: the second formats
@@ -954,7 +955,10 @@ static void test_disasm_shared(void)
 			"vpaddq 0x12345678(%rax,%rbx,8) {1to8}, %zmm30, %zmm29 {%k7} {z}");
 	g_assert_cmpuint(vt_decode_disasm_at(b, CODE + 20)->kind, ==, VT_INSN_RETURN);
 	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE - 1)), ==, "(unmapped)");
-	g_assert_cmpuint(vt_decode_disasm_fills(b), ==, 0);
+	/* a relative operand's text is its address's, not its bytes' */
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE + 21)), ==, "call 0x000000000000101a");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE + 26)), ==, "call 0x000000000000101f");
+	g_assert_cmpuint(vt_decode_disasm_fills(b), ==, 2);
 	g_assert_cmpuint(vt_decode_disasm_fills(own), ==, G_N_ELEMENTS(ips));
 	g_assert_cmpuint(vt_decode_disasm_size(b), ==, vt_decode_disasm_size(a));
 	vt_decode_disasm_free(own);
@@ -993,10 +997,10 @@ static gpointer shared_reader(gpointer data)
 	return NULL;
 }
 
-/* Four threads on one small table (2^3 slots: 6 for the 21 offsets of
- * the code, 2 for the one long text both long instructions share)
- * replace each other's slots all the time: no answer is torn or
- * another's. */
+/* Four threads on one small table (2^3 slots: 5 for the 31 offsets of
+ * the code, 2 for the one long text both long instructions share, 1 for
+ * the texts by bytes) replace each other's slots all the time: no answer
+ * is torn or another's. */
 static void test_disasm_threads(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);

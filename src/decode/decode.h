@@ -183,9 +183,10 @@ typedef struct VtDecodeDisasm VtDecodeDisasm;
 
 /* A cache of the instructions of img (borrowed): a direct-mapped table of
  * 2^slots_log2 of them (64 bytes each; 2^18 by vt_decode_disasm_new;
- * a hash of ip >> 6 picks 64 slots, ip & 63 one of them; texts of 26
- * bytes or more in a table of 2^(slots_log2 - 4) slots of 128 bytes),
- * each decoded and formatted once while it stays in.  Thread-safe: the
+ * a hash of ip >> 6 picks 64 slots, ip & 63 one of them; in the same
+ * memory texts of 26 bytes or more by address, and the kind and text of
+ * instructions without relative operands by their bytes), each decoded
+ * and formatted once while it stays in.  Thread-safe: the
  * readers (VtDecodeDisasm) of several threads may share it, each reads
  * what another formatted (a slot being written meanwhile is not used).
  * Free it after its readers. */
@@ -206,8 +207,8 @@ const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guin
  * (vt_decode_image_code_at); the image's bytes elsewhere. */
 const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guint8 mode, guint64 tsc);
 guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* slots of its table filled */
-/* Instructions d decoded and formatted (Zydis) itself: those its table
- * did not have */
+/* Instructions d decoded (Zydis) itself: those its table did not have
+ * (formatted too unless the table had their bytes' text) */
 guint64 vt_decode_disasm_fills(const VtDecodeDisasm *d);
 /* A hint, no effect on any answer: ip will be asked for soon, so its slot
  * is brought into the CPU's cache meanwhile (vt_decode_disasm_at_mode

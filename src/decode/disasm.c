@@ -21,8 +21,15 @@
  * one (26 bytes or more, ~5% of the lines) in a slot of 128 bytes keyed on
  * the address alone, at the table's end (1/32 of it: a table of its own
  * would be another huge page); a text of 112 bytes or more is not kept
- * (formatted again each time).  Memory is the table's, whatever the
- * trace's length or the code it touches.
+ * (formatted again each time).  An instruction the table does not have
+ * is decoded, and if it has no relative operand (its text is the same
+ * wherever it is) its kind and text come from a third part of the table
+ * (1/16 of it, 64-byte slots keyed on its bytes) if another address had
+ * the same bytes: 1 MiB cyc has 536 K distinct instructions, of which
+ * 391 K without relative operands have 44 K distinct byte strings - only
+ * the decoding (about a third of a fill's instructions) is left for them.
+ * Memory is the table's, whatever the trace's length or the code it
+ * touches.
  * Code a TEXT_POKE changed is read as it was at the time asked
  * (vt_decode_disasm_at_time) into a small table of each reader's own,
  * keyed on the address and the versions read, that holds the bytes too. */
@@ -70,12 +77,27 @@ typedef struct {
 
 G_STATIC_ASSERT(sizeof(LongSlot) == 2 * sizeof(Slot));
 
+#define BYTES_SHIFT 4             /* the texts by bytes take 2^-4 of a table */
+#define BYTES_TEXT 40
+
+/* The kind and text of an instruction without relative operands (its
+ * text is the same wherever its bytes are) by its bytes. */
+typedef struct {
+	guint32 seq;
+	guint8 mode, len, kind, text_len;   /* mode 0: empty */
+	guint8 bytes[16];                   /* len of them, zeros after */
+	char text[BYTES_TEXT];              /* NUL-terminated */
+} ByteSlot;
+
+G_STATIC_ASSERT(sizeof(ByteSlot) == sizeof(Slot));
+
 struct VtDecodeDisasmTable {
 	const VtDecodeImage *img;
 	Slot *slots;                /* 2^log2 slots: the instructions' n_main, */
-	LongSlot *longs;            /* then the long texts' n_longs (2^-LONG_SHIFT of it, at least 1) */
+	LongSlot *longs;            /* then the long texts' n_longs (2^-LONG_SHIFT of it, at least 1), */
+	ByteSlot *bytes;            /* then the texts by bytes' n_bytes (2^-BYTES_SHIFT, at least 1) */
 	guint log2;
-	gsize n_main, n_longs;
+	gsize n_main, n_longs, n_bytes;
 	guint64 groups;             /* n_main / 64 (0: n_main < 64, no groups) */
 	guint used;                 /* slots filled (atomic) */
 };
@@ -88,12 +110,12 @@ struct VtDecodeDisasm {
 	ZydisFormatter fmt;
 	VtDisasmInsn cur;           /* the last answer */
 	char long_text[256];        /* its text when longer than its text_in */
-	guint64 fills;              /* instructions it formatted */
+	guint64 fills;              /* instructions its table did not have */
 	const char *last_sym;       /* the last symbol set_symbol() found, */
 	guint16 last_sym_len;       /* and its length (a run's fills share it) */
 };
 
-#define DEFAULT_SLOTS_LOG2 18     /* 248 Ki instructions, 4 Ki long texts: 16 MiB */
+#define DEFAULT_SLOTS_LOG2 18     /* 232 Ki instructions, 4 Ki long texts, 16 Ki by bytes: 16 MiB */
 
 G_STATIC_ASSERT(sizeof(VtDisasmInsn) == 64);
 
@@ -112,11 +134,13 @@ VtDecodeDisasmTable *vt_decode_disasm_table_new(const VtDecodeImage *img, guint 
 	/* long texts in the same table: one of their own would be another
 	 * huge page (bigtable.c) for ~5% of the instructions */
 	t->n_longs = slots_log2 > LONG_SHIFT + 1 ? (gsize)1 << (slots_log2 - LONG_SHIFT - 1) : 1;
-	t->n_main = ((gsize)1 << slots_log2) - 2 * t->n_longs;
+	t->n_bytes = slots_log2 > BYTES_SHIFT ? (gsize)1 << (slots_log2 - BYTES_SHIFT) : 1;
+	t->n_main = ((gsize)1 << slots_log2) - 2 * t->n_longs - t->n_bytes;
 	t->groups = t->n_main / 64;
 	/* pages the trace never reaches stay unmapped */
 	t->slots = vt_decode_table_new(table_bytes(t));
 	t->longs = (LongSlot *)(t->slots + t->n_main);
+	t->bytes = (ByteSlot *)(t->longs + t->n_longs);
 	return t;
 }
 
@@ -246,6 +270,64 @@ static void set_symbol(VtDecodeDisasm *d, VtDisasmInsn *in)
 		in->sym_off = 0;
 }
 
+/* ------------------------------------------------------ texts by bytes */
+/* An instruction's len bytes at code as its key (zeros after) */
+static void bytes_key(guint8 key[16], const guint8 *code, guint8 len)
+{
+	memset(key, 0, 16);
+	memcpy(key, code, MIN(len, 16u));
+}
+
+static ByteSlot *byte_slot(const VtDecodeDisasmTable *t, guint8 mode, const guint8 key[16], guint8 len)
+{
+	guint64 a, b;
+
+	memcpy(&a, key, 8);
+	memcpy(&b, key + 8, 8);
+	a = (a ^ (b * 0xc2b2ae3d27d4eb4fULL) ^ ((guint64)len << 56 | (guint64)mode << 48)) * 0x9e3779b97f4a7c15ULL;
+	return &t->bytes[(gsize)(a >> 32) & (t->n_bytes - 1)];
+}
+
+/* The kind and text (into buf) of the instruction of mode whose len bytes
+ * are code, if the table has them. */
+static gboolean bytes_get(const VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, guint8 len, guint8 *kind,
+			  char *buf)
+{
+	guint8 key[16];
+	ByteSlot e;
+
+	bytes_key(key, code, len);
+	if (!seq_read(&e, byte_slot(t, mode, key, len), sizeof(e)) || e.mode != mode || e.len != len ||
+	    memcmp(e.bytes, key, sizeof(key)))
+		return FALSE;
+	*kind = e.kind;
+	memcpy(buf, e.text, sizeof(e.text));
+	return TRUE;
+}
+
+static void bytes_put(VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, guint8 len, guint8 kind,
+		      const char *text)
+{
+	gsize n = strlen(text);
+	guint8 key[16];
+	ByteSlot *e;
+	guint32 seq;
+
+	if (n >= BYTES_TEXT || len > 16)
+		return;
+	bytes_key(key, code, len);
+	e = byte_slot(t, mode, key, len);
+	if (!seq_lock(&e->seq, &seq))
+		return;
+	e->mode = mode;
+	e->len = len;
+	e->kind = kind;
+	e->text_len = (guint8)n;
+	memcpy(e->bytes, key, sizeof(key));
+	memcpy(e->text, text, n + 1);
+	seq_unlock(&e->seq, seq);
+}
+
 /* in (but its text, which goes to buf): the instruction at ip whose bytes
  * are code (avail of them). */
 static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode, const guint8 *code, gsize avail,
@@ -254,6 +336,7 @@ static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode,
 	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction zi;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
+	gboolean relative;
 
 	in->ip = ip;
 	in->mode = mode;
@@ -262,9 +345,19 @@ static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode,
 	in->kind = VT_INSN_OTHER;
 	set_symbol(d, in);
 	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d->dec[mode], &ctx, code,
-								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &zi)) ||
-	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&d->dec[mode], &ctx, &zi, op, zi.operand_count_visible))) {
+								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &zi))) {
 		g_strlcpy(buf, code ? "(bad)" : "(unmapped)", 256);
+		return;
+	}
+	/* the same bytes' text, formatted elsewhere (their operands decoded
+	 * then: they will be now) */
+	relative = (zi.attributes & ZYDIS_ATTRIB_IS_RELATIVE) != 0;
+	if (!relative && bytes_get(d->t, mode, code, zi.length, &in->kind, buf)) {
+		in->len = zi.length;
+		return;
+	}
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&d->dec[mode], &ctx, &zi, op, zi.operand_count_visible))) {
+		g_strlcpy(buf, "(bad)", 256);
 		return;
 	}
 	in->len = zi.length;
@@ -272,6 +365,8 @@ static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode,
 	if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&d->fmt, &zi, op, zi.operand_count_visible, buf, 256,
 							   ip, NULL)))
 		g_strlcpy(buf, "(bad)", 256);
+	if (!relative)
+		bytes_put(d->t, mode, code, in->len, in->kind, buf);
 }
 
 /* ------------------------------------------------------- the shared table */
