@@ -915,6 +915,116 @@ static void test_disasm_bounded(void)
 	remove_dir(dir);
 }
 
+/* Code whose texts fit in a slot or need the long texts' table (26 bytes
+ * or more), and the same bytes whose text differs with their address. */
+static const guint8 shared_code[] = {
+	0x90,                                                                   /* nop */
+	0x48, 0x8b, 0x8c, 0xd8, 0x78, 0x56, 0x34, 0x12,                         /* mov 0x12345678(%rax,%rbx,8), %rcx */
+	0x62, 0x61, 0x8d, 0xd7, 0xd4, 0xac, 0xd8, 0x78, 0x56, 0x34, 0x12,       /* vpaddq 0x12345678(...) {1to8}, ... {z} */
+	0xc3,                                                                   /* ret */
+	0xe8, 0x00, 0x00, 0x00, 0x00, 0xe8, 0x00, 0x00, 0x00, 0x00,             /* call +0, twice */
+};
+
+/* Readers of one table share what each formatted: the second formats
+ * nothing the first did, and answers the same; readers with tables of
+ * their own format each instruction again. */
+static void test_disasm_shared(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "m", shared_code, sizeof(shared_code));
+	VtDecodeDisasmTable *t = vt_decode_disasm_table_new(img, 12);
+	VtDecodeDisasm *a = vt_decode_disasm_new_on(t), *b = vt_decode_disasm_new_on(t);
+	VtDecodeDisasm *own = vt_decode_disasm_new_sized(img, 12);
+	const guint64 ips[] = { CODE, CODE + 1, CODE + 9, CODE + 20, CODE - 1 };
+	guint64 fills;
+
+	for (guint i = 0; i < G_N_ELEMENTS(ips); i++)
+		vt_decode_disasm_at(a, ips[i]);
+	fills = vt_decode_disasm_fills(a);
+	g_assert_cmpuint(fills, ==, G_N_ELEMENTS(ips));
+	for (guint i = 0; i < G_N_ELEMENTS(ips); i++) {
+		g_autofree char *text = g_strdup(vt_disasm_insn_text(vt_decode_disasm_at(own, ips[i])));
+		const VtDisasmInsn *in = vt_decode_disasm_at(b, ips[i]);
+
+		g_assert_cmpstr(vt_disasm_insn_text(in), ==, text);
+		g_assert_cmpuint(in->text_len, ==, strlen(text));
+		g_assert_cmpuint(in->len, ==, vt_decode_disasm_at(own, ips[i])->len);
+	}
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE + 1)), ==, "mov 0x12345678(%rax,%rbx,8), %rcx");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE + 9)), ==,
+			"vpaddq 0x12345678(%rax,%rbx,8) {1to8}, %zmm30, %zmm29 {%k7} {z}");
+	g_assert_cmpuint(vt_decode_disasm_at(b, CODE + 20)->kind, ==, VT_INSN_RETURN);
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE - 1)), ==, "(unmapped)");
+	/* a relative operand's text is its address's, not its bytes' */
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE + 21)), ==, "call 0x000000000000101a");
+	g_assert_cmpstr(vt_disasm_insn_text(vt_decode_disasm_at(b, CODE + 26)), ==, "call 0x000000000000101f");
+	g_assert_cmpuint(vt_decode_disasm_fills(b), ==, 2);
+	g_assert_cmpuint(vt_decode_disasm_fills(own), ==, G_N_ELEMENTS(ips));
+	g_assert_cmpuint(vt_decode_disasm_size(b), ==, vt_decode_disasm_size(a));
+	vt_decode_disasm_free(own);
+	vt_decode_disasm_free(b);
+	vt_decode_disasm_free(a);
+	vt_decode_disasm_table_free(t);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
+typedef struct {
+	VtDecodeDisasmTable *t;
+	char **want;                /* by offset in shared_code */
+	guint bad;
+} SharedRun;
+
+/* Offsets in shared_code looked up at random, over and over, each
+ * answer compared with the one of a table without other threads. */
+static gpointer shared_reader(gpointer data)
+{
+	SharedRun *r = data;
+	VtDecodeDisasm *d = vt_decode_disasm_new_on(r->t);
+	GRand *rnd = g_rand_new_with_seed(GPOINTER_TO_UINT(g_thread_self()));
+	guint bad = 0;
+
+	for (guint n = 0; n < 200000; n++) {
+		guint off = (guint)g_rand_int_range(rnd, 0, sizeof(shared_code));
+		const VtDisasmInsn *in = vt_decode_disasm_at(d, CODE + off);
+
+		bad += in->ip != CODE + off || strcmp(vt_disasm_insn_text(in), r->want[off]) ||
+		       in->text_len != MIN(strlen(r->want[off]), 255u);
+	}
+	__atomic_add_fetch(&r->bad, bad, __ATOMIC_RELAXED);
+	g_rand_free(rnd);
+	vt_decode_disasm_free(d);
+	return NULL;
+}
+
+/* Four threads on one small table (2^3 slots: 5 for the 31 offsets of
+ * the code, 2 for the one long text both long instructions share, 1 for
+ * the texts by bytes) replace each other's slots all the time: no answer
+ * is torn or another's. */
+static void test_disasm_threads(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "m", shared_code, sizeof(shared_code));
+	VtDecodeDisasm *ref = vt_decode_disasm_new_sized(img, 12);
+	SharedRun r = { vt_decode_disasm_table_new(img, 3), g_new0(char *, sizeof(shared_code)), 0 };
+	GThread *th[4];
+
+	for (guint off = 0; off < sizeof(shared_code); off++)
+		r.want[off] = g_strdup(vt_disasm_insn_text(vt_decode_disasm_at(ref, CODE + off)));
+	for (guint i = 0; i < G_N_ELEMENTS(th); i++)
+		th[i] = g_thread_new("reader", shared_reader, &r);
+	for (guint i = 0; i < G_N_ELEMENTS(th); i++)
+		g_thread_join(th[i]);
+	g_assert_cmpuint(r.bad, ==, 0);
+	for (guint off = 0; off < sizeof(shared_code); off++)
+		g_free(r.want[off]);
+	g_free(r.want);
+	vt_decode_disasm_table_free(r.t);
+	vt_decode_disasm_free(ref);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -932,5 +1042,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/symcache", test_symcache);
 	g_test_add_func("/decode/insn-branch", test_insn_branch);
 	g_test_add_func("/decode/disasm-bounded", test_disasm_bounded);
+	g_test_add_func("/decode/disasm-shared", test_disasm_shared);
+	g_test_add_func("/decode/disasm-threads", test_disasm_threads);
 	return g_test_run();
 }

@@ -74,6 +74,7 @@ typedef struct {
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
+	VtDecodeDisasmTable *tables[2];    /* the printers' (report_threads): freed after the result */
 	GHashTable *user_disasm;           /* guest user file image -> its VtDecodeDisasm */
 	int name_width;                    /* perf's event name column: the longest name */
 	guint32 cbr_khz, max_nonturbo;     /* --itrace p: perf's frequency of a CBR */
@@ -1422,16 +1423,16 @@ static void script_event(Script *s, const VtDecodeEvent *e)
 }
 
 /* A printer's tables: the instruction walk, the last lines' parts, the
- * kernel sides, and the disassembly (2 x 2^disasm_log2 instructions of 64
- * bytes: 2^18 in one printer is 32 MiB, t0042). */
-static void printer_init(Script *s, VtTextBuf *out, guint disasm_log2)
+ * kernel sides, and readers of the disassembly tables disasm (host,
+ * guest; borrowed: shared by the printers; NULL: tables of its own). */
+static void printer_init(Script *s, VtTextBuf *out, VtDecodeDisasmTable *const *disasm)
 {
 	s->out = out;
 	s->walk = s->o->insn_trace ? g_array_new(FALSE, TRUE, sizeof(Walk)) : NULL;
 	s->last = g_array_new(FALSE, TRUE, sizeof(Walk));
 	s->next = g_array_new(FALSE, TRUE, sizeof(Walk));
-	s->disasm[0] = vt_decode_disasm_new_sized(s->host, disasm_log2);
-	s->disasm[1] = vt_decode_disasm_new_sized(s->guest, disasm_log2);
+	for (int i = 0; i < 2; i++)
+		s->disasm[i] = disasm ? vt_decode_disasm_new_on(disasm[i]) : vt_decode_disasm_new(i ? s->guest : s->host);
 	s->user_disasm = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
 					       (GDestroyNotify)vt_decode_disasm_free);
 	s->head = g_new0(LineHead, 1);
@@ -1463,16 +1464,18 @@ static void printer_clear(Script *s)
 /* ---------------------------------------- printing in the decoding threads */
 /* Each AUX queue's thread prints its own lines into text in memory with a
  * printer of its own (a copy of the Script: the shared parts - images,
- * options - are only read; a printer's tables are its own), and the main
- * thread only writes the merged text.  The lines are the same: a printer's
- * tables only keep text it made, and what a line shows depends on its
+ * options - are only read; a printer's tables are its own but for the
+ * disassembly, one per image for all, which keeps any instruction's text
+ * as formatted from the image's bytes), and the main thread only writes
+ * the merged text.  The lines are the same: a printer's other tables only
+ * keep text it made, and what a line shows depends on its
  * event and its queue's earlier events alone - except perf's call stacks
  * (per thread over queues, and the call traces' padding follows the
  * previous line), JSON's writer and guest user code, which print in the
  * main thread as before (and VMTRACE_SCRIPT_SERIAL=1 for all). */
 typedef struct {
 	Script *main;
-	guint disasm_log2;
+	VtDecodeDisasmTable *disasm[2];    /* host, guest: one per image for all printers */
 } Printers;
 
 static gpointer printer_open(gpointer data, guint queue)
@@ -1482,7 +1485,7 @@ static gpointer printer_open(gpointer data, guint queue)
 
 	(void)queue;
 	*s = *p->main;
-	printer_init(s, vt_textbuf_new_mem(CHUNK_BYTES), p->disasm_log2);
+	printer_init(s, vt_textbuf_new_mem(CHUNK_BYTES), p->disasm);
 	return s;
 }
 
@@ -1520,16 +1523,6 @@ static gboolean print_in_threads(const Script *s)
 	return !s->o->json && !s->stacks && !vt_decode_guest_user_n_maps(s->guser, NULL);
 }
 
-/* The disassembly of one of n printers: together as large as one's. */
-static guint printer_disasm_log2(guint n)
-{
-	guint k = 0;
-
-	while ((1u << k) < n && k < 4)
-		k++;
-	return 18 - k;
-}
-
 /* The merged text goes out as the threads made it: pieces (up to PIECES,
  * about OUT_BYTES) written at once with writev from the threads' chunks,
  * which wait meanwhile - the main thread copied each piece into its
@@ -1540,12 +1533,17 @@ static guint printer_disasm_log2(guint n)
 
 static void report_threads(Script *s)
 {
-	Printers p = { s, printer_disasm_log2(vt_decode_result_n_queues(s->result)) };
+	Printers p = { s, { NULL, NULL } };
 	VtDecodeFormatter f = { printer_open, printer_format, printer_take, printer_close, &p };
 	struct iovec iov[PIECES];
 	const char *text;
 	gsize len, bytes = 0;
 	int n = 0;
+
+	/* one disassembly table per image for all printers (2^18 slots, as
+	 * one printer's alone - t0042): 2-4 queues walk the same kernel */
+	for (int i = 0; i < 2; i++)
+		p.disasm[i] = s->tables[i] = vt_decode_disasm_table_new(i ? s->guest : s->host, 18);
 
 	vt_decode_result_hold_text(s->result);
 	vt_decode_result_start(s->result, &f);
@@ -1609,7 +1607,7 @@ static void report(Script *s)
 		s->out = vt_textbuf_new(stdout, 1 << 20);
 		report_threads(s);
 	} else {
-		printer_init(s, vt_textbuf_new(stdout, 1 << 20), 18);
+		printer_init(s, vt_textbuf_new(stdout, 1 << 20), NULL);
 		if (call_keep_applies(s))
 			vt_decode_result_keep(s->result, call_keep, s);
 		vt_decode_result_start(s->result, NULL);
@@ -1691,7 +1689,9 @@ int cmd_script(int argc, char **argv)
 		vt_err("script", "%s: %u decode errors (decoding resumed at the next PSB each time)", o.rec,
 		       vt_decode_result_n_errors(s.result));
 out:
-	vt_decode_result_free(s.result);
+	vt_decode_result_free(s.result);    /* the printers, which read the tables */
+	vt_decode_disasm_table_free(s.tables[0]);
+	vt_decode_disasm_table_free(s.tables[1]);
 	vt_decode_image_free(s.host);
 	vt_decode_image_free(s.guest);
 	vt_decode_guest_user_free(s.guser);

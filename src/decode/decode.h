@@ -178,25 +178,38 @@ static inline const char *vt_disasm_insn_text(const VtDisasmInsn *in)
 	return p;
 }
 
+typedef struct VtDecodeDisasmTable VtDecodeDisasmTable;
 typedef struct VtDecodeDisasm VtDecodeDisasm;
 
 /* A cache of the instructions of img (borrowed): a direct-mapped table of
  * 2^slots_log2 of them (64 bytes each; 2^18 by vt_decode_disasm_new;
- * a hash of ip >> 6 picks 64 slots, ip & 63 one of them),
- * each decoded and formatted once while it stays in; not thread-safe (one
- * per thread). */
+ * a hash of ip >> 6 picks 64 slots, ip & 63 one of them; in the same
+ * memory texts of 26 bytes or more by address, and the kind and text of
+ * instructions without relative operands by their bytes), each decoded
+ * and formatted once while it stays in.  Thread-safe: the
+ * readers (VtDecodeDisasm) of several threads may share it, each reads
+ * what another formatted (a slot being written meanwhile is not used).
+ * Free it after its readers. */
+VtDecodeDisasmTable *vt_decode_disasm_table_new(const VtDecodeImage *img, guint slots_log2);
+void vt_decode_disasm_table_free(VtDecodeDisasmTable *t);
+/* A reader of table t (borrowed); not thread-safe (one per thread). */
+VtDecodeDisasm *vt_decode_disasm_new_on(VtDecodeDisasmTable *t);
+/* A reader with a table of its own (2^slots_log2; vt_decode_disasm_new: 2^18) */
 VtDecodeDisasm *vt_decode_disasm_new(const VtDecodeImage *img);
 VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2);
 void vt_decode_disasm_free(VtDecodeDisasm *d);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeDisasm, vt_decode_disasm_free)
-/* The instruction at ip: valid until the next call (its slot may be
- * replaced then). */
+/* The instruction at ip: valid until the reader's next call (a copy of
+ * its slot, which another reader may replace meanwhile). */
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip);
 const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guint8 mode);   /* VT_MODE_* */
 /* The same at time tsc: code that a TEXT_POKE changed as it was then
  * (vt_decode_image_code_at); the image's bytes elsewhere. */
 const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guint8 mode, guint64 tsc);
-guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* slots filled */
+guint vt_decode_disasm_size(const VtDecodeDisasm *d);   /* slots of its table filled */
+/* Instructions d decoded (Zydis) itself: those its table did not have
+ * (formatted too unless the table had their bytes' text) */
+guint64 vt_decode_disasm_fills(const VtDecodeDisasm *d);
 /* A hint, no effect on any answer: ip will be asked for soon, so its slot
  * is brought into the CPU's cache meanwhile (vt_decode_disasm_at_mode
  * does it for the instruction right after the one it answers). */

@@ -2,21 +2,37 @@
  * their symbol, each decoded (once: the kind comes from the same decode)
  * and formatted once while it stays in a bounded direct-mapped table keyed
  * on its address: formatting costs 10-50 times what decoding does, and a
- * trace runs the same kernel code over and over.  The 64 addresses of a
- * 64-byte stretch of code map to 64 slots side by side (slot_index), so a
- * run of code reads the table upwards, and each lookup prefetches the
- * next instruction's slot: a slot hashed from the whole address was a
- * cache miss per instruction (28% of --insn-trace's CPU), and this one
- * misses as often (1 MiB tnt-dense's 7.2 M lookups, simulated: 2.595 M
- * fills either way).  A slot is one cache line (64 bytes: 80 with the
- * text's pointer cost 20% more memory and two lines a slot).  A slot is
- * replaced by the next address that maps to it; no allocation per
- * instruction (the text lives in the slot; the rare longer one - 26 bytes
- * or more, ~5% of the lines - is allocated).  Memory is the table's, whatever the
- * trace's length or the code it touches.
+ * trace runs the same kernel code over and over.  The table
+ * (VtDecodeDisasmTable) is shared by the printers of all queues (threads)
+ * that walk the image: with one table per printer, 2-4 queues walking the
+ * same kernel formatted the same instruction once each (1 MiB tnt-dense:
+ * 2.70 M fills in two tables of 2^17 slots, 2.28 M in one of 2^18).
+ * A slot is written under its sequence number (odd while written; a writer
+ * that finds it odd or loses the race keeps its text to itself), a reader
+ * copies the slot to its own VtDisasmInsn and keeps it only if the number
+ * was even and did not change meanwhile (a seqlock, as walk.c's blocks).
+ * The 64 addresses of a 64-byte stretch of code map to 64 slots side by
+ * side (slot_index), so a run of code reads the table upwards, and each
+ * lookup prefetches the next instruction's slot: a slot hashed from the
+ * whole address was a cache miss per instruction (28% of --insn-trace's
+ * CPU), and this one misses as often.  A slot is one cache line (64
+ * bytes).  A slot is replaced by the next address that maps to it; no
+ * allocation per instruction: the text lives in the slot, the rare longer
+ * one (26 bytes or more, ~5% of the lines) in a slot of 128 bytes keyed on
+ * the address alone, at the table's end (1/32 of it: a table of its own
+ * would be another huge page); a text of 112 bytes or more is not kept
+ * (formatted again each time).  An instruction the table does not have
+ * is decoded, and if it has no relative operand (its text is the same
+ * wherever it is) its kind and text come from a third part of the table
+ * (1/16 of it, 64-byte slots keyed on its bytes) if another address had
+ * the same bytes: 1 MiB cyc has 536 K distinct instructions, of which
+ * 391 K without relative operands have 44 K distinct byte strings - only
+ * the decoding (about a third of a fill's instructions) is left for them.
+ * Memory is the table's, whatever the trace's length or the code it
+ * touches.
  * Code a TEXT_POKE changed is read as it was at the time asked
- * (vt_decode_disasm_at_time) into a small table of its own, keyed on the
- * address and the versions read, that holds the bytes too. */
+ * (vt_decode_disasm_at_time) into a small table of each reader's own,
+ * keyed on the address and the versions read, that holds the bytes too. */
 #include "config.h"
 
 #include <string.h>
@@ -31,39 +47,129 @@ typedef struct {
 
 #define POKED_SLOTS 1024u
 
-struct VtDecodeDisasm {
+/* A slot of the shared table: a VtDisasmInsn with its sequence number
+ * (its symbol offset in 32 bits: one that does not fit is not kept). */
+typedef struct {
+	guint32 seq;
+	guint32 sym_off;
+	guint64 ip;
+	const guint8 *code;
+	const char *sym;
+	guint16 sym_len;
+	guint8 len, kind, text_len, mode;   /* mode 0: empty */
+	char text_in[26];
+} Slot;
+
+G_STATIC_ASSERT(sizeof(Slot) == 64);
+G_STATIC_ASSERT(sizeof(((Slot *)0)->text_in) == sizeof(((VtDisasmInsn *)0)->text_in));
+
+#define LONG_TEXT 112
+#define LONG_SHIFT 5              /* the long texts take 2^-5 of a table */
+
+/* The text of an instruction whose text does not fit in its slot (in
+ * the same table: two slots' size). */
+typedef struct {
+	guint32 seq;
+	guint8 mode;
+	guint64 ip;
+	char text[LONG_TEXT];       /* NUL-terminated */
+} LongSlot;
+
+G_STATIC_ASSERT(sizeof(LongSlot) == 2 * sizeof(Slot));
+
+#define BYTES_SHIFT 4             /* the texts by bytes take 2^-4 of a table */
+#define BYTES_TEXT 40
+
+/* The kind and text of an instruction without relative operands (its
+ * text is the same wherever its bytes are) by its bytes. */
+typedef struct {
+	guint32 seq;
+	guint8 mode, len, kind, text_len;   /* mode 0: empty */
+	guint8 bytes[16];                   /* len of them, zeros after */
+	char text[BYTES_TEXT];              /* NUL-terminated */
+} ByteSlot;
+
+G_STATIC_ASSERT(sizeof(ByteSlot) == sizeof(Slot));
+
+struct VtDecodeDisasmTable {
 	const VtDecodeImage *img;
+	Slot *slots;                /* 2^log2 slots: the instructions' n_main, */
+	LongSlot *longs;            /* then the long texts' n_longs (2^-LONG_SHIFT of it, at least 1), */
+	ByteSlot *bytes;            /* then the texts by bytes' n_bytes (2^-BYTES_SHIFT, at least 1) */
+	guint log2;
+	gsize n_main, n_longs, n_bytes;
+	guint64 groups;             /* n_main / 64 (0: n_main < 64, no groups) */
+	guint used;                 /* slots filled (atomic) */
+};
+
+struct VtDecodeDisasm {
+	VtDecodeDisasmTable *t;
+	VtDecodeDisasmTable *own;   /* t when made for this reader alone */
 	Poked *poked;               /* POKED_SLOTS, made when first needed */
 	ZydisDecoder dec[4];        /* by VT_MODE_* */
 	ZydisFormatter fmt;
-	VtDisasmInsn *slots;
-	guint shift;                /* 64 - log2(slots) */
-	guint group_shift;          /* 64 - log2(groups of 64 slots), 58..64 */
-	guint used;                 /* slots filled */
-	guint64 *longs;             /* a bit per 64 slots: one held an allocated text */
+	VtDisasmInsn cur;           /* the last answer */
+	char long_text[256];        /* its text when longer than its text_in */
+	guint64 fills;              /* instructions its table did not have */
 	const char *last_sym;       /* the last symbol set_symbol() found, */
 	guint16 last_sym_len;       /* and its length (a run's fills share it) */
 };
 
-#define DEFAULT_SLOTS_LOG2 18     /* 256 Ki instructions, 16 MiB */
+#define DEFAULT_SLOTS_LOG2 18     /* 232 Ki instructions, 4 Ki long texts, 16 Ki by bytes: 16 MiB */
 
 G_STATIC_ASSERT(sizeof(VtDisasmInsn) == 64);
 
-VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2)
+static gsize table_bytes(const VtDecodeDisasmTable *t)
+{
+	return sizeof(Slot) << t->log2;
+}
+
+VtDecodeDisasmTable *vt_decode_disasm_table_new(const VtDecodeImage *img, guint slots_log2)
+{
+	VtDecodeDisasmTable *t = g_new0(VtDecodeDisasmTable, 1);
+
+	slots_log2 = CLAMP(slots_log2, 2, 24);
+	t->img = img;
+	t->log2 = slots_log2;
+	/* long texts in the same table: one of their own would be another
+	 * huge page (bigtable.c) for ~5% of the instructions */
+	t->n_longs = slots_log2 > LONG_SHIFT + 1 ? (gsize)1 << (slots_log2 - LONG_SHIFT - 1) : 1;
+	t->n_bytes = slots_log2 > BYTES_SHIFT ? (gsize)1 << (slots_log2 - BYTES_SHIFT) : 1;
+	t->n_main = ((gsize)1 << slots_log2) - 2 * t->n_longs - t->n_bytes;
+	t->groups = t->n_main / 64;
+	/* pages the trace never reaches stay unmapped */
+	t->slots = vt_decode_table_new(table_bytes(t));
+	t->longs = (LongSlot *)(t->slots + t->n_main);
+	t->bytes = (ByteSlot *)(t->longs + t->n_longs);
+	return t;
+}
+
+void vt_decode_disasm_table_free(VtDecodeDisasmTable *t)
+{
+	if (!t)
+		return;
+	vt_decode_table_free(t->slots, table_bytes(t));
+	g_free(t);
+}
+
+VtDecodeDisasm *vt_decode_disasm_new_on(VtDecodeDisasmTable *t)
 {
 	VtDecodeDisasm *d = g_new0(VtDecodeDisasm, 1);
 
-	slots_log2 = CLAMP(slots_log2, 1, 24);
-	d->img = img;
+	d->t = t;
 	for (guint8 m = 0; m < G_N_ELEMENTS(d->dec); m++)
 		vt_decode_zydis_init(&d->dec[m], m);
 	ZydisFormatterInit(&d->fmt, ZYDIS_FORMATTER_STYLE_ATT);
 	ZydisFormatterSetProperty(&d->fmt, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
-	/* pages the trace never reaches stay unmapped */
-	d->slots = vt_decode_table_new(sizeof(VtDisasmInsn) << slots_log2);
-	d->shift = 64 - slots_log2;
-	d->longs = g_new0(guint64, ((((gsize)1 << slots_log2) + 63) / 64 + 63) / 64);
-	d->group_shift = 64 - (slots_log2 > 6 ? slots_log2 - 6 : 0);
+	return d;
+}
+
+VtDecodeDisasm *vt_decode_disasm_new_sized(const VtDecodeImage *img, guint slots_log2)
+{
+	VtDecodeDisasmTable *t = vt_decode_disasm_table_new(img, slots_log2);
+	VtDecodeDisasm *d = vt_decode_disasm_new_on(t);
+
+	d->own = t;
 	return d;
 }
 
@@ -81,22 +187,62 @@ void vt_decode_disasm_free(VtDecodeDisasm *d)
 {
 	if (!d)
 		return;
-	/* only the blocks of 64 slots that held allocated text (a scan of
-	 * all was 4.4% of a small trace's --insn-trace instructions) */
-	for (gsize b = 0, n = (gsize)1 << (64 - d->shift); b * 64 < n; b++)
-		if (d->longs[b / 64] >> (b % 64) & 1)
-			for (gsize i = b * 64; i < MIN(b * 64 + 64, n); i++)
-				if (text_long(&d->slots[i]))
-					g_free((char *)vt_disasm_insn_text(&d->slots[i]));
 	for (guint i = 0; d->poked && i < POKED_SLOTS; i++)
 		if (text_long(&d->poked[i].in))
 			g_free((char *)vt_disasm_insn_text(&d->poked[i].in));
 	g_free(d->poked);
-	g_free(d->longs);
-	vt_decode_table_free(d->slots, sizeof(VtDisasmInsn) << (64 - d->shift));
+	vt_decode_disasm_table_free(d->own);
 	g_free(d);
 }
 
+/* ---------------------------------------------------------- the seqlock */
+/* Copies n bytes of the slot at src (its guint32 sequence number first)
+ * to dst: FALSE when a writer was at it (dst is torn then). */
+static gboolean seq_read(void *dst, const void *src, gsize n)
+{
+	const guint32 *seq_p = src;
+	guint32 seq = __atomic_load_n(seq_p, __ATOMIC_ACQUIRE);
+
+	if (seq & 1)
+		return FALSE;
+	memcpy(dst, src, n);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return __atomic_load_n(seq_p, __ATOMIC_RELAXED) == seq;
+}
+
+/* The slot's sequence number made odd (it is being written): FALSE when
+ * another writer has it. */
+static gboolean seq_lock(guint32 *seq_p, guint32 *seq)
+{
+	*seq = __atomic_load_n(seq_p, __ATOMIC_RELAXED);
+	if ((*seq & 1) || !__atomic_compare_exchange_n(seq_p, seq, *seq + 1, FALSE, __ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED))
+		return FALSE;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	return TRUE;
+}
+
+static void seq_unlock(guint32 *seq_p, guint32 seq)
+{
+	__atomic_store_n(seq_p, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------- decoding */
+/* in's text: text (n bytes) in the slot, else in the reader's buffer */
+static void set_cur_text(VtDecodeDisasm *d, VtDisasmInsn *in, const char *text, gsize n)
+{
+	in->text_len = (guint8)MIN(n, 255u);
+	if (n < sizeof(in->text_in)) {
+		memcpy(in->text_in, text, n + 1);
+	} else {
+		const char *p = d->long_text;
+
+		memcpy(d->long_text, text, MIN(n + 1, sizeof(d->long_text)));
+		memcpy(in->text_in, &p, sizeof(p));
+	}
+}
+
+/* ... in an allocated copy (a poked slot's: freed when replaced) */
 static void set_text(VtDisasmInsn *in, const char *text)
 {
 	gsize n = strlen(text);
@@ -114,7 +260,7 @@ static void set_text(VtDisasmInsn *in, const char *text)
 /* The symbol of ip (in code only: perf names nothing outside it). */
 static void set_symbol(VtDecodeDisasm *d, VtDisasmInsn *in)
 {
-	in->sym = in->code ? vt_decode_image_symbol(d->img, in->ip, &in->sym_off) : NULL;
+	in->sym = in->code ? vt_decode_image_symbol(d->t->img, in->ip, &in->sym_off) : NULL;
 	if (in->sym && in->sym != d->last_sym) {
 		d->last_sym = in->sym;
 		d->last_sym_len = (guint16)MIN(strlen(in->sym), (gsize)G_MAXUINT16);
@@ -124,18 +270,74 @@ static void set_symbol(VtDecodeDisasm *d, VtDisasmInsn *in)
 		in->sym_off = 0;
 }
 
-/* in: the instruction at ip whose bytes are code (avail of them). */
-static void fill_code(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode, const guint8 *code, gsize avail)
+/* ------------------------------------------------------ texts by bytes */
+/* An instruction's len bytes at code as its key (zeros after) */
+static void bytes_key(guint8 key[16], const guint8 *code, guint8 len)
+{
+	memset(key, 0, 16);
+	memcpy(key, code, MIN(len, 16u));
+}
+
+static ByteSlot *byte_slot(const VtDecodeDisasmTable *t, guint8 mode, const guint8 key[16], guint8 len)
+{
+	guint64 a, b;
+
+	memcpy(&a, key, 8);
+	memcpy(&b, key + 8, 8);
+	a = (a ^ (b * 0xc2b2ae3d27d4eb4fULL) ^ ((guint64)len << 56 | (guint64)mode << 48)) * 0x9e3779b97f4a7c15ULL;
+	return &t->bytes[(gsize)(a >> 32) & (t->n_bytes - 1)];
+}
+
+/* The kind and text (into buf) of the instruction of mode whose len bytes
+ * are code, if the table has them. */
+static gboolean bytes_get(const VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, guint8 len, guint8 *kind,
+			  char *buf)
+{
+	guint8 key[16];
+	ByteSlot e;
+
+	bytes_key(key, code, len);
+	if (!seq_read(&e, byte_slot(t, mode, key, len), sizeof(e)) || e.mode != mode || e.len != len ||
+	    memcmp(e.bytes, key, sizeof(key)))
+		return FALSE;
+	*kind = e.kind;
+	memcpy(buf, e.text, sizeof(e.text));
+	return TRUE;
+}
+
+static void bytes_put(VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, guint8 len, guint8 kind,
+		      const char *text)
+{
+	gsize n = strlen(text);
+	guint8 key[16];
+	ByteSlot *e;
+	guint32 seq;
+
+	if (n >= BYTES_TEXT || len > 16)
+		return;
+	bytes_key(key, code, len);
+	e = byte_slot(t, mode, key, len);
+	if (!seq_lock(&e->seq, &seq))
+		return;
+	e->mode = mode;
+	e->len = len;
+	e->kind = kind;
+	e->text_len = (guint8)n;
+	memcpy(e->bytes, key, sizeof(key));
+	memcpy(e->text, text, n + 1);
+	seq_unlock(&e->seq, seq);
+}
+
+/* in (but its text, which goes to buf): the instruction at ip whose bytes
+ * are code (avail of them). */
+static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode, const guint8 *code, gsize avail,
+		   char buf[256])
 {
 	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction zi;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
-	char buf[256];
+	gboolean relative;
 
-	if (text_long(in))
-		g_free((char *)vt_disasm_insn_text(in));
-	else if (!in->mode)
-		d->used++;
 	in->ip = ip;
 	in->mode = mode;
 	in->code = code;
@@ -143,46 +345,135 @@ static void fill_code(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mo
 	in->kind = VT_INSN_OTHER;
 	set_symbol(d, in);
 	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d->dec[mode], &ctx, code,
-								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &zi)) ||
-	    !ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&d->dec[mode], &ctx, &zi, op, zi.operand_count_visible))) {
-		set_text(in, code ? "(bad)" : "(unmapped)");
+								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &zi))) {
+		g_strlcpy(buf, code ? "(bad)" : "(unmapped)", 256);
+		return;
+	}
+	/* the same bytes' text, formatted elsewhere (their operands decoded
+	 * then: they will be now) */
+	relative = (zi.attributes & ZYDIS_ATTRIB_IS_RELATIVE) != 0;
+	if (!relative && bytes_get(d->t, mode, code, zi.length, &in->kind, buf)) {
+		in->len = zi.length;
+		return;
+	}
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeOperands(&d->dec[mode], &ctx, &zi, op, zi.operand_count_visible))) {
+		g_strlcpy(buf, "(bad)", 256);
 		return;
 	}
 	in->len = zi.length;
 	in->kind = vt_decode_insn_kind(&zi, op);
-	if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&d->fmt, &zi, op, zi.operand_count_visible, buf, sizeof(buf),
+	if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&d->fmt, &zi, op, zi.operand_count_visible, buf, 256,
 							   ip, NULL)))
-		g_strlcpy(buf, "(bad)", sizeof(buf));
-	set_text(in, buf);
+		g_strlcpy(buf, "(bad)", 256);
+	if (!relative)
+		bytes_put(d->t, mode, code, in->len, in->kind, buf);
 }
 
-static void fill(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode)
+/* ------------------------------------------------------- the shared table */
+/* ip's slot: a Fibonacci hash of its 64-byte stretch (host and guest
+ * kernels run the same code 2^n apart) picks a group of 64 slots (its top
+ * 32 bits scaled to the number of groups), ip & 63 one of them - a run of
+ * code goes up one group in order, not from one random slot to the next
+ * (a cache miss each) */
+static gsize slot_index(const VtDecodeDisasmTable *t, guint64 ip)
 {
-	gsize avail = 0;
-	const guint8 *code = ip && d->img ? vt_decode_image_code(d->img, ip, &avail) : NULL;
+	guint64 h = ((ip >> 6) * 0x9e3779b97f4a7c15ULL) >> 32;
 
-	fill_code(d, in, ip, mode, code, avail);
-	if (text_long(in)) {
-		gsize i = (gsize)(in - d->slots);
+	if (G_UNLIKELY(!t->groups))
+		return (gsize)(ip % t->n_main);
+	return (gsize)((h * t->groups) >> 32 << 6 | (ip & 63));
+}
 
-		d->longs[i / 64 / 64] |= (guint64)1 << (i / 64 % 64);
+static LongSlot *long_slot(const VtDecodeDisasmTable *t, guint64 ip)
+{
+	return &t->longs[(gsize)((ip * 0x9e3779b97f4a7c15ULL) >> 32) & (t->n_longs - 1)];
+}
+
+/* The reader's answer from slot s (as read): FALSE when its text is kept
+ * apart and the long table no longer has it. */
+static gboolean slot_take(VtDecodeDisasm *d, const Slot *s)
+{
+	VtDisasmInsn *in = &d->cur;
+
+	in->ip = s->ip;
+	in->code = s->code;
+	in->sym = s->sym;
+	in->sym_off = s->sym_off;
+	in->sym_len = s->sym_len;
+	in->len = s->len;
+	in->kind = s->kind;
+	in->mode = s->mode;
+	in->text_len = s->text_len;
+	if (s->text_len < sizeof(s->text_in)) {
+		memcpy(in->text_in, s->text_in, sizeof(in->text_in));
+	} else {
+		LongSlot l;
+		const char *p = d->long_text;
+
+		if (!seq_read(&l, long_slot(d->t, s->ip), sizeof(l)) || l.ip != s->ip || l.mode != s->mode)
+			return FALSE;
+		memcpy(d->long_text, l.text, sizeof(l.text));
+		memcpy(in->text_in, &p, sizeof(p));
 	}
+	return TRUE;
+}
+
+/* The long text of the reader's answer into the long table: FALSE when
+ * it does not fit or another writer has its slot. */
+static gboolean long_put(VtDecodeDisasmTable *t, const VtDisasmInsn *in, const char *text, gsize n)
+{
+	LongSlot *l = long_slot(t, in->ip);
+	guint32 seq;
+
+	if (n >= LONG_TEXT || !seq_lock(&l->seq, &seq))
+		return FALSE;
+	l->ip = in->ip;
+	l->mode = in->mode;
+	memcpy(l->text, text, n + 1);
+	seq_unlock(&l->seq, seq);
+	return TRUE;
+}
+
+/* The reader's answer (text: its text, n bytes) into slot s unless
+ * another writer has it (the answer stays the reader's alone then). */
+static void slot_put(VtDecodeDisasmTable *t, Slot *s, const VtDisasmInsn *in, const char *text, gsize n)
+{
+	guint32 seq;
+
+	if (in->sym_off > G_MAXUINT32 || (n >= sizeof(s->text_in) && !long_put(t, in, text, n)) ||
+	    !seq_lock(&s->seq, &seq))
+		return;
+	if (!s->mode)
+		__atomic_add_fetch(&t->used, 1, __ATOMIC_RELAXED);
+	s->sym_off = (guint32)in->sym_off;
+	s->ip = in->ip;
+	s->code = in->code;
+	s->sym = in->sym;
+	s->sym_len = in->sym_len;
+	s->len = in->len;
+	s->kind = in->kind;
+	s->text_len = in->text_len;
+	s->mode = in->mode;
+	memcpy(s->text_in, in->text_in, sizeof(s->text_in));
+	seq_unlock(&s->seq, seq);
+}
+
+static void fill(VtDecodeDisasm *d, Slot *s, guint64 ip, guint8 mode)
+{
+	gsize avail = 0, n;
+	const guint8 *code = ip && d->t->img ? vt_decode_image_code(d->t->img, ip, &avail) : NULL;
+	char buf[256];
+
+	d->fills++;
+	decode(d, &d->cur, ip, mode, code, avail, buf);
+	n = strlen(buf);
+	set_cur_text(d, &d->cur, buf, n);
+	slot_put(d->t, s, &d->cur, buf, n);
 }
 
 const VtDisasmInsn *vt_decode_disasm_at(VtDecodeDisasm *d, guint64 ip)
 {
 	return vt_decode_disasm_at_mode(d, ip, VT_MODE_64);
-}
-
-/* ip's slot: a Fibonacci hash of its 64-byte stretch (host and guest
- * kernels run the same code 2^n apart) picks a group of 64 slots, ip & 63
- * one of them - a run of code goes up one group in order, not from one
- * random slot to the next (a cache miss each) */
-static gsize slot_index(const VtDecodeDisasm *d, guint64 ip)
-{
-	guint64 group = (((ip >> 6) * 0x9e3779b97f4a7c15ULL) >> 1) >> (d->group_shift - 1);
-
-	return (gsize)(group << 6 | (ip & 63)) & (((gsize)1 << (64 - d->shift)) - 1);
 }
 
 /* Slot p (one cache line: the table is page-aligned) on its way to the
@@ -194,33 +485,36 @@ static gsize slot_index(const VtDecodeDisasm *d, guint64 ip)
  * (16/32-bit firmware and boot code run rarely, so they share the table). */
 const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guint8 mode)
 {
-	VtDisasmInsn *in = &d->slots[slot_index(d, ip)];
+	VtDecodeDisasmTable *t = d->t;
+	Slot *s = &t->slots[slot_index(t, ip)], got;
 
 	if (mode != VT_MODE_16 && mode != VT_MODE_32)
 		mode = VT_MODE_64;
-	if (G_UNLIKELY(in->ip != ip || in->mode != mode))   /* an empty slot's mode is 0 */
-		fill(d, in, ip, mode);
+	/* an empty slot's mode is 0 */
+	if (G_UNLIKELY(!seq_read(&got, s, sizeof(got)) || got.ip != ip || got.mode != mode || !slot_take(d, &got)))
+		fill(d, s, ip, mode);
 	/* the next instruction's - most often asked for next - on its way
 	 * while the caller prints this one */
-	SLOT_PREFETCH(&d->slots[slot_index(d, ip + in->len)]);
-	return in;
+	SLOT_PREFETCH(&t->slots[slot_index(t, ip + d->cur.len)]);
+	return &d->cur;
 }
 
 void vt_decode_disasm_prefetch(const VtDecodeDisasm *d, guint64 ip)
 {
-	SLOT_PREFETCH(&d->slots[slot_index(d, ip)]);
+	SLOT_PREFETCH(&d->t->slots[slot_index(d->t, ip)]);
 }
 
 const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guint8 mode, guint64 tsc)
 {
+	const VtDecodeImage *img = d->t->img;
 	guint8 b[ZYDIS_MAX_INSTRUCTION_LENGTH];
 	gsize avail = 0;
 	guint64 tag = 0;
-	guint used;
+	char buf[256];
 	Poked *p;
 
-	if (!ip || !d->img || !vt_decode_image_pokes(d->img) ||
-	    !vt_decode_image_code_at(d->img, ip, tsc, b, sizeof(b), &avail, &tag) || !tag)
+	if (!ip || !img || !vt_decode_image_pokes(img) ||
+	    !vt_decode_image_code_at(img, ip, tsc, b, sizeof(b), &avail, &tag) || !tag)
 		return vt_decode_disasm_at_mode(d, ip, mode);
 	if (mode != VT_MODE_16 && mode != VT_MODE_32)
 		mode = VT_MODE_64;
@@ -231,13 +525,20 @@ const VtDisasmInsn *vt_decode_disasm_at_time(VtDecodeDisasm *d, guint64 ip, guin
 		return &p->in;
 	memcpy(p->bytes, b, avail);
 	p->tag = tag;
-	used = d->used;                /* the main table's count only */
-	fill_code(d, &p->in, ip, mode, p->bytes, avail);
-	d->used = used;
+	if (text_long(&p->in))
+		g_free((char *)vt_disasm_insn_text(&p->in));
+	d->fills++;
+	decode(d, &p->in, ip, mode, p->bytes, avail, buf);
+	set_text(&p->in, buf);
 	return &p->in;
 }
 
 guint vt_decode_disasm_size(const VtDecodeDisasm *d)
 {
-	return d->used;
+	return __atomic_load_n(&d->t->used, __ATOMIC_RELAXED);
+}
+
+guint64 vt_decode_disasm_fills(const VtDecodeDisasm *d)
+{
+	return d->fills;
 }
