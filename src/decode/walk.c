@@ -251,9 +251,19 @@ enum { L_ASK, L_N, L_M, L_M1, L_MZ, L_I1, L_IZ, L_MOVI, L_F6, L_F7, L_JCC8, L_JC
 
 static guint8 len_map0[256], len_map1[256];
 
+/* Legacy prefixes (fast_decode's): what each byte is as one, 0 none. */
+enum { P_IGNORED = 1, P_OSZ = 2, P_OTHER = 4 };
+static guint8 len_prefix[256];
+
 static void len_tables_init(void)
 {
 	static const guint8 alu[] = { 0x00, 0x08, 0x10, 0x18, 0x20, 0x28, 0x30, 0x38 };
+	static const guint8 other[] = { 0x67, 0xf2, 0xf3, 0xf0, 0x26, 0x36, 0x64, 0x65 };
+
+	len_prefix[0x2e] = len_prefix[0x3e] = P_IGNORED;   /* (branch hints) */
+	len_prefix[0x66] = P_OSZ;
+	for (guint i = 0; i < G_N_ELEMENTS(other); i++)
+		len_prefix[other[i]] = P_OTHER;
 
 	for (guint i = 0; i < G_N_ELEMENTS(alu); i++) {
 		for (guint k = 0; k < 4; k++)
@@ -341,21 +351,14 @@ static guint modrm_bytes(const guint8 *m, gsize avail)
 static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
 {
 	gsize p = 0, n;
-	gboolean osz = FALSE, rexw = FALSE, other_prefix = FALSE;
-	guint8 op, cls;
+	gboolean osz, rexw = FALSE, other_prefix;
+	guint8 op, cls, prefixes = 0;
 	gint64 disp = 0;
 
-	for (; p < avail && p < 5; p++) {
-		guint8 b = code[p];
-
-		if (b == 0x66)
-			osz = TRUE;
-		else if (b == 0x67 || b == 0xf2 || b == 0xf3 || b == 0xf0 || b == 0x26 || b == 0x36 || b == 0x64 ||
-			 b == 0x65)
-			other_prefix = TRUE;
-		else if (b != 0x2e && b != 0x3e)
-			break;
-	}
+	for (; p < avail && p < 5 && len_prefix[code[p]]; p++)
+		prefixes |= len_prefix[code[p]];
+	osz = (prefixes & P_OSZ) != 0;
+	other_prefix = (prefixes & P_OTHER) != 0;
 	if (p < avail && (code[p] & 0xf0) == 0x40)
 		rexw = (code[p++] & 8) != 0;
 	if (p + 1 >= avail || p >= 5)
@@ -563,7 +566,7 @@ static int ret_pop(VtWalk *w, guint64 *ip)
 
 /* A near call's return address (not a call to the next instruction:
  * position independent code). */
-static void log_call(VtWalk *w, const WInsn *in)
+static inline void log_call(VtWalk *w, const WInsn *in)
 {
 	if (in->iclass == ptic_call && !(in->direct && in->target == in->ip + in->size))
 		ret_push(w, in->ip + in->size);
@@ -1107,7 +1110,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 }
 
 /* pt_blk_proceed_trailing_event(): events at the IP reached. */
-static int trailing_event(VtWalk *w)
+static int trailing_event_slow(VtWalk *w)
 {
 	struct pt_event *ev = &w->event;
 	int status = fetch_event(w);
@@ -1177,6 +1180,15 @@ static int trailing_event(VtWalk *w)
 	}
 	status = proceed_postponed(w);
 	return status < 0 ? status : status_flags(w, 0);
+}
+
+/* trailing_event_slow() where nearly every block ends: no event in
+ * process or pending, no postponed instruction. */
+static inline int trailing_event(VtWalk *w)
+{
+	if (!w->process_event && !(w->status & pts_event_pending) && !w->process_insn)
+		return status_flags(w, 0);
+	return trailing_event_slow(w);
 }
 
 static int proceed(VtWalk *w, struct pt_block *block)
