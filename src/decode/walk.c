@@ -351,9 +351,8 @@ static inline guint modrm_bytes(const guint8 *m, gsize avail)
 static inline gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
 {
 	gsize p = 0, n;
-	gboolean osz, rexw = FALSE, other_prefix;
-	guint8 op, cls, prefixes = 0;
-	gint64 disp = 0;
+	gboolean osz, rexw = FALSE, other_prefix, modrm = FALSE;
+	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0;
 
 	for (; p < avail && p < 5 && len_prefix[code[p]]; p++)
 		prefixes |= len_prefix[code[p]];
@@ -367,11 +366,11 @@ static inline gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, 
 	cls = op == 0x0f ? len_map1[code[p++]] : len_map0[op];
 	if (cls >= L_JCC8 && (osz || other_prefix) && cls != L_FF)
 		return FALSE;            /* prefixed branches: Zydis */
-	switch (cls) {
+	switch (cls) {               /* the bytes after the opcode, the class */
 	case L_N: n = 0; break;
-	case L_M: n = modrm_bytes(code + p, avail - p); break;
-	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; break;
-	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; break;
+	case L_M: n = modrm_bytes(code + p, avail - p); modrm = TRUE; break;
+	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; modrm = TRUE; break;
+	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; modrm = TRUE; break;
 	case L_I1: n = 1; break;
 	case L_IZ: n = osz ? 2 : 4; break;
 	case L_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
@@ -379,50 +378,42 @@ static inline gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, 
 		n = modrm_bytes(code + p, avail - p);
 		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
 			n += cls == L_F6 ? 1 : osz ? 2 : 4;
+		modrm = TRUE;
 		break;
-	case L_JCC8: case L_JMP8: n = 1; break;
-	case L_JCC32: case L_CALL: case L_JMP32: n = 4; break;
-	case L_RET: n = 0; break;
-	case L_RET16: n = 2; break;
+	case L_JCC8: n = 1; iclass = ptic_cond_jump; break;
+	case L_JCC32: n = 4; iclass = ptic_cond_jump; break;
+	case L_JMP8: n = 1; iclass = ptic_jump; direct = 1; break;
+	case L_JMP32: n = 4; iclass = ptic_jump; direct = 1; break;
+	case L_CALL: n = 4; iclass = ptic_call; direct = 1; break;
+	case L_RET: n = 0; iclass = ptic_return; break;
+	case L_RET16: n = 2; iclass = ptic_return; break;
 	case L_FF: {
 		guint reg = p < avail ? (code[p] >> 3) & 7 : 7;
 
 		if (reg == 3 || reg == 5 || reg == 7 || ((reg == 2 || reg == 4) && (osz || other_prefix)))
 			return FALSE;    /* far, invalid, prefixed branches: Zydis */
 		n = modrm_bytes(code + p, avail - p);
+		modrm = TRUE;
+		iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
 		break;
 	}
 	default:
 		return FALSE;
 	}
-	if ((cls == L_M || cls == L_M1 || cls == L_MZ || cls == L_F6 || cls == L_F7 || cls == L_FF) && !n)
-		return FALSE;
-	if (p + n > avail || p + n > 15)
+	if ((modrm && !n) || p + n > avail || p + n > 15)
 		return FALSE;
 	memset(in, 0, sizeof(*in));
 	in->ip = ip;
 	in->size = (guint8)(p + n);
-	in->iclass = ptic_other;
-	if (cls == L_JCC8 || cls == L_JMP8)
-		disp = (gint8)code[p];
-	else if (cls == L_JCC32 || cls == L_CALL || cls == L_JMP32)
-		disp = (gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
-				(guint32)code[p + 3] << 24);
-	switch (cls) {
-	case L_JCC8: case L_JCC32: in->iclass = ptic_cond_jump; break;
-	case L_CALL: in->iclass = ptic_call; in->direct = 1; break;
-	case L_JMP8: case L_JMP32: in->iclass = ptic_jump; in->direct = 1; break;
-	case L_RET: case L_RET16: in->iclass = ptic_return; break;
-	case L_FF: {
-		guint reg = (code[p] >> 3) & 7;
+	in->iclass = iclass;
+	in->direct = direct;
+	if (has_target(in)) {            /* rel8 or rel32 */
+		gint64 disp = n == 1 ? (gint8)code[p] :
+			(gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
+				 (guint32)code[p + 3] << 24);
 
-		in->iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
-		break;
-	}
-	default: break;
-	}
-	if (has_target(in))
 		in->target = ip + in->size + (guint64)disp;
+	}
 	return TRUE;
 }
 
