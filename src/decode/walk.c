@@ -251,9 +251,19 @@ enum { L_ASK, L_N, L_M, L_M1, L_MZ, L_I1, L_IZ, L_MOVI, L_F6, L_F7, L_JCC8, L_JC
 
 static guint8 len_map0[256], len_map1[256];
 
+/* Legacy prefixes (fast_decode's): what each byte is as one, 0 none. */
+enum { P_IGNORED = 1, P_OSZ = 2, P_OTHER = 4 };
+static guint8 len_prefix[256];
+
 static void len_tables_init(void)
 {
 	static const guint8 alu[] = { 0x00, 0x08, 0x10, 0x18, 0x20, 0x28, 0x30, 0x38 };
+	static const guint8 other[] = { 0x67, 0xf2, 0xf3, 0xf0, 0x26, 0x36, 0x64, 0x65 };
+
+	len_prefix[0x2e] = len_prefix[0x3e] = P_IGNORED;   /* (branch hints) */
+	len_prefix[0x66] = P_OSZ;
+	for (guint i = 0; i < G_N_ELEMENTS(other); i++)
+		len_prefix[other[i]] = P_OTHER;
 
 	for (guint i = 0; i < G_N_ELEMENTS(alu); i++) {
 		for (guint k = 0; k < 4; k++)
@@ -316,7 +326,7 @@ static void len_tables_init(void)
 }
 
 /* ModRM, SIB and displacement bytes at m (0: not enough bytes). */
-static guint modrm_bytes(const guint8 *m, gsize avail)
+static inline guint modrm_bytes(const guint8 *m, gsize avail)
 {
 	guint mod = m[0] >> 6, rm = m[0] & 7, n = 1;
 
@@ -338,24 +348,16 @@ static guint modrm_bytes(const guint8 *m, gsize avail)
 
 /* The 64-bit instruction at code, if it is a common one: TRUE and *in
  * (pt_ild's class); FALSE: ask Zydis. */
-static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
+static inline gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
 {
 	gsize p = 0, n;
-	gboolean osz = FALSE, rexw = FALSE, other_prefix = FALSE;
-	guint8 op, cls;
-	gint64 disp = 0;
+	gboolean osz, rexw = FALSE, other_prefix, modrm = FALSE;
+	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0;
 
-	for (; p < avail && p < 5; p++) {
-		guint8 b = code[p];
-
-		if (b == 0x66)
-			osz = TRUE;
-		else if (b == 0x67 || b == 0xf2 || b == 0xf3 || b == 0xf0 || b == 0x26 || b == 0x36 || b == 0x64 ||
-			 b == 0x65)
-			other_prefix = TRUE;
-		else if (b != 0x2e && b != 0x3e)
-			break;
-	}
+	for (; p < avail && p < 5 && len_prefix[code[p]]; p++)
+		prefixes |= len_prefix[code[p]];
+	osz = (prefixes & P_OSZ) != 0;
+	other_prefix = (prefixes & P_OTHER) != 0;
 	if (p < avail && (code[p] & 0xf0) == 0x40)
 		rexw = (code[p++] & 8) != 0;
 	if (p + 1 >= avail || p >= 5)
@@ -364,11 +366,11 @@ static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *
 	cls = op == 0x0f ? len_map1[code[p++]] : len_map0[op];
 	if (cls >= L_JCC8 && (osz || other_prefix) && cls != L_FF)
 		return FALSE;            /* prefixed branches: Zydis */
-	switch (cls) {
+	switch (cls) {               /* the bytes after the opcode, the class */
 	case L_N: n = 0; break;
-	case L_M: n = modrm_bytes(code + p, avail - p); break;
-	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; break;
-	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; break;
+	case L_M: n = modrm_bytes(code + p, avail - p); modrm = TRUE; break;
+	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; modrm = TRUE; break;
+	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; modrm = TRUE; break;
 	case L_I1: n = 1; break;
 	case L_IZ: n = osz ? 2 : 4; break;
 	case L_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
@@ -376,50 +378,42 @@ static gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *
 		n = modrm_bytes(code + p, avail - p);
 		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
 			n += cls == L_F6 ? 1 : osz ? 2 : 4;
+		modrm = TRUE;
 		break;
-	case L_JCC8: case L_JMP8: n = 1; break;
-	case L_JCC32: case L_CALL: case L_JMP32: n = 4; break;
-	case L_RET: n = 0; break;
-	case L_RET16: n = 2; break;
+	case L_JCC8: n = 1; iclass = ptic_cond_jump; break;
+	case L_JCC32: n = 4; iclass = ptic_cond_jump; break;
+	case L_JMP8: n = 1; iclass = ptic_jump; direct = 1; break;
+	case L_JMP32: n = 4; iclass = ptic_jump; direct = 1; break;
+	case L_CALL: n = 4; iclass = ptic_call; direct = 1; break;
+	case L_RET: n = 0; iclass = ptic_return; break;
+	case L_RET16: n = 2; iclass = ptic_return; break;
 	case L_FF: {
 		guint reg = p < avail ? (code[p] >> 3) & 7 : 7;
 
 		if (reg == 3 || reg == 5 || reg == 7 || ((reg == 2 || reg == 4) && (osz || other_prefix)))
 			return FALSE;    /* far, invalid, prefixed branches: Zydis */
 		n = modrm_bytes(code + p, avail - p);
+		modrm = TRUE;
+		iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
 		break;
 	}
 	default:
 		return FALSE;
 	}
-	if ((cls == L_M || cls == L_M1 || cls == L_MZ || cls == L_F6 || cls == L_F7 || cls == L_FF) && !n)
-		return FALSE;
-	if (p + n > avail || p + n > 15)
+	if ((modrm && !n) || p + n > avail || p + n > 15)
 		return FALSE;
 	memset(in, 0, sizeof(*in));
 	in->ip = ip;
 	in->size = (guint8)(p + n);
-	in->iclass = ptic_other;
-	if (cls == L_JCC8 || cls == L_JMP8)
-		disp = (gint8)code[p];
-	else if (cls == L_JCC32 || cls == L_CALL || cls == L_JMP32)
-		disp = (gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
-				(guint32)code[p + 3] << 24);
-	switch (cls) {
-	case L_JCC8: case L_JCC32: in->iclass = ptic_cond_jump; break;
-	case L_CALL: in->iclass = ptic_call; in->direct = 1; break;
-	case L_JMP8: case L_JMP32: in->iclass = ptic_jump; in->direct = 1; break;
-	case L_RET: case L_RET16: in->iclass = ptic_return; break;
-	case L_FF: {
-		guint reg = (code[p] >> 3) & 7;
+	in->iclass = iclass;
+	in->direct = direct;
+	if (has_target(in)) {            /* rel8 or rel32 */
+		gint64 disp = n == 1 ? (gint8)code[p] :
+			(gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
+				 (guint32)code[p + 3] << 24);
 
-		in->iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
-		break;
-	}
-	default: break;
-	}
-	if (has_target(in))
 		in->target = ip + in->size + (guint64)disp;
+	}
 	return TRUE;
 }
 
@@ -563,7 +557,7 @@ static int ret_pop(VtWalk *w, guint64 *ip)
 
 /* A near call's return address (not a call to the next instruction:
  * position independent code). */
-static void log_call(VtWalk *w, const WInsn *in)
+static inline void log_call(VtWalk *w, const WInsn *in)
 {
 	if (in->iclass == ptic_call && !(in->direct && in->target == in->ip + in->size))
 		ret_push(w, in->ip + in->size);
@@ -596,7 +590,7 @@ static int fetch_event(VtWalk *w)
 }
 
 /* The next IP of in from trace (in needs it). */
-static int next_ip_trace(VtWalk *w, const WInsn *in, guint64 *ip)
+static inline int next_ip_trace(VtWalk *w, const WInsn *in, guint64 *ip)
 {
 	int status, taken;
 
@@ -628,7 +622,7 @@ static int next_ip_trace(VtWalk *w, const WInsn *in, guint64 *ip)
 	return pt_qry_indirect_branch(w->qry, ip);
 }
 
-static int proceed_with_trace(VtWalk *w, const WInsn *in)
+static inline int proceed_with_trace(VtWalk *w, const WInsn *in)
 {
 	int status = next_ip_trace(w, in, &w->ip);
 
@@ -997,7 +991,14 @@ static void table_put(VtWalkTable *t, const WBlock *b)
  * and the next block's set is known (or one of two) before libipt has
  * read the trace that decides it and queue.c has handled this block.
  * (Always inlined: GCC finds a function that only prefetches without
- * effect and drops its calls.) */
+ * effect and drops its calls.)  It hides part of the miss, not all
+ * (session 15, decode-only run of the 1 MiB synth bench files, 2.44 M
+ * lookups: 99.8% of them had their set prefetched, yet about half of
+ * vt_walk_next's samples wait on that set): it leads the lookup by one
+ * block's work (~900 instructions), about as long as a miss to memory
+ * takes on the shared machine.  A table of 1 MiB (in L2) waited far
+ * less but kept fewer blocks, and cost the same in all; prefetching the
+ * next block's code as well (for the table's misses) did not pay. */
 static inline __attribute__((always_inline)) void prefetch_block(const VtWalk *w, guint64 ip, guint64 tag)
 {
 	if (w->tables[w->src])
@@ -1007,8 +1008,10 @@ static inline __attribute__((always_inline)) void prefetch_block(const VtWalk *w
 /* The block's end in (w->ip at it): the next IP from it, with trace when
  * it needs some (the next block's set prefetched: both ways of a
  * conditional branch and the return address on the stack before, where
- * the trace went after). */
-static int block_end(VtWalk *w, const WInsn *in, guint64 tag)
+ * the trace went after).  Inlined into both callers, with the trace
+ * query it makes: it runs at every block (callgrind: 2% fewer
+ * instructions in a decode-only run than as a call). */
+static inline __attribute__((always_inline)) int block_end(VtWalk *w, const WInsn *in, guint64 tag)
 {
 	int status;
 
@@ -1107,7 +1110,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 }
 
 /* pt_blk_proceed_trailing_event(): events at the IP reached. */
-static int trailing_event(VtWalk *w)
+static int trailing_event_slow(VtWalk *w)
 {
 	struct pt_event *ev = &w->event;
 	int status = fetch_event(w);
@@ -1177,6 +1180,15 @@ static int trailing_event(VtWalk *w)
 	}
 	status = proceed_postponed(w);
 	return status < 0 ? status : status_flags(w, 0);
+}
+
+/* trailing_event_slow() where nearly every block ends: no event in
+ * process or pending, no postponed instruction. */
+static inline int trailing_event(VtWalk *w)
+{
+	if (!w->process_event && !(w->status & pts_event_pending) && !w->process_insn)
+		return status_flags(w, 0);
+	return trailing_event_slow(w);
 }
 
 static int proceed(VtWalk *w, struct pt_block *block)
