@@ -113,12 +113,19 @@ typedef struct ThreadText {
  * it for one machine and -F's sym/symoff/dso (key: valid, guest, f), in a
  * direct-mapped table: branch targets and sources repeat (tnt-dense, 256
  * KiB: 160,000 different sides in 1.2 M), and a copy costs a tenth of a
- * symbol search and three hex fields.  Longer texts are not kept. */
+ * symbol search and three hex fields.  Longer texts are not kept.  One
+ * table for all printers (the decoding threads): a slot is written under
+ * its sequence number (odd while written; a writer that finds it odd or
+ * loses the race skips) and a reader keeps the text it copied only if the
+ * number was even and did not change meanwhile - a seqlock, as walk.c's
+ * block table.  A slot's text depends on its key alone, never on the
+ * printer. */
 typedef struct SideText {
+	guint32 seq;
+	guint32 key;                       /* 0: empty */
 	guint64 addr;
-	guint32 key;
 	guint8 len;
-	char text[115];
+	char text[111];
 } SideText;
 
 G_STATIC_ASSERT(sizeof(SideText) == 128);
@@ -131,7 +138,11 @@ typedef struct FlagsText {
 } FlagsText;
 
 #define FLAGS_TEXTS_LOG2 4
-#define SIDES_LOG2 13                  /* 1 MiB */
+/* 2 MiB: one transparent huge page (its first write zeroes all of it: 0.1
+ * to 3 ms a MiB on the test VM).  A table of 1 MiB per printer was 2 MiB
+ * each (vt_decode_table_new rounds up) and missed more (1 MiB cyc
+ * --itrace=b, 4 queues: 307,000 of 1,045,000 lookups; shared: 282,000). */
+#define SIDES_LOG2 14
 #define CHUNK_BYTES (256u << 10)       /* a decoding thread's text buffer, at first */
 
 /* A line's start up to its flags, as line_fields() last formatted it:
@@ -522,6 +533,41 @@ static const char *kernel_sym(const VtDecodeImage *img, guint64 addr, gsize *len
 	return sym;
 }
 
+/* Copies slot x's text to t if x holds (addr, key) and no printer wrote
+ * it meanwhile (else t is as it was). */
+static inline gboolean side_get(const SideText *x, guint64 addr, guint32 key, VtTextBuf *t)
+{
+	guint32 seq = __atomic_load_n(&x->seq, __ATOMIC_ACQUIRE);
+	gsize len;
+
+	if ((seq & 1) || __atomic_load_n(&x->addr, __ATOMIC_RELAXED) != addr ||
+	    __atomic_load_n(&x->key, __ATOMIC_RELAXED) != key)
+		return FALSE;
+	len = MIN(__atomic_load_n(&x->len, __ATOMIC_RELAXED), sizeof(x->text));
+	put_kept(t, x->text, len, sizeof(x->text));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (G_LIKELY(__atomic_load_n(&x->seq, __ATOMIC_RELAXED) == seq))
+		return TRUE;
+	t->len -= len;                     /* torn: a printer wrote it meanwhile */
+	return FALSE;
+}
+
+/* Keeps the text of (addr, key) in slot x, unless a printer writes it now. */
+static void side_put(SideText *x, guint64 addr, guint32 key, const char *text, gsize len)
+{
+	guint32 seq = __atomic_load_n(&x->seq, __ATOMIC_RELAXED);
+
+	if ((seq & 1) || !__atomic_compare_exchange_n(&x->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
+						      __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	x->addr = addr;
+	x->key = key;
+	x->len = (guint8)len;
+	memcpy(x->text, text, len);
+	__atomic_store_n(&x->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 /* put_side() of a kernel address through s->sides (SideText). */
 static void side_cached(const Script *s, guint64 addr, gboolean guest, guint f)
 {
@@ -533,21 +579,14 @@ static void side_cached(const Script *s, guint64 addr, gboolean guest, guint f)
 	guint64 off, start;
 	gboolean code;
 
-	if (G_LIKELY(x->addr == addr && x->key == key)) {
-		put_kept(t, x->text, x->len, sizeof(x->text));
+	if (G_LIKELY(side_get(x, addr, key, t)))
 		return;
-	}
 	start = vt_textbuf_pos(t);
 	sym = kernel_sym(guest ? s->guest : s->host, addr, &len, &off, &code);
 	put_side(s, addr, guest, f, sym, len, off);
 	len = (gsize)(vt_textbuf_pos(t) - start);
-	x->key = 0;
-	if (len <= sizeof(x->text) && t->len >= len) {
-		x->addr = addr;
-		x->key = key;
-		x->len = (guint8)len;
-		memcpy(x->text, t->buf + t->len - len, len);
-	}
+	if (len <= sizeof(x->text) && t->len >= len)
+		side_put(x, addr, key, t->buf + t->len - len, len);
 }
 
 /* Guest user addresses of an injected recording are the line's process's
@@ -1422,9 +1461,10 @@ static void script_event(Script *s, const VtDecodeEvent *e)
 		print_text(s, e);
 }
 
-/* A printer's tables: the instruction walk, the last lines' parts, the
- * kernel sides, and readers of the disassembly tables disasm (host,
- * guest; borrowed: shared by the printers; NULL: tables of its own). */
+/* A printer's tables: the instruction walk, the last lines' parts, and
+ * readers of the disassembly tables disasm (host, guest; borrowed: shared
+ * by the printers; NULL: tables of its own); the kernel sides are all
+ * printers' (report()). */
 static void printer_init(Script *s, VtTextBuf *out, VtDecodeDisasmTable *const *disasm)
 {
 	s->out = out;
@@ -1438,7 +1478,6 @@ static void printer_init(Script *s, VtTextBuf *out, VtDecodeDisasmTable *const *
 	s->head = g_new0(LineHead, 1);
 	s->threads = g_new0(ThreadText, THREADS);
 	s->flags_text = g_new0(FlagsText, 1u << FLAGS_TEXTS_LOG2);
-	s->sides = vt_decode_table_new(sizeof(SideText) << SIDES_LOG2);   /* untouched pages stay unmapped */
 }
 
 static void printer_clear(Script *s)
@@ -1457,8 +1496,6 @@ static void printer_clear(Script *s)
 	g_clear_pointer(&s->head, g_free);
 	g_clear_pointer(&s->threads, g_free);
 	g_clear_pointer(&s->flags_text, g_free);
-	vt_decode_table_free(s->sides, sizeof(SideText) << SIDES_LOG2);
-	s->sides = NULL;
 }
 
 /* ---------------------------------------- printing in the decoding threads */
@@ -1466,9 +1503,11 @@ static void printer_clear(Script *s)
  * printer of its own (a copy of the Script: the shared parts - images,
  * options - are only read; a printer's tables are its own but for the
  * disassembly, one per image for all, which keeps any instruction's text
- * as formatted from the image's bytes), and the main thread only writes
- * the merged text.  The lines are the same: a printer's other tables only
- * keep text it made, and what a line shows depends on its
+ * as formatted from the image's bytes, and the kernel sides' table, shared
+ * as its SideText says), and the main thread only writes the merged text.
+ * The lines are the same: a printer's other tables only keep text it made
+ * (the sides': text that depends on its slot's key alone), and what a line
+ * shows depends on its
  * event and its queue's earlier events alone - except perf's call stacks
  * (per thread over queues, and the call traces' padding follows the
  * previous line), JSON's writer and guest user code, which print in the
@@ -1594,6 +1633,7 @@ static void report(Script *s)
 		s->syms = vt_decode_symcache_new(16);
 	}
 	s->guest_dso = guest_dso(s);
+	s->sides = vt_decode_table_new(sizeof(SideText) << SIDES_LOG2);   /* untouched pages stay unmapped */
 	s->guest_dso_len = strlen(s->guest_dso);
 	call_dso_init(s);
 	s->name_width = s->o->insn_trace ? 14 : 11;   /* instructions:k, else intel_pt//k */
@@ -1623,6 +1663,8 @@ static void report(Script *s)
 	vt_decode_stacks_free(s->stacks);
 	s->stacks = NULL;
 	g_clear_pointer(&s->syms, vt_decode_symcache_free);
+	vt_decode_table_free(s->sides, sizeof(SideText) << SIDES_LOG2);
+	s->sides = NULL;
 }
 
 /* ------------------------------------------------------------- command */
