@@ -95,13 +95,12 @@ void *vt_decode_table_new(gsize bytes);
 void vt_decode_table_free(void *table, gsize bytes);
 
 /* The symbols of addresses, cached per (image, address) in a table of
- * 2^slots_log2 entries (direct-mapped: bounded, never stale - an entry
- * names its image and address).  Not thread-safe. */
+ * 2^slots_log2 entries of 32 bytes (direct-mapped: bounded, never stale -
+ * an entry names its image and address).  Not thread-safe. */
 typedef struct {
 	guint64 addr;
 	const VtDecodeImage *img;   /* NULL: empty slot */
 	const char *sym;            /* the symbol containing addr, NULL if none */
-	guint64 off;                /* addr - its start */
 	guint32 sym_len;
 	gboolean code;              /* addr is in a code segment of img (sym only then) */
 } VtDecodeSym;
