@@ -372,6 +372,9 @@ typedef struct {
 	char *(*take)(gpointer ctx, char *buf, gsize cap, gsize *len, gsize *old_cap);
 	void (*close)(gpointer ctx);
 	gpointer data;
+	/* optional: a branch that format() gets a few events later (its
+	 * batch's), so that what it will read can be fetched meanwhile */
+	void (*ahead)(gpointer ctx, const VtBranch *b);
 } VtDecodeFormatter;
 
 /* Before vt_decode_result_start (branches, not text): only the branches

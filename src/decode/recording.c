@@ -22,6 +22,7 @@
 #define WINDOW (2u << 20)         /* AUX bytes a queue's decoder reads at a time */
 #define CHUNK_TEXT (256u << 10)   /* formatting in threads: text per chunk, about */
 #define CHUNK_MARKS 8192          /* and events with text, at most */
+#define FORMAT_AHEAD 4            /* the formatter's ahead(): this many branches ahead */
 
 /* Formatting in threads: one event's text ends at `end` of its chunk. */
 typedef struct {
@@ -495,6 +496,8 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
 	for (guint i = 0; i < b->len; i++) {
 		gsize now;
 
+		if (r->fmt.ahead && i + FORMAT_AHEAD < b->len)
+			r->fmt.ahead(q->fctx, &g_array_index(b, VtBranch, i + FORMAT_AHEAD));
 		event_of(r, q, &g_array_index(b, VtBranch, i), &ev);
 		q->nerrors += ev.b.kind == VT_BRANCH_ERROR;
 		now = r->fmt.format(q->fctx, &ev);
