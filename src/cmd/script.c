@@ -1545,15 +1545,13 @@ static gsize printer_format(gpointer ctx, const VtDecodeEvent *e)
 /* A branch's sides' slots, fetched into the cache a few events before its
  * line reads them: a slot is a cache miss nearly every time (2 MiB of
  * random lookups; cyc --itrace=b: 84% of side()'s CPU samples were
- * its first load).  Branch lines only: instructions have their sides from
- * the disassembly. */
+ * its first load).  Branch lines with ip or addr only (report_threads()):
+ * --insn-trace's instructions have their sides from the disassembly. */
 static void printer_ahead(gpointer ctx, const VtBranch *b)
 {
 	const Script *s = ctx;
 	const char *from, *to;
 
-	if (s->walk || !(s->o->field_mask & (F_IP | F_ADDR)))
-		return;
 	from = (const char *)side_slot(s, b->from, b->from_guest);
 	to = (const char *)side_slot(s, b->to, b->to_guest);
 	__builtin_prefetch(from);
@@ -1599,7 +1597,7 @@ static gboolean print_in_threads(const Script *s)
 static void report_threads(Script *s)
 {
 	Printers p = { s, { NULL, NULL } };
-	VtDecodeFormatter f = { printer_open, printer_format, printer_take, printer_close, &p, printer_ahead };
+	VtDecodeFormatter f = { printer_open, printer_format, printer_take, printer_close, &p, NULL };
 	struct iovec iov[PIECES];
 	const char *text;
 	gsize len, bytes = 0;
@@ -1610,6 +1608,8 @@ static void report_threads(Script *s)
 	for (int i = 0; i < 2; i++)
 		p.disasm[i] = s->tables[i] = vt_decode_disasm_table_new(i ? s->guest : s->host, 18);
 
+	if (!s->o->insn_trace && (s->o->field_mask & (F_IP | F_ADDR)))
+		f.ahead = printer_ahead;   /* branch lines with sides */
 	vt_decode_result_hold_text(s->result);
 	vt_decode_result_start(s->result, &f);
 	while ((text = vt_decode_result_next_text(s->result, &len))) {
