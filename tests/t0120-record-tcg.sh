@@ -89,8 +89,11 @@ check "thousands of branches decoded, in guest kernel code" \
 echo "# perf vs vmtrace: $(cat "$TMP/cmp.json") ($(wc -l <"$TMP/poked") poked pages)"
 check "perf's decode errors all lie on poked pages (the error's ip or perf's branch before it); vmtrace has none" \
 	json_check "$TMP/cmp.json" "j['perf_errors'] > 0 and j['errors_on_poked_pages'] == j['perf_errors'] and j['vmtrace_errors'] == 0"
-check "outside them perf's branches are vmtrace's, in order, time aside (99% of perf's lines)" \
-	json_check "$TMP/cmp.json" "j['matched'] * 100 >= j['perf_branches'] * 99"
+# (outside them: the stretches' size follows perf's error count, which
+# varies from boot to boot - 44 errors in one run, 184 in another, where
+# 98.99% of all perf's lines matched; the lines outside were 156 and 158)
+check "outside them perf's branches are vmtrace's, in order, time aside (99% of perf's lines outside error stretches; 90% of all)" \
+	json_check "$TMP/cmp.json" "j['unmatched_outside_error_stretches'] * 100 <= j['matched'] and j['matched'] * 10 >= j['perf_branches'] * 9"
 insns=$(timeout 600 "$VMTRACE" script "$TMP/rec" --guest "$TMP/rec/guest" --itrace=i0ns -F ip 2>/dev/null | wc -l)
 # exact: between branches vmtrace script walks poked code as it was at the
 # branch's time (it walked the first bytes: 65 short in one run, 7 over in another)
