@@ -93,3 +93,12 @@ void vt_fast_insn_init(void)
 		g_once_init_leave(&done, 1);
 	}
 }
+
+gboolean vt_fast_insn_agrees(const VtFastInsn *in, const ZydisDecodedInstruction *zi)
+{
+	gboolean relative = (zi->attributes & ZYDIS_ATTRIB_IS_RELATIVE) != 0;
+	gboolean has_disp = in->direct || in->iclass == ptic_cond_jump;
+
+	return in->len == zi->length && in->relative == relative &&
+	       (!has_disp || (zi->raw.imm[0].is_relative && in->disp == zi->raw.imm[0].value.s));
+}

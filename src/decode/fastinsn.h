@@ -13,6 +13,7 @@
 
 #include <glib.h>
 #include <intel-pt.h>
+#include <Zydis/Zydis.h>
 
 /* One instruction as vt_fast_insn_decode() knows it. */
 typedef struct {
@@ -25,6 +26,11 @@ typedef struct {
 
 /* Makes the tables (once; any thread): before the first decode. */
 void vt_fast_insn_init(void);
+
+/* Does Zydis's decoding zi (64-bit) of the same bytes give in's length,
+ * relative operands (ZYDIS_ATTRIB_IS_RELATIVE) and displacement?  (The
+ * debug checks and tests; the class is walk.c's to compare.) */
+gboolean vt_fast_insn_agrees(const VtFastInsn *in, const ZydisDecodedInstruction *zi);
 
 /* What each opcode byte is (one-byte map, 0x0f map): 0 ask Zydis, else a
  * length class; what each byte is as a legacy prefix (0 none). */
@@ -58,12 +64,13 @@ static inline guint vt_fast_insn_modrm(const guint8 *m, gsize avail)
  * TRUE and *in if it is one of the common ones, with the length, class
  * and relative operands Zydis gives it; FALSE: ask Zydis (anything else,
  * branches with prefixes, far and invalid ones, too few bytes).  Not for
- * 16- or 32-bit code. */
+ * 16- or 32-bit code.  Bytes Zydis refuses as an instruction (a lock
+ * prefix where none may be) can still get an answer. */
 static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFastInsn *in)
 {
 	gsize p = 0, n;
 	gboolean osz, rexw = FALSE, other_prefix, modrm = FALSE;
-	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0;
+	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0, iz;
 
 	for (; p < avail && p < 5 && vt_fast_insn_prefix[code[p]]; p++)
 		prefixes |= vt_fast_insn_prefix[code[p]];
@@ -73,6 +80,7 @@ static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFa
 		rexw = (code[p++] & 8) != 0;
 	if (p + 1 >= avail || p >= 5)
 		return FALSE;
+	iz = osz && !rexw ? 2 : 4;       /* an Iz immediate's bytes (REX.W wins over 0x66) */
 	op = code[p++];
 	cls = op == 0x0f ? vt_fast_insn_map1[code[p++]] : vt_fast_insn_map0[op];
 	if (cls >= VT_FL_JCC8 && (osz || other_prefix) && cls != VT_FL_FF)
@@ -81,14 +89,20 @@ static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFa
 	case VT_FL_N: n = 0; break;
 	case VT_FL_M: n = vt_fast_insn_modrm(code + p, avail - p); modrm = TRUE; break;
 	case VT_FL_M1: n = vt_fast_insn_modrm(code + p, avail - p); n = n ? n + 1 : 0; modrm = TRUE; break;
-	case VT_FL_MZ: n = vt_fast_insn_modrm(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; modrm = TRUE; break;
+	case VT_FL_MZ:
+		if (op == 0xc7 && code[p] == 0xf8)
+			return FALSE;    /* xbegin rel32: Zydis */
+		n = vt_fast_insn_modrm(code + p, avail - p);
+		n = n ? n + iz : 0;
+		modrm = TRUE;
+		break;
 	case VT_FL_I1: n = 1; break;
-	case VT_FL_IZ: n = osz ? 2 : 4; break;
+	case VT_FL_IZ: n = iz; break;
 	case VT_FL_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
 	case VT_FL_F6: case VT_FL_F7:
 		n = vt_fast_insn_modrm(code + p, avail - p);
 		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
-			n += cls == VT_FL_F6 ? 1 : osz ? 2 : 4;
+			n += cls == VT_FL_F6 ? 1 : iz;
 		modrm = TRUE;
 		break;
 	case VT_FL_JCC8: n = 1; iclass = ptic_cond_jump; break;
