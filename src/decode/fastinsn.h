@@ -20,7 +20,7 @@ typedef struct {
 	guint8 len;         /* its bytes, prefixes to immediate (1..15) */
 	guint8 iclass;      /* libipt's (pt_ild's) class: ptic_other, _cond_jump, _jump, _call, _return */
 	guint8 direct;      /* a jmp/call with a rel8/rel32 target */
-	guint8 relative;    /* its meaning depends on its address: a rel8/rel32 target or a RIP-relative memory operand */
+	guint8 relative;    /* its meaning depends on its address: a relative target, a RIP-relative operand */
 	gint32 disp;        /* the rel8/rel32 (cond_jump, direct): target = ip + len + disp */
 } VtFastInsn;
 
@@ -60,6 +60,9 @@ static inline guint vt_fast_insn_modrm(const guint8 *m, gsize avail)
 	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
 }
 
+/* An Iz immediate's bytes (REX.W wins over 0x66) */
+#define VT_FAST_IZ(osz, rexw) ((osz) && !(rexw) ? 2u : 4u)
+
 /* The 64-bit instruction at code (avail bytes of it, at most 15 read):
  * TRUE and *in if it is one of the common ones, with the length, class
  * and relative operands Zydis gives it; FALSE: ask Zydis (anything else,
@@ -70,7 +73,7 @@ static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFa
 {
 	gsize p = 0, n;
 	gboolean osz, rexw = FALSE, other_prefix, modrm = FALSE;
-	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0, iz;
+	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0;
 
 	for (; p < avail && p < 5 && vt_fast_insn_prefix[code[p]]; p++)
 		prefixes |= vt_fast_insn_prefix[code[p]];
@@ -80,7 +83,6 @@ static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFa
 		rexw = (code[p++] & 8) != 0;
 	if (p + 1 >= avail || p >= 5)
 		return FALSE;
-	iz = osz && !rexw ? 2 : 4;       /* an Iz immediate's bytes (REX.W wins over 0x66) */
 	op = code[p++];
 	cls = op == 0x0f ? vt_fast_insn_map1[code[p++]] : vt_fast_insn_map0[op];
 	if (cls >= VT_FL_JCC8 && (osz || other_prefix) && cls != VT_FL_FF)
@@ -90,19 +92,17 @@ static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFa
 	case VT_FL_M: n = vt_fast_insn_modrm(code + p, avail - p); modrm = TRUE; break;
 	case VT_FL_M1: n = vt_fast_insn_modrm(code + p, avail - p); n = n ? n + 1 : 0; modrm = TRUE; break;
 	case VT_FL_MZ:
-		if (op == 0xc7 && code[p] == 0xf8)
-			return FALSE;    /* xbegin rel32: Zydis */
 		n = vt_fast_insn_modrm(code + p, avail - p);
-		n = n ? n + iz : 0;
+		n = n ? n + VT_FAST_IZ(osz, rexw) : 0;
 		modrm = TRUE;
 		break;
 	case VT_FL_I1: n = 1; break;
-	case VT_FL_IZ: n = iz; break;
+	case VT_FL_IZ: n = VT_FAST_IZ(osz, rexw); break;
 	case VT_FL_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
 	case VT_FL_F6: case VT_FL_F7:
 		n = vt_fast_insn_modrm(code + p, avail - p);
 		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
-			n += cls == VT_FL_F6 ? 1 : iz;
+			n += cls == VT_FL_F6 ? 1 : VT_FAST_IZ(osz, rexw);
 		modrm = TRUE;
 		break;
 	case VT_FL_JCC8: n = 1; iclass = ptic_cond_jump; break;
@@ -131,8 +131,10 @@ static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFa
 	in->iclass = iclass;
 	in->direct = direct;
 	in->disp = 0;
-	/* ModRM mod 0, r/m 5 (no SIB): RIP-relative in 64-bit code */
-	in->relative = (modrm && (code[p] & 0xc7) == 0x05) || direct || iclass == ptic_cond_jump;
+	/* ModRM mod 0, r/m 5 (no SIB): RIP-relative in 64-bit code; c7 f8:
+	 * xbegin rel32 (rel16) */
+	in->relative = (modrm && (code[p] & 0xc7) == 0x05) || direct || iclass == ptic_cond_jump ||
+		       (op == 0xc7 && code[p] == 0xf8);
 	if (direct || iclass == ptic_cond_jump)   /* rel8 or rel32 */
 		in->disp = n == 1 ? (gint8)code[p] :
 			(gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
