@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "src/decode/decode.h"
+#include "src/decode/fastinsn.h"
 #include "src/decode/internal.h"
 
 typedef struct {
@@ -854,6 +855,153 @@ static void test_insn_branch(void)
 	g_rand_free(rnd);
 }
 
+/* A 64-bit Zydis decoder as disasm.c's */
+static const ZydisDecoder *zydis_dec(void)
+{
+	static ZydisDecoder dec;
+	static gsize once;
+
+	if (g_once_init_enter(&once)) {
+		vt_decode_zydis_init(&dec, VT_MODE_64);
+		g_once_init_leave(&once, 1);
+	}
+	return &dec;
+}
+
+/* Its decoding of the instruction at code: FALSE if none. */
+static gboolean zydis_64(const guint8 *code, gsize avail, ZydisDecoderContext *ctx, ZydisDecodedInstruction *zi)
+{
+	return ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(zydis_dec(), ctx, code, MIN(avail, 15u), zi));
+}
+
+/* fastinsn.h's length decoder on random bytes around its opcodes: where
+ * it answers and Zydis decodes, the same length, relative operands and
+ * displacement (RIP-relative memory operands and relative branch
+ * targets are relative, a SIB's absolute disp32 is not). */
+static void test_fast_insn(void)
+{
+	static const guint8 prefixes[] = { 0x2e, 0x3e, 0x40, 0x41, 0x48, 0x4c, 0x4f, 0x66, 0x67, 0xf2, 0xf3, 0xf0, 0x65 };
+	static const guint8 known[][10] = {   /* length, relative, bytes */
+		{ 7, 1, 0x48, 0x8b, 0x05, 1, 2, 3, 4 },   /* mov 0x4030201(%rip), %rax */
+		{ 8, 0, 0x48, 0x8b, 0x04, 0x25, 1, 2, 3, 4 },   /* mov 0x4030201, %rax */
+		{ 6, 1, 0xff, 0x15, 1, 2, 3, 4 },         /* call *0x4030201(%rip) */
+		{ 2, 0, 0xff, 0xd0 },                     /* call *%rax */
+		{ 5, 1, 0xe8, 1, 2, 3, 4 },               /* call rel32 */
+		{ 2, 1, 0x74, 5 },                        /* je rel8 */
+		{ 1, 0, 0x55 },                           /* push %rbp */
+		{ 4, 0, 0xf3, 0x0f, 0x1e, 0xfa },         /* endbr64 */
+	};
+	GRand *rnd = g_rand_new_with_seed(13);
+	guint answered = 0, relative = 0;
+
+	vt_fast_insn_init();
+	for (gsize i = 0; i < G_N_ELEMENTS(known); i++) {
+		VtFastInsn f;
+
+		g_assert_true(vt_fast_insn_decode(known[i] + 2, sizeof(known[i]) - 2, &f));
+		g_assert_cmpuint(f.len, ==, known[i][0]);
+		g_assert_cmpuint(f.relative, ==, known[i][1]);
+	}
+	for (guint i = 0; i < 1000000; i++) {
+		guint8 b[16];
+		guint np = g_rand_int_range(rnd, 0, 4), p = 0;
+		gsize avail = (gsize)g_rand_int_range(rnd, 1, 16);
+		ZydisDecodedInstruction zi;
+		VtFastInsn f;
+
+		for (guint j = 0; j < sizeof(b); j++)
+			b[j] = (guint8)g_rand_int(rnd);
+		for (; p < np; p++)
+			b[p] = prefixes[g_rand_int_range(rnd, 0, G_N_ELEMENTS(prefixes))];
+		if (g_rand_boolean(rnd))   /* ModRM mod 0, r/m 5: RIP-relative */
+			b[p + 1] = (guint8)((b[p + 1] & 0x38) | 0x05);
+		if (!vt_fast_insn_decode(b, avail, &f) || !zydis_64(b, avail, NULL, &zi))
+			continue;
+		answered++;
+		relative += f.relative;
+		if (!vt_fast_insn_agrees(&f, &zi)) {
+			g_test_message("%02x %02x %02x %02x %02x (%zu bytes): fast %u/%u, Zydis %u", b[0], b[1], b[2],
+				       b[3], b[4], avail, f.len, f.relative, zi.length);
+			g_assert_not_reached();
+		}
+	}
+	g_assert_cmpuint(answered, >, 100000);
+	g_assert_cmpuint(relative, >, 10000);
+	g_rand_free(rnd);
+}
+
+/* The same on real kernel code (VT_TEST_CODE: a kcore directory, t0139
+ * gives the Debian kernel's): every instruction of every function, swept
+ * from its start; and every 8th function's text from the disassembly
+ * table (texts by bytes included) equal to Zydis's own formatting at its
+ * address. */
+static void test_fast_insn_kernel(void)
+{
+	const char *dir = g_getenv("VT_TEST_CODE");
+	ZydisFormatter fmt;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) img = NULL;
+	VtDecodeDisasm *d;
+	const guint64 *funcs;
+	guint nf, n = 0, answered = 0, relative = 0, texts = 0, int3 = 0;
+
+	if (!dir) {
+		g_test_skip("VT_TEST_CODE (a kcore directory of real code) not set");
+		return;
+	}
+	img = vt_decode_image_load_dir(dir, "guest", &err);
+	g_assert_no_error(err);
+	funcs = vt_decode_image_functions(img, &nf);
+	d = vt_decode_disasm_new(img);
+	ZydisFormatterInit(&fmt, ZYDIS_FORMATTER_STYLE_ATT);
+	ZydisFormatterSetProperty(&fmt, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
+	vt_fast_insn_init();
+	for (guint i = 0; i < nf; i++) {
+		guint64 end = i + 1 < nf ? funcs[i + 1] : funcs[i] + 64;
+
+		for (guint64 ip = funcs[i]; ip < end; n++) {
+			gsize avail = 0;
+			const guint8 *code = vt_decode_image_code(img, ip, &avail);
+			ZydisDecoderContext ctx;
+			ZydisDecodedInstruction zi;
+			ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
+			VtFastInsn f;
+			char want[256];
+
+			if (!code || !zydis_64(code, avail, &ctx, &zi))
+				break;
+			int3 += code[0] == 0xcc;   /* (the padding between functions: Zydis's) */
+			if (vt_fast_insn_decode(code, MIN(avail, 15u), &f)) {
+				answered++;
+				relative += f.relative;
+				if (!vt_fast_insn_agrees(&f, &zi)) {
+					g_test_message("%#" G_GINT64_MODIFIER "x: fast %u/%u, Zydis %u", ip, f.len,
+						       f.relative, zi.length);
+					g_assert_not_reached();
+				}
+			}
+			if (i % 8 == 0) {
+				const VtDisasmInsn *in = vt_decode_disasm_at(d, ip);
+
+				g_assert_true(ZYAN_SUCCESS(ZydisDecoderDecodeOperands(zydis_dec(), &ctx, &zi, op,
+										      zi.operand_count_visible)));
+				g_assert_true(ZYAN_SUCCESS(ZydisFormatterFormatInstruction(
+					&fmt, &zi, op, zi.operand_count_visible, want, sizeof(want), ip, NULL)));
+				g_assert_cmpstr(vt_disasm_insn_text(in), ==, want);
+				g_assert_cmpuint(in->len, ==, zi.length);
+				texts++;
+			}
+			ip += zi.length;
+		}
+	}
+	g_test_message("%u instructions (%u int3), %u fast (%u relative), %u texts", n, int3, answered, relative,
+		       texts);
+	g_assert_cmpuint(n - int3, >, 100000);
+	g_assert_cmpuint(answered, >, (n - int3) / 10 * 9);
+	g_assert_cmpuint(relative, >, answered / 20);
+	vt_decode_disasm_free(d);
+}
+
 /* The disassembly cache is bounded: 2 slots, addresses that share them
  * looked up over and over - every answer is its own instruction's (text,
  * bytes, kind, symbol), as a cache without collisions gives it, a text too
@@ -1040,6 +1188,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	g_test_add_func("/decode/symcache", test_symcache);
 	g_test_add_func("/decode/insn-branch", test_insn_branch);
+	g_test_add_func("/decode/fast-insn", test_fast_insn);
+	g_test_add_func("/decode/fast-insn-kernel", test_fast_insn_kernel);
 	g_test_add_func("/decode/disasm-bounded", test_disasm_bounded);
 	g_test_add_func("/decode/disasm-shared", test_disasm_shared);
 	g_test_add_func("/decode/disasm-threads", test_disasm_threads);

@@ -26,8 +26,12 @@
  * wherever it is) its kind and text come from a third part of the table
  * (1/16 of it, 64-byte slots keyed on its bytes) if another address had
  * the same bytes: 1 MiB cyc has 536 K distinct instructions, of which
- * 391 K without relative operands have 44 K distinct byte strings - only
- * the decoding (about a third of a fill's instructions) is left for them.
+ * 391 K without relative operands have 44 K distinct byte strings.  The
+ * decoding that finds their length is walk.c's length decoder
+ * (fastinsn.h: length and relative operands of the common 64-bit
+ * instructions, ~40 instructions where Zydis's decode costs ~880), Zydis
+ * only for what it does not know, 16/32-bit code and what the texts by
+ * bytes do not have.
  * Memory is the table's, whatever the trace's length or the code it
  * touches.
  * Code a TEXT_POKE changed is read as it was at the time asked
@@ -37,6 +41,7 @@
 
 #include <string.h>
 
+#include "src/decode/fastinsn.h"
 #include "src/decode/internal.h"
 
 typedef struct {
@@ -111,6 +116,7 @@ struct VtDecodeDisasm {
 	VtDisasmInsn cur;           /* the last answer */
 	char long_text[256];        /* its text when longer than its text_in */
 	guint64 fills;              /* instructions its table did not have */
+	gboolean check;             /* VMTRACE_WALK_CHECK: fast decodes against Zydis's */
 	const char *last_sym;       /* the last symbol set_symbol() found, */
 	guint16 last_sym_len;       /* and its length (a run's fills share it) */
 };
@@ -157,6 +163,8 @@ VtDecodeDisasm *vt_decode_disasm_new_on(VtDecodeDisasmTable *t)
 	VtDecodeDisasm *d = g_new0(VtDecodeDisasm, 1);
 
 	d->t = t;
+	d->check = g_getenv("VMTRACE_WALK_CHECK") != NULL;
+	vt_fast_insn_init();
 	for (guint8 m = 0; m < G_N_ELEMENTS(d->dec); m++)
 		vt_decode_zydis_init(&d->dec[m], m);
 	ZydisFormatterInit(&d->fmt, ZYDIS_FORMATTER_STYLE_ATT);
@@ -328,6 +336,43 @@ static void bytes_put(VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, g
 	seq_unlock(&e->seq, seq);
 }
 
+/* VMTRACE_WALK_CHECK=1: a fast decode against Zydis's (abort if they
+ * differ, as walk.c's check) */
+static void check_fast(VtDecodeDisasm *d, const guint8 *code, gsize avail, const VtFastInsn *f)
+{
+	ZydisDecodedInstruction zi;
+
+	if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d->dec[VT_MODE_64], NULL, code, avail, &zi)) ||
+	    !vt_fast_insn_agrees(f, &zi))
+		g_error("disasm: fast decode: size %u relative %u, Zydis disagrees (%02x %02x %02x %02x)", f->len,
+			f->relative, code[0], avail > 1 ? code[1] : 0, avail > 2 ? code[2] : 0, avail > 3 ? code[3] : 0);
+}
+
+/* The kind and text (into buf) of a common 64-bit instruction without
+ * relative operands (fastinsn.h) from the texts by bytes, without Zydis:
+ * TRUE if the table has them; *asked: it was asked.  A hit needs no
+ * check of the fast decoder's length: the table keeps only what Zydis
+ * decoded, with the length it found, and an instruction's bytes decode
+ * the same wherever they are (x86 encodings are prefix-free: no other
+ * length of the same bytes is an instruction). */
+static gboolean bytes_fast(VtDecodeDisasm *d, VtDisasmInsn *in, const guint8 *code, gsize avail, char *buf,
+			   gboolean *asked)
+{
+	VtFastInsn f;
+
+	if (!vt_fast_insn_decode(code, avail, &f))
+		return FALSE;
+	if (G_UNLIKELY(d->check))
+		check_fast(d, code, avail, &f);
+	if (f.relative)
+		return FALSE;
+	*asked = TRUE;
+	if (!bytes_get(d->t, VT_MODE_64, code, f.len, &in->kind, buf))
+		return FALSE;
+	in->len = f.len;
+	return TRUE;
+}
+
 /* in (but its text, which goes to buf): the instruction at ip whose bytes
  * are code (avail of them). */
 static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode, const guint8 *code, gsize avail,
@@ -336,7 +381,7 @@ static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode,
 	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction zi;
 	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
-	gboolean relative;
+	gboolean relative, asked = FALSE;
 
 	in->ip = ip;
 	in->mode = mode;
@@ -344,15 +389,17 @@ static void decode(VtDecodeDisasm *d, VtDisasmInsn *in, guint64 ip, guint8 mode,
 	in->len = 0;
 	in->kind = VT_INSN_OTHER;
 	set_symbol(d, in);
-	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d->dec[mode], &ctx, code,
-								 MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH), &zi))) {
+	avail = MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH);
+	if (code && mode == VT_MODE_64 && bytes_fast(d, in, code, avail, buf, &asked))
+		return;
+	if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&d->dec[mode], &ctx, code, avail, &zi))) {
 		g_strlcpy(buf, code ? "(bad)" : "(unmapped)", 256);
 		return;
 	}
 	/* the same bytes' text, formatted elsewhere (their operands decoded
-	 * then: they will be now) */
+	 * then: they will be now) - unless bytes_fast() asked already */
 	relative = (zi.attributes & ZYDIS_ATTRIB_IS_RELATIVE) != 0;
-	if (!relative && bytes_get(d->t, mode, code, zi.length, &in->kind, buf)) {
+	if (!relative && !asked && bytes_get(d->t, mode, code, zi.length, &in->kind, buf)) {
 		in->len = zi.length;
 		return;
 	}

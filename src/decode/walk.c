@@ -30,12 +30,13 @@
  * whose last instruction starts 64 KiB or more after its first is not kept).
  *
  * Instructions: the common 64-bit ones by a length decoder of our own
- * (fast_decode: one-byte and 0x0f maps, the classes pt_ild gives them),
+ * (fastinsn.h: one-byte and 0x0f maps, the classes pt_ild gives them),
  * everything else by Zydis (minimal mode: length, mnemonic, raw fields). */
 #include "config.h"
 
 #include <string.h>
 
+#include "src/decode/fastinsn.h"
 #include "src/decode/internal.h"
 
 #define TABLE_BITS 17                    /* blocks kept per image (2 ways a set) */
@@ -100,9 +101,6 @@ struct VtWalk {
 	gboolean check;                  /* VMTRACE_WALK_CHECK */
 };
 
-static gsize tables_done;
-static void len_tables_init(void);
-
 gboolean vt_walk_use_blk(void)
 {
 	const char *e = g_getenv("VMTRACE_DECODER");
@@ -128,10 +126,7 @@ VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc
 	w->errata = config->errata;
 	w->check = g_getenv("VMTRACE_WALK_CHECK") != NULL;
 	w->plain_from[0] = w->plain_from[1] = G_MAXUINT64;
-	if (g_once_init_enter(&tables_done)) {
-		len_tables_init();
-		g_once_init_leave(&tables_done, 1);
-	}
+	vt_fast_insn_init();
 	w->code = code;
 	w->ctx = ctx;
 	for (int m = 0; m < 4; m++) {
@@ -244,176 +239,21 @@ static void classify(const ZydisDecodedInstruction *zi, guint64 ip, WInsn *in)
 }
 
 /* ------------------------------------------------ 64-bit length decoder */
-/* What the common 64-bit instructions are, by their first opcode byte
- * (one-byte map, 0x0f map): 0 ask Zydis; else a length class. */
-enum { L_ASK, L_N, L_M, L_M1, L_MZ, L_I1, L_IZ, L_MOVI, L_F6, L_F7, L_JCC8, L_JCC32, L_CALL, L_JMP32, L_JMP8,
-       L_RET, L_RET16, L_FF };
-
-static guint8 len_map0[256], len_map1[256];
-
-/* Legacy prefixes (fast_decode's): what each byte is as one, 0 none. */
-enum { P_IGNORED = 1, P_OSZ = 2, P_OTHER = 4 };
-static guint8 len_prefix[256];
-
-static void len_tables_init(void)
-{
-	static const guint8 alu[] = { 0x00, 0x08, 0x10, 0x18, 0x20, 0x28, 0x30, 0x38 };
-	static const guint8 other[] = { 0x67, 0xf2, 0xf3, 0xf0, 0x26, 0x36, 0x64, 0x65 };
-
-	len_prefix[0x2e] = len_prefix[0x3e] = P_IGNORED;   /* (branch hints) */
-	len_prefix[0x66] = P_OSZ;
-	for (guint i = 0; i < G_N_ELEMENTS(other); i++)
-		len_prefix[other[i]] = P_OTHER;
-
-	for (guint i = 0; i < G_N_ELEMENTS(alu); i++) {
-		for (guint k = 0; k < 4; k++)
-			len_map0[alu[i] + k] = L_M;
-		len_map0[alu[i] + 4] = L_I1;
-		len_map0[alu[i] + 5] = L_IZ;
-	}
-	for (guint i = 0x50; i <= 0x5f; i++)
-		len_map0[i] = L_N;
-	len_map0[0x63] = L_M;
-	len_map0[0x68] = L_IZ;
-	len_map0[0x69] = L_MZ;
-	len_map0[0x6a] = L_I1;
-	len_map0[0x6b] = L_M1;
-	for (guint i = 0x70; i <= 0x7f; i++)
-		len_map0[i] = L_JCC8;
-	len_map0[0x80] = len_map0[0x83] = L_M1;
-	len_map0[0x81] = L_MZ;
-	for (guint i = 0x84; i <= 0x8f; i++)
-		len_map0[i] = L_M;
-	for (guint i = 0x90; i <= 0x99; i++)
-		len_map0[i] = L_N;
-	len_map0[0x9c] = len_map0[0x9d] = L_N;
-	len_map0[0xa8] = L_I1;
-	len_map0[0xa9] = L_IZ;
-	for (guint i = 0xb0; i <= 0xb7; i++)
-		len_map0[i] = L_I1;
-	for (guint i = 0xb8; i <= 0xbf; i++)
-		len_map0[i] = L_MOVI;
-	len_map0[0xc0] = len_map0[0xc1] = len_map0[0xc6] = L_M1;
-	len_map0[0xc7] = L_MZ;
-	len_map0[0xc2] = L_RET16;
-	len_map0[0xc3] = L_RET;
-	for (guint i = 0xd0; i <= 0xd3; i++)
-		len_map0[i] = L_M;
-	len_map0[0xe8] = L_CALL;
-	len_map0[0xe9] = L_JMP32;
-	len_map0[0xeb] = L_JMP8;
-	len_map0[0xf6] = L_F6;
-	len_map0[0xf7] = L_F7;
-	len_map0[0xfe] = L_M;
-	len_map0[0xff] = L_FF;
-	for (guint i = 0x18; i <= 0x1f; i++)
-		len_map1[i] = L_M;         /* hints, nops, endbr64 */
-	for (guint i = 0x40; i <= 0x4f; i++)
-		len_map1[i] = L_M;         /* cmovcc */
-	for (guint i = 0x80; i <= 0x8f; i++)
-		len_map1[i] = L_JCC32;
-	for (guint i = 0x90; i <= 0x9f; i++)
-		len_map1[i] = L_M;         /* setcc */
-	len_map1[0xa2] = len_map1[0x31] = len_map1[0x0b] = L_N;   /* cpuid, rdtsc, ud2 */
-	len_map1[0xa3] = len_map1[0xab] = len_map1[0xb3] = len_map1[0xbb] = L_M;
-	len_map1[0xa4] = len_map1[0xac] = len_map1[0xba] = L_M1;
-	len_map1[0xa5] = len_map1[0xad] = len_map1[0xaf] = L_M;
-	len_map1[0xb0] = len_map1[0xb1] = len_map1[0xc0] = len_map1[0xc1] = L_M;
-	len_map1[0xb6] = len_map1[0xb7] = len_map1[0xbe] = len_map1[0xbf] = L_M;
-	len_map1[0xb8] = len_map1[0xbc] = len_map1[0xbd] = L_M;
-	for (guint i = 0xc8; i <= 0xcf; i++)
-		len_map1[i] = L_N;         /* bswap */
-}
-
-/* ModRM, SIB and displacement bytes at m (0: not enough bytes). */
-static inline guint modrm_bytes(const guint8 *m, gsize avail)
-{
-	guint mod = m[0] >> 6, rm = m[0] & 7, n = 1;
-
-	if (!avail)
-		return 0;
-	if (mod == 3)
-		return 1;
-	if (rm == 4) {
-		if (avail < 2)
-			return 0;
-		n = 2;
-		if (mod == 0 && (m[1] & 7) == 5)
-			return n + 4;
-	} else if (mod == 0 && rm == 5) {
-		return n + 4;
-	}
-	return n + (mod == 1 ? 1 : mod == 2 ? 4 : 0);
-}
-
-/* The 64-bit instruction at code, if it is a common one: TRUE and *in
- * (pt_ild's class); FALSE: ask Zydis. */
+/* The 64-bit instruction at code, if it is a common one (fastinsn.h):
+ * TRUE and *in (pt_ild's class); FALSE: ask Zydis. */
 static inline gboolean fast_decode(const guint8 *code, gsize avail, guint64 ip, WInsn *in)
 {
-	gsize p = 0, n;
-	gboolean osz, rexw = FALSE, other_prefix, modrm = FALSE;
-	guint8 op, cls, prefixes = 0, iclass = ptic_other, direct = 0;
+	VtFastInsn f;
 
-	for (; p < avail && p < 5 && len_prefix[code[p]]; p++)
-		prefixes |= len_prefix[code[p]];
-	osz = (prefixes & P_OSZ) != 0;
-	other_prefix = (prefixes & P_OTHER) != 0;
-	if (p < avail && (code[p] & 0xf0) == 0x40)
-		rexw = (code[p++] & 8) != 0;
-	if (p + 1 >= avail || p >= 5)
-		return FALSE;
-	op = code[p++];
-	cls = op == 0x0f ? len_map1[code[p++]] : len_map0[op];
-	if (cls >= L_JCC8 && (osz || other_prefix) && cls != L_FF)
-		return FALSE;            /* prefixed branches: Zydis */
-	switch (cls) {               /* the bytes after the opcode, the class */
-	case L_N: n = 0; break;
-	case L_M: n = modrm_bytes(code + p, avail - p); modrm = TRUE; break;
-	case L_M1: n = modrm_bytes(code + p, avail - p); n = n ? n + 1 : 0; modrm = TRUE; break;
-	case L_MZ: n = modrm_bytes(code + p, avail - p); n = n ? n + (osz ? 2 : 4) : 0; modrm = TRUE; break;
-	case L_I1: n = 1; break;
-	case L_IZ: n = osz ? 2 : 4; break;
-	case L_MOVI: n = rexw ? 8 : osz ? 2 : 4; break;
-	case L_F6: case L_F7:
-		n = modrm_bytes(code + p, avail - p);
-		if (n && ((code[p] >> 3) & 7) < 2)   /* test r/m, imm */
-			n += cls == L_F6 ? 1 : osz ? 2 : 4;
-		modrm = TRUE;
-		break;
-	case L_JCC8: n = 1; iclass = ptic_cond_jump; break;
-	case L_JCC32: n = 4; iclass = ptic_cond_jump; break;
-	case L_JMP8: n = 1; iclass = ptic_jump; direct = 1; break;
-	case L_JMP32: n = 4; iclass = ptic_jump; direct = 1; break;
-	case L_CALL: n = 4; iclass = ptic_call; direct = 1; break;
-	case L_RET: n = 0; iclass = ptic_return; break;
-	case L_RET16: n = 2; iclass = ptic_return; break;
-	case L_FF: {
-		guint reg = p < avail ? (code[p] >> 3) & 7 : 7;
-
-		if (reg == 3 || reg == 5 || reg == 7 || ((reg == 2 || reg == 4) && (osz || other_prefix)))
-			return FALSE;    /* far, invalid, prefixed branches: Zydis */
-		n = modrm_bytes(code + p, avail - p);
-		modrm = TRUE;
-		iclass = reg == 2 ? ptic_call : reg == 4 ? ptic_jump : ptic_other;
-		break;
-	}
-	default:
-		return FALSE;
-	}
-	if ((modrm && !n) || p + n > avail || p + n > 15)
+	if (!vt_fast_insn_decode(code, avail, &f))
 		return FALSE;
 	memset(in, 0, sizeof(*in));
 	in->ip = ip;
-	in->size = (guint8)(p + n);
-	in->iclass = iclass;
-	in->direct = direct;
-	if (has_target(in)) {            /* rel8 or rel32 */
-		gint64 disp = n == 1 ? (gint8)code[p] :
-			(gint32)((guint32)code[p] | (guint32)code[p + 1] << 8 | (guint32)code[p + 2] << 16 |
-				 (guint32)code[p + 3] << 24);
-
-		in->target = ip + in->size + (guint64)disp;
-	}
+	in->size = f.len;
+	in->iclass = f.iclass;
+	in->direct = f.direct;
+	if (has_target(in))              /* rel8 or rel32 */
+		in->target = ip + f.len + (guint64)(gint64)f.disp;
 	return TRUE;
 }
 
