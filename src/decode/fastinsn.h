@@ -7,7 +7,8 @@
  * fastinsn.c's, made by vt_fast_insn_init().  VMTRACE_WALK_CHECK=1 makes
  * both callers compare each answer with Zydis's (and abort on a
  * difference); test-decode's fast-insn compares them on random bytes and
- * (t0139) on every offset of the Debian kernel's code. */
+ * (t0139) on the Debian kernel's code, swept from each function's start
+ * (instruction boundaries, not every byte offset). */
 #ifndef VT_DECODE_FASTINSN_H
 #define VT_DECODE_FASTINSN_H
 
