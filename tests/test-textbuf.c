@@ -4,10 +4,14 @@
  * and write errors kept. */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -302,6 +306,176 @@ static void test_pieces(void)
 	}
 }
 
+/* ------------------------------------------------ zero-copy into a pipe */
+/* The text of line i (of different lengths: flushes fall mid-line). */
+static void splice_line(GString *s, guint i)
+{
+	g_string_append_printf(s, "line %08u %*s|\n", i, (int)(i % 97) * 7, "");
+}
+
+typedef struct {
+	int fd;                  /* the pipe's read end */
+	gboolean tee;            /* first tee() what the pipe holds into another pipe */
+	gboolean slow;           /* read a little at a time, with pauses */
+	int kept;                /* (tee) that pipe's read end */
+	GString *got;
+} Reader;
+
+static void read_all(int fd, GString *got, gboolean slow)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(fd, buf, slow ? 4096 : sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		g_assert_cmpint(n, >, 0);
+		g_string_append_len(got, buf, n);
+		if (slow && got->len % (64 << 10) < 4096)
+			g_usleep(2000);
+	}
+}
+
+/* With tee: what the pipe holds (at least one flush) is referenced from
+ * a second pipe, read only after the writer has written everything (and
+ * reused its buffer's addresses many times): the pages given to the pipe
+ * must never be written again. */
+static gpointer reader_run(gpointer data)
+{
+	Reader *r = data;
+
+	if (r->tee) {
+		int q[2], avail = 0;
+		struct pollfd pfd = { r->fd, POLLIN, 0 };
+
+		g_assert_cmpint(pipe(q), ==, 0);
+		(void)fcntl(q[1], F_SETPIPE_SZ, 1 << 20);
+		while (avail < (256 << 10)) {
+			g_assert_cmpint(poll(&pfd, 1, -1), ==, 1);
+			g_assert_cmpint(ioctl(r->fd, FIONREAD, &avail), ==, 0);
+			if (avail < (256 << 10))
+				g_usleep(1000);
+		}
+		g_assert_cmpint(tee(r->fd, q[1], (size_t)avail, 0), >, 0);
+		close(q[1]);
+		r->kept = q[0];
+	}
+	read_all(r->fd, r->got, r->slow);
+	return NULL;
+}
+
+/* 5 MiB of lines through vt_textbuf (half of them as pieces) into a pipe
+ * read by a thread; the text read is the text written. */
+static void splice_through(gboolean tee, gboolean slow, gboolean nonblock)
+{
+	int fds[2];
+	FILE *f;
+	VtTextBuf *t;
+	Reader r = { 0 };
+	GThread *th;
+	g_autoptr(GString) want = g_string_new(NULL);
+	g_autoptr(GString) line = g_string_new(NULL);
+
+	g_assert_cmpint(pipe(fds), ==, 0);
+	if (nonblock)
+		g_assert_cmpint(fcntl(fds[1], F_SETFL, O_NONBLOCK), ==, 0);
+	f = fdopen(fds[1], "w");
+	t = vt_textbuf_new(f, 1 << 20);
+	if (!t->splice) {
+		g_test_skip("no vmsplice output here (no transparent huge pages)");
+		vt_textbuf_free(t);
+		fclose(f);
+		close(fds[0]);
+		return;
+	}
+	r = (Reader){ fds[0], tee, slow, -1, g_string_new(NULL) };
+	th = g_thread_new("reader", reader_run, &r);
+	for (guint i = 0; want->len < (5u << 20); i++) {
+		g_string_truncate(line, 0);
+		splice_line(line, i);
+		g_string_append_len(want, line->str, line->len);
+		if (i % 2) {
+			vt_textbuf_mem(t, line->str, line->len);
+		} else {
+			struct iovec iov = { line->str, line->len };
+
+			vt_textbuf_write_pieces(t, &iov, 1);
+		}
+	}
+	g_assert_true(vt_textbuf_flush(t));
+	vt_textbuf_free(t);
+	fclose(f);
+	g_thread_join(th);
+	g_assert_cmpuint(r.got->len, ==, want->len);
+	g_assert_true(memcmp(r.got->str, want->str, want->len) == 0);
+	if (tee) {
+		g_autoptr(GString) kept = g_string_new(NULL);
+
+		read_all(r.kept, kept, FALSE);
+		close(r.kept);
+		g_assert_cmpuint(kept->len, >=, 256 << 10);
+		g_assert_true(memcmp(kept->str, want->str, kept->len) == 0);
+	}
+	g_string_free(r.got, TRUE);
+	close(fds[0]);
+}
+
+static void test_splice(void)
+{
+	splice_through(FALSE, FALSE, FALSE);
+}
+
+static void test_splice_tee(void)
+{
+	splice_through(TRUE, FALSE, FALSE);
+}
+
+/* a slow reader of a non-blocking pipe: vmsplice's EAGAIN waited out */
+static void test_splice_nonblock(void)
+{
+	splice_through(FALSE, TRUE, TRUE);
+}
+
+/* The reader gone: the write fails (EPIPE, SIGPIPE ignored), kept as
+ * failed, and the FILE's error flag set. */
+static void test_splice_errors(void)
+{
+	int fds[2];
+	FILE *f;
+	VtTextBuf *t;
+	g_autofree char *big = g_strnfill(3 << 20, 'x');
+
+	signal(SIGPIPE, SIG_IGN);
+	g_assert_cmpint(pipe(fds), ==, 0);
+	close(fds[0]);
+	f = fdopen(fds[1], "w");
+	t = vt_textbuf_new(f, 1 << 20);
+	vt_textbuf_mem_long(t, big, 3 << 20);
+	g_assert_false(vt_textbuf_flush(t));
+	g_assert_true(vt_textbuf_failed(t));
+	vt_textbuf_free(t);
+	g_assert_true(ferror(f));
+	fclose(f);
+}
+
+/* VMTRACE_NO_SPLICE=1: no vmsplice (before any test's threads: setenv) */
+static void test_splice_off(void)
+{
+	int fds[2];
+	FILE *f;
+	VtTextBuf *t;
+
+	g_assert_cmpint(pipe(fds), ==, 0);
+	f = fdopen(fds[1], "w");
+	g_setenv("VMTRACE_NO_SPLICE", "1", TRUE);
+	t = vt_textbuf_new(f, 1 << 20);
+	g_unsetenv("VMTRACE_NO_SPLICE");
+	g_assert_false(t->splice);
+	vt_textbuf_free(t);
+	fclose(f);
+	close(fds[0]);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -313,5 +487,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/textbuf/memory", test_memory);
 	g_test_add_func("/textbuf/pipe", test_pipe);
 	g_test_add_func("/textbuf/pieces", test_pieces);
+	g_test_add_func("/textbuf/splice-off", test_splice_off);
+	g_test_add_func("/textbuf/splice", test_splice);
+	g_test_add_func("/textbuf/splice-tee", test_splice_tee);
+	g_test_add_func("/textbuf/splice-nonblock", test_splice_nonblock);
+	g_test_add_func("/textbuf/splice-errors", test_splice_errors);
 	return g_test_run();
 }

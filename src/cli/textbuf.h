@@ -1,7 +1,8 @@
 /* textbuf.h - a large output buffer for text written a line at a time by
  * the million (vmtrace script): bytes, strings, padding and numbers go
  * straight into one buffer, written to its FILE with fwrite when full and
- * at vt_textbuf_flush/free.  No printf, no allocation per line: printf's
+ * at vt_textbuf_flush/free (into a pipe: given to it with vmsplice, no
+ * copy - textbuf.c).  No printf, no allocation per line: printf's
  * padding (%*s) and its field parsing were most of script's time.
  *
  * Numbers and padding format exactly as printf's "%*s", "%-*s", "%*x",
@@ -31,10 +32,14 @@ typedef struct {
 	guint64 flushed;         /* bytes written to f before buf */
 	FILE *f;
 	gboolean failed;
+	gboolean splice;         /* into f's pipe with vmsplice (textbuf.c) */
+	char *region;            /* (splice) the huge page buf is a half of */
 } VtTextBuf;
 
 /* A buffer of cap bytes (at least VT_TEXTBUF_PIECE) for f; when f is a
- * pipe, its buffer is enlarged to cap where the system allows. */
+ * pipe, its buffer is enlarged to cap where the system allows, and where
+ * the kernel has transparent huge pages the text goes into the pipe
+ * without a copy (a 2 MiB buffer given to it with vmsplice: textbuf.c). */
 VtTextBuf *vt_textbuf_new(FILE *f, gsize cap);
 /* A buffer in memory (no FILE): it grows instead of being written out;
  * vt_textbuf_swap takes its text. */
