@@ -12,8 +12,11 @@
 # without it the walk's calls pile up and the calls rows measured kilobytes
 # of indentation per line through the pipe, not decoding) and corrected; for each mix and mode - branches (--itrace=b), calls
 # (--call-trace), instructions (--insn-trace) - both run RUNS times
-# (default 1) in the same run under /usr/bin/time, output counted by wc -l
-# (the same pipe for both), and it prints the median wall time and CPU
+# (default 1) in the same run, timed by wait4's resource usage (RUSAGE_PY
+# in bench-lib.sh: milliseconds, where /usr/bin/time gives 10 ms - a cyc
+# run takes 0.07 s), output counted by wc -l (the same pipe for both;
+# vmtrace gives a pipe its text by vmsplice, textbuf.c, where perf
+# write()s), and it prints the median wall time and CPU
 # time (user + system) of each, perf/vmtrace of both (on a shared machine
 # the CPU times are the repeatable ones), M instructions/s and MB of AUX
 # data/s through vmtrace's CPU time, and the peak RSS of both.  The
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$VMTRACE" ] || { echo "build vmtrace first" >&2; exit 1; }
 [ -x "$TRIM_KCORE" ] || { echo "build $TRIM_KCORE first (make tests/trim-kcore)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "needs python3" >&2; exit 1; }
 dir=${dir:-$(mktemp -d "${TMPDIR:-/tmp}/vmtrace-bench-script.XXXXXX")}
 mkdir -p "$dir"
 [ -n "$keep" ] || trap 'rm -rf "$dir"' EXIT
@@ -58,9 +61,9 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 measure() {
 	local out=$1; shift
 	# shellcheck disable=SC2016
-	/usr/bin/time -f "%e %M %U %S" -o "$dir/t" sh -c '"$@" 2>/dev/null | wc -l >"$0"' "$dir/$out.lines" "$@" || {
+	python3 -c "$RUSAGE_PY" "$dir/t" sh -c '"$@" 2>/dev/null | wc -l >"$0"' "$dir/$out.lines" "$@" || {
 		echo "command failed: $*" >&2; exit 1; }
-	awk '{printf "%s %s %.2f\n", $1, $2, $3 + $4}' "$dir/t" >>"$dir/$out.times"
+	awk '{printf "%.3f %s %.3f\n", $1, $2, $3 + $4}' "$dir/t" >>"$dir/$out.times"
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; AUX size $size per mix"
 printf '%-11s %-6s %8s %8s %6s %8s %8s %6s %8s %7s %8s %8s\n' MIX MODE VT-S PERF-S RATIO VT-CPU PERF-CPU RATIO \

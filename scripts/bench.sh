@@ -24,6 +24,7 @@
 #   scripts/bench.sh [--size 256M] [--runs 3] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/bench-lib.sh"   # RUSAGE_PY
 VMTRACE=${VMTRACE:-$top/vmtrace}
 PERF=${PERF:-perf}
 size=256M runs=3 dir= keep= only=
@@ -60,23 +61,6 @@ MIXES=(
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 maxof() { sort -n | tail -1; }
-# run OUT CMD...: run CMD, write "seconds maxrss_kb user_s sys_s minflt" of it
-# (and only it: wait4) to OUT; CMD's exit status.  posix_spawn, not fork:
-# a forked python's copy-on-write faults before exec counted as CMD's
-# (vmtrace --version: 380 faults and 9.5 ms instead of 145 and 2.9 ms,
-# ~6 ms of every ~60 ms dry run; perf's runs are 10x longer).  Peak RSS
-# (ru_maxrss) still counts the launcher's at exec, python's ~13 MiB, so
-# it is an upper bound (vmtrace --version: 13 MiB here, 3 MiB in
-# /usr/bin/time)
-RUSAGE_PY='
-import os, sys, time
-t = time.perf_counter()
-pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
-_, status, ru = os.wait4(pid, 0)
-w = time.perf_counter() - t
-with open(sys.argv[1], "w") as f:
-    f.write("%.4f %d %.6f %.6f %d\n" % (w, ru.ru_maxrss, ru.ru_utime, ru.ru_stime, ru.ru_minflt))
-sys.exit(os.waitstatus_to_exitcode(status))'
 # measure NAME CMD...: appends "seconds maxrss_kb user_s sys_s minflt" to NAME.times
 measure() {
 	local out=$1; shift
