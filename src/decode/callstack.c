@@ -163,10 +163,20 @@ static void stack_free(gpointer p)
 	g_free(s);
 }
 
+#define NEAR_LOG2 6
+
+/* A key's stack as last looked up, in a direct-mapped table of 2^NEAR_LOG2
+ * by key: queues' branches merged by time change thread at most switches
+ * of queue (1 MiB cyc --call-trace, 4 queues: 105,648 lookups in the hash
+ * table of 277,000 branches, 9 M of the main thread's 205 M instructions). */
+typedef struct {
+	gpointer key;
+	Stack *stack;              /* NULL: none yet */
+} Near;
+
 struct VtDecodeStacks {
 	GHashTable *by_thread;     /* key (tid, or -1-cpu for thread 0) -> Stack */
-	gpointer last_key;         /* the last stack looked up (two lookups a branch, */
-	Stack *last;               /* mostly of one thread: stacks are never removed) */
+	Near near[1u << NEAR_LOG2];   /* stacks are never removed: no invalidation */
 };
 
 VtDecodeStacks *vt_decode_stacks_new(void)
@@ -188,19 +198,20 @@ void vt_decode_stacks_free(VtDecodeStacks *st)
 static Stack *stack_of(VtDecodeStacks *st, gint32 tid, gint32 cpu)
 {
 	gpointer key = GINT_TO_POINTER(tid ? tid : -1 - MAX(cpu, 0));
+	Near *n = &st->near[((guint)GPOINTER_TO_INT(key) * 0x9e3779b1u) >> (32 - NEAR_LOG2)];
 	Stack *s;
 
-	if (st->last && st->last_key == key)
-		return st->last;
+	if (n->stack && n->key == key)
+		return n->stack;
 	s = g_hash_table_lookup(st->by_thread, key);
-	st->last_key = key;
 	if (!s) {
 		s = g_new0(Stack, 1);
 		s->frames = g_array_new(FALSE, FALSE, sizeof(Frame));
 		s->rets = g_new0(guint32, 1u << RET_SLOTS_LOG2);
 		g_hash_table_insert(st->by_thread, key, s);
 	}
-	st->last = s;
+	n->key = key;
+	n->stack = s;
 	return s;
 }
 

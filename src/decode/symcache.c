@@ -19,6 +19,14 @@ G_STATIC_ASSERT(sizeof(VtDecodeSym) == 32);
 struct VtDecodeSymCache {
 	VtDecodeSym *slots;
 	guint shift;                /* 64 - log2(slots) */
+	/* vt_decode_symcache_code(): code of img from lo up to hi, as the
+	 * image said (img NULL: none known), the last two images' (host,
+	 * guest), the older replaced */
+	struct {
+		const VtDecodeImage *img;
+		guint64 lo, hi;
+	} code[2];
+	guint code_old;
 };
 
 VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2)
@@ -65,15 +73,33 @@ const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecode
 	return e;
 }
 
-/* Not from the table: the image's segment search starts from the segment
- * it found last (the branch sources are mostly in one), while a table slot
+/* Not from the table: the code range the image gave last (the branch
+ * sources are mostly in one segment), widened downwards while the image
+ * gives code up to the same end, else the image; a table slot
  * is a cache miss (1 MiB tnt-dense --call-trace: 6.5% of the run's CPU
  * samples, the table 2.6 MB), and the sources filled slots the targets'
  * symbols could use (c: one interface for both). */
 gboolean vt_decode_symcache_code(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
+	guint k = c->code[1].img == img;
 	gsize avail;
 
-	(void)c;
-	return addr && img && vt_decode_image_code(img, addr, &avail);
+	if (G_LIKELY(img && c->code[k].img == img && addr >= c->code[k].lo && addr < c->code[k].hi))
+		return addr != 0;
+	if (!addr || !img || !vt_decode_image_code(img, addr, &avail))
+		return FALSE;
+	if (c->code[k].img != img) {
+		k = c->code_old;
+		c->code_old ^= 1;
+	}
+	/* code runs on from addr up to the end the image gave: joined with
+	 * the range known if both end there (one segment) */
+	if (c->code[k].img != img || addr + avail != c->code[k].hi) {
+		c->code[k].img = img;
+		c->code[k].lo = addr;
+		c->code[k].hi = addr + avail;
+	} else {
+		c->code[k].lo = MIN(c->code[k].lo, addr);
+	}
+	return TRUE;
 }
