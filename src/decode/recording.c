@@ -59,6 +59,11 @@ typedef struct {
 	guint32 tid;
 	gint32 pid, vcpu;
 	const char *comm;         /* in strings */
+	/* the names name_event() gave the last time it looked up (tsc in
+	 * named_at.b.tsc): branches between two timing packets share a TSC,
+	 * so the thread and time lookups run once per time, not per branch */
+	gboolean have_named_at;
+	VtDecodeEvent named_at;
 	GStringChunk *strings;    /* comm names (the queue's thread names events) */
 	/* formatting in threads (vt_decode_result_start with a formatter) */
 	gpointer fctx;            /* the queue's formatter */
@@ -195,7 +200,7 @@ static void name_thread(VtDecodeResult *r, Queue *q, guint32 tid)
 	q->comm = t && t->comm ? g_string_chunk_insert_const(q->strings, t->comm) : NULL;
 }
 
-static void name_event(VtDecodeResult *r, const VmcorrSession *s, Queue *queue, VtDecodeEvent *e)
+static void name_lookup(VtDecodeResult *r, const VmcorrSession *s, Queue *queue, VtDecodeEvent *e)
 {
 	const VmcorrQueue *q = queue->q;
 	guint32 tid = q->tid;
@@ -217,11 +222,39 @@ static void name_event(VtDecodeResult *r, const VmcorrSession *s, Queue *queue, 
 		e->machine_pid = vt_decode_guest_threads_machine_pid(r->guest);
 }
 
+/* e's names (all but b and queue) as those of `from`. */
+static void name_copy(VtDecodeEvent *e, const VtDecodeEvent *from)
+{
+	e->cpu = from->cpu;
+	e->pid = from->pid;
+	e->tid = from->tid;
+	e->vcpu = from->vcpu;
+	e->comm = from->comm;
+	e->time = from->time;
+	e->machine_pid = from->machine_pid;
+	e->guest_pid = from->guest_pid;
+	e->guest_tid = from->guest_tid;
+	e->guest_comm = from->guest_comm;
+}
+
+/* e's names: looked up at a new time, else those of the last lookup (all
+ * a function of the branch's TSC and the queue). */
+static void name_event(VtDecodeResult *r, Queue *queue, VtDecodeEvent *e)
+{
+	if (!queue->have_named_at || queue->named_at.b.tsc != e->b.tsc) {
+		queue->named_at = (VtDecodeEvent){ .b.tsc = e->b.tsc };
+		name_lookup(r, r->s, queue, &queue->named_at);
+		queue->have_named_at = TRUE;
+	}
+	name_copy(e, &queue->named_at);
+}
+
 /* Branch b of the queue as an event, named. */
 static void event_of(VtDecodeResult *r, Queue *q, const VtBranch *b, VtDecodeEvent *e)
 {
-	*e = (VtDecodeEvent){ .b = *b, .queue = q->q->idx };
-	name_event(r, r->s, q, e);
+	e->b = *b;
+	e->queue = q->q->idx;
+	name_event(r, q, e);
 }
 
 /* A queue decoder's guest user code (queue.c's code hook): that of the
