@@ -974,7 +974,8 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 static gboolean read_memory(gpointer ctx, guint64 off, guint8 *dst, gsize len, GError **error)
 {
 	(void)error;
-	memcpy(dst, (const guint8 *)ctx + off, len);
+	if (len)                         /* an empty queue's data is NULL (g_memdup2 of 0 bytes) */
+		memcpy(dst, (const guint8 *)ctx + off, len);
 	return TRUE;
 }
 
