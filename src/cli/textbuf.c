@@ -36,8 +36,10 @@ static void pipe_grow(FILE *f, gsize cap)
  * with vmsplice() - the pipe then holds references to the page itself -
  * half by half, and the page's range is dropped after its second half
  * (MADV_DONTNEED), so the next text lands in a new page and no page
- * given to the pipe is ever written again: what the reader gets is what was written, whoever reads it and
- * however long it keeps the pages (tee, splice).  write() into a pipe
+ * given to the pipe is ever written again: what the reader gets is what
+ * was written, whoever reads it and however long it keeps the pages
+ * (tee, splice).  After a failed vmsplice the buffer stays in the half
+ * it is in (the other was given whole, or not at all).  write() into a pipe
  * allocates, charges and copies a page per 4 KiB, and the reader frees
  * each; here that is one page per 2 MiB, zeroed by the kernel.  Measured
  * (session 16, the 1 MiB bench recordings into `wc -l`, 9 runs of each,
