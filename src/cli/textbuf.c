@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "src/cli/textbuf.h"
+#include "src/decode/decode.h"   /* vt_decode_table_new */
 
 /* A pipe's buffer as large as one write of ours, if the system lets it
  * (the default 64 KiB takes a reader's wake-up and a context switch each),
@@ -44,7 +45,7 @@ static void pipe_grow(FILE *f, gsize cap)
  * each; here that is one page per 2 MiB, zeroed by the kernel.  Measured
  * (session 16, the 1 MiB bench recordings into `wc -l`, 9 runs of each,
  * alternating, medians): call traces -9..-22% wall and CPU (tnt-dense's
- * 571 MB of text: 0.329 -> 0.260 s wall), branches -4..-10%,
+ * 571 MB of text: 0.329 -> 0.260 s wall), branches -4..-8% wall,
  * instructions 0..-5% (their text is copied here from the threads'
  * chunks; into a file or with write() the kernel copies it).  A test
  * program writing the same 571 MB: 0.34 s CPU for writer and reader with
@@ -74,28 +75,9 @@ static gboolean splice_wanted(FILE *f)
 	       huge_pages_on();
 }
 
-/* HUGE_BYTES of anonymous memory on a huge page boundary, marked for huge
- * pages; NULL if it cannot be mapped. */
-static char *huge_map(void)
-{
-	char *p = mmap(NULL, 2 * HUGE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	gsize head;
-
-	if (p == MAP_FAILED)
-		return NULL;
-	head = (HUGE_BYTES - ((guintptr)p & (HUGE_BYTES - 1))) & (HUGE_BYTES - 1);
-	if (head)
-		munmap(p, head);
-	munmap(p + head + HUGE_BYTES, HUGE_BYTES - head);
-#ifdef MADV_HUGEPAGE
-	madvise(p + head, HUGE_BYTES, MADV_HUGEPAGE);
-#endif
-	return p + head;
-}
-
 /* The text goes on in the huge page's next half; after its second, the
  * page, all given to the pipe, leaves our address space: the range maps
- * a fresh page from now on (else a new range is mapped).  Halves: a
+ * a fresh page from now on (if madvise fails, a new range is mapped).  Halves: a
  * vmsplice of 1 MiB fits a pipe of 1 MiB (the most an unprivileged
  * process may ask for) at once, and the reader reads one half while the
  * next is written. */
@@ -110,10 +92,8 @@ static void splice_next(VtTextBuf *t)
 	t->buf = t->region;
 	if (!madvise(t->region, HUGE_BYTES, MADV_DONTNEED))
 		return;
-	fresh = huge_map();
-	munmap(t->region, HUGE_BYTES);   /* (never fails on a range of ours) */
-	if (!fresh)
-		g_error("textbuf: cannot map %" G_GSIZE_FORMAT " bytes", HUGE_BYTES);   /* as g_malloc */
+	fresh = vt_decode_table_new(HUGE_BYTES);
+	vt_decode_table_free(t->region, HUGE_BYTES);   /* munmap: never fails on a range of ours */
 	t->buf = t->region = fresh;
 }
 
@@ -164,8 +144,9 @@ VtTextBuf *vt_textbuf_new(FILE *f, gsize cap)
 
 	t->cap = MAX(cap, (gsize)VT_TEXTBUF_PIECE);
 	t->f = f;
-	if (splice_wanted(f) && (t->region = huge_map())) {
-		t->buf = t->region;
+	if (splice_wanted(f)) {
+		/* the decoder's huge page tables' allocator: 2 MiB-aligned, MADV_HUGEPAGE */
+		t->buf = t->region = vt_decode_table_new(HUGE_BYTES);
 		t->cap = HUGE_BYTES / 2;
 		t->splice = TRUE;
 	} else {
@@ -202,7 +183,7 @@ void vt_textbuf_free(VtTextBuf *t)
 	if (t->f)
 		vt_textbuf_flush(t);
 	if (t->region)
-		munmap(t->region, HUGE_BYTES);
+		vt_decode_table_free(t->region, HUGE_BYTES);
 	else
 		g_free(t->buf);
 	g_free(t);
