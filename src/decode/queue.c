@@ -102,6 +102,7 @@ struct VtDecodeQueue {
 	guint8 src_kind, src_len, src_mode;
 	GArray *out;
 	guint out_room;                  /* elements out has room for (out_add()) */
+	guint out_len;                   /* out's length while a batch is made (out->len set at its end) */
 	/* the queue's AUX data, read a window at a time */
 	VtDecodeReadFunc read;
 	gpointer read_ctx;
@@ -304,15 +305,15 @@ static guint64 event_time(Dec *d, const struct pt_event *ev)
 static VtBranch *out_add(Dec *d)
 {
 	GArray *a = d->out;
-	guint n = a->len;
+	guint n = d->out_len;
 	VtBranch *b;
 
 	if (G_UNLIKELY(n >= d->out_room)) {
 		g_array_set_size(a, n + MAX(n, 256u));
 		d->out_room = a->len;
-		a->len = n;
 	}
-	b = &g_array_index(a, VtBranch, a->len++);
+	d->out_len = n + 1;
+	b = &g_array_index(a, VtBranch, n);
 	memset(b, 0, sizeof(*b));
 	return b;
 }
@@ -362,7 +363,7 @@ static void emit_error(Dec *d, int status)
 	d->ovf = 0;
 	b.insns = d->insns;
 	d->insns = 0;
-	g_array_append_val(d->out, b);
+	*out_add(d) = b;
 	d->have_pend = d->have_async = FALSE;
 }
 
@@ -1054,8 +1055,8 @@ const GError *vt_decode_queue_error(const VtDecodeQueue *d)
 gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 {
 	d->out = out;
-	d->out_room = out->len;          /* unknown: out_add() makes room */
-	while (!d->done && out->len < max) {
+	d->out_len = d->out_room = out->len;   /* room unknown: out_add() makes it */
+	while (!d->done && d->out_len < max) {
 		if (!d->synced) {
 			if (!sync_next(d))
 				d->done = !window_next(d);
@@ -1073,6 +1074,7 @@ gboolean vt_decode_queue_next(VtDecodeQueue *d, GArray *out, guint max)
 		else if (!d->warming)
 			emit_error(d, d->status);
 	}
+	g_array_set_size(out, d->out_len);
 	d->out = NULL;
 	return !d->done;
 }
