@@ -1171,10 +1171,29 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
 	vt_textbuf_c(s->out, '\n');
 }
 
+/* The symbol slots of a branch CALL_AHEAD ahead in its queue on their way
+ * to the cache while this one is printed: a call trace names a function
+ * per line, and on a trace that runs much code the lookup missed to
+ * memory (the main thread's costliest load). */
+#define CALL_AHEAD 4
+static void call_prefetch(const Script *s)
+{
+	const VtDecodeEvent *n = vt_decode_result_peek(s->result, CALL_AHEAD);
+
+	if (!n || n->b.kind == VT_BRANCH_ERROR)
+		return;
+	if (n->b.from)
+		vt_decode_symcache_prefetch(s->syms, n->b.from_guest ? s->guest : s->host, n->b.from);
+	if (n->b.to)
+		vt_decode_symcache_prefetch(s->syms, n->b.to_guest ? s->guest : s->host, n->b.to);
+}
+
 static void print_call(Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 	guint32 flags = s->flags;
+
+	call_prefetch(s);
 
 	if (b->kind == VT_BRANCH_ERROR) {
 		print_text(s, e);

@@ -112,6 +112,8 @@ const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecode
 /* Whether addr is code (VtDecodeSym.code), without a symbol: no slot of
  * the table is read or filled. */
 gboolean vt_decode_symcache_code(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
+/* The slot a lookup of (img, addr) reads, on its way into the cache. */
+void vt_decode_symcache_prefetch(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
 
 /* --------------------------------------------------------- instructions */
 /* What an instruction does to control flow (Zydis decodes it). */
@@ -401,6 +403,11 @@ void vt_decode_result_release_text(VtDecodeResult *r);
 
 /* The next branch (valid until the next call), NULL at the end. */
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);
+/* A branch that comes soon, to prefetch for: the k-th after the last one
+ * vt_decode_result_next returned in that branch's queue (k >= 1), if the
+ * batch in hand holds it; NULL else.  Not necessarily the k-th in time
+ * order (other queues' branches may come between); valid as the last. */
+const VtDecodeEvent *vt_decode_result_peek(const VtDecodeResult *r, guint k);
 gboolean vt_decode_result_timed(const VtDecodeResult *r);
 gboolean vt_decode_result_per_cpu(const VtDecodeResult *r);
 guint vt_decode_result_n_queues(const VtDecodeResult *r);   /* AUX queues */

@@ -63,10 +63,24 @@ static void fill(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
 		e->sym_len = (guint32)strlen(e->sym);
 }
 
+/* Fibonacci hashing: every bit of the address and the image counts */
+static inline VtDecodeSym *slot_of(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+{
+	return &c->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> c->shift];
+}
+
+/* (A macro: GCC finds a function that only prefetches pure and may drop
+ * its calls.) */
+#define SLOT_PREFETCH(p) __builtin_prefetch(p)
+
+void vt_decode_symcache_prefetch(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+{
+	SLOT_PREFETCH(slot_of(c, img, addr));
+}
+
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
-	/* Fibonacci hashing: every bit of the address and the image counts */
-	VtDecodeSym *e = &c->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> c->shift];
+	VtDecodeSym *e = slot_of(c, img, addr);
 
 	if (G_UNLIKELY(e->img != img || e->addr != addr || !img))
 		fill(e, img, addr);
