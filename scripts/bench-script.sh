@@ -19,8 +19,13 @@
 # write()s), and it prints the median wall time and CPU
 # time (user + system) of each, perf/vmtrace of both (on a shared machine
 # the CPU times are the repeatable ones), M instructions/s and MB of AUX
-# data/s through vmtrace's CPU time, and the peak RSS of both.  The
-# machine's load average is printed first.
+# data/s through vmtrace's CPU time, and the peak RSS of both.  PIPE-S is
+# the pipe's floor: vmtrace's text (written to a file once) spliced from the
+# page cache into the same kind of pipe and counted by wc -l, RUNS times
+# (PIPE_FLOOR_PY in bench-lib.sh) - what moving and counting the text costs
+# with no producer work; MAX-X is perf's wall time over it, the highest
+# wall ratio any tool could show through this pipe.  The machine's load
+# average is printed first.
 # Goal (issue #12): >= 10x perf on every mix and mode, peak RSS flat.
 #   scripts/bench-script.sh [--size 1M] [--runs N] [--dir DIR] [--keep] [--mix NAME]...
 set -euo pipefail
@@ -66,8 +71,8 @@ measure() {
 	awk '{printf "%.3f %s %.3f\n", $1, $2, $3 + $4}' "$dir/t" >>"$dir/$out.times"
 }
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; AUX size $size per mix"
-printf '%-11s %-6s %8s %8s %6s %8s %8s %6s %8s %7s %8s %8s\n' MIX MODE VT-S PERF-S RATIO VT-CPU PERF-CPU RATIO \
-	M-INSN/S MB/S VT-RSS PERF-RSS
+printf '%-11s %-6s %8s %8s %6s %8s %8s %6s %8s %7s %8s %8s %7s %6s\n' MIX MODE VT-S PERF-S RATIO VT-CPU PERF-CPU \
+	RATIO M-INSN/S MB/S VT-RSS PERF-RSS PIPE-S MAX-X
 for m in "${MIXES[@]}"; do
 	name=${m%%:*} opts=${m#*:}
 	[ -z "$only" ] || [[ " $only " == *" $name "* ]] || continue
@@ -91,15 +96,24 @@ for m in "${MIXES[@]}"; do
 			measure perf "$PERF" script -i "$rec" $G $mopt
 		done
 		[ "$mname" != insns ] || insns=$(cat "$dir/vt.lines")
+		# shellcheck disable=SC2086
+		"$VMTRACE" script "$rec" $G $mopt >"$dir/text" 2>/dev/null
+		rm -f "$dir/floor.times"
+		for _ in $(seq "$runs"); do
+			python3 -c "$PIPE_FLOOR_PY" "$dir/t" "$dir/text"
+			cat "$dir/t" >>"$dir/floor.times"
+		done
+		rm -f "$dir/text"
+		fl=$(cut -d' ' -f1 "$dir/floor.times" | median)
 		vt=$(cut -d' ' -f1 "$dir/vt.times" | median)
 		pf=$(cut -d' ' -f1 "$dir/perf.times" | median)
 		vc=$(cut -d' ' -f3 "$dir/vt.times" | median)
 		pc=$(cut -d' ' -f3 "$dir/perf.times" | median)
 		vrss=$(($(cut -d' ' -f2 "$dir/vt.times" | sort -n | tail -1) / 1024))
 		prss=$(($(cut -d' ' -f2 "$dir/perf.times" | sort -n | tail -1) / 1024))
-		printf '%-11s %-6s %8s %8s %5.1fx %8s %8s %5.1fx %8s %7.2f %6sMB %6sMB\n' "$name" "$mname" "$vt" "$pf" \
-			"$(echo "$pf / $vt" | bc -l)" "$vc" "$pc" "$(echo "$pc / $vc" | bc -l)" \
+		printf '%-11s %-6s %8s %8s %5.1fx %8s %8s %5.1fx %8s %7.2f %6sMB %6sMB %7.3f %5.1fx\n' "$name" "$mname" \
+			"$vt" "$pf" "$(echo "$pf / $vt" | bc -l)" "$vc" "$pc" "$(echo "$pc / $vc" | bc -l)" \
 			"${insns:+$(echo "$insns / $vc / 1000000" | bc -l | xargs printf '%.2f')}" \
-			"$(echo "$aux / $vc / 1048576" | bc -l)" "$vrss" "$prss"
+			"$(echo "$aux / $vc / 1048576" | bc -l)" "$vrss" "$prss" "$fl" "$(echo "$pf / $fl" | bc -l)"
 	done
 done
