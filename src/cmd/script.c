@@ -1176,9 +1176,16 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
  * per line, and on a trace that runs much code the lookup missed to
  * memory (the main thread's costliest load). */
 #define CALL_AHEAD 4
+#define CALL_AHEAD_EVENT 16       /* the events themselves, written by another thread */
 static void call_prefetch(const Script *s)
 {
-	const VtDecodeEvent *n = vt_decode_result_peek(s->result, CALL_AHEAD);
+	const VtDecodeEvent *n = vt_decode_result_peek(s->result, CALL_AHEAD_EVENT);
+
+	if (n) {
+		__builtin_prefetch(n);
+		__builtin_prefetch((const char *)(n + 1) - 1);
+	}
+	n = vt_decode_result_peek(s->result, CALL_AHEAD);
 
 	if (!n || n->b.kind == VT_BRANCH_ERROR)
 		return;
