@@ -39,18 +39,27 @@ typedef struct {
 	gboolean last;            /* the queue's end (no marks) */
 } Chunk;
 
+/* A queue: what its decoding thread writes and what the reader (the main
+ * thread) writes are on cache lines of their own - the reader's q->pos,
+ * written at every branch, shared a line with what the thread read at
+ * every branch (false sharing: each write took the line from the other
+ * core).  Queues are allocated aligned (vt_decode_recording_open). */
 typedef struct {
+	/* set before the threads start */
 	VtDecodeResult *r;
 	const VmcorrQueue *q;
 	VtDecodeQueue *dec;
 	guint64 *starts;          /* queue offset of each AUX buffer, and the total */
 	GAsyncQueue *ready;       /* GArray batches of VtBranch; an empty one ends */
 	GAsyncQueue *spare;       /* batches the reader is done with, for reuse */
-	gint ahead;               /* batches decoded and not yet read (r->lock) */
-	GArray *cur;              /* the reader's batch */
-	guint pos;
-	gboolean ended;
 	GThread *thread;
+	GStringChunk *strings;    /* comm names (the queue's thread names events) */
+	/* formatting in threads (vt_decode_result_start with a formatter) */
+	gpointer fctx;            /* the queue's formatter */
+
+	/* the decoding thread's */
+	_Alignas(64) gint ahead;  /* batches decoded and not yet read (r->lock) */
+	guint nerrors;            /* decode errors its thread formatted */
 	guint64 code_tsc;         /* guest_user_code()'s last time and process */
 	gint32 code_pid;
 	/* the thread of the branch last named (name_event()): a queue's branches
@@ -64,10 +73,11 @@ typedef struct {
 	 * so the thread and time lookups run once per time, not per branch */
 	gboolean have_named_at;
 	VtDecodeEvent named_at;
-	GStringChunk *strings;    /* comm names (the queue's thread names events) */
-	/* formatting in threads (vt_decode_result_start with a formatter) */
-	gpointer fctx;            /* the queue's formatter */
-	guint nerrors;            /* decode errors its thread formatted */
+
+	/* the reader's */
+	_Alignas(64) GArray *cur; /* the reader's batch */
+	guint pos;
+	gboolean ended;
 	Chunk *ccur;              /* the reader's chunk */
 	guint cmark;              /* its next mark */
 	GPtrArray *held;          /* Chunk: read, kept for the reader (vt_decode_result_hold_text) */
@@ -77,18 +87,14 @@ typedef struct {
 	gboolean head_known, head_end;
 } Queue;
 
+/* Set up before the threads start and read by all of them; then the lock's
+ * fields and the reader's, each on lines of their own (as Queue's). */
 struct VtDecodeResult {
 	VmcorrSession *s;
 	Queue *qs;
-	guint n, at;              /* queues; timeless: the one being read */
-	GMutex lock;
-	GCond cond;
-	guint tokens;             /* threads that may decode now (--jobs) */
-	gboolean stop;
+	guint n;                  /* queues */
 	gboolean timed, per_cpu;
 	gboolean tcg;             /* written by record --source tcg: "CPU n/TCG" are vCPUs */
-	guint nerrors;
-	GError *error;            /* a queue that could not be read to its end (lock) */
 	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
 	const VtDecodeGuestUser *guest_user;   /* its user code per process (options) */
 	gboolean started;         /* the queues' threads run */
@@ -97,6 +103,16 @@ struct VtDecodeResult {
 	VtDecodeKeep keep;        /* branches the reader wants (NULL: all) */
 	gpointer keep_data;
 	gboolean hold;            /* read chunks wait in their queue's held, not spare */
+
+	_Alignas(64) GMutex lock;
+	GCond cond;
+	guint tokens;             /* threads that may decode now (--jobs) */
+	gboolean stop;
+	GError *error;            /* a queue that could not be read to its end (lock) */
+
+	/* the reader's */
+	_Alignas(64) guint at;    /* timeless: the queue being read */
+	guint nerrors;
 	Queue *run, *run_q;       /* next_queue(): the queue read, the next other one */
 	guint64 run_tsc;          /* and that one's first time (no other: G_MAXUINT64) */
 };
@@ -856,10 +872,10 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 
 	if (!s)
 		return NULL;
-	r = g_new0(VtDecodeResult, 1);
+	r = g_aligned_alloc0(1, sizeof(VtDecodeResult), _Alignof(VtDecodeResult));
 	r->s = s;
 	r->n = s->queues->len;
-	r->qs = g_new0(Queue, r->n);
+	r->qs = g_aligned_alloc0(MAX(r->n, 1u), sizeof(Queue), _Alignof(Queue));
 	g_mutex_init(&r->lock);
 	g_cond_init(&r->cond);
 	r->tokens = opts->jobs ? opts->jobs : MAX(1, g_get_num_processors());
@@ -915,12 +931,12 @@ void vt_decode_result_free(VtDecodeResult *r)
 		g_free(q->starts);
 	}
 	g_clear_error(&r->error);
-	g_free(r->qs);
+	g_aligned_free(r->qs);
 	g_mutex_clear(&r->lock);
 	g_cond_clear(&r->cond);
 	vt_decode_guest_threads_free(r->guest);
 	vmcorr_session_free(r->s);
-	g_free(r);
+	g_aligned_free(r);
 }
 
 gboolean vt_decode_result_timed(const VtDecodeResult *r)
