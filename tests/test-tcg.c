@@ -392,6 +392,41 @@ static guint walk_count(VtDecodeDisasm *d, guint64 ip, guint64 to, guint64 tsc)
 	return n;
 }
 
+/* vt_decode_result_peek(r, k) is what vt_decode_result_next returns k
+ * calls later - the very event (one queue: nothing comes between) - or
+ * NULL (past the batch in hand, k 0, after the last). */
+static void check_peek(const VtDecodeOptions *o)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeResult) r = vt_decode_recording(o, &err);
+	typedef struct { guint at; const VtDecodeEvent *e; } Want;
+	g_autoptr(GArray) want = g_array_new(FALSE, FALSE, sizeof(Want));
+	const VtDecodeEvent *e;
+	guint n = 0, peeked = 0;
+
+	g_assert_no_error(err);
+	g_assert_null(vt_decode_result_peek(r, 1));    /* none read yet */
+	while ((e = vt_decode_result_next(r))) {
+		for (guint i = 0; i < want->len; i++)
+			if (g_array_index(want, Want, i).at == n)
+				g_assert_true(g_array_index(want, Want, i).e == e);
+		g_assert_null(vt_decode_result_peek(r, 0));
+		for (guint k = 1; k <= 3; k++) {
+			const VtDecodeEvent *p = vt_decode_result_peek(r, k);
+
+			if (p) {
+				g_array_append_val(want, ((Want){ n + k, p }));
+				peeked++;
+			}
+		}
+		n++;
+	}
+	for (guint i = 0; i < want->len; i++)
+		g_assert_cmpuint(g_array_index(want, Want, i).at, <, n);   /* nothing peeked past the end */
+	g_assert_cmpuint(n, >=, 4);
+	g_assert_cmpuint(peeked, >=, n - 1);
+}
+
 /* Code poked (a paravirt call became "mov %rdi, %rax; nop") runs after
  * the plugin's PSB+ (T2, at the poke) and then another PSB+ (T3) comes
  * with no branch in between: the instructions between the two ran after
@@ -478,6 +513,7 @@ static void test_poke_after_psb(void)
 	g_assert_cmpuint(vt_decode_result_n_errors(r), ==, 0);
 	g_assert_cmpuint(flow_ends, ==, 2);
 	g_assert_cmpuint(total, ==, 8);            /* nop nop | mov nop | nop ret | nop ret */
+	check_peek(&o);
 	rm_rf(in);
 	rm_rf(out);
 }

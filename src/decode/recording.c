@@ -474,15 +474,6 @@ static G_GNUC_NO_INLINE Queue *next_queue(VtDecodeResult *r)
  * the quick path saves no registers - 1 MiB cyc --call-trace, 4 queues,
  * vt_decode_result_next 110 -> 97.5 instructions a branch, with the heads
  * kept) */
-const VtDecodeEvent *vt_decode_result_peek(const VtDecodeResult *r, guint k)
-{
-	const Queue *q = r->run;
-
-	if (!q || !q->cur || !k || q->pos + k - 1 >= q->cur->len)
-		return NULL;
-	return &g_array_index(q->cur, VtDecodeEvent, q->pos + k - 1);
-}
-
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 {
 	Queue *q = r->run;
@@ -500,6 +491,15 @@ take:
 	q->pos++;
 	r->nerrors += e->b.kind == VT_BRANCH_ERROR;
 	return e;
+}
+
+const VtDecodeEvent *vt_decode_result_peek(const VtDecodeResult *r, guint k)
+{
+	const Queue *q = r->run;
+
+	if (!q || !q->cur || !k || q->pos + k - 1 >= q->cur->len)
+		return NULL;
+	return &g_array_index(q->cur, VtDecodeEvent, q->pos + k - 1);
 }
 
 /* ------------------------------------------------ formatting in threads */
