@@ -63,7 +63,7 @@ static void parse_record(const VtPerfFile *f, const VtPerfRecord *rec)
 	g_clear_error(&err);
 	if (vt_perf_record_sample_id(f, rec, &sid))
 		sink += sid.time + sid.identifier;
-	sink += strlen(vt_perf_record_name(rec->type)) + rec->hdr->misc;
+	sink += strlen(vt_perf_record_name(rec->type)) + rec->misc;
 	(void)sink;
 }
 

@@ -194,7 +194,7 @@ static void test_perf_data(void)
 
 		if (rec.type == PERF_RECORD_COMM && vt_perf_record_comm(&rec, &cm, NULL) && !strcmp(cm.comm, "CPU 0/TCG"))
 			comm = cm.pid == 0 && cm.tid == 123;
-		if (rec.type == PERF_RECORD_MMAP && rec.hdr->misc == PERF_RECORD_MISC_GUEST_KERNEL) {
+		if (rec.type == PERF_RECORD_MMAP && rec.misc == PERF_RECORD_MISC_GUEST_KERNEL) {
 			const guint64 *p = (const guint64 *)(rec.data + 16);
 
 			mmap = p[0] == KTEXT && p[2] == KTEXT;   /* start, len, pgoff = _text */
@@ -211,7 +211,7 @@ static void test_perf_data(void)
 			g_assert_cmpuint(len[1], ==, 1);
 			g_assert_cmphex(rec.data[20], ==, 0x90);      /* old */
 			g_assert_cmphex(rec.data[21], ==, 0xcc);      /* new */
-			g_assert_cmpuint(rec.hdr->misc, ==, PERF_RECORD_MISC_GUEST_KERNEL);
+			g_assert_cmpuint(rec.misc, ==, PERF_RECORD_MISC_GUEST_KERNEL);
 			g_assert_true(vt_perf_record_sample_id(f, &rec, &sid));
 			g_assert_cmpuint(sid.time, ==, VT_TCG_T0 + sizeof(VtTcgCodeHeader) + 3);   /* its translation's */
 			pokes++;

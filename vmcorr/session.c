@@ -62,7 +62,7 @@ static void add_switch(VmcorrSession *s, const VtPerfSampleId *sid)
  * its tids and CPUs are the guest's, not the host's. */
 static gboolean is_guest_record(const VtPerfRecord *rec)
 {
-	guint mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	guint mode = rec->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
 	return rec->type < 64 /* the kernel's record types */ &&
 	       (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER);

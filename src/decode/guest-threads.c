@@ -102,7 +102,7 @@ static void add_switch(VtDecodeGuestThreads *g, guint vcpu, const VtPerfSampleId
 
 static gboolean is_guest(const VtPerfRecord *rec)
 {
-	guint mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	guint mode = rec->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
 	return rec->type < 64 && (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER);
 }

@@ -404,12 +404,12 @@ static void add_build_ids(VtDecodeGuestUser *u, const VtPerfFile *f)
 
 static gboolean is_guest_user(const VtPerfRecord *rec)
 {
-	return (rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER;
+	return (rec->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER;
 }
 
 static gboolean is_guest(const VtPerfRecord *rec)
 {
-	guint mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	guint mode = rec->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
 	return mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER;
 }
@@ -512,7 +512,7 @@ static void add_mmap(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfReco
 	m.pid = (gint32)pid;
 	m.time = time_of(f, rec);
 	m.path = g_string_chunk_insert_const(u->strings, name);
-	if (rec->type == PERF_RECORD_MMAP2 && (rec->hdr->misc & (1u << 14)) && rec->data[40] <= 20) {
+	if (rec->type == PERF_RECORD_MMAP2 && (rec->misc & (1u << 14)) && rec->data[40] <= 20) {
 		g_autofree char *b = hex(rec->data + 44, rec->data[40]);    /* MISC_MMAP_BUILD_ID */
 
 		m.build_id = g_string_chunk_insert_const(u->strings, b);

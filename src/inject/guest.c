@@ -83,7 +83,6 @@ static gboolean guest_scan(InjGuest *g, GError **error)
 
 			g_ptr_array_add(g->rec_bytes, copy);
 			rec.data = copy;
-			rec.hdr = (const struct perf_event_header *)(const void *)copy;
 			g_array_append_val(g->recs, rec);
 		}
 		else if (rec.type < VT_PERF_RECORD_HEADER_ATTR)

@@ -23,7 +23,7 @@ static gboolean vcpu_name(const char *comm, guint *vcpu)
  * the host's COMM or switch. */
 static gboolean guest_record(const VtPerfRecord *rec)
 {
-	uint16_t mode = rec->hdr->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	uint16_t mode = rec->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
 	return mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER;
 }
@@ -48,7 +48,7 @@ static void host_switch(InjHost *h, const VtPerfFile *f, const VtPerfRecord *rec
 
 	if (guest_record(rec) || !vt_perf_record_sample_id(f, rec, &sid) || !sid.has_cpu || !sid.has_tid)
 		return;
-	s.out = (rec->hdr->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
+	s.out = (rec->misc & PERF_RECORD_MISC_SWITCH_OUT) != 0;
 	s.pid = sid.pid;
 	s.tid = sid.tid;
 	s.cpu = sid.cpu;

@@ -281,7 +281,7 @@ static gboolean convert(Merge *m, const VtPerfRecord *rec, guint seq, GError **e
 	start = vt_perf_rec_begin(ev.bytes);
 	g_byte_array_append(ev.bytes, rec->data + 8, rec->size - 8 - a->id_hdr_size);
 	put_id_sample(ev.bytes, ha.sample_type, &sid, ev.time, cpu, x->host_id);
-	vt_perf_rec_end(ev.bytes, start, rec->type, guest_misc(rec->hdr->misc));
+	vt_perf_rec_end(ev.bytes, start, rec->type, guest_misc(rec->misc));
 	g_array_append_val(m->evs, ev);
 	return TRUE;
 }

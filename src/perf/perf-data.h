@@ -146,16 +146,18 @@ typedef struct {
 } VtPerfSampleId;
 
 /* One record as seen by the iterator.  `data` points at the header in the
- * iterator's window; `file_offset` is the record's offset in the file.  For
- * PERF_RECORD_AUXTRACE the AUX payload follows the 48-byte record at
- * file_offset + header.size, aux_size bytes long, and the iterator steps
- * over it. */
+ * iterator's window - not necessarily 8-byte aligned: a pipe-mode stream
+ * carries records of any size, so read its fields with memcpy (rd16/32/64),
+ * never through a struct pointer; `file_offset` is the record's offset in
+ * the file.  For PERF_RECORD_AUXTRACE the AUX payload follows the 48-byte
+ * record at file_offset + header.size, aux_size bytes long, and the
+ * iterator steps over it. */
 typedef struct {
 	uint64_t file_offset;
-	const struct perf_event_header *hdr;
-	const uint8_t *data;           /* == (const uint8_t *)hdr */
-	uint32_t type;
-	uint32_t size;                 /* hdr->size */
+	const uint8_t *data;           /* the header, then the record's fields */
+	uint32_t type;                 /* header.type */
+	uint32_t size;                 /* header.size */
+	uint16_t misc;                 /* header.misc */
 } VtPerfRecord;
 
 /* Decoded fixed-layout records. */

@@ -453,10 +453,10 @@ static int read_record(VtPerfIter *it, uint64_t pos, uint64_t end, VtPerfRecord 
 			it->read_len = ITER_READ_SKIP;  /* a payload skipped: start small again */
 	}
 	rec->file_offset = pos;
-	rec->hdr = (const struct perf_event_header *)p;
 	rec->data = p;
 	rec->type = type;
 	rec->size = size;
+	rec->misc = rd16(p + 4);
 	*next = n;
 	return 1;
 }
@@ -1180,7 +1180,7 @@ gboolean vt_perf_record_comm(const VtPerfRecord *rec, VtPerfComm *out, GError **
 		return FALSE;
 	out->pid = rd32(rec->data + 8);
 	out->tid = rd32(rec->data + 12);
-	out->exec = !!(rec->hdr->misc & PERF_RECORD_MISC_COMM_EXEC);
+	out->exec = !!(rec->misc & PERF_RECORD_MISC_COMM_EXEC);
 	out->comm = rec_string(rec, 16, error);
 	return out->comm != NULL;
 }
@@ -1220,8 +1220,8 @@ gboolean vt_perf_record_switch(const VtPerfRecord *rec, VtPerfSwitch *out, GErro
 	if (!check_rec(rec, PERF_RECORD_SWITCH, PERF_RECORD_SWITCH_CPU_WIDE, wide ? 16 : 8, error))
 		return FALSE;
 	memset(out, 0, sizeof(*out));
-	out->out = !!(rec->hdr->misc & PERF_RECORD_MISC_SWITCH_OUT);
-	out->preempt = !!(rec->hdr->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
+	out->out = !!(rec->misc & PERF_RECORD_MISC_SWITCH_OUT);
+	out->preempt = !!(rec->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT);
 	out->cpu_wide = wide;
 	if (wide) {
 		out->next_prev_pid = rd32(rec->data + 8);
