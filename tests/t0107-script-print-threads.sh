@@ -1,7 +1,7 @@
 #!/bin/sh
 # vmtrace script prints in the decoding threads: each AUX queue's thread
 # formats its own lines, the main thread only merges their text in time
-# order and writes it.  Checks: the main thread's share of the CPU time
+# order and writes it.  Checks: the main thread's share of the user CPU time
 # (/proc/PID/task/PID/stat, sampled until the end, against the whole
 # process's) is small with --insn-trace - before, it formatted every line
 # (72% on 2 queues); and the text is byte for byte what the main thread
@@ -19,7 +19,7 @@ if ! asan_build && code_recording share 256K --vcpus 2 --seed 5; then
 # shellcheck disable=SC2086
 set -- $("$PYTHON3" "$top_srcdir/tests/main-thread-share.py" "$VMTRACE" script "$TMP/share.data" $G --insn-trace)
 check "--insn-trace: exit 0" test "$1" -eq 0
-check "--insn-trace: the main thread's share of $3 CPU s is $2%, under 35%" test "$2" -lt 35
+check "--insn-trace: the main thread's share of the user CPU (of $3 CPU s) is $2%, under 35%" test "$2" -lt 35
 fi
 while read -r name size opts; do
 	[ -n "$name" ] || continue
