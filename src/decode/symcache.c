@@ -69,13 +69,9 @@ static inline VtDecodeSym *slot_of(const VtDecodeSymCache *c, const VtDecodeImag
 	return &c->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> c->shift];
 }
 
-/* (A macro: GCC finds a function that only prefetches pure and may drop
- * its calls.) */
-#define SLOT_PREFETCH(p) __builtin_prefetch(p)
-
 void vt_decode_symcache_prefetch(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
-	SLOT_PREFETCH(slot_of(c, img, addr));
+	__builtin_prefetch(slot_of(c, img, addr));
 }
 
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
