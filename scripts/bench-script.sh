@@ -1,10 +1,12 @@
 #!/bin/bash
 # Benchmark (not a test): vmtrace script vs perf script on recordings of
 # real kernel code, three packet mixes:
-#   tnt-dense   long runs of code between VM exits: mostly TNT
-#   exit-heavy  meant as a VM exit every few host branches (TIP, PIP, VMCS,
-#               FUP) - but synth's --host-steps shapes only its random flow,
-#               not a real-code walk: this mix differs by its 4 vCPUs
+#   tnt-dense   long runs of code between VM exits (--host-steps 2000):
+#               mostly TNT, a VM exit every ~3,400 branches
+#   exit-heavy  short exit handlers and guest stretches (--host-steps 6,
+#               4 vCPUs): a VM exit every ~55 branches - TIP, PIP, VMCS,
+#               FUP (before session 18 --host-steps shaped synth's random
+#               flow only, and this mix walked like tnt-dense)
 #   cyc         CYC packets and MTC every CTC tick (timing-dense)
 # made with `vmtrace synth --host-code --guest-code --call-depth 16` (the
 # Debian kernel, as the tests build it: tests/guest-image.sh,

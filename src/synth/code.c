@@ -142,6 +142,25 @@ guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng)
 	return f;
 }
 
+guint64 vt_synth_code_pick_short(VtSynthCode *c, GRand *rng, guint insns)
+{
+	guint64 best = 0;
+	int best_d = DIST_INF;
+
+	for (int i = 0; i < 64 && c->nfuncs; i++) {
+		guint64 f = c->funcs[g_rand_int_range(rng, 0, (gint32)c->nfuncs)];
+		int d = dist_level(c, f, NOCALL);
+
+		if (d < best_d) {
+			best = f;
+			best_d = d;
+		}
+		if (d <= (int)insns)
+			break;
+	}
+	return best ? best : vt_synth_code_pick(c, rng);
+}
+
 /* Successors of an instruction for the distance search: -1 dead end, 0 a
  * return (the goal), else the number of successors in succ[].  At level > 0
  * a direct call of code with no return in reach (level - 1: panic(),
@@ -267,7 +286,7 @@ static int choose_nocall(VtSynthCode *c, const VtInsn *in, guint64 ip)
 static gboolean choose_taken(VtSynthCode *c, const VtSynthCtx *ctx, const VtInsn *in, guint64 ip, GRand *rng,
 			     double bias)
 {
-	int nc = c->depth_limit && ctx->stack->len >= c->depth_limit ? choose_nocall(c, in, ip) : -1;
+	int nc = ctx->hurry || (c->depth_limit && ctx->stack->len >= c->depth_limit) ? choose_nocall(c, in, ip) : -1;
 	int dt = dist_to_return(c, in->target), df = dist_to_return(c, ip + in->len);
 
 	if (nc >= 0)
@@ -377,7 +396,8 @@ void vt_synth_walk(VtSynthCode *c, VtSynthCtx *ctx, GRand *rng, double bias, gbo
 			return;
 		case VT_INSN_JUMP_IND:
 		case VT_INSN_CALL_IND:
-			t = vt_synth_code_pick(c, rng);
+			t = ctx->next_indirect ? ctx->next_indirect : vt_synth_code_pick(c, rng);
+			ctx->next_indirect = 0;
 			ctx->insns++;
 			if (in->kind == VT_INSN_CALL_IND)
 				push_return(ctx, ip + in->len, t);

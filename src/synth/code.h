@@ -24,6 +24,8 @@ typedef struct {
 	GArray *comp;             /* guint64: what a compressed RET may return to */
 	gboolean top_replaced;    /* mov REG,(%rsp) replaced the top return address */
 	guint64 insns;            /* instructions executed so far (an exiting or stuck one is not) */
+	gboolean hurry;           /* towards a return without calls, as at the depth limit (a host past its budget) */
+	guint64 next_indirect;    /* the next indirect call or jump's target (0: a random function) */
 } VtSynthCtx;
 
 typedef enum {
@@ -59,6 +61,9 @@ void vt_synth_ctx_flush_comp(VtSynthCtx *ctx);
 
 /* A random function start of the image. */
 guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng);
+/* A random function start from which a return without calls is at most
+ * `insns` instructions away (else the nearest of the tries). */
+guint64 vt_synth_code_pick_short(VtSynthCode *c, GRand *rng, guint insns);
 
 /* Walk from ctx->ip to the next decision that needs trace and make it.
  * `bias` (0..1): how strongly conditional branches lean towards the

@@ -919,6 +919,17 @@ static void code_vm_entry(Gen *g, Queue *q)
 	q->entries++;
 }
 
+/* The host's decisions after a VM exit before its handler heads back to
+ * VMRESUME: --host-steps N gives N/2..3N/2, as in the random flow (small:
+ * exit-heavy), else 20..220. */
+static guint code_host_budget(Gen *g, Queue *q)
+{
+	guint n = g->cfg->host_steps;
+
+	return n ? 1 + n / 2 + (guint)g_rand_int_range(q->rng, 0, (gint32)n)
+		 : 20 + (guint)g_rand_int_range(q->rng, 0, 200);
+}
+
 /* FUP(guest IP) PIP(NR=0) TIP(vmx_vmexit); the guest goes on at `resume`
  * next time (its IP for asynchronous exits, past an emulated instruction,
  * elsewhere after an injected event). */
@@ -941,7 +952,11 @@ static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 	vt_synth_ctx_flush_comp(&q->host);
 	vt_synth_ctx_flush_comp(gc);
 	q->host_n = 0;
-	q->host_budget = 20 + g_rand_int_range(q->rng, 0, 200);
+	q->host_budget = code_host_budget(g, q);
+	/* --host-steps: the exit's handler (the stub's `call *%rax`) a
+	 * function that can return within a few instructions per step */
+	if (g->cfg->host_steps)
+		q->host.next_indirect = vt_synth_code_pick_short(g->hc, q->rng, 8 * g->cfg->host_steps);
 }
 
 /* One decision of the host's code (from a VM exit, or the start, to
@@ -958,20 +973,27 @@ static void code_step(Gen *g, Queue *q)
 	if (!q->in_guest) {
 		double bias = MIN(0.97, 0.3 + 0.05 * q->host.stack->len + (q->host_n > q->host_budget ? 0.6 : 0));
 
-		if (q->host_n > 50000) {         /* a loop it does not leave */
+		/* a loop it does not leave (--host-steps: a handler that runs
+		 * on long past its budget, the exit-heavy mix's few stragglers) */
+		if (q->host_n > (c->host_steps ? MIN(50000, 200 + 20 * q->host_budget) : 50000)) {
 			code_host_restart(g, q);
 			q->host_n = 0;
 			return;
 		}
 		code_time(g, q);
+		/* --host-steps: a short handler, past its budget without calls */
+		q->host.hurry = c->host_steps && q->host_n > q->host_budget;
 		vt_synth_walk(g->hc, &q->host, q->rng, bias, FALSE, &st, on_branch, &u);
 		walk_count(&u);
 		q->host_n++;
 		if (st.what == VT_WALK_VMENTRY) {
 			code_vm_entry(g, q);
 			/* the guest's share of decisions (the host's are about 20..220) */
-			q->guest_left = 2 + (guint)g_rand_int_range(q->rng, 20, 420) * c->guest_percent /
-					    (100 - MIN(c->guest_percent, 95));
+			/* (--host-steps: as the random flow, in proportion to the
+			 * host's budget) */
+			guint base = c->host_steps ? q->host_budget : (guint)g_rand_int_range(q->rng, 20, 420);
+
+			q->guest_left = 2 + base * c->guest_percent / (100 - MIN(c->guest_percent, 95));
 			return;
 		}
 		if (st.what == VT_WALK_STUCK) {
@@ -1499,7 +1521,7 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->slice = 0;
 		if (code_mode(&g)) {
 			vt_synth_ctx_init(&q->host, g.vmexit_ip);
-			q->host_budget = 20 + g_rand_int_range(q->rng, 0, 200);
+			q->host_budget = code_host_budget(&g, q);
 		}
 		if (!q->enc) {
 			g_set_error(error, VT_SYNTH_ERROR, 0, "cannot allocate libipt encoder");
