@@ -6,7 +6,8 @@
 # guest runs in proportion - so a VM exit every few dozen branches where
 # the default walk makes one every few hundred.  Counted in synth's ground
 # truth and, independently, in perf's decoding of the file; and on the
-# exit-heavy recording vmtrace = perf = ground truth, branch for branch.
+# exit-heavy recording vmtrace = perf = ground truth: branches, calls and
+# instructions.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 code_vs_perf
@@ -39,4 +40,16 @@ check "vmtrace script exit 0" test $? -eq 0
 	>"$TMP/exits.cmp" 2>&1
 check "exit-heavy: vmtrace = perf = ground truth ($(head -1 "$TMP/exits.cmp"))" test $? -eq 0 ||
 	sed 's/^/#   /' "$TMP/exits.cmp"
+# the call trace and the instructions too (per thread, times aside: tests/script-compare.py)
+for mode in call-trace insn-trace; do
+	# shellcheck disable=SC2086
+	timeout 300 "$PERF" script -i "$TMP/exits.data" $G --$mode >"$TMP/$mode.perf" 2>/dev/null
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$TMP/exits.data" $G --$mode >"$TMP/$mode.vt" 2>/dev/null
+	case $mode in call-trace) how=--calls=call ;; *) how=--insns ;; esac
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" $how "$TMP/$mode.perf" "$TMP/$mode.vt" "$TMP/exits.branches" \
+		>"$TMP/$mode.cmp" 2>&1
+	check "exit-heavy --$mode: vmtrace = perf = ground truth ($(head -1 "$TMP/$mode.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$TMP/$mode.cmp"
+done
 finish
