@@ -99,6 +99,8 @@ void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip)
 	ctx->comp = g_array_new(FALSE, FALSE, sizeof(guint64));
 	ctx->top_replaced = FALSE;
 	ctx->insns = 0;
+	ctx->hurry = FALSE;
+	ctx->next_indirect = 0;
 }
 
 void vt_synth_ctx_clear(VtSynthCtx *ctx)
