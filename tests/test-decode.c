@@ -930,6 +930,79 @@ static void test_fast_insn(void)
 	g_rand_free(rnd);
 }
 
+/* vt_decode_branch_text: every form it writes (jcc rel8 and rel32, jmp
+ * rel8 and rel32, call rel32) at addresses low, high and where the
+ * target wraps past 2^64, with displacements of every size, equal to
+ * Zydis's AT&T text, length and kind; prefixed and REX forms, other
+ * instructions and too few bytes are left to Zydis (FALSE). */
+static void test_branch_text(void)
+{
+	static const guint64 ips[] = { 0, 0x10, 0x1000, 0x7ffffffff000ULL, 0xffffffff81000000ULL,
+				       0xffffffffc0a00000ULL, 0xfffffffffffffff0ULL, 0xffffffffffffff80ULL };
+	static const guint8 refused[][6] = {
+		{ 0x2e, 0x74, 0x05 }, { 0x3e, 0x0f, 0x84, 1, 2, 3 }, { 0xf2, 0xe9, 1, 2, 3, 4 }, { 0x48, 0xe8, 1, 2, 3, 4 },
+		{ 0x66, 0xe9, 1, 2, 3, 4 }, { 0xff, 0xd0 }, { 0x48, 0x8b, 0x05, 1, 2, 3 }, { 0x55 }, { 0xe3, 0x05 },
+	};
+	ZydisFormatter fmt;
+	GRand *rnd = g_rand_new_with_seed(19);
+	guint n = 0;
+	guint8 len, kind;
+	char buf[32];
+
+	vt_fast_insn_init();
+	ZydisFormatterInit(&fmt, ZYDIS_FORMATTER_STYLE_ATT);
+	ZydisFormatterSetProperty(&fmt, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
+	for (guint form = 0; form < 36; form++) {
+		for (gsize i = 0; i < G_N_ELEMENTS(ips); i++) {
+			for (guint k = 0; k < 64; k++) {
+				guint8 b[16] = { 0 };
+				guint32 disp = k < 4 ? (guint32[]){ 0, 1, 0xffffffffu, 0x80000000u }[k] : g_rand_int(rnd);
+				guint64 ip = ips[i] + (k & 8 ? g_rand_int_range(rnd, 0, 4096) : 0);
+				gsize size;
+				ZydisDecoderContext ctx;
+				ZydisDecodedInstruction zi;
+				ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT_VISIBLE];
+				char want[256];
+
+				if (form < 16) {                 /* jcc rel8 */
+					b[0] = (guint8)(0x70 + form);
+					size = 1;
+				} else if (form < 32) {          /* jcc rel32 */
+					b[0] = 0x0f;
+					b[1] = (guint8)(0x80 + form - 16);
+					size = 2;
+				} else {                         /* jmp rel8, jmp rel32, call rel32 */
+					b[0] = (guint8[]){ 0xeb, 0xe9, 0xe8, 0xe8 }[form - 32];
+					size = 1;
+				}
+				if (b[0] == 0xeb || (b[0] & 0xf0) == 0x70) {
+					b[size] = (guint8)disp;
+					size += 1;
+				} else {
+					memcpy(b + size, &disp, 4);   /* little-endian */
+					size += 4;
+				}
+				g_assert_true(vt_decode_branch_text(b, size, ip, &len, &kind, buf));
+				g_assert_true(zydis_64(b, size, &ctx, &zi));
+				g_assert_true(ZYAN_SUCCESS(ZydisDecoderDecodeOperands(zydis_dec(), &ctx, &zi, op,
+										      zi.operand_count_visible)));
+				g_assert_true(ZYAN_SUCCESS(ZydisFormatterFormatInstruction(
+					&fmt, &zi, op, zi.operand_count_visible, want, sizeof(want), ip, NULL)));
+				g_assert_cmpstr(buf, ==, want);
+				g_assert_cmpuint(len, ==, zi.length);
+				g_assert_cmpuint(kind, ==, vt_decode_insn_kind(&zi, op));
+				g_assert_false(vt_decode_branch_text(b, size - 1, ip, &len, &kind, buf));
+				n++;
+			}
+		}
+	}
+	for (gsize i = 0; i < G_N_ELEMENTS(refused); i++)
+		g_assert_false(vt_decode_branch_text(refused[i], sizeof(refused[i]), 0xffffffff81000000ULL, &len, &kind,
+						     buf));
+	g_assert_cmpuint(n, ==, 36 * G_N_ELEMENTS(ips) * 64);
+	g_rand_free(rnd);
+}
+
 /* The same on real kernel code (VT_TEST_CODE: a kcore directory, t0139
  * gives the Debian kernel's): every instruction of every function, swept
  * from its start; and every 8th function's text from the disassembly
@@ -1190,6 +1263,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/insn-branch", test_insn_branch);
 	g_test_add_func("/decode/fast-insn", test_fast_insn);
 	g_test_add_func("/decode/fast-insn-kernel", test_fast_insn_kernel);
+	g_test_add_func("/decode/branch-text", test_branch_text);
 	g_test_add_func("/decode/disasm-bounded", test_disasm_bounded);
 	g_test_add_func("/decode/disasm-shared", test_disasm_shared);
 	g_test_add_func("/decode/disasm-threads", test_disasm_threads);

@@ -36,6 +36,12 @@ void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer 
  * the images attached to it) */
 const guint8 *vt_decode_image_code_own(const VtDecodeImage *img, guint64 vaddr, gsize *avail);
 
+/* disasm.c: the text of a relative jump, conditional jump or call without
+ * prefixes (jcc rel8/rel32, jmp rel8/rel32, call rel32) at ip - code (avail
+ * bytes) - as Zydis's AT&T formatter writes it ("jnz 0xffffffff81000010"),
+ * with its length and kind: FALSE for any other instruction.  buf: 32 bytes. */
+gboolean vt_decode_branch_text(const guint8 *code, gsize avail, guint64 ip, guint8 *len, guint8 *kind, char *buf);
+
 /* An image of one file's code (guest-user.c): segs are (vaddr, file
  * offset, size) triples, ascending; funcs the function starts, ascending. */
 VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, const guint64 *segs, guint nsegs,
