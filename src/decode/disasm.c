@@ -359,40 +359,55 @@ static const char jcc_names[16][5] = {
 	"jo", "jno", "jb", "jnb", "jz", "jnz", "jbe", "jnbe", "js", "jns", "jp", "jnp", "jl", "jnl", "jle", "jnle",
 };
 
-gboolean vt_decode_branch_text(const guint8 *code, gsize avail, guint64 ip, guint8 *len, guint8 *kind, char *buf)
-{
-	static const char digits[] = "0123456789abcdef";
-	const char *name;
-	VtFastInsn f;
-	guint64 target;
-	char *p;
+/* "00".."ff" */
+#define HEX2(b) { "0123456789abcdef"[(b) >> 4], "0123456789abcdef"[(b) & 15] }
+#define HEX2_4(b) HEX2(b), HEX2((b) + 1), HEX2((b) + 2), HEX2((b) + 3)
+#define HEX2_16(b) HEX2_4(b), HEX2_4((b) + 4), HEX2_4((b) + 8), HEX2_4((b) + 12)
+#define HEX2_64(b) HEX2_16(b), HEX2_16((b) + 16), HEX2_16((b) + 32), HEX2_16((b) + 48)
+static const char hex2[256][2] = { HEX2_64(0), HEX2_64(64), HEX2_64(128), HEX2_64(192) };
 
-	if (!vt_fast_insn_decode(code, avail, &f) || !f.relative || (f.iclass != ptic_cond_jump && !f.direct))
+/* vt_decode_branch_text() of an instruction fastinsn.h decoded (f) */
+static gboolean branch_text(const guint8 *code, const VtFastInsn *f, guint64 ip, guint8 *kind, char *buf)
+{
+	const char *name;
+	guint64 target;
+	gsize n;
+
+	if (!f->relative || (f->iclass != ptic_cond_jump && !f->direct))
 		return FALSE;
 	/* no prefix, no REX: the opcode is the first byte */
-	if (code[0] >= 0x70 && code[0] <= 0x7f && f.len == 2) {
+	if (code[0] >= 0x70 && code[0] <= 0x7f && f->len == 2) {
 		name = jcc_names[code[0] & 15];
 		*kind = VT_INSN_COND;
-	} else if (code[0] == 0x0f && (code[1] & 0xf0) == 0x80 && f.len == 6) {
+	} else if (code[0] == 0x0f && (code[1] & 0xf0) == 0x80 && f->len == 6) {
 		name = jcc_names[code[1] & 15];
 		*kind = VT_INSN_COND;
-	} else if ((code[0] == 0xeb && f.len == 2) || (code[0] == 0xe9 && f.len == 5)) {
+	} else if ((code[0] == 0xeb && f->len == 2) || (code[0] == 0xe9 && f->len == 5)) {
 		name = "jmp";
 		*kind = VT_INSN_JUMP;
-	} else if (code[0] == 0xe8 && f.len == 5) {
+	} else if (code[0] == 0xe8 && f->len == 5) {
 		name = "call";
 		*kind = VT_INSN_CALL;
 	} else {
 		return FALSE;
 	}
-	target = ip + f.len + (guint64)(gint64)f.disp;   /* 64-bit code: wraps at 2^64 */
-	p = g_stpcpy(buf, name);
-	*p++ = ' ';
-	*p++ = '0';
-	*p++ = 'x';
-	for (int i = 15; i >= 0; i--, target >>= 4)   /* 16 digits: Zydis pads 64-bit addresses */
-		p[i] = digits[target & 15];
-	p[16] = '\0';
+	target = ip + f->len + (guint64)(gint64)f->disp;   /* 64-bit code: wraps at 2^64 */
+	n = strlen(name);
+	memcpy(buf, name, n);
+	memcpy(buf + n, " 0x", 3);
+	n += 3;
+	for (int i = 7; i >= 0; i--, target >>= 8)   /* 16 digits: Zydis pads 64-bit addresses */
+		memcpy(buf + n + 2 * i, hex2[target & 0xff], 2);
+	buf[n + 16] = '\0';
+	return TRUE;
+}
+
+gboolean vt_decode_branch_text(const guint8 *code, gsize avail, guint64 ip, guint8 *len, guint8 *kind, char *buf)
+{
+	VtFastInsn f;
+
+	if (!vt_fast_insn_decode(code, avail, &f) || !branch_text(code, &f, ip, kind, buf))
+		return FALSE;
 	*len = f.len;
 	return TRUE;
 }
@@ -434,9 +449,12 @@ static gboolean bytes_fast(VtDecodeDisasm *d, VtDisasmInsn *in, const guint8 *co
 		return FALSE;
 	if (G_UNLIKELY(d->check))
 		check_fast(d, code, avail, &f);
-	if (f.relative)
-		return vt_decode_branch_text(code, avail, in->ip, &in->len, &in->kind, buf) &&
-		       (G_LIKELY(!d->check) || check_branch_text(d, in, code, avail, buf));
+	if (f.relative) {
+		if (!branch_text(code, &f, in->ip, &in->kind, buf))
+			return FALSE;
+		in->len = f.len;
+		return G_LIKELY(!d->check) || check_branch_text(d, in, code, avail, buf);
+	}
 	*asked = TRUE;
 	if (!bytes_get(d->t, VT_MODE_64, code, f.len, &in->kind, buf))
 		return FALSE;
