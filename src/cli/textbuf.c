@@ -359,41 +359,6 @@ static void fill_with(char *p, char c, int n)
 	}
 }
 
-static int hex_count(guint64 v)
-{
-	return (64 - __builtin_clzll(v | 1) + 3) / 4;
-}
-
-/* 8 hex digits of v (32 bits) as 8 ASCII bytes, the first digit in the
- * lowest byte: nibbles spread into bytes, '0' added, 'a'-'9'-1 more where
- * a nibble is over 9 (no table, no loop). */
-static guint64 hex8(guint32 v)
-{
-	guint64 x = v;
-
-	x = (x | x << 16) & 0x0000ffff0000ffffULL;
-	x = (x | x << 8) & 0x00ff00ff00ff00ffULL;
-	x = (x | x << 4) & 0x0f0f0f0f0f0f0f0fULL;
-	x += 0x3030303030303030ULL + (((x + 0x0606060606060606ULL) >> 4) & 0x0101010101010101ULL) * ('a' - '9' - 1);
-	return __builtin_bswap64(x);
-}
-
-/* The n lowest hex digits of v at p..p+n-1, and up to 8 bytes of junk
- * after them (the caller has room for it and does not count it). */
-static void hex_digits(char *p, guint64 v, int n)
-{
-	guint64 lo = hex8((guint32)v);
-
-	if (n > 8) {
-		guint64 hi = hex8((guint32)(v >> 32)) >> (8 * (16 - n));
-
-		memcpy(p, &hi, 8);
-		memcpy(p + n - 8, &lo, 8);
-	} else {
-		lo >>= 8 * (8 - n);
-		memcpy(p, &lo, 8);
-	}
-}
 
 /* " xx" of each byte value, padded to 4 bytes: a byte is one copy of a
  * constant size (the 4th byte is overwritten by the next) */
@@ -422,16 +387,16 @@ void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
 gsize vt_textbuf_format_hex(char *buf, guint64 v)
 {
 	char tmp[24];
-	int n = hex_count(v);
+	int n = vt_textbuf_hex_count_(v);
 
-	hex_digits(tmp, v, n);
+	vt_textbuf_hex_digits_(tmp, v, n);
 	memcpy(buf, tmp, (gsize)n);
 	return (gsize)n;
 }
 
 void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 {
-	int n = hex_count(v), fill = width > n ? width - n : 0;
+	int n = vt_textbuf_hex_count_(v), fill = width > n ? width - n : 0;
 	char *p;
 
 	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 32)) {
@@ -441,24 +406,13 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 	p = vt_textbuf_room(t, (gsize)(fill + n + 16));
 	if (fill)
 		fill_with(p, ' ', fill);
-	hex_digits(p + fill, v, n);
+	vt_textbuf_hex_digits_(p + fill, v, n);
 	t->len += (gsize)(fill + n);
 }
 
 void vt_textbuf_hex16(VtTextBuf *t, guint64 v)
 {
-	char *p;
-	guint64 hi, lo;
-
-	if (!(v >> 60)) {                /* fewer digits: padded */
-		vt_textbuf_hex(t, v, 16);
-		return;
-	}
-	p = vt_textbuf_room(t, 16);
-	hi = hex8((guint32)(v >> 32));
-	lo = hex8((guint32)v);
-	memcpy(p, &hi, 8);
-	memcpy(p + 8, &lo, 8);
+	vt_textbuf_hex16_at(vt_textbuf_room(t, 24), v);
 	t->len += 16;
 }
 

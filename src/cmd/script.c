@@ -483,34 +483,58 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 }
 
 /* A kernel address: "ADDR SYM+0xOFF (DSO)" with its symbol (NULL: none,
- * "[unknown]"), as far as -F asks. */
+ * "[unknown]"), as far as -F asks: written into room taken once (every
+ * branch line has one or two, every --insn-trace line one - a room check
+ * and a call per part cost ~270 instructions a side), or part by part
+ * when a name is longer than a piece of the buffer could hold. */
 static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, const char *sym, gsize sym_len,
 		     guint64 off)
 {
 	VtTextBuf *t = s->out;
+	const char *name = sym ? sym : "[unknown]";
+	const char *dso = !sym ? "[unknown]" : guest ? s->guest_dso : "[kernel.kallsyms]";
+	gsize name_len = sym ? sym_len : 9, dso_len = !sym ? 9 : guest ? s->guest_dso_len : 17;
+	/* ADDR (and hex junk), " NAME", "+0x" OFF (and junk), " (DSO)" */
+	gsize most = 24 + 1 + name_len + 3 + 24 + 3 + dso_len;
+	char *p, *start;
 
-	vt_textbuf_hex16(t, addr);
+	if (G_UNLIKELY(most > VT_TEXTBUF_PIECE)) {
+		vt_textbuf_hex16(t, addr);
+		if (f & (F_SYM | F_SYMOFF)) {
+			vt_textbuf_c(t, ' ');
+			vt_textbuf_mem(t, name, name_len);
+		}
+		if (sym && (f & F_SYMOFF)) {
+			put_lit(t, "+0x");
+			vt_textbuf_hex(t, off, 0);
+		}
+		if (f & F_DSO) {
+			put_lit(t, " (");
+			vt_textbuf_mem(t, dso, dso_len);
+			vt_textbuf_c(t, ')');
+		}
+		return;
+	}
+	p = start = vt_textbuf_room(t, most);
+	vt_textbuf_hex16_at(p, addr);
+	p += 16;
 	if (f & (F_SYM | F_SYMOFF)) {
-		vt_textbuf_c(t, ' ');
-		if (sym)
-			vt_textbuf_mem(t, sym, sym_len);
-		else
-			put_lit(t, "[unknown]");
+		*p++ = ' ';
+		memcpy(p, name, name_len);
+		p += name_len;
 	}
 	if (sym && (f & F_SYMOFF)) {
-		put_lit(t, "+0x");
-		vt_textbuf_hex(t, off, 0);
+		memcpy(p, "+0x", 3);
+		p += 3;
+		p += vt_textbuf_hex_at(p, off);
 	}
 	if (f & F_DSO) {
-		put_lit(t, " (");
-		if (!sym)
-			put_lit(t, "[unknown]");
-		else if (guest)
-			vt_textbuf_mem(t, s->guest_dso, s->guest_dso_len);
-		else
-			put_lit(t, "[kernel.kallsyms]");
-		vt_textbuf_c(t, ')');
+		memcpy(p, " (", 2);
+		memcpy(p + 2, dso, dso_len);
+		p[2 + dso_len] = ')';
+		p += 3 + dso_len;
 	}
+	vt_textbuf_commit(t, (gsize)(p - start));
 }
 
 /* The symbol holding a kernel address of img (NULL: none; only in code),
