@@ -64,7 +64,9 @@ struct VtDecodeImage {
 	GArray *fence;           /* guint64: every 2^FENCE_LOG2-th symbol's address (fence_build) */
 	GArray *shadowed;        /* Symbol: those another at their address hides (lookups by name) */
 	GString *names;          /* NUL-separated symbol names */
-	GArray *funcs;           /* guint64 */
+	GArray *funcs;           /* guint64: made on first use (funcs_made), or given */
+	gsize funcs_made;
+	gboolean funcs_given;
 	guint nsyms_file;
 	guint64 text;
 	guint gen;               /* unique per image loaded (symbol_hint) */
@@ -231,16 +233,18 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	g_autoptr(GBytes) file = kallsyms_read(path, error);
 	gsize len;
 	const char *text = file ? g_bytes_get_data(file, &len) : NULL, *cur, *nl, *fend;
-	guint lineno = 0;
+	guint lineno = 0, n = 0;
 	GArray *all;
 
 	if (!file)
 		return FALSE;
 	fend = text ? memchr(text, '\0', len) : NULL;   /* up to a NUL, as a C string is read */
 	fend = fend ? fend : text + len;
-	/* room for all at once (a line is 20 bytes or more; names are shorter
-	 * than the file): no copy of growing arrays */
-	all = g_array_sized_new(FALSE, FALSE, sizeof(Symbol), (guint)MIN(len / 20, (gsize)G_MAXUINT));
+	/* room for all at once (a 64-bit kernel's line is 20 bytes or more -
+	 * shorter ones grow it; names are shorter than the file), written in
+	 * place: no call per symbol */
+	all = g_array_sized_new(FALSE, FALSE, sizeof(Symbol), (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));
+	g_array_set_size(all, (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));   /* (not cleared: not touched) */
 	g_string_set_size(img->names, len);      /* names are shorter than their lines */
 	g_string_truncate(img->names, 0);
 	for (cur = text; cur && cur < fend; cur = nl < fend ? nl + 1 : NULL) {
@@ -272,32 +276,36 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		memcpy(img->names->str + img->names->len, name, name_end - name);
 		img->names->len += name_end - name;
 		img->names->str[img->names->len++] = '\0';
-		g_array_append_val(all, s);
+		if (G_UNLIKELY(n == all->len))   /* shorter lines (addresses of fewer digits) */
+			g_array_set_size(all, all->len * 2);
+		g_array_index(all, Symbol, n++) = s;
 	}
+	g_array_set_size(all, n);
 	img->names->str[img->names->len] = '\0';
 	/* sort; of the symbols at one address keep the last in the file (the
 	 * largest name offset) */
 	if (!syms_sorted(all))     /* a stable sort: sorted input stays as it is */
 		g_array_sort(all, cmp_sym);
-	g_array_set_size(img->syms, all->len);   /* as large as it can get: filled in place */
-	for (guint i = 0, n = 0; i < all->len; i++) {
-		Symbol *s = &g_array_index(all, Symbol, i);
-		Symbol *last = n ? &g_array_index(img->syms, Symbol, n - 1) : NULL;
+	/* in place: the kept symbols move down over those shadowed */
+	n = 0;
+	for (guint i = 0; i < all->len; i++) {
+		Symbol s = g_array_index(all, Symbol, i);
+		Symbol *last = n ? &g_array_index(all, Symbol, n - 1) : NULL;
 
-		if (last && last->addr == s->addr) {
-			if (s->name > last->name) {   /* later in the file */
+		if (last && last->addr == s.addr) {
+			if (s.name > last->name) {   /* later in the file */
 				g_array_append_val(img->shadowed, *last);
-				*last = *s;
+				*last = s;
 			} else {
-				g_array_append_val(img->shadowed, *s);
+				g_array_append_val(img->shadowed, s);
 			}
 		} else {
-			g_array_index(img->syms, Symbol, n++) = *s;
+			g_array_index(all, Symbol, n++) = s;
 		}
-		if (i + 1 == all->len)
-			g_array_set_size(img->syms, n);
 	}
-	g_array_free(all, TRUE);
+	g_array_set_size(all, n);
+	g_array_free(img->syms, TRUE);
+	img->syms = all;
 	fence_build(img);
 	if (!img->nsyms_file) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kallsyms %s is empty", img->what, path);
@@ -395,6 +403,9 @@ struct pt_image_section_cache *vt_decode_image_iscache(const VtDecodeImage *img)
 	return img->iscache;
 }
 
+/* The function starts of a kernel image, made when first asked for
+ * (script never asks: ~4 M instructions and the array's pages saved at
+ * its start). */
 static void collect_functions(VtDecodeImage *img)
 {
 	guint n = 0;
@@ -462,7 +473,6 @@ VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, con
 		vt_decode_image_free(img);
 		return NULL;
 	}
-	collect_functions(img);
 	return img;
 }
 
@@ -675,6 +685,13 @@ guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name)
 
 const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n)
 {
+	VtDecodeImage *w = (VtDecodeImage *)img;   /* (made once: a cache) */
+
+	if (g_once_init_enter(&w->funcs_made)) {
+		if (!img->funcs_given)
+			collect_functions(w);
+		g_once_init_leave(&w->funcs_made, 1);
+	}
 	*n = img->funcs->len;
 	return (const guint64 *)(const void *)img->funcs->data;
 }
@@ -788,6 +805,7 @@ VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, cons
 		g_array_append_val(img->segs, s);
 	}
 	g_array_append_vals(img->funcs, funcs, nfuncs);
+	img->funcs_given = TRUE;
 	if (!add_to_iscache(img, error))
 		goto fail;
 	return img;
