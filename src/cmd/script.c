@@ -1686,8 +1686,10 @@ static void report_threads(Script *s)
 
 /* Call traces: a branch that neither moves perf's call stacks nor shows
  * (jumps, conditional jumps, power events) is dropped in the decoding
- * threads.  Exact only where each host thread's stack is one queue's: a
- * stack is emptied when another queue's branch of its thread comes. */
+ * threads - plain jumps (all VT_BRANCH_JUMP: their flags are BRANCH and
+ * CONDITIONAL at most) are not even made (vt_decode_result_drop_jumps).
+ * Exact only where each host thread's stack is one queue's: a stack is
+ * emptied when another queue's branch of its thread comes. */
 static gboolean call_keep(gpointer data, const VtBranch *b)
 {
 	const Script *s = data;
@@ -1729,8 +1731,10 @@ static void report(Script *s)
 		report_threads(s);
 	} else {
 		printer_init(s, vt_textbuf_new(stdout, 1 << 20), NULL);
-		if (call_keep_applies(s))
+		if (call_keep_applies(s)) {
 			vt_decode_result_keep(s->result, call_keep, s);
+			vt_decode_result_drop_jumps(s->result);
+		}
 		vt_decode_result_start(s->result, NULL);
 		while ((e = vt_decode_result_next(s->result)))
 			script_event(s, e);

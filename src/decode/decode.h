@@ -385,6 +385,12 @@ typedef struct {
  * may only read data).  NULL: all (the default). */
 typedef gboolean (*VtDecodeKeep)(gpointer data, const VtBranch *b);
 void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
+/* Before vt_decode_result_start: plain jumps (VT_BRANCH_JUMP - jumps and
+ * taken conditional jumps, synchronous) are not even made, for a reader
+ * whose keep() drops them all (call traces: 3 of 4 branches); the
+ * decoder's state (times, counts) moves on as if they were made and
+ * dropped. */
+void vt_decode_result_drop_jumps(VtDecodeResult *r);
 /* No host thread's branches in two queues (per-thread recordings whose
  * queues' threads differ): what a reader keeps per thread is kept per queue. */
 gboolean vt_decode_result_threads_apart(const VtDecodeResult *r);

@@ -25,6 +25,8 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power);
 /* Also report a VT_BRANCH_FLOW_END at the queue's end. */
 void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end);
+/* Emit no VT_BRANCH_JUMP (vt_decode_result_drop_jumps). */
+void vt_decode_queue_set_drop_jumps(VtDecodeQueue *d, gboolean drop);
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 /* Guest code that the guest image does not have (guest user space) comes

@@ -81,6 +81,7 @@ struct VtDecodeQueue {
 	/* power events (VtDecodeOptions.power): a PSB+ and a new core:bus
 	 * ratio wait for the IP they bind to (the next block's) */
 	gboolean power;
+	gboolean drop_jumps;             /* vt_decode_queue_set_drop_jumps */
 	/* flow end (VtDecodeOptions.flow_end): past the last conditional
 	 * jump not taken since the last branch */
 	gboolean flow_end, have_nt;
@@ -318,10 +319,27 @@ static VtBranch *out_add(Dec *d)
 	return b;
 }
 
+/* A plain jump not emitted (vt_decode_queue_set_drop_jumps): the state
+ * moves on as emit_at() moves it. */
+static void drop_jump(Dec *d, guint64 tsc)
+{
+	source(d, FALSE, NULL);
+	(void)monotonic(d, tsc);
+	d->ovf = 0;
+	d->have_nt = FALSE;
+	d->insns = 0;
+}
+
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
 		    gboolean cond, guint64 tsc, guint64 off)
 {
-	VtBranch *b = out_add(d);
+	VtBranch *b;
+
+	if (G_UNLIKELY(d->drop_jumps) && kind == VT_BRANCH_JUMP) {
+		drop_jump(d, tsc);
+		return;
+	}
+	b = out_add(d);
 
 	b->async = d->src_async;
 	b->insn_kind = d->src_kind;
@@ -1022,6 +1040,11 @@ void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
 void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end)
 {
 	d->flow_end = flow_end;
+}
+
+void vt_decode_queue_set_drop_jumps(VtDecodeQueue *d, gboolean drop)
+{
+	d->drop_jumps = drop;
 }
 
 /* The queue's data has ended: the conditional jumps not taken after its

@@ -833,6 +833,13 @@ void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data)
 	r->keep_data = data;
 }
 
+void vt_decode_result_drop_jumps(VtDecodeResult *r)
+{
+	g_return_if_fail(!r->started);
+	for (guint i = 0; i < r->n; i++)
+		vt_decode_queue_set_drop_jumps(r->qs[i].dec, TRUE);
+}
+
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 {
 	g_return_if_fail(!r->started);
