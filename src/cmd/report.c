@@ -69,7 +69,7 @@ static gboolean parse(int *argc, char ***argv, ReportOptions *o, GError **error)
 		{ "vcpu", 0, 0, G_OPTION_ARG_INT, &o->vcpu, "Only the vCPU thread \"CPU N/KVM\" (record --source tcg: \"CPU N/TCG\")", "N" },
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only what starts from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "top", 0, 0, G_OPTION_ARG_INT, &o->top, "Rows per function table, longest exits per vCPU (default 20)", "N" },
-		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
+		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Queues decoding at once (default: all)", "N" },
 		G_OPTION_ENTRY_NULL
 	};
 

@@ -52,7 +52,7 @@ static gboolean parse(int *argc, char ***argv, TimelineOptions *o, GError **erro
 		VT_CMD_IMAGE_ENTRIES(&o->img),
 		{ "max-slices", 0, 0, G_OPTION_ARG_INT, &o->max_slices, "HTML: the longest N function slices and the longest N VM exits are kept (default 200000 each); shorter ones only in the summary", "N" },
 		{ "force", 'f', 0, G_OPTION_ARG_NONE, &o->force, "Replace OUT if it is a regular file", NULL },
-		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Decoding threads (default: one per CPU)", "N" },
+		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Queues decoding at once (default: all)", "N" },
 		G_OPTION_ENTRY_NULL
 	};
 

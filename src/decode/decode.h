@@ -313,7 +313,7 @@ typedef struct {
 	const char *path;         /* the recording (file or perf.data directory) */
 	VtDecodeImage *host;      /* borrowed */
 	VtDecodeImage *guest;     /* borrowed; NULL: host only (guest code is an error) */
-	guint jobs;               /* decoding threads (0: one per CPU) */
+	guint jobs;               /* queues decoding at once (0: all of them, or one per CPU if more) */
 	/* borrowed, prepared; guest user code not in `guest` is taken from it,
 	 * per guest process (guest-user.c) */
 	const struct VtDecodeGuestUser *guest_user;

@@ -885,7 +885,12 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	r->qs = g_aligned_alloc0(MAX(r->n, 1u), sizeof(Queue), _Alignof(Queue));
 	g_mutex_init(&r->lock);
 	g_cond_init(&r->cond);
-	r->tokens = opts->jobs ? opts->jobs : MAX(1, g_get_num_processors());
+	/* by default every queue may decode at once: a timed merge needs
+	 * each queue's next batch, and a queue waiting for a token while the
+	 * others wait for the reader left a CPU idle (1 MiB exit-heavy, 4
+	 * queues on 2 CPUs: idle core-seconds 0.080 -> 0.032 in a call trace,
+	 * 0.090 -> 0.043 in --insn-trace; wall -14% and -6%) */
+	r->tokens = opts->jobs ? opts->jobs : MAX(r->n, (guint)MAX(1, g_get_num_processors()));
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
