@@ -73,6 +73,7 @@ typedef struct {
 	guint8 call_dso_len[3];
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
+	gboolean records;                  /* a printer of call lines for the main thread to pad (put_records) */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
 	VtDecodeDisasmTable *tables[2];    /* the printers' (report_threads): freed after the result */
 	GHashTable *user_disasm;           /* guest user file image -> its VtDecodeDisasm */
@@ -1141,9 +1142,9 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 
 /* perf's callindent field for one sample (ip => addr in one machine):
  * "(DSO)\t", the depth's indentation, the called function (calls, trace
- * begins) or the returning one (returns, trace ends), padded to a column
- * that follows the longest recent name. */
-static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guint32 flags, guint depth)
+ * begins) or the returning one (returns, trace ends); returns the length
+ * of the indentation and name (call_pad pads to the column). */
+static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guint32 flags, guint depth)
 {
 	VtTextBuf *t = s->out;
 	const VtDecodeImage *img = guest ? s->guest : s->host;
@@ -1164,10 +1165,59 @@ static void call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, gui
 		vt_textbuf_hex(t, at, 16);
 		len = (int)(depth * 4 + 16);
 	}
+	return len;
+}
+
+/* The padding after a callindent field of len: to a column that follows
+ * the longest recent name over all lines in print order (perf's). */
+static void call_pad(Script *s, int len)
+{
 	if (len > s->spacing || (len && len < s->spacing - 52))
 		s->spacing = (len + 4 + 31) / 32 * 32;
 	if (len < s->spacing)
-		vt_textbuf_pad(t, (gsize)(s->spacing - len));
+		vt_textbuf_pad(s->out, (gsize)(s->spacing - len));
+}
+
+/* Call lines made in the decoding threads (Script.records) go to the main
+ * thread as records - a 32-bit length, a 32-bit callindent length (-1:
+ * the line is whole), the line without its padding and newline - and the
+ * main thread pads them as it writes them in print order (put_records):
+ * the padding is the one field that depends on the lines of all queues.
+ * record_open() makes room for the head and returns where the line starts. */
+static gsize record_open(VtTextBuf *t)
+{
+	vt_textbuf_room(t, 8);
+	vt_textbuf_commit(t, 8);
+	return t->len;
+}
+
+static void record_close(VtTextBuf *t, gsize start, gint32 indent)
+{
+	guint32 n = (guint32)(t->len - start);
+
+	memcpy(t->buf + start - 8, &n, 4);
+	memcpy(t->buf + start - 4, &indent, 4);
+}
+
+static void put_records(Script *s, const char *p, gsize n)
+{
+	const char *end = p + n;
+
+	while (p + 8 <= end) {
+		guint32 len;
+		gint32 indent;
+
+		memcpy(&len, p, 4);
+		memcpy(&indent, p + 4, 4);
+		p += 8;
+		len = (guint32)MIN((gsize)len, (gsize)(end - p));
+		vt_textbuf_mem(s->out, p, len);
+		p += len;
+		if (indent >= 0) {
+			call_pad(s, indent);
+			vt_textbuf_c(s->out, '\n');
+		}
+	}
 }
 
 /* call_indent()'s "(DSO)\t" of host and guest code and of no code, the
@@ -1188,10 +1238,18 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
 	/* perf keeps a stack for the host thread only: guest lines show none */
 	guint depth = guest ? 0 : s->depth;
 
+	gsize start;
+
 	if (!wanted(s, e, guest))
 		return;
+	if (s->records) {
+		start = record_open(s->out);
+		call_start(s, e, guest, flags);
+		record_close(s->out, start, call_indent(s, ip, addr, guest, flags, depth));
+		return;
+	}
 	call_start(s, e, guest, flags);
-	call_indent(s, ip, addr, guest, flags, depth);
+	call_pad(s, call_indent(s, ip, addr, guest, flags, depth));
 	vt_textbuf_c(s->out, '\n');
 }
 
@@ -1223,11 +1281,18 @@ static void print_call(Script *s, const VtDecodeEvent *e)
 {
 	const VtBranch *b = &e->b;
 	guint32 flags = s->flags;
+	gsize start;
 
-	call_prefetch(s);
-
+	if (!s->records)
+		call_prefetch(s);        /* (the reader's queue: the main thread's) */
 	if (b->kind == VT_BRANCH_ERROR) {
+		if (!s->records) {
+			print_text(s, e);
+			return;
+		}
+		start = record_open(s->out);
 		print_text(s, e);
+		record_close(s->out, start, -1);
 		return;
 	}
 	if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
@@ -1586,6 +1651,10 @@ static gpointer printer_open(gpointer data, guint queue)
 	(void)queue;
 	*s = *p->main;
 	printer_init(s, vt_textbuf_new_mem(CHUNK_BYTES), p->disasm);
+	if (s->records) {                /* call stacks per queue: per thread (call_keep_applies) */
+		s->stacks = vt_decode_stacks_new();
+		s->syms = vt_decode_symcache_new(16);
+	}
 	return s;
 }
 
@@ -1626,19 +1695,47 @@ static void printer_close(gpointer ctx)
 {
 	Script *s = ctx;
 
+	if (s->records) {
+		vt_decode_stacks_free(s->stacks);
+		vt_decode_symcache_free(s->syms);
+	}
 	printer_clear(s);
 	vt_textbuf_free(s->out);
 	g_free(s);
 }
 
-/* Printing in the decoding threads, unless something prints across queues. */
+/* Call traces: a branch that neither moves perf's call stacks nor shows
+ * (jumps, conditional jumps, power events) is dropped in the decoding
+ * threads - plain jumps (all VT_BRANCH_JUMP: their flags are BRANCH and
+ * CONDITIONAL at most) are not even made (vt_decode_result_drop_jumps).
+ * Exact only where each host thread's stack is one queue's: a stack is
+ * emptied when another queue's branch of its thread comes. */
+static gboolean call_keep(gpointer data, const VtBranch *b)
+{
+	const Script *s = data;
+
+	return b->kind == VT_BRANCH_ERROR ||
+	       (vt_decode_perf_flags(b) & (s->show_flags | VT_PERF_FLAG_CALL | VT_PERF_FLAG_RETURN |
+					   VT_PERF_FLAG_TRACE_BEGIN));
+}
+
+static gboolean call_keep_applies(const Script *s)
+{
+	return s->stacks && !s->o->insn_trace && !s->o->power && !s->o->json &&
+	       vt_decode_result_threads_apart(s->result);
+}
+
+/* Printing in the decoding threads, unless something prints across
+ * queues (call traces can where each host thread is one queue's: its
+ * stack is then the queue's printer's, and only the padding is left for
+ * the main thread - records). */
 static gboolean print_in_threads(const Script *s)
 {
 	const char *serial = g_getenv("VMTRACE_SCRIPT_SERIAL");
 
 	if (serial && *serial && strcmp(serial, "0"))
 		return FALSE;
-	return !s->o->json && !s->stacks && !vt_decode_guest_user_n_maps(s->guser, NULL);
+	return !s->o->json && !vt_decode_guest_user_n_maps(s->guser, NULL) && (!s->stacks || call_keep_applies(s));
 }
 
 /* The merged text goes out as the threads made it: pieces (up to PIECES,
@@ -1663,8 +1760,15 @@ static void report_threads(Script *s)
 	for (int i = 0; i < 2; i++)
 		p.disasm[i] = s->tables[i] = vt_decode_disasm_table_new(i ? s->guest : s->host, 18);
 
-	if (!s->o->insn_trace && (s->o->field_mask & (F_IP | F_ADDR)))
+	if (!s->o->insn_trace && !s->records && (s->o->field_mask & (F_IP | F_ADDR)))
 		f.ahead = printer_ahead;   /* branch lines with sides */
+	if (s->records) {              /* call lines: padded here, in print order */
+		vt_decode_result_drop_jumps(s->result);
+		vt_decode_result_start(s->result, &f);
+		while ((text = vt_decode_result_next_text(s->result, &len)))
+			put_records(s, text, len);
+		return;
+	}
 	vt_decode_result_hold_text(s->result);
 	vt_decode_result_start(s->result, &f);
 	while ((text = vt_decode_result_next_text(s->result, &len))) {
@@ -1682,27 +1786,6 @@ static void report_threads(Script *s)
 	}
 	vt_textbuf_write_pieces(s->out, iov, n);
 	vt_decode_result_release_text(s->result);
-}
-
-/* Call traces: a branch that neither moves perf's call stacks nor shows
- * (jumps, conditional jumps, power events) is dropped in the decoding
- * threads - plain jumps (all VT_BRANCH_JUMP: their flags are BRANCH and
- * CONDITIONAL at most) are not even made (vt_decode_result_drop_jumps).
- * Exact only where each host thread's stack is one queue's: a stack is
- * emptied when another queue's branch of its thread comes. */
-static gboolean call_keep(gpointer data, const VtBranch *b)
-{
-	const Script *s = data;
-
-	return b->kind == VT_BRANCH_ERROR ||
-	       (vt_decode_perf_flags(b) & (s->show_flags | VT_PERF_FLAG_CALL | VT_PERF_FLAG_RETURN |
-					   VT_PERF_FLAG_TRACE_BEGIN));
-}
-
-static gboolean call_keep_applies(const Script *s)
-{
-	return s->stacks && !s->o->insn_trace && !s->o->power && !s->o->json &&
-	       vt_decode_result_threads_apart(s->result);
 }
 
 static void report(Script *s)
@@ -1728,6 +1811,7 @@ static void report(Script *s)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	if (print_in_threads(s)) {
 		s->out = vt_textbuf_new(stdout, 1 << 20);
+		s->records = s->stacks != NULL;
 		report_threads(s);
 	} else {
 		printer_init(s, vt_textbuf_new(stdout, 1 << 20), NULL);
