@@ -73,7 +73,9 @@ typedef struct {
 	guint8 call_dso_len[3];
 	guint32 show_flags;                /* their branches: perf's flags shown */
 	int spacing;                       /* perf's callindent column, as it goes */
-	gboolean records;                  /* a printer of call lines for the main thread to pad (put_records) */
+	gboolean records;                  /* a printer of call lines for the main thread to pad (put_records): */
+	gsize rec_spaces_at;               /* the indentation's place in the last call line (t->len), */
+	guint32 rec_spaces;                /* its spaces (not written) */
 	VtDecodeDisasm *disasm[2];         /* --insn-trace: host, guest */
 	VtDecodeDisasmTable *tables[2];    /* the printers' (report_threads): freed after the result */
 	GHashTable *user_disasm;           /* guest user file image -> its VtDecodeDisasm */
@@ -1156,12 +1158,18 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 
 	put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
+	s->rec_spaces_at = t->len;
+	s->rec_spaces = 0;
+	if (y->sym || at) {
+		if (s->records)          /* the main thread writes them (put_records) */
+			s->rec_spaces = depth * 4;
+		else
+			vt_textbuf_pad(t, (gsize)depth * 4);
+	}
 	if (y->sym) {
-		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_mem(t, y->sym, y->sym_len);
 		len = (int)(depth * 4 + y->sym_len);
 	} else if (at) {
-		vt_textbuf_pad(t, (gsize)depth * 4);
 		vt_textbuf_hex(t, at, 16);
 		len = (int)(depth * 4 + 16);
 	}
@@ -1179,42 +1187,54 @@ static void call_pad(Script *s, int len)
 }
 
 /* Call lines made in the decoding threads (Script.records) go to the main
- * thread as records - a 32-bit length, a 32-bit callindent length (-1:
- * the line is whole), the line without its padding and newline - and the
- * main thread pads them as it writes them in print order (put_records):
- * the padding is the one field that depends on the lines of all queues.
+ * thread as records - a head of four 32-bit numbers: the line's length
+ * here, its callindent length (-1: the line is whole, no padding), where
+ * its indentation goes and how many spaces that is; then the line without
+ * indentation, padding and newline - and the main thread writes the spaces
+ * and pads each line as it writes them in print order (put_records): the
+ * padding is the one field that depends on the lines of all queues, and
+ * the indentation, most of a deep call trace's bytes, is not copied.
  * record_open() makes room for the head and returns where the line starts. */
-static gsize record_open(VtTextBuf *t)
+typedef struct {
+	guint32 len;
+	gint32 indent;
+	guint32 spaces_at, spaces;
+} RecordHead;
+
+static gsize record_open(Script *s)
 {
-	vt_textbuf_room(t, 8);
-	vt_textbuf_commit(t, 8);
-	return t->len;
+	vt_textbuf_room(s->out, sizeof(RecordHead));
+	vt_textbuf_commit(s->out, sizeof(RecordHead));
+	s->rec_spaces = 0;
+	return s->out->len;
 }
 
-static void record_close(VtTextBuf *t, gsize start, gint32 indent)
+static void record_close(Script *s, gsize start, gint32 indent)
 {
-	guint32 n = (guint32)(t->len - start);
+	VtTextBuf *t = s->out;
+	RecordHead h = { (guint32)(t->len - start), indent, 0, s->rec_spaces };
 
-	memcpy(t->buf + start - 8, &n, 4);
-	memcpy(t->buf + start - 4, &indent, 4);
+	if (h.spaces)
+		h.spaces_at = (guint32)(s->rec_spaces_at - start);
+	memcpy(t->buf + start - sizeof(h), &h, sizeof(h));
 }
 
 static void put_records(Script *s, const char *p, gsize n)
 {
 	const char *end = p + n;
+	RecordHead h;
 
-	while (p + 8 <= end) {
-		guint32 len;
-		gint32 indent;
-
-		memcpy(&len, p, 4);
-		memcpy(&indent, p + 4, 4);
-		p += 8;
-		len = (guint32)MIN((gsize)len, (gsize)(end - p));
-		vt_textbuf_mem(s->out, p, len);
-		p += len;
-		if (indent >= 0) {
-			call_pad(s, indent);
+	while ((gsize)(end - p) >= sizeof(h)) {
+		memcpy(&h, p, sizeof(h));
+		p += sizeof(h);
+		h.len = (guint32)MIN((gsize)h.len, (gsize)(end - p));
+		h.spaces_at = MIN(h.spaces_at, h.len);
+		vt_textbuf_mem(s->out, p, h.spaces_at);
+		vt_textbuf_pad(s->out, h.spaces);
+		vt_textbuf_mem(s->out, p + h.spaces_at, h.len - h.spaces_at);
+		p += h.len;
+		if (h.indent >= 0) {
+			call_pad(s, h.indent);
 			vt_textbuf_c(s->out, '\n');
 		}
 	}
@@ -1243,9 +1263,9 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
 	if (!wanted(s, e, guest))
 		return;
 	if (s->records) {
-		start = record_open(s->out);
+		start = record_open(s);
 		call_start(s, e, guest, flags);
-		record_close(s->out, start, call_indent(s, ip, addr, guest, flags, depth));
+		record_close(s, start, call_indent(s, ip, addr, guest, flags, depth));
 		return;
 	}
 	call_start(s, e, guest, flags);
@@ -1290,9 +1310,9 @@ static void print_call(Script *s, const VtDecodeEvent *e)
 			print_text(s, e);
 			return;
 		}
-		start = record_open(s->out);
+		start = record_open(s);
 		print_text(s, e);
-		record_close(s->out, start, -1);
+		record_close(s, start, -1);
 		return;
 	}
 	if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
