@@ -149,13 +149,16 @@ check "the snapshot's kallsyms is the running guest's" cmp -s "$TMP/kallsyms" "$
 
 # --- Ctrl-C: both stop, the guest file is complete -----------------------------
 # (with --guest-events: samples are recorded in the guest when asked, and not injected)
-rec $G --guest-events cpu-clock,dummy --progress -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
+rec $G --guest-events cpu-clock,dummy --progress --synth-rate 64K -o "$TMP/r2" >/dev/null 2>"$TMP/r2.err" &
 rp=$!
 # Ctrl-C once the recorder has read a sideband record of the vCPU threads:
 # their context switches are the kernel's (the synth source writes none),
 # and inject needs one with a CPU (else exit 19).  Their other sideband
 # (comm, fork/exit, exec mmaps) does not happen in this guest's idle QEMU.
-# A fixed sleep (1 s, then 3 s) was flaky under load.
+# A fixed sleep (1 s, then 3 s) was flaky under load; so was a source that
+# gave its 2 MiB at once: the recording ended by itself at 0.0 s, before
+# any switch (session 19, a suite run beside other work) - at 64 KiB/s it
+# lasts up to 32 s.
 for _ in $(seq 1200); do
 	tr '\r' '\n' <"$TMP/r2.err" 2>/dev/null | grep -q ' [1-9][0-9]* sideband records' && break
 	sleep 0.1
