@@ -1257,7 +1257,6 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
 {
 	/* perf keeps a stack for the host thread only: guest lines show none */
 	guint depth = guest ? 0 : s->depth;
-
 	gsize start;
 
 	if (!wanted(s, e, guest))
