@@ -110,6 +110,35 @@ static void test_kallsyms_forms(void)
 		g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff810000c1ULL, &off), ==, "twelve");
 		g_assert_cmpuint(off, ==, 1);
 	}
+	/* short lines (addresses of a few digits, names of two or three
+	 * letters, ~12 bytes a line): more symbols than the room made for a
+	 * 64-bit kernel's lines of 20 bytes or more, which then grows; the last
+	 * of two at one address names it (kept in place) */
+	{
+		GString *t = g_string_new(NULL);
+		g_autoptr(GError) err = NULL;
+		g_autofree char *ks = NULL;
+		VtDecodeImage *img;
+		guint64 off;
+
+		for (guint i = 0; i < 5000; i++)
+			g_string_append_printf(t, "%x T s%u\n", 0x1000 + 16 * i, i);
+		g_string_append(t, "1010 t again\n");
+		ks = write_text(dir, "kallsyms", t->str);
+		g_assert_cmpuint(t->len / 20, <, 5000);
+		g_string_free(t, TRUE);
+		img = vt_decode_image_load_dir(dir, "host", &err);
+		g_assert_no_error(err);
+		for (guint i = 0; i < 5000; i++) {
+			g_autofree char *want = i == 1 ? g_strdup("again") : g_strdup_printf("s%u", i);
+
+			g_assert_cmpstr(vt_decode_image_symbol(img, 0x1000 + 16 * i + 5, &off), ==, want);
+			g_assert_cmpuint(off, ==, 5);
+		}
+		g_assert_cmphex(vt_decode_image_lookup(img, "s4999"), ==, 0x1000 + 16 * 4999);
+		g_assert_cmphex(vt_decode_image_lookup(img, "s1"), ==, 0x1010);   /* shadowed, still found by name */
+		vt_decode_image_free(img);
+	}
 	/* a byte next to the hex digits' ranges (or one that looks like a digit
 	 * in another case) among 16: a malformed line, not a number */
 	for (const char *c = "/:@G`g\x10\x16\xc6 "; *c; c++) {

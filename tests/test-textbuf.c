@@ -77,10 +77,10 @@ static void test_numbers(void)
 	}
 	for (gsize i = 0; i < G_N_ELEMENTS(hexes); i++) {   /* the same into room taken: _at */
 		char *p = vt_textbuf_room(m.t, 24 + 24 + 1);
-		gsize n = vt_textbuf_hex_at(p, hexes[i]);
+		gsize n = vt_hex_at(p, hexes[i]);
 
 		p[n] = '|';
-		vt_textbuf_hex16_at(p + n + 1, hexes[i]);
+		vt_hex16_at(p + n + 1, hexes[i]);
 		vt_textbuf_commit(m.t, n + 1 + 16);
 		vt_textbuf_c(m.t, '|');
 		g_string_append_printf(want, "%" PRIx64 "|%16" PRIx64 "|", hexes[i], hexes[i]);

@@ -387,16 +387,16 @@ void vt_textbuf_bytes(VtTextBuf *t, const guint8 *p, gsize n)
 gsize vt_textbuf_format_hex(char *buf, guint64 v)
 {
 	char tmp[24];
-	int n = vt_textbuf_hex_count_(v);
+	int n = vt_hex_count(v);
 
-	vt_textbuf_hex_digits_(tmp, v, n);
+	vt_hex_digits(tmp, v, n);
 	memcpy(buf, tmp, (gsize)n);
 	return (gsize)n;
 }
 
 void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 {
-	int n = vt_textbuf_hex_count_(v), fill = width > n ? width - n : 0;
+	int n = vt_hex_count(v), fill = width > n ? width - n : 0;
 	char *p;
 
 	if (G_UNLIKELY(fill > VT_TEXTBUF_PIECE - 32)) {
@@ -406,13 +406,13 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width)
 	p = vt_textbuf_room(t, (gsize)(fill + n + 16));
 	if (fill)
 		fill_with(p, ' ', fill);
-	vt_textbuf_hex_digits_(p + fill, v, n);
+	vt_hex_digits(p + fill, v, n);
 	t->len += (gsize)(fill + n);
 }
 
 void vt_textbuf_hex16(VtTextBuf *t, guint64 v)
 {
-	vt_textbuf_hex16_at(vt_textbuf_room(t, 24), v);
+	vt_hex16_at(vt_textbuf_room(t, 24), v);
 	t->len += 16;
 }
 

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "src/decode/hex.h"
+
 G_BEGIN_DECLS
 
 /* the most one vt_textbuf_room may ask for (the buffer is at least this
@@ -122,69 +124,8 @@ void vt_textbuf_hex(VtTextBuf *t, guint64 v, int width);
 /* vt_textbuf_hex(t, v, 16): kernel addresses' 16 digits without counting them */
 void vt_textbuf_hex16(VtTextBuf *t, guint64 v);
 /* The same straight into room the caller has (vt_textbuf_room, then
- * vt_textbuf_commit of the length): v's hex digits at p, up to 8 bytes of
- * junk after them (room for 24), their number returned; "%16llx" at p
- * (room for 24 as well).  Inline: a branch line has two or four. */
-static inline int vt_textbuf_hex_count_(guint64 v)
-{
-	return (64 - __builtin_clzll(v | 1) + 3) / 4;
-}
-
-/* 8 hex digits of v (32 bits) as 8 ASCII bytes, the first digit in the
- * lowest byte: nibbles spread into bytes, '0' added, 'a'-'9'-1 more where
- * a nibble is over 9 (no table, no loop). */
-static inline guint64 vt_textbuf_hex8_(guint32 v)
-{
-	guint64 x = v;
-
-	x = (x | x << 16) & 0x0000ffff0000ffffULL;
-	x = (x | x << 8) & 0x00ff00ff00ff00ffULL;
-	x = (x | x << 4) & 0x0f0f0f0f0f0f0f0fULL;
-	x += 0x3030303030303030ULL + (((x + 0x0606060606060606ULL) >> 4) & 0x0101010101010101ULL) * ('a' - '9' - 1);
-	return __builtin_bswap64(x);
-}
-
-/* The n lowest hex digits of v at p..p+n-1, and up to 8 bytes of junk
- * after them (the caller has room for it and does not count it). */
-static inline void vt_textbuf_hex_digits_(char *p, guint64 v, int n)
-{
-	guint64 lo = vt_textbuf_hex8_((guint32)v);
-
-	if (n > 8) {
-		guint64 hi = vt_textbuf_hex8_((guint32)(v >> 32)) >> (8 * (16 - n));
-
-		memcpy(p, &hi, 8);
-		memcpy(p + n - 8, &lo, 8);
-	} else {
-		lo >>= 8 * (8 - n);
-		memcpy(p, &lo, 8);
-	}
-}
-
-static inline gsize vt_textbuf_hex_at(char *p, guint64 v)
-{
-	int n = vt_textbuf_hex_count_(v);
-
-	vt_textbuf_hex_digits_(p, v, n);
-	return (gsize)n;
-}
-
-static inline void vt_textbuf_hex16_at(char *p, guint64 v)
-{
-	guint64 hi, lo;
-
-	if (G_UNLIKELY(!(v >> 60))) {    /* fewer digits: padded */
-		int n = vt_textbuf_hex_count_(v);
-
-		memset(p, ' ', 16);
-		vt_textbuf_hex_digits_(p + 16 - n, v, n);   /* (its junk: the caller's room) */
-		return;
-	}
-	hi = vt_textbuf_hex8_((guint32)(v >> 32));
-	lo = vt_textbuf_hex8_((guint32)v);
-	memcpy(p, &hi, 8);
-	memcpy(p + 8, &lo, 8);
-}
+ * vt_textbuf_commit of the length): src/decode/hex.h's vt_hex_at and
+ * vt_hex16_at. */
 /* v in decimal right-aligned in width, padded with ' ' ("%*lld") or '0'
  * ("%0*lld": zeros after a minus sign) */
 void vt_textbuf_int(VtTextBuf *t, gint64 v, int width, char pad);

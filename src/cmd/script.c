@@ -519,7 +519,7 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 		return;
 	}
 	p = start = vt_textbuf_room(t, most);
-	vt_textbuf_hex16_at(p, addr);
+	vt_hex16_at(p, addr);
 	p += 16;
 	if (f & (F_SYM | F_SYMOFF)) {
 		*p++ = ' ';
@@ -529,7 +529,7 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	if (sym && (f & F_SYMOFF)) {
 		memcpy(p, "+0x", 3);
 		p += 3;
-		p += vt_textbuf_hex_at(p, off);
+		p += vt_hex_at(p, off);
 	}
 	if (f & F_DSO) {
 		memcpy(p, " (", 2);

@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "src/decode/fastinsn.h"
+#include "src/decode/hex.h"
 #include "src/decode/internal.h"
 
 typedef struct {
@@ -359,13 +360,6 @@ static const char jcc_names[16][5] = {
 	"jo", "jno", "jb", "jnb", "jz", "jnz", "jbe", "jnbe", "js", "jns", "jp", "jnp", "jl", "jnl", "jle", "jnle",
 };
 
-/* "00".."ff" */
-#define HEX2(b) { "0123456789abcdef"[(b) >> 4], "0123456789abcdef"[(b) & 15] }
-#define HEX2_4(b) HEX2(b), HEX2((b) + 1), HEX2((b) + 2), HEX2((b) + 3)
-#define HEX2_16(b) HEX2_4(b), HEX2_4((b) + 4), HEX2_4((b) + 8), HEX2_4((b) + 12)
-#define HEX2_64(b) HEX2_16(b), HEX2_16((b) + 16), HEX2_16((b) + 32), HEX2_16((b) + 48)
-static const char hex2[256][2] = { HEX2_64(0), HEX2_64(64), HEX2_64(128), HEX2_64(192) };
-
 /* vt_decode_branch_text() of an instruction fastinsn.h decoded (f) */
 static gboolean branch_text(const guint8 *code, const VtFastInsn *f, guint64 ip, guint8 *kind, char *buf)
 {
@@ -396,8 +390,7 @@ static gboolean branch_text(const guint8 *code, const VtFastInsn *f, guint64 ip,
 	memcpy(buf, name, n);
 	memcpy(buf + n, " 0x", 3);
 	n += 3;
-	for (int i = 7; i >= 0; i--, target >>= 8)   /* 16 digits: Zydis pads 64-bit addresses */
-		memcpy(buf + n + 2 * i, hex2[target & 0xff], 2);
+	vt_hex_digits(buf + n, target, 16);   /* 16 digits, zeros first: Zydis pads 64-bit addresses */
 	buf[n + 16] = '\0';
 	return TRUE;
 }
