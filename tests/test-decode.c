@@ -827,6 +827,78 @@ static void test_symcache(void)
 	remove_dir(dir);
 }
 
+/* One table, many threads (vt_decode_symcache_share, as script's
+ * printers): 4 threads look up addresses of 300 symbols - one of them a
+ * 70,000-character name (its length past the 16 bits kallsyms keeps) -
+ * through a table of 8 slots, so that slots are rewritten all the time
+ * by the others; every answer is the image's own symbol and length. */
+typedef struct {
+	VtDecodeSymCache *c;
+	const VtDecodeImage *img;
+	guint seed;
+	gint bad;
+} SymRun;
+
+static gpointer sym_reader(gpointer data)
+{
+	SymRun *r = data;
+	VtDecodeSymCache *c = vt_decode_symcache_share(r->c);
+	GRand *rand = g_rand_new_with_seed(r->seed);
+
+	for (int i = 0; i < 200000; i++) {
+		guint64 a = CODE + (guint64)g_rand_int_range(rand, 0, 300 * 16), off;
+		const char *want = vt_decode_image_symbol(r->img, a, &off);
+		const VtDecodeSym *y = vt_decode_symcache_lookup(c, r->img, a);
+
+		if (y->sym != want || y->sym_len != strlen(want) || !y->code || y->addr != a || y->img != r->img)
+			g_atomic_int_inc(&r->bad);
+	}
+	g_rand_free(rand);
+	vt_decode_symcache_free(c);
+	return NULL;
+}
+
+static void test_symcache_threads(void)
+{
+	static guint8 code[300 * 16];
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	g_autofree char *core = NULL, *ks = NULL, *longname = g_strnfill(70000, 'x');
+	GString *text = g_string_new(NULL);
+	const Seg seg = { CODE, PF_R | PF_X, code, sizeof(code) };
+	g_autoptr(GError) err = NULL;
+	VtDecodeImage *img;
+	VtDecodeSymCache *c = vt_decode_symcache_new(3);
+	SymRun r[4];
+	GThread *th[4];
+	guint64 off;
+	gsize len = 0;
+
+	for (int i = 0; i < 300; i++)
+		g_string_append_printf(text, "%016" G_GINT64_MODIFIER "x T %s%d\n", (guint64)CODE + i * 16,
+				       i == 7 ? longname : "f", i);
+	core = write_core(dir, "kcore", &seg, 1, FALSE);
+	ks = write_text(dir, "kallsyms", text->str);
+	img = vt_decode_image_load_dir(dir, "m", &err);
+	g_assert_no_error(err);
+	g_assert_nonnull(vt_decode_image_symbol_len(img, CODE + 7 * 16 + 3, &off, &len));
+	g_assert_cmpuint(len, ==, 70001);
+	g_assert_cmpuint(off, ==, 3);
+	g_assert_nonnull(vt_decode_image_symbol_len(img, CODE + 8 * 16, &off, &len));
+	g_assert_cmpuint(len, ==, 2);
+	for (guint i = 0; i < G_N_ELEMENTS(th); i++) {
+		r[i] = (SymRun){ c, img, i + 1, 0 };
+		th[i] = g_thread_new("symbols", sym_reader, &r[i]);
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(th); i++) {
+		g_thread_join(th[i]);
+		g_assert_cmpint(r[i].bad, ==, 0);
+	}
+	vt_decode_symcache_free(c);   /* the table's last cache */
+	vt_decode_image_free(img);
+	g_string_free(text, TRUE);
+	remove_dir(dir);
+}
+
 /* The decoder's quick classification of the branch that ends a block
  * (no Zydis) says what Zydis says - kind and length - whenever it answers,
  * and answers for the usual near branches; on random bytes after prefixes
@@ -1289,6 +1361,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	g_test_add_func("/decode/symcache", test_symcache);
+	g_test_add_func("/decode/symcache-threads", test_symcache_threads);
 	g_test_add_func("/decode/insn-branch", test_insn_branch);
 	g_test_add_func("/decode/fast-insn", test_fast_insn);
 	g_test_add_func("/decode/fast-insn-kernel", test_fast_insn_kernel);

@@ -64,6 +64,10 @@ const guint8 *vt_decode_image_code_at(const VtDecodeImage *img, guint64 vaddr, g
 				      gsize *avail, guint64 *tag);
 /* The symbol containing addr and the offset into it; NULL if none. */
 const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset);
+/* The same and the name's length (*len 0 if none): kept from kallsyms,
+ * where each caller's strlen of the name was a cache miss on a trace that
+ * runs much code. */
+const char *vt_decode_image_symbol_len(const VtDecodeImage *img, guint64 addr, guint64 *offset, gsize *len);
 /* Address of a symbol by name (the first one in file order); 0 if none. */
 guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name);
 /* Text symbols (types T/t) inside code segments, ascending addresses. */
@@ -96,24 +100,33 @@ void vt_decode_table_free(void *table, gsize bytes);
 
 /* The symbols of addresses, cached per (image, address) in a table of
  * 2^slots_log2 entries of 32 bytes (direct-mapped: bounded, never stale -
- * an entry names its image and address).  Not thread-safe. */
+ * an entry names its image and address).  A cache is one thread's; caches
+ * made by vt_decode_symcache_share() look up and fill one table, from any
+ * threads (a slot is written under a sequence number). */
 typedef struct {
 	guint64 addr;
-	const VtDecodeImage *img;   /* NULL: empty slot */
+	const VtDecodeImage *img;
 	const char *sym;            /* the symbol containing addr, NULL if none */
 	guint32 sym_len;
 	gboolean code;              /* addr is in a code segment of img (sym only then) */
 } VtDecodeSym;
 typedef struct VtDecodeSymCache VtDecodeSymCache;
 VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2);
+/* A cache for another thread on c's table (which lives until its last
+ * cache is freed). */
+VtDecodeSymCache *vt_decode_symcache_share(const VtDecodeSymCache *c);
 void vt_decode_symcache_free(VtDecodeSymCache *c);
-/* addr 0 or img NULL: no code, no symbol.  Valid until the next lookup. */
+/* addr 0 or img NULL: no code, no symbol.  Valid until the next lookup
+ * in c. */
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
 /* Whether addr is code (VtDecodeSym.code), without a symbol: no slot of
  * the table is read or filled. */
 gboolean vt_decode_symcache_code(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
 /* The slot a lookup of (img, addr) reads, on its way into the cache. */
 void vt_decode_symcache_prefetch(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
+/* The name a lookup of (img, addr) gives, on its way into the cache, if
+ * the slot holds it (best after vt_decode_symcache_prefetch had time). */
+void vt_decode_symcache_prefetch_name(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr);
 
 /* --------------------------------------------------------- instructions */
 /* What an instruction does to control flow (Zydis decodes it). */

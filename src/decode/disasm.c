@@ -274,10 +274,12 @@ static void set_text(VtDisasmInsn *in, const char *text)
 /* The symbol of ip (in code only: perf names nothing outside it). */
 static void set_symbol(VtDecodeDisasm *d, VtDisasmInsn *in)
 {
-	in->sym = in->code ? vt_decode_image_symbol(d->t->img, in->ip, &in->sym_off) : NULL;
+	gsize len = 0;
+
+	in->sym = in->code ? vt_decode_image_symbol_len(d->t->img, in->ip, &in->sym_off, &len) : NULL;
 	if (in->sym && in->sym != d->last_sym) {
 		d->last_sym = in->sym;
-		d->last_sym_len = (guint16)MIN(strlen(in->sym), (gsize)G_MAXUINT16);
+		d->last_sym_len = (guint16)MIN(len, (gsize)G_MAXUINT16);
 	}
 	in->sym_len = in->sym ? d->last_sym_len : 0;
 	if (!in->sym)

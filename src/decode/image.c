@@ -52,6 +52,7 @@ typedef struct {
 typedef struct {
 	guint64 addr;
 	guint32 name;            /* offset into img->names */
+	guint16 len;             /* its length (G_MAXUINT16: that or more) */
 	char type;
 } Symbol;
 
@@ -273,6 +274,7 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		if (!wanted_type(s.type) || !s.addr)
 			continue;
 		s.name = img->names->len;
+		s.len = (guint16)MIN(name_end - name, G_MAXUINT16);
 		memcpy(img->names->str + img->names->len, name, name_end - name);
 		img->names->len += name_end - name;
 		img->names->str[img->names->len++] = '\0';
@@ -626,13 +628,24 @@ static __thread struct {
 	guint64 lo, hi;
 } symbol_hint;
 
-const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset)
+/* The name of symbol i and its length. */
+static const char *symbol_name(const VtDecodeImage *img, guint i, gsize *len)
+{
+	const Symbol *y = &g_array_index(img->syms, Symbol, i);
+	const char *name = img->names->str + y->name;
+
+	*len = y->len < G_MAXUINT16 ? y->len : strlen(name);
+	return name;
+}
+
+const char *vt_decode_image_symbol_len(const VtDecodeImage *img, guint64 addr, guint64 *offset, gsize *len)
 {
 	guint lo = 0, hi = img->fence->len;
 
+	*len = 0;
 	if (symbol_hint.gen == img->gen && addr >= symbol_hint.lo && addr < symbol_hint.hi) {
 		*offset = addr - symbol_hint.lo;
-		return img->names->str + g_array_index(img->syms, Symbol, symbol_hint.idx).name;
+		return symbol_name(img, symbol_hint.idx, len);
 	}
 	while (lo < hi) {         /* the run of symbols whose fence is the last at or below addr */
 		guint mid = (lo + hi) / 2;
@@ -659,7 +672,14 @@ const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint
 	symbol_hint.lo = g_array_index(img->syms, Symbol, lo - 1).addr;
 	symbol_hint.hi = lo < img->syms->len ? g_array_index(img->syms, Symbol, lo).addr : G_MAXUINT64;
 	*offset = addr - symbol_hint.lo;
-	return img->names->str + g_array_index(img->syms, Symbol, lo - 1).name;
+	return symbol_name(img, lo - 1, len);
+}
+
+const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint64 *offset)
+{
+	gsize len;
+
+	return vt_decode_image_symbol_len(img, addr, offset, &len);
 }
 
 /* The first in file order (the smallest name offset) of arr's symbols

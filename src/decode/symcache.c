@@ -7,18 +7,41 @@
  * Bounded: a slot is replaced by the next address that maps to it.
  * A slot has no offset into the symbol (call traces show the name alone):
  * 32 bytes, so that 2^16 slots are one transparent huge page, zeroed on
- * their first write (40 bytes were two: 4 MiB zeroed, 2.5 MiB used). */
+ * their first write (40 bytes were two: 4 MiB zeroed, 2.5 MiB used).
+ * Script's printers (a decoding thread each) share one table: each had
+ * its own, and on this VM the first write of each huge page cost 1-3 ms
+ * (the kernel zeroing it: 5-8% of a 1 MiB exit-heavy call trace's CPU
+ * samples, with the walk's tables), and each filled the slots of the same
+ * kernel functions again (exit-heavy: 46,324 fills, 29,574 addresses). */
 #include "config.h"
 
 #include <string.h>
 
 #include "src/decode/decode.h"
 
-G_STATIC_ASSERT(sizeof(VtDecodeSym) == 32);
+/* A slot: written under its sequence number (odd while written; a
+ * writer that finds it odd or loses the race skips), read whole and kept
+ * only if the number is even and did not change meanwhile (a seqlock, as
+ * walk.c's block table).  sym_len's low bit: code. */
+typedef struct {
+	guint32 seq;
+	guint32 len_code;
+	guint64 addr;
+	const VtDecodeImage *img;   /* NULL: empty */
+	const char *sym;
+} Slot;
+
+G_STATIC_ASSERT(sizeof(Slot) == 32);
+
+typedef struct {
+	Slot *slots;
+	guint shift;                /* 64 - log2(slots) */
+	gint refs;
+} Table;
 
 struct VtDecodeSymCache {
-	VtDecodeSym *slots;
-	guint shift;                /* 64 - log2(slots) */
+	Table *t;
+	VtDecodeSym out;            /* the last lookup's */
 	/* vt_decode_symcache_code(): code of img from lo up to hi, as the
 	 * image said (img NULL: none known), the last two images' (host,
 	 * guest), the older replaced */
@@ -34,53 +57,105 @@ VtDecodeSymCache *vt_decode_symcache_new(guint slots_log2)
 	VtDecodeSymCache *c = g_new0(VtDecodeSymCache, 1);
 
 	slots_log2 = CLAMP(slots_log2, 1, 24);
-	c->slots = vt_decode_table_new(sizeof(VtDecodeSym) << slots_log2);
-	c->shift = 64 - slots_log2;
+	c->t = g_new0(Table, 1);
+	c->t->slots = vt_decode_table_new(sizeof(Slot) << slots_log2);
+	c->t->shift = 64 - slots_log2;
+	c->t->refs = 1;
 	return c;
+}
+
+VtDecodeSymCache *vt_decode_symcache_share(const VtDecodeSymCache *c)
+{
+	VtDecodeSymCache *n = g_new0(VtDecodeSymCache, 1);
+
+	n->t = c->t;
+	g_atomic_int_inc(&n->t->refs);
+	return n;
 }
 
 void vt_decode_symcache_free(VtDecodeSymCache *c)
 {
 	if (!c)
 		return;
-	vt_decode_table_free(c->slots, sizeof(VtDecodeSym) << (64 - c->shift));
+	if (g_atomic_int_dec_and_test(&c->t->refs)) {
+		vt_decode_table_free(c->t->slots, sizeof(Slot) << (64 - c->t->shift));
+		g_free(c->t);
+	}
 	g_free(c);
 }
 
 static void fill(VtDecodeSym *e, const VtDecodeImage *img, guint64 addr)
 {
-	gsize avail;
+	gsize avail, len = 0;
 	guint64 off;
 
 	e->img = img;
 	e->addr = addr;
 	e->sym = NULL;
-	e->sym_len = 0;
 	e->code = addr && img && vt_decode_image_code(img, addr, &avail);
 	if (e->code)
-		e->sym = vt_decode_image_symbol(img, addr, &off);
-	if (e->sym)
-		e->sym_len = (guint32)strlen(e->sym);
+		e->sym = vt_decode_image_symbol_len(img, addr, &off, &len);
+	e->sym_len = e->sym ? (guint32)MIN(len, (gsize)G_MAXUINT32 >> 1) : 0;
 }
 
 /* Fibonacci hashing: every bit of the address and the image counts */
-static inline VtDecodeSym *slot_of(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+static inline Slot *slot_of(const Table *t, const VtDecodeImage *img, guint64 addr)
 {
-	return &c->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> c->shift];
+	return &t->slots[((addr ^ (guint64)(guintptr)img) * 0x9e3779b97f4a7c15ULL) >> t->shift];
 }
 
 void vt_decode_symcache_prefetch(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
-	__builtin_prefetch(slot_of(c, img, addr));
+	__builtin_prefetch(slot_of(c->t, img, addr));
+}
+
+void vt_decode_symcache_prefetch_name(const VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
+{
+	Slot *e = slot_of(c->t, img, addr);
+
+	if (__atomic_load_n(&e->addr, __ATOMIC_RELAXED) == addr && __atomic_load_n(&e->img, __ATOMIC_RELAXED) == img)
+		__builtin_prefetch(__atomic_load_n(&e->sym, __ATOMIC_RELAXED));
+}
+
+/* e's (img, addr) into c->out if it holds them. */
+static gboolean slot_get(VtDecodeSymCache *c, Slot *e, const VtDecodeImage *img, guint64 addr)
+{
+	guint32 seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	Slot x;
+
+	if (seq & 1)
+		return FALSE;
+	memcpy(&x, e, sizeof(x));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq || x.img != img || x.addr != addr)
+		return FALSE;
+	c->out = (VtDecodeSym){ addr, img, x.sym, x.len_code >> 1, x.len_code & 1 };
+	return TRUE;
+}
+
+static void slot_put(Slot *e, const VtDecodeSym *y)
+{
+	Slot x = { 0, y->sym_len << 1 | (y->code ? 1 : 0), y->addr, y->img, y->sym };
+	guint32 seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+
+	if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
+						      __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy((guint8 *)e + sizeof(e->seq), (const guint8 *)&x + sizeof(x.seq), sizeof(x) - sizeof(x.seq));
+	__atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)
 {
-	VtDecodeSym *e = slot_of(c, img, addr);
+	Slot *e = slot_of(c->t, img, addr);
 
-	if (G_UNLIKELY(e->img != img || e->addr != addr || !img))
-		fill(e, img, addr);
-	return e;
+	if (G_LIKELY(img && slot_get(c, e, img, addr)))
+		return &c->out;
+	fill(&c->out, img, addr);
+	if (img)
+		slot_put(e, &c->out);
+	return &c->out;
 }
 
 /* Not from the table: the code range the image gave last (the branch

@@ -42,6 +42,7 @@
 #define TABLE_BITS 17                    /* blocks kept per image (2 ways a set) */
 #define RET_SIZE 64                      /* libipt's return stack */
 #define TAG_MIXED G_MAXUINT64            /* bytes from two sources, or a process's: not kept */
+#define ZCACHE_BITS 4                    /* Zydis's decodings kept per walker */
 
 enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4, F_DIRECT = 8 /* (WSlot.flags only) */ };
 
@@ -74,6 +75,15 @@ typedef struct {
 
 G_STATIC_ASSERT(sizeof(WSlot) == 32);
 
+/* An instruction Zydis decoded (one the fast decoder leaves to it): its
+ * bytes as given, its mode and ip, and the answer. */
+typedef struct {
+	guint8 bytes[ZYDIS_MAX_INSTRUCTION_LENGTH];
+	guint8 avail;                    /* 0: empty */
+	guint8 mode;
+	WInsn in;
+} ZSlot;
+
 struct VtWalkTable {
 	WSlot *slots;                    /* 2^TABLE_BITS */
 };
@@ -98,6 +108,7 @@ struct VtWalk {
 	guint64 ret[RET_SIZE + 1];
 	guint8 top, bottom;
 	ZydisDecoder zy[4];
+	ZSlot zcache[1 << ZCACHE_BITS];
 	gboolean check;                  /* VMTRACE_WALK_CHECK */
 };
 
@@ -275,14 +286,25 @@ static void check_fast(VtWalk *w, const guint8 *code, gsize avail, const WInsn *
 }
 
 /* The instruction at ip in mode from its bytes at code (avail of them, at
- * most an instruction's length): 0 or -pte_bad_insn. */
+ * most an instruction's length): 0 or -pte_bad_insn.  What only Zydis
+ * decodes is kept per walker by ip (the same bytes, mode and ip give the
+ * same answer): the instructions events bind to - VMRESUME, MOV CR3,
+ * VMPTRLD - are walked one by one at every VM entry and exit, each a
+ * Zydis decode of ~930 instructions (1 MiB exit-heavy: 16,000 of them). */
 static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, int mode, WInsn *in)
 {
 	ZydisDecodedInstruction zi;
+	ZSlot *z;
 
 	if (mode == ptem_64bit && fast_decode(code, avail, ip, in)) {
 		if (G_UNLIKELY(w->check))
 			check_fast(w, code, avail, in);
+		return 0;
+	}
+	avail = MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH);
+	z = &w->zcache[(ip ^ ip >> ZCACHE_BITS) & ((1u << ZCACHE_BITS) - 1)];
+	if (z->avail == avail && z->mode == mode && z->in.ip == ip && !memcmp(z->bytes, code, avail)) {
+		*in = z->in;
 		return 0;
 	}
 	memset(in, 0, sizeof(*in));
@@ -291,6 +313,10 @@ static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, in
 	in->ip = ip;
 	in->size = zi.length;
 	classify(&zi, ip, in);
+	memcpy(z->bytes, code, avail);
+	z->avail = (guint8)avail;
+	z->mode = (guint8)mode;
+	z->in = *in;
 	return 0;
 }
 
