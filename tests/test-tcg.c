@@ -518,6 +518,93 @@ static void test_poke_after_psb(void)
 	rm_rf(out);
 }
 
+/* Code on a page never poked running on into a poked one: the walker
+ * takes the first page's bytes at any time (no version to ask for) but
+ * the second's by time - a block from 0xff8 (8 nops on the first page,
+ * then "nop; nop; ret" on the second) returns from 0x1002 before the
+ * poke at T2 and, once the poke made 0x1000 a ret, from 0x1000: walked
+ * again, not kept with the old bytes (the image's bytes given as one
+ * piece past the first page's end would keep them).  The block at 0x1000
+ * itself is kept per version of its page. */
+static void test_poke_next_page(void)
+{
+	static const guint8 code0[] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0xc3 };
+	static const guint8 poked[] = { 0xc3 };
+	const guint64 t1 = VT_TCG_T0 + 1000, t2 = VT_TCG_T0 + 2000, t3 = VT_TCG_T0 + 3000;
+	const guint64 start = KTEXT + 0xff8, page = KTEXT + 0x1000;
+	g_autofree char *in = g_dir_make_tmp("test-tcg.XXXXXX", NULL);
+	g_autofree char *code = g_build_filename(in, "code", NULL);
+	g_autofree char *meta = g_build_filename(in, "meta", NULL);
+	g_autofree char *ptf = g_build_filename(in, "vcpu0.pt", NULL);
+	g_autofree char *m = NULL, *out = NULL, *gdir = NULL, *hdir = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) host = NULL, guest = NULL;
+	g_autoptr(VtDecodeResult) r = NULL;
+	GByteArray *a = g_byte_array_new(), *pt = g_byte_array_new();
+	VtTcgCodeHeader h = { .vaddr = start, .len = sizeof(code0), .tsc = VT_TCG_T0 };
+	VtDecodeOptions o = { 0 };
+	const VtDecodeEvent *e;
+	/* the returns: from, to, instructions since the last branch */
+	static const struct { guint64 from, to; guint insns; } want[] = {
+		{ 0x1002, 0x1000, 11 }, { 0x1002, 0x1000, 3 }, { 0x1002, 0xff8, 3 }, { 0x1000, 0x1000, 9 },
+	};
+	guint n = 0;
+
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, code0, sizeof(code0));
+	h = (VtTcgCodeHeader){ .vaddr = page, .len = sizeof(poked), .tsc = t2 };
+	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
+	g_byte_array_append(a, poked, sizeof(poked));
+	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
+	put_psb(pt, t1, 0);
+	put_ip(pt, 0x11, start);                      /* TIP.PGE: 8 nops, nop, nop, ret */
+	put_ip(pt, 0x0d, page);                       /* nop, nop, ret (kept) */
+	put_ip(pt, 0x0d, page);                       /* nop, nop, ret (the kept block) */
+	put_ip(pt, 0x0d, start);
+	put_psb(pt, t3, start);                       /* past the poke: 8 nops, ret */
+	put_ip(pt, 0x0d, page);                       /* ret */
+	g_byte_array_append(pt, (const guint8 *)"\x01", 1);   /* TIP.PGD */
+	g_assert_true(g_file_set_contents(ptf, (const char *)pt->data, pt->len, NULL));
+	m = g_strdup_printf("format 1\napi 1\nvcpus 1\nfilter all\nmttcg 0\nstarted 3200\nbefore 1000\n"
+			    "vcpu 0 tid 123 bytes %u packets 20 retired 27 async 0 faults 0 rep 0 unresolved 0 "
+			    "filtered 0 final 0 inflight 0\n", pt->len);
+	g_assert_true(g_file_set_contents(meta, m, -1, NULL));
+	g_byte_array_unref(a);
+	g_byte_array_unref(pt);
+
+	out = converted(in, NULL);
+	gdir = g_build_filename(out, "guest", NULL);
+	hdir = g_build_filename(out, "kcore_dir", NULL);
+	guest = vt_decode_image_load_dir(gdir, "guest", &err);
+	g_assert_no_error(err);
+	host = vt_decode_image_load_dir(hdir, "host", &err);
+	g_assert_no_error(err);
+	o.path = out;
+	o.host = host;
+	o.guest = guest;
+	o.jobs = 1;
+	r = vt_decode_recording(&o, &err);
+	g_assert_no_error(err);
+	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(guest), page >> 12));   /* (the recording's) */
+	g_assert_false(vt_decode_pokes_page(vt_decode_image_pokes(guest), start >> 12));
+	while ((e = vt_decode_result_next(r))) {
+		const VtBranch *b = &e->b;
+
+		g_assert_cmpint(b->kind, !=, VT_BRANCH_ERROR);
+		if (b->kind != VT_BRANCH_RETURN)
+			continue;
+		g_assert_cmpuint(n, <, G_N_ELEMENTS(want));
+		g_assert_cmphex(b->from, ==, KTEXT + want[n].from);
+		g_assert_cmphex(b->to, ==, KTEXT + want[n].to);
+		g_assert_cmpuint(b->insns, ==, want[n].insns);
+		n++;
+	}
+	g_assert_cmpuint(n, ==, G_N_ELEMENTS(want));
+	g_assert_cmpuint(vt_decode_result_n_errors(r), ==, 0);
+	rm_rf(in);
+	rm_rf(out);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -528,5 +615,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/tcg/pokes", test_pokes);
 	g_test_add_func("/tcg/refusals", test_refusals);
 	g_test_add_func("/tcg/poke-after-psb", test_poke_after_psb);
+	g_test_add_func("/tcg/poke-next-page", test_poke_next_page);
 	return g_test_run();
 }

@@ -53,6 +53,8 @@ VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, cons
  * versions of the poked pages made for img (after the last poke is added)
  * and their libipt sections put in iscache. */
 gboolean vt_decode_pokes_page(const VtDecodePokes *p, guint64 page);
+/* The first poked page at or after page (G_MAXUINT64: none). */
+guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page);
 gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
 			   guint8 *dst, gsize n);
 gboolean vt_decode_pokes_add_record(VtDecodePokes **host, VtDecodePokes **guest, const guint8 *rec, gsize size,
@@ -60,6 +62,12 @@ gboolean vt_decode_pokes_add_record(VtDecodePokes **host, VtDecodePokes **guest,
 gboolean vt_decode_pokes_build(VtDecodePokes *p, const VtDecodeImage *img, GError **error);
 gboolean vt_decode_pokes_add_sections(VtDecodePokes *p, const VtDecodeImage *img,
 				      struct pt_image_section_cache *iscache, GError **error);
+/* The bytes at addr on a poked page at time tsc, where its version keeps
+ * them (no copy): up to the page's end, *avail of them, *tag the version
+ * (as vt_decode_pokes_read_tag names a read of one page); NULL (*tag 0)
+ * when the page is not poked or has no code at addr. */
+const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
+				   gsize *avail, guint64 *tag);
 /* The bytes as vt_decode_pokes_read(), 0 if addr..addr+n-1 touches no
  * poked page; *tag: the versions read (for caches). */
 gsize vt_decode_pokes_read_tag(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
@@ -136,8 +144,11 @@ typedef struct VtWalkTable VtWalkTable;
 VtWalkTable *vt_walk_table_new(void);
 void vt_walk_table_free(VtWalkTable *t);
 /* ... and where code is plain: at or above host_plain (guest_plain) the
- * image's own bytes, tag 0, never changed (G_MAXUINT64: nowhere). */
+ * image's own bytes, tag 0, never changed (G_MAXUINT64: nowhere) - but on
+ * the pages host_pokes (guest_pokes) poke (NULL: none), whose bytes the
+ * code function gives by time. */
 void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint64 host_plain, guint64 guest_plain);
+void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes);
 VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img);
 
 #endif

@@ -127,7 +127,6 @@ struct VtDecodeQueue {
 	guint stuck;
 	gboolean time_same;              /* libipt's time is still d->before (step()) */
 	gboolean use_blk;                /* VMTRACE_DECODER=blk: libipt's block decoder */
-	guint8 wbuf[16];                 /* walk_code()'s poked bytes */
 };
 
 /* The AUX offset of the decoder's position.  After a failed sync at the
@@ -260,7 +259,9 @@ static void pokes_now(Dec *d)
 {
 	uint64_t tsc = 0;
 
-	if ((d->view[0] || d->view[1]) && vt_walk_time(d->dec, &tsc) >= 0)
+	/* (libipt's block decoder reads the image's sections; the walker
+	 * reads poked pages at its time itself: walk_code) */
+	if ((d->view[0] || d->view[1]) && d->use_blk && vt_walk_time(d->dec, &tsc) >= 0)
 		for (int i = 0; i < 2; i++)
 			if (d->view[i])
 				vt_decode_poke_view_at(d->view[i], tsc);
@@ -631,11 +632,13 @@ static void block_end(Dec *d, guint64 ip, guint8 mode)
 	const guint8 *code;
 	/* the byte classifier knows 64-bit code only; a guest process's code
 	 * (the code hook) is read by insn_at() */
-	gboolean fast = mode == VT_MODE_64 && !d->view[w] && !(w == 1 && d->code && !(ip >> 47));
+	gboolean fast = mode == VT_MODE_64 && !(w == 1 && d->code && !(ip >> 47));
 
+	/* the walker's decoding of it, of the bytes it walked (a poked page's
+	 * at the walker's time): not read again */
 	if (fast && vt_walk_last_branch(d->dec, ip, &d->pend.kind, &d->pend.len))
-		return;                  /* the walker's decoding of it: not read again */
-	if (fast && (code = vt_decode_image_code(d->img[w], ip, &avail)) &&
+		return;
+	if (fast && !d->view[w] && (code = vt_decode_image_code(d->img[w], ip, &avail)) &&
 	    vt_decode_insn_branch(code, MIN(avail, (gsize)16), &d->pend.kind, &d->pend.len))
 		return;
 	d->pend = *insn_at(d, ip, mode);
@@ -799,11 +802,21 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 	*tag = 0;
 	*avail = 0;
 	if (d->view[src]) {
-		*avail = vt_decode_pokes_read_tag(vt_decode_image_pokes(img), img, ip, tsc, d->wbuf, sizeof(d->wbuf),
-						  tag);
-		if (*tag)
-			return *avail ? d->wbuf : NULL;
-		if ((code = vt_decode_image_code(img, ip, avail)) || !hooked_code(d, img, ip, &code, avail))
+		const VtDecodePokes *p = vt_decode_image_pokes(img);
+
+		/* a poked page: its version's bytes where they are kept, to the
+		 * page's end (a copy of 16 bytes and a hash lookup per block and
+		 * per instruction walked were a third of a real boot's decode) */
+		if ((code = vt_decode_pokes_code(p, img, ip, tsc, avail, tag)) || *tag)
+			return code;
+		if ((code = vt_decode_image_code(img, ip, avail))) {
+			guint64 next = vt_decode_pokes_next_page(p, ip / 4096 + 1);
+
+			if (next != G_MAXUINT64 && next * 4096 - ip < *avail)
+				*avail = next * 4096 - ip;   /* the image's bytes up to the next poked page */
+			return code;
+		}
+		if (!hooked_code(d, img, ip, &code, avail))
 			return code;
 	} else if (src == 1 && d->code && img != d->img[0]) {
 		if (!hooked_code(d, img, ip, &code, avail))
@@ -816,13 +829,20 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 }
 
 /* Where walk_code() gives an image's own unchanging bytes (tag 0): all of
- * an image without pokes; the guest's upper half only with the code hook
- * (guest processes below). */
+ * an image (but its poked pages: walk_tables); the guest's upper half only
+ * with the code hook (guest processes below). */
 static guint64 plain_from(const Dec *d, int src)
 {
-	if (d->view[src])
-		return G_MAXUINT64;
 	return src == 1 && d->code && d->img[1] != d->img[0] ? G_GUINT64_CONSTANT(1) << 47 : 0;
+}
+
+/* The walker's block tables, where code is plain, the poked pages. */
+static void walk_tables(Dec *d)
+{
+	vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
+			   plain_from(d, 0), plain_from(d, 1));
+	vt_walk_set_pokes(d->dec, d->view[0] ? vt_decode_image_pokes(d->img[0]) : NULL,
+			  d->view[1] ? vt_decode_image_pokes(d->img[1]) : NULL);
 }
 
 static gboolean decoder_new(Dec *d, GError **error)
@@ -853,8 +873,7 @@ static gboolean decoder_new(Dec *d, GError **error)
 		return FALSE;
 	}
 	if (!d->use_blk)
-		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
-				   plain_from(d, 0), plain_from(d, 1));
+		walk_tables(d);
 	return vt_walk_set_source(d->dec, d->guest, d->pi[d->guest ? 1 : 0]) >= 0;
 }
 
@@ -1076,8 +1095,7 @@ void vt_decode_queue_set_code(VtDecodeQueue *d, VtDecodeCodeFunc code, gpointer 
 	if (code && !d->view[1] && d->img[1] != d->img[0])
 		pt_image_set_callback(d->pi[1], guest_read, d);
 	if (d->dec && !d->use_blk)
-		vt_walk_set_tables(d->dec, vt_decode_image_walk_table(d->img[0]), vt_decode_image_walk_table(d->img[1]),
-				   plain_from(d, 0), plain_from(d, 1));
+		walk_tables(d);
 }
 
 const GError *vt_decode_queue_error(const VtDecodeQueue *d)

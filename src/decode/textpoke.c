@@ -15,7 +15,10 @@
  * last poke; from then on the page's last version is a section of its own
  * (a view adds it), with libipt's block cache like the rest of the code.
  * Kernels poke most pages early in the boot (jump labels, alternatives,
- * ftrace), so most of a trace decodes at full speed.  (A section per
+ * ftrace), so most of a trace decodes at full speed.  vmtrace's own walker
+ * (walk.c) takes no sections: it asks for a page's bytes by time only on
+ * poked pages (vt_decode_pokes_code: where the version keeps them, tagged
+ * by version for its block table), elsewhere the image's bytes hold.  (A section per
  * version, swapped as time passes, is not enough: libipt reads code ahead
  * of the time vmtrace sees between blocks, and a page's section cannot be
  * taken out of a libipt image again but by replacing it.)
@@ -59,9 +62,9 @@ struct VtDecodePokes {
 	GByteArray *raw_bytes;
 	/* made by vt_decode_pokes_build() for one image: */
 	GArray *pg;              /* Page, ascending page numbers */
-	GHashTable *index;       /* page number -> index into pg + 1 */
 	guint64 pmin, pmax;      /* the poked pages' range ... */
-	guint8 *bits;            /* ... and a bit per page in it: poked? */
+	guint8 *bits;            /* ... and a bit per page in it: poked? (64-bit words) */
+	guint32 *rank;           /* per word of bits: the poked pages before it (page_get) */
 	GArray *vers;            /* Version, grouped by page */
 	GArray *finals;          /* Final, time order */
 	GArray *isids;           /* int, libipt section ids */
@@ -84,8 +87,6 @@ static void built_free(VtDecodePokes *p)
 {
 	if (p->pg)
 		g_array_free(p->pg, TRUE);
-	if (p->index)
-		g_hash_table_destroy(p->index);
 	if (p->vers)
 		g_array_free(p->vers, TRUE);
 	if (p->finals)
@@ -97,11 +98,12 @@ static void built_free(VtDecodePokes *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	g_free(p->bits);
+	g_free(p->rank);
 	g_free(p->path);
 	p->pg = p->vers = p->finals = p->isids = NULL;
-	p->index = NULL;
 	p->mem = NULL;
 	p->bits = NULL;
+	p->rank = NULL;
 	p->path = NULL;
 	p->fd = -1;
 }
@@ -141,14 +143,52 @@ gboolean vt_decode_pokes_page(const VtDecodePokes *p, guint64 page)
 	return (p->bits[page / 8] >> (page % 8)) & 1;
 }
 
+/* Bits set in x (SWAR: __builtin_popcountll is a libgcc call on a CPU
+ * baseline without POPCNT). */
+static inline guint popcount64(guint64 x)
+{
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (guint)((x * 0x0101010101010101ull) >> 56);
+}
+
+guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page)
+{
+	guint64 nwords;
+
+	if (!p || !p->bits || page > p->pmax)
+		return G_MAXUINT64;
+	if (page < p->pmin)
+		page = p->pmin;
+	nwords = (p->pmax - p->pmin) / 64 + 1;
+	for (guint64 w = (page - p->pmin) / 64; w < nwords; w++) {
+		guint64 word;
+
+		memcpy(&word, p->bits + w * 8, 8);
+		word = GUINT64_FROM_LE(word);
+		if (w == (page - p->pmin) / 64)
+			word &= ~((1ull << ((page - p->pmin) % 64)) - 1);
+		if (word)
+			return p->pmin + w * 64 + (guint64)__builtin_ctzll(word);
+	}
+	return G_MAXUINT64;
+}
+
+/* The poked page's entry: pg is in page order, so its index is the
+ * number of poked pages below it (a hash table's lookup here was 6% of a
+ * real boot's decode: every block on a poked page asks). */
 static const Page *page_get(const VtDecodePokes *p, guint64 page)
 {
-	guint i;
+	guint64 w, word;
 
 	if (!vt_decode_pokes_page(p, page))
 		return NULL;
-	i = GPOINTER_TO_UINT(g_hash_table_lookup(p->index, GSIZE_TO_POINTER(page)));
-	return i ? &g_array_index(p->pg, Page, i - 1) : NULL;
+	page -= p->pmin;
+	w = page / 64;
+	memcpy(&word, p->bits + w * 8, 8);
+	word = GUINT64_FROM_LE(word);
+	return &g_array_index(p->pg, Page, p->rank[w] + (guint)popcount64(word & ((1ull << (page % 64)) - 1)));
 }
 
 /* ------------------------------------------------------------- building */
@@ -242,15 +282,18 @@ static gint cmp_final(gconstpointer a, gconstpointer b)
 /* The pages of the versions in order, their changes, the page bitmap. */
 static void flatten(VtDecodePokes *p, GPtrArray *list)
 {
+	guint64 nwords;
+
 	p->pg = g_array_new(FALSE, FALSE, sizeof(Page));
 	p->vers = g_array_new(FALSE, FALSE, sizeof(Version));
 	p->finals = g_array_new(FALSE, FALSE, sizeof(Final));
 	p->isids = g_array_new(FALSE, FALSE, sizeof(int));
 	p->mem = g_byte_array_new();
-	p->index = g_hash_table_new(NULL, NULL);
 	p->pmin = list->len ? ((Building *)list->pdata[0])->page : 0;
 	p->pmax = list->len ? ((Building *)list->pdata[list->len - 1])->page : 0;
-	p->bits = g_malloc0((p->pmax - p->pmin) / 8 + 1);
+	nwords = (p->pmax - p->pmin) / 64 + 1;
+	p->bits = g_malloc0(nwords * 8);
+	p->rank = g_new0(guint32, nwords);
 	for (guint i = 0; i < list->len; i++) {
 		const Building *b = list->pdata[i];
 		Page pg = { b->page, p->vers->len, b->tsc->len };
@@ -264,8 +307,13 @@ static void flatten(VtDecodePokes *p, GPtrArray *list)
 		g_array_append_val(p->finals, f);
 		g_byte_array_append(p->mem, b->bytes->data, b->bytes->len);
 		g_array_append_val(p->pg, pg);
-		g_hash_table_insert(p->index, GSIZE_TO_POINTER(b->page), GUINT_TO_POINTER(i + 1));
 		p->bits[(b->page - p->pmin) / 8] |= (guint8)(1u << ((b->page - p->pmin) % 8));
+	}
+	for (guint64 w = 1; w < nwords; w++) {
+		guint64 word;
+
+		memcpy(&word, p->bits + (w - 1) * 8, 8);
+		p->rank[w] = p->rank[w - 1] + (guint32)popcount64(word);
 	}
 	g_array_sort(p->finals, cmp_final);
 }
@@ -411,6 +459,23 @@ static gsize read_bytes(const VtDecodePokes *p, const VtDecodeImage *img, guint6
 		done += k;
 	}
 	return done;
+}
+
+const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
+				   gsize *avail, guint64 *tag)
+{
+	const Page *pg = page_get(p, addr / PAGE);
+	const guint8 *code;
+
+	*avail = 0;
+	*tag = 0;
+	if (!pg)
+		return NULL;
+	if (!(code = vt_decode_image_code(img, addr, avail)))
+		return NULL;
+	*avail = MIN(*avail, (gsize)(PAGE - addr % PAGE));
+	*tag = pg->v0 + version_at(p, pg, tsc) + 1;
+	return p->mem->data + g_array_index(p->vers, Version, *tag - 1).off + addr % PAGE;
 }
 
 gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,

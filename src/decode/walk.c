@@ -96,7 +96,8 @@ struct VtWalk {
 	gpointer ctx;
 	int src;
 	VtWalkTable *tables[2];          /* host, guest */
-	guint64 plain_from[2];           /* code at or above: the image's own, never changed */
+	guint64 plain_from[2];           /* code at or above: the image's own, never changed, */
+	const VtDecodePokes *pokes[2];   /* but on pages these poke */
 	/* the decoder's state (pt_blk's) */
 	guint64 ip;
 	int mode, status;
@@ -320,12 +321,20 @@ static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, in
 	return 0;
 }
 
+/* Is the code at ip the image's own bytes, the same at any time (a page
+ * the kernel never poked: the code function need not be asked, a kept
+ * block of it - tag 0 - never reaches a poked page)? */
+static inline gboolean is_plain(const VtWalk *w, guint64 ip)
+{
+	return ip >= w->plain_from[w->src] && !(w->pokes[w->src] && vt_decode_pokes_page(w->pokes[w->src], ip >> 12));
+}
+
 /* The instruction at ip in mode (the walker's code source, time now):
  * 0, -pte_nomap (no code) or -pte_bad_insn; *tag: its bytes' (TAG_MIXED:
  * from two reads). */
 static int insn_decode(VtWalk *w, guint64 ip, int mode, WInsn *in, guint64 *tag)
 {
-	guint64 tsc = ip >= w->plain_from[w->src] ? 0 : now(w);   /* (plain code: any time) */
+	guint64 tsc = is_plain(w, ip) ? 0 : now(w);   /* (plain code: any time) */
 	gsize avail = 0, first;
 	const guint8 *code = w->code(w->ctx, w->src, ip, tsc, &avail, tag);
 	guint8 buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
@@ -772,6 +781,12 @@ void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint6
 	w->plain_from[1] = guest_plain;
 }
 
+void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes)
+{
+	w->pokes[0] = host_pokes;
+	w->pokes[1] = guest_pokes;
+}
+
 static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
 {
 	guint64 h = ip ^ (ip >> TABLE_BITS) ^ (tag * 0x9e3779b97f4a7c15ull);
@@ -908,7 +923,7 @@ static const guint8 *plain_piece(VtWalk *w, guint64 ip, gsize *len)
 	const guint8 *code;
 
 	*len = 0;
-	if (ip < w->plain_from[w->src])
+	if (!is_plain(w, ip))
 		return NULL;
 	code = w->code(w->ctx, w->src, ip, 0, len, &tag);
 	if (!code || tag)
@@ -917,13 +932,15 @@ static const guint8 *plain_piece(VtWalk *w, guint64 ip, gsize *len)
 }
 
 /* Walk a block not in the table (and keep it if its bytes have one tag);
- * plain code's instructions out of one read while it holds them whole. */
-static int fill(VtWalk *w, struct pt_block *block, guint64 tag0)
+ * its instructions out of one read while it holds them whole: plain
+ * code's, or code0 (avail0 bytes, tagged tag0: what the code function gave
+ * for the block's start at this time - a poked page's version). */
+static int fill(VtWalk *w, struct pt_block *block, guint64 tag0, const guint8 *code0, gsize avail0)
 {
 	guint64 start = w->ip, tag = tag0;
 	gboolean one = tag0 != TAG_MIXED;
-	gsize len;
-	const guint8 *piece = plain_piece(w, start, &len);
+	gsize len = avail0;
+	const guint8 *piece = code0 && tag0 != TAG_MIXED ? code0 : plain_piece(w, start, &len);
 	WInsn in;
 
 	for (;;) {
@@ -961,9 +978,11 @@ static int no_event(VtWalk *w, struct pt_block *block)
 	gsize avail = 0;
 	guint64 tag = 0;
 	guint16 ninsn;
+	const guint8 *code = NULL;
 
 	/* a kept block of plain code was read from the image (no need to ask) */
-	if (w->ip < w->plain_from[w->src] && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag) || !avail))
+	if (!is_plain(w, w->ip) &&
+	    (!(code = w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag)) || !avail))
 		return -pte_nomap;
 	if (tag != TAG_MIXED && w->tables[w->src] &&
 	    table_get(w->tables[w->src], w->ip, tag, w->mode, &ninsn, &w->last)) {
@@ -972,7 +991,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 		block->iclass = w->last.iclass;
 		return block_end(w, &w->last, tag);
 	}
-	return fill(w, block, tag);
+	return fill(w, block, tag, code, avail);
 }
 
 /* pt_blk_proceed_trailing_event(): events at the IP reached. */
