@@ -53,6 +53,16 @@ VtDecodeImage *vt_decode_image_new_file(const char *path, const char *what, cons
  * versions of the poked pages made for img (after the last poke is added)
  * and their libipt sections put in iscache. */
 gboolean vt_decode_pokes_page(const VtDecodePokes *p, guint64 page);
+/* The same as a bitmap, for a test inline (pmin > pmax: none). */
+typedef struct {
+	const guint8 *bits;      /* a bit per page from pmin */
+	guint64 pmin, pmax;
+} VtDecodePokedPages;
+VtDecodePokedPages vt_decode_pokes_pages(const VtDecodePokes *p);
+static inline gboolean vt_decode_poked(const VtDecodePokedPages *pp, guint64 page)
+{
+	return page >= pp->pmin && page <= pp->pmax && ((pp->bits[(page - pp->pmin) / 8] >> ((page - pp->pmin) % 8)) & 1);
+}
 /* The first poked page at or after page (G_MAXUINT64: none). */
 guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page);
 gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
@@ -65,9 +75,17 @@ gboolean vt_decode_pokes_add_sections(VtDecodePokes *p, const VtDecodeImage *img
 /* The bytes at addr on a poked page at time tsc, where its version keeps
  * them (no copy): up to the page's end, *avail of them, *tag the version
  * (as vt_decode_pokes_read_tag names a read of one page); NULL (*tag 0)
- * when the page is not poked or has no code at addr. */
+ * when the page is not poked or has no code at addr.  memo: the caller's
+ * (one per thread and image; page G_MAXUINT64 at first) - consecutive
+ * reads of a page within one version's times skip its lookup. */
+typedef struct {
+	guint64 page;            /* the poked page read last (G_MAXUINT64: none), */
+	guint64 lo, hi;          /* the times its version holds, [lo, hi), */
+	guint64 tag;             /* that version */
+	const guint8 *bytes;     /* and its bytes */
+} VtDecodePokeMemo;
 const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
-				   gsize *avail, guint64 *tag);
+				   gsize *avail, guint64 *tag, VtDecodePokeMemo *memo);
 /* The bytes as vt_decode_pokes_read(), 0 if addr..addr+n-1 touches no
  * poked page; *tag: the versions read (for caches). */
 gsize vt_decode_pokes_read_tag(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,

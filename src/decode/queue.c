@@ -50,6 +50,7 @@ struct VtDecodeQueue {
 	VtDecodeImage *img[2];
 	VtDecodePokeView *view[2];       /* poked pages done with their pokes, in pi[] */
 	struct PokeCtx { Dec *d; const VtDecodeImage *img; } poke[2];   /* poke_read()'s */
+	VtDecodePokeMemo memo[2];        /* walk_code()'s poked page read last (host, guest) */
 	VtDecodeCodeFunc code;           /* guest code not in img[1] (vt_decode_queue_set_code) */
 	gpointer code_ctx;
 	Cached *cache[2];                /* CACHE_SIZE instructions each, by ip */
@@ -807,7 +808,7 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 		/* a poked page: its version's bytes where they are kept, to the
 		 * page's end (a copy of 16 bytes and a hash lookup per block and
 		 * per instruction walked were a third of a real boot's decode) */
-		if ((code = vt_decode_pokes_code(p, img, ip, tsc, avail, tag)) || *tag)
+		if ((code = vt_decode_pokes_code(p, img, ip, tsc, avail, tag, &d->memo[src])) || *tag)
 			return code;
 		if ((code = vt_decode_image_code(img, ip, avail))) {
 			guint64 next = vt_decode_pokes_next_page(p, ip / 4096 + 1);
@@ -1004,6 +1005,7 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 	d->cpu = *cpu;
 	d->img[0] = host;
 	d->img[1] = guest ? guest : host;
+	d->memo[0].page = d->memo[1].page = G_MAXUINT64;
 	d->pi[0] = vt_decode_image_new_pt(host, error);
 	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
 	for (int i = 0; i < 2 && d->pi[1]; i++)

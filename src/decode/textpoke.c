@@ -175,6 +175,13 @@ guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page)
 	return G_MAXUINT64;
 }
 
+VtDecodePokedPages vt_decode_pokes_pages(const VtDecodePokes *p)
+{
+	if (!p || !p->bits)
+		return (VtDecodePokedPages){ NULL, 1, 0 };
+	return (VtDecodePokedPages){ p->bits, p->pmin, p->pmax };
+}
+
 /* The poked page's entry: pg is in page order, so its index is the
  * number of poked pages below it (a hash table's lookup here was 6% of a
  * real boot's decode: every block on a poked page asks). */
@@ -462,20 +469,31 @@ static gsize read_bytes(const VtDecodePokes *p, const VtDecodeImage *img, guint6
 }
 
 const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
-				   gsize *avail, guint64 *tag)
+				   gsize *avail, guint64 *tag, VtDecodePokeMemo *memo)
 {
-	const Page *pg = page_get(p, addr / PAGE);
+	guint64 page = addr / PAGE;
 	const guint8 *code;
 
 	*avail = 0;
 	*tag = 0;
-	if (!pg)
-		return NULL;
+	if (memo->page != page || tsc < memo->lo || tsc >= memo->hi) {
+		const Page *pg = page_get(p, page);
+		guint v;
+
+		if (!pg)
+			return NULL;
+		v = version_at(p, pg, tsc);
+		memo->page = page;
+		memo->lo = v ? g_array_index(p->vers, Version, pg->v0 + v).tsc : 0;
+		memo->hi = v + 1 < pg->n ? g_array_index(p->vers, Version, pg->v0 + v + 1).tsc : G_MAXUINT64;
+		memo->tag = pg->v0 + v + 1;
+		memo->bytes = p->mem->data + g_array_index(p->vers, Version, pg->v0 + v).off;
+	}
 	if (!(code = vt_decode_image_code(img, addr, avail)))
 		return NULL;
 	*avail = MIN(*avail, (gsize)(PAGE - addr % PAGE));
-	*tag = pg->v0 + version_at(p, pg, tsc) + 1;
-	return p->mem->data + g_array_index(p->vers, Version, *tag - 1).off + addr % PAGE;
+	*tag = memo->tag;
+	return memo->bytes + addr % PAGE;
 }
 
 gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,

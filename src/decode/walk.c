@@ -97,7 +97,7 @@ struct VtWalk {
 	int src;
 	VtWalkTable *tables[2];          /* host, guest */
 	guint64 plain_from[2];           /* code at or above: the image's own, never changed, */
-	const VtDecodePokes *pokes[2];   /* but on pages these poke */
+	VtDecodePokedPages poked[2];     /* but on these pages */
 	/* the decoder's state (pt_blk's) */
 	guint64 ip;
 	int mode, status;
@@ -138,6 +138,7 @@ VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc
 	w->errata = config->errata;
 	w->check = g_getenv("VMTRACE_WALK_CHECK") != NULL;
 	w->plain_from[0] = w->plain_from[1] = G_MAXUINT64;
+	w->poked[0] = w->poked[1] = vt_decode_pokes_pages(NULL);
 	vt_fast_insn_init();
 	w->code = code;
 	w->ctx = ctx;
@@ -326,7 +327,7 @@ static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, in
  * block of it - tag 0 - never reaches a poked page)? */
 static inline gboolean is_plain(const VtWalk *w, guint64 ip)
 {
-	return ip >= w->plain_from[w->src] && !(w->pokes[w->src] && vt_decode_pokes_page(w->pokes[w->src], ip >> 12));
+	return ip >= w->plain_from[w->src] && !vt_decode_poked(&w->poked[w->src], ip >> 12);
 }
 
 /* The instruction at ip in mode (the walker's code source, time now):
@@ -783,8 +784,8 @@ void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint6
 
 void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes)
 {
-	w->pokes[0] = host_pokes;
-	w->pokes[1] = guest_pokes;
+	w->poked[0] = vt_decode_pokes_pages(host_pokes);
+	w->poked[1] = vt_decode_pokes_pages(guest_pokes);
 }
 
 static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
