@@ -10,7 +10,8 @@
 # instructions and -F variations; and call traces, which per thread are
 # made in the decoding threads too (the main thread pads each line to the
 # column that follows all queues' lines), with errors (corrupt AUX, OVF)
-# and filters.
+# and filters; and where --jobs leaves a CPU for it, each queue decoded
+# ahead by a thread of its own (one vCPU: --jobs 2, the default on two CPUs).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_python
@@ -50,5 +51,54 @@ if code_recording bad 64K --vcpus 3 --seed 7 --psb-period 0 && "$PYTHON3" "$top_
 		threads_vs_serial "bad $mode" "$TMP/bad.data" $G $mode
 	done
 	check "bad: its call-ret trace has decode errors" grep -q "instruction trace error" "$TMP/threads.out"
+	# --jobs for twice the queues: each queue decoded ahead by a thread of
+	# its own, formatted in another (decode_ahead) - the same text
+	for mode in "--itrace=bep" --call-trace; do
+		# shellcheck disable=SC2086
+		threads_vs_serial "bad $mode --jobs 16 (decoded ahead)" "$TMP/bad.data" $G $mode --jobs 16
+	done
+fi
+# decoded ahead: 4 queues with --jobs 16, one queue (a single vCPU) with
+# --jobs 2 (the default on 2 CPUs or more); --jobs 1 never
+for mode in "--itrace=bep" --insn-trace --call-trace; do
+	# shellcheck disable=SC2086
+	[ ! -e "$TMP/thread-4vcpu.data" ] ||
+		threads_vs_serial "thread-4vcpu $mode --jobs 16 (decoded ahead)" "$TMP/thread-4vcpu.data" $G $mode --jobs 16
+done
+if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
+	for mode in "--itrace=bep" --call-ret-trace --insn-trace; do
+		# shellcheck disable=SC2086
+		threads_vs_serial "one vCPU $mode --jobs 2 (decoded ahead)" "$TMP/one.data" $G $mode --jobs 2
+	done
+	# the threads that run at most while it prints (/proc/PID/status, sampled):
+	# main + the queue's formatting thread + its decoding one, one fewer with
+	# --jobs 1 (the normal build only: LeakSanitizer's thread at exit)
+	for j in 1 2; do
+		! asan_build || break
+		# shellcheck disable=SC2086
+		"$PYTHON3" - "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs $j >"$TMP/threads.$j" <<'PY'
+import subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+most = 0
+while p.poll() is None:
+    try:
+        for l in open('/proc/%d/status' % p.pid):
+            if l.startswith('Threads:'):
+                most = max(most, int(l.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.002)
+print(most)
+PY
+	done
+	asan_build ||
+		check "one vCPU: --jobs 2 runs a decoding thread more than --jobs 1 ($(cat "$TMP/threads.1") -> $(cat "$TMP/threads.2") threads)" \
+			test "$(cat "$TMP/threads.2")" -eq "$(($(cat "$TMP/threads.1") + 1))"
+	# the reader gone after a line: both threads stop, exit at once
+	# shellcheck disable=SC2086
+	(timeout 60 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 2; echo "rc $?" >"$TMP/one.rc") 2>/dev/null |
+		head -1 >/dev/null
+	check "one vCPU, decoded ahead, the reader gone: it ends (not killed by timeout: $(cat "$TMP/one.rc"))" \
+		sh -c "! grep -q 'rc 124' '$TMP/one.rc'"
 fi
 finish

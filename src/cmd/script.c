@@ -191,7 +191,8 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "guest-only", 0, 0, G_OPTION_ARG_NONE, &o->guest_only, "Only branches in guest code", NULL },
 		{ "vcpu", 0, 0, G_OPTION_ARG_INT, &o->vcpu, "Only the vCPU thread \"CPU N/KVM\"", "N" },
 		{ "tid", 0, 0, G_OPTION_ARG_INT, &o->tid, "Only thread TID", "TID" },
-		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Queues decoding at once (default: all)", "N" },
+		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs,
+		  "Queues decoding at once (default: all, or the CPUs; twice the queues: each decoded ahead)", "N" },
 		{ "guestmount", 0, 0, G_OPTION_ARG_FILENAME, &o->guestmount, "Guest user space files of an injected recording: DIR/<QEMU pid>/<path> (perf's --guestmount)", "DIR" },
 		G_OPTION_ENTRY_NULL
 	};

@@ -54,6 +54,9 @@ typedef struct {
 	GAsyncQueue *spare;       /* batches the reader is done with, for reuse */
 	GThread *thread;
 	GStringChunk *strings;    /* comm names (the queue's thread names events) */
+	/* formatting in threads with CPUs to spare (decode_ahead): a second
+	 * thread decodes, batches go to the formatting one and come back */
+	GAsyncQueue *decoded, *free;
 	/* formatting in threads (vt_decode_result_start with a formatter) */
 	gpointer fctx;            /* the queue's formatter */
 
@@ -107,6 +110,7 @@ struct VtDecodeResult {
 	_Alignas(64) GMutex lock;
 	GCond cond;
 	guint tokens;             /* threads that may decode now (--jobs) */
+	guint jobs;               /* (at the start) */
 	gboolean stop;
 	GError *error;            /* a queue that could not be read to its end (lock) */
 
@@ -610,26 +614,97 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
 	return TRUE;
 }
 
+/* Formatting in threads where --jobs leaves a CPU to spare for each queue
+ * (one vCPU on two CPUs: a real single-vCPU boot's call trace decoded and
+ * formatted in one thread while the other CPU idled): a thread of its own
+ * decodes the queue's batches ahead of its formatting thread, which
+ * formats them in the same order (the text is the same).  The queue
+ * itself is the end mark in q->decoded and the stop mark in q->free. */
+#define DECODE_AHEAD 3            /* batches: one decoded, one formatted, one waiting */
+
+static gpointer decode_ahead(gpointer data)
+{
+	Queue *q = data;
+	gboolean more = TRUE;
+
+	while (more) {
+		GArray *b = g_async_queue_pop(q->free);
+
+		if (b == (gpointer)q)
+			return NULL;     /* stopped */
+		g_array_set_size(b, 0);
+		more = vt_decode_queue_next(q->dec, b, BATCH);
+		g_async_queue_push(q->decoded, b);
+	}
+	g_async_queue_push(q->decoded, q);
+	return NULL;
+}
+
+/* The next batch into *b (the decoding thread's, or one decoded ahead:
+ * NULL at the end); FALSE when there is none after it. */
+static gboolean next_batch(Queue *q, GThread *ahead, GArray **b)
+{
+	if (!ahead) {
+		g_array_set_size(*b, 0);
+		return vt_decode_queue_next(q->dec, *b, BATCH);
+	}
+	if (*b)
+		g_async_queue_push(q->free, *b);   /* formatted: back to the decoder */
+	*b = g_async_queue_pop(q->decoded);
+	if (*b == (gpointer)q)
+		*b = NULL;
+	return *b != NULL;
+}
+
+/* The thread decoding ahead stopped and joined, its batches freed. */
+static void ahead_stop(Queue *q, GThread *ahead)
+{
+	gpointer x;
+
+	if (!ahead)
+		return;
+	g_async_queue_push(q->free, q);
+	g_thread_join(ahead);
+	while ((x = g_async_queue_try_pop(q->free)) || (x = g_async_queue_try_pop(q->decoded)))
+		if (x != (gpointer)q)
+			g_array_unref(x);
+}
+
 static gpointer produce_text(Queue *q)
 {
 	VtDecodeResult *r = q->r;
-	g_autoptr(GArray) b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+	GArray *b = NULL;
+	GThread *ahead = NULL;
 	GAsyncQueue *spare = q->spare;
 	Chunk *c = chunk_get(q, spare);
-	gboolean more = TRUE;
+	gboolean more = TRUE, ok = TRUE;
 	gsize end = 0;
 
 	if (!token_wait(r, q, FALSE, FALSE)) {
 		chunk_free(c);
 		return NULL;
 	}
-	while (more) {
-		g_array_set_size(b, 0);
-		more = vt_decode_queue_next(q->dec, b, BATCH);
-		if (!format_batch(r, q, spare, b, &c, &end) || !token_wait(r, q, TRUE, FALSE)) {
-			chunk_free(c);    /* (the other threads' turn between batches) */
-			return NULL;
-		}
+	if (r->jobs >= 2 * r->n) {
+		q->decoded = g_async_queue_new();
+		q->free = g_async_queue_new();
+		for (int i = 0; i < DECODE_AHEAD; i++)
+			g_async_queue_push(q->free, g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH));
+		ahead = g_thread_new("vmtrace-decode", decode_ahead, q);
+	} else {
+		b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+	}
+	while (ok && more) {
+		more = next_batch(q, ahead, &b);
+		if (b)
+			ok = format_batch(r, q, spare, b, &c, &end) && token_wait(r, q, TRUE, FALSE);
+		/* (the other threads' turn between batches) */
+	}
+	if (b)
+		g_array_unref(b);
+	ahead_stop(q, ahead);
+	if (!ok) {
+		chunk_free(c);
+		return NULL;
 	}
 	if (c->nmarks && !(c = chunk_push(r, q, spare, c)))
 		return NULL;
@@ -890,7 +965,7 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	 * others wait for the reader left a CPU idle (1 MiB exit-heavy, 4
 	 * queues on 2 CPUs: idle core-seconds 0.080 -> 0.032 in a call trace,
 	 * 0.090 -> 0.043 in --insn-trace; wall -14% and -6%) */
-	r->tokens = opts->jobs ? opts->jobs : MAX(r->n, (guint)MAX(1, g_get_num_processors()));
+	r->tokens = r->jobs = opts->jobs ? opts->jobs : MAX(r->n, (guint)MAX(1, g_get_num_processors()));
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
@@ -928,6 +1003,10 @@ void vt_decode_result_free(VtDecodeResult *r)
 		}
 		if (q->spare)
 			g_async_queue_unref(q->spare);
+		if (q->decoded)
+			g_async_queue_unref(q->decoded);   /* (emptied by ahead_stop) */
+		if (q->free)
+			g_async_queue_unref(q->free);
 		if (q->cur)
 			g_array_free(q->cur, TRUE);
 		chunk_free(q->ccur);
