@@ -427,6 +427,38 @@ static void check_peek(const VtDecodeOptions *o)
 	g_assert_cmpuint(peeked, >=, n - 1);
 }
 
+/* A plugin directory in `in` from code records a (VtTcgCodeHeader and
+ * bytes each) and vCPU 0's trace pt, which retires `retired` instructions
+ * of `started`, converted; its images into *host and *guest.  Returns the
+ * converted recording's directory.  (Frees a and pt.) */
+static char *handmade(const char *in, GByteArray *a, GByteArray *pt, guint retired, guint started,
+		      VtDecodeImage **host, VtDecodeImage **guest)
+{
+	g_autofree char *code = g_build_filename(in, "code", NULL);
+	g_autofree char *meta = g_build_filename(in, "meta", NULL);
+	g_autofree char *ptf = g_build_filename(in, "vcpu0.pt", NULL);
+	g_autofree char *m = NULL, *gdir = NULL, *hdir = NULL;
+	g_autoptr(GError) err = NULL;
+	char *out;
+
+	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
+	g_assert_true(g_file_set_contents(ptf, (const char *)pt->data, pt->len, NULL));
+	m = g_strdup_printf("format 1\napi 1\nvcpus 1\nfilter all\nmttcg 0\nstarted %u\nbefore 1000\n"
+			    "vcpu 0 tid 123 bytes %u packets 20 retired %u async 0 faults 0 rep 0 unresolved 0 "
+			    "filtered 0 final 0 inflight 0\n", started, pt->len, retired);
+	g_assert_true(g_file_set_contents(meta, m, -1, NULL));
+	g_byte_array_unref(a);
+	g_byte_array_unref(pt);
+	out = converted(in, NULL);
+	gdir = g_build_filename(out, "guest", NULL);
+	hdir = g_build_filename(out, "kcore_dir", NULL);
+	*guest = vt_decode_image_load_dir(gdir, "guest", &err);
+	g_assert_no_error(err);
+	*host = vt_decode_image_load_dir(hdir, "host", &err);
+	g_assert_no_error(err);
+	return out;
+}
+
 /* Code poked (a paravirt call became "mov %rdi, %rax; nop") runs after
  * the plugin's PSB+ (T2, at the poke) and then another PSB+ (T3) comes
  * with no branch in between: the instructions between the two ran after
@@ -440,10 +472,7 @@ static void test_poke_after_psb(void)
 	static const guint8 poked[] = { 0x48, 0x89, 0xf8, 0x0f, 0x1f, 0x00 };
 	const guint64 t1 = VT_TCG_T0 + 1000, t2 = VT_TCG_T0 + 2000, t3 = VT_TCG_T0 + 2100;
 	g_autofree char *in = g_dir_make_tmp("test-tcg.XXXXXX", NULL);
-	g_autofree char *code = g_build_filename(in, "code", NULL);
-	g_autofree char *meta = g_build_filename(in, "meta", NULL);
-	g_autofree char *ptf = g_build_filename(in, "vcpu0.pt", NULL);
-	g_autofree char *m = NULL, *out = NULL, *gdir = NULL, *hdir = NULL, *data = NULL;
+	g_autofree char *out = NULL;
 	g_autoptr(GError) err = NULL;
 	g_autoptr(VtDecodeImage) host = NULL, guest = NULL;
 	g_autoptr(VtDecodeResult) r = NULL;
@@ -460,29 +489,13 @@ static void test_poke_after_psb(void)
 	h = (VtTcgCodeHeader){ .vaddr = KTEXT + 2, .len = sizeof(poked), .tsc = t2 };
 	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
 	g_byte_array_append(a, poked, sizeof(poked));
-	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
 	put_psb(pt, t1, 0);
 	put_ip(pt, 0x11, KTEXT);                      /* TIP.PGE: nop, nop, */
 	put_psb(pt, t2, KTEXT + 2);                   /* the poked code: mov, nop, */
 	put_psb(pt, t3, KTEXT + 8);                   /* nop, ret */
 	put_ip(pt, 0x0d, KTEXT + 8);                  /* TIP: nop, ret */
 	g_byte_array_append(pt, (const guint8 *)"\x01", 1);   /* TIP.PGD */
-	g_assert_true(g_file_set_contents(ptf, (const char *)pt->data, pt->len, NULL));
-	m = g_strdup_printf("format 1\napi 1\nvcpus 1\nfilter all\nmttcg 0\nstarted 2200\nbefore 1000\n"
-			    "vcpu 0 tid 123 bytes %u packets 20 retired 8 async 0 faults 0 rep 0 unresolved 0 "
-			    "filtered 0 final 0 inflight 0\n", pt->len);
-	g_assert_true(g_file_set_contents(meta, m, -1, NULL));
-	g_byte_array_unref(a);
-	g_byte_array_unref(pt);
-
-	out = converted(in, NULL);
-	gdir = g_build_filename(out, "guest", NULL);
-	hdir = g_build_filename(out, "kcore_dir", NULL);
-	data = g_build_filename(out, "data", NULL);
-	guest = vt_decode_image_load_dir(gdir, "guest", &err);
-	g_assert_no_error(err);
-	host = vt_decode_image_load_dir(hdir, "host", &err);
-	g_assert_no_error(err);
+	out = handmade(in, a, pt, 8, 2200, &host, &guest);
 	o.path = out;
 	o.host = host;
 	o.guest = guest;
@@ -533,10 +546,7 @@ static void test_poke_next_page(void)
 	const guint64 t1 = VT_TCG_T0 + 1000, t2 = VT_TCG_T0 + 2000, t3 = VT_TCG_T0 + 3000;
 	const guint64 start = KTEXT + 0xff8, page = KTEXT + 0x1000;
 	g_autofree char *in = g_dir_make_tmp("test-tcg.XXXXXX", NULL);
-	g_autofree char *code = g_build_filename(in, "code", NULL);
-	g_autofree char *meta = g_build_filename(in, "meta", NULL);
-	g_autofree char *ptf = g_build_filename(in, "vcpu0.pt", NULL);
-	g_autofree char *m = NULL, *out = NULL, *gdir = NULL, *hdir = NULL;
+	g_autofree char *out = NULL;
 	g_autoptr(GError) err = NULL;
 	g_autoptr(VtDecodeImage) host = NULL, guest = NULL;
 	g_autoptr(VtDecodeResult) r = NULL;
@@ -555,7 +565,6 @@ static void test_poke_next_page(void)
 	h = (VtTcgCodeHeader){ .vaddr = page, .len = sizeof(poked), .tsc = t2 };
 	g_byte_array_append(a, (const guint8 *)&h, sizeof(h));
 	g_byte_array_append(a, poked, sizeof(poked));
-	g_assert_true(g_file_set_contents(code, (const char *)a->data, a->len, NULL));
 	put_psb(pt, t1, 0);
 	put_ip(pt, 0x11, start);                      /* TIP.PGE: 8 nops, nop, nop, ret */
 	put_ip(pt, 0x0d, page);                       /* nop, nop, ret (kept) */
@@ -564,21 +573,7 @@ static void test_poke_next_page(void)
 	put_psb(pt, t3, start);                       /* past the poke: 8 nops, ret */
 	put_ip(pt, 0x0d, page);                       /* ret */
 	g_byte_array_append(pt, (const guint8 *)"\x01", 1);   /* TIP.PGD */
-	g_assert_true(g_file_set_contents(ptf, (const char *)pt->data, pt->len, NULL));
-	m = g_strdup_printf("format 1\napi 1\nvcpus 1\nfilter all\nmttcg 0\nstarted 3200\nbefore 1000\n"
-			    "vcpu 0 tid 123 bytes %u packets 20 retired 27 async 0 faults 0 rep 0 unresolved 0 "
-			    "filtered 0 final 0 inflight 0\n", pt->len);
-	g_assert_true(g_file_set_contents(meta, m, -1, NULL));
-	g_byte_array_unref(a);
-	g_byte_array_unref(pt);
-
-	out = converted(in, NULL);
-	gdir = g_build_filename(out, "guest", NULL);
-	hdir = g_build_filename(out, "kcore_dir", NULL);
-	guest = vt_decode_image_load_dir(gdir, "guest", &err);
-	g_assert_no_error(err);
-	host = vt_decode_image_load_dir(hdir, "host", &err);
-	g_assert_no_error(err);
+	out = handmade(in, a, pt, 27, 3200, &host, &guest);
 	o.path = out;
 	o.host = host;
 	o.guest = guest;

@@ -15,6 +15,7 @@
 #include "src/cli/textbuf.h"
 #include "src/cmd/cmd.h"
 #include "src/decode/decode.h"
+#include "src/decode/seqlock.h"
 #include "src/fs/fs.h"
 
 typedef struct {
@@ -590,17 +591,15 @@ static inline gboolean side_get(const SideText *x, guint64 addr, guint32 key, Vt
 /* Keeps the text of (addr, key) in slot x, unless a printer writes it now. */
 static void side_put(SideText *x, guint64 addr, guint32 key, const char *text, gsize len)
 {
-	guint32 seq = __atomic_load_n(&x->seq, __ATOMIC_RELAXED);
+	guint32 seq;
 
-	if ((seq & 1) || !__atomic_compare_exchange_n(&x->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
-						      __ATOMIC_RELAXED))
+	if (!vt_seq_lock(&x->seq, &seq))
 		return;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	x->addr = addr;
 	x->key = key;
 	x->len = (guint8)len;
 	memcpy(x->text, text, len);
-	__atomic_store_n(&x->seq, seq + 2, __ATOMIC_RELEASE);
+	vt_seq_unlock(&x->seq, seq);
 }
 
 /* put_side() of a kernel address through s->sides (SideText). */

@@ -49,6 +49,7 @@
 #include "src/decode/fastinsn.h"
 #include "src/decode/hex.h"
 #include "src/decode/internal.h"
+#include "src/decode/seqlock.h"
 
 typedef struct {
 	VtDisasmInsn in;
@@ -209,38 +210,6 @@ void vt_decode_disasm_free(VtDecodeDisasm *d)
 	g_free(d);
 }
 
-/* ---------------------------------------------------------- the seqlock */
-/* Copies n bytes of the slot at src (its guint32 sequence number first)
- * to dst: FALSE when a writer was at it (dst is torn then). */
-static gboolean seq_read(void *dst, const void *src, gsize n)
-{
-	const guint32 *seq_p = src;
-	guint32 seq = __atomic_load_n(seq_p, __ATOMIC_ACQUIRE);
-
-	if (seq & 1)
-		return FALSE;
-	memcpy(dst, src, n);
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	return __atomic_load_n(seq_p, __ATOMIC_RELAXED) == seq;
-}
-
-/* The slot's sequence number made odd (it is being written): FALSE when
- * another writer has it. */
-static gboolean seq_lock(guint32 *seq_p, guint32 *seq)
-{
-	*seq = __atomic_load_n(seq_p, __ATOMIC_RELAXED);
-	if ((*seq & 1) || !__atomic_compare_exchange_n(seq_p, seq, *seq + 1, FALSE, __ATOMIC_ACQUIRE,
-							__ATOMIC_RELAXED))
-		return FALSE;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	return TRUE;
-}
-
-static void seq_unlock(guint32 *seq_p, guint32 seq)
-{
-	__atomic_store_n(seq_p, seq + 2, __ATOMIC_RELEASE);
-}
-
 /* ------------------------------------------------------------- decoding */
 /* in's text: text (n bytes) in the slot, else in the reader's buffer */
 static void set_cur_text(VtDecodeDisasm *d, VtDisasmInsn *in, const char *text, gsize n)
@@ -313,7 +282,7 @@ static gboolean bytes_get(const VtDecodeDisasmTable *t, guint8 mode, const guint
 	ByteSlot e;
 
 	bytes_key(key, code, len);
-	if (!seq_read(&e, byte_slot(t, mode, key, len), sizeof(e)) || e.mode != mode || e.len != len ||
+	if (!vt_seq_read(&e, byte_slot(t, mode, key, len), sizeof(e)) || e.mode != mode || e.len != len ||
 	    memcmp(e.bytes, key, sizeof(key)))
 		return FALSE;
 	*kind = e.kind;
@@ -333,7 +302,7 @@ static void bytes_put(VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, g
 		return;
 	bytes_key(key, code, len);
 	e = byte_slot(t, mode, key, len);
-	if (!seq_lock(&e->seq, &seq))
+	if (!vt_seq_lock(&e->seq, &seq))
 		return;
 	e->mode = mode;
 	e->len = len;
@@ -341,7 +310,7 @@ static void bytes_put(VtDecodeDisasmTable *t, guint8 mode, const guint8 *code, g
 	e->text_len = (guint8)n;
 	memcpy(e->bytes, key, sizeof(key));
 	memcpy(e->text, text, n + 1);
-	seq_unlock(&e->seq, seq);
+	vt_seq_unlock(&e->seq, seq);
 }
 
 /* VMTRACE_WALK_CHECK=1: a fast decode against Zydis's (abort if they
@@ -541,7 +510,7 @@ static gboolean slot_take(VtDecodeDisasm *d, const Slot *s)
 		LongSlot l;
 		const char *p = d->long_text;
 
-		if (!seq_read(&l, long_slot(d->t, s->ip), sizeof(l)) || l.ip != s->ip || l.mode != s->mode)
+		if (!vt_seq_read(&l, long_slot(d->t, s->ip), sizeof(l)) || l.ip != s->ip || l.mode != s->mode)
 			return FALSE;
 		memcpy(d->long_text, l.text, sizeof(l.text));
 		memcpy(in->text_in, &p, sizeof(p));
@@ -556,12 +525,12 @@ static gboolean long_put(VtDecodeDisasmTable *t, const VtDisasmInsn *in, const c
 	LongSlot *l = long_slot(t, in->ip);
 	guint32 seq;
 
-	if (n >= LONG_TEXT || !seq_lock(&l->seq, &seq))
+	if (n >= LONG_TEXT || !vt_seq_lock(&l->seq, &seq))
 		return FALSE;
 	l->ip = in->ip;
 	l->mode = in->mode;
 	memcpy(l->text, text, n + 1);
-	seq_unlock(&l->seq, seq);
+	vt_seq_unlock(&l->seq, seq);
 	return TRUE;
 }
 
@@ -572,7 +541,7 @@ static void slot_put(VtDecodeDisasmTable *t, Slot *s, const VtDisasmInsn *in, co
 	guint32 seq;
 
 	if (in->sym_off > G_MAXUINT32 || (n >= sizeof(s->text_in) && !long_put(t, in, text, n)) ||
-	    !seq_lock(&s->seq, &seq))
+	    !vt_seq_lock(&s->seq, &seq))
 		return;
 	if (!s->mode)
 		__atomic_add_fetch(&t->used, 1, __ATOMIC_RELAXED);
@@ -586,7 +555,7 @@ static void slot_put(VtDecodeDisasmTable *t, Slot *s, const VtDisasmInsn *in, co
 	s->text_len = in->text_len;
 	s->mode = in->mode;
 	memcpy(s->text_in, in->text_in, sizeof(s->text_in));
-	seq_unlock(&s->seq, seq);
+	vt_seq_unlock(&s->seq, seq);
 }
 
 static void fill(VtDecodeDisasm *d, Slot *s, guint64 ip, guint8 mode)
@@ -622,7 +591,7 @@ const VtDisasmInsn *vt_decode_disasm_at_mode(VtDecodeDisasm *d, guint64 ip, guin
 	if (mode != VT_MODE_16 && mode != VT_MODE_32)
 		mode = VT_MODE_64;
 	/* an empty slot's mode is 0 */
-	if (G_UNLIKELY(!seq_read(&got, s, sizeof(got)) || got.ip != ip || got.mode != mode || !slot_take(d, &got)))
+	if (G_UNLIKELY(!vt_seq_read(&got, s, sizeof(got)) || got.ip != ip || got.mode != mode || !slot_take(d, &got)))
 		fill(d, s, ip, mode);
 	/* the next instruction's - most often asked for next - on its way
 	 * while the caller prints this one */

@@ -18,11 +18,10 @@
 #include <string.h>
 
 #include "src/decode/decode.h"
+#include "src/decode/seqlock.h"
 
-/* A slot: written under its sequence number (odd while written; a
- * writer that finds it odd or loses the race skips), read whole and kept
- * only if the number is even and did not change meanwhile (a seqlock, as
- * walk.c's block table).  sym_len's low bit: code. */
+/* A slot: written and read under its sequence number (seqlock.h);
+ * len_code: the name's length, shifted, its low bit: code. */
 typedef struct {
 	guint32 seq;
 	guint32 len_code;
@@ -120,14 +119,9 @@ void vt_decode_symcache_prefetch_name(const VtDecodeSymCache *c, const VtDecodeI
 /* e's (img, addr) into c->out if it holds them. */
 static gboolean slot_get(VtDecodeSymCache *c, Slot *e, const VtDecodeImage *img, guint64 addr)
 {
-	guint32 seq = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 	Slot x;
 
-	if (seq & 1)
-		return FALSE;
-	memcpy(&x, e, sizeof(x));
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&e->seq, __ATOMIC_RELAXED) != seq || x.img != img || x.addr != addr)
+	if (!vt_seq_read(&x, e, sizeof(x)) || x.img != img || x.addr != addr)
 		return FALSE;
 	c->out = (VtDecodeSym){ addr, img, x.sym, x.len_code >> 1, x.len_code & 1 };
 	return TRUE;
@@ -136,14 +130,12 @@ static gboolean slot_get(VtDecodeSymCache *c, Slot *e, const VtDecodeImage *img,
 static void slot_put(Slot *e, const VtDecodeSym *y)
 {
 	Slot x = { 0, y->sym_len << 1 | (y->code ? 1 : 0), y->addr, y->img, y->sym };
-	guint32 seq = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+	guint32 seq;
 
-	if ((seq & 1) || !__atomic_compare_exchange_n(&e->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
-						      __ATOMIC_RELAXED))
+	if (!vt_seq_lock(&e->seq, &seq))
 		return;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy((guint8 *)e + sizeof(e->seq), (const guint8 *)&x + sizeof(x.seq), sizeof(x) - sizeof(x.seq));
-	__atomic_store_n(&e->seq, seq + 2, __ATOMIC_RELEASE);
+	vt_seq_unlock(&e->seq, seq);
 }
 
 const VtDecodeSym *vt_decode_symcache_lookup(VtDecodeSymCache *c, const VtDecodeImage *img, guint64 addr)

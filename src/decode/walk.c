@@ -38,6 +38,7 @@
 
 #include "src/decode/fastinsn.h"
 #include "src/decode/internal.h"
+#include "src/decode/seqlock.h"
 
 #define TABLE_BITS 17                    /* blocks kept per image (2 ways a set) */
 #define RET_SIZE 64                      /* libipt's return stack */
@@ -834,14 +835,7 @@ static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mod
 	WSlot *set = set_of(t, ip, tag), s;
 
 	for (int k = 0; k < 2; k++) {
-		guint32 seq = __atomic_load_n(&set[k].seq, __ATOMIC_ACQUIRE);
-
-		if (seq & 1)
-			continue;
-		memcpy(&s, &set[k], sizeof(s));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&set[k].seq, __ATOMIC_RELAXED) == seq && s.ip == ip && s.tag == tag &&
-		    s.mode == mode && ip) {
+		if (vt_seq_read(&s, &set[k], sizeof(s)) && s.ip == ip && s.tag == tag && s.mode == mode && ip) {
 			*ninsn = s.ninsn;
 			slot_last(&s, last);
 			return TRUE;
@@ -859,13 +853,10 @@ static void table_put(VtWalkTable *t, const WBlock *b)
 		return;
 	/* an empty way, else the second (the first keeps what came first) */
 	s = __atomic_load_n(&set[0].ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
-	seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-	if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE,
-						      __ATOMIC_RELAXED))
+	if (!vt_seq_lock(&s->seq, &seq))
 		return;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
 	memcpy((guint8 *)s + sizeof(s->seq), (const guint8 *)&in + sizeof(in.seq), sizeof(in) - sizeof(in.seq));
-	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+	vt_seq_unlock(&s->seq, seq);
 }
 
 /* The set of the block at ip (bytes tagged tag) on its way into the
