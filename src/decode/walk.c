@@ -306,7 +306,7 @@ static int insn_bytes(VtWalk *w, const guint8 *code, gsize avail, guint64 ip, in
 	}
 	avail = MIN(avail, (gsize)ZYDIS_MAX_INSTRUCTION_LENGTH);
 	z = &w->zcache[(ip ^ ip >> ZCACHE_BITS) & ((1u << ZCACHE_BITS) - 1)];
-	if (z->avail == avail && z->mode == mode && z->in.ip == ip && !memcmp(z->bytes, code, avail)) {
+	if (z->avail && z->avail == avail && z->mode == mode && z->in.ip == ip && !memcmp(z->bytes, code, avail)) {
 		*in = z->in;
 		return 0;
 	}
