@@ -329,6 +329,11 @@ static void test_pokes(void)
 	g_assert_no_error(err);
 	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(img), KTEXT >> 12));
 	g_assert_false(vt_decode_pokes_page(vt_decode_image_pokes(img), (KTEXT >> 12) + 1));
+	/* the first poked page in a range of pages */
+	g_assert_cmphex(vt_decode_pokes_next_page(p, 0, G_MAXUINT64), ==, KTEXT >> 12);
+	g_assert_cmphex(vt_decode_pokes_next_page(p, KTEXT >> 12, KTEXT >> 12), ==, KTEXT >> 12);
+	g_assert_cmphex(vt_decode_pokes_next_page(p, (KTEXT >> 12) - 70, (KTEXT >> 12) - 1), ==, G_MAXUINT64);
+	g_assert_cmphex(vt_decode_pokes_next_page(p, (KTEXT >> 12) + 1, G_MAXUINT64), ==, G_MAXUINT64);
 	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 99, b, 3), ==, 3);
 	g_assert_cmphex(b[1], ==, 0x90);
 	g_assert_cmpuint(vt_decode_pokes_read(p, img, KTEXT, VT_TCG_T0 + 100, b, 3), ==, 3);

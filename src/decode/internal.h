@@ -63,8 +63,8 @@ static inline gboolean vt_decode_poked(const VtDecodePokedPages *pp, guint64 pag
 {
 	return page >= pp->pmin && page <= pp->pmax && ((pp->bits[(page - pp->pmin) / 8] >> ((page - pp->pmin) % 8)) & 1);
 }
-/* The first poked page at or after page (G_MAXUINT64: none). */
-guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page);
+/* The first poked page from page to last (G_MAXUINT64: none). */
+guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page, guint64 last);
 gsize vt_decode_pokes_read(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
 			   guint8 *dst, gsize n);
 gboolean vt_decode_pokes_add_record(VtDecodePokes **host, VtDecodePokes **guest, const guint8 *rec, gsize size,

@@ -811,7 +811,7 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 		if ((code = vt_decode_pokes_code(p, img, ip, tsc, avail, tag, &d->memo[src])) || *tag)
 			return code;
 		if ((code = vt_decode_image_code(img, ip, avail))) {
-			guint64 next = vt_decode_pokes_next_page(p, ip / 4096 + 1);
+			guint64 next = vt_decode_pokes_next_page(p, ip / 4096 + 1, (ip + *avail - 1) / 4096);
 
 			if (next != G_MAXUINT64 && next * 4096 - ip < *avail)
 				*avail = next * 4096 - ip;   /* the image's bytes up to the next poked page */

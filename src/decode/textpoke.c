@@ -153,15 +153,17 @@ static inline guint popcount64(guint64 x)
 	return (guint)((x * 0x0101010101010101ull) >> 56);
 }
 
-guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page)
+guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page, guint64 last)
 {
 	guint64 nwords;
 
-	if (!p || !p->bits || page > p->pmax)
+	if (!p || !p->bits || page > p->pmax || last < p->pmin || page > last)
 		return G_MAXUINT64;
 	if (page < p->pmin)
 		page = p->pmin;
-	nwords = (p->pmax - p->pmin) / 64 + 1;
+	/* the words up to last's (a kernel's text and its modules' pokes are
+	 * a gigabyte apart: thousands of empty words between) */
+	nwords = (MIN(last, p->pmax) - p->pmin) / 64 + 1;
 	for (guint64 w = (page - p->pmin) / 64; w < nwords; w++) {
 		guint64 word;
 
@@ -169,8 +171,11 @@ guint64 vt_decode_pokes_next_page(const VtDecodePokes *p, guint64 page)
 		word = GUINT64_FROM_LE(word);
 		if (w == (page - p->pmin) / 64)
 			word &= ~((1ull << ((page - p->pmin) % 64)) - 1);
-		if (word)
-			return p->pmin + w * 64 + (guint64)__builtin_ctzll(word);
+		if (word) {
+			guint64 next = p->pmin + w * 64 + (guint64)__builtin_ctzll(word);
+
+			return next <= last ? next : G_MAXUINT64;
+		}
 	}
 	return G_MAXUINT64;
 }
