@@ -434,10 +434,11 @@ static void check_peek(const VtDecodeOptions *o)
 
 /* A plugin directory in `in` from code records a (VtTcgCodeHeader and
  * bytes each) and vCPU 0's trace pt, which retires `retired` instructions
- * of `started`, converted; its images into *host and *guest.  Returns the
- * converted recording's directory.  (Frees a and pt.) */
+ * of `started`, converted; its images into *host and *guest, and o set to
+ * decode it (one job).  Returns the converted recording's directory.
+ * (Frees a and pt.) */
 static char *handmade(const char *in, GByteArray *a, GByteArray *pt, guint retired, guint started,
-		      VtDecodeImage **host, VtDecodeImage **guest)
+		      VtDecodeImage **host, VtDecodeImage **guest, VtDecodeOptions *o)
 {
 	g_autofree char *code = g_build_filename(in, "code", NULL);
 	g_autofree char *meta = g_build_filename(in, "meta", NULL);
@@ -461,6 +462,7 @@ static char *handmade(const char *in, GByteArray *a, GByteArray *pt, guint retir
 	g_assert_no_error(err);
 	*host = vt_decode_image_load_dir(hdir, "host", &err);
 	g_assert_no_error(err);
+	*o = (VtDecodeOptions){ .path = out, .host = *host, .guest = *guest, .jobs = 1 };
 	return out;
 }
 
@@ -500,11 +502,7 @@ static void test_poke_after_psb(void)
 	put_psb(pt, t3, KTEXT + 8);                   /* nop, ret */
 	put_ip(pt, 0x0d, KTEXT + 8);                  /* TIP: nop, ret */
 	g_byte_array_append(pt, (const guint8 *)"\x01", 1);   /* TIP.PGD */
-	out = handmade(in, a, pt, 8, 2200, &host, &guest);
-	o.path = out;
-	o.host = host;
-	o.guest = guest;
-	o.jobs = 1;
+	out = handmade(in, a, pt, 8, 2200, &host, &guest, &o);
 	o.flow_end = TRUE;
 	r = vt_decode_recording(&o, &err);
 	g_assert_no_error(err);
@@ -578,11 +576,7 @@ static void test_poke_next_page(void)
 	put_psb(pt, t3, start);                       /* past the poke: 8 nops, ret */
 	put_ip(pt, 0x0d, page);                       /* ret */
 	g_byte_array_append(pt, (const guint8 *)"\x01", 1);   /* TIP.PGD */
-	out = handmade(in, a, pt, 27, 3200, &host, &guest);
-	o.path = out;
-	o.host = host;
-	o.guest = guest;
-	o.jobs = 1;
+	out = handmade(in, a, pt, 27, 3200, &host, &guest, &o);
 	r = vt_decode_recording(&o, &err);
 	g_assert_no_error(err);
 	g_assert_true(vt_decode_pokes_page(vt_decode_image_pokes(guest), page >> 12));   /* (the recording's) */

@@ -137,10 +137,9 @@ guint vt_decode_pokes_count(const VtDecodePokes *p)
 
 gboolean vt_decode_pokes_page(const VtDecodePokes *p, guint64 page)
 {
-	if (!p || !p->bits || page < p->pmin || page > p->pmax)
-		return FALSE;
-	page -= p->pmin;
-	return (p->bits[page / 8] >> (page % 8)) & 1;
+	VtDecodePokedPages pp = vt_decode_pokes_pages(p);
+
+	return vt_decode_poked(&pp, page);
 }
 
 /* Bits set in x (SWAR: __builtin_popcountll is a libgcc call on a CPU
