@@ -533,6 +533,137 @@ static void test_insns(void)
 	remove_dir(dir);
 }
 
+/* Blocks joined where jumps are dropped (call traces: the walker goes on
+ * through conditional and direct jumps whose trace it has read, queue.c
+ * does in one step what each jump did): the branches are those of a
+ * decode that keeps the jumps, less the jumps - kind, ends, time, AUX
+ * offset, instruction counts, source instruction, flow end - on a loop
+ *   0x1000: test; jz 0x1006; nop; nop; 0x1006: jmp 0x1008 (direct, to the
+ *   next instruction); jnz 0x100d; 3 nops; call 0x1020; jmp 0x1000
+ *   0x1020: jz 0x1023; nop; 0x1023: jnz 0x1026; nop; 0x1026: ret
+ * walked 40 times from pseudo-random TNT bits (the ret compressed), in
+ * TNT-8 and TNT-64 packets of random sizes with TSCs between some (some
+ * earlier than the last).  The trace ends before the last ret, after g's
+ * jz taken and jnz not taken, its last loop's bits in one packet: the
+ * flow end counts the jnz alone. */
+static gsize write_join_trace(guint8 *out, gsize cap)
+{
+	Enc e;
+	struct pt_config cfg;
+	guint8 bits[40 * 5 - 1];
+	guint32 seed = 12345;
+	guint64 tsc = 1000000;
+	gsize len;
+	uint64_t off = 0;
+
+	for (guint i = 0; i < G_N_ELEMENTS(bits); i++) {   /* jz, jnz, jz and jnz in g, ret (taken) */
+		seed = seed * 1103515245u + 12345u;
+		bits[i] = i % 5 == 4 ? 1 : (seed >> 20) & 1;
+	}
+	bits[G_N_ELEMENTS(bits) - 2] = 1;
+	bits[G_N_ELEMENTS(bits) - 1] = 0;
+	pt_config_init(&cfg);
+	cfg.begin = e.buf;
+	cfg.end = e.buf + sizeof(e.buf);
+	e.enc = pt_alloc_encoder(&cfg);
+	put(&e, (struct pt_packet){ .type = ppt_psb });
+	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	put_mode64(&e);
+	put_ip(&e, ppt_fup, CODE);
+	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	for (guint pos = 0; pos < G_N_ELEMENTS(bits);) {
+		guint n, left = (guint)G_N_ELEMENTS(bits) - pos;
+		struct pt_packet tnt = { .type = ppt_tnt_8 };
+
+		seed = seed * 1103515245u + 12345u;
+		/* the last loop's bits in a packet of their own */
+		n = left <= 4 ? left : MIN(1 + (seed >> 16) % ((seed >> 24) & 1 ? 47 : 6), left - 4);
+		tnt.type = n > 6 ? ppt_tnt_64 : ppt_tnt_8;
+		tnt.payload.tnt.bit_size = (uint8_t)n;
+		for (guint k = 0; k < n; k++)           /* the oldest in the highest bit */
+			tnt.payload.tnt.payload = tnt.payload.tnt.payload << 1 | bits[pos + k];
+		put(&e, tnt);
+		pos += n;
+		if ((seed >> 8) & 1) {           /* now and then back in time (a queue's times never go back) */
+			tsc = (seed >> 9) & 3 ? tsc + 1000 : tsc - 1500;
+			put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+		}
+	}
+	g_assert_cmpint(pt_enc_get_offset(e.enc, &off), >=, 0);
+	len = off;
+	pt_free_encoder(e.enc);
+	g_assert_cmpuint(len, <=, cap);
+	memcpy(out, e.buf, len);
+	return len;
+}
+
+static GArray *decode_join(const guint8 *trace, gsize len, VtDecodeImage *img, gboolean drop, guint64 *joined)
+{
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	VtDecodeQueue *q = vt_decode_queue_new(trace, len, &cpu, img, img, &err);
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+
+	g_assert_no_error(err);
+	vt_decode_queue_set_flow_end(q, TRUE);
+	vt_decode_queue_set_drop_jumps(q, drop);
+	while (vt_decode_queue_next(q, out, G_MAXUINT))
+		;
+	*joined = vt_decode_queue_joined(q);
+	vt_decode_queue_free(q);
+	return out;
+}
+
+static void test_join(void)
+{
+	static const guint8 code[0x30] = {
+		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
+		0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
+		[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
+	};
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	guint8 trace[4096];
+	gsize len = write_join_trace(trace, sizeof(trace));
+	guint64 joined_kept, joined;
+	GArray *kept = decode_join(trace, len, img, FALSE, &joined_kept);
+	GArray *dropped = decode_join(trace, len, img, TRUE, &joined);
+	guint n = 0, calls = 0, errors = 0, ends = 0;
+
+	g_assert_cmpuint(joined_kept, ==, 0);
+	g_assert_cmpuint(joined, >, 40);             /* most loops' jumps joined */
+	for (guint i = 0; i < kept->len; i++) {
+		const VtBranch *a = &g_array_index(kept, VtBranch, i), *b;
+
+		if (a->kind == VT_BRANCH_JUMP)
+			continue;
+		g_assert_cmpuint(n, <, dropped->len);
+		b = &g_array_index(dropped, VtBranch, n++);
+		if (memcmp(a, b, sizeof(*a)))
+			g_test_message("branch %u: %s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER "x tsc %"
+				       G_GUINT64_FORMAT " insns %u kind %u/%u; joined: %s %#" G_GINT64_MODIFIER "x tsc %"
+				       G_GUINT64_FORMAT " insns %u kind %u/%u", n, vt_branch_kind_name(a->kind), a->from,
+				       a->to, a->tsc, a->insns, a->insn_kind, a->insn_len, vt_branch_kind_name(b->kind),
+				       b->from, b->tsc, b->insns, b->insn_kind, b->insn_len);
+		g_assert_cmpmem(a, sizeof(*a), b, sizeof(*b));
+		calls += a->kind == VT_BRANCH_CALL;
+		errors += a->kind == VT_BRANCH_ERROR;
+		if (a->kind == VT_BRANCH_FLOW_END && a->insns) {
+			g_assert_cmphex(a->from, ==, CODE + 0x25);
+			g_assert_cmpuint(a->insns, ==, 1);
+			ends++;
+		}
+	}
+	g_assert_cmpuint(ends, ==, 1);
+	g_assert_cmpuint(n, ==, dropped->len);
+	g_assert_cmpuint(calls, ==, 40);
+	g_assert_cmpuint(errors, ==, 0);
+	g_array_free(kept, TRUE);
+	g_array_free(dropped, TRUE);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
 /* Bad data: random bytes with PSBs in between end with errors, never a
  * crash or a hang. */
 static void test_garbage(void)
@@ -1356,6 +1487,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/segment-overlap", test_segment_overlap);
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/insns", test_insns);
+	g_test_add_func("/decode/join", test_join);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);

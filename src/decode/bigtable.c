@@ -47,3 +47,18 @@ void vt_decode_table_free(void *table, gsize bytes)
 	if (table)
 		munmap(table, table_len(MAX(bytes, 1)));
 }
+
+void *vt_decode_table_new_small(gsize bytes)
+{
+	void *p = mmap(NULL, MAX(bytes, 1), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (p == MAP_FAILED)
+		g_error("vt_decode_table_new_small: failed to map %" G_GSIZE_FORMAT " bytes", bytes);   /* as g_malloc */
+	return p;
+}
+
+void vt_decode_table_free_small(void *table, gsize bytes)
+{
+	if (table)
+		munmap(table, MAX(bytes, 1));
+}

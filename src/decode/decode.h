@@ -97,6 +97,11 @@ guint vt_decode_image_n_segments(const VtDecodeImage *img);
  * same size. */
 void *vt_decode_table_new(gsize bytes);
 void vt_decode_table_free(void *table, gsize bytes);
+/* A small zeroed table (up to a few hundred KiB) whose pages are all
+ * mapped at once, now: 4 KiB pages, no later fault (nor its TLB flush on
+ * every CPU the threads run on) when a thread first writes to one. */
+void *vt_decode_table_new_small(gsize bytes);
+void vt_decode_table_free_small(void *table, gsize bytes);
 
 /* The symbols of addresses, cached per (image, address) in a table of
  * 2^slots_log2 entries of 32 bytes (direct-mapped: bounded, never stale -

@@ -25,8 +25,11 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power);
 /* Also report a VT_BRANCH_FLOW_END at the queue's end. */
 void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end);
-/* Emit no VT_BRANCH_JUMP (vt_decode_result_drop_jumps). */
+/* Emit no VT_BRANCH_JUMP (vt_decode_result_drop_jumps); the walker then
+ * joins the blocks between them (vt_walk_next_joined). */
 void vt_decode_queue_set_drop_jumps(VtDecodeQueue *d, gboolean drop);
+/* Blocks the walker joined to the one before so far (tests). */
+guint64 vt_decode_queue_joined(const VtDecodeQueue *d);
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 /* Guest code that the guest image does not have (guest user space) comes
@@ -150,6 +153,25 @@ int vt_walk_sync_forward(VtWalk *w);
 int vt_walk_get_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_next(VtWalk *w, struct pt_block *block);
+/* What a block vt_walk_next_joined() returns joined: blocks that ended in
+ * a conditional or direct jump, each followed by the next one without a
+ * trace packet read in between (the decoder's position, and so its time,
+ * unchanged), the last block the one those jumps led to.  For a caller
+ * that drops jumps (call traces): what the jumps between the blocks did. */
+typedef struct {
+	guint blocks;                    /* blocks before the last one: 0, nothing joined */
+	guint64 off;                     /* the decoder's position through them */
+	gboolean taken;                  /* one of their jumps was taken */
+	guint32 taken_insns;             /* instructions up to the last taken one's */
+	gboolean have_nt;                /* a conditional jump not taken after it */
+	guint64 nt_ip;                   /* the last such: where it went on */
+	guint32 nt_insns;                /* instructions up to it */
+	guint8 nt_len;                   /* its length */
+	gboolean last_nt;                /* the last jump between them was that one */
+} VtWalkRun;
+/* vt_walk_next(), and up to max more blocks joined to it (*run) where
+ * they are plain code the image's table has. */
+int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun *run);
 /* The near branch (VT_INSN_COND, CALL, CALL_IND, JUMP, JUMP_IND, RETURN)
  * that ended the last block at ip, as the walker decoded it: its kind and
  * length; FALSE for anything else or with libipt's block decoder. */

@@ -29,6 +29,10 @@
  * a loop no packet ends (only bad data does that). */
 #define NO_PROGRESS_LIMIT 1000000
 
+/* Blocks the walker may join into one (vt_walk_next_joined) where jumps
+ * are dropped. */
+#define JOIN_MAX 256
+
 
 typedef struct VtDecodeQueue Dec;
 
@@ -83,6 +87,7 @@ struct VtDecodeQueue {
 	 * ratio wait for the IP they bind to (the next block's) */
 	gboolean power;
 	gboolean drop_jumps;             /* vt_decode_queue_set_drop_jumps */
+	guint64 joined;                  /* blocks the walker joined (vt_decode_queue_joined) */
 	/* flow end (VtDecodeOptions.flow_end): past the last conditional
 	 * jump not taken since the last branch */
 	gboolean flow_end, have_nt;
@@ -645,8 +650,43 @@ static void block_end(Dec *d, guint64 ip, guint8 mode)
 	d->pend = *insn_at(d, ip, mode);
 }
 
-/* A block ending at AUX offset off (the decoder's position after it). */
-static void on_block(Dec *d, const struct pt_block *b, guint64 off)
+/* The jumps between the blocks the walker joined into b (run): what
+ * resolve() does with each - the taken ones dropped (drop_jump()), the
+ * last conditional one not taken after them kept for the flow end - and
+ * the instructions they ran, counted as on_block() counts them. */
+static void joined(Dec *d, const VtWalkRun *run, const struct pt_block *b)
+{
+	guint32 before = run->taken ? 0 : d->insns;      /* instructions since the last branch before */
+	guint32 from = run->taken ? run->taken_insns : 0; /* ... counted from the joined instructions' */
+
+	if (run->taken) {
+		(void)monotonic(d, d->before);
+		d->ovf = 0;
+		d->have_nt = FALSE;
+	}
+	if (run->have_nt) {
+		d->have_nt = TRUE;
+		d->nt_ip = run->nt_ip;
+		d->nt_guest = d->guest;
+		d->nt_tsc = d->before;
+		d->nt_off = d->base + MIN(run->off, (guint64)d->len);
+		d->nt_mode = (guint8)b->mode;
+		d->nt_insns = before + run->nt_insns - from;
+	}
+	if (run->last_nt) {
+		VtInsn cond = { .kind = VT_INSN_COND, .len = run->nt_len };
+
+		d->pend_mode = (guint8)b->mode;
+		source(d, FALSE, &cond);
+	} else {
+		source(d, FALSE, NULL);
+	}
+	d->insns = before + b->ninsn - from;
+}
+
+/* A block ending at AUX offset off (the decoder's position after it), and
+ * blocks joined to it before (run). */
+static void on_block(Dec *d, const struct pt_block *b, const VtWalkRun *run, guint64 off)
 {
 	flush_async(d);
 	resolve(d, b->ip);
@@ -666,7 +706,10 @@ static void on_block(Dec *d, const struct pt_block *b, guint64 off)
 	}
 	if (!b->ninsn)
 		return;
-	d->insns += b->ninsn;
+	if (run->blocks)
+		joined(d, run, b);
+	else
+		d->insns += b->ninsn;
 	block_end(d, b->end_ip, (guint8)b->mode);
 	d->pend_mode = (guint8)b->mode;
 	d->pend_ip = b->end_ip;
@@ -718,8 +761,11 @@ static int step(Dec *d, int status)
 {
 	struct pt_block blk;
 	struct pt_event ev;
+	VtWalkRun run;
 	uint64_t off = 0;
 	gboolean events = (status & pts_event_pending) != 0;
+	/* jumps dropped: the walker joins blocks (as many as the stuck check allows) */
+	guint join = d->drop_jumps && !d->use_blk ? MIN(JOIN_MAX, NO_PROGRESS_LIMIT - MIN(d->stuck, NO_PROGRESS_LIMIT)) : 0;
 
 	while (status & pts_event_pending) {
 		status = vt_walk_event(d->dec, &ev);
@@ -750,16 +796,17 @@ static int step(Dec *d, int status)
 	 * before: a query of the time per block was 3% of a call trace) */
 	if (!d->time_same || events)
 		d->before = now(d);
-	status = vt_walk_next(d->dec, &blk);
+	status = vt_walk_next_joined(d->dec, &blk, join, &run);
 	vt_walk_get_offset(d->dec, &off);  /* position(), once */
 	d->time_same = !events && off == d->last_off;
 	if (blk.ninsn && !d->warming)
-		on_block(d, &blk, d->base + MIN(off, (guint64)d->len));
+		on_block(d, &blk, &run, d->base + MIN(off, (guint64)d->len));
 	if (status < 0) {
 		error_ip(d, &blk, status);
 		return status;
 	}
-	d->stuck = off == d->last_off ? d->stuck + 1 : 0;
+	d->stuck = off == d->last_off ? d->stuck + 1 + run.blocks : 0;
+	d->joined += run.blocks;
 	d->last_off = off;
 	return d->stuck > NO_PROGRESS_LIMIT ? -pte_internal : status;
 }
@@ -1071,6 +1118,11 @@ void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
 void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end)
 {
 	d->flow_end = flow_end;
+}
+
+guint64 vt_decode_queue_joined(const VtDecodeQueue *d)
+{
+	return d->joined;
 }
 
 void vt_decode_queue_set_drop_jumps(VtDecodeQueue *d, gboolean drop)

@@ -85,8 +85,17 @@ typedef struct {
 	WInsn in;
 } ZSlot;
 
+/* Beside the slots, a 16-bit hash of each slot's block (0: empty) in an
+ * array small enough to stay in the cache (256 KiB): a lookup reads its
+ * set only where a way's hash matches.  A block seen for the first time
+ * (most of them, where the trace runs through more code than the table
+ * keeps) is then known to be missing without waiting for its set, and
+ * the walk decodes its instructions while the set (prefetched at the
+ * block before) is on its way for table_put().  The hashes are hints: a
+ * lookup checks the slot itself, a stale hash costs a refill at most. */
 struct VtWalkTable {
 	WSlot *slots;                    /* 2^TABLE_BITS */
+	guint16 *hashes;                 /* 2^TABLE_BITS, slot by slot */
 };
 
 struct VtWalk {
@@ -112,6 +121,7 @@ struct VtWalk {
 	ZydisDecoder zy[4];
 	ZSlot zcache[1 << ZCACHE_BITS];
 	gboolean check;                  /* VMTRACE_WALK_CHECK */
+	gboolean joinable;               /* the last block: no_event()'s, nothing pending after it */
 };
 
 gboolean vt_walk_use_blk(void)
@@ -764,6 +774,7 @@ VtWalkTable *vt_walk_table_new(void)
 	VtWalkTable *t = g_new0(VtWalkTable, 1);
 
 	t->slots = vt_decode_table_new(sizeof(WSlot) << TABLE_BITS);   /* (pages touched when used) */
+	t->hashes = vt_decode_table_new_small(sizeof(guint16) << TABLE_BITS);
 	return t;
 }
 
@@ -772,6 +783,7 @@ void vt_walk_table_free(VtWalkTable *t)
 	if (!t)
 		return;
 	vt_decode_table_free(t->slots, sizeof(WSlot) << TABLE_BITS);
+	vt_decode_table_free_small(t->hashes, sizeof(guint16) << TABLE_BITS);
 	g_free(t);
 }
 
@@ -789,11 +801,18 @@ void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecod
 	w->poked[1] = vt_decode_pokes_pages(guest_pokes);
 }
 
-static WSlot *set_of(const VtWalkTable *t, guint64 ip, guint64 tag)
+static guint set_index(guint64 ip, guint64 tag)
 {
 	guint64 h = ip ^ (ip >> TABLE_BITS) ^ (tag * 0x9e3779b97f4a7c15ull);
 
-	return &t->slots[h & ((1u << TABLE_BITS) - 2)];
+	return (guint)(h & ((1u << TABLE_BITS) - 2));
+}
+
+/* The block's hash in t->hashes: never 0 (empty), other bits of the
+ * block than its set's. */
+static guint16 hash_of(guint64 ip, guint64 tag)
+{
+	return (guint16)(((ip + tag) * 0x9e3779b97f4a7c15ull) >> 48) | 1;
 }
 
 /* b as a slot (FALSE: its last instruction is too far from its start, or
@@ -832,9 +851,13 @@ static void slot_last(const WSlot *s, WInsn *in)
  * its last one. */
 static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mode, guint16 *ninsn, WInsn *last)
 {
-	WSlot *set = set_of(t, ip, tag), s;
+	guint i = set_index(ip, tag);
+	guint16 hash = hash_of(ip, tag);
+	WSlot *set = &t->slots[i], s;
 
 	for (int k = 0; k < 2; k++) {
+		if (__atomic_load_n(&t->hashes[i + k], __ATOMIC_RELAXED) != hash)
+			continue;
 		if (vt_seq_read(&s, &set[k], sizeof(s)) && s.ip == ip && s.tag == tag && s.mode == mode && ip) {
 			*ninsn = s.ninsn;
 			slot_last(&s, last);
@@ -846,17 +869,20 @@ static gboolean table_get(const VtWalkTable *t, guint64 ip, guint64 tag, int mod
 
 static void table_put(VtWalkTable *t, const WBlock *b)
 {
-	WSlot *set = set_of(t, b->ip, b->tag), *s, in;
+	guint i = set_index(b->ip, b->tag), k;
+	WSlot *s, in;
 	guint32 seq;
 
 	if (!slot_pack(b, &in))
 		return;
 	/* an empty way, else the second (the first keeps what came first) */
-	s = __atomic_load_n(&set[0].ip, __ATOMIC_RELAXED) ? &set[1] : &set[0];
+	k = __atomic_load_n(&t->hashes[i], __ATOMIC_RELAXED) ? 1 : 0;
+	s = &t->slots[i + k];
 	if (!vt_seq_lock(&s->seq, &seq))
 		return;
 	memcpy((guint8 *)s + sizeof(s->seq), (const guint8 *)&in + sizeof(in.seq), sizeof(in) - sizeof(in.seq));
 	vt_seq_unlock(&s->seq, seq);
+	__atomic_store_n(&t->hashes[i + k], hash_of(b->ip, b->tag), __ATOMIC_RELAXED);
 }
 
 /* The set of the block at ip (bytes tagged tag) on its way into the
@@ -874,8 +900,14 @@ static void table_put(VtWalkTable *t, const WBlock *b)
  * next block's code as well (for the table's misses) did not pay. */
 static inline __attribute__((always_inline)) void prefetch_block(const VtWalk *w, guint64 ip, guint64 tag)
 {
-	if (w->tables[w->src])
-		__builtin_prefetch(set_of(w->tables[w->src], ip, tag));
+	const VtWalkTable *t = w->tables[w->src];
+
+	if (t) {
+		guint i = set_index(ip, tag);
+
+		__builtin_prefetch(&t->hashes[i]);
+		__builtin_prefetch(&t->slots[i]);
+	}
 }
 
 /* The block's end in (w->ip at it): the next IP from it, with trace when
@@ -1077,7 +1109,11 @@ static int proceed(VtWalk *w, struct pt_block *block)
 	if (!w->enabled)
 		return w->status & pts_eos ? -pte_eos : -pte_no_enable;
 	status = no_event(w, block);
-	return status < 0 ? status : trailing_event(w);
+	if (status < 0)
+		return status;
+	status = trailing_event(w);
+	w->joinable = status == 0;
+	return status;
 }
 
 gboolean vt_walk_last_branch(const VtWalk *w, guint64 ip, guint8 *kind, guint8 *len)
@@ -1105,6 +1141,73 @@ int vt_walk_next(VtWalk *w, struct pt_block *block)
 	block->ip = w->ip;
 	block->mode = w->mode;
 	return proceed(w, block);
+}
+
+/* The block after the last one (a conditional or direct jump, taken or
+ * not), joined to block (its bytes' tag: *tag): FALSE when it may not be -
+ * the jump is another branch, the decoder read trace for it (its time may
+ * have changed), or the table does not have the next block. */
+static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guint32 *insns, guint64 *tag)
+{
+	const WInsn *in = &w->last;
+	uint64_t off = 0;
+	guint16 ninsn;
+	gsize avail = 0;
+	WInsn last;
+	gboolean taken;
+
+	if (in->iclass != ptic_cond_jump && !(in->iclass == ptic_jump && in->direct))
+		return FALSE;
+	if (pt_qry_get_offset(w->qry, &off) < 0 || off != run->off)
+		return FALSE;
+	*tag = 0;                        /* as no_event() finds it */
+	if (!is_plain(w, w->ip) && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, tag) || !avail || *tag == TAG_MIXED))
+		return FALSE;
+	if (!w->tables[w->src] || !table_get(w->tables[w->src], w->ip, *tag, w->mode, &ninsn, &last) ||
+	    *insns + ninsn > G_MAXUINT16)
+		return FALSE;
+	taken = in->iclass == ptic_jump || w->ip != in->ip + in->size;
+	if (taken) {
+		run->taken = TRUE;
+		run->taken_insns = *insns;
+		run->have_nt = FALSE;
+	} else {
+		run->have_nt = TRUE;
+		run->nt_ip = w->ip;
+		run->nt_insns = *insns;
+		run->nt_len = in->size;
+	}
+	run->last_nt = !taken;
+	run->blocks++;
+	*insns += ninsn;
+	w->last = last;
+	block->ninsn = (uint16_t)*insns;
+	block->end_ip = last.ip;
+	block->iclass = last.iclass;
+	return TRUE;
+}
+
+int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun *run)
+{
+	uint64_t off = 0;
+	guint64 tag;
+	guint32 insns;
+	int status;
+
+	memset(run, 0, sizeof(*run));
+	if (w->blk || !max || pt_qry_get_offset(w->qry, &off) < 0)
+		return vt_walk_next(w, block);
+	run->off = off;
+	w->joinable = FALSE;
+	status = vt_walk_next(w, block);
+	/* (w->last: the last block's last instruction, no event pending) */
+	for (insns = block->ninsn; w->joinable && run->blocks < max && join_one(w, block, run, &insns, &tag);) {
+		status = block_end(w, &w->last, tag);
+		if (status == 0)
+			status = trailing_event(w);
+		w->joinable = status == 0;
+	}
+	return status;
 }
 
 int vt_walk_sync_forward(VtWalk *w)
