@@ -44,12 +44,13 @@ enum {
 	F_COMM = 1 << 0, F_TID = 1 << 1, F_CPU = 1 << 2, F_TIME = 1 << 3, F_PERIOD = 1 << 4, F_EVENT = 1 << 5,
 	F_FLAGS = 1 << 6, F_IP = 1 << 7, F_SYM = 1 << 8, F_SYMOFF = 1 << 9, F_DSO = 1 << 10, F_ADDR = 1 << 11,
 	F_INSN = 1 << 12, F_DISASM = 1 << 13, F_MACHINE_PID = 1 << 14, F_VCPU = 1 << 15, F_SYNTH = 1 << 16,
+	F_IPC = 1 << 17,
 };
 static const struct { const char *name; guint bit; } field_names[] = {
 	{ "comm", F_COMM }, { "tid", F_TID }, { "cpu", F_CPU }, { "time", F_TIME }, { "period", F_PERIOD },
 	{ "event", F_EVENT }, { "flags", F_FLAGS }, { "ip", F_IP }, { "sym", F_SYM }, { "symoff", F_SYMOFF },
 	{ "dso", F_DSO }, { "addr", F_ADDR }, { "insn", F_INSN }, { "disasm", F_DISASM }, { "synth", F_SYNTH },
-	{ "machine_pid", F_MACHINE_PID }, { "vcpu", F_VCPU },
+	{ "machine_pid", F_MACHINE_PID }, { "vcpu", F_VCPU }, { "ipc", F_IPC },
 };
 /* the defaults: perf's -F comm,tid,cpu,time,ip,sym,symoff,dso,addr for
  * branches; --insn-trace's fields for instructions */
@@ -92,7 +93,15 @@ typedef struct {
 	struct SideText *sides;            /* kernel addresses' side text (side_cached()) */
 	struct FlagsText *flags_text;      /* the flags fields' text (put_flags()) */
 	VtDecodeSymCache *syms;            /* call traces: symbols by (image, address) */
+	GArray *ipc;                       /* -F ipc: per queue, perf's counts (IpcQueue) */
+	guint64 ipc_insns, ipc_cycles;     /* the line's IPC (ipc_cycles 0: none) */
 } Script;
+
+/* -F ipc: a queue's instructions so far and at its last IPC sample shown
+ * with cycles, and those cycles (perf's last_br_insn_cnt, _cyc_cnt). */
+typedef struct {
+	guint64 insns, last_insns, last_cycles;
+} IpcQueue;
 
 /* What a line's thread fields are made of (compared whole: no padding). */
 typedef struct {
@@ -185,7 +194,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "call-ret-trace", 0, 0, G_OPTION_ARG_NONE, &o->call_ret_trace, "Calls and returns with their call depth and flags (perf script --call-ret-trace)", NULL },
 		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
 		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, p power events (psb, cbr), e errors (default: be)", "OPTS" },
-		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu; +F/-F add to/remove from the default", "FIELDS" },
+		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu,ipc; +F/-F add to/remove from the default", "FIELDS" },
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only events from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
@@ -283,7 +292,7 @@ static const char *fields_apply(ScriptOptions *o, guint *mask_io)
 		if (bit == F_CPU || !relative)
 			o->cpu_auto = FALSE;
 		if (!bit)
-			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu)";
+			return "-F: unknown field (comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu,ipc)";
 		mask = sign < 0 ? mask & ~bit : mask | bit;
 	}
 	if (!(mask & (F_IP | F_ADDR)) && (mask & (F_SYM | F_SYMOFF | F_DSO)))
@@ -325,8 +334,9 @@ static const char *parse_selection(ScriptOptions *o)
 	o->insn_mask = F_INSN_DEFAULT;
 	o->power_mask = F_POWER_DEFAULT;
 	o->cpu_auto = TRUE;
-	if (!bad && o->fields && (o->call_trace || o->call_ret_trace || o->json))
-		bad = "-F does not go with --call-trace, --call-ret-trace or --json";
+	if (!bad && o->fields && (o->call_trace || o->call_ret_trace || o->json) &&
+	    (o->json || strcmp(o->fields, "+ipc")))
+		bad = "-F does not go with --call-trace, --call-ret-trace (but -F +ipc) or --json";
 	if (!bad && o->fields)
 		bad = parse_fields(o);
 	if (!bad && o->time)
@@ -960,6 +970,56 @@ static void print_error(const Script *s, const VtDecodeEvent *e)
 
 /* One branch line, FROM => TO in one machine, with the fields -F asks for;
  * insn: the branch instruction (a VM entry's on both its lines; none from 0). */
+/* -F ipc: perf's counts at every branch of a queue (its instructions, all
+ * its records'), and its IPC sample where the branch is one perf shows
+ * (the --itrace and call trace filters; not --vcpu, --tid: perf shows
+ * what they drop later) and the decoder saw cycles for: the instructions
+ * and cycles since the queue's last such sample, into s->ipc_insns and
+ * s->ipc_cycles (0: no IPC on its line). */
+static void ipc_event(Script *s, const VtDecodeEvent *e)
+{
+	IpcQueue *q;
+	const VtBranch *b = &e->b;
+	guint64 cycles;
+
+	if (e->queue >= s->ipc->len)
+		g_array_set_size(s->ipc, e->queue + 1);
+	q = &g_array_index(s->ipc, IpcQueue, e->queue);
+	q->insns += b->insns;
+	s->ipc_cycles = 0;
+	if (!b->ipc || b->kind >= VT_BRANCH_ERROR ||
+	    (s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags)))
+		return;
+	cycles = b->cycles - q->last_cycles;
+	if (!cycles)
+		return;
+	s->ipc_insns = q->insns - q->last_insns;
+	s->ipc_cycles = cycles;
+	q->last_insns = q->insns;
+	q->last_cycles = b->cycles;
+}
+
+/* perf's " \t IPC: 1.23 (insns/cycles) " where the line has one (and not
+ * again: a VM entry's or exit's second line has none). */
+static void put_ipc(Script *s)
+{
+	guint ipc;
+
+	if (!s->ipc_cycles || !s->ipc_insns)
+		return;
+	ipc = (guint)(s->ipc_insns * 100 / s->ipc_cycles);
+	put_lit(s->out, " \t IPC: ");
+	vt_textbuf_int(s->out, ipc / 100, 0, ' ');
+	vt_textbuf_c(s->out, '.');
+	vt_textbuf_int(s->out, ipc % 100, 2, '0');
+	put_lit(s->out, " (");
+	vt_textbuf_int(s->out, (gint64)s->ipc_insns, 0, ' ');
+	vt_textbuf_c(s->out, '/');
+	vt_textbuf_int(s->out, (gint64)s->ipc_cycles, 0, ' ');
+	put_lit(s->out, ") ");
+	s->ipc_cycles = 0;
+}
+
 static void branch_line(Script *s, const VtDecodeEvent *e, gboolean guest, guint64 from, guint64 to)
 {
 	const VtBranch *b = &e->b;
@@ -974,6 +1034,7 @@ static void branch_line(Script *s, const VtDecodeEvent *e, gboolean guest, guint
 		put_lit(s->out, " => ");
 		side(s, to, guest, f);
 	}
+	put_ipc(s);
 	if ((f & F_INSN) && b->kind == VT_BRANCH_VMENTRY)
 		insn_bytes(s, b->from, b->from_guest, b->mode, b->tsc);
 	else if ((f & F_INSN) && from)
@@ -1199,6 +1260,7 @@ typedef struct {
 	guint32 len;
 	gint32 indent;
 	guint32 spaces_at, spaces;
+	guint32 tail;                      /* the line's last bytes, after the padding (IPC) */
 } RecordHead;
 
 static gsize record_open(Script *s)
@@ -1209,10 +1271,10 @@ static gsize record_open(Script *s)
 	return s->out->len;
 }
 
-static void record_close(Script *s, gsize start, gint32 indent)
+static void record_close(Script *s, gsize start, gint32 indent, gsize tail)
 {
 	VtTextBuf *t = s->out;
-	RecordHead h = { (guint32)(t->len - start), indent, 0, s->rec_spaces };
+	RecordHead h = { (guint32)(t->len - start), indent, 0, s->rec_spaces, (guint32)tail };
 
 	if (h.spaces)
 		h.spaces_at = (guint32)(s->rec_spaces_at - start);
@@ -1228,15 +1290,17 @@ static void put_records(Script *s, const char *p, gsize n)
 		memcpy(&h, p, sizeof(h));
 		p += sizeof(h);
 		h.len = (guint32)MIN((gsize)h.len, (gsize)(end - p));
-		h.spaces_at = MIN(h.spaces_at, h.len);
+		h.tail = MIN(h.tail, h.len);
+		h.spaces_at = MIN(h.spaces_at, h.len - h.tail);
 		vt_textbuf_mem(s->out, p, h.spaces_at);
 		vt_textbuf_pad(s->out, h.spaces);
-		vt_textbuf_mem(s->out, p + h.spaces_at, h.len - h.spaces_at);
-		p += h.len;
-		if (h.indent >= 0) {
+		vt_textbuf_mem(s->out, p + h.spaces_at, h.len - h.tail - h.spaces_at);
+		if (h.indent >= 0)
 			call_pad(s, h.indent);
+		vt_textbuf_mem(s->out, p + h.len - h.tail, h.tail);
+		p += h.len;
+		if (h.indent >= 0)
 			vt_textbuf_c(s->out, '\n');
-		}
 	}
 }
 
@@ -1262,13 +1326,20 @@ static void call_half(Script *s, const VtDecodeEvent *e, guint64 ip, guint64 add
 	if (!wanted(s, e, guest))
 		return;
 	if (s->records) {
+		int indent;
+		gsize before;
+
 		start = record_open(s);
 		call_start(s, e, guest, flags);
-		record_close(s, start, call_indent(s, ip, addr, guest, flags, depth));
+		indent = call_indent(s, ip, addr, guest, flags, depth);
+		before = s->out->len;
+		put_ipc(s);
+		record_close(s, start, indent, s->out->len - before);
 		return;
 	}
 	call_start(s, e, guest, flags);
 	call_pad(s, call_indent(s, ip, addr, guest, flags, depth));
+	put_ipc(s);
 	vt_textbuf_c(s->out, '\n');
 }
 
@@ -1311,7 +1382,7 @@ static void print_call(Script *s, const VtDecodeEvent *e)
 		}
 		start = record_open(s);
 		print_text(s, e);
-		record_close(s, start, -1);
+		record_close(s, start, -1, 0);
 		return;
 	}
 	if (b->kind == VT_BRANCH_VMENTRY || b->kind == VT_BRANCH_VMEXIT) {
@@ -1577,6 +1648,8 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
  * instruction walk; only some are shown). */
 static void script_event(Script *s, const VtDecodeEvent *e)
 {
+	if (s->o->field_mask & F_IPC)
+		ipc_event(s, e);
 	s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */
 	s->guest_time = e->time;
 	if (s->stacks) {
@@ -1623,6 +1696,7 @@ static void printer_init(Script *s, VtTextBuf *out, VtDecodeDisasmTable *const *
 	s->head = g_new0(LineHead, 1);
 	s->threads = g_new0(ThreadText, THREADS);
 	s->flags_text = g_new0(FlagsText, 1u << FLAGS_TEXTS_LOG2);
+	s->ipc = g_array_new(FALSE, TRUE, sizeof(IpcQueue));
 }
 
 static void printer_clear(Script *s)
@@ -1641,6 +1715,8 @@ static void printer_clear(Script *s)
 	g_clear_pointer(&s->head, g_free);
 	g_clear_pointer(&s->threads, g_free);
 	g_clear_pointer(&s->flags_text, g_free);
+	g_array_free(s->ipc, TRUE);
+	s->ipc = NULL;
 }
 
 /* ---------------------------------------- printing in the decoding threads */
@@ -1748,7 +1824,7 @@ static gboolean call_keep(gpointer data, const VtBranch *b)
 {
 	const Script *s = data;
 
-	return b->kind == VT_BRANCH_ERROR ||
+	return b->kind == VT_BRANCH_ERROR || ((s->o->field_mask & F_IPC) && b->insns) ||   /* IPC counts them */
 	       (vt_decode_perf_flags(b) & (s->show_flags | VT_PERF_FLAG_CALL | VT_PERF_FLAG_RETURN |
 					   VT_PERF_FLAG_TRACE_BEGIN));
 }
@@ -1844,6 +1920,8 @@ static void report(Script *s)
 		s->show_flags |= VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_BEGIN;
 	else if (!s->stacks)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
+	if (s->o->field_mask & F_IPC)
+		vt_decode_result_cycles(s->result);
 	if (print_in_threads(s)) {
 		s->out = vt_textbuf_new(stdout, 1 << 20);
 		s->records = s->stacks != NULL;

@@ -267,6 +267,8 @@ typedef struct {
 	guint64 offset;        /* AUX offset just past the packet that decided it
 				* (the decoder's position then: the next TNT, TIP, FUP,
 				* PSB...; the last decision's for a direct branch) */
+	guint64 cycles;        /* with ipc: the queue's CYC cycles up to its packet
+				* (vt_decode_result_cycles) */
 	guint8 kind;           /* VtBranchKind */
 	guint8 from_guest, to_guest;
 	gint8 code;            /* VT_BRANCH_ERROR: libipt's error code (positive pte_*) */
@@ -277,6 +279,7 @@ typedef struct {
 	guint8 overflows;      /* OVF packets (internal buffer overflow: trace lost) the queue
 				* had since its previous branch (at most 255) */
 	guint8 mode;           /* VT_MODE_* of the code up to `from` (since the last branch) */
+	guint8 ipc;            /* perf takes an IPC sample here: cycles is set (cycles.c) */
 	/* Instructions the decoder reconstructed since the queue's previous
 	 * record that has a count (every kind but PSB and CBR: those have 0
 	 * and count nothing), each instruction counted once: up to and
@@ -285,9 +288,13 @@ typedef struct {
 	 * decoded before the error was found).  After a synchronisation (the
 	 * queue's start, a resync at a PSB after an error or an overflow) from
 	 * the PSB+'s IP on; across an overflow: those before it and those
-	 * after it.  0 for TRACE_BEGIN (nothing runs while tracing is off). */
+	 * after it.  0 for TRACE_BEGIN (nothing runs while tracing is off).
+	 * Where jumps are dropped (vt_decode_result_drop_jumps) their
+	 * instructions count for the next record. */
 	guint32 insns;
 } VtBranch;
+
+G_STATIC_ASSERT(sizeof(VtBranch) == 64);
 
 /* --------------------------------------------------- perf's view of branches */
 /* perf's sample flags (PERF_IP_FLAG_*, the ABI of perf's scripting) */
@@ -409,6 +416,10 @@ void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
  * decoder's state (times, counts) moves on as if they were made and
  * dropped. */
 void vt_decode_result_drop_jumps(VtDecodeResult *r);
+/* Before vt_decode_result_start: branches where perf takes an IPC sample
+ * get VtBranch.ipc and the queue's CYC cycles (cycles.c; none in traces
+ * without CYC packets). */
+void vt_decode_result_cycles(VtDecodeResult *r);
 /* No host thread's branches in two queues (per-thread recordings whose
  * queues' threads differ): what a reader keeps per thread is kept per queue. */
 gboolean vt_decode_result_threads_apart(const VtDecodeResult *r);
@@ -517,6 +528,7 @@ typedef struct {
 	guint32 cpuid_15_eax, cpuid_15_ebx;   /* TSC:CTC = ebx/eax (0: timeless) */
 	guint8 mtc_freq, nom_freq;
 	guint8 family, model, stepping;       /* errata; 0: none */
+	guint8 cyc_thresh;                    /* the CYC threshold (config bits 19-22) */
 } VtDecodeCpu;
 
 gboolean vt_decode_buffer(const guint8 *buf, gsize len, const VtDecodeCpu *cpu, VtDecodeImage *host,

@@ -30,6 +30,29 @@ void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end);
 void vt_decode_queue_set_drop_jumps(VtDecodeQueue *d, gboolean drop);
 /* Blocks the walker joined to the one before so far (tests). */
 guint64 vt_decode_queue_joined(const VtDecodeQueue *d);
+/* Also count CYC cycles for IPC (VtBranch.ipc, VtBranch.cycles). */
+void vt_decode_queue_set_cycles(VtDecodeQueue *d, gboolean cycles);
+/* cycles.c: a queue's CYC packets read again behind the decoder, for the
+ * branches where perf takes an IPC sample.  read: the queue's bytes, len
+ * of them; thresh: the recording has a CYC threshold (VtDecodeCpu). */
+typedef struct VtDecodeCycles VtDecodeCycles;
+typedef enum {
+	VT_CYCLES_TAKEN,                 /* a conditional jump taken (a TNT bit) */
+	VT_CYCLES_NOT_TAKEN,             /* ... not taken */
+	VT_CYCLES_RETURN,                /* a return (compressed: a TNT bit; else a TIP) */
+	VT_CYCLES_TIP,                   /* an indirect or far branch */
+	VT_CYCLES_ASYNC,                 /* an interrupt, a VM exit (FUP, TIP) */
+	VT_CYCLES_VMENTRY,               /* a VM entry: its TIP may follow the offset the block ended at */
+	VT_CYCLES_BEGIN,                 /* a trace begin (TIP.PGE) */
+	VT_CYCLES_END,                   /* a trace end (TIP.PGD): no sample */
+} VtCyclesHow;
+VtDecodeCycles *vt_decode_cycles_new(VtDecodeReadFunc read, gpointer ctx, guint64 len, gboolean thresh);
+void vt_decode_cycles_free(VtDecodeCycles *c);
+/* A branch (how; not a direct one: no packet) whose packet the decoder
+ * had read at queue offset off (VtBranch.offset), in the queue's order:
+ * TRUE when perf takes an IPC sample there, *cycles then the cycles so
+ * far. */
+gboolean vt_decode_cycles_branch(VtDecodeCycles *c, guint64 off, VtCyclesHow how, guint64 *cycles);
 /* Why the queue ended early (a window could not be read), NULL if not. */
 const GError *vt_decode_queue_error(const VtDecodeQueue *d);
 /* Guest code that the guest image does not have (guest user space) comes
@@ -162,7 +185,6 @@ typedef struct {
 	guint blocks;                    /* blocks before the last one: 0, nothing joined */
 	guint64 off;                     /* the decoder's position through them */
 	gboolean taken;                  /* one of their jumps was taken */
-	guint32 taken_insns;             /* instructions up to the last taken one's */
 	gboolean have_nt;                /* a conditional jump not taken after it */
 	guint64 nt_ip;                   /* the last such: where it went on */
 	guint32 nt_insns;                /* instructions up to it */

@@ -88,6 +88,7 @@ struct VtDecodeQueue {
 	gboolean power;
 	gboolean drop_jumps;             /* vt_decode_queue_set_drop_jumps */
 	guint64 joined;                  /* blocks the walker joined (vt_decode_queue_joined) */
+	VtDecodeCycles *cycles;          /* vt_decode_queue_set_cycles */
 	/* flow end (VtDecodeOptions.flow_end): past the last conditional
 	 * jump not taken since the last branch */
 	gboolean flow_end, have_nt;
@@ -335,7 +336,30 @@ static void drop_jump(Dec *d, guint64 tsc)
 	(void)monotonic(d, tsc);
 	d->ovf = 0;
 	d->have_nt = FALSE;
-	d->insns = 0;
+}
+
+/* What a branch of kind decided at AUX offset off does to the cycles
+ * count (cond: a conditional jump; NOT_TAKEN: one not taken, kind
+ * ignored); TRUE when it is an IPC sample (*cycles). */
+#define NOT_TAKEN 2
+static gboolean cycles_at(Dec *d, VtBranchKind kind, gboolean cond, guint64 off, guint64 *cycles)
+{
+	VtCyclesHow how;
+
+	if (!d->cycles || kind >= VT_BRANCH_ERROR)
+		return FALSE;            /* (not a branch) */
+	if (!d->src_async && (d->src_kind == VT_INSN_CALL || d->src_kind == VT_INSN_JUMP))
+		return FALSE;            /* direct: no packet */
+	switch (kind) {
+	case VT_BRANCH_JUMP: how = cond == NOT_TAKEN ? VT_CYCLES_NOT_TAKEN : cond ? VT_CYCLES_TAKEN : VT_CYCLES_TIP; break;
+	case VT_BRANCH_RETURN: how = VT_CYCLES_RETURN; break;
+	case VT_BRANCH_ASYNC: case VT_BRANCH_VMEXIT: how = VT_CYCLES_ASYNC; break;
+	case VT_BRANCH_VMENTRY: how = VT_CYCLES_VMENTRY; break;
+	case VT_BRANCH_TRACE_BEGIN: how = VT_CYCLES_BEGIN; break;
+	case VT_BRANCH_TRACE_END: how = d->src_async ? VT_CYCLES_ASYNC : VT_CYCLES_END; break;   /* FUP, TIP.PGD */
+	default: how = VT_CYCLES_TIP; break;
+	}
+	return vt_decode_cycles_branch(d->cycles, off, how, cycles);
 }
 
 static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolean from_guest, gboolean to_guest,
@@ -343,11 +367,16 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 {
 	VtBranch *b;
 
+	guint64 cycles = 0;
+	gboolean ipc = cycles_at(d, kind, cond, off, &cycles);
+
 	if (G_UNLIKELY(d->drop_jumps) && kind == VT_BRANCH_JUMP) {
 		drop_jump(d, tsc);
 		return;
 	}
 	b = out_add(d);
+	b->ipc = (guint8)ipc;
+	b->cycles = cycles;
 
 	b->async = d->src_async;
 	b->insn_kind = d->src_kind;
@@ -416,6 +445,11 @@ static void resolve(Dec *d, guint64 to)
 			emit_at(d, VT_BRANCH_JUMP, d->pend_ip, to, d->pend_guest, d->guest, TRUE, d->pend_tsc,
 				d->pend_off);
 			return;
+		}
+		if (G_UNLIKELY(d->cycles)) {
+			guint64 cycles;
+
+			(void)cycles_at(d, VT_BRANCH_JUMP, NOT_TAKEN, d->pend_off, &cycles);
 		}
 		d->have_nt = TRUE;
 		d->nt_ip = to;
@@ -653,12 +687,10 @@ static void block_end(Dec *d, guint64 ip, guint8 mode)
 /* The jumps between the blocks the walker joined into b (run): what
  * resolve() does with each - the taken ones dropped (drop_jump()), the
  * last conditional one not taken after them kept for the flow end - and
- * the instructions they ran, counted as on_block() counts them. */
+ * the instructions they ran, counted as on_block() counts them.  (No
+ * cycles: none of them was the first its packet decided.) */
 static void joined(Dec *d, const VtWalkRun *run, const struct pt_block *b)
 {
-	guint32 before = run->taken ? 0 : d->insns;      /* instructions since the last branch before */
-	guint32 from = run->taken ? run->taken_insns : 0; /* ... counted from the joined instructions' */
-
 	if (run->taken) {
 		(void)monotonic(d, d->before);
 		d->ovf = 0;
@@ -671,7 +703,7 @@ static void joined(Dec *d, const VtWalkRun *run, const struct pt_block *b)
 		d->nt_tsc = d->before;
 		d->nt_off = d->base + MIN(run->off, (guint64)d->len);
 		d->nt_mode = (guint8)b->mode;
-		d->nt_insns = before + run->nt_insns - from;
+		d->nt_insns = d->insns + run->nt_insns;
 	}
 	if (run->last_nt) {
 		VtInsn cond = { .kind = VT_INSN_COND, .len = run->nt_len };
@@ -681,7 +713,7 @@ static void joined(Dec *d, const VtWalkRun *run, const struct pt_block *b)
 	} else {
 		source(d, FALSE, NULL);
 	}
-	d->insns = before + b->ninsn - from;
+	d->insns += b->ninsn;
 }
 
 /* A block ending at AUX offset off (the decoder's position after it), and
@@ -1088,6 +1120,7 @@ void vt_decode_queue_free(VtDecodeQueue *d)
 	if (!d)
 		return;
 	vt_walk_free(d->dec);
+	vt_decode_cycles_free(d->cycles);
 	for (int i = 0; i < 2; i++) {
 		if (d->pi[i])
 			pt_image_free(d->pi[i]);
@@ -1118,6 +1151,12 @@ void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)
 void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end)
 {
 	d->flow_end = flow_end;
+}
+
+void vt_decode_queue_set_cycles(VtDecodeQueue *d, gboolean cycles)
+{
+	vt_decode_cycles_free(d->cycles);
+	d->cycles = cycles ? vt_decode_cycles_new(d->read, d->read_ctx, d->total, d->cpu.cyc_thresh != 0) : NULL;
 }
 
 guint64 vt_decode_queue_joined(const VtDecodeQueue *d)

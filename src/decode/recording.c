@@ -180,6 +180,7 @@ static void cpu_of(const VmcorrSession *s, VtDecodeCpu *cpu)
 		if (s->nr_priv > VT_PT_INFO_MAX_NONTURBO_RATIO)
 			cpu->nom_freq = (guint8)s->priv[VT_PT_INFO_MAX_NONTURBO_RATIO];
 	}
+	cpu->cyc_thresh = (guint8)((s->pt_attr->attr.config >> 19) & 0xf);   /* perf's intel_pt cyc_thresh */
 }
 
 /* A recording of record --source tcg (its OSRELEASE says so). */
@@ -913,6 +914,13 @@ void vt_decode_result_drop_jumps(VtDecodeResult *r)
 	g_return_if_fail(!r->started);
 	for (guint i = 0; i < r->n; i++)
 		vt_decode_queue_set_drop_jumps(r->qs[i].dec, TRUE);
+}
+
+void vt_decode_result_cycles(VtDecodeResult *r)
+{
+	g_return_if_fail(!r->started);
+	for (guint i = 0; i < r->n; i++)
+		vt_decode_queue_set_cycles(r->qs[i].dec, TRUE);
 }
 
 void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)

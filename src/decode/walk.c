@@ -1169,7 +1169,6 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 	taken = in->iclass == ptic_jump || w->ip != in->ip + in->size;
 	if (taken) {
 		run->taken = TRUE;
-		run->taken_insns = *insns;
 		run->have_nt = FALSE;
 	} else {
 		run->have_nt = TRUE;

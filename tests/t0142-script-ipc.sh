@@ -1,0 +1,95 @@
+#!/bin/sh
+# vmtrace script -F +ipc: perf's "IPC: x.yy (insns/cycles)" from CYC
+# packets, on the same lines as perf script -F +ipc prints it, with the
+# same counts - branches (--itrace=b), --call-trace and --call-ret-trace,
+# per thread and per CPU, one and two VMs (VM entries and exits, return
+# thunks, conditional jumps whose first TNT bit is not taken), with a CYC
+# threshold (perf keeps cycles only from a CYC right before).  Lines
+# compared per thread without their times (tests/t0093: those differ
+# near guest switches on their own).  Traces without CYC: perf estimates
+# cycles from MTC and prints an IPC; vmtrace prints none (README).
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+code_vs_perf
+
+# per_thread FILE: the lines of FILE by thread (tid), times and padding
+# dropped, perf's power events left out
+per_thread() {
+	"$PYTHON3" - "$1" <<'PY'
+import re, sys
+seq = {}
+for line in open(sys.argv[1], errors="replace"):
+    if "psb offs:" in line or "cbr:" in line:
+        continue
+    m = re.match(r"\s*(.*?)\s+(\d+)\s+(\[-?\d+\]\s+)?(\d+\.\d+:)?", line)
+    if not m:
+        continue
+    rest = re.sub(r"\s+", " ", line[m.end():]).strip()
+    seq.setdefault(m.group(2), []).append(rest)
+for tid in sorted(seq):
+    for rest in seq[tid]:
+        print(tid, rest)
+PY
+}
+
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	f=$TMP/$name.data
+	# shellcheck disable=SC2086
+	code_recording "$name" 48K $opts || continue
+	for mode in b call ret; do
+		case $mode in
+		b) opt="--itrace=b -F comm,tid,ip,sym,symoff,addr,ipc" ;;
+		call) opt="--call-trace -F +ipc" ;;
+		ret) opt="--call-ret-trace -F +ipc" ;;
+		esac
+		# shellcheck disable=SC2086
+		timeout 300 "$PERF" script -i "$f" $G $opt >"$TMP/$name.$mode.perf" 2>"$TMP/$name.$mode.perf.err"
+		check "$name $opt: perf script exit 0" test $? -eq 0
+		# shellcheck disable=SC2086
+		"$VMTRACE" script "$f" $G $opt >"$TMP/$name.$mode.vt" 2>"$TMP/$name.$mode.vt.err"
+		check "$name $opt: vmtrace script exit 0" test $? -eq 0
+		per_thread "$TMP/$name.$mode.perf" >"$TMP/$name.$mode.perf.t"
+		per_thread "$TMP/$name.$mode.vt" >"$TMP/$name.$mode.vt.t"
+		nipc=$(grep -c 'IPC: ' "$TMP/$name.$mode.vt.t")
+		case $name in
+		*-mtc)
+			check "$name $opt: no IPC without CYC (perf's: $(grep -c 'IPC: ' "$TMP/$name.$mode.perf.t"))" \
+				test "$nipc" -eq 0
+			;;
+		*)
+			check "$name $opt: IPC on $nipc lines" test "$nipc" -gt 20
+			check "$name $opt: the lines and their IPC = perf's, thread by thread" \
+				test_cmp "$TMP/$name.$mode.perf.t" "$TMP/$name.$mode.vt.t"
+			;;
+		esac
+	done
+done <<'CONFIGS'
+thread-2vcpu-cyc        --vcpus 2 --cyc --psb-period 0 --seed 3
+thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0 --seed 4
+cpu-2vcpu-cyc           --vcpus 2 --per-cpu --cpus 2 --cyc --psb-period 0 --seed 5
+thread-2vcpu-thresh     --vcpus 2 --cyc --cyc-thresh 3 --psb-period 0 --seed 7
+thread-1vcpu-mtc        --vcpus 1 --seed 6
+CONFIGS
+
+# one IPC sample by hand: the counts on a line are the instructions and
+# cycles since the thread's previous line with an IPC (its first line's:
+# since the trace began), and x.yy their ratio cut to two decimals
+"$PYTHON3" - "$TMP/thread-2vcpu-cyc.b.vt" >"$TMP/ratio.check" 2>&1 <<'PY'
+import re, sys
+n = 0
+for line in open(sys.argv[1]):
+    m = re.search(r"IPC: (\d+)\.(\d\d) \((\d+)/(\d+)\) $", line.rstrip("\n"))
+    if m:
+        whole, frac, insns, cycles = map(int, m.groups())
+        assert whole * 100 + frac == insns * 100 // cycles, line
+        n += 1
+assert n > 20, n
+print(n, "ratios")
+PY
+check "IPC's x.yy is insns*100/cycles cut, as perf's ($(cat "$TMP/ratio.check"))" test $? -eq 0
+
+"$VMTRACE" script "$TMP/thread-2vcpu-cyc.data" $G --call-trace -F +sym >"$TMP/out" 2>&1
+check "--call-trace -F +sym: usage error (only +ipc goes with call traces)" test $? -eq 2
+
+finish
