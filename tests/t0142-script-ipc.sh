@@ -72,6 +72,34 @@ thread-2vcpu-thresh     --vcpus 2 --cyc --cyc-thresh 3 --psb-period 0 --seed 7
 thread-1vcpu-mtc        --vcpus 1 --seed 6
 CONFIGS
 
+# --time: perf makes no sample outside the range - the lines with an IPC
+# count from the last one inside it; but perf also starts decoding at a
+# PSB shortly before the range, so each thread's first IPC in it counts
+# from there (vmtrace's from the trace's start): that one is set aside
+f=$TMP/thread-2vcpu-cyc.data
+mid=$("$PYTHON3" - "$TMP/thread-2vcpu-cyc.call.perf" <<'PY'
+import re, sys
+times = []
+for line in open(sys.argv[1]):
+    m = re.search(r"\s(\d+\.\d+):", line)
+    if m:
+        times.append(m.group(1))
+print(times[len(times) // 2] + ",")
+PY
+)
+# shellcheck disable=SC2086
+"$PERF" script -i "$f" $G --call-trace -F +ipc --time "$mid" >"$TMP/time.perf" 2>/dev/null
+# shellcheck disable=SC2086
+"$VMTRACE" script "$f" $G --call-trace -F +ipc --time "$mid" >"$TMP/time.vt" 2>/dev/null
+for w in perf vt; do
+	per_thread "$TMP/time.$w" | awk '/IPC: / && !seen[$1]++ { sub(/IPC: .*/, "IPC: first") } { print }' \
+		>"$TMP/time.$w.t"
+done
+nipc=$(grep -c 'IPC: ' "$TMP/time.vt.t")
+check "--call-trace --time $mid: IPC on $nipc lines" test "$nipc" -gt 5
+check "--call-trace --time $mid: the lines and their IPC = perf's (the first aside)" \
+	test_cmp "$TMP/time.perf.t" "$TMP/time.vt.t"
+
 # one IPC sample by hand: the counts on a line are the instructions and
 # cycles since the thread's previous line with an IPC (its first line's:
 # since the trace began), and x.yy their ratio cut to two decimals

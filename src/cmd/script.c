@@ -972,8 +972,8 @@ static void print_error(const Script *s, const VtDecodeEvent *e)
  * insn: the branch instruction (a VM entry's on both its lines; none from 0). */
 /* -F ipc: perf's counts at every branch of a queue (its instructions, all
  * its records'), and its IPC sample where the branch is one perf shows
- * (the --itrace and call trace filters; not --vcpu, --tid: perf shows
- * what they drop later) and the decoder saw cycles for: the instructions
+ * (the --itrace and call trace filters, --time; not --vcpu, --tid: perf
+ * drops those lines later) and the decoder saw cycles for: the instructions
  * and cycles since the queue's last such sample, into s->ipc_insns and
  * s->ipc_cycles (0: no IPC on its line). */
 static void ipc_event(Script *s, const VtDecodeEvent *e)
@@ -988,8 +988,9 @@ static void ipc_event(Script *s, const VtDecodeEvent *e)
 	q->insns += b->insns;
 	s->ipc_cycles = 0;
 	if (!b->ipc || b->kind >= VT_BRANCH_ERROR ||
-	    (s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags)))
-		return;
+	    (s->show_flags && !(vt_decode_perf_flags(b) & s->show_flags)) ||
+	    (s->o->have_time && (e->time < s->o->time_start || e->time > s->o->time_end)))
+		return;                  /* (perf makes no sample outside --time) */
 	cycles = b->cycles - q->last_cycles;
 	if (!cycles)
 		return;

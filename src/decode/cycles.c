@@ -187,8 +187,9 @@ static int deciding(const struct pt_packet *p)
 }
 
 /* The packets up to the next one of the kinds in want that starts before
- * queue offset off (any_off: anywhere), deciding packets of other kinds
- * on the way skipped (nothing else consumed them: an overflow's, ...):
+ * queue offset off, deciding packets of other kinds on the way skipped
+ * (nothing else consumed them: an overflow's, ...) - or with any_off the
+ * next deciding packet wherever it starts, if it is of those kinds:
  * TRUE when there is one - it decides the branch at off (the first its
  * packet decides).  Else nothing is consumed: the next deciding packet is
  * a later branch's (libipt read through it to see events coming). */
@@ -213,6 +214,8 @@ static gboolean take(VtDecodeCycles *c, guint64 off, int want, gboolean any_off)
 			c->s = t;
 			return TRUE;
 		}
+		if (kind && any_off)
+			return FALSE;            /* not the one expected: consume nothing */
 	}
 	return FALSE;
 }
