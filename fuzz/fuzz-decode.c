@@ -1,7 +1,8 @@
 /* fuzz-decode.c - libFuzzer target for the branch decoder (src/decode):
  * any bytes as one AUX queue, decoded against small host and guest images
  * that share their addresses (the NR switch runs), must end - no crash, no
- * hang, no sanitizer report - and every branch record must be well formed.
+ * hang, no sanitizer report - and every branch record must be well formed;
+ * the first byte picks jumps dropped and IPC cycles counted.
  *
  * Build: make fuzz (clang); without libFuzzer, link fuzz/standalone.c for a
  * main() that decodes the files named on the command line. */
@@ -15,6 +16,7 @@
 #include <glib/gstdio.h>
 
 #include "src/decode/decode.h"
+#include "src/decode/internal.h"
 
 static VtDecodeImage *host, *guest;
 static char *tmpdir;
@@ -91,14 +93,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	VtDecodeCpu cpu = { .cpuid_15_eax = 2, .cpuid_15_ebx = 168, .mtc_freq = 3, .nom_freq = 30,
 			    .family = 6, .model = 85, .stepping = 4 };
 	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	/* the first byte's low bits: jumps dropped (the walker joins blocks),
+	 * cycles counted (cycles.c reads the packets again), a CYC threshold */
+	guint8 how = size ? data[0] : 0;
+	VtDecodeQueue *q;
 
-	if (!vt_decode_buffer(data, size, &cpu, host, guest, out, NULL))
+	cpu.cyc_thresh = (how & 4) ? 3 : 0;
+	q = vt_decode_queue_new(data, size, &cpu, host, guest, NULL);
+	if (!q)
 		abort();
+	vt_decode_queue_set_drop_jumps(q, (how & 1) != 0);
+	vt_decode_queue_set_cycles(q, (how & 2) != 0);
+	while (vt_decode_queue_next(q, out, G_MAXUINT))
+		;
+	vt_decode_queue_free(q);
 	for (guint i = 0; i < out->len; i++) {
 		const VtBranch *b = &g_array_index(out, VtBranch, i);
 
 		if (b->kind > VT_BRANCH_ERROR || (b->kind == VT_BRANCH_ERROR && b->code <= 0) ||
-		    b->offset > size)
+		    b->offset > size || (b->ipc && !(how & 2)) || ((how & 1) && b->kind == VT_BRANCH_JUMP))
 			abort();
 	}
 	g_array_free(out, TRUE);
