@@ -254,6 +254,18 @@ typedef struct {
 	guint8 buf[4096];
 } Enc;
 
+/* The trace so far into out (cap bytes at most); the encoder freed. */
+static gsize enc_finish(Enc *e, guint8 *out, gsize cap)
+{
+	uint64_t off = 0;
+
+	g_assert_cmpint(pt_enc_get_offset(e->enc, &off), >=, 0);
+	pt_free_encoder(e->enc);
+	g_assert_cmpuint(off, <=, cap);
+	memcpy(out, e->buf, off);
+	return (gsize)off;
+}
+
 static void put(Enc *e, struct pt_packet p)
 {
 	g_assert_cmpint(pt_enc_next(e->enc, &p), >, 0);
@@ -298,7 +310,6 @@ static gsize write_trace_tail(guint8 *out, gsize cap, gboolean tail)
 	Enc e;
 	struct pt_config cfg;
 	struct pt_packet tnt = { .type = ppt_tnt_8 }, vmcs = { .type = ppt_vmcs };
-	gsize len;
 
 	pt_config_init(&cfg);
 	cfg.begin = e.buf;
@@ -322,16 +333,7 @@ static gsize write_trace_tail(guint8 *out, gsize cap, gboolean tail)
 		put_pip(&e, HOST_CR3, FALSE);
 		put_ip(&e, ppt_tip, CODE + 4);
 	}
-	{
-		uint64_t off = 0;
-
-		g_assert_cmpint(pt_enc_get_offset(e.enc, &off), >=, 0);
-		len = off;
-	}
-	pt_free_encoder(e.enc);
-	g_assert_cmpuint(len, <=, cap);
-	memcpy(out, e.buf, len);
-	return len;
+	return enc_finish(&e, out, cap);
 }
 
 static gsize write_trace(guint8 *out, gsize cap)
@@ -554,8 +556,6 @@ static gsize write_join_trace(guint8 *out, gsize cap)
 	guint8 bits[40 * 5 - 1];
 	guint32 seed = 12345;
 	guint64 tsc = 1000000;
-	gsize len;
-	uint64_t off = 0;
 
 	for (guint i = 0; i < G_N_ELEMENTS(bits); i++) {   /* jz, jnz, jz and jnz in g, ret (taken) */
 		seed = seed * 1103515245u + 12345u;
@@ -590,12 +590,7 @@ static gsize write_join_trace(guint8 *out, gsize cap)
 			put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
 		}
 	}
-	g_assert_cmpint(pt_enc_get_offset(e.enc, &off), >=, 0);
-	len = off;
-	pt_free_encoder(e.enc);
-	g_assert_cmpuint(len, <=, cap);
-	memcpy(out, e.buf, len);
-	return len;
+	return enc_finish(&e, out, cap);
 }
 
 static GArray *decode_join(const guint8 *trace, gsize len, VtDecodeImage *img, gboolean drop, guint64 *joined)

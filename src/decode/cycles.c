@@ -51,19 +51,6 @@ struct VtDecodeCycles {
 	gboolean broken;                 /* a packet could not be read: no more samples */
 };
 
-static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
-			  void *context)
-{
-	(void)unknown;
-	(void)config;
-	(void)context;
-	if (pos[0] == 0x02 && pos[1] == 0x13)    /* CFE, EVD: libipt 2.1+ */
-		return 4;
-	if (pos[0] == 0x02 && pos[1] == 0x53)
-		return 11;
-	return -pte_bad_opc;
-}
-
 VtDecodeCycles *vt_decode_cycles_new(VtDecodeReadFunc read, gpointer ctx, guint64 len, gboolean thresh)
 {
 	VtDecodeCycles *c = g_new0(VtDecodeCycles, 1);
@@ -101,7 +88,7 @@ static gboolean load(VtDecodeCycles *c, guint64 off)
 	pt_config_init(&cfg);
 	cfg.begin = c->chunk;
 	cfg.end = c->chunk + c->chunk_len;
-	cfg.decode.callback = unknown_packet;
+	cfg.decode.callback = vt_decode_unknown_packet;
 	c->pkt = pt_pkt_alloc_decoder(&cfg);
 	return c->pkt != NULL;
 }
@@ -141,6 +128,8 @@ static int apply(State *s, const struct pt_packet *p)
 	gboolean after_cyc = s->after_cyc;
 
 	s->after_cyc = p->type == ppt_cyc;
+	if (p->type == ppt_tnt_8 || p->type == ppt_tnt_64)
+		s->in_fup = FALSE;               /* (a FUP of its own: after an overflow) */
 	if (s->thresh && !after_cyc && !s->in_psb && !s->in_fup)
 		s->came = FALSE;
 	switch (p->type) {
@@ -151,6 +140,7 @@ static int apply(State *s, const struct pt_packet *p)
 		return 0;
 	case ppt_psb:
 		s->in_psb = TRUE;
+		s->in_fup = FALSE;
 		return 0;
 	case ppt_psbend:
 		s->in_psb = FALSE;

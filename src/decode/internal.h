@@ -30,6 +30,10 @@ void vt_decode_queue_set_flow_end(VtDecodeQueue *d, gboolean flow_end);
 void vt_decode_queue_set_drop_jumps(VtDecodeQueue *d, gboolean drop);
 /* Blocks the walker joined to the one before so far (tests). */
 guint64 vt_decode_queue_joined(const VtDecodeQueue *d);
+/* CFE and EVD (Event Trace, libipt 2.1+) have sizes libipt 2.0.5 does not
+ * know: the packet decoders' callback (pt_config.decode) skips them. */
+int vt_decode_unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
+			     void *context);
 /* Also count CYC cycles for IPC (VtBranch.ipc, VtBranch.cycles). */
 void vt_decode_queue_set_cycles(VtDecodeQueue *d, gboolean cycles);
 /* cycles.c: a queue's CYC packets read again behind the decoder, for the

@@ -522,9 +522,6 @@ static void flush_power(Dec *d, guint64 ip)
 	}
 }
 
-static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
-			  void *context);
-
 /* The TSC of the PSB+ at buffer offset psb (0: none, timeless). */
 static guint64 psb_tsc(const Dec *d, guint64 psb)
 {
@@ -536,7 +533,7 @@ static guint64 psb_tsc(const Dec *d, guint64 psb)
 	pt_config_init(&cfg);
 	cfg.begin = d->buf;
 	cfg.end = d->buf + d->len;
-	cfg.decode.callback = unknown_packet;
+	cfg.decode.callback = vt_decode_unknown_packet;
 	pd = pt_pkt_alloc_decoder(&cfg);
 	if (!pd)
 		return 0;
@@ -772,10 +769,8 @@ static void error_ip(Dec *d, const struct pt_block *b, int status)
 	d->last_ip = b->end_ip + insn_at(d, b->end_ip, (guint8)b->mode)->len;
 }
 
-/* CFE and EVD (Event Trace, libipt 2.1+) have sizes libipt 2.0.5 does not
- * know: skip them. */
-static int unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
-			  void *context)
+int vt_decode_unknown_packet(struct pt_packet_unknown *unknown, const struct pt_config *config, const uint8_t *pos,
+			     void *context)
 {
 	(void)unknown;
 	(void)config;
@@ -946,7 +941,7 @@ static gboolean decoder_new(Dec *d, GError **error)
 	cfg.nom_freq = cpu->nom_freq;
 	cfg.flags.variant.block.end_on_call = 1;
 	cfg.flags.variant.block.end_on_jump = 1;
-	cfg.decode.callback = unknown_packet;
+	cfg.decode.callback = vt_decode_unknown_packet;
 	d->dec = vt_walk_new(&cfg, d->use_blk, walk_code, d);
 	if (!d->dec) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_FAILED, "cannot allocate a libipt block decoder");
