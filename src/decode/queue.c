@@ -366,9 +366,8 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 		    gboolean cond, guint64 tsc, guint64 off)
 {
 	VtBranch *b;
-
 	guint64 cycles = 0;
-	gboolean ipc = cycles_at(d, kind, cond, off, &cycles);
+	gboolean ipc = cycles_at(d, kind, cond, off, &cycles);   /* (a dropped jump's packet too) */
 
 	if (G_UNLIKELY(d->drop_jumps) && kind == VT_BRANCH_JUMP) {
 		drop_jump(d, tsc);
