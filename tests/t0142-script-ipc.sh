@@ -4,7 +4,10 @@
 # same counts - branches (--itrace=b), --call-trace and --call-ret-trace,
 # per thread and per CPU, one and two VMs (VM entries and exits, return
 # thunks, conditional jumps whose first TNT bit is not taken), with a CYC
-# threshold (perf keeps cycles only from a CYC right before).  Lines
+# threshold (perf keeps cycles only from a CYC right before), timeless.
+# (Not with overflows: after an OVF perf prints the pending branch, taking
+# the resume FUP as its target, and a trace begin, vmtrace neither - the
+# lines differ there, and so the next IPC: README.)  Lines
 # compared per thread without their times (tests/t0093: those differ
 # near guest switches on their own).  Traces without CYC: perf estimates
 # cycles from MTC and prints an IPC; vmtrace prints none (README).
@@ -69,6 +72,7 @@ thread-2vcpu-cyc        --vcpus 2 --cyc --psb-period 0 --seed 3
 thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0 --seed 4
 cpu-2vcpu-cyc           --vcpus 2 --per-cpu --cpus 2 --cyc --psb-period 0 --seed 5
 thread-2vcpu-thresh     --vcpus 2 --cyc --cyc-thresh 3 --psb-period 0 --seed 7
+thread-1vcpu-timeless   --vcpus 1 --cyc --timeless --seed 8
 thread-1vcpu-mtc        --vcpus 1 --seed 6
 CONFIGS
 
