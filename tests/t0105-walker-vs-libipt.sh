@@ -6,7 +6,9 @@
 # kernel code: per thread and per CPU, timed and timeless, CYC and MTC
 # period 0, 1-8 vCPUs, 2 VMs, the guest kernel at another address, VM exits
 # handled in user space (TIP.PGD/TIP.PGE: disable and enable events),
-# overflows (OVF), lost AUX data, changing core:bus ratios, small
+# overflows (OVF; the walker under VMTRACE_OVF_BRANCH=0: libipt cannot
+# say where a branch decided before an OVF went), lost AUX data,
+# changing core:bus ratios, small
 # windows (seams, warm-up), corrupt AUX data (t0099's: errors and resync),
 # guest user code of two processes at one address (t0083's setup: the code
 # hook), and - with QEMU - a TCG recording from the reset vector (16- and
@@ -36,7 +38,10 @@ same() {
 	for s_mode in $s_modes; do
 		VMTRACE_DECODER=blk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/blk" 2>"$TMP/blk.err"
 		s_rb=$?
-		VMTRACE_DECODER=walk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/walk" 2>"$TMP/walk.err"
+		# (libipt's block decoder cannot say where a branch whose trace
+		# came before an OVF went: the walker prints it - as perf, t0142 -
+		# but not here)
+		VMTRACE_OVF_BRANCH=0 VMTRACE_DECODER=walk "$VMTRACE" script "$s_rec" "$@" $s_mode >"$TMP/walk" 2>"$TMP/walk.err"
 		s_rw=$?
 		check "$s_name $s_mode: walker = libipt ($(wc -l <"$TMP/blk") lines, exit $s_rw = $s_rb)" \
 			sh -c "cmp -s '$TMP/blk' '$TMP/walk' && cmp -s '$TMP/blk.err' '$TMP/walk.err' && test $s_rb -eq $s_rw" ||

@@ -4,10 +4,9 @@
 # same counts - branches (--itrace=b), --call-trace and --call-ret-trace,
 # per thread and per CPU, one and two VMs (VM entries and exits, return
 # thunks, conditional jumps whose first TNT bit is not taken), with a CYC
-# threshold (perf keeps cycles only from a CYC right before), timeless.
-# (Not with overflows: after an OVF perf prints the pending branch, taking
-# the resume FUP as its target, and a trace begin, vmtrace neither - the
-# lines differ there, and so the next IPC: README.)  Lines
+# threshold (perf keeps cycles only from a CYC right before), timeless,
+# with overflows (the trace begin where tracing resumes takes the FUP's
+# cycles and the instructions before the OVF).  Lines
 # compared per thread without their times (tests/t0093: those differ
 # near guest switches on their own).  Traces without CYC: perf estimates
 # cycles from MTC and prints an IPC; vmtrace prints none (README).
@@ -16,13 +15,14 @@
 code_vs_perf
 
 # per_thread FILE: the lines of FILE by thread (tid), times and padding
-# dropped, perf's power events left out
+# dropped, perf's power events and "Overflow packet" error lines left out
+# (README: vmtrace prints no error line for an OVF)
 per_thread() {
 	"$PYTHON3" - "$1" <<'PY'
 import re, sys
 seq = {}
 for line in open(sys.argv[1], errors="replace"):
-    if "psb offs:" in line or "cbr:" in line:
+    if "psb offs:" in line or "cbr:" in line or "Overflow packet" in line:
         continue
     m = re.match(r"\s*(.*?)\s+(\d+)\s+(\[-?\d+\]\s+)?(\d+\.\d+:)?", line)
     if not m:
@@ -73,6 +73,7 @@ thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0 --seed 4
 cpu-2vcpu-cyc           --vcpus 2 --per-cpu --cpus 2 --cyc --psb-period 0 --seed 5
 thread-2vcpu-thresh     --vcpus 2 --cyc --cyc-thresh 3 --psb-period 0 --seed 7
 thread-1vcpu-timeless   --vcpus 1 --cyc --timeless --seed 8
+thread-2vcpu-ovf        --vcpus 2 --cyc --timeless --ovf-every 6000 --seed 9
 thread-1vcpu-mtc        --vcpus 1 --seed 6
 CONFIGS
 

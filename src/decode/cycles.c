@@ -116,7 +116,7 @@ static int packet_at(VtDecodeCycles *c, guint64 off, struct pt_packet *p)
 }
 
 /* The packets that decide branches. */
-enum { P_TNT = 1, P_TIP = 2, P_PGE = 4, P_PGD = 8 };
+enum { P_TNT = 1, P_TIP = 2, P_PGE = 4, P_PGD = 8, P_FUP = 16 };
 
 /* p applied to s; what kind of deciding packet it is (0: none).  With a
  * CYC threshold (the CPU writes CYC packets only after that many cycles)
@@ -148,10 +148,10 @@ static int apply(State *s, const struct pt_packet *p)
 	case ppt_ovf:
 		s->on = FALSE;
 		return 0;
-	case ppt_fup:                    /* in PSB+, after an overflow, before an asynchronous TIP */
+	case ppt_fup:                    /* in PSB+ (none), after an overflow, before an asynchronous TIP */
 		s->on = TRUE;
 		s->in_fup = !s->in_psb;
-		return 0;
+		return s->in_psb ? 0 : P_FUP;
 	case ppt_tip_pge:
 		s->on = TRUE;
 		return P_PGE;
@@ -215,7 +215,7 @@ gboolean vt_decode_cycles_branch(VtDecodeCycles *c, guint64 off, VtCyclesHow how
 	static const int want[] = {
 		[VT_CYCLES_TAKEN] = P_TNT, [VT_CYCLES_NOT_TAKEN] = P_TNT, [VT_CYCLES_RETURN] = P_TNT | P_TIP,
 		[VT_CYCLES_TIP] = P_TIP, [VT_CYCLES_ASYNC] = P_TIP | P_PGD, [VT_CYCLES_VMENTRY] = P_TIP,
-		[VT_CYCLES_BEGIN] = P_PGE, [VT_CYCLES_END] = P_PGD,
+		[VT_CYCLES_BEGIN] = P_PGE, [VT_CYCLES_RESUME] = P_FUP | P_PGE, [VT_CYCLES_END] = P_PGD,
 	};
 
 	if (!take(c, off, want[how], how == VT_CYCLES_VMENTRY))

@@ -287,8 +287,9 @@ typedef struct {
 	 * for an asynchronous one, a FLOW_END and an ERROR (the instructions
 	 * decoded before the error was found).  After a synchronisation (the
 	 * queue's start, a resync at a PSB after an error or an overflow) from
-	 * the PSB+'s IP on; across an overflow: those before it and those
-	 * after it.  0 for TRACE_BEGIN (nothing runs while tracing is off).
+	 * the PSB+'s IP on.  0 for TRACE_BEGIN (nothing runs while tracing
+	 * is off) but the one where tracing resumes after an overflow: the
+	 * instructions before the OVF since the last branch (as perf counts).
 	 * Where jumps are dropped (vt_decode_result_drop_jumps) their
 	 * instructions count for the next record. */
 	guint32 insns;

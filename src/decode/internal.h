@@ -48,6 +48,7 @@ typedef enum {
 	VT_CYCLES_ASYNC,                 /* an interrupt, a VM exit (FUP, TIP) */
 	VT_CYCLES_VMENTRY,               /* a VM entry: its TIP may follow the offset the block ended at */
 	VT_CYCLES_BEGIN,                 /* a trace begin (TIP.PGE) */
+	VT_CYCLES_RESUME,                /* a trace begin after an overflow (its FUP) */
 	VT_CYCLES_END,                   /* a trace end (TIP.PGD): no sample */
 } VtCyclesHow;
 VtDecodeCycles *vt_decode_cycles_new(VtDecodeReadFunc read, gpointer ctx, guint64 len, gboolean thresh);
@@ -204,6 +205,9 @@ int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun 
 gboolean vt_walk_last_branch(const VtWalk *w, guint64 ip, guint8 *kind, guint8 *len);
 int vt_walk_event(VtWalk *w, struct pt_event *ev);
 int vt_walk_time(VtWalk *w, uint64_t *tsc);
+/* Where the walk stands: the next instruction's IP (after a branch whose
+ * trace was read, its target; 0 with libipt's block decoder). */
+guint64 vt_walk_ip(const VtWalk *w);
 /* The blocks of an image's code, shared by walkers in any thread (image.c
  * makes one per image on first use: vt_decode_image_walk_table). */
 typedef struct VtWalkTable VtWalkTable;

@@ -88,6 +88,12 @@ struct VtDecodeQueue {
 	gboolean power;
 	gboolean drop_jumps;             /* vt_decode_queue_set_drop_jumps */
 	guint64 joined;                  /* blocks the walker joined (vt_decode_queue_joined) */
+	guint64 walk_ip;                 /* the walk's next IP before the event in process */
+	gboolean resuming;               /* emitting the trace begin after an overflow */
+	/* the branch before an overflow whose trace came before it (libipt's
+	 * block decoder cannot say where it went: VMTRACE_DECODER=blk, and
+	 * VMTRACE_OVF_BRANCH=0 for the walker in the test comparing them) */
+	gboolean ovf_branch;
 	VtDecodeCycles *cycles;          /* vt_decode_queue_set_cycles */
 	/* flow end (VtDecodeOptions.flow_end): past the last conditional
 	 * jump not taken since the last branch */
@@ -355,7 +361,7 @@ static gboolean cycles_at(Dec *d, VtBranchKind kind, gboolean cond, guint64 off,
 	case VT_BRANCH_RETURN: how = VT_CYCLES_RETURN; break;
 	case VT_BRANCH_ASYNC: case VT_BRANCH_VMEXIT: how = VT_CYCLES_ASYNC; break;
 	case VT_BRANCH_VMENTRY: how = VT_CYCLES_VMENTRY; break;
-	case VT_BRANCH_TRACE_BEGIN: how = VT_CYCLES_BEGIN; break;
+	case VT_BRANCH_TRACE_BEGIN: how = d->resuming ? VT_CYCLES_RESUME : VT_CYCLES_BEGIN; break;
 	case VT_BRANCH_TRACE_END: how = d->src_async ? VT_CYCLES_ASYNC : VT_CYCLES_END; break;   /* FUP, TIP.PGD */
 	default: how = VT_CYCLES_TIP; break;
 	}
@@ -648,9 +654,21 @@ static void on_event(Dec *d, const struct pt_event *ev)
 		d->vmcs = ev->variant.async_vmcs.base;
 		break;
 	case ptev_overflow:
+		/* as perf: the last block's branch if its trace came before the
+		 * OVF (the walk went on to its target), then a trace begin where
+		 * tracing resumed (with the instructions before the OVF) */
 		flush_async(d);
+		if (d->have_pend && d->ovf_branch && d->walk_ip && d->walk_ip != d->pend_ip)
+			resolve(d, d->walk_ip);
 		d->ovf++;
 		d->have_pend = FALSE;
+		if (!ev->ip_suppressed) {
+			d->resuming = TRUE;
+			emit_at(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.overflow.ip, d->guest, d->guest, FALSE,
+				event_time(d, ev), position(d));
+			d->resuming = FALSE;
+			d->last_ip = ev->variant.overflow.ip;
+		}
 		break;
 	default:
 		break;
@@ -794,6 +812,7 @@ static int step(Dec *d, int status)
 	guint join = d->drop_jumps && !d->use_blk ? MIN(JOIN_MAX, NO_PROGRESS_LIMIT - MIN(d->stuck, NO_PROGRESS_LIMIT)) : 0;
 
 	while (status & pts_event_pending) {
+		d->walk_ip = vt_walk_ip(d->dec);   /* (an overflow moves it) */
 		status = vt_walk_event(d->dec, &ev);
 		if (status < 0)
 			return status;
@@ -1085,6 +1104,7 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 		pokes_attach(d, i);
 	d->last_psb = G_MAXUINT64;
 	d->use_blk = vt_walk_use_blk();
+	d->ovf_branch = !d->use_blk && g_strcmp0(g_getenv("VMTRACE_OVF_BRANCH"), "0");
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
 	if (!d->pi[1] || !window_open(d, 0, error)) {

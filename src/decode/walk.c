@@ -195,6 +195,11 @@ int vt_walk_time(VtWalk *w, uint64_t *tsc)
 	return w->blk ? pt_blk_time(w->blk, tsc, &lost_mtc, &lost_cyc) : pt_qry_time(w->qry, tsc, &lost_mtc, &lost_cyc);
 }
 
+guint64 vt_walk_ip(const VtWalk *w)
+{
+	return w->blk ? 0 : w->ip;
+}
+
 static guint64 now(VtWalk *w)
 {
 	uint64_t tsc = 0;
