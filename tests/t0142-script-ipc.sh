@@ -6,7 +6,9 @@
 # thunks, conditional jumps whose first TNT bit is not taken), with a CYC
 # threshold (perf keeps cycles only from a CYC right before), timeless,
 # with overflows (the trace begin where tracing resumes takes the FUP's
-# cycles and the instructions before the OVF).  Lines
+# cycles and the instructions before the OVF), small AUX buffers (a VM
+# entry right after a PSB+ whose FUP is the VMRESUME's IP: that FUP
+# decides nothing; the entry's TIP does).  Lines
 # compared per thread without their times (tests/t0093: those differ
 # near guest switches on their own).  Traces without CYC: perf estimates
 # cycles from MTC and prints an IPC; vmtrace prints none (README).
@@ -35,11 +37,11 @@ for tid in sorted(seq):
 PY
 }
 
-while read -r name opts; do
+while read -r name size opts; do
 	[ -n "$name" ] || continue
 	f=$TMP/$name.data
 	# shellcheck disable=SC2086
-	code_recording "$name" 48K $opts || continue
+	code_recording "$name" "$size" $opts || continue
 	for mode in b call ret; do
 		case $mode in
 		b) opt="--itrace=b -F comm,tid,ip,sym,symoff,addr,ipc" ;;
@@ -68,13 +70,14 @@ while read -r name opts; do
 		esac
 	done
 done <<'CONFIGS'
-thread-2vcpu-cyc        --vcpus 2 --cyc --psb-period 0 --seed 3
-thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0 --seed 4
-cpu-2vcpu-cyc           --vcpus 2 --per-cpu --cpus 2 --cyc --psb-period 0 --seed 5
-thread-2vcpu-thresh     --vcpus 2 --cyc --cyc-thresh 3 --psb-period 0 --seed 7
-thread-1vcpu-timeless   --vcpus 1 --cyc --timeless --seed 8
-thread-2vcpu-ovf        --vcpus 2 --cyc --timeless --ovf-every 6000 --seed 9
-thread-1vcpu-mtc        --vcpus 1 --seed 6
+thread-2vcpu-cyc        48K  --vcpus 2 --cyc --psb-period 0 --seed 3
+thread-2vm-cyc          48K  --vcpus 2 --vms 2 --cyc --psb-period 0 --seed 4
+cpu-2vcpu-cyc           48K  --vcpus 2 --per-cpu --cpus 2 --cyc --psb-period 0 --seed 5
+thread-2vcpu-thresh     48K  --vcpus 2 --cyc --cyc-thresh 3 --psb-period 0 --seed 7
+thread-1vcpu-timeless   48K  --vcpus 1 --cyc --timeless --seed 8
+thread-2vcpu-ovf        48K  --vcpus 2 --cyc --timeless --ovf-every 6000 --seed 9
+thread-1vcpu-mtc        48K  --vcpus 1 --seed 6
+thread-2vcpu-smallbuf   256K --vcpus 2 --cyc --buffer-size 8K --seed 12
 CONFIGS
 
 # --time: perf makes no sample outside the range - the lines with an IPC

@@ -48,7 +48,6 @@ struct VtDecodeCycles {
 	guint64 chunk_off;
 	gsize chunk_len;
 	struct pt_packet_decoder *pkt;
-	gboolean broken;                 /* a packet could not be read: no more samples */
 };
 
 VtDecodeCycles *vt_decode_cycles_new(VtDecodeReadFunc read, gpointer ctx, guint64 len, gboolean thresh)
@@ -115,6 +114,22 @@ static int packet_at(VtDecodeCycles *c, guint64 off, struct pt_packet *p)
 	return 0;
 }
 
+/* The next PSB after queue offset from (c->len: none): where libipt goes
+ * on after data it cannot read. */
+static guint64 next_psb(VtDecodeCycles *c, guint64 from)
+{
+	while (from < c->len && load(c, from)) {
+		uint64_t at = 0;
+
+		if (pt_pkt_sync_forward(c->pkt) >= 0 && pt_pkt_get_sync_offset(c->pkt, &at) >= 0)
+			return c->chunk_off + at;
+		if (c->chunk_off + c->chunk_len >= c->len || c->chunk_len <= 16)
+			break;
+		from = c->chunk_off + c->chunk_len - 15;   /* a PSB across the chunks' seam */
+	}
+	return c->len;
+}
+
 /* The packets that decide branches. */
 enum { P_TNT = 1, P_TIP = 2, P_PGE = 4, P_PGD = 8, P_FUP = 16 };
 
@@ -169,13 +184,6 @@ static int apply(State *s, const struct pt_packet *p)
 	}
 }
 
-static int deciding(const struct pt_packet *p)
-{
-	State t = { 0 };
-
-	return apply(&t, p);
-}
-
 /* The packets up to the next one of the kinds in want that starts before
  * queue offset off, deciding packets of other kinds on the way skipped
  * (nothing else consumed them: an overflow's, ...) - or with any_off the
@@ -185,21 +193,22 @@ static int deciding(const struct pt_packet *p)
  * a later branch's (libipt read through it to see events coming). */
 static gboolean take(VtDecodeCycles *c, guint64 off, int want, gboolean any_off)
 {
-	State t = c->s;
+	State t = c->s, u;
 
-	while (!c->broken && t.pos < c->len) {
+	while (t.pos < c->len) {
 		struct pt_packet p;
 		int size = packet_at(c, t.pos, &p), kind;
 
-		if (size <= 0) {
-			c->broken = TRUE;        /* bad data: libipt resynchronised; no more samples */
-			return FALSE;
+		if (size <= 0) {         /* bad data: on from the next PSB, as libipt */
+			t.pos = next_psb(c, t.pos + 1);
+			continue;
 		}
-		kind = deciding(&p);
+		u = t;                   /* (what it is depends on the state: a FUP in PSB+ decides nothing) */
+		kind = apply(&u, &p);
 		if (kind && !any_off && t.pos >= off)
 			return FALSE;
+		t = u;
 		t.pos += (guint64)size;
-		(void)apply(&t, &p);
 		if (kind & want) {
 			c->s = t;
 			return TRUE;
