@@ -80,6 +80,34 @@ thread-1vcpu-mtc        48K  --vcpus 1 --seed 6
 thread-2vcpu-smallbuf   256K --vcpus 2 --cyc --buffer-size 8K --seed 12
 CONFIGS
 
+# after an overflow: the branch before it whose packet came first (its
+# target: where tracing resumed) and the trace begin there are synth's
+# truth, not only perf's lines
+"$PYTHON3" - "$TMP/thread-2vcpu-ovf.b.vt" "$TMP/thread-2vcpu-ovf.branches" >"$TMP/ovf.check" 2>&1 <<'PY'
+import re, sys
+truth = set()
+for line in open(sys.argv[2]):
+    f = line.split()
+    if len(f) >= 5 and not line.startswith("#"):
+        truth.add((f[1], int(f[3], 16), int(f[4], 16)))
+last, begins, before = {}, 0, 0
+for line in open(sys.argv[1]):
+    m = re.match(r"\s*(.*?)\s+(\d+)\s+([0-9a-f]+) .*=>\s+([0-9a-f]+) ", line)
+    if not m:
+        continue
+    tid, frm, to = m.group(2), int(m.group(3), 16), int(m.group(4), 16)
+    if frm == 0 and tid in last:
+        begins += 1
+        pf, pt = last[tid]
+        if pt == to:                 # the branch printed before the resume
+            assert (tid, pf, pt) in truth, ("not in the truth", tid, hex(pf), hex(pt))
+            before += 1
+    last[tid] = (frm, to)
+assert begins > 0 and before > 0, (begins, before)
+print(begins, "trace begins,", before, "branches before them in the truth")
+PY
+check "overflows: the branch before each and its trace begin = synth's truth ($(cat "$TMP/ovf.check"))" test $? -eq 0
+
 # --time: perf makes no sample outside the range - the lines with an IPC
 # count from the last one inside it; but perf also starts decoding at a
 # PSB shortly before the range, so each thread's first IPC in it counts
