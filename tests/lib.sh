@@ -153,12 +153,14 @@ tcg_image() {
 # $TMP/rec.err) of QEMU (TCG, SMP vCPUs) booting tcg_image's kernel to its
 # panic (no root; console in $TMP/console), tests/tcg-count.so counting
 # the instructions on its own into $TMP/count (COUNT-OPTS: more of its
-# options, as ",percpu=1").  Returns record's status.
+# options, as ",percpu=1"); $TCG_QEMU_OPTS: more QEMU options).  Returns
+# record's status.
 tcg_boot_record() {
 	tb_smp=$1 tb_count=$2
 	shift 2
+	# shellcheck disable=SC2086
 	timeout 900 "$VMTRACE" record --source tcg "$@" -o "$TMP/rec" --json \
-		-- qemu-system-x86_64 -accel tcg -m 256 -smp "$tb_smp" -nodefaults -no-user-config -display none \
+		-- qemu-system-x86_64 -accel tcg $TCG_QEMU_OPTS -m 256 -smp "$tb_smp" -nodefaults -no-user-config -display none \
 		-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
 		-plugin "$TCG_COUNT,out=$TMP/count$tb_count" >"$TMP/rec.json" 2>"$TMP/rec.err"
 }

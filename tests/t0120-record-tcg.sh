@@ -48,7 +48,10 @@ check "the plugin refuses an unknown argument, QEMU does not start" \
 
 # --- the real guest ----------------------------------------------------------
 tcg_image
-tcg_boot_record 1 "" --kernel-only --tcg-skip 600000000 --tcg-limit 5000000
+# -icount: guest time runs with instructions (8 ns each), so the window holds
+# the same timer interrupts on any host (without it, a fast host ran 5M
+# instructions between two ticks and the window had none)
+TCG_QEMU_OPTS="-icount shift=3" tcg_boot_record 1 "" --kernel-only --tcg-skip 600000000 --tcg-limit 5000000
 check "record --source tcg: exit 0" test $? = 0 || sed 's/^/# /' "$TMP/rec.err"
 grep -q 'Kernel panic' "$TMP/console" || echo "# the guest did not reach its panic: $(tail -2 "$TMP/console" | tr '\n' ' ')"
 check "REC: data, guest/{kcore,kallsyms,modules}, kcore_dir; kcore mode 0600" sh -c "
