@@ -39,17 +39,27 @@ make_code_dirs() {
 		GUEST_CODE2=$TMP/guest-code2
 		cp -r "$cc_dir/alt/guest-code2" "$GUEST_CODE2" || exit 1
 	fi
+	# make_code_dirs --alt --vmlinux: also VMLINUX, the kernel as a vmlinux
+	# with symbols at its link address (kernel-code.py --vmlinux; the code
+	# directories' kernels are it relocated), read in place
+	if [ "${2:-}" = --vmlinux ]; then
+		code_cached "$cc_dir/vmlinux" "$TMP/kernel/vmlinux" --vmlinux || { echo "cannot build the vmlinux"; exit 1; }
+		VMLINUX=$cc_dir/vmlinux/vmlinux
+	fi
 	rm -f "$TMP/kernel/vmlinux"
 }
 
-# code_cached DIR VMLINUX [--alt]: DIR holds host-code and guest-code (with
-# --alt guest-code2) unless it exists already; built aside and renamed into
+# code_cached DIR VMLINUX [--alt|--vmlinux]: DIR holds host-code and
+# guest-code (with --alt guest-code2, with --vmlinux the vmlinux) unless it
+# exists already; built aside and renamed into
 # place, so tests running at once never see half of it.
 code_cached() {
 	[ -d "$1" ] && return 0
 	mkdir -p "$(dirname "$1")"
 	cc_w=$(mktemp -d "$1.tmp.XXXXXX") || return 1
-	if [ "${3:-}" = --alt ]; then
+	if [ "${3:-}" = --vmlinux ]; then
+		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" --vmlinux "$2" "$cc_w/vmlinux"
+	elif [ "${3:-}" = --alt ]; then
 		mkdir "$cc_w/guest-code2" &&
 			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0x3400000 "$cc_w/guest-code2" &&
 			"$TRIM_KCORE" "$cc_w/guest-code2"

@@ -2,6 +2,7 @@
 """kernel-code.py - real x86-64 kernel code for the decoding tests.
 
     tests/kernel-code.py VMLINUX SLIDE OUTDIR [--kvm-stub]
+    tests/kernel-code.py --vmlinux VMLINUX OUT
 
 Debian ships a stripped vmlinux and a stub System.map, so the symbols come
 from the kernel's own kallsyms tables inside .rodata (the ones /proc/kallsyms
@@ -17,6 +18,16 @@ KASLR-like shift, e.g. 0x2000000):
   OUTDIR/full.core  an ELF64 core of the kernel's first PT_LOAD (text and
                     rodata) at its relocated address - tests/trim-kcore cuts
                     it down the way `vmtrace guest fetch` cuts /proc/kcore
+
+--vmlinux writes OUT: VMLINUX with symbols, as a debug build's vmlinux
+has them (Debian's keeps its section headers but no .symtab): a .symtab
+and .strtab added at its end, of the text symbols kept below (FUNC, local
+for t/w, global for T/W and the markers), each in the section that holds
+it (.text, .init.text, ...), a size up to the next symbol's address or its
+section's end - but every seventh function of 32 bytes or more ends
+halfway: code without a symbol, as padding or a symbol-less stretch of a
+real vmlinux.  At its link address (the file `perf --guestvmlinux` takes
+for a running kernel, which a tool moves by the kernel MMAP record).
 
 --kvm-stub adds a 4 KiB module "kvm_intel" at 0xffffffffc0a00000 standing in
 for KVM's VM-entry code (the Debian kernel has KVM as modules, not in
@@ -127,13 +138,73 @@ def write_core(path, segs):
             f.write(data)
 
 
+def write_vmlinux(path, d, syms):
+    """The vmlinux d (Debian's: section headers, no .symtab) with a .symtab
+    and .strtab of syms ((addr, type, name), sorted; kallsyms types) added
+    at its end, each symbol in the allocated section that holds it."""
+    e_shoff, = struct.unpack_from('<Q', d, 40)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from('<HHH', d, 58)
+    shdrs = [list(struct.unpack_from('<IIQQQQIIQQ', d, e_shoff + i * 64)) for i in range(e_shnum)]
+    old = shdrs[e_shstrndx]
+    shstr = bytearray(d[old[4]:old[4] + old[5]])
+    secs = [(i, h[3], h[3] + h[5]) for i, h in enumerate(shdrs)
+            if h[2] & 2 and h[3] >= 0xffffffff80000000 and h[5]]          # SHF_ALLOC
+    strtab = bytearray(b'\0')
+    local, glob = [], []
+    for i, (addr, typ, name) in enumerate(syms):
+        sec = [j for j, lo, hi in secs if lo <= addr < hi]
+        if not sec:
+            continue
+        size = 0
+        if typ in 'TtWw':
+            nxt = [a for a, _, _ in syms[i + 1:i + 8] if a > addr]
+            end = min(([nxt[0]] if nxt else []) + [hi for j, lo, hi in secs if j == sec[0]])
+            size = end - addr
+            if i % 7 == 3 and size >= 32:
+                size //= 2               # a gap after it: no symbol there (perf: [unknown])
+        (local if typ in 'tw' else glob).append((addr, typ, name, size, sec[0]))
+    symtab = bytearray(24)
+    for addr, typ, name, size, sec in local + glob:
+        bind = 0 if typ in 'tw' else 1
+        symtab += struct.pack('<IBBHQQ', len(strtab), bind << 4 | 2, 0, sec, addr, size)   # STT_FUNC
+        strtab += name.encode() + b'\0'
+    sym_name = len(shstr)
+    shstr += b'.symtab\0'
+    str_name = len(shstr)
+    shstr += b'.strtab\0'
+    out = bytearray(d)
+    def put(data, align=8):
+        while len(out) % align:
+            out.append(0)
+        at = len(out)
+        out.extend(data)
+        return at
+    sym_off = put(symtab)
+    str_off = put(strtab)
+    shs_off = put(shstr)
+    shdrs[e_shstrndx][4], shdrs[e_shstrndx][5] = shs_off, len(shstr)
+    shdrs.append([sym_name, 2, 0, 0, sym_off, len(symtab), e_shnum + 1, 1 + len(local), 8, 24])
+    shdrs.append([str_name, 3, 0, 0, str_off, len(strtab), 0, 0, 1, 0])
+    sh_off = put(b''.join(struct.pack('<IIQQQQIIQQ', *h) for h in shdrs))
+    struct.pack_into('<Q', out, 40, sh_off)
+    struct.pack_into('<H', out, 60, len(shdrs))
+    with open(path, 'wb') as f:
+        f.write(out)
+
+
 def main():
-    if len(sys.argv) not in (4, 5):
+    if len(sys.argv) == 4 and sys.argv[1] == '--vmlinux':
+        d = open(sys.argv[2], 'rb').read()
+        kept = sorted((a, t, n) for a, t, n in symbols(d)
+                      if a >= 0xffffffff80000000 and (t in 'TtWwA' or n in ('_text', '_stext', '_etext')))
+        write_vmlinux(sys.argv[3], d, kept)
+        return
+    if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] != '--kvm-stub'):
         raise SystemExit(__doc__)
     d = open(sys.argv[1], 'rb').read()
     slide = int(sys.argv[2], 0)
     out = sys.argv[3]
-    stub = len(sys.argv) == 5 and sys.argv[4] == '--kvm-stub'
+    stub = len(sys.argv) == 5
     lines = []
     for addr, typ, name in symbols(d):
         if addr < 0xffffffff80000000:

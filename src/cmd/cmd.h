@@ -82,19 +82,23 @@ int vt_record_tcg(const VtRecordTcg *a);
 gboolean vt_checks_ok(GPtrArray *checks);
 void vt_checks_print(GPtrArray *checks, gboolean json, gboolean ok);
 
-/* The kernel images of a decoding command (script, report; images.c):
- * VT_CMD_IMAGE_ENTRIES(im) are its options --guest, --guestkallsyms,
- * --kcore, --kallsyms. */
+/* The kernel images of a decoding command (script, report, timeline;
+ * images.c): VT_CMD_IMAGE_ENTRIES(im) are its options --guest,
+ * --guestkallsyms, --guestvmlinux, --kcore, --kallsyms, --vmlinux. */
 typedef struct {
 	char *guest_dir, *guestkallsyms;   /* guest image: a snapshot dir, or perf's kallsyms path */
+	char *guestvmlinux;                /* ... or a vmlinux with symbols */
 	char *kcore, *kallsyms;            /* host image (default REC/kcore_dir) */
+	char *vmlinux;                     /* ... or a vmlinux with symbols */
 } VtCmdImages;
 
 #define VT_CMD_IMAGE_ENTRIES(im) \
 	{ "guest", 'g', 0, G_OPTION_ARG_FILENAME, &(im)->guest_dir, "Guest kernel: a `vmtrace guest fetch` snapshot directory (kcore + kallsyms)", "DIR" }, \
 	{ "guestkallsyms", 0, 0, G_OPTION_ARG_FILENAME, &(im)->guestkallsyms, "Guest kernel as perf names it: FILE, with kcore next to it", "FILE" }, \
+	{ "guestvmlinux", 0, 0, G_OPTION_ARG_FILENAME, &(im)->guestvmlinux, "Guest kernel as a vmlinux with symbols (moved to where the recording's guest kernel MMAP says)", "FILE" }, \
 	{ "kcore", 0, 0, G_OPTION_ARG_FILENAME, &(im)->kcore, "Host kernel code (default: REC/kcore_dir/kcore); needs --kallsyms", "FILE" }, \
-	{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &(im)->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" }
+	{ "kallsyms", 0, 0, G_OPTION_ARG_FILENAME, &(im)->kallsyms, "Host kernel symbols (default: REC/kcore_dir/kallsyms)", "FILE" }, \
+	{ "vmlinux", 0, 0, G_OPTION_ARG_FILENAME, &(im)->vmlinux, "Host kernel as a vmlinux with symbols, instead of kcore and kallsyms", "FILE" }
 
 /* A usage error in the image options, or NULL. */
 const char *vt_cmd_images_check(const VtCmdImages *im);

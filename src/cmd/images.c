@@ -11,8 +11,12 @@ const char *vt_cmd_images_check(const VtCmdImages *im)
 {
 	if (im->guest_dir && im->guestkallsyms)
 		return "--guest and --guestkallsyms exclude each other";
+	if (im->guestvmlinux && (im->guest_dir || im->guestkallsyms))
+		return "--guestvmlinux excludes --guest and --guestkallsyms";
 	if (!im->kcore != !im->kallsyms)
 		return "--kcore and --kallsyms go together";
+	if (im->vmlinux && im->kcore)
+		return "--vmlinux excludes --kcore and --kallsyms";
 	return NULL;
 }
 
@@ -42,23 +46,25 @@ bad:
 	return FALSE;
 }
 
-/* The image was given at all: REC/kcore_dir or --kcore; --guest or
- * --guestkallsyms with a kcore beside it. */
+/* The image was given at all: REC/kcore_dir, --kcore or --vmlinux;
+ * --guest or --guestkallsyms with a kcore beside it, or --guestvmlinux. */
 static gboolean images_given(const VtCmdImages *im, const char *rec, const char *kcore_dir, const char *gdir,
 			     GError **error)
 {
 	g_autofree char *gkcore = gdir ? g_build_filename(gdir, "kcore", NULL) : NULL;
 
-	if (!im->kcore && !kcore_dir) {
+	if (!im->kcore && !im->vmlinux && !kcore_dir) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
 			    "%s has no kcore_dir/ with the host kernel's code (`vmtrace record --kcore` writes it); "
-			    "give --kcore FILE --kallsyms FILE", rec);
+			    "give --kcore FILE --kallsyms FILE, or --vmlinux FILE", rec);
 		return FALSE;
 	}
+	if (im->guestvmlinux)
+		return TRUE;
 	if (!gdir) {
 		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
-			    "no guest kernel image: give --guest DIR (`vmtrace guest fetch` prints it) or "
-			    "--guestkallsyms FILE (with kcore beside it)");
+			    "no guest kernel image: give --guest DIR (`vmtrace guest fetch` prints it), "
+			    "--guestkallsyms FILE (with kcore beside it) or --guestvmlinux FILE");
 		return FALSE;
 	}
 	if (!g_file_test(gkcore, G_FILE_TEST_EXISTS)) {
@@ -74,6 +80,7 @@ static gboolean images_given(const VtCmdImages *im, const char *rec, const char 
  * loads the host's: two kcore maps and kallsyms parses at once. */
 typedef struct {
 	char *kcore, *kallsyms;     /* kallsyms NULL: kcore is the snapshot's directory */
+	char *vmlinux;              /* else this */
 	VtDecodeImage *img;
 	GError *error;
 } GuestLoad;
@@ -82,8 +89,9 @@ static gpointer guest_load(gpointer data)
 {
 	GuestLoad *g = data;
 
-	g->img = g->kallsyms ? vt_decode_image_load(g->kcore, g->kallsyms, "guest", &g->error)
-			     : vt_decode_image_load_dir(g->kcore, "guest", &g->error);
+	g->img = g->vmlinux ? vt_decode_image_load_vmlinux(g->vmlinux, "guest", &g->error)
+		 : g->kallsyms ? vt_decode_image_load(g->kcore, g->kallsyms, "guest", &g->error)
+			       : vt_decode_image_load_dir(g->kcore, "guest", &g->error);
 	return NULL;
 }
 
@@ -100,13 +108,18 @@ gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImag
 	if (!images_given(im, rec, kcore_dir, gdir, error))
 		return FALSE;
 	*usage = FALSE;
-	if (!guest_trusted(gdir, im->guestkallsyms, error))
+	if (im->guestvmlinux ? !vt_fs_check_trusted(im->guestvmlinux, TRUE, error)
+			     : !guest_trusted(gdir, im->guestkallsyms, error)) {
+		g_prefix_error(error, "%s", im->guestvmlinux ? "refusing the guest vmlinux: " : "");
 		return FALSE;
+	}
+	g.vmlinux = im->guestvmlinux;
 	g.kcore = im->guestkallsyms ? g_build_filename(gdir, "kcore", NULL) : g_strdup(gdir);
 	g.kallsyms = im->guestkallsyms;
 	t = g_thread_new("guest-image", guest_load, &g);
-	*host = im->kcore ? vt_decode_image_load(im->kcore, im->kallsyms, "host", error)
-			  : vt_decode_image_load_dir(kcore_dir, "host", error);
+	*host = im->vmlinux ? vt_decode_image_load_vmlinux(im->vmlinux, "host", error)
+		: im->kcore ? vt_decode_image_load(im->kcore, im->kallsyms, "host", error)
+			    : vt_decode_image_load_dir(kcore_dir, "host", error);
 	g_thread_join(t);
 	g_free(g.kcore);
 	if (!*host) {               /* the host's error first, as when loaded one after the other */
@@ -124,6 +137,8 @@ void vt_cmd_images_clear(VtCmdImages *im)
 {
 	g_clear_pointer(&im->guest_dir, g_free);
 	g_clear_pointer(&im->guestkallsyms, g_free);
+	g_clear_pointer(&im->guestvmlinux, g_free);
+	g_clear_pointer(&im->vmlinux, g_free);
 	g_clear_pointer(&im->kcore, g_free);
 	g_clear_pointer(&im->kallsyms, g_free);
 }

@@ -20,7 +20,7 @@
 
 typedef struct {
 	char *rec;
-	VtCmdImages img;                   /* --guest, --guestkallsyms, --kcore, --kallsyms */
+	VtCmdImages img;                   /* --guest, --guestkallsyms, --guestvmlinux, --kcore, --kallsyms, --vmlinux */
 	gboolean json, host_only, guest_only;
 	gboolean call_trace, call_ret_trace, insn_trace;
 	char *itrace, *fields, *time;
@@ -393,7 +393,7 @@ static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError
 {
 	VtCmdImages *im = &o->img;
 
-	if (!im->guest_dir && !im->guestkallsyms)
+	if (!im->guest_dir && !im->guestkallsyms && !im->guestvmlinux)
 		im->guest_dir = injected_guest_dir(o->rec);
 	if (!vt_cmd_images_open(im, o->rec, &s->host, &s->guest, usage, error))
 		return FALSE;
@@ -498,17 +498,19 @@ static gboolean user_side(const Script *s, gint32 pid, guint64 addr, guint f)
 }
 
 /* A kernel address: "ADDR SYM+0xOFF (DSO)" with its symbol (NULL: none,
- * "[unknown]"), as far as -F asks: written into room taken once (every
+ * "[unknown]"; the DSO then too, but in a vmlinux image's code - between
+ * its symbols, as perf - where code says so), as far as -F asks: written into room taken once (every
  * branch line has one or two, every --insn-trace line one - a room check
  * and a call per part cost ~270 instructions a side), or part by part
  * when a name is longer than a piece of the buffer could hold. */
 static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, const char *sym, gsize sym_len,
-		     guint64 off)
+		     guint64 off, gboolean code)
 {
 	VtTextBuf *t = s->out;
 	const char *name = sym ? sym : "[unknown]";
-	const char *dso = !sym ? "[unknown]" : guest ? s->guest_dso : "[kernel.kallsyms]";
-	gsize name_len = sym ? sym_len : 9, dso_len = !sym ? 9 : guest ? s->guest_dso_len : 17;
+	gboolean known = sym || (code && vt_decode_image_vmlinux(guest ? s->guest : s->host));
+	const char *dso = !known ? "[unknown]" : guest ? s->guest_dso : "[kernel.kallsyms]";
+	gsize name_len = sym ? sym_len : 9, dso_len = !known ? 9 : guest ? s->guest_dso_len : 17;
 	/* ADDR (and hex junk), " NAME", "+0x" OFF (and junk), " (DSO)" */
 	gsize most = 24 + 1 + name_len + 3 + 24 + 3 + dso_len;
 	char *p, *start;
@@ -627,7 +629,7 @@ static void side_cached(const Script *s, guint64 addr, gboolean guest, guint f)
 		return;
 	start = vt_textbuf_pos(t);
 	sym = kernel_sym(guest ? s->guest : s->host, addr, &len, &off, &code);
-	put_side(s, addr, guest, f, sym, len, off);
+	put_side(s, addr, guest, f, sym, len, off, code);
 	len = (gsize)(vt_textbuf_pos(t) - start);
 	if (len <= sizeof(x->text) && t->len >= len)
 		side_put(x, addr, key, t->buf + t->len - len, len);
@@ -654,7 +656,7 @@ static void side(const Script *s, guint64 addr, gboolean guest, guint f)
 	if (user_side(s, s->guest_pid, addr, f))
 		return;
 	sym = kernel_sym(s->guest, addr, &len, &off, &code);
-	put_side(s, addr, guest, f, sym, len, off);
+	put_side(s, addr, guest, f, sym, len, off, code);
 }
 
 /* The same for an instruction: its symbol is in the disassembly cache. */
@@ -664,7 +666,7 @@ static void insn_side(const Script *s, const VtDisasmInsn *in, gboolean guest, g
 	 * --insn-trace's many addresses only thrash the table (CPU time
 	 * 4.2-5.3 s -> 6.5-6.9 s, 1 MiB tnt-dense, with it) */
 	if (!user_space(s, in->ip, guest) || !user_side(s, s->guest_pid, in->ip, f))
-		put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off);
+		put_side(s, in->ip, guest, f, in->sym, in->sym_len, in->sym_off, TRUE);   /* (decoded: code) */
 }
 
 /* The thread of one side of a branch: on the guest side the guest thread

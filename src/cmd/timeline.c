@@ -15,7 +15,7 @@ typedef enum { FORMAT_PERFETTO, FORMAT_HTML } Format;
 
 typedef struct {
 	char *rec, *out, *format;
-	VtCmdImages img;                 /* --guest, --guestkallsyms, --kcore, --kallsyms */
+	VtCmdImages img;                 /* --guest, --guestkallsyms, --guestvmlinux, --kcore, --kallsyms, --vmlinux */
 	gint jobs, max_slices;
 	gboolean force;
 	Format fmt;

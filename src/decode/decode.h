@@ -49,6 +49,18 @@ typedef struct VtDecodeImage VtDecodeImage;
 VtDecodeImage *vt_decode_image_load(const char *kcore, const char *kallsyms, const char *what, GError **error);
 /* DIR/kcore + DIR/kallsyms (a kcore_dir or a guest fetch snapshot). */
 VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GError **error);
+/* A kernel image from a vmlinux ELF file (its executable PT_LOADs, its
+ * .symtab as perf reads it: symbols end at their sizes) at its link
+ * addresses until relocated; a file without symbols is refused. */
+VtDecodeImage *vt_decode_image_load_vmlinux(const char *path, const char *what, GError **error);
+/* A vmlinux image moved so that symbol `name` is at addr, as perf moves
+ * it by the kernel MMAP record ("[kernel.kallsyms]_text", pgoff: _text's
+ * address); before decoders are made.  The shift (0: none, not a vmlinux
+ * image, or no such symbol). */
+gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 addr);
+/* Was img loaded from a vmlinux (its symbols have sizes: code between
+ * them has none, yet is the kernel's - perf names its DSO there)? */
+gboolean vt_decode_image_vmlinux(const VtDecodeImage *img);
 void vt_decode_image_free(VtDecodeImage *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeImage, vt_decode_image_free)
 

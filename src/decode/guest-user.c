@@ -38,21 +38,8 @@
 #include "vmcorr/session.h"
 
 typedef struct {
-	guint64 start, end;       /* ELF vaddrs */
-	const char *name;         /* in file->strings */
-	guint8 bind;
-} GuSym;
-
-typedef struct {
-	guint64 vaddr, offset, size;
-	gboolean exec;
-} GuLoad;
-
-typedef struct {
 	char *found;              /* the file read, NULL: not found */
-	GArray *loads;            /* GuLoad */
-	GArray *syms;             /* GuSym, ascending, one per address */
-	GStringChunk *strings;
+	VtElfFile *elf;
 } GuFile;
 
 typedef struct {
@@ -98,158 +85,25 @@ static void file_free(gpointer p)
 	GuFile *f = p;
 
 	g_free(f->found);
-	g_array_free(f->loads, TRUE);
-	g_array_free(f->syms, TRUE);
-	g_string_chunk_free(f->strings);
+	vt_elf_file_free(f->elf);
 	g_free(f);
-}
-
-static guint underscores(const char *s)
-{
-	guint n = 0;
-
-	while (s[n] == '_')
-		n++;
-	return n;
-}
-
-/* perf's choose_best_symbol: TRUE to keep a over b */
-static gboolean better(const GuSym *a, const GuSym *b)
-{
-	gboolean as = a->end > a->start, bs = b->end > b->start;
-	gsize na, nb;
-
-	if (as != bs)
-		return as;
-	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
-		return b->bind == STB_WEAK;
-	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
-		return a->bind == STB_GLOBAL;
-	if (underscores(a->name) != underscores(b->name))
-		return underscores(a->name) < underscores(b->name);
-	na = strlen(a->name);
-	nb = strlen(b->name);
-	return na >= nb;
-}
-
-static gint cmp_sym(gconstpointer a, gconstpointer b)
-{
-	const GuSym *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-static gboolean wanted_sym(const GElf_Sym *s, const char *secname)
-{
-	int type = GELF_ST_TYPE(s->st_info);
-
-	if (!s->st_name || s->st_shndx == SHN_UNDEF || s->st_shndx == SHN_ABS)
-		return FALSE;
-	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE)
-		return FALSE;
-	return secname && strstr(secname, "text");
-}
-
-/* The symbols of one symbol table section. */
-static void read_symtab(GuFile *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, gsize shstrndx, GArray *all)
-{
-	Elf_Data *d = elf_getdata(scn, NULL);
-	gsize n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
-
-	for (gsize i = 0; d && i < n; i++) {
-		GElf_Sym s;
-		GElf_Shdr tsh;
-		Elf_Scn *t;
-		const char *name, *sec;
-		GuSym g;
-
-		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx >= SHN_LORESERVE)
-			continue;
-		t = elf_getscn(e, s.st_shndx);
-		sec = t && gelf_getshdr(t, &tsh) ? elf_strptr(e, shstrndx, tsh.sh_name) : NULL;
-		name = elf_strptr(e, sh->sh_link, s.st_name);
-		if (!name || !*name || !wanted_sym(&s, sec))
-			continue;
-		g = (GuSym){ s.st_value, s.st_value + s.st_size, g_string_chunk_insert_const(f->strings, name),
-			     GELF_ST_BIND(s.st_info) };
-		g_array_append_val(all, g);
-	}
-}
-
-/* Sorted, zero sizes ended at the next symbol, one per address. */
-static void fix_syms(GuFile *f, GArray *all)
-{
-	g_array_sort(all, cmp_sym);
-	for (guint i = 0; i < all->len; i++) {
-		GuSym *s = &g_array_index(all, GuSym, i);
-
-		if (s->end == s->start && i + 1 < all->len)
-			s->end = g_array_index(all, GuSym, i + 1).start;
-	}
-	for (guint i = 0; i < all->len; i++) {
-		const GuSym *s = &g_array_index(all, GuSym, i);
-		GuSym *last = f->syms->len ? &g_array_index(f->syms, GuSym, f->syms->len - 1) : NULL;
-
-		if (last && last->start == s->start) {
-			if (!better(last, s))
-				*last = *s;
-		} else {
-			g_array_append_val(f->syms, *s);
-		}
-	}
-}
-
-/* PT_LOADs and symbols of the ELF file at path (NULL on any trouble). */
-static gboolean read_elf(GuFile *f, const char *path, GError **error)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	Elf *e = NULL;
-	size_t nph = 0, shstrndx = 0;
-	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
-	GElf_Shdr sh, symsh;
-	GArray *all;
-
-	elf_version(EV_CURRENT);
-	if (fd < 0 || !(e = elf_begin(fd, ELF_C_READ, NULL)) || elf_kind(e) != ELF_K_ELF || elf_getphdrnum(e, &nph) ||
-	    elf_getshdrstrndx(e, &shstrndx)) {
-		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "guest file %s: not a readable ELF file",
-			    path);
-		if (e)
-			elf_end(e);
-		if (fd >= 0)
-			close(fd);
-		return FALSE;
-	}
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD) {
-			GuLoad l = { ph.p_vaddr, ph.p_offset, ph.p_filesz, (ph.p_flags & PF_X) != 0 };
-
-			g_array_append_val(f->loads, l);
-		}
-	}
-	while ((scn = elf_nextscn(e, scn)))
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
-			*(sh.sh_type == SHT_SYMTAB ? &symtab : &dynsym) = scn;
-	all = g_array_new(FALSE, FALSE, sizeof(GuSym));
-	if ((symtab || dynsym) && gelf_getshdr(symtab ? symtab : dynsym, &symsh))
-		read_symtab(f, e, symtab ? symtab : dynsym, &symsh, shstrndx, all);
-	fix_syms(f, all);
-	g_array_free(all, TRUE);
-	elf_end(e);
-	close(fd);
-	return TRUE;
 }
 
 static GuFile *file_new(void)
 {
 	GuFile *f = g_new0(GuFile, 1);
 
-	f->loads = g_array_new(FALSE, FALSE, sizeof(GuLoad));
-	f->syms = g_array_new(FALSE, FALSE, sizeof(GuSym));
-	f->strings = g_string_chunk_new(4096);
+	f->elf = vt_elf_file_new();
 	return f;
+}
+
+/* PT_LOADs and symbols of the ELF file at path (perf's rules for user files). */
+static gboolean read_elf(GuFile *f, const char *path, GError **error)
+{
+	if (vt_elf_file_read(f->elf, path, FALSE, error))
+		return TRUE;
+	g_prefix_error(error, "guest file ");
+	return FALSE;
 }
 
 /* The image of file f mapped at start (len bytes of the file from pgoff):
@@ -260,8 +114,8 @@ static VtDecodeImage *map_image(const GuFile *f, guint64 start, guint64 len, gui
 	g_autoptr(GArray) segs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	g_autoptr(GArray) funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
 
-	for (guint i = 0; i < f->loads->len; i++) {
-		const GuLoad *l = &g_array_index(f->loads, GuLoad, i);
+	for (guint i = 0; i < f->elf->loads->len; i++) {
+		const VtElfLoad *l = &g_array_index(f->elf->loads, VtElfLoad, i);
 		guint64 lo = MAX(l->offset, pgoff), hi = MIN(l->offset + l->size, pgoff + len);
 		guint64 seg[3];
 
@@ -271,8 +125,8 @@ static VtDecodeImage *map_image(const GuFile *f, guint64 start, guint64 len, gui
 		seg[1] = lo;
 		seg[2] = hi - lo;
 		g_array_append_vals(segs, seg, 3);
-		for (guint j = 0; j < f->syms->len; j++) {
-			const GuSym *s = &g_array_index(f->syms, GuSym, j);
+		for (guint j = 0; j < f->elf->syms->len; j++) {
+			const VtElfSym *s = &g_array_index(f->elf->syms, VtElfSym, j);
 			guint64 off = s->start - l->vaddr + l->offset;
 
 			if (s->start >= l->vaddr && off >= lo && off + 16 <= hi) {
@@ -310,8 +164,8 @@ gboolean vt_decode_guest_user_exec_load(const char *path, guint64 *vaddr, guint6
 	GuFile *f = file_new();
 	gboolean ok = read_elf(f, path, error);
 
-	for (guint i = 0; ok && i < f->loads->len; i++) {
-		const GuLoad *l = &g_array_index(f->loads, GuLoad, i);
+	for (guint i = 0; ok && i < f->elf->loads->len; i++) {
+		const VtElfLoad *l = &g_array_index(f->elf->loads, VtElfLoad, i);
 
 		if (l->exec) {
 			*vaddr = l->vaddr;
@@ -856,28 +710,28 @@ const char *vt_decode_guest_user_symbol(const VtDecodeGuestUser *u, gint32 pid, 
 	if (!m || !m->file)
 		return NULL;
 	off = addr - m->start + m->pgoff;
-	for (guint i = 0; i < m->file->loads->len; i++) {
-		const GuLoad *l = &g_array_index(m->file->loads, GuLoad, i);
+	for (guint i = 0; i < m->file->elf->loads->len; i++) {
+		const VtElfLoad *l = &g_array_index(m->file->elf->loads, VtElfLoad, i);
 
 		if (off - l->offset < l->size) {
 			vaddr = off - l->offset + l->vaddr;
 			break;
 		}
 	}
-	syms = m->file->syms;
+	syms = m->file->elf->syms;
 	hi = syms->len;
 	while (lo < hi) {
 		guint mid = (lo + hi) / 2;
 
-		if (g_array_index(syms, GuSym, mid).start <= vaddr)
+		if (g_array_index(syms, VtElfSym, mid).start <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!vaddr || !lo || vaddr >= g_array_index(syms, GuSym, lo - 1).end)
+	if (!vaddr || !lo || vaddr >= g_array_index(syms, VtElfSym, lo - 1).end)
 		return NULL;
-	*offset = vaddr - g_array_index(syms, GuSym, lo - 1).start;
-	return g_array_index(syms, GuSym, lo - 1).name;
+	*offset = vaddr - g_array_index(syms, VtElfSym, lo - 1).start;
+	return g_array_index(syms, VtElfSym, lo - 1).name;
 }
 
 GArray *vt_decode_guest_user_unresolved(const VtDecodeGuestUser *u)

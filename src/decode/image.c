@@ -47,11 +47,12 @@ typedef struct {
  * gone: the block walker reads the code from img->map and keeps its own
  * block tables, the sections only ever served VMTRACE_DECODER=blk). */
 #define SECTION (64u << 10)
+#define GAP G_MAXUINT32
 #define POKE_ISCACHE_LIMIT (32u << 20)   /* images with TEXT_POKEs (TCG recordings) */
 
 typedef struct {
 	guint64 addr;
-	guint32 name;            /* offset into img->names */
+	guint32 name;            /* offset into img->names; GAP: no symbol from addr on */
 	guint16 len;             /* its length (G_MAXUINT16: that or more) */
 	char type;
 } Symbol;
@@ -70,6 +71,7 @@ struct VtDecodeImage {
 	gboolean funcs_given;
 	guint nsyms_file;
 	guint64 text;
+	gboolean vmlinux;        /* symbols from an ELF file: relocatable (vt_decode_image_relocate) */
 	guint gen;               /* unique per image loaded (symbol_hint) */
 	guint32 limit;           /* 0: libipt reads through read_code() */
 	GMutex lock;             /* iscache's creation */
@@ -486,6 +488,86 @@ VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GErro
 	return vt_decode_image_load(kcore, kallsyms, what, error);
 }
 
+/* A vmlinux's symbols (perf's rules: elfsym.c) as the image's: a symbol
+ * ends at its size, and where the next starts later a gap entry (GAP)
+ * says "no symbol" from there on, as perf's lookups find none there;
+ * kallsyms' types by binding and kind (FUNC: T/t/W, else D/d/V). */
+static void vmlinux_symbols(VtDecodeImage *img, const VtElfFile *f)
+{
+	GArray *a = img->syms;
+
+	g_array_set_size(a, 0);
+	g_string_truncate(img->names, 0);
+	for (guint i = 0; i < f->syms->len; i++) {
+		const VtElfSym *e = &g_array_index(f->syms, VtElfSym, i);
+		gboolean func = e->type != STT_OBJECT;
+		gsize len = strlen(e->name);
+		Symbol y = { e->start, (guint32)img->names->len, (guint16)MIN(len, (gsize)G_MAXUINT16),
+			     e->bind == STB_WEAK ? (func ? 'W' : 'V') : e->bind == STB_GLOBAL ? (func ? 'T' : 'D')
+			     : (func ? 't' : 'd') };
+
+		if (!strcmp(e->name, "_text") && !img->text)
+			img->text = e->start;
+		g_string_append_len(img->names, e->name, (gssize)len + 1);
+		g_array_append_val(a, y);
+		if (e->end > e->start && (i + 1 == f->syms->len || g_array_index(f->syms, VtElfSym, i + 1).start > e->end)) {
+			Symbol gap = { e->end, GAP, 0, 0 };
+
+			g_array_append_val(a, gap);
+		}
+	}
+	for (guint i = 0; i < f->hidden->len; i++) {   /* for lookups by name (relocation: _text) */
+		const VtElfSym *e = &g_array_index(f->hidden, VtElfSym, i);
+		Symbol y = { e->start, (guint32)img->names->len, (guint16)MIN(strlen(e->name), (gsize)G_MAXUINT16), 't' };
+
+		g_string_append_len(img->names, e->name, (gssize)strlen(e->name) + 1);
+		g_array_append_val(img->shadowed, y);
+	}
+	img->nsyms_file = f->syms->len + f->hidden->len;
+	fence_build(img);
+}
+
+VtDecodeImage *vt_decode_image_load_vmlinux(const char *path, const char *what, GError **error)
+{
+	VtDecodeImage *img = image_new(what, path);
+	g_autofree char *desc = g_strdup_printf("the %s kernel image %s", what, path);
+	VtElfFile *f = vt_elf_file_new();
+	gboolean ok = image_map(img, desc, error) && parse_core(img, error) && vt_elf_file_read(f, path, TRUE, error);
+
+	if (ok && !f->syms->len)
+		ok = bad(error, img, "%s", "no symbols (a stripped vmlinux?): give the kernel's kallsyms and kcore instead");
+	if (ok) {
+		vmlinux_symbols(img, f);
+		img->vmlinux = TRUE;
+	}
+	vt_elf_file_free(f);
+	if (!ok) {
+		vt_decode_image_free(img);
+		return NULL;
+	}
+	return img;
+}
+
+gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 addr)
+{
+	guint64 at = img->vmlinux ? vt_decode_image_lookup(img, name) : 0;
+	gint64 delta = (gint64)(addr - at);
+
+	if (!at || !delta)
+		return 0;
+	for (guint i = 0; i < img->segs->len; i++)
+		g_array_index(img->segs, Segment, i).vaddr += (guint64)delta;
+	for (guint i = 0; i < img->syms->len; i++)
+		g_array_index(img->syms, Symbol, i).addr += (guint64)delta;
+	for (guint i = 0; i < img->shadowed->len; i++)
+		g_array_index(img->shadowed, Symbol, i).addr += (guint64)delta;
+	if (img->text)
+		img->text += (guint64)delta;
+	fence_build(img);
+	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;   /* the threads' hints are of the old addresses */
+	return delta;
+}
+
 void vt_decode_image_free(VtDecodeImage *img)
 {
 	if (!img)
@@ -628,12 +710,17 @@ static __thread struct {
 	guint64 lo, hi;
 } symbol_hint;
 
-/* The name of symbol i and its length. */
+/* The name of symbol i and its length (NULL and 0: a gap). */
 static const char *symbol_name(const VtDecodeImage *img, guint i, gsize *len)
 {
 	const Symbol *y = &g_array_index(img->syms, Symbol, i);
-	const char *name = img->names->str + y->name;
+	const char *name;
 
+	if (G_UNLIKELY(y->name == GAP)) {
+		*len = 0;
+		return NULL;
+	}
+	name = img->names->str + y->name;
 	*len = y->len < G_MAXUINT16 ? y->len : strlen(name);
 	return name;
 }
@@ -689,7 +776,7 @@ static void lookup_in(const VtDecodeImage *img, const GArray *arr, const char *n
 	for (guint i = 0; i < arr->len; i++) {
 		const Symbol *s = &g_array_index(arr, Symbol, i);
 
-		if ((!*best || s->name < (*best)->name) && !strcmp(img->names->str + s->name, name))
+		if (s->name != GAP && (!*best || s->name < (*best)->name) && !strcmp(img->names->str + s->name, name))
 			*best = s;
 	}
 }
@@ -719,6 +806,11 @@ const guint64 *vt_decode_image_functions(const VtDecodeImage *img, guint *n)
 guint64 vt_decode_image_text(const VtDecodeImage *img)
 {
 	return img->text;
+}
+
+gboolean vt_decode_image_vmlinux(const VtDecodeImage *img)
+{
+	return img && img->vmlinux;
 }
 
 guint vt_decode_image_n_symbols(const VtDecodeImage *img)

@@ -221,4 +221,27 @@ void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint6
 void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes);
 VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img);
 
+/* elfsym.c: an ELF file's PT_LOADs and symbols as perf reads them. */
+typedef struct {
+	guint64 vaddr, offset, size;
+	gboolean exec;
+} VtElfLoad;
+typedef struct {
+	guint64 start, end;       /* ELF vaddrs: [start, end) */
+	const char *name;         /* in the file's strings */
+	guint8 bind, type;        /* STB_*, STT_* */
+} VtElfSym;
+typedef struct {
+	GArray *loads;            /* VtElfLoad, file order */
+	GArray *syms;             /* VtElfSym, ascending, one per address */
+	GArray *hidden;           /* VtElfSym: those another at their address hid */
+	GStringChunk *strings;
+} VtElfFile;
+VtElfFile *vt_elf_file_new(void);
+void vt_elf_file_free(VtElfFile *f);
+/* Adds path's PT_LOADs and symbols (.symtab, else .dynsym; none: no
+ * symbols) to the empty f; kernel: perf's rules for a vmlinux, else for a
+ * user file (elfsym.c).  FALSE: not a readable ELF file. */
+gboolean vt_elf_file_read(VtElfFile *f, const char *path, gboolean kernel, GError **error);
+
 #endif

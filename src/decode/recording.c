@@ -822,13 +822,38 @@ static gint cmp_poke_time(gconstpointer a, gconstpointer b)
 	return x < y ? -1 : x > y;
 }
 
-static gboolean pokes_attach(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
+/* A kernel's MMAP record ("[kernel.kallsyms]_text", host; guest kernel:
+ * "[guest.kernel.kallsyms]_text"): a vmlinux image moves so that the
+ * symbol named after the "]" is at its pgoff, as perf moves it (its
+ * ref_reloc_sym) - once per image, at the first such record. */
+static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gboolean done[2])
+{
+	gsize fixed = rec->type == PERF_RECORD_MMAP2 ? 72 : 40;   /* the file name's offset */
+	guint mode = rec->misc & 7;   /* PERF_RECORD_MISC_CPUMODE_MASK: 1 kernel, 4 guest kernel */
+	const char *name, *end;
+	guint64 pgoff;
+	int g = mode == 4;
+
+	if ((mode != 1 && mode != 4) || rec->size <= fixed || done[g])
+		return;
+	name = (const char *)rec->data + fixed;
+	if (name[0] != '[' || !memchr(name, 0, rec->size - fixed) || !(end = strchr(name, ']')) || !end[1])
+		return;
+	memcpy(&pgoff, rec->data + 32, 8);
+	done[g] = TRUE;
+	if (g ? opts->guest : opts->host)
+		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
+}
+
+/* The images as the recording ran them: vmlinux images relocated by the
+ * kernel MMAP records, then the TEXT_POKEs attached. */
+static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
 {
 	g_autofree VtPerfIter *it = g_new(VtPerfIter, 1);
 	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(GBytes *));
 	VtDecodePokes *host = NULL, *guest = NULL;
 	VtPerfRecord rec;
-	gboolean ok = TRUE;
+	gboolean ok = TRUE, moved[2] = { FALSE, FALSE };
 	int rc;
 
 	g_array_set_clear_func(all, bytes_clear);
@@ -839,6 +864,8 @@ static gboolean pokes_attach(const VmcorrSession *s, const VtDecodeOptions *opts
 		GBytes *b;
 		GByteArray *a;
 
+		if (rec.type == PERF_RECORD_MMAP || rec.type == PERF_RECORD_MMAP2)
+			relocate(&rec, opts, moved);
 		if (rec.type != PERF_RECORD_TEXT_POKE || !vt_perf_record_sample_id(s->f, &rec, &sid) || !sid.has_time)
 			continue;
 		tsc = s->have_tc ? vt_perf_time_to_tsc(sid.time, &s->tc) : sid.time;
@@ -979,7 +1006,7 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	r->tcg = is_tcg(s);
 	r->guest = vt_decode_guest_threads_load(s->f, error);
 	r->guest_user = opts->guest_user;
-	if (!r->guest || !pokes_attach(s, opts, error) || !open_queues(r, opts, power, error)) {
+	if (!r->guest || !images_prepare(s, opts, error) || !open_queues(r, opts, power, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}

@@ -1,0 +1,161 @@
+#!/bin/sh
+# vmtrace script --guestvmlinux FILE: the guest kernel from a vmlinux with
+# symbols (not kcore and kallsyms), at its link address in the file and
+# moved where the recording's guest kernel MMAP ("[guest.kernel.kallsyms]
+# _text", pgoff: _text's address) says, as perf moves it; its symbols as
+# perf reads a vmlinux's (sizes, of the symbols at one address the one
+# perf keeps).  The file: tests/kernel-code.py --vmlinux, the Debian
+# kernel whose code the synth recordings' guests run 0x2000000 and (-alt)
+# 0x3400000 above it.  Per configuration, vmtrace = perf script
+# --guestvmlinux = synth's ground truth: branches, call traces,
+# instructions.  --vmlinux (host): its module code (the KVM stand-in) is no
+# part of a vmlinux, so both decoders err there - at the same address -
+# and everything else vmtrace prints is what it prints from kcore_dir.
+# Usage errors; a vmlinux without symbols is refused; report takes it too.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_perf
+need_python
+make_code_dirs --alt --vmlinux
+GV="--guestvmlinux $VMLINUX"
+
+while read -r name opts; do
+	[ -n "$name" ] || continue
+	f=$TMP/$name.data
+	gc=$GUEST_CODE
+	case $name in *-alt) GUEST_CODE=$GUEST_CODE2 ;; esac
+	# shellcheck disable=SC2086
+	code_recording "$name" 64K $opts
+	st=$?
+	GUEST_CODE=$gc
+	[ $st = 0 ] || continue
+	pc= nd= fields=comm,tid,cpu,time,ip,sym,symoff,dso,addr
+	case $opts in *--per-cpu*) pc=--per-cpu nd=--no-depth ;; esac
+	case $opts in *--timeless*) fields=comm,tid,cpu,ip,sym,symoff,dso,addr ;; esac
+	# shellcheck disable=SC2086
+	timeout 300 "$PERF" script -i "$f" $GV --itrace=be -F "$fields" >"$TMP/$name.perf" 2>"$TMP/$name.perf.err"
+	check "$name: perf script --guestvmlinux exit 0" test $? -eq 0
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$f" $GV >"$TMP/$name.vt" 2>"$TMP/$name.vt.err"
+	check "$name: vmtrace script --guestvmlinux exit 0" test $? -eq 0 || sed 's/^/#   /' "$TMP/$name.vt.err"
+	check "$name: guest code decoded, with symbols" grep -q 'ffffffff8[0-9a-f]* [a-z_].*guest.kernel.kallsyms' "$TMP/$name.vt"
+	check "$name: and code between symbols, the kernel's yet in none ($(grep -c 'unknown] (\[guest.kernel' "$TMP/$name.vt") lines)" \
+		grep -q 'ffffffff8[0-9a-f]* \[unknown\] (\[guest.kernel.kallsyms\])' "$TMP/$name.vt"
+	# shellcheck disable=SC2086
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.perf" "$TMP/$name.vt" "$TMP/$name.branches" $pc \
+		>"$TMP/$name.cmp" 2>&1
+	check "$name --itrace=b: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$TMP/$name.cmp"
+	[ "$name" = thread-2vcpu-timed-alt ] && asan_build && continue
+	# shellcheck disable=SC2086
+	timeout 300 "$PERF" script -i "$f" $GV --call-trace >"$TMP/$name.call.perf" 2>/dev/null
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$f" $GV --call-trace >"$TMP/$name.call.vt" 2>/dev/null
+	# shellcheck disable=SC2086
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call $nd "$TMP/$name.call.perf" "$TMP/$name.call.vt" \
+		"$TMP/$name.branches" $pc >"$TMP/$name.call.cmp" 2>&1
+	check "$name --call-trace: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.call.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$TMP/$name.call.cmp"
+done <<'CONFIGS'
+thread-1vcpu-timeless   --vcpus 1 --timeless
+thread-2vcpu-timed      --vcpus 2 --psb-period 1 --seed 5
+cpu-2vcpu-2cpu-timed    --vcpus 2 --per-cpu --cpus 2 --psb-period 0
+thread-2vcpu-timed-alt  --vcpus 2 --psb-period 1 --seed 9
+thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0
+CONFIGS
+
+# instructions (one recording; the sanitizer build leaves it out)
+r=$TMP/thread-2vcpu-timed
+if ! asan_build; then
+	# shellcheck disable=SC2086
+	timeout 300 "$PERF" script -i "$r.data" $GV --insn-trace >"$r.insn.perf" 2>/dev/null
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$r.data" $GV --insn-trace >"$r.insn.vt" 2>/dev/null
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --insns "$r.insn.perf" "$r.insn.vt" "$r.branches" \
+		>"$r.insn.cmp" 2>&1
+	check "--insn-trace: vmtrace = perf = ground truth ($(head -1 "$r.insn.cmp"))" test $? -eq 0 ||
+		sed 's/^/#   /' "$r.insn.cmp"
+fi
+
+# the same file as --guestkallsyms decodes it: the same lines, but where
+# several symbols share an address (perf keeps another of them from a
+# vmlinux than from kallsyms) - and perf changes the same lines the same way
+"$VMTRACE" script "$r.data" --guestkallsyms "$GUEST_CODE/kallsyms" >"$r.ks.vt" 2>/dev/null
+"$PERF" script -i "$r.data" --guestkallsyms "$GUEST_CODE/kallsyms" --itrace=be \
+	-F comm,tid,cpu,time,ip,sym,symoff,dso,addr >"$r.ks.perf" 2>/dev/null
+diff "$r.ks.vt" "$TMP/thread-2vcpu-timed.vt" | grep '^[<>]' | sed 's/^\(.\).*: */\1 /' | sort >"$r.vt.changed"
+diff "$r.ks.perf" "$TMP/thread-2vcpu-timed.perf" | grep '^[<>]' | sed 's/^\(.\).*: */\1 /' | sort >"$r.perf.changed"
+check "kallsyms -> vmlinux: $(grep -c '^<' "$r.vt.changed") lines changed, as perf's" \
+	sh -c "[ -s '$r.vt.changed' ] && cmp -s '$r.vt.changed' '$r.perf.changed'" ||
+	diff "$r.perf.changed" "$r.vt.changed" | head -10 | sed 's/^/#   /'
+check "where they change, two symbols share the address" sh -c "
+	grep '^<' '$r.vt.changed' | grep -q __static_call_text_end &&
+	grep '^>' '$r.vt.changed' | grep -q __x86_indirect_thunk_array"
+
+# --vmlinux: the host kernel from a vmlinux too (moved by its MMAP, _text
+# 0xe00000 above); KVM's stand-in is a module, in no vmlinux: both decoders
+# err in its code (each resumes where it does: vmtrace at the next PSB)
+"$VMTRACE" script "$r.data" --vmlinux "$VMLINUX" $GV >"$r.host.vt" 2>"$r.host.err"
+check "--vmlinux: exit 3, decode errors" sh -c "[ $? = 3 ] && grep -q 'decode errors' '$r.host.err'"
+"$PERF" script -i "$r.data" --vmlinux "$VMLINUX" $GV --itrace=be -F comm,tid,cpu,time,ip,sym,symoff,dso,addr \
+	>"$r.host.perf" 2>/dev/null
+in_module() {
+	sed -n 's/.*instruction trace error.* ip 0x\([0-9a-f]*\) .*/\1/p' "$1" | sort -u |
+		awk '{ if ($1 !~ /^ffffffffc0a00[0-9a-f][0-9a-f][0-9a-f]$/) bad++; n++ } END { exit !(n > 0 && !bad) }'
+}
+if in_module "$r.host.vt" && in_module "$r.host.perf"; then
+	ok "--vmlinux: errors only in the module's code (the KVM stand-in), perf's too"
+else
+	fail "--vmlinux: errors only in the module's code: $(grep -m1 'trace error' "$r.host.vt")"
+fi
+# every branch it decodes is one the kcore_dir decode has (addresses: the
+# symbols' names may differ where two share an address, as above)
+"$VMTRACE" script "$r.data" --vmlinux "$VMLINUX" $GV -F comm,tid,time,ip,addr 2>/dev/null |
+	grep -v 'instruction trace error' | sort >"$r.host.lines"
+"$VMTRACE" script "$r.data" $GV -F comm,tid,time,ip,addr 2>/dev/null | sort >"$r.all.lines"
+check "--vmlinux: every other line is one the kcore_dir decode prints ($(wc -l <"$r.host.lines") lines)" \
+	sh -c "[ \$(wc -l <'$r.host.lines') -gt 1000 ] && [ -z \"\$(comm -23 '$r.host.lines' '$r.all.lines' | head -1)\" ]"
+check "--vmlinux: host lines with symbols" grep -q 'ffffffff8[0-9a-f]* [a-z_].*(\[kernel.kallsyms\])' "$r.host.vt"
+
+# usage
+script_refused() {
+	"$VMTRACE" script "$r.data" "$@" >/dev/null 2>"$TMP/e"
+	echo $?
+}
+# shellcheck disable=SC2086
+rc=$(script_refused --guest "$GUEST_CODE" $GV)
+check "--guestvmlinux with --guest: usage error (exit 2)" \
+	sh -c "[ $rc = 2 ] && grep -q -- '--guestvmlinux excludes --guest and --guestkallsyms' '$TMP/e'"
+# shellcheck disable=SC2086
+rc=$(script_refused --vmlinux "$VMLINUX" --kcore "$HOST_CODE/kcore" --kallsyms "$HOST_CODE/kallsyms" $GV)
+check "--vmlinux with --kcore: usage error (exit 2)" sh -c "[ $rc = 2 ] && grep -q -- '--vmlinux excludes --kcore' '$TMP/e'"
+if command -v objcopy >/dev/null; then
+	objcopy --strip-all "$VMLINUX" "$TMP/stripped" 2>/dev/null
+	rc=$(script_refused --guestvmlinux "$TMP/stripped")
+	check "a vmlinux without symbols: refused (exit 3), says what to give instead" \
+		sh -c "[ $rc = 3 ] && grep -q 'no symbols (a stripped vmlinux?)' '$TMP/e'"
+fi
+rc=$(script_refused --guestvmlinux "$TMP/missing")
+check "a missing vmlinux: refused, named" sh -c "[ $rc != 0 ] && grep -q '$TMP/missing' '$TMP/e'"
+echo "not an ELF file" >"$TMP/text"
+rc=$(script_refused --guestvmlinux "$TMP/text")
+check "not an ELF file: refused (exit 3)" sh -c "[ $rc = 3 ] && grep -q 'not a little-endian ELF64 file' '$TMP/e'"
+
+# report reads the same image: each vCPU's guest and host instructions and
+# branches as from kallsyms (names may differ; "unresolved" counts the
+# calls into code between the vmlinux's symbols, named in no function)
+"$VMTRACE" report "$r.data" $GV --json >"$r.rep.v" 2>/dev/null
+check "report --guestvmlinux: exit 0" test $? -eq 0
+"$VMTRACE" report "$r.data" --guestkallsyms "$GUEST_CODE/kallsyms" --json >"$r.rep.k" 2>/dev/null
+"$PYTHON3" - "$r.rep.v" "$r.rep.k" >"$r.rep.cmp" 2>&1 <<'PY'
+import json, sys
+v, k = (json.load(open(f)) for f in sys.argv[1:3])
+def counts(j):
+    return ([(c['vcpu'], c['guest_insns'], c['host_insns'], c['exits']) for c in j['vcpus']],
+            [(h['vcpu'], h['branches'], h['errors']) for h in j['health']['vcpus']])
+print(counts(v))
+sys.exit(counts(v) != counts(k) or sum(c['guest_insns'] for c in v['vcpus']) == 0)
+PY
+check "report: per vCPU the same instructions, exits, branches as from kallsyms" test $? -eq 0 ||
+	sed 's/^/#   /' "$r.rep.cmp"
+finish
