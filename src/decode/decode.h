@@ -463,6 +463,10 @@ guint vt_decode_result_n_queues(const VtDecodeResult *r);   /* AUX queues */
  * ratio, from the recording's TSC conversion) and that ratio; 0 if unknown */
 guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo);
 /* decode errors among the branches read so far */
+/* How far the decoding is (any thread, any time after start): the AUX
+ * bytes decoded so far over all queues (up to the last batch's last
+ * branch: decoding runs a few batches ahead of the output) and in all. */
+void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *total);
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */

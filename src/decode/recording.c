@@ -54,6 +54,7 @@ typedef struct {
 	GAsyncQueue *spare;       /* batches the reader is done with, for reuse */
 	GThread *thread;
 	GStringChunk *strings;    /* comm names (the queue's thread names events) */
+	guint64 done_off;         /* AUX bytes decoded so far, from its start (progress; atomic) */
 	/* formatting in threads with CPUs to spare (decode_ahead): a second
 	 * thread decodes, batches go to the formatting one and come back */
 	GAsyncQueue *decoded, *free;
@@ -331,6 +332,13 @@ static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, GArray *e
 	g_array_set_size(ev, n);
 }
 
+/* Progress: the queue decoded up to the packet of b's last branch. */
+static void note_done(Queue *q, const GArray *b)
+{
+	if (b->len)
+		__atomic_store_n(&q->done_off, g_array_index(b, VtBranch, b->len - 1).offset, __ATOMIC_RELAXED);
+}
+
 /* A batch of events decoded into ev (raw: the thread's branches); with a
  * keep filter, decoded on until at least half full (no more hand-offs than
  * without one).  FALSE: the queue's end. */
@@ -343,6 +351,7 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 		more = vt_decode_queue_next(q->dec, raw, BATCH - BATCH_ROOM - ev->len);
 		batch_name(r, q, raw, ev);
 	} while (more && r->keep && ev->len < (BATCH - BATCH_ROOM) / 2);
+	note_done(q, raw);
 	return more;
 }
 
@@ -612,6 +621,7 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
 			*end = 0;
 		}
 	}
+	note_done(q, b);
 	return TRUE;
 }
 
@@ -1114,6 +1124,18 @@ guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo)
 		ratio = (freq + 50000000) / 100000000;
 	*max_nonturbo = (guint32)ratio;
 	return ratio ? (guint32)(freq / ratio / 1000) : 0;
+}
+
+void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *total)
+{
+	*done = *total = 0;
+	for (guint i = 0; i < r->n; i++) {
+		const Queue *q = &r->qs[i];
+		guint64 len = q->starts ? q->starts[q->q->nbufs] : 0;
+
+		*total += len;
+		*done += MIN(__atomic_load_n(&q->done_off, __ATOMIC_RELAXED), len);
+	}
 }
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)

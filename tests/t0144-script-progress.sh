@@ -1,0 +1,88 @@
+#!/bin/sh
+# vmtrace script's progress line on stderr: with --progress always, else
+# only on a terminal while the output goes elsewhere (stderr a pty and
+# stdout a file; not when both are terminals, nor when neither is).  The
+# share grows to 100% at the end, the output is the same as without it
+# (text, call trace, JSON).  $VMTRACE_PROGRESS_MS=1: an update every
+# millisecond, so a short run shows several.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_python
+make_code_dirs
+code_recording rec 256K --vcpus 4 --psb-period 1 || finish
+r=$TMP/rec.data
+G="--guestkallsyms $GUEST_CODE/kallsyms"
+
+# shellcheck disable=SC2086
+"$VMTRACE" script "$r" $G >"$TMP/branches" 2>"$TMP/plain.err"
+check "without --progress, stderr no terminal: nothing on it" test ! -s "$TMP/plain.err"
+cp "$TMP/branches" "$TMP/plain"
+
+# lines: the progress updates (\r-separated) as "PCT SIZE"
+updates() {
+	tr '\r' '\n' <"$1" | sed -n 's/^\[ vmtrace script: *\([0-9]*\)% of \([0-9.]* [KMG]*i*B\) of trace, [0-9.]* s \]$/\1 \2/p'
+}
+for mode in "" --call-trace --json; do
+	# shellcheck disable=SC2086
+	VMTRACE_PROGRESS_MS=1 "$VMTRACE" script "$r" $G $mode --progress >"$TMP/out" 2>"$TMP/err"
+	check "--progress ${mode:-(branches)}: exit 0" test $? -eq 0
+	# shellcheck disable=SC2086
+	[ -z "$mode" ] || "$VMTRACE" script "$r" $G $mode >"$TMP/plain" 2>/dev/null
+	check "--progress ${mode:-(branches)}: the same output as without" cmp -s "$TMP/out" "$TMP/plain"
+	updates "$TMP/err" >"$TMP/pct"
+	check "--progress ${mode:-(branches)}: $(wc -l <"$TMP/pct") updates, growing, the last 100% of the trace's size and ending the line" \
+		"$PYTHON3" -c "
+import os, sys
+p = [l.split(None, 1) for l in open('$TMP/pct')]
+pct = [int(a) for a, _ in p]
+size = os.path.getsize('$r/data') / 1024.0
+assert len(p) >= 3 and pct == sorted(pct) and pct[-1] == 100 and pct[0] < 100, pct
+assert p[-1][1].strip().endswith('KiB') and abs(float(p[-1][1].split()[0]) - size) < size / 4, (p[-1], size)
+data = open('$TMP/err', newline='').read()
+assert data.endswith(' ]\n') and data.count('\n') == 1, repr(data[-80:])
+"
+done
+
+# on a terminal: stderr a pty (python's pty module)
+pty_run() {
+	"$PYTHON3" - "$@" <<'PY'
+import os, pty, subprocess, sys
+out_tty = sys.argv[1] == 'tty'
+m, s = pty.openpty()
+m2, s2 = pty.openpty()
+env = dict(os.environ, VMTRACE_PROGRESS_MS='1')
+with open(sys.argv[2], 'wb') as f:
+    p = subprocess.Popen(sys.argv[4:], stdout=s2 if out_tty else f, stderr=s, env=env)
+    os.close(s)
+    os.close(s2)
+    err = b''
+    for fd in (m, m2):
+        os.set_blocking(fd, False)
+    while True:
+        done = p.poll() is not None
+        for fd, keep in ((m, True), (m2, False)):
+            try:
+                while True:
+                    b = os.read(fd, 65536)
+                    if not b:
+                        break
+                    if keep:
+                        err += b
+            except (BlockingIOError, OSError):
+                pass
+        if done:
+            break
+open(sys.argv[3], 'wb').write(err)
+sys.exit(p.returncode)
+PY
+}
+# shellcheck disable=SC2086
+pty_run file "$TMP/out" "$TMP/err" "$VMTRACE" script "$r" $G
+check "stderr a terminal, output to a file: exit 0, the same output" sh -c "[ $? = 0 ] && cmp -s '$TMP/out' '$TMP/branches'"
+updates "$TMP/err" >"$TMP/pct"
+check "... and a progress line ($(wc -l <"$TMP/pct") updates, the last 100%)" sh -c "
+	[ \$(wc -l <'$TMP/pct') -ge 2 ] && tail -1 '$TMP/pct' | grep -q '^100 '"
+# shellcheck disable=SC2086
+pty_run tty "$TMP/out" "$TMP/err" "$VMTRACE" script "$r" $G --itrace=c
+check "stderr and output on terminals: no progress line" sh -c "[ $? = 0 ] && ! grep -q 'vmtrace script:' '$TMP/err'"
+finish
