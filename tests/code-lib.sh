@@ -45,13 +45,18 @@ make_code_dirs() {
 	if [ "${2:-}" = --vmlinux ]; then
 		code_cached "$cc_dir/vmlinux" "$TMP/kernel/vmlinux" --vmlinux || { echo "cannot build the vmlinux"; exit 1; }
 		VMLINUX=$cc_dir/vmlinux/vmlinux
+		# and GUEST_INIT: the guest kernel with its init code (kernel-code.py
+		# --init; untrimmed: guest fetch would cut the init code away)
+		code_cached "$cc_dir/init" "$TMP/kernel/vmlinux" --init || { echo "cannot build the init code directory"; exit 1; }
+		GUEST_INIT=$TMP/guest-init
+		cp -r "$cc_dir/init/guest-init" "$GUEST_INIT" || exit 1
 	fi
 	rm -f "$TMP/kernel/vmlinux"
 }
 
-# code_cached DIR VMLINUX [--alt|--vmlinux]: DIR holds host-code and
-# guest-code (with --alt guest-code2, with --vmlinux the vmlinux) unless it
-# exists already; built aside and renamed into
+# code_cached DIR VMLINUX [--alt|--vmlinux|--init]: DIR holds host-code and
+# guest-code (with --alt guest-code2, with --vmlinux the vmlinux, with
+# --init guest-init) unless it exists already; built aside and renamed into
 # place, so tests running at once never see half of it.
 code_cached() {
 	[ -d "$1" ] && return 0
@@ -59,6 +64,10 @@ code_cached() {
 	cc_w=$(mktemp -d "$1.tmp.XXXXXX") || return 1
 	if [ "${3:-}" = --vmlinux ]; then
 		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" --vmlinux "$2" "$cc_w/vmlinux"
+	elif [ "${3:-}" = --init ]; then
+		mkdir "$cc_w/guest-init" &&
+			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0x2000000 "$cc_w/guest-init" --init &&
+			mv "$cc_w/guest-init/full.core" "$cc_w/guest-init/kcore" && chmod 600 "$cc_w/guest-init/kcore"
 	elif [ "${3:-}" = --alt ]; then
 		mkdir "$cc_w/guest-code2" &&
 			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0x3400000 "$cc_w/guest-code2" &&

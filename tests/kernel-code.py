@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kernel-code.py - real x86-64 kernel code for the decoding tests.
 
-    tests/kernel-code.py VMLINUX SLIDE OUTDIR [--kvm-stub]
+    tests/kernel-code.py VMLINUX SLIDE OUTDIR [--kvm-stub | --init]
     tests/kernel-code.py --vmlinux VMLINUX OUT
 
 Debian ships a stripped vmlinux and a stub System.map, so the symbols come
@@ -28,6 +28,11 @@ section's end - but every seventh function of 32 bytes or more ends
 halfway: code without a symbol, as padding or a symbol-less stretch of a
 real vmlinux.  At its link address (the file `perf --guestvmlinux` takes
 for a running kernel, which a tool moves by the kernel MMAP record).
+
+--init puts the kernel's other executable PT_LOAD in the core too (.init.text
+and the rest the boot runs or patches from): synth then walks init code as
+well, which a vmlinux's symbols put in a section of its own (perf names its
+DSO "[guest.kernel.kallsyms].init.text").
 
 --kvm-stub adds a 4 KiB module "kvm_intel" at 0xffffffffc0a00000 standing in
 for KVM's VM-entry code (the Debian kernel has KVM as modules, not in
@@ -111,14 +116,21 @@ def symbols(d):
     return out
 
 
-def text_segment(d):
+def exec_segments(d):
     e_phoff, = struct.unpack_from('<Q', d, 32)
     e_phnum, = struct.unpack_from('<H', d, 56)
+    out = []
     for i in range(e_phnum):
         p_type, p_flags, p_off, p_vaddr, _, p_filesz = struct.unpack_from('<IIQQQQ', d, e_phoff + 56 * i)
         if p_type == 1 and p_flags & 1 and p_vaddr >= 0xffffffff80000000:
-            return p_vaddr, d[p_off:p_off + p_filesz]
-    raise SystemExit("kernel-code.py: no executable PT_LOAD")
+            out.append((p_vaddr, d[p_off:p_off + p_filesz]))
+    if not out:
+        raise SystemExit("kernel-code.py: no executable PT_LOAD")
+    return out
+
+
+def text_segment(d):
+    return exec_segments(d)[0]
 
 
 def write_core(path, segs):
@@ -199,20 +211,20 @@ def main():
                       if a >= 0xffffffff80000000 and (t in 'TtWwA' or n in ('_text', '_stext', '_etext')))
         write_vmlinux(sys.argv[3], d, kept)
         return
-    if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] != '--kvm-stub'):
+    if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] not in ('--kvm-stub', '--init')):
         raise SystemExit(__doc__)
     d = open(sys.argv[1], 'rb').read()
     slide = int(sys.argv[2], 0)
     out = sys.argv[3]
-    stub = len(sys.argv) == 5
+    stub = len(sys.argv) == 5 and sys.argv[4] == '--kvm-stub'
+    init = len(sys.argv) == 5 and sys.argv[4] == '--init'
     lines = []
     for addr, typ, name in symbols(d):
         if addr < 0xffffffff80000000:
             continue                     # per-CPU offsets
         if typ in 'TtWwA' or name in ('_text', '_stext', '_etext', '_sinittext', '_einittext'):
             lines.append('%016x %s %s\n' % (addr + slide, typ, name))
-    vaddr, text = text_segment(d)
-    segs = [(vaddr + slide, text)]
+    segs = [(v + slide, t) for v, t in (exec_segments(d) if init else [text_segment(d)])]
     mods = ''
     if stub:
         lines.append('%016x t vmx_vmexit\t[kvm_intel]\n' % KVM_BASE)

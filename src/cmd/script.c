@@ -512,13 +512,26 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 		     guint64 off, gboolean code)
 {
 	VtTextBuf *t = s->out;
-	const char *name = sym ? sym : "[unknown]";
-	gboolean known = sym || (code && vt_decode_image_vmlinux(guest ? s->guest : s->host));
-	const char *dso = !known ? "[unknown]" : guest ? s->guest_dso : "[kernel.kallsyms]";
-	gsize name_len = sym ? sym_len : 9, dso_len = !known ? 9 : guest ? s->guest_dso_len : 17;
-	/* ADDR (and hex junk), " NAME", "+0x" OFF (and junk), " (DSO)" */
-	gsize most = 24 + 1 + name_len + 3 + 24 + 3 + dso_len;
+	const VtDecodeImage *img = guest ? s->guest : s->host;
+	gboolean vmlinux = vt_decode_image_vmlinux(img);
+	const char *suffix = vmlinux ? vt_decode_image_dso_suffix(img, addr) : "";
+	gboolean known;
+	const char *name, *dso;
+	gsize name_len, dso_len, suffix_len = suffix ? strlen(suffix) : 0;
+	gsize most;
 	char *p, *start;
+
+	if (!suffix)                   /* in no map of a vmlinux: perf knows neither */
+		sym = NULL;
+	known = sym || (code && vmlinux && suffix);
+	name = sym ? sym : "[unknown]";
+	dso = !known ? "[unknown]" : guest ? s->guest_dso : "[kernel.kallsyms]";
+	name_len = sym ? sym_len : 9;
+	dso_len = !known ? 9 : guest ? s->guest_dso_len : 17;
+	if (!known)
+		suffix_len = 0;
+	/* ADDR (and hex junk), " NAME", "+0x" OFF (and junk), " (DSO)" */
+	most = 24 + 1 + name_len + 3 + 24 + 3 + dso_len + suffix_len;
 
 	if (G_UNLIKELY(most > VT_TEXTBUF_PIECE)) {
 		vt_textbuf_hex16(t, addr);
@@ -533,6 +546,7 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 		if (f & F_DSO) {
 			put_lit(t, " (");
 			vt_textbuf_mem(t, dso, dso_len);
+			vt_textbuf_mem(t, suffix, suffix_len);
 			vt_textbuf_c(t, ')');
 		}
 		return;
@@ -553,8 +567,9 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	if (f & F_DSO) {
 		memcpy(p, " (", 2);
 		memcpy(p + 2, dso, dso_len);
-		p[2 + dso_len] = ')';
-		p += 3 + dso_len;
+		memcpy(p + 2 + dso_len, suffix, suffix_len);
+		p[2 + dso_len + suffix_len] = ')';
+		p += 3 + dso_len + suffix_len;
 	}
 	vt_textbuf_commit(t, (gsize)(p - start));
 }
@@ -1211,6 +1226,17 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 		put_flags(s, flags);
 }
 
+/* The "(DSO)\t" of a call line in a vmlinux section perf maps on its own
+ * (suffix: its name) or in none (NULL: [unknown]). */
+static void call_dso_put(Script *s, int dso, const char *suffix)
+{
+	g_autofree char *name = suffix ? g_strconcat(dso ? s->guest_dso : "[kernel.kallsyms]", suffix, NULL)
+				: g_strdup("[unknown]");
+	g_autofree char *text = g_strdup_printf("(%-*s)\t", s->o->call_trace ? 50 : 0, name);
+
+	vt_textbuf_str(s->out, text);
+}
+
 /* perf's callindent field for one sample (ip => addr in one machine):
  * "(DSO)\t", the depth's indentation, the called function (calls, trace
  * begins) or the returning one (returns, trace ends); returns the length
@@ -1222,10 +1248,14 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 	guint64 at = (flags & (VT_PERF_FLAG_CALL | VT_PERF_FLAG_TRACE_BEGIN)) ? addr
 		     : (flags & (VT_PERF_FLAG_RETURN | VT_PERF_FLAG_TRACE_END)) ? ip : 0;
 	int dso = !vt_decode_symcache_code(s->syms, img, ip) ? 2 : guest ? 1 : 0;
+	const char *suffix = dso < 2 && vt_decode_image_vmlinux(img) ? vt_decode_image_dso_suffix(img, ip) : "";
 	const VtDecodeSym *y;
 	int len = 0;
 
-	put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
+	if (G_UNLIKELY(!suffix || *suffix))   /* a vmlinux's other section, or no map */
+		call_dso_put(s, dso, suffix);
+	else
+		put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
 	s->rec_spaces_at = t->len;
 	s->rec_spaces = 0;

@@ -61,6 +61,11 @@ gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 ad
 /* Was img loaded from a vmlinux (its symbols have sizes: code between
  * them has none, yet is the kernel's - perf names its DSO there)? */
 gboolean vt_decode_image_vmlinux(const VtDecodeImage *img);
+/* What perf appends to the kernel's DSO name at addr: "" (.text; any
+ * address of a kcore image), a vmlinux section's name where perf maps it
+ * as a DSO of its own (".init.text": a section other than .text that
+ * holds a symbol), NULL where a vmlinux has no map (perf: no DSO). */
+const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr);
 void vt_decode_image_free(VtDecodeImage *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeImage, vt_decode_image_free)
 

@@ -92,7 +92,7 @@ static void read_symtab(VtElfFile *f, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
 		if (!name || !*name || !wanted_sym(&s, &tsh, sec, kernel))
 			continue;
 		g = (VtElfSym){ s.st_value, s.st_value + s.st_size, g_string_chunk_insert_const(f->strings, name),
-				GELF_ST_BIND(s.st_info), GELF_ST_TYPE(s.st_info) };
+				GELF_ST_BIND(s.st_info), GELF_ST_TYPE(s.st_info), (guint16)s.st_shndx };
 		g_array_append_val(all, g);
 	}
 }
@@ -129,6 +129,7 @@ VtElfFile *vt_elf_file_new(void)
 	VtElfFile *f = g_new0(VtElfFile, 1);
 
 	f->loads = g_array_new(FALSE, FALSE, sizeof(VtElfLoad));
+	f->sections = g_array_new(FALSE, TRUE, sizeof(VtElfSection));
 	f->syms = g_array_new(FALSE, FALSE, sizeof(VtElfSym));
 	f->hidden = g_array_new(FALSE, FALSE, sizeof(VtElfSym));
 	f->strings = g_string_chunk_new(4096);
@@ -140,6 +141,7 @@ void vt_elf_file_free(VtElfFile *f)
 	if (!f)
 		return;
 	g_array_free(f->loads, TRUE);
+	g_array_free(f->sections, TRUE);
 	g_array_free(f->syms, TRUE);
 	g_array_free(f->hidden, TRUE);
 	g_string_chunk_free(f->strings);
@@ -174,9 +176,21 @@ gboolean vt_elf_file_read(VtElfFile *f, const char *path, gboolean kernel, GErro
 			g_array_append_val(f->loads, l);
 		}
 	}
-	while ((scn = elf_nextscn(e, scn)))
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM))
+	while ((scn = elf_nextscn(e, scn))) {
+		size_t i = elf_ndxscn(scn);
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
 			*(sh.sh_type == SHT_SYMTAB ? &symtab : &dynsym) = scn;
+		if (i < G_MAXUINT16 && (name = elf_strptr(e, shstrndx, sh.sh_name))) {
+			if (f->sections->len <= i)
+				g_array_set_size(f->sections, (guint)i + 1);
+			g_array_index(f->sections, VtElfSection, i) = (VtElfSection){ sh.sh_addr, sh.sh_size,
+				g_string_chunk_insert_const(f->strings, name), (sh.sh_flags & SHF_ALLOC) != 0 };
+		}
+	}
 	all = g_array_new(FALSE, FALSE, sizeof(VtElfSym));
 	if ((symtab || dynsym) && gelf_getshdr(symtab ? symtab : dynsym, &symsh))
 		read_symtab(f, e, symtab ? symtab : dynsym, &symsh, shstrndx, kernel, all);

@@ -72,6 +72,7 @@ struct VtDecodeImage {
 	guint nsyms_file;
 	guint64 text;
 	gboolean vmlinux;        /* symbols from an ELF file: relocatable (vt_decode_image_relocate) */
+	GArray *maps;            /* DsoMap, ascending: a vmlinux's sections as perf maps them */
 	guint gen;               /* unique per image loaded (symbol_hint) */
 	guint32 limit;           /* 0: libipt reads through read_code() */
 	GMutex lock;             /* iscache's creation */
@@ -81,6 +82,26 @@ struct VtDecodeImage {
 	VtDecodePokes *pokes;    /* its pages: a section per version (textpoke.c) */
 	VtWalkTable *walk;       /* its decoded blocks (walk.c), made on first use */
 };
+
+/* perf's kernel maps of a vmlinux: .text, and each other allocated
+ * section that holds a symbol, as a DSO of its own named after it
+ * ("[guest.kernel.kallsyms].init.text"); an address in none has no DSO. */
+typedef struct {
+	guint64 lo, hi;
+	char *suffix;            /* "" for .text, else the section's name */
+} DsoMap;
+
+static gint cmp_map(gconstpointer a, gconstpointer b)
+{
+	const DsoMap *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void map_clear(gpointer p)
+{
+	g_free(((DsoMap *)p)->suffix);
+}
 
 static gboolean bad(GError **error, const VtDecodeImage *img, const char *fmt, const char *detail)
 {
@@ -437,6 +458,8 @@ static VtDecodeImage *image_new(const char *what, const char *path)
 	img->fence = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->shadowed = g_array_new(FALSE, FALSE, sizeof(Symbol));
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
+	img->maps = g_array_new(FALSE, FALSE, sizeof(DsoMap));
+	g_array_set_clear_func(img->maps, map_clear);
 	img->names = g_string_new(NULL);
 	g_mutex_init(&img->lock);
 	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
@@ -492,6 +515,29 @@ VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GErro
  * ends at its size, and where the next starts later a gap entry (GAP)
  * says "no symbol" from there on, as perf's lookups find none there;
  * kallsyms' types by binding and kind (FUNC: T/t/W, else D/d/V). */
+static void vmlinux_maps(VtDecodeImage *img, const VtElfFile *f)
+{
+	g_autofree gboolean *held = g_new0(gboolean, f->sections->len + 1);
+
+	for (guint i = 0; i < f->syms->len; i++)
+		if (g_array_index(f->syms, VtElfSym, i).section < f->sections->len)
+			held[g_array_index(f->syms, VtElfSym, i).section] = TRUE;
+	for (guint i = 0; i < f->hidden->len; i++)
+		if (g_array_index(f->hidden, VtElfSym, i).section < f->sections->len)
+			held[g_array_index(f->hidden, VtElfSym, i).section] = TRUE;
+	for (guint i = 0; i < f->sections->len; i++) {
+		const VtElfSection *x = &g_array_index(f->sections, VtElfSection, i);
+		gboolean text = x->name && !strcmp(x->name, ".text");
+		DsoMap m = { x->addr, x->addr + x->size, NULL };
+
+		if (!x->name || !x->alloc || !x->size || (!text && !held[i]))
+			continue;
+		m.suffix = g_strdup(text ? "" : x->name);
+		g_array_append_val(img->maps, m);
+	}
+	g_array_sort(img->maps, cmp_map);
+}
+
 static void vmlinux_symbols(VtDecodeImage *img, const VtElfFile *f)
 {
 	GArray *a = img->syms;
@@ -525,6 +571,7 @@ static void vmlinux_symbols(VtDecodeImage *img, const VtElfFile *f)
 	}
 	img->nsyms_file = f->syms->len + f->hidden->len;
 	fence_build(img);
+	vmlinux_maps(img, f);
 }
 
 VtDecodeImage *vt_decode_image_load_vmlinux(const char *path, const char *what, GError **error)
@@ -563,6 +610,10 @@ gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 ad
 		g_array_index(img->shadowed, Symbol, i).addr += (guint64)delta;
 	if (img->text)
 		img->text += (guint64)delta;
+	for (guint i = 0; i < img->maps->len; i++) {
+		g_array_index(img->maps, DsoMap, i).lo += (guint64)delta;
+		g_array_index(img->maps, DsoMap, i).hi += (guint64)delta;
+	}
 	fence_build(img);
 	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;   /* the threads' hints are of the old addresses */
 	return delta;
@@ -587,6 +638,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 	g_array_free(img->fence, TRUE);
 	g_array_free(img->shadowed, TRUE);
 	g_array_free(img->funcs, TRUE);
+	g_array_free(img->maps, TRUE);
 	g_string_free(img->names, TRUE);
 	g_free(img->what);
 	g_free(img->kcore_path);
@@ -811,6 +863,26 @@ guint64 vt_decode_image_text(const VtDecodeImage *img)
 gboolean vt_decode_image_vmlinux(const VtDecodeImage *img)
 {
 	return img && img->vmlinux;
+}
+
+const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr)
+{
+	guint lo = 0, hi;
+
+	if (!img || !img->vmlinux)
+		return "";
+	hi = img->maps->len;
+	while (lo < hi) {         /* the last map starting at or below addr */
+		guint mid = (lo + hi) / 2;
+
+		if (g_array_index(img->maps, DsoMap, mid).lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && addr < g_array_index(img->maps, DsoMap, lo - 1).hi)
+		return g_array_index(img->maps, DsoMap, lo - 1).suffix;
+	return NULL;
 }
 
 guint vt_decode_image_n_symbols(const VtDecodeImage *img)

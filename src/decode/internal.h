@@ -230,9 +230,16 @@ typedef struct {
 	guint64 start, end;       /* ELF vaddrs: [start, end) */
 	const char *name;         /* in the file's strings */
 	guint8 bind, type;        /* STB_*, STT_* */
+	guint16 section;          /* its section's index */
 } VtElfSym;
 typedef struct {
+	guint64 addr, size;
+	const char *name;         /* in the file's strings */
+	gboolean alloc;           /* SHF_ALLOC */
+} VtElfSection;
+typedef struct {
 	GArray *loads;            /* VtElfLoad, file order */
+	GArray *sections;         /* VtElfSection, by index */
 	GArray *syms;             /* VtElfSym, ascending, one per address */
 	GArray *hidden;           /* VtElfSym: those another at their address hid */
 	GStringChunk *strings;
