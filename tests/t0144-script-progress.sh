@@ -3,7 +3,8 @@
 # only on a terminal while the output goes elsewhere (stderr a pty and
 # stdout a file; not when both are terminals, nor when neither is).  The
 # share grows to 100% at the end, the output is the same as without it
-# (text, call trace, JSON).  $VMTRACE_PROGRESS_MS=1: an update every
+# (text, call trace, JSON).  report's and timeline's the same way (timeline
+# writes OUT: on a terminal whatever stdout is).  $VMTRACE_PROGRESS_MS=1: an update every
 # millisecond, so a short run shows several.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
@@ -18,9 +19,24 @@ G="--guestkallsyms $GUEST_CODE/kallsyms"
 check "without --progress, stderr no terminal: nothing on it" test ! -s "$TMP/plain.err"
 cp "$TMP/branches" "$TMP/plain"
 
-# lines: the progress updates (\r-separated) as "PCT SIZE"
+# lines: the progress updates (\r-separated) as "PCT SIZE" (of command $2)
 updates() {
-	tr '\r' '\n' <"$1" | sed -n 's/^\[ vmtrace script: *\([0-9]*\)% of \([0-9.]* [KMG]*i*B\) of trace, [0-9.]* s \]$/\1 \2/p'
+	tr '\r' '\n' <"$1" |
+		sed -n "s/^\[ vmtrace ${2:-script}: *\([0-9]*\)% of \([0-9.]* [KMG]*i*B\) of trace, [0-9.]* s \]\$/\1 \2/p"
+}
+# grows: the updates in $1 grow to a last 100% of about REC's size, and the
+# line ends once
+grows() {
+	"$PYTHON3" -c "
+import os, sys
+p = [l.split(None, 1) for l in open('$1')]
+pct = [int(a) for a, _ in p]
+size = os.path.getsize('$r/data') / 1024.0
+assert len(p) >= 3 and pct == sorted(pct) and pct[-1] == 100 and pct[0] < 100, pct
+assert p[-1][1].strip().endswith('KiB') and abs(float(p[-1][1].split()[0]) - size) < size / 4, (p[-1], size)
+data = open('$2', newline='').read()
+assert data.endswith(' ]\n') and data.count('\n') == 1, repr(data[-80:])
+"
 }
 for mode in "" --call-trace --json; do
 	# shellcheck disable=SC2086
@@ -31,17 +47,24 @@ for mode in "" --call-trace --json; do
 	check "--progress ${mode:-(branches)}: the same output as without" cmp -s "$TMP/out" "$TMP/plain"
 	updates "$TMP/err" >"$TMP/pct"
 	check "--progress ${mode:-(branches)}: $(wc -l <"$TMP/pct") updates, growing, the last 100% of the trace's size and ending the line" \
-		"$PYTHON3" -c "
-import os, sys
-p = [l.split(None, 1) for l in open('$TMP/pct')]
-pct = [int(a) for a, _ in p]
-size = os.path.getsize('$r/data') / 1024.0
-assert len(p) >= 3 and pct == sorted(pct) and pct[-1] == 100 and pct[0] < 100, pct
-assert p[-1][1].strip().endswith('KiB') and abs(float(p[-1][1].split()[0]) - size) < size / 4, (p[-1], size)
-data = open('$TMP/err', newline='').read()
-assert data.endswith(' ]\n') and data.count('\n') == 1, repr(data[-80:])
-"
+		grows "$TMP/pct" "$TMP/err"
 done
+
+# report and timeline
+# shellcheck disable=SC2086
+"$VMTRACE" report "$r" $G --json >"$TMP/rep" 2>"$TMP/rep.err"
+check "report: nothing on stderr without --progress (no terminal)" test ! -s "$TMP/rep.err"
+# shellcheck disable=SC2086
+VMTRACE_PROGRESS_MS=1 "$VMTRACE" report "$r" $G --json --progress >"$TMP/out" 2>"$TMP/err"
+check "report --progress: exit 0, the same report" sh -c "[ $? = 0 ] && cmp -s '$TMP/out' '$TMP/rep'"
+updates "$TMP/err" report >"$TMP/pct"
+check "report --progress: $(wc -l <"$TMP/pct") updates, growing to 100%" grows "$TMP/pct" "$TMP/err"
+# shellcheck disable=SC2086
+VMTRACE_PROGRESS_MS=1 "$VMTRACE" timeline "$r" $G -o "$TMP/t.html" --progress >/dev/null 2>"$TMP/err"
+check "timeline --progress: exit 0, the page written" sh -c "[ $? = 0 ] && [ -s '$TMP/t.html' ]"
+grep -v '^vmtrace timeline: wrote ' "$TMP/err" >"$TMP/err.p"
+updates "$TMP/err.p" timeline >"$TMP/pct"
+check "timeline --progress: $(wc -l <"$TMP/pct") updates, growing to 100%" grows "$TMP/pct" "$TMP/err.p"
 
 # on a terminal: stderr a pty (python's pty module)
 pty_run() {
@@ -85,4 +108,8 @@ check "... and a progress line ($(wc -l <"$TMP/pct") updates, the last 100%)" sh
 # shellcheck disable=SC2086
 pty_run tty "$TMP/out" "$TMP/err" "$VMTRACE" script "$r" $G --itrace=c
 check "stderr and output on terminals: no progress line" sh -c "[ $? = 0 ] && ! grep -q 'vmtrace script:' '$TMP/err'"
+# shellcheck disable=SC2086
+pty_run tty "$TMP/out" "$TMP/err" "$VMTRACE" timeline "$r" $G -o "$TMP/t2.html"
+check "timeline, stderr and stdout terminals (its output is OUT): a progress line" sh -c "
+	[ $? = 0 ] && tr '\r' '\n' <'$TMP/err' | grep -q '^\[ vmtrace timeline: 100% of'"
 finish

@@ -853,15 +853,6 @@ void vt_analyze_finish(VtAnalyze *a)
 	}
 }
 
-void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r)
-{
-	const VtDecodeEvent *e;
-
-	while ((e = vt_decode_result_next(r)))
-		vt_analyze_event(a, e);
-	vt_analyze_finish(a);
-}
-
 static void health_sum(VtAnalyzeHealth *to, const VtAnalyzeHealth *h)
 {
 	to->branches += h->branches;

@@ -190,8 +190,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtAnalyze, vt_analyze_free)
 void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e);
 /* The end of the recording: closes every open slice, exit and interval. */
 void vt_analyze_finish(VtAnalyze *a);
-/* Every event of r, then vt_analyze_finish(). */
-void vt_analyze_result(VtAnalyze *a, VtDecodeResult *r);
 const VtAnalyzeHealth *vt_analyze_health(VtAnalyze *a);
 /* The health per vCPU (VtAnalyzeVcpuHealth, by vCPU; -1 first), owned by a. */
 const GArray *vt_analyze_health_vcpus(VtAnalyze *a);

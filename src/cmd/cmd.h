@@ -12,6 +12,7 @@
 
 #include "src/cli/cli.h"
 #include "guestfs/guestfs.h"
+#include "src/cli/progress.h"
 #include "src/decode/decode.h"
 
 typedef int (*VtCmdFn)(int argc, char **argv);
@@ -109,6 +110,9 @@ const char *vt_cmd_images_check(const VtCmdImages *im);
 gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
 			    gboolean *usage, GError **error);
 void vt_cmd_images_clear(VtCmdImages *im);
+/* The progress line of a decoding command (src/cli/progress.h): the share
+ * of r's trace decoded, when due (final: now, the last line). */
+void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final);
 /* After option parsing: exactly one argument left, the recording (*rec,
  * newly allocated); else a usage error. */
 gboolean vt_cmd_take_rec(int argc, char **argv, char **rec, GError **error);

@@ -143,6 +143,16 @@ void vt_cmd_images_clear(VtCmdImages *im)
 	g_clear_pointer(&im->kallsyms, g_free);
 }
 
+void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final)
+{
+	guint64 done, total;
+
+	if (!final && !vt_progress_due(p))
+		return;
+	vt_decode_result_progress(r, &done, &total);
+	vt_progress_show(p, done, total, final);
+}
+
 /* seconds[.fraction] -> ns */
 static gboolean parse_seconds(const char *t, guint64 *ns)
 {

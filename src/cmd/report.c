@@ -19,7 +19,7 @@
 typedef struct {
 	char *rec;
 	VtCmdImages img;
-	gboolean json;
+	gboolean json, progress;
 	gint vcpu, top, jobs;
 	char *time;
 	gboolean have_time;
@@ -70,6 +70,7 @@ static gboolean parse(int *argc, char ***argv, ReportOptions *o, GError **error)
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only what starts from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "top", 0, 0, G_OPTION_ARG_INT, &o->top, "Rows per function table, longest exits per vCPU (default 20)", "N" },
 		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Queues decoding at once (default: all)", "N" },
+		{ "progress", 0, 0, G_OPTION_ARG_NONE, &o->progress, "A progress line on stderr even when it is no terminal (by default: on a terminal, while the output goes elsewhere)", NULL },
 		G_OPTION_ENTRY_NULL
 	};
 
@@ -107,11 +108,20 @@ static void analyze(Report *r)
 	VtAnalyzeOptions ao = { .host = r->host, .guest = r->guest, .timed = r->timed,
 				.vcpu = r->o->vcpu };
 	VtAnalyzeVisitor v;
+	VtProgress p;
+	const VtDecodeEvent *e;
 
 	r->sum = vt_analyze_summary_new(&so);
 	v = vt_analyze_summary_visitor(r->sum);
 	r->an = vt_analyze_new(&ao, &v);
-	vt_analyze_result(r->an, r->result);
+	vt_progress_init(&p, "report", r->o->progress, TRUE);
+	for (guint i = 0; (e = vt_decode_result_next(r->result)); i++) {
+		vt_analyze_event(r->an, e);
+		if (!(i & 4095))
+			vt_cmd_progress(&p, r->result, FALSE);
+	}
+	vt_analyze_finish(r->an);
+	vt_cmd_progress(&p, r->result, TRUE);
 }
 
 /* --------------------------------------------------------------- tables */

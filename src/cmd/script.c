@@ -63,8 +63,7 @@ static const struct { const char *name; guint bit; } field_names[] = {
 
 typedef struct {
 	VtDecodeImage *host, *guest;
-	gboolean progress;                 /* a progress line on stderr (progress_show) */
-	gint64 progress_start, progress_last, progress_us;
+	VtProgress progress;               /* a line on stderr (vt_cmd_progress) */
 	VtDecodeGuestUser *guser;          /* the guest's user mappings (src/decode/guest-user.c) */
 	gint32 guest_pid;                  /* the guest process of the line being printed (-1: unknown) */
 	guint64 guest_time;                /* and its time (0: none) */
@@ -1886,46 +1885,6 @@ static gboolean print_in_threads(const Script *s)
 	return !s->o->json && !vt_decode_guest_user_n_maps(s->guser, NULL) && (!s->stacks || call_keep_applies(s));
 }
 
-/* ------------------------------------------------------------ progress */
-/* How far decoding is, on stderr every s->progress_us (half a second;
- * $VMTRACE_PROGRESS_MS) while it runs and once at its end: the share of
- * the trace read, its size, the time so far - on a terminal while the
- * output goes elsewhere (a terminal that shows both would mix them), or
- * with --progress. */
-static void progress_init(Script *s)
-{
-	const char *ms = g_getenv("VMTRACE_PROGRESS_MS");
-
-	s->progress = s->o->progress || (isatty(2) && !isatty(1));
-	s->progress_us = ms ? (gint64)g_ascii_strtoull(ms, NULL, 10) * 1000 : 500000;
-	s->progress_start = s->progress_last = g_get_monotonic_time();
-}
-
-static void progress_show(Script *s, gboolean final)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	gint64 now;
-	guint64 done, total;
-	double size;
-	guint u = 0;
-
-	if (!s->progress)
-		return;
-	now = g_get_monotonic_time();
-	if (!final && now - s->progress_last < s->progress_us)
-		return;
-	s->progress_last = now;
-	vt_decode_result_progress(s->result, &done, &total);
-	if (final)
-		done = total;
-	for (size = (double)total; size >= 1024 && u + 1 < G_N_ELEMENTS(units); u++)
-		size /= 1024;            /* (ASCII: glib's sizes have a no-break space) */
-	fprintf(stderr, "\r[ vmtrace script: %3u%% of %.1f %s of trace, %.1f s ]%s",
-		total ? (guint)(done * 100 / total) : 100, size, units[u], (double)(now - s->progress_start) / 1e6,
-		final ? "\n" : "");
-	fflush(stderr);
-}
-
 /* The merged text goes out as the threads made it: pieces (up to PIECES,
  * about OUT_BYTES) written at once with writev from the threads' chunks,
  * which wait meanwhile - the main thread copied each piece into its
@@ -1956,7 +1915,7 @@ static void report_threads(Script *s)
 		vt_decode_result_start(s->result, &f);
 		while ((text = vt_decode_result_next_text(s->result, &len))) {
 			put_records(s, text, len);
-			progress_show(s, FALSE);
+			vt_cmd_progress(&s->progress, s->result, FALSE);
 		}
 		return;
 	}
@@ -1973,7 +1932,7 @@ static void report_threads(Script *s)
 			vt_decode_result_release_text(s->result);
 			n = 0;
 			bytes = 0;
-			progress_show(s, FALSE);
+			vt_cmd_progress(&s->progress, s->result, FALSE);
 		}
 	}
 	vt_textbuf_write_pieces(s->out, iov, n);
@@ -2017,13 +1976,13 @@ static void report(Script *s)
 		for (guint i = 0; (e = vt_decode_result_next(s->result)); i++) {
 			script_event(s, e);
 			if (!(i & 4095))
-				progress_show(s, FALSE);
+				vt_cmd_progress(&s->progress, s->result, FALSE);
 		}
 		printer_clear(s);
 	}
 	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
 	s->out = NULL;
-	progress_show(s, TRUE);
+	vt_cmd_progress(&s->progress, s->result, TRUE);
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;
@@ -2081,7 +2040,7 @@ int cmd_script(int argc, char **argv)
 		goto out;
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 20);
-	progress_init(&s);
+	vt_progress_init(&s.progress, "script", o.progress, TRUE);
 #ifdef M_MMAP_THRESHOLD
 	/* libipt's block caches (256 KiB a section) come and go with its
 	 * section cache: from mmap, so they go back to the system and the

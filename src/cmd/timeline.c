@@ -17,7 +17,7 @@ typedef struct {
 	char *rec, *out, *format;
 	VtCmdImages img;                 /* --guest, --guestkallsyms, --guestvmlinux, --kcore, --kallsyms, --vmlinux */
 	gint jobs, max_slices;
-	gboolean force;
+	gboolean force, progress;
 	Format fmt;
 } TimelineOptions;
 
@@ -53,6 +53,7 @@ static gboolean parse(int *argc, char ***argv, TimelineOptions *o, GError **erro
 		{ "max-slices", 0, 0, G_OPTION_ARG_INT, &o->max_slices, "HTML: the longest N function slices and the longest N VM exits are kept (default 200000 each); shorter ones only in the summary", "N" },
 		{ "force", 'f', 0, G_OPTION_ARG_NONE, &o->force, "Replace OUT if it is a regular file", NULL },
 		{ "jobs", 0, 0, G_OPTION_ARG_INT, &o->jobs, "Queues decoding at once (default: all)", "N" },
+		{ "progress", 0, 0, G_OPTION_ARG_NONE, &o->progress, "A progress line on stderr even when it is no terminal (by default: on a terminal)", NULL },
 		G_OPTION_ENTRY_NULL
 	};
 
@@ -130,6 +131,7 @@ static int run(const TimelineOptions *o, VtDecodeImage *host, VtDecodeImage *gue
 	g_autoptr(VtTimelineSink) sink = NULL;
 	g_autoptr(VtTimelineBuilder) b = NULL;
 	const VtDecodeEvent *e;
+	VtProgress p;
 
 	if (!result) {
 		vt_err("timeline", "%s", err->message);
@@ -141,9 +143,14 @@ static int run(const TimelineOptions *o, VtDecodeImage *host, VtDecodeImage *gue
 		return VT_EXIT_FAILURE;
 	}
 	b = vt_timeline_builder_new(sink, host, guest, vt_decode_result_timed(result));
-	while ((e = vt_decode_result_next(result)))
+	vt_progress_init(&p, "timeline", o->progress, FALSE);   /* (its output: OUT) */
+	for (guint i = 0; (e = vt_decode_result_next(result)); i++) {
 		vt_timeline_builder_add(b, e);
+		if (!(i & 4095))
+			vt_cmd_progress(&p, result, FALSE);
+	}
 	vt_timeline_builder_finish(b);
+	vt_cmd_progress(&p, result, TRUE);
 	if (!vt_timeline_builder_n_vcpus(b)) {
 		vt_err("timeline", "%s: no vCPU thread (\"CPU n/KVM\") in the recording: nothing to draw", o->rec);
 		return VT_EXIT_NO_VCPU;
