@@ -41,10 +41,11 @@ make_code_dirs() {
 	fi
 	# make_code_dirs --alt --vmlinux: also VMLINUX, the kernel as a vmlinux
 	# with symbols at its link address (kernel-code.py --vmlinux; the code
-	# directories' kernels are it relocated), read in place
+	# directories' kernels are it relocated), and VMLINUX_GUEST, the same
+	# linked where GUEST_CODE's runs (+0x2000000), read in place
 	if [ "${2:-}" = --vmlinux ]; then
 		code_cached "$cc_dir/vmlinux" "$TMP/kernel/vmlinux" --vmlinux || { echo "cannot build the vmlinux"; exit 1; }
-		VMLINUX=$cc_dir/vmlinux/vmlinux
+		VMLINUX=$cc_dir/vmlinux/vmlinux VMLINUX_GUEST=$cc_dir/vmlinux/vmlinux.guest
 		# and GUEST_INIT: the guest kernel with its init code (kernel-code.py
 		# --init; untrimmed: guest fetch would cut the init code away)
 		code_cached "$cc_dir/init" "$TMP/kernel/vmlinux" --init || { echo "cannot build the init code directory"; exit 1; }
@@ -63,7 +64,8 @@ code_cached() {
 	mkdir -p "$(dirname "$1")"
 	cc_w=$(mktemp -d "$1.tmp.XXXXXX") || return 1
 	if [ "${3:-}" = --vmlinux ]; then
-		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" --vmlinux "$2" "$cc_w/vmlinux"
+		"$PYTHON3" "$top_srcdir/tests/kernel-code.py" --vmlinux "$2" "$cc_w/vmlinux" &&
+			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" --vmlinux "$2" "$cc_w/vmlinux.guest" 0x2000000
 	elif [ "${3:-}" = --init ]; then
 		mkdir "$cc_w/guest-init" &&
 			"$PYTHON3" "$top_srcdir/tests/kernel-code.py" "$2" 0x2000000 "$cc_w/guest-init" --init &&

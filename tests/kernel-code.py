@@ -2,7 +2,7 @@
 """kernel-code.py - real x86-64 kernel code for the decoding tests.
 
     tests/kernel-code.py VMLINUX SLIDE OUTDIR [--kvm-stub | --init]
-    tests/kernel-code.py --vmlinux VMLINUX OUT
+    tests/kernel-code.py --vmlinux VMLINUX OUT [SLIDE]
 
 Debian ships a stripped vmlinux and a stub System.map, so the symbols come
 from the kernel's own kallsyms tables inside .rodata (the ones /proc/kallsyms
@@ -21,13 +21,15 @@ KASLR-like shift, e.g. 0x2000000):
 
 --vmlinux writes OUT: VMLINUX with symbols, as a debug build's vmlinux
 has them (Debian's keeps its section headers but no .symtab): a .symtab
-and .strtab added at its end, of the text symbols kept below (FUNC, local
-for t/w, global for T/W and the markers), each in the section that holds
-it (.text, .init.text, ...), a size up to the next symbol's address or its
-section's end - but every seventh function of 32 bytes or more ends
-halfway: code without a symbol, as padding or a symbol-less stretch of a
-real vmlinux.  At its link address (the file `perf --guestvmlinux` takes
-for a running kernel, which a tool moves by the kernel MMAP record).
+and .strtab added at its end, of the text symbols kept below (FUNC: local
+for t, weak for W/w, global for T; the markers _text, _stext, ... NOTYPE
+labels), each in the section that holds it (.text, .init.text, ...), a
+size up to the next symbol's address or its section's end - but every
+seventh function of 32 bytes or more ends halfway (code without a symbol,
+as padding or a symbol-less stretch of a real vmlinux) and every eleventh
+has none (asm's: perf ends it at the next symbol).  At its link address
+(the file `perf --guestvmlinux` takes for a running kernel, which a tool
+moves by the kernel MMAP record), or linked SLIDE bytes higher.
 
 --init puts the kernel's other executable PT_LOAD in the core too (.init.text
 and the rest the boot runs or patches from): synth then walks init code as
@@ -150,35 +152,53 @@ def write_core(path, segs):
             f.write(data)
 
 
-def write_vmlinux(path, d, syms):
+MARKERS = ('_text', '_stext', '_etext', '_sinittext', '_einittext')
+
+
+def write_vmlinux(path, d, syms, slide=0):
     """The vmlinux d (Debian's: section headers, no .symtab) with a .symtab
     and .strtab of syms ((addr, type, name), sorted; kallsyms types) added
-    at its end, each symbol in the allocated section that holds it."""
+    at its end, each symbol in the allocated section that holds it; linked
+    slide bytes higher (its kernel PT_LOADs, sections and symbols)."""
+    d = bytearray(d)
+    e_phoff, = struct.unpack_from('<Q', d, 32)
+    e_phnum, = struct.unpack_from('<H', d, 56)
+    for k in range(e_phnum):
+        at = e_phoff + 56 * k
+        if struct.unpack_from('<Q', d, at + 16)[0] >= 0xffffffff80000000:
+            struct.pack_into('<Q', d, at + 16, struct.unpack_from('<Q', d, at + 16)[0] + slide)
     e_shoff, = struct.unpack_from('<Q', d, 40)
     e_shentsize, e_shnum, e_shstrndx = struct.unpack_from('<HHH', d, 58)
     shdrs = [list(struct.unpack_from('<IIQQQQIIQQ', d, e_shoff + i * 64)) for i in range(e_shnum)]
+    for h in shdrs:
+        if h[3] >= 0xffffffff80000000:
+            h[3] += slide
+    syms = [(a + slide, t, n) for a, t, n in syms]
     old = shdrs[e_shstrndx]
     shstr = bytearray(d[old[4]:old[4] + old[5]])
     secs = [(i, h[3], h[3] + h[5]) for i, h in enumerate(shdrs)
             if h[2] & 2 and h[3] >= 0xffffffff80000000 and h[5]]          # SHF_ALLOC
     strtab = bytearray(b'\0')
-    local, glob = [], []
+    local, glob = [], []                 # (weak 'w' symbols: global, as ELF wants locals first)
     for i, (addr, typ, name) in enumerate(syms):
         sec = [j for j, lo, hi in secs if lo <= addr < hi]
         if not sec:
             continue
         size = 0
-        if typ in 'TtWw':
+        if typ in 'TtWw' and name not in MARKERS:
             nxt = [a for a, _, _ in syms[i + 1:i + 8] if a > addr]
             end = min(([nxt[0]] if nxt else []) + [hi for j, lo, hi in secs if j == sec[0]])
             size = end - addr
             if i % 7 == 3 and size >= 32:
                 size //= 2               # a gap after it: no symbol there (perf: [unknown])
-        (local if typ in 'tw' else glob).append((addr, typ, name, size, sec[0]))
+            elif i % 11 == 5:
+                size = 0                 # unsized (asm): up to the next symbol, as perf fixes it
+        (local if typ == 't' else glob).append((addr, typ, name, size, sec[0]))
     symtab = bytearray(24)
     for addr, typ, name, size, sec in local + glob:
-        bind = 0 if typ in 'tw' else 1
-        symtab += struct.pack('<IBBHQQ', len(strtab), bind << 4 | 2, 0, sec, addr, size)   # STT_FUNC
+        bind = 0 if typ == 't' else 2 if typ in 'Ww' else 1          # LOCAL, WEAK, GLOBAL
+        kind = 0 if name in MARKERS else 2                            # NOTYPE labels, FUNC
+        symtab += struct.pack('<IBBHQQ', len(strtab), bind << 4 | kind, 0, sec, addr, size)
         strtab += name.encode() + b'\0'
     sym_name = len(shstr)
     shstr += b'.symtab\0'
@@ -205,11 +225,11 @@ def write_vmlinux(path, d, syms):
 
 
 def main():
-    if len(sys.argv) == 4 and sys.argv[1] == '--vmlinux':
+    if len(sys.argv) in (4, 5) and sys.argv[1] == '--vmlinux':
         d = open(sys.argv[2], 'rb').read()
         kept = sorted((a, t, n) for a, t, n in symbols(d)
                       if a >= 0xffffffff80000000 and (t in 'TtWwA' or n in ('_text', '_stext', '_etext')))
-        write_vmlinux(sys.argv[3], d, kept)
+        write_vmlinux(sys.argv[3], d, kept, int(sys.argv[4], 0) if len(sys.argv) == 5 else 0)
         return
     if len(sys.argv) not in (4, 5) or (len(sys.argv) == 5 and sys.argv[4] not in ('--kvm-stub', '--init')):
         raise SystemExit(__doc__)

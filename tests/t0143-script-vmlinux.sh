@@ -141,6 +141,11 @@ check "init code: vmtrace --guestvmlinux = ground truth ($(head -1 "$i.cmp"))" t
 "$VMTRACE" script "$i.data" $GV -F tid,ip,addr >"$i.vt.flow" 2>/dev/null
 check "init code: its branches are the kcore decode's ($(wc -l <"$i.vt.flow"))" \
 	sh -c "[ \$(wc -l <'$i.vt.flow') -gt 1000 ] && cmp -s '$i.vt.flow' '$i.ks.flow'"
+# perf from the kcore that has the init code fails there too
+timeout 300 "$PERF" script -i "$i.data" --guestkallsyms "$GUEST_INIT/kallsyms" --itrace=be -F $F >"$i.ks.perf" 2>/dev/null
+check "init code: perf cannot read it from the kcore either ($(grep -c 'Failed to get instruction' "$i.ks.perf") errors)" \
+	sh -c "grep 'instruction trace error' '$i.ks.perf' | sed 's/.* ip 0x\([0-9a-f]*\) .*/\1/' |
+		awk 'BEGIN { n = 0 } { n++; if (\$1 < \"ffffffff85079000\" || \$1 >= \"ffffffff86a00000\") bad++ } END { exit !(n && !bad) }'"
 # perf from the vmlinux: where it fails, and what it prints
 timeout 300 "$PERF" script -i "$i.data" $GV --itrace=be -F $F >"$i.perf" 2>/dev/null
 "$PYTHON3" - "$i.perf" "$i.vt" >"$i.perf.cmp" 2>&1 <<'PY'
@@ -161,6 +166,39 @@ assert errors > 0 and named > 0, (errors, named)
 print(errors, "perf errors, all 'Failed to get instruction' in init code;", lines, "lines,", named, "naming init.text, all vmtrace's")
 PY
 check "perf --guestvmlinux: $(tail -1 "$i.perf.cmp")" test $? -eq 0 || sed 's/^/#   /' "$i.perf.cmp"
+
+# a kernel MMAP record without an address (pgoff 0: kptr_restrict hid it)
+# moves nothing, in perf as here: a vmlinux linked where the guest ran
+# decodes as is, a warning says it was not placed; a vmlinux linked
+# elsewhere cannot be right then (decode errors), and the warning says why
+"$PYTHON3" - "$r.data/data" "$TMP/nopgoff.data" <<'PY'
+import os, struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+name = b'[guest.kernel.kallsyms]_text\0'
+at = d.find(name)
+assert at > 0
+struct.pack_into('<Q', d, at - 8, 0)          # MMAP: ... addr, len, pgoff, filename
+os.makedirs(sys.argv[2], exist_ok=True)
+open(sys.argv[2] + '/data', 'wb').write(d)
+PY
+cp -r "$r.data/kcore_dir" "$TMP/nopgoff.data/"
+"$VMTRACE" script "$TMP/nopgoff.data" --guestvmlinux "$VMLINUX_GUEST" -F tid,ip,addr >"$TMP/np.vt" 2>"$TMP/np.err"
+check "pgoff 0: a vmlinux linked where the guest ran decodes as is (exit 0)" test $? -eq 0
+"$VMTRACE" script "$r.data" --guestkallsyms "$GUEST_CODE/kallsyms" -F tid,ip,addr >"$TMP/np.ks" 2>/dev/null
+check "... its branches the kcore decode's ($(wc -l <"$TMP/np.vt"))" cmp -s "$TMP/np.vt" "$TMP/np.ks"
+timeout 300 "$PERF" script -i "$TMP/nopgoff.data" --guestvmlinux "$VMLINUX_GUEST" --itrace=be -F tid,ip,addr >"$TMP/np.perf" 2>/dev/null
+check "... as perf's (no error either)" sh -c "! grep -q 'trace error' '$TMP/np.perf' && [ \$(wc -l <'$TMP/np.perf') -eq \$(wc -l <'$TMP/np.vt') ]"
+check "... and a warning that the recording did not place it" \
+	grep -q 'no guest kernel MMAP record with _text.s address: the guest vmlinux is taken at its link addresses' "$TMP/np.err"
+"$VMTRACE" script "$TMP/nopgoff.data" $GV >/dev/null 2>"$TMP/np2.err"
+check "pgoff 0, a vmlinux linked elsewhere: decode errors (exit 3), the warning says why" \
+	sh -c "[ $? = 3 ] && grep -q 'taken at its link addresses' '$TMP/np2.err'"
+"$VMTRACE" script "$r.data" $GV >/dev/null 2>"$TMP/placed.err"
+check "placed by the MMAP record: no warning" sh -c "! grep -q 'link addresses' '$TMP/placed.err'"
+# timeline takes it too
+"$VMTRACE" timeline "$r.data" $GV -o "$TMP/t.html" >/dev/null 2>"$TMP/t.err"
+check "timeline --guestvmlinux: exit 0, the page written" sh -c "[ $? = 0 ] && [ -s '$TMP/t.html' ]" ||
+	sed 's/^/#   /' "$TMP/t.err"
 
 # usage
 script_refused() {

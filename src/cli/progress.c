@@ -9,10 +9,11 @@
 void vt_progress_init(VtProgress *p, const char *cmd, gboolean force, gboolean stdout_out)
 {
 	const char *ms = g_getenv("VMTRACE_PROGRESS_MS");
+	guint64 v = ms ? g_ascii_strtoull(ms, NULL, 10) : 0;
 
 	p->cmd = cmd;
 	p->on = force || (isatty(2) && (!stdout_out || !isatty(1)));
-	p->every = ms ? (gint64)g_ascii_strtoull(ms, NULL, 10) * 1000 : 500000;
+	p->every = v && v < 3600000 ? (gint64)v * 1000 : 500000;   /* (not a number: the default) */
 	p->start = p->last = g_get_monotonic_time();
 }
 

@@ -110,6 +110,9 @@ const char *vt_cmd_images_check(const VtCmdImages *im);
 gboolean vt_cmd_images_open(const VtCmdImages *im, const char *rec, VtDecodeImage **host, VtDecodeImage **guest,
 			    gboolean *usage, GError **error);
 void vt_cmd_images_clear(VtCmdImages *im);
+/* A warning per vmlinux image the recording did not place
+ * (vt_decode_image_unplaced): call after opening the recording. */
+void vt_cmd_images_warn(const char *cmd, const char *rec, const VtDecodeImage *host, const VtDecodeImage *guest);
 /* The progress line of a decoding command (src/cli/progress.h): the share
  * of r's trace decoded, when due (final: now, the last line). */
 void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final);

@@ -143,6 +143,15 @@ void vt_cmd_images_clear(VtCmdImages *im)
 	g_clear_pointer(&im->kallsyms, g_free);
 }
 
+void vt_cmd_images_warn(const char *cmd, const char *rec, const VtDecodeImage *host, const VtDecodeImage *guest)
+{
+	for (int g = 0; g < 2; g++)
+		if (vt_decode_image_unplaced(g ? guest : host))
+			vt_warn(cmd, "%s has no %s kernel MMAP record with _text's address: the %s vmlinux is taken at "
+				"its link addresses (right only if that kernel ran there, without KASLR)", rec,
+				g ? "guest" : "host", g ? "guest" : "host");
+}
+
 void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final)
 {
 	guint64 done, total;

@@ -611,6 +611,7 @@ static int open_recording(Report *r, GError **err)
 	if (!r->result)
 		return (*err)->domain == VT_DECODE_ERROR && (*err)->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 												      : VT_EXIT_BAD_INPUT;
+	vt_cmd_images_warn("report", o->rec, r->host, r->guest);
 	r->timed = vt_decode_result_timed(r->result);
 	r->unit = r->timed ? "ns" : "insns";
 	if (o->have_time && !r->timed) {

@@ -520,9 +520,10 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	gsize most;
 	char *p, *start;
 
-	if (!suffix)                   /* in no map of a vmlinux: perf knows neither */
+	if (!suffix)                   /* in no section perf maps of a vmlinux: no name, no DSO */
 		sym = NULL;
 	known = sym || (code && vmlinux && suffix);
+	suffix = suffix ? suffix : "";
 	name = sym ? sym : "[unknown]";
 	dso = !known ? "[unknown]" : guest ? s->guest_dso : "[kernel.kallsyms]";
 	name_len = sym ? sym_len : 9;
@@ -1249,6 +1250,7 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 	int dso = !vt_decode_symcache_code(s->syms, img, ip) ? 2 : guest ? 1 : 0;
 	const char *suffix = dso < 2 && vt_decode_image_vmlinux(img) ? vt_decode_image_dso_suffix(img, ip) : "";
 	const VtDecodeSym *y;
+	const char *sym;              /* at's name: none in no section perf maps of a vmlinux */
 	int len = 0;
 
 	if (G_UNLIKELY(!suffix || *suffix))   /* a vmlinux's other section, or no map */
@@ -1256,15 +1258,16 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 	else
 		put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
+	sym = y->sym && (dso == 2 || !vt_decode_image_vmlinux(img) || vt_decode_image_dso_suffix(img, at)) ? y->sym : NULL;
 	s->rec_spaces_at = t->len;
 	s->rec_spaces = 0;
-	if (y->sym || at) {
+	if (sym || at) {
 		if (s->records)          /* the main thread writes them (put_records) */
 			s->rec_spaces = depth * 4;
 		else
 			vt_textbuf_pad(t, (gsize)depth * 4);
 	}
-	if (y->sym) {
+	if (sym) {
 		vt_textbuf_mem(t, y->sym, y->sym_len);
 		len = (int)(depth * 4 + y->sym_len);
 	} else if (at) {
@@ -2030,6 +2033,7 @@ int cmd_script(int argc, char **argv)
 											  : VT_EXIT_BAD_INPUT;
 		goto out;
 	}
+	vt_cmd_images_warn("script", o.rec, s.host, s.guest);
 	if (o.cpu_auto && vt_decode_result_per_cpu(s.result)) {
 		o.insn_mask |= F_CPU;      /* as perf: the CPU when samples have one */
 		o.power_mask |= F_CPU;

@@ -138,6 +138,7 @@ static int run(const TimelineOptions *o, VtDecodeImage *host, VtDecodeImage *gue
 		return err->domain == VT_DECODE_ERROR && err->code == VT_DECODE_ERROR_FAILED ? VT_EXIT_FAILURE
 											  : VT_EXIT_BAD_INPUT;
 	}
+	vt_cmd_images_warn("timeline", o->rec, host, guest);
 	if (!(sink = open_sink(o, vt_decode_result_timed(result), &err))) {
 		vt_err("timeline", "%s", err->message);
 		return VT_EXIT_FAILURE;

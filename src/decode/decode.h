@@ -61,6 +61,10 @@ gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 ad
 /* Was img loaded from a vmlinux (its symbols have sizes: code between
  * them has none, yet is the kernel's - perf names its DSO there)? */
 gboolean vt_decode_image_vmlinux(const VtDecodeImage *img);
+/* A vmlinux image the recording did not place (no kernel MMAP record
+ * with a pgoff, or its symbol is not in the vmlinux): at its link
+ * addresses, right only for a kernel that ran there. */
+gboolean vt_decode_image_unplaced(const VtDecodeImage *img);
 /* What perf appends to the kernel's DSO name at addr: "" (.text; any
  * address of a kcore image), a vmlinux section's name where perf maps it
  * as a DSO of its own (".init.text": a section other than .text that
@@ -467,11 +471,11 @@ guint vt_decode_result_n_queues(const VtDecodeResult *r);   /* AUX queues */
 /* perf's kHz per unit of core:bus ratio (TSC frequency / maximum non-turbo
  * ratio, from the recording's TSC conversion) and that ratio; 0 if unknown */
 guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo);
-/* decode errors among the branches read so far */
 /* How far the decoding is (any thread, any time after start): the AUX
  * bytes decoded so far over all queues (up to the last batch's last
  * branch: decoding runs a few batches ahead of the output) and in all. */
 void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *total);
+/* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */

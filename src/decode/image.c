@@ -72,6 +72,7 @@ struct VtDecodeImage {
 	guint nsyms_file;
 	guint64 text;
 	gboolean vmlinux;        /* symbols from an ELF file: relocatable (vt_decode_image_relocate) */
+	gboolean placed;         /* ... and placed by the recording's kernel MMAP */
 	GArray *maps;            /* DsoMap, ascending: a vmlinux's sections as perf maps them */
 	guint gen;               /* unique per image loaded (symbol_hint) */
 	guint32 limit;           /* 0: libipt reads through read_code() */
@@ -600,6 +601,8 @@ gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 ad
 	guint64 at = img->vmlinux ? vt_decode_image_lookup(img, name) : 0;
 	gint64 delta = (gint64)(addr - at);
 
+	if (at)
+		img->placed = TRUE;
 	if (!at || !delta)
 		return 0;
 	for (guint i = 0; i < img->segs->len; i++)
@@ -863,6 +866,11 @@ guint64 vt_decode_image_text(const VtDecodeImage *img)
 gboolean vt_decode_image_vmlinux(const VtDecodeImage *img)
 {
 	return img && img->vmlinux;
+}
+
+gboolean vt_decode_image_unplaced(const VtDecodeImage *img)
+{
+	return img && img->vmlinux && !img->placed;
 }
 
 const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr)

@@ -835,7 +835,8 @@ static gint cmp_poke_time(gconstpointer a, gconstpointer b)
 /* A kernel's MMAP record ("[kernel.kallsyms]_text", host; guest kernel:
  * "[guest.kernel.kallsyms]_text"): a vmlinux image moves so that the
  * symbol named after the "]" is at its pgoff, as perf moves it (its
- * ref_reloc_sym) - once per image, at the first such record. */
+ * ref_reloc_sym) - once per image, at the first such record with a
+ * pgoff (0: kptr_restrict hid the address; perf skips it too). */
 static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gboolean done[2])
 {
 	gsize fixed = rec->type == PERF_RECORD_MMAP2 ? 72 : 40;   /* the file name's offset */
@@ -850,6 +851,8 @@ static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gbool
 	if (name[0] != '[' || !memchr(name, 0, rec->size - fixed) || !(end = strchr(name, ']')) || !end[1])
 		return;
 	memcpy(&pgoff, rec->data + 32, 8);
+	if (!pgoff)
+		return;                  /* kptr_restrict hid it: perf does not move by it either */
 	done[g] = TRUE;
 	if (g ? opts->guest : opts->host)
 		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
