@@ -512,10 +512,8 @@ VtDecodeImage *vt_decode_image_load_dir(const char *dir, const char *what, GErro
 	return vt_decode_image_load(kcore, kallsyms, what, error);
 }
 
-/* A vmlinux's symbols (perf's rules: elfsym.c) as the image's: a symbol
- * ends at its size, and where the next starts later a gap entry (GAP)
- * says "no symbol" from there on, as perf's lookups find none there;
- * kallsyms' types by binding and kind (FUNC: T/t/W, else D/d/V). */
+/* A vmlinux's sections perf maps (DsoMap): .text, and the other allocated
+ * sections that hold a symbol. */
 static void vmlinux_maps(VtDecodeImage *img, const VtElfFile *f)
 {
 	g_autofree gboolean *held = g_new0(gboolean, f->sections->len + 1);
@@ -539,6 +537,11 @@ static void vmlinux_maps(VtDecodeImage *img, const VtElfFile *f)
 	g_array_sort(img->maps, cmp_map);
 }
 
+/* A vmlinux's symbols (perf's rules: elfsym.c) as the image's: a symbol
+ * ends at its size, and where the next starts later a gap entry (GAP)
+ * says "no symbol" from there on, as perf's lookups find none there;
+ * kallsyms' types by binding and kind (FUNC: T/t/W, else D/d/V); those
+ * another hid, for lookups by name; and the maps. */
 static void vmlinux_symbols(VtDecodeImage *img, const VtElfFile *f)
 {
 	GArray *a = img->syms;
