@@ -160,7 +160,7 @@ tcg_boot_record() {
 	shift 2
 	# shellcheck disable=SC2086
 	timeout 900 "$VMTRACE" record --source tcg "$@" -o "$TMP/rec" --json \
-		-- qemu-system-x86_64 -accel tcg $TCG_QEMU_OPTS -m 256 -smp "$tb_smp" -nodefaults -no-user-config -display none \
+		-- qemu-system-x86_64 -accel tcg ${TCG_QEMU_OPTS:-} -m 256 -smp "$tb_smp" -nodefaults -no-user-config -display none \
 		-serial "file:$TMP/console" -no-reboot -kernel "$TMP/img/vmlinux" -append "console=ttyS0 panic=-1 quiet" \
 		-plugin "$TCG_COUNT,out=$TMP/count$tb_count" >"$TMP/rec.json" 2>"$TMP/rec.err"
 }
