@@ -15,6 +15,10 @@ Operations (one per run):
                                   another start (= pgoff) and length - the
                                   kernel of a kcore_dir standing in for the
                                   guest's
+  build-id MODE PID HEX NAME      add a HEADER_BUILD_ID entry (the feature
+                                  made if missing): cpumode MODE (1 kernel,
+                                  4 guest kernel), pid, build id, file name
+                                  (e.g. "[guest.kernel.kallsyms]")
   sideband SCRIPT BASE            the guest's task sideband (COMM, FORK,
                                   EXIT, SWITCH, MMAP2) and samples replaced
                                   by SCRIPT's records, in its order: lines
@@ -234,6 +238,16 @@ def main():
         for r in p["recs"]:
             if struct.unpack_from("<I", r)[0] == 1 and b"[kernel.kallsyms]_text" in r[40:]:
                 struct.pack_into("<QQQ", r, 16, start, length, start)
+    elif op == "build-id":
+        mode, pid, hexid, name = int(args[0]), int(args[1]), bytes.fromhex(args[2]), args[3].encode() + b"\0"
+        name += b"\0" * (-(36 + len(name)) % 8)
+        entry = struct.pack("<IHHiB", 0, mode | 1 << 15, 36 + len(name), pid, 0)[:12]
+        entry += hexid.ljust(20, b"\0") + struct.pack("<BBH", len(hexid), 0, 0) + name
+        feats = dict(p["feats"])
+        feats[2] = bytes(feats.get(2, b"")) + entry
+        p["feats"] = sorted(feats.items())
+        bits = int.from_bytes(p["feat"], "little") | 1 << 2
+        p["feat"] = bits.to_bytes(32, "little")
     elif op == "sideband":
         sideband(p, args[0], int(args[1], 0))
     else:

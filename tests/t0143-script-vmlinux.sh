@@ -195,6 +195,35 @@ check "pgoff 0, a vmlinux linked elsewhere: decode errors (exit 3), the warning 
 	sh -c "[ $? = 3 ] && grep -q 'taken at its link addresses' '$TMP/np2.err'"
 "$VMTRACE" script "$r.data" $GV >/dev/null 2>"$TMP/placed.err"
 check "placed by the MMAP record: no warning" sh -c "! grep -q 'link addresses' '$TMP/placed.err'"
+# the recording's build id of the guest kernel (HEADER_BUILD_ID, as perf
+# record writes it) against the vmlinux's: the same - decoded as without
+# it; another - refused, saying so (perf refuses the file too: it decodes
+# no guest code then)
+bid=$(readelf -n "$VMLINUX" 2>/dev/null | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -1)
+if [ -n "$bid" ]; then
+	for w in same other; do
+		mkdir -p "$TMP/bid-$w.data" && cp -r "$r.data/kcore_dir" "$TMP/bid-$w.data/"
+		id=$bid
+		[ $w = same ] || id=00112233445566778899aabbccddeeff00112233
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$r.data/data" "$TMP/bid-$w.data/data" build-id 4 0 "$id" \
+			"[guest.kernel.kallsyms]"
+		"$VMTRACE" script "$TMP/bid-$w.data" $GV >"$TMP/bid-$w.vt" 2>"$TMP/bid-$w.err"
+		echo $? >"$TMP/bid-$w.rc"
+	done
+	check "build id: the vmlinux's ($bid) - decoded as without it" \
+		sh -c "[ \$(cat '$TMP/bid-same.rc') = 0 ] && cmp -s '$TMP/bid-same.vt' '$TMP/thread-2vcpu-timed.vt'"
+	check "build id: another - refused (exit 3), naming both, no output" sh -c "
+		[ \$(cat '$TMP/bid-other.rc') = 3 ] && [ ! -s '$TMP/bid-other.vt' ] &&
+		grep -q 'is not the kernel that ran: its build id is $bid, the recording.s \[guest.kernel.kallsyms\] 0011223344' '$TMP/bid-other.err'"
+	for w in same other; do
+		timeout 300 "$PERF" script -i "$TMP/bid-$w.data" $GV --itrace=be -F tid,ip,sym,symoff,dso,addr 2>/dev/null |
+			grep -c '[a-z_]+0x[0-9a-f]* (\[guest.kernel.kallsyms\])' >"$TMP/bid-$w.named"
+	done
+	check "build id: perf refuses that vmlinux too (lines naming guest code: $(cat "$TMP/bid-other.named"); with the right id $(cat "$TMP/bid-same.named"))" \
+		sh -c "[ \$(cat '$TMP/bid-other.named') -lt 100 ] && [ \$(cat '$TMP/bid-same.named') -gt 10000 ]"
+else
+	echo "# readelf found no build id in the vmlinux: the build id checks left out"
+fi
 # timeline takes it too
 "$VMTRACE" timeline "$r.data" $GV -o "$TMP/t.html" >/dev/null 2>"$TMP/t.err"
 check "timeline --guestvmlinux: exit 0, the page written" sh -c "[ $? = 0 ] && [ -s '$TMP/t.html' ]" ||

@@ -65,6 +65,10 @@ gboolean vt_decode_image_vmlinux(const VtDecodeImage *img);
  * with a pgoff, or its symbol is not in the vmlinux): at its link
  * addresses, right only for a kernel that ran there. */
 gboolean vt_decode_image_unplaced(const VtDecodeImage *img);
+/* A vmlinux image's GNU build id in hex (NULL: none, or not a vmlinux). */
+const char *vt_decode_image_build_id(const VtDecodeImage *img);
+/* The file the image's code comes from (kcore, vmlinux). */
+const char *vt_decode_image_path(const VtDecodeImage *img);
 /* What perf appends to the kernel's DSO name at addr: "" (.text; any
  * address of a kcore image), a vmlinux section's name where perf maps it
  * as a DSO of its own (".init.text": a section other than .text that

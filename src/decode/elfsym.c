@@ -124,6 +124,26 @@ static void fix_syms(VtElfFile *f, GArray *all)
 	}
 }
 
+/* The GNU build id in note section scn, hex (NULL: none there). */
+static char *build_id_of(Elf_Scn *scn)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	GElf_Nhdr nh;
+	size_t off = 0, name_off, desc_off;
+
+	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp((const char *)d->d_buf + name_off, "GNU", 4) &&
+		    nh.n_descsz && nh.n_descsz <= 64) {
+			GString *h = g_string_new(NULL);
+
+			for (guint i = 0; i < nh.n_descsz; i++)
+				g_string_append_printf(h, "%02x", ((const guint8 *)d->d_buf)[desc_off + i]);
+			return g_string_free(h, FALSE);
+		}
+	}
+	return NULL;
+}
+
 VtElfFile *vt_elf_file_new(void)
 {
 	VtElfFile *f = g_new0(VtElfFile, 1);
@@ -145,6 +165,7 @@ void vt_elf_file_free(VtElfFile *f)
 	g_array_free(f->syms, TRUE);
 	g_array_free(f->hidden, TRUE);
 	g_string_chunk_free(f->strings);
+	g_free(f->build_id);
 	g_free(f);
 }
 
@@ -184,6 +205,8 @@ gboolean vt_elf_file_read(VtElfFile *f, const char *path, gboolean kernel, GErro
 			continue;
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM)
 			*(sh.sh_type == SHT_SYMTAB ? &symtab : &dynsym) = scn;
+		if (sh.sh_type == SHT_NOTE && !f->build_id)
+			f->build_id = build_id_of(scn);
 		if (i < G_MAXUINT16 && (name = elf_strptr(e, shstrndx, sh.sh_name))) {
 			if (f->sections->len <= i)
 				g_array_set_size(f->sections, (guint)i + 1);

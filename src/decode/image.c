@@ -73,6 +73,7 @@ struct VtDecodeImage {
 	guint64 text;
 	gboolean vmlinux;        /* symbols from an ELF file: relocatable (vt_decode_image_relocate) */
 	gboolean placed;         /* ... and placed by the recording's kernel MMAP */
+	char *build_id;          /* its GNU build id, hex (vmlinux; NULL: none) */
 	GArray *maps;            /* DsoMap, ascending: a vmlinux's sections as perf maps them */
 	guint gen;               /* unique per image loaded (symbol_hint) */
 	guint32 limit;           /* 0: libipt reads through read_code() */
@@ -590,6 +591,7 @@ VtDecodeImage *vt_decode_image_load_vmlinux(const char *path, const char *what, 
 	if (ok) {
 		vmlinux_symbols(img, f);
 		img->vmlinux = TRUE;
+		img->build_id = g_steal_pointer(&f->build_id);
 	}
 	vt_elf_file_free(f);
 	if (!ok) {
@@ -645,6 +647,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 	g_array_free(img->shadowed, TRUE);
 	g_array_free(img->funcs, TRUE);
 	g_array_free(img->maps, TRUE);
+	g_free(img->build_id);
 	g_string_free(img->names, TRUE);
 	g_free(img->what);
 	g_free(img->kcore_path);
@@ -869,6 +872,16 @@ guint64 vt_decode_image_text(const VtDecodeImage *img)
 gboolean vt_decode_image_vmlinux(const VtDecodeImage *img)
 {
 	return img && img->vmlinux;
+}
+
+const char *vt_decode_image_build_id(const VtDecodeImage *img)
+{
+	return img->build_id;
+}
+
+const char *vt_decode_image_path(const VtDecodeImage *img)
+{
+	return img->kcore_path;
 }
 
 gboolean vt_decode_image_unplaced(const VtDecodeImage *img)

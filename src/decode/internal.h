@@ -243,6 +243,7 @@ typedef struct {
 	GArray *syms;             /* VtElfSym, ascending, one per address */
 	GArray *hidden;           /* VtElfSym: those another at their address hid */
 	GStringChunk *strings;
+	char *build_id;           /* its GNU build id in hex (NT_GNU_BUILD_ID), NULL: none */
 } VtElfFile;
 VtElfFile *vt_elf_file_new(void);
 void vt_elf_file_free(VtElfFile *f);

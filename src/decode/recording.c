@@ -858,8 +858,56 @@ static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gbool
 		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
 }
 
-/* The images as the recording ran them: vmlinux images relocated by the
- * kernel MMAP records, then the TEXT_POKEs attached. */
+/* A vmlinux image's build id against the one the recording has for that
+ * kernel (HEADER_BUILD_ID: "[kernel.kallsyms]" of the host, cpumode
+ * kernel; "[guest.kernel.kallsyms]", guest kernel): another kernel's
+ * code would decode into silent garbage (perf refuses it too). */
+static gboolean build_id_check(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
+{
+	const guint8 *p;
+	guint64 n, off = 0;
+
+	if (!vt_perf_file_feature(s->f, VT_PERF_FEAT_BUILD_ID, &p, &n))
+		return TRUE;
+	while (off + 40 <= n) {
+		guint16 misc, size;
+		guint mode;
+		guint8 len;
+		const VtDecodeImage *img;
+		const char *name, *mine;
+		g_autofree char *theirs = NULL;
+
+		memcpy(&misc, p + off + 4, 2);
+		memcpy(&size, p + off + 6, 2);
+		if (size < 40 || size > n - off)
+			break;
+		mode = misc & 7;          /* PERF_RECORD_MISC_CPUMODE_MASK: 1 kernel, 4 guest kernel */
+		name = (const char *)p + off + 36;
+		img = mode == 1 ? opts->host : mode == 4 ? opts->guest : NULL;
+		len = (misc & (1u << 15)) && p[off + 32] <= 20 ? p[off + 32] : 20;   /* MISC_BUILD_ID_SIZE */
+		if (img && (mine = vt_decode_image_build_id(img)) && memchr(name, 0, size - 36) && name[0] == '[' &&
+		    strstr(name, "kernel.kallsyms]")) {
+			GString *h = g_string_new(NULL);
+
+			for (guint i = 0; i < len; i++)
+				g_string_append_printf(h, "%02x", p[off + 12 + i]);
+			theirs = g_string_free(h, FALSE);
+			if (strcmp(mine, theirs)) {
+				g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+					    "the %s vmlinux %s is not the kernel that ran: its build id is %s, the "
+					    "recording's %s %s", mode == 4 ? "guest" : "host", vt_decode_image_path(img),
+					    mine, name, theirs);
+				return FALSE;
+			}
+		}
+		off += size;
+	}
+	return TRUE;
+}
+
+/* The images as the recording ran them: vmlinux images checked against the
+ * recording's build ids and relocated by its kernel MMAP records, then the
+ * TEXT_POKEs attached. */
 static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
 {
 	g_autofree VtPerfIter *it = g_new(VtPerfIter, 1);
@@ -870,6 +918,8 @@ static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *op
 	int rc;
 
 	g_array_set_clear_func(all, bytes_clear);
+	if (!build_id_check(s, opts, error))
+		return FALSE;
 	vt_perf_iter_init(it, s->f);
 	while ((rc = vt_perf_iter_next(it, &rec, error)) == 1) {
 		VtPerfSampleId sid;
