@@ -15,10 +15,14 @@ Operations (one per run):
                                   another start (= pgoff) and length - the
                                   kernel of a kcore_dir standing in for the
                                   guest's
-  build-id MODE PID HEX NAME      add a HEADER_BUILD_ID entry (the feature
+  build-id MODE PID HEX NAME [nosize]
+                                  add a HEADER_BUILD_ID entry (the feature
                                   made if missing): cpumode MODE (1 kernel,
-                                  4 guest kernel), pid, build id, file name
-                                  (e.g. "[guest.kernel.kallsyms]")
+                                  4 guest kernel), pid, build id (at most 20
+                                  bytes), file name (e.g.
+                                  "[guest.kernel.kallsyms]"); nosize: without
+                                  MISC_BUILD_ID_SIZE (perf before it: 20
+                                  bytes, zero-padded)
   sideband SCRIPT BASE            the guest's task sideband (COMM, FORK,
                                   EXIT, SWITCH, MMAP2) and samples replaced
                                   by SCRIPT's records, in its order: lines
@@ -240,9 +244,11 @@ def main():
                 struct.pack_into("<QQQ", r, 16, start, length, start)
     elif op == "build-id":
         mode, pid, hexid, name = int(args[0]), int(args[1]), bytes.fromhex(args[2]), args[3].encode() + b"\0"
+        sized = args[4:] != ["nosize"]
+        assert len(hexid) <= 20, "build-id: at most 20 bytes"
         name += b"\0" * (-(36 + len(name)) % 8)
-        entry = struct.pack("<IHHiB", 0, mode | 1 << 15, 36 + len(name), pid, 0)[:12]
-        entry += hexid.ljust(20, b"\0") + struct.pack("<BBH", len(hexid), 0, 0) + name
+        entry = struct.pack("<IHHi", 0, mode | (1 << 15 if sized else 0), 36 + len(name), pid)
+        entry += hexid.ljust(20, b"\0") + struct.pack("<BBH", len(hexid) if sized else 0, 0, 0) + name
         feats = dict(p["feats"])
         feats[2] = bytes(feats.get(2, b"")) + entry
         p["feats"] = sorted(feats.items())

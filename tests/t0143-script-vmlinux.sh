@@ -137,6 +137,12 @@ check "init code: named [guest.kernel.kallsyms].init.text ($(grep -c 'kallsyms].
 "$PYTHON3" "$top_srcdir/tests/script-compare.py" "$i.vt" "$i.vt" "$i.branches" >"$i.cmp" 2>&1
 check "init code: vmtrace --guestvmlinux = ground truth ($(head -1 "$i.cmp"))" test $? -eq 0 ||
 	sed 's/^/#   /' "$i.cmp"
+"$VMTRACE" script "$i.data" $GV --call-trace >"$i.call" 2>/dev/null
+"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call "$i.call" "$i.call" "$i.branches" >"$i.call.cmp" 2>&1
+echo $? >"$i.call.rc"
+check "init code: --call-trace = ground truth ($(head -1 "$i.call.cmp")), its DSO named" sh -c "
+	[ \$(cat '$i.call.rc') = 0 ] && grep -q '(\[guest.kernel.kallsyms\].init.text *)' '$i.call'" ||
+	sed 's/^/#   /' "$i.call.cmp"
 "$VMTRACE" script "$i.data" --guestkallsyms "$GUEST_INIT/kallsyms" -F tid,ip,addr >"$i.ks.flow" 2>/dev/null
 "$VMTRACE" script "$i.data" $GV -F tid,ip,addr >"$i.vt.flow" 2>/dev/null
 check "init code: its branches are the kcore decode's ($(wc -l <"$i.vt.flow"))" \
@@ -189,41 +195,71 @@ check "... its branches the kcore decode's ($(wc -l <"$TMP/np.vt"))" cmp -s "$TM
 timeout 300 "$PERF" script -i "$TMP/nopgoff.data" --guestvmlinux "$VMLINUX_GUEST" --itrace=be -F tid,ip,addr >"$TMP/np.perf" 2>/dev/null
 check "... as perf's (no error either)" sh -c "! grep -q 'trace error' '$TMP/np.perf' && [ \$(wc -l <'$TMP/np.perf') -eq \$(wc -l <'$TMP/np.vt') ]"
 check "... and a warning that the recording did not place it" \
-	grep -q 'no guest kernel MMAP record with _text.s address: the guest vmlinux is taken at its link addresses' "$TMP/np.err"
+	grep -q 'no guest kernel MMAP record with _text.s address.*: the guest vmlinux is taken at its link addresses' "$TMP/np.err"
 "$VMTRACE" script "$TMP/nopgoff.data" $GV >/dev/null 2>"$TMP/np2.err"
 check "pgoff 0, a vmlinux linked elsewhere: decode errors (exit 3), the warning says why" \
 	sh -c "[ $? = 3 ] && grep -q 'taken at its link addresses' '$TMP/np2.err'"
 "$VMTRACE" script "$r.data" $GV >/dev/null 2>"$TMP/placed.err"
 check "placed by the MMAP record: no warning" sh -c "! grep -q 'link addresses' '$TMP/placed.err'"
-# the recording's build id of the guest kernel (HEADER_BUILD_ID, as perf
-# record writes it) against the vmlinux's: the same - decoded as without
-# it; another - refused, saying so (perf refuses the file too: it decodes
-# no guest code then)
+# the recording's build ids (HEADER_BUILD_ID, as perf record writes them)
+# against the vmlinux's: the same - decoded as without it (also written
+# before perf had a size field: 20 bytes, zero-padded); another - refused,
+# naming both (perf refuses the file too: it names no guest code then); a
+# vmlinux without a build id - refused; other machines' entries (pid) and
+# the host's (with the host's kcore) - not looked at; the host's with
+# --vmlinux - checked the same way
 bid=$(readelf -n "$VMLINUX" 2>/dev/null | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -1)
-if [ -n "$bid" ]; then
-	for w in same other; do
-		mkdir -p "$TMP/bid-$w.data" && cp -r "$r.data/kcore_dir" "$TMP/bid-$w.data/"
-		id=$bid
-		[ $w = same ] || id=00112233445566778899aabbccddeeff00112233
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$r.data/data" "$TMP/bid-$w.data/data" build-id 4 0 "$id" \
-			"[guest.kernel.kallsyms]"
-		"$VMTRACE" script "$TMP/bid-$w.data" $GV >"$TMP/bid-$w.vt" 2>"$TMP/bid-$w.err"
-		echo $? >"$TMP/bid-$w.rc"
-	done
-	check "build id: the vmlinux's ($bid) - decoded as without it" \
-		sh -c "[ \$(cat '$TMP/bid-same.rc') = 0 ] && cmp -s '$TMP/bid-same.vt' '$TMP/thread-2vcpu-timed.vt'"
-	check "build id: another - refused (exit 3), naming both, no output" sh -c "
-		[ \$(cat '$TMP/bid-other.rc') = 3 ] && [ ! -s '$TMP/bid-other.vt' ] &&
-		grep -q 'is not the kernel that ran: its build id is $bid, the recording.s \[guest.kernel.kallsyms\] 0011223344' '$TMP/bid-other.err'"
-	for w in same other; do
-		timeout 300 "$PERF" script -i "$TMP/bid-$w.data" $GV --itrace=be -F tid,ip,sym,symoff,dso,addr 2>/dev/null |
-			grep -c '[a-z_]+0x[0-9a-f]* (\[guest.kernel.kallsyms\])' >"$TMP/bid-$w.named"
-	done
-	check "build id: perf refuses that vmlinux too (lines naming guest code: $(cat "$TMP/bid-other.named"); with the right id $(cat "$TMP/bid-same.named"))" \
-		sh -c "[ \$(cat '$TMP/bid-other.named') -lt 100 ] && [ \$(cat '$TMP/bid-same.named') -gt 10000 ]"
-else
-	echo "# readelf found no build id in the vmlinux: the build id checks left out"
-fi
+check "the vmlinux has a GNU build id ($bid)" test -n "$bid"
+other=00112233445566778899aabbccddeeff00112233
+# bid_rec NAME ARGS...: $TMP/bid-NAME.data, r.data with a build id entry (perf-edit.py build-id ARGS)
+bid_rec() {
+	br=$TMP/bid-$1.data
+	shift
+	mkdir -p "$br" && cp -r "$r.data/kcore_dir" "$br/" &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$r.data/data" "$br/data" build-id "$@"
+}
+bid_rec same 4 0 "$bid" "[guest.kernel.kallsyms]"
+bid_rec nosize 4 0 "$bid" "[guest.kernel.kallsyms]" nosize
+bid_rec other 4 0 "$other" "[guest.kernel.kallsyms]"
+bid_rec otherpid 4 7 "$other" "[kernel.kallsyms]"
+bid_rec host 1 -1 "$other" "[kernel.kallsyms]"
+for w in same nosize other otherpid host; do
+	"$VMTRACE" script "$TMP/bid-$w.data" $GV >"$TMP/bid-$w.vt" 2>"$TMP/bid-$w.err"
+	echo $? >"$TMP/bid-$w.rc"
+done
+for w in same nosize otherpid host; do
+	check "build id ($w): decoded as without it" \
+		sh -c "[ \$(cat '$TMP/bid-$w.rc') = 0 ] && cmp -s '$TMP/bid-$w.vt' '$TMP/thread-2vcpu-timed.vt'"
+done
+check "build id: another - refused (exit 3), naming both, no output" sh -c "
+	[ \$(cat '$TMP/bid-other.rc') = 3 ] && [ ! -s '$TMP/bid-other.vt' ] &&
+	grep -q 'is not the kernel that ran: its build id is $bid, the recording.s \[guest.kernel.kallsyms\] $other' '$TMP/bid-other.err'"
+for w in same other; do
+	timeout 300 "$PERF" script -i "$TMP/bid-$w.data" $GV --itrace=be -F tid,ip,sym,symoff,dso,addr 2>/dev/null |
+		grep -c '[a-z_]+0x[0-9a-f]* (\[guest.kernel.kallsyms\])' >"$TMP/bid-$w.named"
+done
+check "build id: perf refuses that vmlinux too (lines naming guest code: $(cat "$TMP/bid-other.named"); with the right id $(cat "$TMP/bid-same.named"))" \
+	sh -c "[ \$(cat '$TMP/bid-other.named') -lt 100 ] && [ \$(cat '$TMP/bid-same.named') -gt 10000 ]"
+"$VMTRACE" script "$TMP/bid-host.data" --vmlinux "$VMLINUX" $GV >/dev/null 2>"$TMP/bid-hostv.err"
+check "build id: the host's, with --vmlinux - refused (exit 3), naming it" sh -c "[ $? = 3 ] &&
+	grep -q 'the host vmlinux .* is not the kernel that ran: its build id is $bid, the recording.s \[kernel.kallsyms\] $other' '$TMP/bid-hostv.err'"
+"$PYTHON3" - "$VMLINUX" "$TMP/nobid.vmlinux" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+pat = b'\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00'   # namesz 4, descsz 20, NT_GNU_BUILD_ID
+at, n = 0, 0
+while (at := d.find(pat, at)) >= 0:              # (the .notes section, and copies of it the kernel keeps)
+    d[at + 8] = 0x99                             # another note type: no build id
+    at, n = at + 1, n + 1
+assert n > 0
+open(sys.argv[2], 'wb').write(d)
+PY
+"$VMTRACE" script "$TMP/bid-same.data" --guestvmlinux "$TMP/nobid.vmlinux" >/dev/null 2>"$TMP/nobid.err"
+check "build id: a vmlinux without one, where the recording has one - refused (exit 3)" sh -c "[ $? = 3 ] &&
+	grep -q 'is not the kernel that ran: it has no build id, the recording.s \[guest.kernel.kallsyms\] $bid' '$TMP/nobid.err'"
+"$VMTRACE" script "$r.data" --guestvmlinux "$TMP/nobid.vmlinux" >/dev/null 2>&1
+check "... and taken where the recording has none (exit 0)" test $? -eq 0
+rm -f "$TMP/nobid.vmlinux"
 # timeline takes it too
 "$VMTRACE" timeline "$r.data" $GV -o "$TMP/t.html" >/dev/null 2>"$TMP/t.err"
 check "timeline --guestvmlinux: exit 0, the page written" sh -c "[ $? = 0 ] && [ -s '$TMP/t.html' ]" ||

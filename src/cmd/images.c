@@ -147,9 +147,9 @@ void vt_cmd_images_warn(const char *cmd, const char *rec, const VtDecodeImage *h
 {
 	for (int g = 0; g < 2; g++)
 		if (vt_decode_image_unplaced(g ? guest : host))
-			vt_warn(cmd, "%s has no %s kernel MMAP record with _text's address: the %s vmlinux is taken at "
-				"its link addresses (right only if that kernel ran there, without KASLR)", rec,
-				g ? "guest" : "host", g ? "guest" : "host");
+			vt_warn(cmd, "%s has no %s kernel MMAP record with _text's address (or one naming a symbol the "
+				"vmlinux lacks): the %s vmlinux is taken at its link addresses (right only if that "
+				"kernel ran there, without KASLR)", rec, g ? "guest" : "host", g ? "guest" : "host");
 }
 
 void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final)

@@ -133,7 +133,7 @@ static char *build_id_of(Elf_Scn *scn)
 
 	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp((const char *)d->d_buf + name_off, "GNU", 4) &&
-		    nh.n_descsz && nh.n_descsz <= 64) {
+		    nh.n_descsz && nh.n_descsz <= 64) {   /* (compared as perf does: its first 20 bytes) */
 			GString *h = g_string_new(NULL);
 
 			for (guint i = 0; i < nh.n_descsz; i++)

@@ -858,11 +858,35 @@ static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gbool
 		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
 }
 
-/* A vmlinux image's build id against the one the recording has for that
- * kernel (HEADER_BUILD_ID: "[kernel.kallsyms]" of the host, cpumode
- * kernel; "[guest.kernel.kallsyms]", guest kernel): another kernel's
- * code would decode into silent garbage (perf refuses it too). */
-static gboolean build_id_check(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
+/* Is the recorded build id (bytes theirs, n of them) the vmlinux's (hex
+ * mine)?  As perf's dso__build_id_equal with the vmlinux's cut to 20 bytes:
+ * the same bytes, or a 20-byte record of a shorter id padded with zeros
+ * (written before the size field). */
+static gboolean build_id_equal(const char *mine, const guint8 *theirs, guint n)
+{
+	guint m = (guint)MIN(strlen(mine) / 2, 20u);
+
+	if (n < m || (n > m && n != 20))
+		return FALSE;
+	for (guint i = 0; i < n; i++) {
+		guint v = 0;
+
+		if (i < m && sscanf(mine + 2 * i, "%2x", &v) != 1)
+			return FALSE;
+		if (theirs[i] != (i < m ? v : 0))
+			return FALSE;
+	}
+	return TRUE;
+}
+
+/* A vmlinux image against the build id the recording has for that kernel
+ * (HEADER_BUILD_ID, as perf record writes it: the host's "[kernel.kallsyms]",
+ * cpumode kernel, pid -1; the guest's, cpumode guest kernel, pid the guest
+ * machine's - 0, or the QEMU pid of an injected recording): another
+ * kernel's code would decode into silent garbage, so it is refused, as is
+ * a vmlinux without a build id then (perf refuses both). */
+static gboolean build_id_check(const VmcorrSession *s, const VtDecodeOptions *opts, gint32 machine_pid,
+			       GError **error)
 {
 	const guint8 *p;
 	guint64 n, off = 0;
@@ -871,36 +895,37 @@ static gboolean build_id_check(const VmcorrSession *s, const VtDecodeOptions *op
 		return TRUE;
 	while (off + 40 <= n) {
 		guint16 misc, size;
-		guint mode;
-		guint8 len;
+		gint32 pid;
+		guint mode, len;
 		const VtDecodeImage *img;
 		const char *name, *mine;
-		g_autofree char *theirs = NULL;
 
 		memcpy(&misc, p + off + 4, 2);
 		memcpy(&size, p + off + 6, 2);
+		memcpy(&pid, p + off + 8, 4);
 		if (size < 40 || size > n - off)
 			break;
 		mode = misc & 7;          /* PERF_RECORD_MISC_CPUMODE_MASK: 1 kernel, 4 guest kernel */
 		name = (const char *)p + off + 36;
-		img = mode == 1 ? opts->host : mode == 4 ? opts->guest : NULL;
+		img = mode == 1 && pid == -1 ? opts->host : mode == 4 && pid == machine_pid ? opts->guest : NULL;
 		len = (misc & (1u << 15)) && p[off + 32] <= 20 ? p[off + 32] : 20;   /* MISC_BUILD_ID_SIZE */
-		if (img && (mine = vt_decode_image_build_id(img)) && memchr(name, 0, size - 36) && name[0] == '[' &&
-		    strstr(name, "kernel.kallsyms]")) {
+		off += size;
+		if (!img || !vt_decode_image_vmlinux(img) || !memchr(name, 0, size - 36) || name[0] != '[' ||
+		    !strstr(name, "kernel.kallsyms"))
+			continue;
+		mine = vt_decode_image_build_id(img);
+		if (!mine || !build_id_equal(mine, p + off - size + 12, len)) {
 			GString *h = g_string_new(NULL);
 
 			for (guint i = 0; i < len; i++)
-				g_string_append_printf(h, "%02x", p[off + 12 + i]);
-			theirs = g_string_free(h, FALSE);
-			if (strcmp(mine, theirs)) {
-				g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
-					    "the %s vmlinux %s is not the kernel that ran: its build id is %s, the "
-					    "recording's %s %s", mode == 4 ? "guest" : "host", vt_decode_image_path(img),
-					    mine, name, theirs);
-				return FALSE;
-			}
+				g_string_append_printf(h, "%02x", p[off - size + 12 + i]);
+			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
+				    "the %s vmlinux %s is not the kernel that ran: %s%s, the recording's %s %s",
+				    mode == 4 ? "guest" : "host", vt_decode_image_path(img),
+				    mine ? "its build id is " : "it has no build id", mine ? mine : "", name, h->str);
+			g_string_free(h, TRUE);
+			return FALSE;
 		}
-		off += size;
 	}
 	return TRUE;
 }
@@ -908,7 +933,8 @@ static gboolean build_id_check(const VmcorrSession *s, const VtDecodeOptions *op
 /* The images as the recording ran them: vmlinux images checked against the
  * recording's build ids and relocated by its kernel MMAP records, then the
  * TEXT_POKEs attached. */
-static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *opts, GError **error)
+static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *opts, gint32 machine_pid,
+			       GError **error)
 {
 	g_autofree VtPerfIter *it = g_new(VtPerfIter, 1);
 	g_autoptr(GArray) all = g_array_new(FALSE, FALSE, sizeof(GBytes *));
@@ -918,7 +944,7 @@ static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *op
 	int rc;
 
 	g_array_set_clear_func(all, bytes_clear);
-	if (!build_id_check(s, opts, error))
+	if (!build_id_check(s, opts, machine_pid, error))
 		return FALSE;
 	vt_perf_iter_init(it, s->f);
 	while ((rc = vt_perf_iter_next(it, &rec, error)) == 1) {
@@ -1069,7 +1095,8 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	r->tcg = is_tcg(s);
 	r->guest = vt_decode_guest_threads_load(s->f, error);
 	r->guest_user = opts->guest_user;
-	if (!r->guest || !images_prepare(s, opts, error) || !open_queues(r, opts, power, error)) {
+	if (!r->guest || !images_prepare(s, opts, vt_decode_guest_threads_machine_pid(r->guest), error) ||
+	    !open_queues(r, opts, power, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}
