@@ -3,8 +3,9 @@
 # only on a terminal while the output goes elsewhere (stderr a pty and
 # stdout a file; not when both are terminals, nor when neither is).  The
 # share grows to 100% at the end, the output is the same as without it
-# (text, call trace, JSON).  report's and timeline's the same way (timeline
-# writes OUT: on a terminal whatever stdout is).  $VMTRACE_PROGRESS_MS=1: an update every
+# (text, call trace, JSON).  report's, timeline's and correlate's the same
+# way (timeline and correlate -o write OUT: on a terminal whatever stdout
+# is); correlate's counts the AUX bytes its decoders read.  $VMTRACE_PROGRESS_MS=1: an update every
 # millisecond, so a short run shows several.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
@@ -65,6 +66,31 @@ check "timeline --progress: exit 0, the page written" sh -c "[ $? = 0 ] && [ -s 
 grep -v '^vmtrace timeline: wrote ' "$TMP/err" >"$TMP/err.p"
 updates "$TMP/err.p" timeline >"$TMP/pct"
 check "timeline --progress: $(wc -l <"$TMP/pct") updates, growing to 100%" grows "$TMP/pct" "$TMP/err.p"
+
+# correlate (a 32 MiB recording: its decoders run at ~1 GB/s)
+"$VMTRACE" synth -o "$TMP/big.data" --size 32M --vcpus 4 2>/dev/null
+"$VMTRACE" correlate --dry-run "$TMP/big.data" >"$TMP/dry" 2>"$TMP/dry.err"
+check "correlate: nothing on stderr without --progress (no terminal)" test ! -s "$TMP/dry.err"
+VMTRACE_PROGRESS_MS=1 "$VMTRACE" correlate --dry-run "$TMP/big.data" --progress >"$TMP/out" 2>"$TMP/err"
+check "correlate --dry-run --progress: exit 0, the same table" sh -c "[ $? = 0 ] && cmp -s '$TMP/out' '$TMP/dry'"
+updates "$TMP/err" correlate >"$TMP/pct"
+check "correlate --dry-run --progress: $(wc -l <"$TMP/pct") updates, growing to 100% of the file" \
+	"$PYTHON3" -c "
+import os
+p = [l.split(None, 1) for l in open('$TMP/pct')]
+pct = [int(a) for a, _ in p]
+size = os.path.getsize('$TMP/big.data') / 1048576.0
+assert len(p) >= 3 and pct == sorted(pct) and pct[-1] == 100 and any(0 < x < 100 for x in pct), pct
+assert p[-1][1].strip().endswith('MiB') and abs(float(p[-1][1].split()[0]) - size) < 0.1, (p[-1], size)
+assert open('$TMP/err', newline='').read().endswith(' ]\n')
+"
+# (SOURCE_DATE_EPOCH: the correction's marker holds its time)
+SOURCE_DATE_EPOCH=1700000000 "$VMTRACE" correlate "$TMP/big.data" -o "$TMP/fixed1" >/dev/null 2>&1
+SOURCE_DATE_EPOCH=1700000000 VMTRACE_PROGRESS_MS=1 "$VMTRACE" correlate "$TMP/big.data" -o "$TMP/fixed2" --progress \
+	>/dev/null 2>"$TMP/err"
+check "correlate -o --progress: the same corrected file, a last line at 100%" sh -c "
+	cmp -s '$TMP/fixed1' '$TMP/fixed2' && tr '\r' '\n' <'$TMP/err' | grep -q '^\[ vmtrace correlate: 100% of'"
+rm -f "$TMP/big.data" "$TMP/fixed1" "$TMP/fixed2"
 
 # on a terminal: stderr a pty (python's pty module)
 pty_run() {

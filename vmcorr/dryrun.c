@@ -310,6 +310,7 @@ typedef struct {
 	gsize cap;
 	gsize window;               /* largest read (AUX_WINDOW unless a test asks) */
 	Near *near;                 /* the worker's, or NULL */
+	guint64 *progress;          /* VmcorrOptions.progress (the workers' buffers; NULL: not counted) */
 } AuxBuf;
 
 /* n bytes at off of the file, from ab's window or read into its buffer;
@@ -1061,6 +1062,8 @@ static gboolean cur_fill(Dec *d, uint64_t at, gsize back)
 		dec_io_failed(d, e);
 		return FALSE;
 	}
+	if (c->buf->progress && n > back)
+		__atomic_add_fetch(c->buf->progress, n - back, __ATOMIC_RELAXED);
 	c->ws = ws;
 	c->final = ws + n == b->size;
 	c->sc.begin = p;
@@ -1199,6 +1202,7 @@ static void auxbuf_init(AuxBuf *b, AuxMaps *maps, gsize window, gboolean pread)
 	b->cap = 0;
 	b->window = window ? MAX(window, AUX_WINDOW_MIN) : b->mapped ? MAP_READ : AUX_WINDOW;
 	b->near = NULL;
+	b->progress = NULL;
 }
 
 static void auxbuf_free(AuxBuf *b)
@@ -1520,6 +1524,7 @@ static gpointer worker(gpointer p)
 	near->len = 0;
 	auxbuf_init(&buf[0], w->maps, w->opt->aux_window, w->opt->aux_pread);
 	auxbuf_init(&buf[1], w->maps, w->opt->aux_window, w->opt->aux_pread);
+	buf[0].progress = buf[1].progress = w->opt->progress;   /* (not the reruns': counted once) */
 	if (!w->opt->aux_window)
 		buf[0].near = buf[1].near = near;
 	while ((u = g_atomic_int_add(&w->next, 1)) < (gint)(w->n - w->pairs)) {

@@ -113,6 +113,7 @@ typedef struct {
 	gboolean collect_patches;/* fill VmcorrResult.patches */
 	gsize aux_window;        /* AUX bytes read (pread) at once per queue; 0: mapped windows (tests use small ones) */
 	gboolean aux_pread;      /* read the AUX data with pread (1 MiB) instead of mapping it, to compare */
+	guint64 *progress;       /* AUX bytes decoded are added here as they are (atomically; NULL: not counted) */
 } VmcorrOptions;
 
 void vmcorr_options_init(VmcorrOptions *o);

@@ -32,6 +32,21 @@ void vt_cli_scan_json(int argc, char **argv)
 			json_errors = TRUE;
 }
 
+/* A progress line (progress.c) is open on stderr: a message starts a line
+ * of its own after it. */
+static gint line_open;
+
+void vt_cli_line_open(gboolean open)
+{
+	g_atomic_int_set(&line_open, open);
+}
+
+static void line_close(void)
+{
+	if (g_atomic_int_compare_and_exchange(&line_open, TRUE, FALSE))
+		fputc('\n', stderr);
+}
+
 void vt_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -46,6 +61,7 @@ void vt_err(const char *cmd, const char *fmt, ...)
 		g_ptr_array_add(error_messages, g_strdup_printf("vmtrace %s: %s", cmd, msg));
 		return;
 	}
+	line_close();
 	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
 }
 
@@ -71,6 +87,7 @@ void vt_warn(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
+	line_close();
 	fprintf(stderr, "vmtrace %s: %s\n", cmd, msg);
 }
 

@@ -55,6 +55,9 @@ gboolean vt_cli_parse(const char *param, const char *summary, const char *descri
 /* "vmtrace <cmd>: <message>" on stderr, also under --json: a warning or a
  * note that is not the command's failure. */
 void vt_warn(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+/* A line without its end is open on stderr (a progress line): the next
+ * vt_err/vt_warn ends it first. */
+void vt_cli_line_open(gboolean open);
 /* JSON errors on or off; a command sets it from its parsed --json. */
 void vt_cli_set_json(gboolean on);
 gboolean vt_cli_json(void);

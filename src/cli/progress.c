@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "src/cli/cli.h"
 #include "src/cli/progress.h"
 
 void vt_progress_init(VtProgress *p, const char *cmd, gboolean force, gboolean stdout_out)
@@ -40,4 +41,59 @@ void vt_progress_show(VtProgress *p, guint64 done, guint64 total, gboolean final
 		total ? (guint)(done * 100 / total) : 100, size, units[u], (double)(now - p->start) / 1e6,
 		final ? "\n" : "");
 	fflush(stderr);
+	vt_cli_line_open(!final);
+}
+
+struct VtProgressTicker {
+	VtProgress *p;
+	const guint64 *done;
+	guint64 total;
+	GMutex lock;
+	GCond cond;
+	gboolean stop;
+	GThread *thread;
+};
+
+static gpointer ticker_run(gpointer data)
+{
+	VtProgressTicker *t = data;
+
+	g_mutex_lock(&t->lock);
+	while (!t->stop) {
+		if (!g_cond_wait_until(&t->cond, &t->lock, g_get_monotonic_time() + t->p->every) && !t->stop)
+			vt_progress_show(t->p, __atomic_load_n(t->done, __ATOMIC_RELAXED), t->total, FALSE);
+	}
+	g_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+VtProgressTicker *vt_progress_ticker_start(VtProgress *p, const guint64 *done, guint64 total)
+{
+	VtProgressTicker *t;
+
+	if (!p->on)
+		return NULL;
+	t = g_new0(VtProgressTicker, 1);
+	t->p = p;
+	t->done = done;
+	t->total = total;
+	g_mutex_init(&t->lock);
+	g_cond_init(&t->cond);
+	t->thread = g_thread_new("vmtrace-progress", ticker_run, t);
+	return t;
+}
+
+void vt_progress_ticker_stop(VtProgressTicker *t, gboolean final)
+{
+	if (!t)
+		return;
+	g_mutex_lock(&t->lock);
+	t->stop = TRUE;
+	g_cond_signal(&t->cond);
+	g_mutex_unlock(&t->lock);
+	g_thread_join(t->thread);
+	vt_progress_show(t->p, __atomic_load_n(t->done, __ATOMIC_RELAXED), t->total, final);
+	g_mutex_clear(&t->lock);
+	g_cond_clear(&t->cond);
+	g_free(t);
 }

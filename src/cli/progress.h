@@ -3,7 +3,8 @@
  * runs ($VMTRACE_PROGRESS_MS) and once at its end - on a terminal while
  * the output goes elsewhere (a terminal showing both would mix them), or
  * always when asked (--progress).
- * May call: glib, stdio.  Prints on stderr only. */
+ * May call: glib, stdio, cli.h (a message after an open line starts a
+ * new one).  Prints on stderr only. */
 #ifndef VT_CLI_PROGRESS_H
 #define VT_CLI_PROGRESS_H
 
@@ -22,5 +23,12 @@ void vt_progress_init(VtProgress *p, const char *cmd, gboolean force, gboolean s
 gboolean vt_progress_due(VtProgress *p);
 /* The line: done of total bytes of trace (final: 100%, and a newline). */
 void vt_progress_show(VtProgress *p, guint64 done, guint64 total, gboolean final);
+
+/* A thread that shows *done of total every interval (for commands whose
+ * work runs in a library call: correlate), until stopped; stop shows the
+ * last line (final: 100%).  NULL (nothing started) when p is off. */
+typedef struct VtProgressTicker VtProgressTicker;
+VtProgressTicker *vt_progress_ticker_start(VtProgress *p, const guint64 *done, guint64 total);
+void vt_progress_ticker_stop(VtProgressTicker *t, gboolean final);
 
 #endif

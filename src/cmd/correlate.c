@@ -6,6 +6,7 @@
 #include <stdio_ext.h>
 #include <string.h>
 #include <unistd.h>
+#include <glib/gstdio.h>
 
 #include <sys/stat.h>
 
@@ -282,7 +283,7 @@ static int offsets_from_discovery(const char *path, const VmcorrResult *r, Vmcor
 
 /* The command line, and what is loaded from it. */
 typedef struct {
-	gboolean dry_run, json, verbose, in_place, force, recover;
+	gboolean dry_run, json, verbose, in_place, force, recover, progress;
 	char *format, *out, *perf_arg, **offsets, **scales, *meta_path, *tolerance;
 	gint jobs;
 	const char *path;          /* FILE (in argv) */
@@ -424,6 +425,19 @@ static void apply_report(const CorrOpts *o, const VmcorrResult *r, const VmcorrO
 }
 
 /* Correct FILE: discover (unless offsets were given), check, write, report. */
+/* The progress line while the AUX data is decoded (src/cli/progress.h):
+ * the bytes the decoders have read, of the file's (mostly AUX data);
+ * *done is what opt->progress counts into. */
+static VtProgressTicker *corr_progress(const CorrOpts *o, VtProgress *p, guint64 *done)
+{
+	g_autofree char *data = g_file_test(o->path, G_FILE_TEST_IS_DIR) ? g_build_filename(o->path, "data", NULL)
+									 : g_strdup(o->path);
+	GStatBuf st;
+
+	vt_progress_init(p, "correlate", o->progress, o->dry_run);   /* (-o, -i: the output is a file) */
+	return vt_progress_ticker_start(p, done, g_stat(data, &st) == 0 ? (guint64)st.st_size : 0);
+}
+
 static int corr_apply(const CorrOpts *o)
 {
 	VmcorrSession *s = NULL;
@@ -431,6 +445,10 @@ static int corr_apply(const CorrOpts *o)
 	VmcorrOptions apply = o->opt;
 	g_autoptr(GError) err = NULL;
 	int rc, passes = 1, hold;
+	guint64 done = 0;
+	VtProgress progress;
+	VtProgressTicker *ticker;
+	VmcorrOptions disc_opt = o->opt;
 
 	/* held from before discovery until written: no other run in between */
 	if ((hold = vmcorr_hold(o->path, !o->out, &err)) < 0) {
@@ -440,14 +458,18 @@ static int corr_apply(const CorrOpts *o)
 	rc = apply_preflight(o->path, o->force);
 	if (rc == VT_EXIT_OK && !(s = vmcorr_session_open(o->path, VT_PERF_OPEN_RDONLY, &err)))
 		rc = exit_code_for(err);
+	ticker = rc == VT_EXIT_OK ? corr_progress(o, &progress, &done) : NULL;
+	disc_opt.progress = apply.progress = &done;
 	if (rc == VT_EXIT_OK && !o->opt.offsets && !o->opt.have_default)
-		rc = apply_discover(s, o->path, &o->opt, &apply, &disc, &r, &err);
+		rc = apply_discover(s, o->path, &disc_opt, &apply, &disc, &r, &err);
 	if (rc == VT_EXIT_OK && !r) {
 		apply.collect_patches = TRUE;
 		passes += disc != NULL;
 		if (!(r = vmcorr_run_session(s, &apply, &err)))
 			rc = exit_code_for(err);
 	}
+	vt_progress_ticker_stop(ticker, rc == VT_EXIT_OK);
+	apply.progress = NULL;
 	if (err)
 		vt_err("correlate", "%s", err->message);
 	if (rc == VT_EXIT_OK)
@@ -533,8 +555,16 @@ static int dry_run_status(const CorrOpts *o, const VmcorrResult *r)
 static int corr_dry_run(const CorrOpts *o)
 {
 	g_autoptr(GError) err = NULL;
-	VmcorrResult *r = vmcorr_dry_run(o->path, &o->opt, &err);
+	guint64 done = 0;
+	VtProgress progress;
+	VtProgressTicker *ticker = corr_progress(o, &progress, &done);
+	VmcorrOptions opt = o->opt;
+	VmcorrResult *r;
 	int rc;
+
+	opt.progress = &done;
+	r = vmcorr_dry_run(o->path, &opt, &err);
+	vt_progress_ticker_stop(ticker, r != NULL);
 
 	if (!r) {
 		vt_err("correlate", "%s", err->message);
@@ -608,6 +638,7 @@ static gboolean corr_parse(CorrOpts *o, int *argc, char ***argv, GError **err)
 		{ "jobs", 'J', 0, G_OPTION_ARG_INT, &o->jobs, "Decode N AUX queues in parallel (default: number of CPUs)", "N" },
 		{ "tolerance", 0, 0, G_OPTION_ARG_STRING, &o->tolerance, "Largest spread (TSC ticks) of a VMCS's estimates still called consistent (default: two CTC ticks in TSC ticks, plus 2)", "TICKS" },
 		{ "verbose", 'v', 0, G_OPTION_ARG_NONE, &o->verbose, "Also print the ERROR lines perf would print, on stderr", NULL },
+		{ "progress", 0, 0, G_OPTION_ARG_NONE, &o->progress, "A progress line on stderr even when it is no terminal (by default: on a terminal, while the output goes elsewhere)", NULL },
 		G_OPTION_ENTRY_NULL
 	};
 	gboolean ok = vt_cli_parse("FILE - find each VMCS's TSC offset and correct guest TSC packets", corr_summary,
