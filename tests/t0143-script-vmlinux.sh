@@ -285,6 +285,9 @@ if command -v objcopy >/dev/null; then
 fi
 rc=$(script_refused --guestvmlinux "$TMP/missing")
 check "a missing vmlinux: refused, named" sh -c "[ $rc != 0 ] && grep -q '$TMP/missing' '$TMP/e'"
+mkdir -p "$TMP/adir"
+rc=$(script_refused --guestvmlinux "$TMP/adir")
+check "a directory: refused (exit 3), said so" sh -c "[ $rc = 3 ] && grep -q 'kernel image $TMP/adir: it is a directory' '$TMP/e'"
 echo "not an ELF file" >"$TMP/text"
 rc=$(script_refused --guestvmlinux "$TMP/text")
 check "not an ELF file: refused (exit 3)" sh -c "[ $rc = 3 ] && grep -q 'not a little-endian ELF64 file' '$TMP/e'"

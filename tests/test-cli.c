@@ -7,6 +7,7 @@
 
 #include "src/cli/cli.h"
 #include "src/cli/json.h"
+#include "src/cli/progress.h"
 #include "src/cli/table.h"
 
 static char *json_of(void (*build)(VtJson *j))
@@ -247,6 +248,31 @@ static void test_json_errors(void)
 				  "file or directory\", \"vmtrace correlate: second \xef\xbf\xbd\"]}\n");
 }
 
+/* A progress line left open on stderr: the next message starts a line of
+ * its own; a finished line, or none, adds no empty line. */
+static void test_progress_line(void)
+{
+	if (g_test_subprocess()) {
+		VtProgress p;
+
+		vt_progress_init(&p, "script", TRUE, TRUE);
+		vt_progress_show(&p, 512, 2048, FALSE);
+		vt_warn("script", "a warning");
+		vt_err("script", "an error");
+		vt_progress_show(&p, 1024, 2048, FALSE);
+		vt_progress_show(&p, 1024, 2048, TRUE);
+		vt_err("script", "after the end");
+		exit(0);
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+	g_test_trap_assert_passed();
+	g_test_trap_assert_stderr("\r[ vmtrace script:  25% of 2.0 KiB of trace, *s ]\n"
+				  "vmtrace script: a warning\nvmtrace script: an error\n"
+				  "\r[ vmtrace script:  50% of 2.0 KiB of trace, *s ]"
+				  "\r[ vmtrace script: 100% of 2.0 KiB of trace, *s ]\n"
+				  "vmtrace script: after the end\n");
+}
+
 static void test_json_error_never_ok(void)
 {
 	if (g_test_subprocess()) {
@@ -273,5 +299,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/table/align", test_table);
 	g_test_add_func("/table/utf8-width", test_table_utf8_width);
 	g_test_add_func("/cli/option-values", test_opt_values);
+	g_test_add_func("/cli/progress-line", test_progress_line);
 	return g_test_run();
 }

@@ -218,7 +218,9 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"`perf script --itrace=be -F comm,tid,cpu,time,ip,sym,symoff,dso,addr\n"
 		"--guestkallsyms GUEST/kallsyms` prints it: VM entries and exits as two lines\n"
 		"each, guest lines with the comm \":TID\" and [guest.kernel.kallsyms].  REC is a\n"
-		"perf.data file or directory; the host kernel comes from REC/kcore_dir.");
+		"perf.data file or directory; the host kernel comes from REC/kcore_dir (or\n"
+		"--kcore and --kallsyms, or --vmlinux), the guest's from --guest,\n"
+		"--guestkallsyms or --guestvmlinux.");
 	g_option_context_set_description(ctx,
 		"Examples:\n"
 		"  vmtrace script vm.data --guest ~/.debug/[kernel.kcore]/BUILDID/TIMESTAMP\n"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "src/decode/internal.h"
+#include "src/perf/perf-data.h"
 
 static guint underscores(const char *s)
 {
@@ -133,13 +134,8 @@ static char *build_id_of(Elf_Scn *scn)
 
 	while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && !memcmp((const char *)d->d_buf + name_off, "GNU", 4) &&
-		    nh.n_descsz && nh.n_descsz <= 64) {   /* (compared as perf does: its first 20 bytes) */
-			GString *h = g_string_new(NULL);
-
-			for (guint i = 0; i < nh.n_descsz; i++)
-				g_string_append_printf(h, "%02x", ((const guint8 *)d->d_buf)[desc_off + i]);
-			return g_string_free(h, FALSE);
-		}
+		    nh.n_descsz && nh.n_descsz <= 64)   /* (compared as perf does: its first 20 bytes) */
+			return vt_perf_hex((const guint8 *)d->d_buf + desc_off, nh.n_descsz);
 	}
 	return NULL;
 }

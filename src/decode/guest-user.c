@@ -182,15 +182,6 @@ gboolean vt_decode_guest_user_exec_load(const char *path, guint64 *vaddr, guint6
 }
 
 /* ------------------------------------------------------------ sideband */
-static char *hex(const guint8 *b, guint n)
-{
-	GString *s = g_string_new(NULL);
-
-	for (guint i = 0; i < n; i++)
-		g_string_append_printf(s, "%02x", b[i]);
-	return g_string_free(s, FALSE);
-}
-
 /* Where the file is: perf 6.1's build-id cache ($HOME/.debug/.build-id/
  * XX/REST/elf) when the mapping has a build id, else GUESTMOUNT/<machine
  * pid>/PATH.  Never the host's own PATH (perf's fallback: the host's file
@@ -234,26 +225,14 @@ static void add_build_ids(VtDecodeGuestUser *u, const VtPerfFile *f)
 {
 	const guint8 *p;
 	guint64 n, off = 0;
+	VtPerfBuildId e;
 
 	if (!vt_perf_file_feature(f, VT_PERF_FEAT_BUILD_ID, &p, &n))
 		return;
-	while (off + 40 <= n) {
-		guint16 misc, size;
-		gint32 pid;
-		guint8 len;
-
-		memcpy(&misc, p + off + 4, 2);
-		memcpy(&size, p + off + 6, 2);
-		memcpy(&pid, p + off + 8, 4);
-		len = p[off + 32];
-		if (size < 40 || size > n - off)
-			return;
-		if ((misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER && pid == u->machine_pid &&
-		    memchr(p + off + 36, 0, size - 36))
-			g_hash_table_insert(u->build_ids, g_strdup((const char *)p + off + 36),
-					    hex(p + off + 12, (misc & (1u << 15)) && len <= 20 ? len : 20));
-		off += size;
-	}
+	while (vt_perf_build_id_next(p, n, &off, &e))
+		if ((e.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_GUEST_USER && e.pid == u->machine_pid &&
+		    e.name)
+			g_hash_table_insert(u->build_ids, g_strdup(e.name), vt_perf_hex(e.id, e.len));
 }
 
 static gboolean is_guest_user(const VtPerfRecord *rec)
@@ -367,7 +346,7 @@ static void add_mmap(VtDecodeGuestUser *u, const VtPerfFile *f, const VtPerfReco
 	m.time = time_of(f, rec);
 	m.path = g_string_chunk_insert_const(u->strings, name);
 	if (rec->type == PERF_RECORD_MMAP2 && (rec->misc & (1u << 14)) && rec->data[40] <= 20) {
-		g_autofree char *b = hex(rec->data + 44, rec->data[40]);    /* MISC_MMAP_BUILD_ID */
+		g_autofree char *b = vt_perf_hex(rec->data + 44, rec->data[40]);    /* MISC_MMAP_BUILD_ID */
 
 		m.build_id = g_string_chunk_insert_const(u->strings, b);
 	}

@@ -481,6 +481,11 @@ static gboolean image_map(VtDecodeImage *img, const char *desc, GError **error)
 			close(fd);
 		return FALSE;
 	}
+	if (S_ISDIR(st.st_mode)) {
+		g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read %s: it is a directory", desc);
+		close(fd);
+		return FALSE;
+	}
 	img->map_len = st.st_size;
 	img->map = img->map_len ? mmap(NULL, img->map_len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);

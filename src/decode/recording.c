@@ -858,25 +858,17 @@ static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gbool
 		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
 }
 
-/* Is the recorded build id (bytes theirs, n of them) the vmlinux's (hex
+/* Is the recorded build id (hex theirs, of n bytes) the vmlinux's (hex
  * mine)?  As perf's dso__build_id_equal with the vmlinux's cut to 20 bytes:
  * the same bytes, or a 20-byte record of a shorter id padded with zeros
  * (written before the size field). */
-static gboolean build_id_equal(const char *mine, const guint8 *theirs, guint n)
+static gboolean build_id_equal(const char *mine, const char *theirs, guint n)
 {
-	guint m = (guint)MIN(strlen(mine) / 2, 20u);
+	gsize m = MIN(strlen(mine), (gsize)40);
 
-	if (n < m || (n > m && n != 20))
+	if (strncmp(mine, theirs, m) || strlen(theirs) < m)
 		return FALSE;
-	for (guint i = 0; i < n; i++) {
-		guint v = 0;
-
-		if (i < m && sscanf(mine + 2 * i, "%2x", &v) != 1)
-			return FALSE;
-		if (theirs[i] != (i < m ? v : 0))
-			return FALSE;
-	}
-	return TRUE;
+	return theirs[m] == 0 || (n == 20 && strspn(theirs + m, "0") == strlen(theirs + m));
 }
 
 /* A vmlinux image against the build id the recording has for that kernel
@@ -890,40 +882,27 @@ static gboolean build_id_check(const VmcorrSession *s, const VtDecodeOptions *op
 {
 	const guint8 *p;
 	guint64 n, off = 0;
+	VtPerfBuildId e;
 
 	if (!vt_perf_file_feature(s->f, VT_PERF_FEAT_BUILD_ID, &p, &n))
 		return TRUE;
-	while (off + 40 <= n) {
-		guint16 misc, size;
-		gint32 pid;
-		guint mode, len;
-		const VtDecodeImage *img;
-		const char *name, *mine;
+	while (vt_perf_build_id_next(p, n, &off, &e)) {
+		guint mode = e.misc & 7;   /* PERF_RECORD_MISC_CPUMODE_MASK: 1 kernel, 4 guest kernel */
+		const VtDecodeImage *img = mode == 1 && e.pid == -1 ? opts->host
+					   : mode == 4 && e.pid == machine_pid ? opts->guest : NULL;
+		const char *mine;
+		g_autofree char *theirs = NULL;
 
-		memcpy(&misc, p + off + 4, 2);
-		memcpy(&size, p + off + 6, 2);
-		memcpy(&pid, p + off + 8, 4);
-		if (size < 40 || size > n - off)
-			break;
-		mode = misc & 7;          /* PERF_RECORD_MISC_CPUMODE_MASK: 1 kernel, 4 guest kernel */
-		name = (const char *)p + off + 36;
-		img = mode == 1 && pid == -1 ? opts->host : mode == 4 && pid == machine_pid ? opts->guest : NULL;
-		len = (misc & (1u << 15)) && p[off + 32] <= 20 ? p[off + 32] : 20;   /* MISC_BUILD_ID_SIZE */
-		off += size;
-		if (!img || !vt_decode_image_vmlinux(img) || !memchr(name, 0, size - 36) || name[0] != '[' ||
-		    !strstr(name, "kernel.kallsyms"))
+		if (!img || !vt_decode_image_vmlinux(img) || !e.name || e.name[0] != '[' ||
+		    !strstr(e.name, "kernel.kallsyms"))
 			continue;
 		mine = vt_decode_image_build_id(img);
-		if (!mine || !build_id_equal(mine, p + off - size + 12, len)) {
-			GString *h = g_string_new(NULL);
-
-			for (guint i = 0; i < len; i++)
-				g_string_append_printf(h, "%02x", p[off - size + 12 + i]);
+		theirs = vt_perf_hex(e.id, e.len);
+		if (!mine || !build_id_equal(mine, theirs, e.len)) {
 			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE,
 				    "the %s vmlinux %s is not the kernel that ran: %s%s, the recording's %s %s",
 				    mode == 4 ? "guest" : "host", vt_decode_image_path(img),
-				    mine ? "its build id is " : "it has no build id", mine ? mine : "", name, h->str);
-			g_string_free(h, TRUE);
+				    mine ? "its build id is " : "it has no build id", mine ? mine : "", e.name, theirs);
 			return FALSE;
 		}
 	}

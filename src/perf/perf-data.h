@@ -247,6 +247,35 @@ const char *vt_perf_feature_name(guint bit);  /* "auxtrace", "osrelease", ... or
 /* String features (hostname, osrelease, version, arch, cpudesc, cpuid):
  * newly allocated string, or NULL if absent/malformed. */
 char *vt_perf_file_feature_string(const VtPerfFile *f, guint bit);
+/* One entry of the HEADER_BUILD_ID feature (perf's
+ * perf_record_header_build_id): cpumode in misc's low 3 bits, the pid of
+ * its machine (-1: the host kernel), its build id (len bytes: the size
+ * byte with MISC_BUILD_ID_SIZE, else 20), its file name (NULL: not
+ * terminated inside the entry). */
+typedef struct {
+	guint16 misc;
+	gint32 pid;
+	const uint8_t *id;
+	guint8 len;
+	const char *name;
+} VtPerfBuildId;
+/* The entry at *off of the feature's n bytes p, *off moved past it; FALSE
+ * at the end or at a malformed entry (the walk stops there). */
+gboolean vt_perf_build_id_next(const uint8_t *p, uint64_t n, uint64_t *off, VtPerfBuildId *e);
+/* n bytes as lowercase hex (build ids), newly allocated (inline: the
+ * decoder's fuzz target links no reader). */
+static inline char *vt_perf_hex(const uint8_t *b, gsize n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *s = g_malloc(2 * n + 1);
+
+	for (gsize i = 0; i < n; i++) {
+		s[2 * i] = digits[b[i] >> 4];
+		s[2 * i + 1] = digits[b[i] & 15];
+	}
+	s[2 * n] = 0;
+	return s;
+}
 /* HEADER_AUXTRACE index: array of {file_offset, size} of AUXTRACE records,
  * or NULL with *n = 0 if absent.  Entries are validated against the data
  * section.  Newly allocated. */

@@ -787,6 +787,24 @@ gboolean vt_perf_file_feature(const VtPerfFile *f, guint bit, const uint8_t **da
 	return TRUE;
 }
 
+gboolean vt_perf_build_id_next(const uint8_t *p, uint64_t n, uint64_t *off, VtPerfBuildId *e)
+{
+	guint16 size;
+
+	if (*off + 40 > n)
+		return FALSE;
+	memcpy(&e->misc, p + *off + 4, 2);
+	memcpy(&size, p + *off + 6, 2);
+	if (size < 40 || size > n - *off)
+		return FALSE;
+	memcpy(&e->pid, p + *off + 8, 4);
+	e->id = p + *off + 12;
+	e->len = (e->misc & (1u << 15)) && p[*off + 32] <= 20 ? p[*off + 32] : 20;   /* MISC_BUILD_ID_SIZE */
+	e->name = memchr(p + *off + 36, 0, size - 36) ? (const char *)p + *off + 36 : NULL;
+	*off += size;
+	return TRUE;
+}
+
 char *vt_perf_file_feature_string(const VtPerfFile *f, guint bit)
 {
 	const uint8_t *p;
