@@ -549,20 +549,21 @@ static void test_insns(void)
  * earlier than the last).  The trace ends before the last ret, after g's
  * jz taken and jnz not taken, its last loop's bits in one packet: the
  * flow end counts both (the jz's jump dropped). */
-static gsize write_join_trace(guint8 *out, gsize cap)
+static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 tsc, gboolean whole)
 {
 	Enc e;
 	struct pt_config cfg;
-	guint8 bits[40 * 5 - 1];
-	guint32 seed = 12345;
-	guint64 tsc = 1000000;
+	guint8 bits[40 * 5];
+	guint nbits = whole ? 40 * 5 : 40 * 5 - 1;
 
-	for (guint i = 0; i < G_N_ELEMENTS(bits); i++) {   /* jz, jnz, jz and jnz in g, ret (taken) */
+	for (guint i = 0; i < nbits; i++) {   /* jz, jnz, jz and jnz in g, ret (taken) */
 		seed = seed * 1103515245u + 12345u;
 		bits[i] = i % 5 == 4 ? 1 : (seed >> 20) & 1;
 	}
-	bits[G_N_ELEMENTS(bits) - 2] = 1;
-	bits[G_N_ELEMENTS(bits) - 1] = 0;
+	if (!whole) {
+		bits[nbits - 2] = 1;
+		bits[nbits - 1] = 0;
+	}
 	pt_config_init(&cfg);
 	cfg.begin = e.buf;
 	cfg.end = e.buf + sizeof(e.buf);
@@ -572,8 +573,8 @@ static gsize write_join_trace(guint8 *out, gsize cap)
 	put_mode64(&e);
 	put_ip(&e, ppt_fup, CODE);
 	put(&e, (struct pt_packet){ .type = ppt_psbend });
-	for (guint pos = 0; pos < G_N_ELEMENTS(bits);) {
-		guint n, left = (guint)G_N_ELEMENTS(bits) - pos;
+	for (guint pos = 0; pos < nbits;) {
+		guint n, left = nbits - pos;
 		struct pt_packet tnt = { .type = ppt_tnt_8 };
 
 		seed = seed * 1103515245u + 12345u;
@@ -591,6 +592,11 @@ static gsize write_join_trace(guint8 *out, gsize cap)
 		}
 	}
 	return enc_finish(&e, out, cap);
+}
+
+static gsize write_join_trace(guint8 *out, gsize cap)
+{
+	return write_join_trace_at(out, cap, 12345, 1000000, FALSE);
 }
 
 static GArray *decode_join(const guint8 *trace, gsize len, VtDecodeImage *img, gboolean drop, guint64 *joined)
@@ -665,6 +671,115 @@ static void test_join(void)
 	g_array_free(kept, TRUE);
 	g_array_free(dropped, TRUE);
 	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
+/* A queue decoded in ranges (vt_decode_queue_range: each range's decoder
+ * warms up on the PSB segment before it, muted) gives what its decoder
+ * from the start gives, branch for branch, every field - once the times
+ * earlier than the latest of the ranges before are raised to it, as
+ * recording.c's reader does; n: the ranges with branches. */
+static void ranges_compare(const guint8 *trace, gsize len, VtDecodeImage *img, guint64 size, gboolean drop,
+			   guint *n)
+{
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	VtDecodeQueue *whole = vt_decode_queue_new(trace, len, &cpu, img, img, &err), *d;
+	GArray *a = g_array_new(FALSE, FALSE, sizeof(VtBranch)), *b = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	GArray *part = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	guint64 carry = 0, start = 0, end = 0;
+
+	g_assert_no_error(err);
+	vt_decode_queue_set_flow_end(whole, TRUE);
+	vt_decode_queue_set_drop_jumps(whole, drop);
+	g_assert_true(vt_decode_queue_splits(whole));
+	d = vt_decode_queue_clone(whole, &err);
+	g_assert_no_error(err);
+	while (vt_decode_queue_next(whole, a, G_MAXUINT))
+		;
+	*n = 0;
+	for (guint64 k = 0; end < len; k++, start = end) {
+		g_assert_true(vt_decode_queue_boundary(d, (k + 1) * size, &end, &err));
+		g_assert_cmpuint(end, >=, start);
+		g_assert_true(vt_decode_queue_range(d, start, end, &err));
+		g_array_set_size(part, 0);
+		while (vt_decode_queue_next(d, part, G_MAXUINT))
+			;
+		g_assert_null(vt_decode_queue_error(d));
+		for (guint i = 0; i < part->len; i++) {
+			VtBranch *x = &g_array_index(part, VtBranch, i);
+
+			x->tsc = MAX(x->tsc, carry);
+		}
+		*n += part->len > 0;
+		g_array_append_vals(b, part->data, part->len);
+		carry = MAX(carry, vt_decode_queue_last_time(d));
+	}
+	for (guint i = 0; i < MIN(a->len, b->len); i++) {
+		const VtBranch *x = &g_array_index(a, VtBranch, i), *y = &g_array_index(b, VtBranch, i);
+
+		if (memcmp(x, y, sizeof(*x)))
+			g_test_message("branch %u of %u: whole %s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER
+				       "x tsc %" G_GUINT64_FORMAT " insns %u; ranges %s %#" G_GINT64_MODIFIER "x -> %#"
+				       G_GINT64_MODIFIER "x tsc %" G_GUINT64_FORMAT " insns %u", i, a->len,
+				       vt_branch_kind_name(x->kind), x->from, x->to, x->tsc, x->insns,
+				       vt_branch_kind_name(y->kind), y->from, y->to, y->tsc, y->insns);
+		g_assert_cmpmem(x, sizeof(*x), y, sizeof(*y));
+	}
+	g_assert_cmpuint(a->len, ==, b->len);
+	g_assert_cmpuint(a->len, >, 0);
+	vt_decode_queue_free(d);
+	vt_decode_queue_free(whole);
+	g_array_free(a, TRUE);
+	g_array_free(b, TRUE);
+	g_array_free(part, TRUE);
+}
+
+/* Ranges on test_join's loop: 12 walks of it, one after the other (a PSB+
+ * each; the walks' bits differ), each starting earlier in time than the
+ * one before (the queue's first time stays the latest: the warm-up's
+ * segment alone does not know it), jumps kept and dropped, cut at every
+ * PSB and at every third; and on random bytes with good trace between
+ * (errors, resyncs): ranges of 1 byte (one per PSB) to 32 KiB. */
+static void test_ranges(void)
+{
+	static const guint8 code[0x30] = {
+		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
+		0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
+		[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
+	};
+	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	VtDecodeImage *h = code_image(dir, "host2", host, sizeof(host));
+	GRand *rng = g_rand_new_with_seed(7);
+	guint8 trace[12 * 2048], good[4096], buf[64 * 1024];
+	gsize len = 0, glen = write_trace(good, sizeof(good)), one = 0;
+	guint n;
+
+	for (guint i = 0; i < 12; i++) {
+		gsize k = write_join_trace_at(trace + len, sizeof(trace) - len, 100 + i, 9000000 - i * 100000, i < 11);
+
+		one = one ? one : k;
+		len += k;
+	}
+	for (int drop = 0; drop < 2; drop++) {
+		ranges_compare(trace, len, img, 1, drop, &n);
+		g_assert_cmpuint(n, ==, 12);
+		ranges_compare(trace, len, img, 3 * one, drop, &n);
+		g_assert_cmpuint(n, >=, 3);
+	}
+	for (int round = 0; round < 6; round++) {
+		for (gsize i = 0; i < sizeof(buf); i++)
+			buf[i] = (guint8)g_rand_int(rng);
+		for (gsize at = 0; at + glen < sizeof(buf); at += 4096 + g_rand_int_range(rng, 0, 4096))
+			memcpy(buf + at, good, glen);
+		ranges_compare(buf, sizeof(buf), h, round ? 1024u << round : 1, round & 1, &n);
+		g_assert_cmpuint(n, >, 1);
+	}
+	g_rand_free(rng);
+	vt_decode_image_free(img);
+	vt_decode_image_free(h);
 	remove_dir(dir);
 }
 
@@ -1494,6 +1609,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/join", test_join);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
+	g_test_add_func("/decode/ranges", test_ranges);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	g_test_add_func("/decode/symcache", test_symcache);

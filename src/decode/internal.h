@@ -21,6 +21,28 @@ typedef gboolean (*VtDecodeReadFunc)(gpointer ctx, guint64 off, guint8 *dst, gsi
 VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
 					  guint64 len, guint64 window, const VtDecodeCpu *cpu, VtDecodeImage *host,
 					  VtDecodeImage *guest, GError **error);
+/* Pieces of one queue decoded apart (queue.c's "Ranges"), each piece's
+ * branches what decoding the whole queue gives for it: TRUE when d may be
+ * (no cycles, not libipt's block decoder). */
+gboolean vt_decode_queue_splits(const VtDecodeQueue *d);
+/* A decoder of the same queue, images and settings as proto (which must
+ * split), for vt_decode_queue_range(); proto's read function is shared
+ * (it must be safe to call from several threads), its code hook is not
+ * (vt_decode_queue_set_code: a context of the clone's own). */
+VtDecodeQueue *vt_decode_queue_clone(const VtDecodeQueue *proto, GError **error);
+/* *at: the first PSB at or after queue offset `from` that a range may
+ * start at (one PSB before it within 64 KiB to warm up on), the queue's
+ * length if none.  Ranges cut at boundary(k * size) cover the queue. */
+gboolean vt_decode_queue_boundary(VtDecodeQueue *d, guint64 from, guint64 *at, GError **error);
+/* d decodes (vt_decode_queue_next) the range from boundary `start` (or 0)
+ * up to boundary `end` (or the queue's length) from now on: the branches
+ * whose trace lies in it, as the whole queue's decoder emits them, but for
+ * times, which may be earlier than the latest before the range (the
+ * caller takes the latest: vt_decode_queue_last_time of the ranges
+ * before).  State of an earlier range is gone (error: cleared). */
+gboolean vt_decode_queue_range(VtDecodeQueue *d, guint64 start, guint64 end, GError **error);
+/* The latest time emitted so far (0: none), counting the range's warm-up. */
+guint64 vt_decode_queue_last_time(const VtDecodeQueue *d);
 /* Also report power events (VT_BRANCH_PSB, VT_BRANCH_CBR). */
 void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power);
 /* Also report a VT_BRANCH_FLOW_END at the queue's end. */

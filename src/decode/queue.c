@@ -18,7 +18,21 @@
  * host/guest when PSB+ has no PIP and the VMCS when it has no VMCS packet.
  * libipt's own state that a fresh decoder lacks: the return-compression
  * stack (hardware compresses no return across a PSB) and the CYC
- * calibration (perf's files give nom_freq: CBR, in PSB+, calibrates). */
+ * calibration (perf's files give nom_freq: CBR, in PSB+, calibrates).
+ *
+ * Ranges.  A queue may be decoded in pieces, each by a decoder of its own
+ * in a thread of its own (recording.c): vt_decode_queue_range() decodes
+ * from one boundary PSB to the next.  What a window's decoder takes over
+ * from the one before it, a range's decoder makes itself: it decodes the
+ * PSB segment before its start with all its state and emits nothing
+ * (muted) - the pending branch, the last instruction count, host/guest,
+ * the VMCS are then what they are in a decoder that came from the queue's
+ * start, as long as that segment has a branch - and it stops at its end's
+ * PSB+ as a window stops at its seam.  One thing reaches back further:
+ * monotonic()'s last time, the latest of everything emitted before; the
+ * reader takes the latest of the ranges before (vt_decode_queue_last_time)
+ * for the times of the next.  (Not with cycles: cycles.c reads the
+ * queue from its start.) */
 #include "config.h"
 
 #include <string.h>
@@ -132,6 +146,9 @@ struct VtDecodeQueue {
 	gboolean at_seam;                /* the decoder reached the seam's PSB+ */
 	guint64 begin;                   /* buffer offset of the window's first PSB */
 	gboolean warming;                /* decoding the PSB segment before it, silently */
+	gboolean muted;                  /* a range's start: that segment with all state, nothing emitted */
+	guint64 stop_at;                 /* a range's end (a PSB's queue offset), else total */
+	VtBranch scratch;                /* muted: where out_add() writes */
 	GError *error;                   /* reading failed */
 	/* where decoding stands, between calls of vt_decode_queue_next() */
 	gboolean synced, done;
@@ -324,6 +341,10 @@ static VtBranch *out_add(Dec *d)
 	guint n = d->out_len;
 	VtBranch *b;
 
+	if (G_UNLIKELY(d->muted)) {
+		memset(&d->scratch, 0, sizeof(d->scratch));
+		return &d->scratch;
+	}
 	if (G_UNLIKELY(n >= d->out_room)) {
 		g_array_set_size(a, n + MAX(n, 256u));
 		d->out_room = a->len;
@@ -822,6 +843,8 @@ static int step(Dec *d, int status)
 		}
 		if (d->warming && !warm_event(d, &ev))
 			continue;
+		if (d->muted && ev.status_update && past(d, d->begin))
+			d->muted = FALSE;        /* the range's first PSB+: from here on, out */
 		on_event(d, &ev);
 	}
 	pokes_now(d);             /* (pt_blk_next() clears blk) */
@@ -1050,23 +1073,25 @@ static gboolean pokes_rewind(Dec *d, GError **error)
 
 /* Read the window starting at queue offset `start` (and the bytes up to
  * the PSB after its seam) and put a fresh decoder on it. */
-static gboolean window_open(Dec *d, guint64 start, GError **error)
+static gboolean window_open(Dec *d, guint64 start, gboolean mute, GError **error)
 {
-	guint64 seam = d->total, end = d->total, warm = start;
+	guint64 seam = d->stop_at, end = d->total, warm = start;
 
 	/* the PSB segment before the window is decoded too (silently): libipt
 	 * then has the timing state a continuous decoder has there */
 	if (start && !find_psb_before(d, start, &warm, error))
 		return FALSE;
-	if (d->window < d->total - start && !find_psb(d, start + d->window, &seam, error))
+	if (d->window < d->stop_at - start && !find_psb(d, start + d->window, &seam, error))
 		return FALSE;
+	seam = MIN(seam, d->stop_at);
 	if (seam < d->total && !find_psb(d, seam + 1, &end, error))
 		return FALSE;
 	vt_walk_free(d->dec);
 	d->dec = NULL;
 	d->base = warm;
 	d->begin = start - warm;
-	d->warming = warm < start;
+	d->muted = mute && warm < start;
+	d->warming = !d->muted && warm < start;
 	d->len = (gsize)(end - warm);
 	d->seam = seam < d->total ? seam - warm : G_MAXUINT64;
 	if (d->buf_size < d->len + 16) {
@@ -1083,16 +1108,17 @@ static gboolean window_open(Dec *d, guint64 start, GError **error)
 	return pokes_rewind(d, error) && decoder_new(d, error);
 }
 
-VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
-					  guint64 len, guint64 window, const VtDecodeCpu *cpu, VtDecodeImage *host,
-					  VtDecodeImage *guest, GError **error)
+/* A decoder of the queue (read(ctx), len bytes) on host and guest, with
+ * no window open yet. */
+static Dec *dec_new(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free, guint64 len, guint64 window,
+		    const VtDecodeCpu *cpu, VtDecodeImage *host, VtDecodeImage *guest, GError **error)
 {
 	Dec *d = g_new0(Dec, 1);
 
 	d->read = read;
 	d->read_ctx = ctx;
 	d->read_free = ctx_free;
-	d->total = len;
+	d->total = d->stop_at = len;
 	d->window = window ? window : G_MAXUINT64;
 	d->cpu = *cpu;
 	d->img[0] = host;
@@ -1107,11 +1133,110 @@ VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, G
 	d->ovf_branch = !d->use_blk && g_strcmp0(g_getenv("VMTRACE_OVF_BRANCH"), "0");
 	d->cache[0] = g_new0(Cached, CACHE_SIZE);
 	d->cache[1] = g_new0(Cached, CACHE_SIZE);
-	if (!d->pi[1] || !window_open(d, 0, error)) {
+	if (!d->pi[1]) {
 		vt_decode_queue_free(d);
 		return NULL;
 	}
 	return d;
+}
+
+VtDecodeQueue *vt_decode_queue_new_reader(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free,
+					  guint64 len, guint64 window, const VtDecodeCpu *cpu, VtDecodeImage *host,
+					  VtDecodeImage *guest, GError **error)
+{
+	Dec *d = dec_new(read, ctx, ctx_free, len, window, cpu, host, guest, error);
+
+	if (d && !window_open(d, 0, FALSE, error)) {
+		vt_decode_queue_free(d);
+		return NULL;
+	}
+	return d;
+}
+
+gboolean vt_decode_queue_splits(const VtDecodeQueue *d)
+{
+	return !d->cycles && !d->use_blk;
+}
+
+VtDecodeQueue *vt_decode_queue_clone(const VtDecodeQueue *proto, GError **error)
+{
+	Dec *d;
+
+	g_return_val_if_fail(vt_decode_queue_splits(proto), NULL);
+	d = dec_new(proto->read, proto->read_ctx, NULL, proto->total, proto->window, &proto->cpu, proto->img[0],
+		    proto->img[1], error);
+	if (d) {
+		d->power = proto->power;
+		d->flow_end = proto->flow_end;
+		d->drop_jumps = proto->drop_jumps;
+	}
+	return d;
+}
+
+/* Everything a decoding leaves behind cleared; what the decoder is made
+ * of and set to kept (its images, tables, buffer and settings). */
+static void state_reset(Dec *d)
+{
+	Dec k = *d;
+
+	memset(d, 0, sizeof(*d));
+	d->dec = k.dec;
+	memcpy(d->pi, k.pi, sizeof(d->pi));
+	memcpy(d->img, k.img, sizeof(d->img));
+	memcpy(d->view, k.view, sizeof(d->view));
+	memcpy(d->poke, k.poke, sizeof(d->poke));
+	memcpy(d->cache, k.cache, sizeof(d->cache));
+	d->memo[0].page = d->memo[1].page = G_MAXUINT64;
+	d->last_psb = G_MAXUINT64;
+	d->power = k.power;
+	d->flow_end = k.flow_end;
+	d->drop_jumps = k.drop_jumps;
+	d->code = k.code;
+	d->code_ctx = k.code_ctx;
+	d->read = k.read;
+	d->read_ctx = k.read_ctx;
+	d->read_free = k.read_free;
+	d->total = k.total;
+	d->window = k.window;
+	d->cpu = k.cpu;
+	d->buf = k.buf;
+	d->buf_size = k.buf_size;
+	d->use_blk = k.use_blk;
+	d->ovf_branch = k.ovf_branch;
+}
+
+gboolean vt_decode_queue_boundary(VtDecodeQueue *d, guint64 from, guint64 *at, GError **error)
+{
+	guint64 psb = 0, before;
+
+	for (*at = d->total; from < d->total; from = psb + 1) {
+		if (!find_psb(d, from, &psb, error) || (psb < d->total && !find_psb_before(d, psb, &before, error)))
+			return FALSE;
+		if (psb >= d->total)
+			return TRUE;
+		if (before < psb) {      /* (a PSB to start decoding at before it) */
+			*at = psb;
+			return TRUE;
+		}
+	}
+	return TRUE;
+}
+
+gboolean vt_decode_queue_range(VtDecodeQueue *d, guint64 start, guint64 end, GError **error)
+{
+	g_return_val_if_fail(vt_decode_queue_splits(d) && start <= end && end <= d->total, FALSE);
+	state_reset(d);
+	d->stop_at = end;
+	if (start >= end) {
+		d->done = TRUE;
+		return TRUE;
+	}
+	return window_open(d, start, TRUE, error);
+}
+
+guint64 vt_decode_queue_last_time(const VtDecodeQueue *d)
+{
+	return d->last_tsc;
 }
 
 static gboolean read_memory(gpointer ctx, guint64 off, guint8 *dst, gsize len, GError **error)
@@ -1152,9 +1277,9 @@ void vt_decode_queue_free(VtDecodeQueue *d)
  * when it cannot be read: d->error). */
 static gboolean window_next(Dec *d)
 {
-	if (d->seam == G_MAXUINT64)
-		return FALSE;
-	return window_open(d, d->base + d->seam, &d->error);
+	if (d->seam == G_MAXUINT64 || d->base + d->seam >= d->stop_at)
+		return FALSE;            /* (a range's end) */
+	return window_open(d, d->base + d->seam, FALSE, &d->error);
 }
 
 void vt_decode_queue_set_power(VtDecodeQueue *d, gboolean power)

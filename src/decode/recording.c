@@ -39,12 +39,20 @@ typedef struct {
 	gboolean last;            /* the queue's end (no marks) */
 } Chunk;
 
+/* The code hook's context (guest_user_code): a decoder's own (it keeps
+ * the process it found last). */
+typedef struct {
+	const struct Queue *q;
+	guint64 tsc;
+	gint32 pid;
+} CodeCtx;
+
 /* A queue: what its decoding thread writes and what the reader (the main
  * thread) writes are on cache lines of their own - the reader's q->pos,
  * written at every branch, shared a line with what the thread read at
  * every branch (false sharing: each write took the line from the other
  * core).  Queues are allocated aligned (vt_decode_recording_open). */
-typedef struct {
+typedef struct Queue {
 	/* set before the threads start */
 	VtDecodeResult *r;
 	const VmcorrQueue *q;
@@ -55,17 +63,13 @@ typedef struct {
 	GThread *thread;
 	GStringChunk *strings;    /* comm names (the queue's thread names events) */
 	guint64 done_off;         /* AUX bytes decoded so far, from its start (progress; atomic) */
-	/* formatting in threads with CPUs to spare (decode_ahead): a second
-	 * thread decodes, batches go to the formatting one and come back */
-	GAsyncQueue *decoded, *free;
 	/* formatting in threads (vt_decode_result_start with a formatter) */
 	gpointer fctx;            /* the queue's formatter */
 
 	/* the decoding thread's */
 	_Alignas(64) gint ahead;  /* batches decoded and not yet read (r->lock) */
 	guint nerrors;            /* decode errors its thread formatted */
-	guint64 code_tsc;         /* guest_user_code()'s last time and process */
-	gint32 code_pid;
+	CodeCtx code;             /* guest_user_code()'s for the queue's decoder */
 	/* the thread of the branch last named (name_event()): a queue's branches
 	 * mostly stay on one thread, so no lookups per branch */
 	gboolean named;
@@ -283,22 +287,23 @@ static void event_of(VtDecodeResult *r, Queue *q, const VtBranch *b, VtDecodeEve
  * guest process on the queue's vCPU at tsc, as name_event() names it. */
 static const guint8 *guest_user_code(gpointer ctx, guint64 tsc, guint64 ip, gsize *avail)
 {
-	Queue *q = ctx;
+	CodeCtx *c = ctx;
+	const Queue *q = c->q;
 	const VtDecodeResult *r = q->r;
 	const VmcorrSession *s = r->s;
 	guint64 time = r->timed && s->have_tc && tsc ? vt_perf_tsc_to_time(tsc, &s->tc) : 0;
 
-	if (!q->code_tsc || tsc != q->code_tsc) {     /* libipt asks at every instruction */
+	if (!c->tsc || tsc != c->tsc) {     /* libipt asks at every instruction */
 		guint32 tid = s->per_cpu ? (tsc ? vmcorr_session_thread_at(s, q->q->cpu, tsc) : 0) : q->q->tid;
 		gint32 gtid;
 		const char *comm;
 
-		q->code_tsc = tsc;
+		c->tsc = tsc;
 		if (!r->timed || !vt_decode_guest_threads_at(r->guest, vcpu_of(r, tid ? vmcorr_session_thread(s, tid) : NULL),
-							     time, &q->code_pid, &gtid, &comm))
-			q->code_pid = -1;
+							     time, &c->pid, &gtid, &comm))
+			c->pid = -1;
 	}
-	return vt_decode_guest_user_code(r->guest_user, q->code_pid, time, ip, avail);
+	return vt_decode_guest_user_code(r->guest_user, c->pid, time, ip, avail);
 }
 
 /* ------------------------------------------------------------- decoding */
@@ -625,67 +630,255 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
 	return TRUE;
 }
 
-/* Formatting in threads where --jobs leaves a CPU to spare for each queue
+/* Formatting in threads where --jobs leaves CPUs to spare for each queue
  * (one vCPU on two CPUs: a real single-vCPU boot's call trace decoded and
- * formatted in one thread while the other CPU idled): a thread of its own
- * decodes the queue's batches ahead of its formatting thread, which
- * formats them in the same order (the text is the same).  The queue
- * itself is the end mark in q->decoded and the stop mark in q->free. */
-#define DECODE_AHEAD 3            /* batches: one decoded, one formatted, one waiting */
+ * formatted in one thread while the other CPU idled): threads of its own
+ * decode the queue ahead of its formatting thread, which formats their
+ * batches in the queue's order (the text is the same).  The queue is cut
+ * into ranges (vt_decode_queue_range: from a PSB to a PSB, about SEGMENT
+ * bytes; a queue that cannot be cut is one range) and each thread takes
+ * the next range not taken, at most RING ahead of the one read, and
+ * decodes it into batches of its own - at most RANGE_BATCHES waiting, so
+ * memory stays bounded.  A range's batches end with its end mark. */
+#define SEGMENT (128u << 10)      /* AUX bytes a range, about */
+#define RING 3                    /* ranges decoded at once, the one read included */
+#define RANGE_BATCHES 48          /* batches of a range waiting to be read, at most */
+#define MAX_DECODERS 8
+
+typedef struct {
+	guint64 last_tsc;         /* its decoder's latest time (vt_decode_queue_last_time) */
+	gboolean last;            /* the queue's last range (its end, or a read error) */
+} RangeEnd;
+
+typedef struct Ahead Ahead;
+struct Ahead {
+	Queue *q;
+	guint64 size;             /* of a range (G_MAXUINT64: one range) */
+	GMutex lock;
+	GCond cond;
+	guint64 taken;            /* ranges taken by the threads (lock) */
+	guint64 reading;          /* the range the formatting thread reads (lock) */
+	guint waiting[RING];      /* batches of range k waiting in slot k % RING (lock) */
+	gboolean ended, stop;     /* the last range was taken; stopped (lock) */
+	GAsyncQueue *slot[RING];  /* range k's batches, then &ends[k % RING] */
+	RangeEnd ends[RING];
+	GAsyncQueue *free;        /* batches read, for reuse */
+	GError *error;            /* the first range that could not be read (lock) */
+	guint64 carry;            /* the reader's: the latest time of the ranges read */
+	guint n;
+	GThread *threads[MAX_DECODERS];
+};
+
+/* Wait until range k's slot has room; FALSE: stopped. */
+static gboolean range_room(Ahead *a, guint k)
+{
+	gboolean ok;
+
+	g_mutex_lock(&a->lock);
+	while (!a->stop && a->waiting[k] >= RANGE_BATCHES)
+		g_cond_wait(&a->cond, &a->lock);
+	ok = !a->stop;
+	a->waiting[k] += ok;
+	g_mutex_unlock(&a->lock);
+	return ok;
+}
+
+/* Range k (from boundary(k * size) to boundary((k + 1) * size); one
+ * range: the queue's own decoder, from its start) decoded by d into its
+ * slot, then its end mark; FALSE: stopped. */
+static gboolean range_decode(Ahead *a, VtDecodeQueue *d, guint64 k)
+{
+	guint i = (guint)(k % RING);
+	guint64 total = a->q->starts[a->q->q->nbufs], start = 0, end = total;
+	GError *error = NULL;
+	gboolean more = TRUE, ok = TRUE;
+
+	if (a->size != G_MAXUINT64 &&
+	    ((k && !vt_decode_queue_boundary(d, k * a->size, &start, &error)) ||
+	     (a->size <= total / (k + 1) && !vt_decode_queue_boundary(d, (k + 1) * a->size, &end, &error)) ||
+	     !vt_decode_queue_range(d, start, end, &error)))
+		more = FALSE;
+	while (more && (ok = range_room(a, i))) {
+		GArray *b = g_async_queue_try_pop(a->free);
+
+		if (!b)
+			b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+		g_array_set_size(b, 0);
+		more = vt_decode_queue_next(d, b, BATCH);
+		g_async_queue_push(a->slot[i], b);
+	}
+	if (!error && vt_decode_queue_error(d))
+		error = g_error_copy(vt_decode_queue_error(d));
+	a->ends[i] = (RangeEnd){ vt_decode_queue_last_time(d), error || end >= total };
+	g_mutex_lock(&a->lock);
+	a->ended = a->ended || a->ends[i].last;
+	if (error && !a->error)
+		a->error = g_steal_pointer(&error);
+	g_mutex_unlock(&a->lock);
+	g_clear_error(&error);
+	g_async_queue_push(a->slot[i], &a->ends[i]);
+	return ok;
+}
+
+typedef struct {
+	Ahead *a;
+	VtDecodeQueue *d;         /* the thread's (a clone, or the queue's own) */
+	CodeCtx code;             /* its code hook's (a clone's) */
+} AheadThread;
 
 static gpointer decode_ahead(gpointer data)
 {
-	Queue *q = data;
-	gboolean more = TRUE;
+	AheadThread *t = data;
+	Ahead *a = t->a;
+	gboolean ok = TRUE;
 
-	while (more) {
-		GArray *b = g_async_queue_pop(q->free);
+	while (ok) {
+		guint64 k;
 
-		if (b == (gpointer)q)
-			return NULL;     /* stopped */
-		g_array_set_size(b, 0);
-		more = vt_decode_queue_next(q->dec, b, BATCH);
-		g_async_queue_push(q->decoded, b);
+		g_mutex_lock(&a->lock);
+		while (!a->stop && !a->ended && a->taken >= a->reading + RING)
+			g_cond_wait(&a->cond, &a->lock);
+		ok = !a->stop && !a->ended;
+		k = a->taken++;
+		g_mutex_unlock(&a->lock);
+		ok = ok && range_decode(a, t->d, k);
 	}
-	g_async_queue_push(q->decoded, q);
+	if (t->d != a->q->dec)
+		vt_decode_queue_free(t->d);
+	g_free(t);
 	return NULL;
+}
+
+/* The threads decoding ahead for q: n of them on ranges where the queue
+ * can be cut (VMTRACE_SEGMENT: a range's size; 0: one range), else one. */
+static Ahead *ahead_start(Queue *q, guint n)
+{
+	const char *e = g_getenv("VMTRACE_SEGMENT");
+	guint64 size = e ? g_ascii_strtoull(e, NULL, 0) : SEGMENT;
+	Ahead *a = g_new0(Ahead, 1);
+
+	a->q = q;
+	a->size = size && vt_decode_queue_splits(q->dec) ? size : G_MAXUINT64;
+	g_mutex_init(&a->lock);
+	g_cond_init(&a->cond);
+	for (guint i = 0; i < RING; i++)
+		a->slot[i] = g_async_queue_new();
+	a->free = g_async_queue_new_full((GDestroyNotify)g_array_unref);
+	for (guint i = 0; i < MIN(a->size == G_MAXUINT64 ? 1 : n, MAX_DECODERS); i++) {
+		AheadThread *t = g_new0(AheadThread, 1);
+
+		t->a = a;
+		t->code.q = q;
+		t->d = a->size == G_MAXUINT64 ? q->dec : vt_decode_queue_clone(q->dec, NULL);
+		if (!t->d) {             /* (no memory for libipt's images: fewer threads) */
+			g_free(t);
+			break;
+		}
+		if (t->d != q->dec && q->r->guest_user)
+			vt_decode_queue_set_code(t->d, guest_user_code, &t->code);
+		a->threads[a->n++] = g_thread_new("vmtrace-decode", decode_ahead, t);
+	}
+	if (!a->n) {
+		a->size = G_MAXUINT64;
+		a->threads[a->n++] = g_thread_new("vmtrace-decode", decode_ahead,
+						  g_memdup2(&(AheadThread){ a, q->dec, { q, 0, 0 } }, sizeof(AheadThread)));
+	}
+	return a;
+}
+
+/* Times of a range that are earlier than the latest of the ranges before
+ * it: that one (as monotonic() in a decoder from the queue's start). */
+static void carry_time(GArray *b, guint64 carry)
+{
+	for (guint i = 0; i < b->len; i++) {
+		VtBranch *x = &g_array_index(b, VtBranch, i);
+
+		if (x->tsc < carry)
+			x->tsc = carry;
+	}
+}
+
+/* The next batch decoded ahead into *b (the one before, formatted, back
+ * for reuse); FALSE at the queue's end (*b NULL). */
+static gboolean ahead_next(Ahead *a, GArray **b)
+{
+	if (*b)
+		g_async_queue_push(a->free, *b);
+	for (;;) {
+		guint i = (guint)(a->reading % RING);
+		gpointer x = g_async_queue_pop(a->slot[i]);
+		gboolean last;
+
+		if (x != (gpointer)&a->ends[i]) {
+			g_mutex_lock(&a->lock);
+			a->waiting[i]--;
+			g_cond_broadcast(&a->cond);
+			g_mutex_unlock(&a->lock);
+			*b = x;
+			if (a->carry)
+				carry_time(*b, a->carry);
+			return TRUE;
+		}
+		a->carry = MAX(a->carry, a->ends[i].last_tsc);
+		last = a->ends[i].last;
+		g_mutex_lock(&a->lock);
+		a->reading++;
+		g_cond_broadcast(&a->cond);
+		g_mutex_unlock(&a->lock);
+		if (last) {
+			*b = NULL;
+			return FALSE;
+		}
+	}
+}
+
+/* The threads stopped and joined, their batches freed; its error into
+ * r->error (first come). */
+static void ahead_stop(VtDecodeResult *r, Ahead *a)
+{
+	gpointer x;
+
+	if (!a)
+		return;
+	g_mutex_lock(&a->lock);
+	a->stop = TRUE;
+	g_cond_broadcast(&a->cond);
+	g_mutex_unlock(&a->lock);
+	for (guint i = 0; i < a->n; i++)
+		g_thread_join(a->threads[i]);
+	for (guint i = 0; i < RING; i++) {
+		while ((x = g_async_queue_try_pop(a->slot[i])))
+			if (x != (gpointer)&a->ends[i])
+				g_array_unref(x);
+		g_async_queue_unref(a->slot[i]);
+	}
+	g_async_queue_unref(a->free);
+	g_mutex_lock(&r->lock);
+	if (a->error && !r->error)
+		r->error = g_steal_pointer(&a->error);
+	g_mutex_unlock(&r->lock);
+	g_clear_error(&a->error);
+	g_mutex_clear(&a->lock);
+	g_cond_clear(&a->cond);
+	g_free(a);
 }
 
 /* The next batch into *b (the decoding thread's, or one decoded ahead:
  * NULL at the end); FALSE when there is none after it. */
-static gboolean next_batch(Queue *q, GThread *ahead, GArray **b)
+static gboolean next_batch(Queue *q, Ahead *ahead, GArray **b)
 {
 	if (!ahead) {
 		g_array_set_size(*b, 0);
 		return vt_decode_queue_next(q->dec, *b, BATCH);
 	}
-	if (*b)
-		g_async_queue_push(q->free, *b);   /* formatted: back to the decoder */
-	*b = g_async_queue_pop(q->decoded);
-	if (*b == (gpointer)q)
-		*b = NULL;
-	return *b != NULL;
-}
-
-/* The thread decoding ahead stopped and joined, its batches freed. */
-static void ahead_stop(Queue *q, GThread *ahead)
-{
-	gpointer x;
-
-	if (!ahead)
-		return;
-	g_async_queue_push(q->free, q);
-	g_thread_join(ahead);
-	while ((x = g_async_queue_try_pop(q->free)) || (x = g_async_queue_try_pop(q->decoded)))
-		if (x != (gpointer)q)
-			g_array_unref(x);
+	return ahead_next(ahead, b);
 }
 
 static gpointer produce_text(Queue *q)
 {
 	VtDecodeResult *r = q->r;
 	GArray *b = NULL;
-	GThread *ahead = NULL;
+	Ahead *ahead = NULL;
 	GAsyncQueue *spare = q->spare;
 	Chunk *c = chunk_get(q, spare);
 	gboolean more = TRUE, ok = TRUE;
@@ -695,15 +888,10 @@ static gpointer produce_text(Queue *q)
 		chunk_free(c);
 		return NULL;
 	}
-	if (r->jobs >= 2 * r->n) {
-		q->decoded = g_async_queue_new();
-		q->free = g_async_queue_new();
-		for (int i = 0; i < DECODE_AHEAD; i++)
-			g_async_queue_push(q->free, g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH));
-		ahead = g_thread_new("vmtrace-decode", decode_ahead, q);
-	} else {
+	if (r->jobs >= 2 * r->n)
+		ahead = ahead_start(q, r->jobs / r->n);
+	else
 		b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
-	}
 	while (ok && more) {
 		more = next_batch(q, ahead, &b);
 		if (b)
@@ -712,7 +900,7 @@ static gpointer produce_text(Queue *q)
 	}
 	if (b)
 		g_array_unref(b);
-	ahead_stop(q, ahead);
+	ahead_stop(r, ahead);
 	if (!ok) {
 		chunk_free(c);
 		return NULL;
@@ -984,8 +1172,9 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 			return FALSE;
 		vt_decode_queue_set_power(q->dec, power);
 		vt_decode_queue_set_flow_end(q->dec, opts->flow_end);
+		q->code.q = q;
 		if (r->guest_user)
-			vt_decode_queue_set_code(q->dec, guest_user_code, q);
+			vt_decode_queue_set_code(q->dec, guest_user_code, &q->code);
 	}
 	return TRUE;
 }
@@ -1107,10 +1296,6 @@ void vt_decode_result_free(VtDecodeResult *r)
 		}
 		if (q->spare)
 			g_async_queue_unref(q->spare);
-		if (q->decoded)
-			g_async_queue_unref(q->decoded);   /* (emptied by ahead_stop) */
-		if (q->free)
-			g_async_queue_unref(q->free);
 		if (q->cur)
 			g_array_free(q->cur, TRUE);
 		chunk_free(q->ccur);
