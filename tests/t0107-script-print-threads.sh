@@ -71,8 +71,9 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 		threads_vs_serial "one vCPU $mode --jobs 2 (decoded ahead)" "$TMP/one.data" $G $mode --jobs 2
 	done
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
-	# main + the queue's formatting thread + its decoding one, one fewer with
-	# --jobs 1 (the normal build only: LeakSanitizer's thread at exit)
+	# main + the queue's formatting thread + its two decoding ones (ranges of
+	# the queue: t0145), two fewer with --jobs 1 (the normal build only:
+	# LeakSanitizer's thread at exit)
 	for j in 1 2; do
 		! asan_build || break
 		# shellcheck disable=SC2086
@@ -92,8 +93,8 @@ print(most)
 PY
 	done
 	asan_build ||
-		check "one vCPU: --jobs 2 runs a decoding thread more than --jobs 1 ($(cat "$TMP/threads.1") -> $(cat "$TMP/threads.2") threads)" \
-			test "$(cat "$TMP/threads.2")" -eq "$(($(cat "$TMP/threads.1") + 1))"
+		check "one vCPU: --jobs 2 runs two decoding threads more than --jobs 1 ($(cat "$TMP/threads.1") -> $(cat "$TMP/threads.2") threads)" \
+			test "$(cat "$TMP/threads.2")" -eq "$(($(cat "$TMP/threads.1") + 2))"
 	# the reader gone after a line: both threads stop, exit at once
 	# shellcheck disable=SC2086
 	(timeout 60 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 2; echo "rc $?" >"$TMP/one.rc") 2>/dev/null |

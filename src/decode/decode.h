@@ -481,6 +481,9 @@ guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo)
 void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *total);
 /* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
+/* Ranges of queues decoded apart so far (decode ahead in several threads:
+ * VMTRACE_SEGMENT; 0 where no queue was cut). */
+guint64 vt_decode_result_ranges(const VtDecodeResult *r);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);

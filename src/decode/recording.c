@@ -118,6 +118,7 @@ struct VtDecodeResult {
 	guint jobs;               /* (at the start) */
 	gboolean stop;
 	GError *error;            /* a queue that could not be read to its end (lock) */
+	guint64 ranges;           /* decoded apart (lock) */
 
 	/* the reader's */
 	_Alignas(64) guint at;    /* timeless: the queue being read */
@@ -323,12 +324,12 @@ static GArray *batch_get(Queue *q)
 
 /* The branches of raw the reader keeps, named, onto the events of ev
  * (naming here, in the queue's thread, takes it off the reader's). */
-static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, GArray *ev)
+static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, guint from, guint to, GArray *ev)
 {
 	guint n = ev->len;
 
-	g_array_set_size(ev, n + raw->len);
-	for (guint i = 0; i < raw->len; i++) {
+	g_array_set_size(ev, n + (to - from));
+	for (guint i = from; i < to; i++) {
 		const VtBranch *b = &g_array_index(raw, VtBranch, i);
 
 		if (!r->keep || r->keep(r->keep_data, b))
@@ -337,11 +338,16 @@ static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, GArray *e
 	g_array_set_size(ev, n);
 }
 
-/* Progress: the queue decoded up to the packet of b's last branch. */
+/* Progress: the queue decoded up to the packet of b's branch `end` - 1. */
+static void note_done_at(Queue *q, const GArray *b, guint end)
+{
+	if (end)
+		__atomic_store_n(&q->done_off, g_array_index(b, VtBranch, end - 1).offset, __ATOMIC_RELAXED);
+}
+
 static void note_done(Queue *q, const GArray *b)
 {
-	if (b->len)
-		__atomic_store_n(&q->done_off, g_array_index(b, VtBranch, b->len - 1).offset, __ATOMIC_RELAXED);
+	note_done_at(q, b, b->len);
 }
 
 /* A batch of events decoded into ev (raw: the thread's branches); with a
@@ -354,19 +360,49 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 	do {
 		g_array_set_size(raw, 0);
 		more = vt_decode_queue_next(q->dec, raw, BATCH - BATCH_ROOM - ev->len);
-		batch_name(r, q, raw, ev);
+		batch_name(r, q, raw, 0, raw->len, ev);
 	} while (more && r->keep && ev->len < (BATCH - BATCH_ROOM) / 2);
 	note_done(q, raw);
 	return more;
 }
 
+typedef struct Ahead Ahead;
+static Ahead *ahead_start(Queue *q, guint n);
+static gboolean ahead_next(Ahead *a, GArray **b);
+static void ahead_stop(VtDecodeResult *r, Ahead *a);
+
+/* A batch of events from the branches decoded ahead (*raw from *pos on,
+ * then the batches after it): until it is full, never past BATCH; FALSE:
+ * the queue's end. */
+static gboolean batch_fill_ahead(VtDecodeResult *r, Queue *q, Ahead *a, GArray **raw, guint *pos, GArray *ev)
+{
+	while (ev->len < BATCH - BATCH_ROOM) {
+		guint n;
+
+		if (!*raw || *pos >= (*raw)->len) {
+			if (!ahead_next(a, raw))
+				return FALSE;
+			*pos = 0;
+		}
+		n = MIN((*raw)->len - *pos, BATCH - BATCH_ROOM - ev->len);
+		batch_name(r, q, *raw, *pos, *pos + n, ev);
+		*pos += n;
+		note_done_at(q, *raw, *pos);
+	}
+	return TRUE;
+}
+
 /* A queue's thread: batches until the end, at most AHEAD ahead, at most
- * `tokens` threads decoding at once. */
+ * `tokens` threads decoding at once (and where --jobs leaves threads to
+ * spare, decoded ahead by them: ahead_start). */
 static gpointer produce(gpointer data)
 {
 	Queue *q = data;
 	VtDecodeResult *r = q->r;
 	g_autoptr(GArray) raw = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+	Ahead *ahead = r->jobs >= 2 * r->n ? ahead_start(q, r->jobs / r->n) : NULL;
+	GArray *araw = NULL;
+	guint apos = 0;
 	gboolean more = TRUE;
 
 	while (more) {
@@ -378,12 +414,15 @@ static gpointer produce(gpointer data)
 		if (r->stop) {
 			g_mutex_unlock(&r->lock);
 			g_array_free(b, TRUE);
+			if (araw)
+				g_array_unref(araw);
+			ahead_stop(r, ahead);
 			return NULL;
 		}
 		r->tokens--;
 		q->ahead++;
 		g_mutex_unlock(&r->lock);
-		more = batch_fill(r, q, raw, b);
+		more = ahead ? batch_fill_ahead(r, q, ahead, &araw, &apos, b) : batch_fill(r, q, raw, b);
 		g_mutex_lock(&r->lock);
 		r->tokens++;
 		q->ahead -= !b->len;      /* not for the reader */
@@ -391,6 +430,7 @@ static gpointer produce(gpointer data)
 		g_mutex_unlock(&r->lock);
 		g_async_queue_push(b->len ? q->ready : q->spare, b);
 	}
+	ahead_stop(r, ahead);         /* (its error first) */
 	g_mutex_lock(&r->lock);
 	if (vt_decode_queue_error(q->dec) && !r->error)
 		r->error = g_error_copy(vt_decode_queue_error(q->dec));
@@ -638,11 +678,12 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
  * into ranges (vt_decode_queue_range: from a PSB to a PSB, about SEGMENT
  * bytes; a queue that cannot be cut is one range) and each thread takes
  * the next range not taken, at most RING ahead of the one read, and
- * decodes it into batches of its own - at most RANGE_BATCHES waiting, so
- * memory stays bounded.  A range's batches end with its end mark. */
+ * decodes it into batches of its own - at most `cap` waiting (all queues'
+ * ranges together about RANGES_BUDGET bytes of batches), so memory stays
+ * bounded.  A range's batches end with its end mark. */
 #define SEGMENT (128u << 10)      /* AUX bytes a range, about */
 #define RING 3                    /* ranges decoded at once, the one read included */
-#define RANGE_BATCHES 48          /* batches of a range waiting to be read, at most */
+#define RANGES_BUDGET (24u << 20) /* bytes of batches waiting, all queues' ranges (a range: 4 to 16) */
 #define MAX_DECODERS 8
 
 typedef struct {
@@ -650,10 +691,10 @@ typedef struct {
 	gboolean last;            /* the queue's last range (its end, or a read error) */
 } RangeEnd;
 
-typedef struct Ahead Ahead;
 struct Ahead {
 	Queue *q;
 	guint64 size;             /* of a range (G_MAXUINT64: one range) */
+	guint cap;                /* batches of a range waiting to be read, at most */
 	GMutex lock;
 	GCond cond;
 	guint64 taken;            /* ranges taken by the threads (lock) */
@@ -664,6 +705,7 @@ struct Ahead {
 	RangeEnd ends[RING];
 	GAsyncQueue *free;        /* batches read, for reuse */
 	GError *error;            /* the first range that could not be read (lock) */
+	guint64 ranges;           /* cut and decoded (lock) */
 	guint64 carry;            /* the reader's: the latest time of the ranges read */
 	guint n;
 	GThread *threads[MAX_DECODERS];
@@ -675,7 +717,7 @@ static gboolean range_room(Ahead *a, guint k)
 	gboolean ok;
 
 	g_mutex_lock(&a->lock);
-	while (!a->stop && a->waiting[k] >= RANGE_BATCHES)
+	while (!a->stop && a->waiting[k] >= a->cap)
 		g_cond_wait(&a->cond, &a->lock);
 	ok = !a->stop;
 	a->waiting[k] += ok;
@@ -704,13 +746,14 @@ static gboolean range_decode(Ahead *a, VtDecodeQueue *d, guint64 k)
 		if (!b)
 			b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
 		g_array_set_size(b, 0);
-		more = vt_decode_queue_next(d, b, BATCH);
+		more = vt_decode_queue_next(d, b, BATCH - BATCH_ROOM);
 		g_async_queue_push(a->slot[i], b);
 	}
 	if (!error && vt_decode_queue_error(d))
 		error = g_error_copy(vt_decode_queue_error(d));
 	a->ends[i] = (RangeEnd){ vt_decode_queue_last_time(d), error || end >= total };
 	g_mutex_lock(&a->lock);
+	a->ranges += a->size != G_MAXUINT64 && start < end;
 	a->ended = a->ended || a->ends[i].last;
 	if (error && !a->error)
 		a->error = g_steal_pointer(&error);
@@ -759,6 +802,12 @@ static Ahead *ahead_start(Queue *q, guint n)
 
 	a->q = q;
 	a->size = size && vt_decode_queue_splits(q->dec) ? size : G_MAXUINT64;
+	/* (the bench's tcg-boot, 9 MiB of AUX, 16 batches a range: --call-trace 0.58 s, 64:
+	 * 0.56 s with 1 MB more, --itrace=b 0.93 and 0.87 s with 10 MB more,
+	 * --insn-trace 3.02 and 3.07 s with 21 MB more; one range: as many as
+	 * the formatter may be ahead, no more was of use) */
+	a->cap = a->size == G_MAXUINT64 ? 4 :
+		CLAMP(RANGES_BUDGET / (RING * q->r->n * BATCH * sizeof(VtBranch)), 4u, 16u);
 	g_mutex_init(&a->lock);
 	g_cond_init(&a->cond);
 	for (guint i = 0; i < RING; i++)
@@ -856,6 +905,7 @@ static void ahead_stop(VtDecodeResult *r, Ahead *a)
 	g_mutex_lock(&r->lock);
 	if (a->error && !r->error)
 		r->error = g_steal_pointer(&a->error);
+	r->ranges += a->ranges;
 	g_mutex_unlock(&r->lock);
 	g_clear_error(&a->error);
 	g_mutex_clear(&a->lock);
@@ -1380,6 +1430,16 @@ void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *
 		*total += len;
 		*done += MIN(__atomic_load_n(&q->done_off, __ATOMIC_RELAXED), len);
 	}
+}
+
+guint64 vt_decode_result_ranges(const VtDecodeResult *r)
+{
+	guint64 n;
+
+	g_mutex_lock((GMutex *)&r->lock);
+	n = r->ranges;
+	g_mutex_unlock((GMutex *)&r->lock);
+	return n;
 }
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)
