@@ -72,12 +72,14 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 	done
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
 	# main + the queue's formatting thread + its two decoding ones (ranges of
-	# the queue: t0145), two fewer with --jobs 1 (the normal build only:
+	# the queue: t0145; ranges of 4 KiB, so that both have ranges to decode
+	# while it is sampled), two fewer with --jobs 1 (the normal build only:
 	# LeakSanitizer's thread at exit)
 	for j in 1 2; do
 		! asan_build || break
 		# shellcheck disable=SC2086
-		"$PYTHON3" - "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs $j >"$TMP/threads.$j" <<'PY'
+		VMTRACE_SEGMENT=4096 "$PYTHON3" - "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs $j \
+			>"$TMP/threads.$j" <<'PY'
 import subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 most = 0

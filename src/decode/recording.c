@@ -366,6 +366,19 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 	return more;
 }
 
+/* Threads decoding each queue ahead of its reading thread (0: none, the
+ * reading thread decodes): where --jobs leaves two or more a queue - a
+ * timed recording's queues are read at once (merged in time order), a
+ * timeless one's one after the other (2 vCPUs on 2 CPUs: while the first
+ * queue was read, the second decoded a few batches ahead and waited, and
+ * a CPU idled; now the queue read has both). */
+static guint ahead_threads(const VtDecodeResult *r)
+{
+	guint n = r->jobs / (r->timed ? r->n : 1);
+
+	return n >= 2 ? n : 0;
+}
+
 typedef struct Ahead Ahead;
 static Ahead *ahead_start(Queue *q, guint n);
 static gboolean ahead_next(Ahead *a, GArray **b);
@@ -400,7 +413,7 @@ static gpointer produce(gpointer data)
 	Queue *q = data;
 	VtDecodeResult *r = q->r;
 	g_autoptr(GArray) raw = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
-	Ahead *ahead = r->jobs >= 2 * r->n ? ahead_start(q, r->jobs / r->n) : NULL;
+	Ahead *ahead = ahead_threads(r) ? ahead_start(q, ahead_threads(r)) : NULL;
 	GArray *araw = NULL;
 	guint apos = 0;
 	gboolean more = TRUE;
@@ -938,8 +951,8 @@ static gpointer produce_text(Queue *q)
 		chunk_free(c);
 		return NULL;
 	}
-	if (r->jobs >= 2 * r->n)
-		ahead = ahead_start(q, r->jobs / r->n);
+	if (ahead_threads(r))
+		ahead = ahead_start(q, ahead_threads(r));
 	else
 		b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
 	while (ok && more) {
