@@ -100,6 +100,29 @@ code_recording() {
 	esac
 }
 
+# config_recording NAME SIZE OPTS...: $TMP/NAME.data as code_recording
+# makes it, but for names raw-*: straight from synth, guest time not
+# corrected (times that go back)
+config_recording() {
+	case $1 in
+	raw-*) crn=$1 crs=$2
+	       shift 2
+	       "$VMTRACE" synth -o "$TMP/$crn.data" --size "$crs" --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
+		       "$@" >/dev/null 2>&1 || { fail "$crn: synth"; return 1; } ;;
+	*)     code_recording "$@" ;;
+	esac
+}
+
+# peak_rss CMD ARGS...: CMD's peak RSS in KiB, its output dropped (-1 if
+# it crashed: an exit status but 0 and 3, decode errors)
+peak_rss() {
+	"$PYTHON3" - "$@" <<'PY'
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if p.returncode in (0, 3) else -1)
+PY
+}
+
 # need_user_standin OUT: the prerequisites of the guest-user-space tests
 # (2 CPUs, a C compiler) and a real system-wide perf record of CPUs 0-1 in
 # OUT, the stand-in for the guest's own perf.data; skips without them.

@@ -14,13 +14,8 @@ make_code_dirs
 G=$GUEST_CODE/kallsyms
 while read -r name opts; do
 	[ -n "$name" ] || continue
-	case $name in
-	raw-*) # shellcheck disable=SC2086
-	       "$VMTRACE" synth -o "$TMP/$name.data" --size 128K --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
-		       $opts >/dev/null 2>&1 || { fail "$name: synth"; continue; } ;;
-	*)     # shellcheck disable=SC2086
-	       code_recording "$name" 128K $opts || continue ;;
-	esac
+	# shellcheck disable=SC2086
+	config_recording "$name" 128K $opts || continue
 	VMTRACE_DECODE_WINDOW=0 "$VMTRACE" script "$TMP/$name.data" --guestkallsyms "$G" --itrace=bep --json \
 		>"$TMP/$name.whole" 2>&1
 	rc0=$?

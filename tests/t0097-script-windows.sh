@@ -55,14 +55,6 @@ same corrupt "$TMP/bad.data" $G --itrace=be
 check "corrupt: decode errors printed" grep -q 'instruction trace error' "$TMP/corrupt.whole"
 
 # --- peak RSS on big recordings ------------------------------------------
-# peak NAME ARGS...: vmtrace script's peak RSS in KiB (-1 if it crashed)
-peak() {
-	"$PYTHON3" - "$@" <<'PY'
-import resource, subprocess, sys
-p = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if p.returncode in (0, 3) else -1)
-PY
-}
 cp -r "$TMP/thread-timeless.data" "$TMP/64M.data" && cp -r "$TMP/thread-timeless.data" "$TMP/512M.data"
 # two queues of 128 KiB of real code, each copy padded to 4 MiB (PAD
 # packets are cheap to decode: the test takes seconds, not an hour)
@@ -71,7 +63,7 @@ cp -r "$TMP/thread-timeless.data" "$TMP/64M.data" && cp -r "$TMP/thread-timeless
 	fail "aux-repeat"
 for size in 64M 512M; do
 	# shellcheck disable=SC2086
-	rss=$(peak "$size" "$VMTRACE" script "$TMP/$size.data" $G --itrace=e)
+	rss=$(peak_rss "$VMTRACE" script "$TMP/$size.data" $G --itrace=e)
 	echo "# $size: vmtrace script --itrace=e peak RSS $rss KiB"
 	if asan_build; then
 		continue

@@ -37,13 +37,8 @@ same() {
 }
 while read -r name opts; do
 	[ -n "$name" ] || continue
-	case $name in
-	raw-*) # shellcheck disable=SC2086
-	       "$VMTRACE" synth -o "$TMP/$name.data" --size 128K --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
-		       $opts >/dev/null 2>&1 || { fail "$name: synth"; continue; } ;;
-	*)     # shellcheck disable=SC2086
-	       code_recording "$name" 128K $opts || continue ;;
-	esac
+	# shellcheck disable=SC2086
+	config_recording "$name" 128K $opts || continue
 	f=$TMP/$name.data
 	# shellcheck disable=SC2086
 	same "$name-branches" "$f" $G --itrace=bep
@@ -101,13 +96,6 @@ check "-F +ipc: not cut, the same text" sh -c "grep -q '^vmtrace script: 0 range
 	grep -q IPC: '$TMP/ipc.whole' && cmp -s '$TMP/ipc.whole' '$TMP/ipc.ranges'"
 
 # --- peak RSS on a big recording decoded in ranges ----------------------
-peak() {
-	"$PYTHON3" - "$@" <<'PY'
-import resource, subprocess, sys
-p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss if p.returncode in (0, 3) else -1)
-PY
-}
 # one queue of 128 KiB of real code, each copy padded to 4 MiB
 cp -r "$TMP/thread-timeless.data" "$TMP/512M.data"
 "$PYTHON3" "$top_srcdir/tests/aux-repeat.py" "$TMP/thread-timeless.data/data" "$TMP/512M.data/data" 128 4194304 ||
@@ -115,7 +103,7 @@ cp -r "$TMP/thread-timeless.data" "$TMP/512M.data"
 for mode in --itrace=b --call-trace; do
 	asan_build && continue
 	# shellcheck disable=SC2086
-	rss=$(peak "$VMTRACE" script "$TMP/512M.data" $G $mode)
+	rss=$(peak_rss "$VMTRACE" script "$TMP/512M.data" $G $mode)
 	echo "# 512M: vmtrace script $mode peak RSS $rss KiB"
 	check "512 MiB of AUX, $mode in ranges: peak RSS $rss KiB <= 128 MiB" test "$rss" -gt 0 -a "$rss" -le 131072
 done

@@ -1095,8 +1095,8 @@ static gboolean window_open(Dec *d, guint64 start, gboolean mute, GError **error
 	d->len = (gsize)(end - warm);
 	d->seam = seam < d->total ? seam - warm : G_MAXUINT64;
 	if (d->buf_size < d->len + 16) {
-		g_free(d->buf);
-		d->buf_size = d->len + 16;
+		g_free(d->buf);           /* (grown by half at least: a range's decoder reads window after window) */
+		d->buf_size = MAX(d->len + 16, d->buf_size + d->buf_size / 2);
 		d->buf = g_malloc(d->buf_size);
 	}
 	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */

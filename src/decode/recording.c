@@ -873,8 +873,10 @@ static gboolean ahead_next(Ahead *a, GArray **b)
 
 		if (x != (gpointer)&a->ends[i]) {
 			g_mutex_lock(&a->lock);
-			a->waiting[i]--;
-			g_cond_broadcast(&a->cond);
+			/* (its decoder waits only at the cap: glib's broadcast is a
+			 * futex call, waiter or not) */
+			if (a->waiting[i]-- == a->cap)
+				g_cond_broadcast(&a->cond);
 			g_mutex_unlock(&a->lock);
 			*b = x;
 			if (a->carry)
