@@ -4,8 +4,9 @@
 # PSB to PSB and decodes them in several threads at once; each range's
 # decoder first decodes the PSB segment before it, muted, for the state a
 # decoder from the queue's start has there (src/decode/queue.c "Ranges",
-# recording.c decode ahead).  (1) A range per PSB (VMTRACE_SEGMENT=1)
-# prints exactly what one decoder of the whole queue prints (VMTRACE_SEGMENT=0)
+# recording.c decode ahead).  (1) Ranges of 4 KiB (VMTRACE_SEGMENT=4096, the
+# least: two PSB segments each here) print exactly what one decoder of the
+# whole queue prints (VMTRACE_SEGMENT=0)
 # - branches, calls, returns, instructions, power events - timed and
 # timeless, per thread and per CPU, cyc, guest time not corrected (times
 # that go back: the latest of the ranges before carries over), two VMs,
@@ -19,14 +20,14 @@ need_python
 make_code_dirs
 
 G="--guestkallsyms $GUEST_CODE/kallsyms"
-# same NAME ARGS...: the text with a range per PSB equals the text of one
+# same NAME ARGS...: the text in ranges of 4 KiB equals the text of one
 # decoder per queue; the ranges were cut
 same() {
 	sn=$1
 	shift
 	VMTRACE_SEGMENT=0 "$VMTRACE" script --jobs 16 "$@" >"$TMP/$sn.whole" 2>"$TMP/$sn.whole.err"
 	rc0=$?
-	VMTRACE_RANGES_STATS=1 VMTRACE_SEGMENT=1 "$VMTRACE" script --jobs 16 "$@" >"$TMP/$sn.ranges" \
+	VMTRACE_RANGES_STATS=1 VMTRACE_SEGMENT=4096 "$VMTRACE" script --jobs 16 "$@" >"$TMP/$sn.ranges" \
 		2>"$TMP/$sn.ranges.err"
 	rc1=$?
 	nr=$(sed -n 's/^vmtrace script: \([0-9]*\) ranges decoded apart.*/\1/p' "$TMP/$sn.ranges.err")
@@ -74,13 +75,13 @@ for name in thread-timed cpu-timed; do
 	# shellcheck disable=SC2086
 	VMTRACE_SEGMENT=0 "$VMTRACE" report --jobs 16 "$TMP/$name.data" $G --top 50 >"$TMP/$name.report0" 2>&1
 	# shellcheck disable=SC2086
-	VMTRACE_SEGMENT=1 "$VMTRACE" report --jobs 16 "$TMP/$name.data" $G --top 50 >"$TMP/$name.report1" 2>&1
+	VMTRACE_SEGMENT=4096 "$VMTRACE" report --jobs 16 "$TMP/$name.data" $G --top 50 >"$TMP/$name.report1" 2>&1
 	check "$name: report, the same in ranges ($(wc -l <"$TMP/$name.report0") lines)" \
 		sh -c "grep -q . '$TMP/$name.report0' && cmp -s '$TMP/$name.report0' '$TMP/$name.report1'"
 	# shellcheck disable=SC2086
 	VMTRACE_SEGMENT=0 "$VMTRACE" timeline --jobs 16 "$TMP/$name.data" $G -o "$TMP/$name.0.perfetto-trace" >/dev/null 2>&1
 	# shellcheck disable=SC2086
-	VMTRACE_SEGMENT=1 "$VMTRACE" timeline --jobs 16 "$TMP/$name.data" $G -o "$TMP/$name.1.perfetto-trace" >/dev/null 2>&1
+	VMTRACE_SEGMENT=4096 "$VMTRACE" timeline --jobs 16 "$TMP/$name.data" $G -o "$TMP/$name.1.perfetto-trace" >/dev/null 2>&1
 	check "$name: timeline, the same in ranges" \
 		sh -c "test -s '$TMP/$name.0.perfetto-trace' && cmp -s '$TMP/$name.0.perfetto-trace' '$TMP/$name.1.perfetto-trace'"
 done
@@ -88,7 +89,7 @@ done
 # IPC (-F +ipc) reads CYC packets from the queue's start (cycles.c): no
 # ranges, the same text
 # shellcheck disable=SC2086
-VMTRACE_RANGES_STATS=1 VMTRACE_SEGMENT=1 "$VMTRACE" script --jobs 16 "$TMP/thread-cyc.data" $G --call-trace \
+VMTRACE_RANGES_STATS=1 VMTRACE_SEGMENT=4096 "$VMTRACE" script --jobs 16 "$TMP/thread-cyc.data" $G --call-trace \
 	-F +ipc >"$TMP/ipc.ranges" 2>"$TMP/ipc.err"
 # shellcheck disable=SC2086
 VMTRACE_SEGMENT=0 "$VMTRACE" script --jobs 16 "$TMP/thread-cyc.data" $G --call-trace -F +ipc >"$TMP/ipc.whole" 2>&1

@@ -549,7 +549,7 @@ static void test_insns(void)
  * earlier than the last).  The trace ends before the last ret, after g's
  * jz taken and jnz not taken, its last loop's bits in one packet: the
  * flow end counts both (the jz's jump dropped). */
-static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 tsc, gboolean whole)
+static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 tsc, gboolean whole, gboolean ovf)
 {
 	Enc e;
 	struct pt_config cfg;
@@ -570,9 +570,15 @@ static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 t
 	e.enc = pt_alloc_encoder(&cfg);
 	put(&e, (struct pt_packet){ .type = ppt_psb });
 	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
-	put_mode64(&e);
-	put_ip(&e, ppt_fup, CODE);
-	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	if (ovf) {                        /* an overflow cuts the PSB+ short: no status event, no PSBEND */
+		put(&e, (struct pt_packet){ .type = ppt_ovf });
+		put_ip(&e, ppt_fup, CODE);
+	} else {
+		put_mode64(&e);
+		put_pip(&e, HOST_CR3, FALSE);
+		put_ip(&e, ppt_fup, CODE);
+		put(&e, (struct pt_packet){ .type = ppt_psbend });
+	}
 	for (guint pos = 0; pos < nbits;) {
 		guint n, left = nbits - pos;
 		struct pt_packet tnt = { .type = ppt_tnt_8 };
@@ -596,7 +602,7 @@ static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 t
 
 static gsize write_join_trace(guint8 *out, gsize cap)
 {
-	return write_join_trace_at(out, cap, 12345, 1000000, FALSE);
+	return write_join_trace_at(out, cap, 12345, 1000000, FALSE, FALSE);
 }
 
 static GArray *decode_join(const guint8 *trace, gsize len, VtDecodeImage *img, gboolean drop, guint64 *joined)
@@ -678,13 +684,15 @@ static void test_join(void)
  * warms up on the PSB segment before it, muted) gives what its decoder
  * from the start gives, branch for branch, every field - once the times
  * earlier than the latest of the ranges before are raised to it, as
- * recording.c's reader does; n: the ranges with branches. */
-static void ranges_compare(const guint8 *trace, gsize len, VtDecodeImage *img, guint64 size, gboolean drop,
-			   guint *n)
+ * recording.c's reader does; n: the ranges with branches.  The decode
+ * errors among them. */
+static guint ranges_compare(const guint8 *trace, gsize len, VtDecodeImage *host, VtDecodeImage *guest, guint64 size,
+			    gboolean drop, gboolean power, guint *n)
 {
+	guint errors = 0;
 	VtDecodeCpu cpu = { 0 };
 	g_autoptr(GError) err = NULL;
-	VtDecodeQueue *whole = vt_decode_queue_new(trace, len, &cpu, img, img, &err), *d;
+	VtDecodeQueue *whole = vt_decode_queue_new(trace, len, &cpu, host, guest, &err), *d;
 	GArray *a = g_array_new(FALSE, FALSE, sizeof(VtBranch)), *b = g_array_new(FALSE, FALSE, sizeof(VtBranch));
 	GArray *part = g_array_new(FALSE, FALSE, sizeof(VtBranch));
 	guint64 carry = 0, start = 0, end = 0;
@@ -692,6 +700,7 @@ static void ranges_compare(const guint8 *trace, gsize len, VtDecodeImage *img, g
 	g_assert_no_error(err);
 	vt_decode_queue_set_flow_end(whole, TRUE);
 	vt_decode_queue_set_drop_jumps(whole, drop);
+	vt_decode_queue_set_power(whole, power);
 	g_assert_true(vt_decode_queue_splits(whole));
 	d = vt_decode_queue_clone(whole, &err);
 	g_assert_no_error(err);
@@ -728,20 +737,61 @@ static void ranges_compare(const guint8 *trace, gsize len, VtDecodeImage *img, g
 	}
 	g_assert_cmpuint(a->len, ==, b->len);
 	g_assert_cmpuint(a->len, >, 0);
+	for (guint i = 0; i < a->len; i++)
+		errors += g_array_index(a, VtBranch, i).kind == VT_BRANCH_ERROR;
 	vt_decode_queue_free(d);
 	vt_decode_queue_free(whole);
 	g_array_free(a, TRUE);
 	g_array_free(b, TRUE);
 	g_array_free(part, TRUE);
+	return errors;
+}
+
+static gboolean mem_read(gpointer ctx, guint64 off, guint8 *dst, gsize len, GError **error)
+{
+	(void)error;
+	if (len)
+		memcpy(dst, (const guint8 *)ctx + off, len);
+	return TRUE;
+}
+
+/* The same branches, every field, with a window per PSB segment (queue.c
+ * "Windows": a fresh libipt decoder at each seam) as in one window. */
+static void windows_compare(const guint8 *trace, gsize len, VtDecodeImage *img)
+{
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	VtDecodeQueue *one = vt_decode_queue_new(trace, len, &cpu, img, img, &err);
+	VtDecodeQueue *win = vt_decode_queue_new_reader(mem_read, g_memdup2(trace, len), g_free, len, 1, &cpu, img, img,
+							&err);
+	GArray *a = g_array_new(FALSE, FALSE, sizeof(VtBranch)), *b = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+
+	g_assert_no_error(err);
+	vt_decode_queue_set_flow_end(one, TRUE);
+	vt_decode_queue_set_flow_end(win, TRUE);
+	while (vt_decode_queue_next(one, a, G_MAXUINT))
+		;
+	while (vt_decode_queue_next(win, b, G_MAXUINT))
+		;
+	g_assert_cmpuint(a->len, ==, b->len);
+	g_assert_cmpmem(a->data, a->len * sizeof(VtBranch), b->data, b->len * sizeof(VtBranch));
+	vt_decode_queue_free(one);
+	vt_decode_queue_free(win);
+	g_array_free(a, TRUE);
+	g_array_free(b, TRUE);
 }
 
 /* Ranges on test_join's loop: 12 walks of it, one after the other (a PSB+
  * each; the walks' bits differ), each starting earlier in time than the
  * one before (the queue's first time stays the latest: the warm-up's
- * segment alone does not know it), jumps kept and dropped, cut at every
- * PSB and at every third; and on random bytes with good trace between
+ * segment alone does not know it), jumps kept and dropped, power events,
+ * cut at every PSB and at every third; with data: the sixth walk's PSB+
+ * cut short by an OVF (no range starts there, nor at the next PSB, whose
+ * warm-up would start there; no window's seam is there either: a window's
+ * decoder stops at its seam's first status event, and went on to the
+ * buffer's end); and on random bytes with good trace between
  * (errors, resyncs): ranges of 1 byte (one per PSB) to 32 KiB. */
-static void test_ranges(void)
+static void test_ranges(gconstpointer data)
 {
 	static const guint8 code[0x30] = {
 		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
@@ -755,18 +805,21 @@ static void test_ranges(void)
 	GRand *rng = g_rand_new_with_seed(7);
 	guint8 trace[12 * 2048], good[4096], buf[64 * 1024];
 	gsize len = 0, glen = write_trace(good, sizeof(good)), one = 0;
+	gboolean ovf = GPOINTER_TO_INT(data);
 	guint n;
 
 	for (guint i = 0; i < 12; i++) {
-		gsize k = write_join_trace_at(trace + len, sizeof(trace) - len, 100 + i, 9000000 - i * 100000, i < 11);
+		gsize k = write_join_trace_at(trace + len, sizeof(trace) - len, 100 + i, 9000000 - i * 100000, i < 11,
+					      ovf && i == 5);
 
 		one = one ? one : k;
 		len += k;
 	}
+	windows_compare(trace, len, img);
 	for (int drop = 0; drop < 2; drop++) {
-		ranges_compare(trace, len, img, 1, drop, &n);
-		g_assert_cmpuint(n, ==, 12);
-		ranges_compare(trace, len, img, 3 * one, drop, &n);
+		ranges_compare(trace, len, img, img, 1, drop, drop, &n);
+		g_assert_cmpuint(n, ==, 12 - 2 * ovf);   /* (no range starts at or after the PSB+ an OVF cut short) */
+		ranges_compare(trace, len, img, img, 3 * one, drop, FALSE, &n);
 		g_assert_cmpuint(n, >=, 3);
 	}
 	for (int round = 0; round < 6; round++) {
@@ -774,12 +827,91 @@ static void test_ranges(void)
 			buf[i] = (guint8)g_rand_int(rng);
 		for (gsize at = 0; at + glen < sizeof(buf); at += 4096 + g_rand_int_range(rng, 0, 4096))
 			memcpy(buf + at, good, glen);
-		ranges_compare(buf, sizeof(buf), h, round ? 1024u << round : 1, round & 1, &n);
+		ranges_compare(buf, sizeof(buf), h, h, round ? 1024u << round : 1, round & 1, FALSE, &n);
 		g_assert_cmpuint(n, >, 1);
 	}
 	g_rand_free(rng);
 	vt_decode_image_free(img);
 	vt_decode_image_free(h);
+	remove_dir(dir);
+}
+
+/* A guest's user code traced with intel_pt//k: tracing off (TIP.PGD at
+ * sysret), PSB+s without FUP and PIP meanwhile (CBR, VMCS), then back in
+ * the guest kernel by TIP.PGE without a PIP (an interrupt delivered
+ * without a VM exit): a range started at one of those PSBs would not know
+ * it is in the guest (its warm-up's PSB+ does not say) and walk guest code
+ * in the host's image.  No range starts there: a boundary's PSB+ and its
+ * warm-up's have a FUP and a PIP - here a round's second PSB (in the guest
+ * kernel), warmed up on its first; the branches are one decoder's, with
+ * no decode error. */
+static gsize write_user_gap_trace(guint8 *out, gsize cap)
+{
+	struct pt_packet vmcs = { .type = ppt_vmcs, .payload.vmcs.base = VMCS_BASE >> 12 };
+	struct pt_packet cbr = { .type = ppt_cbr, .payload.cbr.ratio = 30 };
+	struct pt_config cfg;
+	Enc e;
+
+	pt_config_init(&cfg);
+	cfg.begin = e.buf;
+	cfg.end = e.buf + sizeof(e.buf);
+	e.enc = pt_alloc_encoder(&cfg);
+	for (int round = 0; round < 3; round++) {
+		put(&e, (struct pt_packet){ .type = ppt_psb });
+		put(&e, cbr);
+		put_mode64(&e);
+		put(&e, vmcs);
+		put_pip(&e, HOST_CR3, FALSE);
+		put_ip(&e, ppt_fup, CODE);
+		put(&e, (struct pt_packet){ .type = ppt_psbend });
+		put_pip(&e, GUEST_CR3, TRUE);             /* VM entry at the vmresume (host 0x1001) */
+		put_ip(&e, ppt_tip, CODE);
+		put(&e, (struct pt_packet){ .type = ppt_psb });   /* in the guest kernel, at its jz */
+		put(&e, cbr);
+		put_mode64(&e);
+		put(&e, vmcs);
+		put_pip(&e, GUEST_CR3, TRUE);
+		put_ip(&e, ppt_fup, CODE + 0x10);
+		put(&e, (struct pt_packet){ .type = ppt_psbend });
+		put(&e, (struct pt_packet){ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 2, .payload = 2 } });
+		put_ip(&e, ppt_tip_pgd, 0);               /* sysret into the guest's user code */
+		for (int i = 0; i < 3; i++) {             /* PSB+s while tracing is off */
+			put(&e, (struct pt_packet){ .type = ppt_psb });
+			put(&e, cbr);
+			put(&e, vmcs);
+			put(&e, (struct pt_packet){ .type = ppt_psbend });
+			for (int k = 0; k < 8; k++)
+				put(&e, (struct pt_packet){ .type = ppt_pad });
+		}
+		put_mode64(&e);
+		put_ip(&e, ppt_tip_pge, CODE);            /* the guest kernel again, no PIP */
+		put(&e, (struct pt_packet){ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 1, .payload = 0 } });
+		put_ip(&e, ppt_fup, CODE + 0x12);         /* VM exit at the guest's cpuid */
+		put_pip(&e, HOST_CR3, FALSE);
+		put_ip(&e, ppt_tip, CODE + 4);            /* (host: jmp back to the vmresume) */
+		put(&e, (struct pt_packet){ .type = ppt_pad });
+	}
+	return enc_finish(&e, out, cap);
+}
+
+static void test_ranges_user_gap(void)
+{
+	/* host: nop; vmresume; jmp -6 | guest: jz -0x12 at 0x10 (to 0), cpuid, sysret; 0: jmp 0x10 */
+	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
+	static const guint8 guest[32] = { 0xeb, 0x0e, [0x10] = 0x74, 0xee, 0x0f, 0xa2, 0x48, 0x0f, 0x07 };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *h = code_image(dir, "host", host, sizeof(host));
+	VtDecodeImage *g = code_image(dir, "guest", guest, sizeof(guest));
+	guint8 trace[4096];
+	gsize len = write_user_gap_trace(trace, sizeof(trace));
+	guint n;
+
+	for (int power = 0; power < 2; power++) {
+		g_assert_cmpuint(ranges_compare(trace, len, h, g, 1, FALSE, power, &n), ==, 0);
+		g_assert_cmpuint(n, ==, 4);      /* the start, and a range per round: at its second PSB */
+	}
+	vt_decode_image_free(h);
+	vt_decode_image_free(g);
 	remove_dir(dir);
 }
 
@@ -1609,7 +1741,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/join", test_join);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
-	g_test_add_func("/decode/ranges", test_ranges);
+	g_test_add_data_func("/decode/ranges", GINT_TO_POINTER(FALSE), test_ranges);
+	g_test_add_data_func("/decode/ranges-ovf", GINT_TO_POINTER(TRUE), test_ranges);
+	g_test_add_func("/decode/ranges-user-gap", test_ranges_user_gap);
 	g_test_add_func("/decode/offsets-within", test_offsets_within);
 	g_test_add_func("/decode/offsets-cache", test_offsets_cache);
 	g_test_add_func("/decode/symcache", test_symcache);

@@ -27,12 +27,20 @@
  * PSB segment before its start with all its state and emits nothing
  * (muted) - the pending branch, the last instruction count, host/guest,
  * the VMCS are then what they are in a decoder that came from the queue's
- * start, as long as that segment has a branch - and it stops at its end's
- * PSB+ as a window stops at its seam.  One thing reaches back further:
- * monotonic()'s last time, the latest of everything emitted before; the
- * reader takes the latest of the ranges before (vt_decode_queue_last_time)
- * for the times of the next.  (Not with cycles: cycles.c reads the
- * queue from its start.) */
+ * start - and it stops at its end's PSB+ as a window stops at its seam.
+ * That holds where both PSB+s say what the decoder needs - a boundary's
+ * and its warm-up's PSB+ end with PSBEND, have a FUP (tracing on) and a
+ * PIP (host or guest: a guest's user code traced with intel_pt//k has
+ * PSB+s with neither, and a range started after them would walk guest
+ * code in the host's image) - and the segment between has a branch (not
+ * checked: tracing is on at its start, and its packets are branches').
+ * One thing reaches back further: monotonic()'s last time, the latest of
+ * everything emitted before; a range counts its own (not its warm-up's)
+ * and the reader takes the latest of the ranges before it
+ * (vt_decode_queue_last_time).  Where the trace contradicts itself at a
+ * PSB (corrupt data, a wrong image: the walk is not where the PSB+'s FUP
+ * says), a range and one decoder can be out of step differently.  (Not
+ * with cycles: cycles.c reads the queue from its start.) */
 #include "config.h"
 
 #include <string.h>
@@ -843,8 +851,12 @@ static int step(Dec *d, int status)
 		}
 		if (d->warming && !warm_event(d, &ev))
 			continue;
-		if (d->muted && ev.status_update && past(d, d->begin))
-			d->muted = FALSE;        /* the range's first PSB+: from here on, out */
+		if (d->muted && ev.status_update && past(d, d->begin)) {
+			d->muted = FALSE;        /* the range's first PSB+: from here on, out; */
+			d->last_tsc = 0;         /* the times before: the reader's (and the
+						  * warm-up's are libipt's before its timing
+						  * state is whole: a window's warm-up emits none) */
+		}
 		on_event(d, &ev);
 	}
 	pokes_now(d);             /* (pt_blk_next() clears blk) */
@@ -1039,6 +1051,28 @@ static gboolean find_psb_before(Dec *d, guint64 before, guint64 *at, GError **er
 	return TRUE;
 }
 
+/* A window's seam: the first PSB at or after `from` whose PSB+ ends
+ * (d->total if none). */
+static gboolean psb_check(Dec *d, guint64 psb, gboolean state, gboolean *full, GError **error);
+
+static gboolean find_seam(Dec *d, guint64 from, guint64 *at, GError **error)
+{
+	gboolean whole = FALSE;
+
+	for (*at = d->total; from < d->total; from = *at + 1) {
+		if (!find_psb(d, from, at, error))
+			return FALSE;
+		if (*at >= d->total)
+			return TRUE;
+		if (!psb_check(d, *at, FALSE, &whole, error))
+			return FALSE;
+		if (whole)
+			return TRUE;
+	}
+	*at = d->total;
+	return TRUE;
+}
+
 /* Poked pages of image i read through poke_read(), each until its last
  * poke (a view). */
 static void pokes_attach(Dec *d, int i)
@@ -1081,7 +1115,7 @@ static gboolean window_open(Dec *d, guint64 start, gboolean mute, GError **error
 	 * then has the timing state a continuous decoder has there */
 	if (start && !find_psb_before(d, start, &warm, error))
 		return FALSE;
-	if (d->window < d->stop_at - start && !find_psb(d, start + d->window, &seam, error))
+	if (d->window < d->stop_at - start && !find_seam(d, start + d->window, &seam, error))
 		return FALSE;
 	seam = MIN(seam, d->stop_at);
 	if (seam < d->total && !find_psb(d, seam + 1, &end, error))
@@ -1177,8 +1211,10 @@ VtDecodeQueue *vt_decode_queue_clone(const VtDecodeQueue *proto, GError **error)
  * of and set to kept (its images, tables, buffer and settings). */
 static void state_reset(Dec *d)
 {
-	Dec k = *d;
+	Dec k;
 
+	g_clear_error(&d->error);
+	k = *d;
 	memset(d, 0, sizeof(*d));
 	d->dec = k.dec;
 	memcpy(d->pi, k.pi, sizeof(d->pi));
@@ -1205,16 +1241,60 @@ static void state_reset(Dec *d)
 	d->ovf_branch = k.ovf_branch;
 }
 
+/* *full: the PSB+ at queue offset psb ends (PSBEND: no OVF cut it short -
+ * a window's decoder stops at its seam's first status event, which an OVF
+ * takes away) and, with state, restates what a range's decoder takes from
+ * it: tracing is on (a FUP: under intel_pt//k a guest's user code runs
+ * with PacketEn=0, and its PSB+s have no FUP and no PIP) and host or guest
+ * (a PIP). */
+static gboolean psb_check(Dec *d, guint64 psb, gboolean state, gboolean *full, GError **error)
+{
+	guint8 buf[512];
+	gsize n = (gsize)MIN((guint64)sizeof(buf), d->total - psb);
+	struct pt_config cfg;
+	struct pt_packet_decoder *pd;
+	struct pt_packet p;
+	gboolean fup = FALSE, pip = FALSE;
+
+	*full = FALSE;
+	if (!d->read(d->read_ctx, psb, buf, n, error))
+		return FALSE;
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + n;
+	cfg.decode.callback = vt_decode_unknown_packet;
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return TRUE;
+	if (pt_pkt_sync_set(pd, 0) >= 0 && pt_pkt_next(pd, &p, sizeof(p)) >= 0 && p.type == ppt_psb)
+		for (int i = 0; i < 64 && pt_pkt_next(pd, &p, sizeof(p)) >= 0; i++) {
+			if (p.type == ppt_psbend) {
+				*full = !state || (fup && pip);
+				break;
+			}
+			if (p.type == ppt_ovf || p.type == ppt_psb)
+				break;
+			fup = fup || p.type == ppt_fup;
+			pip = pip || p.type == ppt_pip;
+		}
+	pt_pkt_free_decoder(pd);
+	return TRUE;
+}
+
 gboolean vt_decode_queue_boundary(VtDecodeQueue *d, guint64 from, guint64 *at, GError **error)
 {
 	guint64 psb = 0, before;
+	gboolean full, full_before;
 
 	for (*at = d->total; from < d->total; from = psb + 1) {
-		if (!find_psb(d, from, &psb, error) || (psb < d->total && !find_psb_before(d, psb, &before, error)))
+		if (!find_psb(d, from, &psb, error))
 			return FALSE;
 		if (psb >= d->total)
 			return TRUE;
-		if (before < psb) {      /* (a PSB to start decoding at before it) */
+		if (!psb_check(d, psb, TRUE, &full, error) || (full && !find_psb_before(d, psb, &before, error)))
+			return FALSE;
+		/* (a PSB before it to warm up at, both PSB+s whole) */
+		if (full && before < psb && psb_check(d, before, TRUE, &full_before, error) && full_before) {
 			*at = psb;
 			return TRUE;
 		}

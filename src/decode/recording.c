@@ -690,14 +690,16 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GA
  * batches in the queue's order (the text is the same).  The queue is cut
  * into ranges (vt_decode_queue_range: from a PSB to a PSB, about SEGMENT
  * bytes; a queue that cannot be cut is one range) and each thread takes
- * the next range not taken, at most RING ahead of the one read, and
- * decodes it into batches of its own - at most `cap` waiting (all queues'
- * ranges together about RANGES_BUDGET bytes of batches), so memory stays
+ * the next range not taken - at most `ring` (threads + 1) taken and not
+ * yet read, the one read included - and decodes it into batches of its
+ * own, at most `cap` waiting (ranges' slots of all queues together about
+ * RANGES_BUDGET bytes of batches, but at least 4 a range), so memory stays
  * bounded.  A range's batches end with its end mark. */
 #define SEGMENT (128u << 10)      /* AUX bytes a range, about */
-#define RING 3                    /* ranges decoded at once, the one read included */
-#define RANGES_BUDGET (24u << 20) /* bytes of batches waiting, all queues' ranges (a range: 4 to 16) */
+#define SEGMENT_MIN 4096u         /* (smaller: mostly empty ranges, two PSB searches each) */
+#define RANGES_BUDGET (24u << 20) /* bytes of batches waiting in slots, all queues */
 #define MAX_DECODERS 8
+#define MAX_RING (MAX_DECODERS + 1)
 
 typedef struct {
 	guint64 last_tsc;         /* its decoder's latest time (vt_decode_queue_last_time) */
@@ -708,14 +710,15 @@ struct Ahead {
 	Queue *q;
 	guint64 size;             /* of a range (G_MAXUINT64: one range) */
 	guint cap;                /* batches of a range waiting to be read, at most */
+	guint ring;               /* ranges taken and not read, at most */
 	GMutex lock;
 	GCond cond;
 	guint64 taken;            /* ranges taken by the threads (lock) */
 	guint64 reading;          /* the range the formatting thread reads (lock) */
-	guint waiting[RING];      /* batches of range k waiting in slot k % RING (lock) */
+	guint waiting[MAX_RING];  /* batches of range k waiting in slot k % ring (lock) */
 	gboolean ended, stop;     /* the last range was taken; stopped (lock) */
-	GAsyncQueue *slot[RING];  /* range k's batches, then &ends[k % RING] */
-	RangeEnd ends[RING];
+	GAsyncQueue *slot[MAX_RING];   /* range k's batches, then &ends[k % ring] */
+	RangeEnd ends[MAX_RING];
 	GAsyncQueue *free;        /* batches read, for reuse */
 	GError *error;            /* the first range that could not be read (lock) */
 	guint64 ranges;           /* cut and decoded (lock) */
@@ -738,20 +741,30 @@ static gboolean range_room(Ahead *a, guint k)
 	return ok;
 }
 
+/* Where range k starts: the boundary at k * size (0 for the first; the
+ * queue's end where k * size is past it - no product that overflows). */
+static gboolean range_bound(const Ahead *a, VtDecodeQueue *d, guint64 k, guint64 total, guint64 *at, GError **error)
+{
+	if (!k || k > total / a->size) {
+		*at = k ? total : 0;
+		return TRUE;
+	}
+	return vt_decode_queue_boundary(d, k * a->size, at, error);
+}
+
 /* Range k (from boundary(k * size) to boundary((k + 1) * size); one
  * range: the queue's own decoder, from its start) decoded by d into its
  * slot, then its end mark; FALSE: stopped. */
 static gboolean range_decode(Ahead *a, VtDecodeQueue *d, guint64 k)
 {
-	guint i = (guint)(k % RING);
+	guint i = (guint)(k % a->ring);
 	guint64 total = a->q->starts[a->q->q->nbufs], start = 0, end = total;
 	GError *error = NULL;
 	gboolean more = TRUE, ok = TRUE;
 
-	if (a->size != G_MAXUINT64 &&
-	    ((k && !vt_decode_queue_boundary(d, k * a->size, &start, &error)) ||
-	     (a->size <= total / (k + 1) && !vt_decode_queue_boundary(d, (k + 1) * a->size, &end, &error)) ||
-	     !vt_decode_queue_range(d, start, end, &error)))
+	if (a->size != G_MAXUINT64 && (!range_bound(a, d, k, total, &start, &error) ||
+					!range_bound(a, d, k + 1, total, &end, &error) ||
+					!vt_decode_queue_range(d, start, end, &error)))
 		more = FALSE;
 	while (more && (ok = range_room(a, i))) {
 		GArray *b = g_async_queue_try_pop(a->free);
@@ -792,7 +805,7 @@ static gpointer decode_ahead(gpointer data)
 		guint64 k;
 
 		g_mutex_lock(&a->lock);
-		while (!a->stop && !a->ended && a->taken >= a->reading + RING)
+		while (!a->stop && !a->ended && a->taken >= a->reading + a->ring)
 			g_cond_wait(&a->cond, &a->lock);
 		ok = !a->stop && !a->ended;
 		k = a->taken++;
@@ -814,19 +827,21 @@ static Ahead *ahead_start(Queue *q, guint n)
 	Ahead *a = g_new0(Ahead, 1);
 
 	a->q = q;
-	a->size = size && vt_decode_queue_splits(q->dec) ? size : G_MAXUINT64;
+	a->size = size && vt_decode_queue_splits(q->dec) ? MAX(size, SEGMENT_MIN) : G_MAXUINT64;
+	n = MIN(a->size == G_MAXUINT64 ? 1 : n, MAX_DECODERS);
+	a->ring = n + 1;
 	/* (the bench's tcg-boot, 9 MiB of AUX, 16 batches a range: --call-trace 0.58 s, 64:
 	 * 0.56 s with 1 MB more, --itrace=b 0.93 and 0.87 s with 10 MB more,
 	 * --insn-trace 3.02 and 3.07 s with 21 MB more; one range: as many as
 	 * the formatter may be ahead, no more was of use) */
 	a->cap = a->size == G_MAXUINT64 ? 4 :
-		CLAMP(RANGES_BUDGET / (RING * q->r->n * BATCH * sizeof(VtBranch)), 4u, 16u);
+		CLAMP(RANGES_BUDGET / (a->ring * q->r->n * BATCH * sizeof(VtBranch)), 4u, 16u);
 	g_mutex_init(&a->lock);
 	g_cond_init(&a->cond);
-	for (guint i = 0; i < RING; i++)
+	for (guint i = 0; i < a->ring; i++)
 		a->slot[i] = g_async_queue_new();
 	a->free = g_async_queue_new_full((GDestroyNotify)g_array_unref);
-	for (guint i = 0; i < MIN(a->size == G_MAXUINT64 ? 1 : n, MAX_DECODERS); i++) {
+	for (guint i = 0; i < n; i++) {
 		AheadThread *t = g_new0(AheadThread, 1);
 
 		t->a = a;
@@ -867,7 +882,7 @@ static gboolean ahead_next(Ahead *a, GArray **b)
 	if (*b)
 		g_async_queue_push(a->free, *b);
 	for (;;) {
-		guint i = (guint)(a->reading % RING);
+		guint i = (guint)(a->reading % a->ring);
 		gpointer x = g_async_queue_pop(a->slot[i]);
 		gboolean last;
 
@@ -910,7 +925,7 @@ static void ahead_stop(VtDecodeResult *r, Ahead *a)
 	g_mutex_unlock(&a->lock);
 	for (guint i = 0; i < a->n; i++)
 		g_thread_join(a->threads[i]);
-	for (guint i = 0; i < RING; i++) {
+	for (guint i = 0; i < a->ring; i++) {
 		while ((x = g_async_queue_try_pop(a->slot[i])))
 			if (x != (gpointer)&a->ends[i])
 				g_array_unref(x);
