@@ -2,7 +2,9 @@
  * any bytes as one AUX queue, decoded against small host and guest images
  * that share their addresses (the NR switch runs), must end - no crash, no
  * hang, no sanitizer report - and every branch record must be well formed;
- * the first byte picks jumps dropped and IPC cycles counted.
+ * the first byte picks jumps dropped, IPC cycles counted, a CYC threshold
+ * and (without cycles) decoding in ranges of 256 to 4096 bytes as several
+ * threads decode a queue (vt_decode_queue_range).
  *
  * Build: make fuzz (clang); without libFuzzer, link fuzz/standalone.c for a
  * main() that decodes the files named on the command line. */
@@ -87,6 +89,25 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* The queue of proto in ranges of about `step` bytes, one after the other,
+ * into out. */
+static void decode_ranges(const VtDecodeQueue *proto, gsize size, guint64 step, GArray *out)
+{
+	VtDecodeQueue *d = vt_decode_queue_clone(proto, NULL);
+	guint64 start = 0, end = 0;
+
+	if (!d)
+		abort();
+	for (guint64 k = 1; end < size; k++, start = end) {
+		if (!vt_decode_queue_boundary(d, k * step, &end, NULL) || end < start ||
+		    !vt_decode_queue_range(d, start, end, NULL))
+			abort();
+		while (vt_decode_queue_next(d, out, G_MAXUINT))
+			;
+	}
+	vt_decode_queue_free(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -104,8 +125,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	vt_decode_queue_set_drop_jumps(q, (how & 1) != 0);
 	vt_decode_queue_set_cycles(q, (how & 2) != 0);
-	while (vt_decode_queue_next(q, out, G_MAXUINT))
-		;
+	if ((how & 8) && vt_decode_queue_splits(q))
+		decode_ranges(q, size, 256u << ((how >> 4) & 3), out);
+	else
+		while (vt_decode_queue_next(q, out, G_MAXUINT))
+			;
 	vt_decode_queue_free(q);
 	for (guint i = 0; i < out->len; i++) {
 		const VtBranch *b = &g_array_index(out, VtBranch, i);
