@@ -1967,6 +1967,8 @@ static void report(Script *s)
 		s->show_flags = s->o->branch_flags;   /* --itrace c, r; 0: every branch */
 	if (s->o->field_mask & F_IPC)
 		vt_decode_result_cycles(s->result);
+	if (s->o->insn_trace)         /* (formatting is the work: ranges cost more than they gave) */
+		vt_decode_result_ahead_max(s->result, 1);
 	if (print_in_threads(s)) {
 		s->out = vt_textbuf_new(stdout, 1 << 20);
 		s->records = s->stacks != NULL;

@@ -481,6 +481,12 @@ guint32 vt_decode_result_cbr_khz(const VtDecodeResult *r, guint32 *max_nonturbo)
 void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *total);
 /* decode errors among the branches read so far */
 guint vt_decode_result_n_errors(const VtDecodeResult *r);
+/* Before vt_decode_result_start: at most n threads decode a queue ahead
+ * of its reader (1: one, no ranges) - where the reader's work costs more
+ * than decoding (script --insn-trace: ranges decoded far ahead took CPU
+ * from the formatting thread, ~10% more time).  VMTRACE_SEGMENT set: no
+ * limit (tests). */
+void vt_decode_result_ahead_max(VtDecodeResult *r, guint n);
 /* Ranges of queues decoded apart so far (decode ahead in several threads:
  * VMTRACE_SEGMENT; 0 where no queue was cut). */
 guint64 vt_decode_result_ranges(const VtDecodeResult *r);

@@ -119,6 +119,7 @@ struct VtDecodeResult {
 	gboolean stop;
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	guint64 ranges;           /* decoded apart (lock) */
+	guint ahead_max;          /* vt_decode_result_ahead_max (0: no limit) */
 
 	/* the reader's */
 	_Alignas(64) guint at;    /* timeless: the queue being read */
@@ -376,7 +377,7 @@ static guint ahead_threads(const VtDecodeResult *r)
 {
 	guint n = r->jobs / (r->timed ? r->n : 1);
 
-	return n >= 2 ? n : 0;
+	return n < 2 ? 0 : r->ahead_max ? MIN(n, r->ahead_max) : n;
 }
 
 typedef struct Ahead Ahead;
@@ -819,7 +820,8 @@ static gpointer decode_ahead(gpointer data)
 }
 
 /* The threads decoding ahead for q: n of them on ranges where the queue
- * can be cut (VMTRACE_SEGMENT: a range's size; 0: one range), else one. */
+ * can be cut and n is 2 or more (VMTRACE_SEGMENT: a range's size; 0: one
+ * range), else one. */
 static Ahead *ahead_start(Queue *q, guint n)
 {
 	const char *e = g_getenv("VMTRACE_SEGMENT");
@@ -827,7 +829,7 @@ static Ahead *ahead_start(Queue *q, guint n)
 	Ahead *a = g_new0(Ahead, 1);
 
 	a->q = q;
-	a->size = size && vt_decode_queue_splits(q->dec) ? MAX(size, SEGMENT_MIN) : G_MAXUINT64;
+	a->size = size && n >= 2 && vt_decode_queue_splits(q->dec) ? MAX(size, SEGMENT_MIN) : G_MAXUINT64;
 	n = MIN(a->size == G_MAXUINT64 ? 1 : n, MAX_DECODERS);
 	a->ring = n + 1;
 	/* (the bench's tcg-boot, 9 MiB of AUX, 16 batches a range: --call-trace 0.58 s, 64:
@@ -1271,6 +1273,13 @@ void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data)
 	g_return_if_fail(!r->started);
 	r->keep = keep;
 	r->keep_data = data;
+}
+
+void vt_decode_result_ahead_max(VtDecodeResult *r, guint n)
+{
+	g_return_if_fail(!r->started);
+	if (!g_getenv("VMTRACE_SEGMENT"))
+		r->ahead_max = n;
 }
 
 void vt_decode_result_drop_jumps(VtDecodeResult *r)
