@@ -11,13 +11,35 @@
 # made in the decoding threads too (the main thread pads each line to the
 # column that follows all queues' lines), with errors (corrupt AUX, OVF)
 # and filters; and where --jobs leaves a CPU for it, each queue decoded
-# ahead by a thread of its own (one vCPU: --jobs 2, the default on two CPUs).
+# ahead by a thread of its own (one vCPU: --jobs 2, the default on two CPUs;
+# VMTRACE_SEGMENT set, as the default, so that --jobs counts beyond the
+# CPUs this machine has and the paths run on any machine).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_python
 make_code_dirs
 
 G="--guestkallsyms $GUEST_CODE/kallsyms"
+# threads_most OUT CMD...: the most threads CMD ran at once (/proc/PID/status,
+# sampled every 2 ms until it ends) into OUT
+threads_most() {
+	out=$1
+	shift
+	"$PYTHON3" - "$@" >"$out" <<'PY'
+import subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+most = 0
+while p.poll() is None:
+    try:
+        for l in open('/proc/%d/status' % p.pid):
+            if l.startswith('Threads:'):
+                most = max(most, int(l.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.002)
+print(most)
+PY
+}
 # (the CPU share in the normal build only: ASan's shadow work is not the code's)
 if ! asan_build && code_recording share 256K --vcpus 2 --seed 5; then
 # shellcheck disable=SC2086
@@ -53,13 +75,16 @@ if code_recording bad 64K --vcpus 3 --seed 7 --psb-period 0 && "$PYTHON3" "$top_
 	check "bad: its call-ret trace has decode errors" grep -q "instruction trace error" "$TMP/threads.out"
 	# --jobs for twice the queues: each queue decoded ahead by a thread of
 	# its own, formatted in another (decode_ahead) - the same text
+	export VMTRACE_SEGMENT=131072
 	for mode in "--itrace=bep" --call-trace; do
 		# shellcheck disable=SC2086
 		threads_vs_serial "bad $mode --jobs 16 (decoded ahead)" "$TMP/bad.data" $G $mode --jobs 16
 	done
+	unset VMTRACE_SEGMENT
 fi
 # decoded ahead: 4 queues with --jobs 16, one queue (a single vCPU) with
 # --jobs 2 (the default on 2 CPUs or more); --jobs 1 never
+export VMTRACE_SEGMENT=131072
 for mode in "--itrace=bep" --insn-trace --call-trace; do
 	# shellcheck disable=SC2086
 	[ ! -e "$TMP/thread-4vcpu.data" ] ||
@@ -78,25 +103,23 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 	for j in 1 2; do
 		! asan_build || break
 		# shellcheck disable=SC2086
-		VMTRACE_SEGMENT=4096 "$PYTHON3" - "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs $j \
-			>"$TMP/threads.$j" <<'PY'
-import subprocess, sys, time
-p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-most = 0
-while p.poll() is None:
-    try:
-        for l in open('/proc/%d/status' % p.pid):
-            if l.startswith('Threads:'):
-                most = max(most, int(l.split()[1]))
-    except OSError:
-        pass
-    time.sleep(0.002)
-print(most)
-PY
+		threads_most "$TMP/threads.$j" env VMTRACE_SEGMENT=4096 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs $j
 	done
 	asan_build ||
 		check "one vCPU: --jobs 2 runs two decoding threads more than --jobs 1 ($(cat "$TMP/threads.1") -> $(cat "$TMP/threads.2") threads)" \
 			test "$(cat "$TMP/threads.2")" -eq "$(($(cat "$TMP/threads.1") + 2))"
+	# --jobs counts up to the CPUs there are (VMTRACE_SEGMENT unset): with
+	# four times as many, at most that many threads decode the queue ahead
+	# (VMTRACE_RANGES_STATS says how many did)
+	cpus=$(nproc)
+	for j in "$cpus" "$((cpus * 4))"; do
+		# shellcheck disable=SC2086
+		env -u VMTRACE_SEGMENT VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --call-trace --jobs $j \
+			2>&1 >/dev/null | sed -n 's/.*by at most \([0-9]*\) threads a queue$/\1/p' >"$TMP/ahead.$j"
+	done
+	check "one vCPU, $cpus CPUs: --jobs $((cpus * 4)) decodes ahead in $(cat "$TMP/ahead.$((cpus * 4))") threads, --jobs $cpus in $(cat "$TMP/ahead.$cpus")" \
+		sh -c "test -s '$TMP/ahead.$cpus' && test \"\$(cat '$TMP/ahead.$((cpus * 4))')\" -le $cpus &&
+			test \"\$(cat '$TMP/ahead.$((cpus * 4))')\" -eq \"\$(cat '$TMP/ahead.$cpus')\""
 	# the reader gone after a line: both threads stop, exit at once
 	# shellcheck disable=SC2086
 	(timeout 60 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 2; echo "rc $?" >"$TMP/one.rc") 2>/dev/null |
@@ -104,4 +127,5 @@ PY
 	check "one vCPU, decoded ahead, the reader gone: it ends (not killed by timeout: $(cat "$TMP/one.rc"))" \
 		sh -c "! grep -q 'rc 124' '$TMP/one.rc'"
 fi
+unset VMTRACE_SEGMENT
 finish

@@ -1990,8 +1990,12 @@ static void report(Script *s)
 	vt_textbuf_free(s->out);      /* flushed: before any message that follows */
 	s->out = NULL;
 	vt_cmd_progress(&s->progress, s->result, TRUE);
-	if (g_getenv("VMTRACE_RANGES_STATS"))   /* (tests, tuning: vmtrace(1)) */
-		vt_warn("script", "%" G_GUINT64_FORMAT " ranges decoded apart", vt_decode_result_ranges(s->result));
+	if (g_getenv("VMTRACE_RANGES_STATS")) {   /* (tests, tuning: vmtrace(1)) */
+		guint threads = 0;
+		guint64 n = vt_decode_result_ranges(s->result, &threads);
+
+		vt_warn("script", "%" G_GUINT64_FORMAT " ranges decoded apart, by at most %u threads a queue", n, threads);
+	}
 	if (s->json)
 		vt_json_free(s->json);
 	s->json = NULL;

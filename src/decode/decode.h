@@ -488,8 +488,9 @@ guint vt_decode_result_n_errors(const VtDecodeResult *r);
  * limit (tests). */
 void vt_decode_result_ahead_max(VtDecodeResult *r, guint n);
 /* Ranges of queues decoded apart so far (decode ahead in several threads:
- * VMTRACE_SEGMENT; 0 where no queue was cut). */
-guint64 vt_decode_result_ranges(const VtDecodeResult *r);
+ * VMTRACE_SEGMENT; 0 where no queue was cut); *threads (if not NULL): the
+ * most threads that decoded one queue ahead (0: none did). */
+guint64 vt_decode_result_ranges(const VtDecodeResult *r, guint *threads);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);

@@ -120,6 +120,8 @@ struct VtDecodeResult {
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	guint64 ranges;           /* decoded apart (lock) */
 	guint ahead_max;          /* vt_decode_result_ahead_max (0: no limit) */
+	guint cpus;               /* threads that decode ahead, at most (all queues: ahead_threads) */
+	guint ahead_most;         /* the most that decoded one queue ahead (lock) */
 
 	/* the reader's */
 	_Alignas(64) guint at;    /* timeless: the queue being read */
@@ -372,10 +374,12 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
  * timed recording's queues are read at once (merged in time order), a
  * timeless one's one after the other (2 vCPUs on 2 CPUs: while the first
  * queue was read, the second decoded a few batches ahead and waited, and
- * a CPU idled; now the queue read has both). */
+ * a CPU idled; now the queue read has both) - --jobs counted up to the
+ * CPUs there are (threads beyond them only took turns: 4 vCPUs, --jobs 8
+ * on 2 CPUs, a 1 MiB cyc call trace took 0.169 s, 0.115 s with --jobs 4). */
 static guint ahead_threads(const VtDecodeResult *r)
 {
-	guint n = r->jobs / (r->timed ? r->n : 1);
+	guint n = MIN(r->jobs, r->cpus) / (r->timed ? r->n : 1);
 
 	return n < 2 ? 0 : r->ahead_max ? MIN(n, r->ahead_max) : n;
 }
@@ -938,6 +942,7 @@ static void ahead_stop(VtDecodeResult *r, Ahead *a)
 	if (a->error && !r->error)
 		r->error = g_steal_pointer(&a->error);
 	r->ranges += a->ranges;
+	r->ahead_most = MAX(r->ahead_most, a->n);
 	g_mutex_unlock(&r->lock);
 	g_clear_error(&a->error);
 	g_mutex_clear(&a->lock);
@@ -1347,6 +1352,8 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	 * queues on 2 CPUs: idle core-seconds 0.080 -> 0.032 in a call trace,
 	 * 0.090 -> 0.043 in --insn-trace; wall -14% and -6%) */
 	r->tokens = r->jobs = opts->jobs ? opts->jobs : MAX(r->n, (guint)MAX(1, g_get_num_processors()));
+	/* (VMTRACE_SEGMENT set, for tests and tuning: --jobs as given) */
+	r->cpus = g_getenv("VMTRACE_SEGMENT") ? G_MAXUINT : (guint)MAX(1, g_get_num_processors());
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
@@ -1471,12 +1478,14 @@ void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *
 	}
 }
 
-guint64 vt_decode_result_ranges(const VtDecodeResult *r)
+guint64 vt_decode_result_ranges(const VtDecodeResult *r, guint *threads)
 {
 	guint64 n;
 
 	g_mutex_lock((GMutex *)&r->lock);
 	n = r->ranges;
+	if (threads)
+		*threads = r->ahead_most;
 	g_mutex_unlock((GMutex *)&r->lock);
 	return n;
 }
