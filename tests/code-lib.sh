@@ -291,6 +291,25 @@ report_truth() {
 		sed 's/^/#   /' "$TMP/$1.cmp" | cut -c1-300
 }
 
+# same_text NAME ENV-A ENV-B WHAT SCRIPT-ARGS...: vmtrace script prints the
+# same text and exits the same with the environment ENV-A as with ENV-B
+# (each a word list for env; the output in $TMP/NAME.a and NAME.b, stderr
+# in NAME.a.err and NAME.b.err), and prints some; WHAT ends the check's
+# name; the first lines that differ on failure - t0097, t0145
+same_text() {
+	st_name=$1 st_a=$2 st_b=$3 st_what=$4
+	shift 4
+	# shellcheck disable=SC2086
+	env $st_a "$VMTRACE" script "$@" >"$TMP/$st_name.a" 2>"$TMP/$st_name.a.err"
+	st_r1=$?
+	# shellcheck disable=SC2086
+	env $st_b "$VMTRACE" script "$@" >"$TMP/$st_name.b" 2>"$TMP/$st_name.b.err"
+	st_r2=$?
+	check "$st_name: $(wc -l <"$TMP/$st_name.a") lines, exit $st_r1, $st_what" \
+		sh -c "test $st_r1 -eq $st_r2 && test -s '$TMP/$st_name.a' && cmp -s '$TMP/$st_name.a' '$TMP/$st_name.b'" ||
+		diff "$TMP/$st_name.a" "$TMP/$st_name.b" | head -10 | sed 's/^/#   /'
+}
+
 # threads_vs_serial NAME REC SCRIPT-ARGS...: vmtrace script prints the same
 # text and exit status with its lines printed in the decoding threads as
 # with VMTRACE_SCRIPT_SERIAL=1 (all in the main thread) - t0107

@@ -14,8 +14,10 @@ fails=0
 
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 fail() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
-# check DESCRIPTION COMMAND...: passes when COMMAND succeeds
-check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
+# check DESCRIPTION COMMAND...: passes when COMMAND succeeds; returns 1 when
+# it fails, so that `check ... || show-why` shows why (it returned fail's 0
+# before: no failure printed its diff)
+check() { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; return 1; fi; }
 # finish: the summary, and the CPU time of the test's waited-for children
 # (run-tests.sh sums it: what the suite costs, apart from waiting)
 finish() {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The test helpers themselves (tests/lib.sh): test_cmp passes on equal
-# files, fails with a unified diff otherwise.
+# files, fails with a unified diff otherwise; check returns 1 when its
+# command fails (`check ... || show-why` shows why) and counts the failure.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 printf 'a\nb\nc\n' >"$TMP/expect"
@@ -16,4 +17,11 @@ check "test_cmp: the failure shows a unified diff, expected '-', actual '+'" \
 test_cmp "$TMP/expect" "$TMP/missing" >"$TMP/diff"
 check "test_cmp: a missing file fails" test $? -ne 0
 check "test_cmp: ... and is named" grep -q missing "$TMP/diff"
+# check in a subshell: its failure counted there, not here
+(n=0 fails=0
+ check "a failing command" false >/dev/null || echo "why: shown"
+ check "a passing command" true >/dev/null || echo "why: wrongly shown"
+ echo "counted $n, $fails failed") >"$TMP/check.out"
+check "check: a failure returns 1 (why shown), a pass 0; both counted" \
+	sh -c "test \"\$(cat '$TMP/check.out')\" = \"\$(printf 'why: shown\\ncounted 2, 1 failed')\""
 finish

@@ -20,13 +20,7 @@ G="--guestkallsyms $GUEST_CODE/kallsyms"
 same() {
 	sn=$1
 	shift
-	VMTRACE_DECODE_WINDOW=0 "$VMTRACE" script "$@" >"$TMP/$sn.whole" 2>"$TMP/$sn.whole.err"
-	rc0=$?
-	VMTRACE_DECODE_WINDOW=1 "$VMTRACE" script "$@" >"$TMP/$sn.win" 2>"$TMP/$sn.win.err"
-	rc1=$?
-	check "$sn: $(wc -l <"$TMP/$sn.whole") lines, exit $rc0, the same with a window per PSB segment" \
-		sh -c "test $rc0 -eq $rc1 && test -s '$TMP/$sn.whole' && cmp -s '$TMP/$sn.whole' '$TMP/$sn.win'"
-	cmp -s "$TMP/$sn.whole" "$TMP/$sn.win" || diff "$TMP/$sn.whole" "$TMP/$sn.win" | head -10 | sed 's/^/#   /'
+	same_text "$sn" VMTRACE_DECODE_WINDOW=0 VMTRACE_DECODE_WINDOW=1 "the same with a window per PSB segment" "$@"
 }
 while read -r name opts; do
 	[ -n "$name" ] || continue
@@ -52,7 +46,7 @@ cp -r "$TMP/thread-timeless.data" "$TMP/bad.data"
 "$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/bad.data/data"
 # shellcheck disable=SC2086
 same corrupt "$TMP/bad.data" $G --itrace=be
-check "corrupt: decode errors printed" grep -q 'instruction trace error' "$TMP/corrupt.whole"
+check "corrupt: decode errors printed" grep -q 'instruction trace error' "$TMP/corrupt.a"
 
 # --- peak RSS on big recordings ------------------------------------------
 cp -r "$TMP/thread-timeless.data" "$TMP/64M.data" && cp -r "$TMP/thread-timeless.data" "$TMP/512M.data"
