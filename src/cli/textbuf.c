@@ -151,6 +151,7 @@ VtTextBuf *vt_textbuf_new(FILE *f, gsize cap)
 		t->splice = TRUE;
 	} else {
 		t->buf = g_malloc(t->cap);
+		vt_decode_populate(t->buf, t->cap);   /* (filled before it is written out) */
 	}
 	if (f)
 		pipe_grow(f, t->cap);
@@ -172,7 +173,11 @@ char *vt_textbuf_swap(VtTextBuf *t, char *buf, gsize cap, gsize *len, gsize *old
 	t->flushed += t->len;
 	t->len = 0;
 	t->cap = buf ? cap : MAX(*old_cap, (gsize)VT_TEXTBUF_PIECE);
-	t->buf = buf ? buf : g_malloc(t->cap);
+	if (!buf) {
+		buf = g_malloc(t->cap);
+		vt_decode_populate(buf, t->cap);
+	}
+	t->buf = buf;
 	return old;
 }
 
@@ -217,8 +222,11 @@ gboolean vt_textbuf_failed(const VtTextBuf *t)
 void vt_textbuf_make_room(VtTextBuf *t, gsize n)
 {
 	if (!t->f) {                  /* in memory: grows */
+		gsize old = t->cap;
+
 		t->cap = MAX(t->cap * 2, t->len + n);
 		t->buf = g_realloc(t->buf, t->cap);
+		vt_decode_populate(t->buf + old, t->cap - old);
 		return;
 	}
 	g_return_if_fail(n <= t->cap);

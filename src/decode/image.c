@@ -273,6 +273,8 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	g_array_set_size(all, (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));   /* (not cleared: not touched) */
 	g_string_set_size(img->names, len);      /* names are shorter than their lines */
 	g_string_truncate(img->names, 0);
+	vt_decode_populate(img->names->str, len);
+	vt_decode_populate(all->data, (gsize)all->len * sizeof(Symbol));
 	for (cur = text; cur && cur < fend; cur = nl < fend ? nl + 1 : NULL) {
 		const char *end, *name, *name_end;
 		Symbol s;

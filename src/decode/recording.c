@@ -311,6 +311,16 @@ static const guint8 *guest_user_code(gpointer ctx, guint64 tsc, guint64 ip, gsiz
 }
 
 /* ------------------------------------------------------------- decoding */
+/* A batch of BATCH elements of elt bytes, its pages mapped (it is filled
+ * at once; vt_decode_populate). */
+static GArray *batch_new(guint elt)
+{
+	GArray *a = g_array_sized_new(FALSE, FALSE, elt, BATCH);
+
+	vt_decode_populate(a->data, (gsize)BATCH * elt);
+	return a;
+}
+
 /* A batch to fill: one the reader is done with, else a new one (a batch is
  * 256 KiB: allocated anew each time, glibc mapped and unmapped it - page
  * faults clearing its pages, TLB shootdowns in the other threads). */
@@ -322,7 +332,7 @@ static GArray *batch_get(Queue *q)
 		g_array_set_size(b, 0);
 		return b;
 	}
-	return g_array_sized_new(FALSE, FALSE, sizeof(VtDecodeEvent), BATCH);
+	return batch_new(sizeof(VtDecodeEvent));
 }
 
 /* The branches of raw the reader keeps, named, onto the events of ev
@@ -417,7 +427,7 @@ static gpointer produce(gpointer data)
 {
 	Queue *q = data;
 	VtDecodeResult *r = q->r;
-	g_autoptr(GArray) raw = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+	g_autoptr(GArray) raw = batch_new(sizeof(VtBranch));
 	Ahead *ahead = ahead_threads(r) ? ahead_start(q, ahead_threads(r)) : NULL;
 	GArray *araw = NULL;
 	guint apos = 0;
@@ -598,6 +608,7 @@ static Chunk *chunk_get(Queue *q, GAsyncQueue *spare)
 	}
 	c = g_new0(Chunk, 1);
 	c->marks = g_new(Mark, CHUNK_MARKS);
+	vt_decode_populate(c->marks, CHUNK_MARKS * sizeof(Mark));
 	return c;
 }
 
@@ -775,7 +786,7 @@ static gboolean range_decode(Ahead *a, VtDecodeQueue *d, guint64 k)
 		GArray *b = g_async_queue_try_pop(a->free);
 
 		if (!b)
-			b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+			b = batch_new(sizeof(VtBranch));
 		g_array_set_size(b, 0);
 		more = vt_decode_queue_next(d, b, BATCH - BATCH_ROOM);
 		g_async_queue_push(a->slot[i], b);
@@ -978,7 +989,7 @@ static gpointer produce_text(Queue *q)
 	if (ahead_threads(r))
 		ahead = ahead_start(q, ahead_threads(r));
 	else
-		b = g_array_sized_new(FALSE, FALSE, sizeof(VtBranch), BATCH);
+		b = batch_new(sizeof(VtBranch));
 	while (ok && more) {
 		more = next_batch(q, ahead, &b);
 		if (b)
