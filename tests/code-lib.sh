@@ -287,15 +287,17 @@ report_truth() {
 	check "$1: vmtrace report --json exit 0" test $? -eq 0 || sed 's/^/#   /' "$TMP/$1.report.err"
 	"$PYTHON3" "$top_srcdir/tests/report-truth.py" "$TMP/$1.branches" "$HOST_CODE/kallsyms" \
 		"$GUEST_CODE/kallsyms" "$TMP/$1.script" "$TMP/$1.report" >"$TMP/$1.cmp" 2>&1
-	check "$1: report = ground truth ($(head -1 "$TMP/$1.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$1: report = ground truth ($(head -1 "$TMP/$1.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$1.cmp" | cut -c1-300
 }
 
 # same_text NAME ENV-A ENV-B WHAT SCRIPT-ARGS...: vmtrace script prints the
-# same text and exits the same with the environment ENV-A as with ENV-B
+# same text on stdout and on stderr (VMTRACE_RANGES_STATS's line aside) and
+# exits the same (st_r1, st_r2) with the environment ENV-A as with ENV-B
 # (each a word list for env; the output in $TMP/NAME.a and NAME.b, stderr
 # in NAME.a.err and NAME.b.err), and prints some; WHAT ends the check's
-# name; the first lines that differ on failure - t0097, t0145
+# name; the first lines that differ on failure - t0048, t0097, t0145
 same_text() {
 	st_name=$1 st_a=$2 st_b=$3 st_what=$4
 	shift 4
@@ -305,9 +307,15 @@ same_text() {
 	# shellcheck disable=SC2086
 	env $st_b "$VMTRACE" script "$@" >"$TMP/$st_name.b" 2>"$TMP/$st_name.b.err"
 	st_r2=$?
+	for st_e in a b; do
+		grep -v '^vmtrace script: [0-9]* ranges decoded apart' "$TMP/$st_name.$st_e.err" >"$TMP/$st_name.$st_e.err2"
+	done
 	check "$st_name: $(wc -l <"$TMP/$st_name.a") lines, exit $st_r1, $st_what" \
-		sh -c "test $st_r1 -eq $st_r2 && test -s '$TMP/$st_name.a' && cmp -s '$TMP/$st_name.a' '$TMP/$st_name.b'" ||
+		sh -c "test $st_r1 -eq $st_r2 && test -s '$TMP/$st_name.a' && cmp -s '$TMP/$st_name.a' '$TMP/$st_name.b' &&
+		       cmp -s '$TMP/$st_name.a.err2' '$TMP/$st_name.b.err2'" ||
 		diff "$TMP/$st_name.a" "$TMP/$st_name.b" | head -10 | sed 's/^/#   /'
+	cmp -s "$TMP/$st_name.a.err2" "$TMP/$st_name.b.err2" ||
+		diff "$TMP/$st_name.a.err2" "$TMP/$st_name.b.err2" | head -6 | sed 's/^/#   stderr: /'
 }
 
 # threads_vs_serial NAME REC SCRIPT-ARGS...: vmtrace script prints the same

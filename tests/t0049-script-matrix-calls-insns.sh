@@ -29,7 +29,8 @@ compare() {
 	# shellcheck disable=SC2086
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$@" "$TMP/$cn.$cm.perf" "$TMP/$cn.$cm.vt" \
 		"$TMP/$cn.branches" $cpc >"$TMP/$cn.$cm.cmp" 2>&1
-	check "$cn $copt: vmtrace = perf = ground truth ($(head -1 "$TMP/$cn.$cm.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$cn $copt: vmtrace = perf = ground truth ($(head -1 "$TMP/$cn.$cm.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$cn.$cm.cmp"
 }
 

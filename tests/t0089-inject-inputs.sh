@@ -58,8 +58,9 @@ refused "$TMP/a.data" "... also with --pid and --offset given" --pid 4000 --offs
 OFF=$("$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/j.data" --json 2>/dev/null | "$PYTHON3" -c \
 	'import json, sys; print(json.load(sys.stdin)["clocks"][0]["tsc_offset"])')
 timeout 300 "$PERF" inject -i "$TMP/h.data" -o "$TMP/p.data" --guest-data="$TMP/g.data,4000,$OFF" >/dev/null 2>&1
+ck_rc=$?
 check "perf inject --guest-data=GUEST,4000,$OFF: exit 0, $(guest_lines "$TMP/p.data" 4000) guest records" \
-	test $? -eq 0 -a "$(guest_lines "$TMP/p.data" 4000)" -gt 0
+	test $ck_rc -eq 0 -a "$(guest_lines "$TMP/p.data" 4000)" -gt 0
 refused "$TMP/p.data" "perf inject's output injected again"
 
 # two VMs: the second VM's guest file goes into the first one's result

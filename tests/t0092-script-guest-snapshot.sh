@@ -60,7 +60,8 @@ for seed in 1 2; do
 	check "seed $seed: vmtrace script --guest SNAPSHOT: exit 0" test $? -eq 0
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/rec$seed.perf" "$TMP/rec$seed.vt" "$TMP/rec$seed.branches" \
 		>"$TMP/rec$seed.cmp" 2>&1
-	check "seed $seed: vmtrace = perf = ground truth ($(head -1 "$TMP/rec$seed.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "seed $seed: vmtrace = perf = ground truth ($(head -1 "$TMP/rec$seed.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/rec$seed.cmp"
 done
 modlines=$(cat "$TMP"/rec*.vt | grep 'guest\.kernel' | grep -c ' ffffffffc0')

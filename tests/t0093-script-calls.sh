@@ -31,7 +31,8 @@ while read -r name opts; do
 		# shellcheck disable=SC2086
 		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=$mode $nd "$TMP/$name.$mode.perf" \
 			"$TMP/$name.$mode.vt" "$TMP/$name.branches" $pc >"$TMP/$name.$mode.cmp" 2>&1
-		check "$name $opt: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $? -eq 0 ||
+		ck_rc=$?
+		check "$name $opt: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $ck_rc -eq 0 ||
 			sed 's/^/#   /' "$TMP/$name.$mode.cmp"
 	done
 done <<'CONFIGS'

@@ -24,7 +24,8 @@ while read -r name opts; do
 	# shellcheck disable=SC2086
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --insns "$TMP/$name.perf" "$TMP/$name.vt" \
 		"$TMP/$name.branches" $pc >"$TMP/$name.cmp" 2>&1
-	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.cmp"
 done <<'CONFIGS'
 thread-1vcpu-timeless   --vcpus 1 --timeless

@@ -34,8 +34,9 @@ while read -r name opts; do
 			# shellcheck disable=SC2086
 			"$PYTHON3" "$top_srcdir/tests/script-compare.py" --lines "$TMP/perf.out" "$TMP/vt.out" $pc \
 				>"$TMP/cmp" 2>&1
+			ck_rc=$?
 			check "$name --itrace=$it ${fl:-(default fields)}: vmtrace = perf ($(head -1 "$TMP/cmp"))" \
-				test $? -eq 0 || sed 's/^/#   /' "$TMP/cmp"
+				test $ck_rc -eq 0 || sed 's/^/#   /' "$TMP/cmp"
 		done
 	done
 	check "$name: psb and cbr lines" sh -c "grep -q ' psb offs: ' '$TMP/vt.out' && grep -q ' cbr: ' '$TMP/vt.out'"

@@ -28,7 +28,8 @@ while read -r name opts; do
 		check "$name --itrace=$it -F $fl: vmtrace exit 0" test $? -eq 0
 		# shellcheck disable=SC2086
 		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --lines "$TMP/perf.out" "$TMP/vt.out" $pc >"$TMP/cmp" 2>&1
-		check "$name --itrace=$it: vmtrace = perf ($(head -1 "$TMP/cmp"))" test $? -eq 0 ||
+		ck_rc=$?
+		check "$name --itrace=$it: vmtrace = perf ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||
 			sed 's/^/#   /' "$TMP/cmp"
 		case $opts in *--timeless*)
 			check "$name --itrace=$it: byte for byte" test_cmp "$TMP/perf.out" "$TMP/vt.out" ;;

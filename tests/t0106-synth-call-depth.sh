@@ -28,7 +28,8 @@ check "perf script --call-trace exit 0" test $? -eq 0
 check "vmtrace script --call-trace exit 0" test $? -eq 0
 "$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call "$TMP/perf.out" "$TMP/vt.out" \
 	"$TMP/bounded.branches" >"$TMP/cmp" 2>&1
-check "--call-depth recording: vmtrace = perf = ground truth ($(head -1 "$TMP/cmp"))" test $? -eq 0 ||
+ck_rc=$?
+check "--call-depth recording: vmtrace = perf = ground truth ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||
 	sed 's/^/#   /' "$TMP/cmp"
 "$VMTRACE" synth -o "$TMP/x.data" --size 64K --call-depth 4 >/dev/null 2>&1
 check "--call-depth without real code: usage error (exit 2)" test $? -eq 2

@@ -50,7 +50,8 @@ check "--lines: a missing line differs" test "$(cmp_rc --lines "$TMP/p" "$TMP/v.
 timeout 120 "$PERF" script -i "$TMP/r.data" $G --itrace=be --ns -F tid,cpu,time,ip,addr >"$TMP/t" 2>/dev/null
 TC="$top_srcdir/tests/time-check.py"
 "$PYTHON3" "$TC" "$TMP/r.branches" "$TMP/j" "$TMP/t" >"$TMP/tc" 2>&1
-check "time-check: vmtrace and perf within bounds of the truth ($(grep -c '^ok' "$TMP/tc") checks)" test $? -eq 0
+ck_rc=$?
+check "time-check: vmtrace and perf within bounds of the truth ($(grep -c '^ok' "$TMP/tc") checks)" test $ck_rc -eq 0
 # perf's 50th time 1 ms later: out of bounds
 "$PYTHON3" -c 'import re, sys
 l = open(sys.argv[1]).read().split("\n")

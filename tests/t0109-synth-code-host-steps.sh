@@ -47,7 +47,8 @@ for name in exits cpus; do
 	# shellcheck disable=SC2086
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.b.perf" "$TMP/$name.b.vt" "$TMP/$name.branches" \
 		$pc >"$TMP/$name.b.cmp" 2>&1
-	check "$name branches: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.b.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name branches: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.b.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.b.cmp"
 	for mode in call-trace insn-trace; do
 		# shellcheck disable=SC2086
@@ -58,7 +59,8 @@ for name in exits cpus; do
 		# shellcheck disable=SC2086
 		"$PYTHON3" "$top_srcdir/tests/script-compare.py" $how "$TMP/$name.$mode.perf" "$TMP/$name.$mode.vt" \
 			"$TMP/$name.branches" $pc >"$TMP/$name.$mode.cmp" 2>&1
-		check "$name --$mode: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $? -eq 0 ||
+		ck_rc=$?
+		check "$name --$mode: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $ck_rc -eq 0 ||
 			sed 's/^/#   /' "$TMP/$name.$mode.cmp"
 	done
 done

@@ -46,7 +46,8 @@ print("OVF %d, truncated %d" % tot if not bad else "\n".join(bad))
 print(tot[0])
 sys.exit(1 if bad else 0)
 PY
-	check "$name: lost data per vCPU = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name: lost data per vCPU = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.cmp"
 	case " $opts " in
 	*" --ovf-every "*)

@@ -49,5 +49,6 @@ x, y = tot(a), tot(b)
 print("exits, instructions %s -> %s" % (x, y))
 sys.exit(0 if all(0 < p and abs(q - 8 * p) <= 0.05 * 8 * p for p, q in zip(x, y)) else 1)
 PY
-check "report: 8 times the exits and instructions ($(head -1 "$TMP/scale"))" test $? -eq 0 || sed 's/^/#   /' "$TMP/scale"
+ck_rc=$?
+check "report: 8 times the exits and instructions ($(head -1 "$TMP/scale"))" test $ck_rc -eq 0 || sed 's/^/#   /' "$TMP/scale"
 finish

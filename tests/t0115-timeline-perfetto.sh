@@ -21,11 +21,13 @@ while read -r name opts; do
 	code_recording "$name" 64K $opts || continue
 	out=$TMP/$name.perfetto-trace
 	"$VMTRACE" timeline "$TMP/$name.data" --guest "$GUEST_CODE" -o "$out" 2>"$TMP/$name.err"
-	check "$name: vmtrace timeline exit 0 ($(tail -1 "$TMP/$name.err"))" test $? -eq 0
+	ck_rc=$?
+	check "$name: vmtrace timeline exit 0 ($(tail -1 "$TMP/$name.err"))" test $ck_rc -eq 0
 	check "$name: the trace is 0600 (it holds kernel addresses)" test "$(stat -c %a "$out")" = 600
 	"$PROTOC" --decode=perfetto.protos.Trace --proto_path="$top_srcdir" src/timeline/perfetto.proto \
 		<"$out" >"$TMP/$name.txt" 2>"$TMP/$name.protoc"
-	check "$name: protoc --decode reads it ($(head -c 200 "$TMP/$name.protoc"))" test $? -eq 0
+	ck_rc=$?
+	check "$name: protoc --decode reads it ($(head -c 200 "$TMP/$name.protoc"))" test $ck_rc -eq 0
 	"$PYTHON3" "$top_srcdir/tests/timeline-check.py" perfetto "$TMP/$name.txt" "$TMP/$name.branches" \
 		"$HOST_CODE/kallsyms" "$GUEST_CODE/kallsyms" >"$TMP/$name.check" 2>&1
 	check "$name: tracks, slices, VM exits and counters = ground truth ($(tail -1 "$TMP/$name.check"))" \

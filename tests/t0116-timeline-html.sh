@@ -34,7 +34,8 @@ no_console() { ! grep -h 'CONSOLE' "$@"; }
 code_recording rec 64K --vcpus 2 --psb-period 1 --seed 5 || { finish; }
 page=$TMP/rec.html
 "$VMTRACE" timeline "$TMP/rec.data" --guest "$GUEST_CODE" -o "$page" 2>"$TMP/rec.err"
-check "vmtrace timeline -o rec.html: exit 0 ($(tail -1 "$TMP/rec.err"))" test $? -eq 0
+ck_rc=$?
+check "vmtrace timeline -o rec.html: exit 0 ($(tail -1 "$TMP/rec.err"))" test $ck_rc -eq 0
 check "the page loads nothing from elsewhere (no src=, href=, http)" \
 	sh -c "! grep -q -E 'src=|href=|https?://' '$page'"
 "$PYTHON3" "$top_srcdir/tests/timeline-check.py" expect "$TMP/rec.branches" "$HOST_CODE/kallsyms" \

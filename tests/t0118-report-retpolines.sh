@@ -62,7 +62,8 @@ print('%d calls through thunks to %d functions; thunks as functions %d, as first
 print('\n'.join(bad[:10] + sorted(set(named))[:5] + sorted(set(first))[:5]))
 sys.exit(0 if n and via and not named and not first and not bad else 1)
 PY
-	check "$name: the real callees of calls through thunks ($(head -1 "$TMP/$name.thunks"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name: the real callees of calls through thunks ($(head -1 "$TMP/$name.thunks"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.thunks"
 done <<'CONFIGS'
 walk-timed      128K --vcpus 2 --seed 11

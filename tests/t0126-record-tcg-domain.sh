@@ -27,8 +27,9 @@ check "then: restart the domain, run the command again (it waits for the shutdow
 check "--kernel-only, --tcg-skip, --tcg-limit go into the plugin's argument" \
 	sh -c "[ $? = 25 ] && grep -qx \"      <qemu:arg value='file=$VMTRACE_TCG_PLUGIN,out=/var/lib/libvirt/qemu/vmtrace-test,filter=kernel,skip=5,limit=7'/>\" '$TMP/err2'"
 "$VMTRACE" record --source tcg --domain test --connect test:///default --json -o "$TMP/rec" >"$TMP/j" 2>"$TMP/jerr"
+check "--json: exit 25, nothing on stderr" sh -c "[ $? = 25 ] && test ! -s '$TMP/jerr'"
 check "--json: the advice as a JSON error with exit_status 25" \
-	sh -c "[ $? = 25 ] && test ! -s '$TMP/jerr'" && json_check "$TMP/j" "j['exit_status'] == 25 and '<qemu:commandline>' in j['error']"
+	json_check "$TMP/j" "j['exit_status'] == 25 and '<qemu:commandline>' in j['error']"
 "$VMTRACE" record --source tcg --domain nosuch --connect test:///default -o "$TMP/rec" 2>"$TMP/err3"
 check "an unknown domain: exit 1, names the domains" \
 	sh -c "[ $? = 1 ] && grep -q \"no domain named 'nosuch' on test:///default (domains: test)\" '$TMP/err3'"

@@ -55,7 +55,8 @@ sys.exit(got != want and "%r != %r" % (got, want))' "$TMP/$name.dry" "$TMP/$name
 	check "$name: vmtrace script exit 0" test $? -eq 0
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.perf" "$TMP/$name.vt" "$TMP/$name.branches" \
 		--per-cpu >"$TMP/$name.cmp" 2>&1
-	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.cmp" | head -40
 done <<'CONFIGS'
 cpu-4vcpu-2cpu-8k     --vcpus 4 --cpus 2 --buffer-size 8K --size 96K --psb-period 0

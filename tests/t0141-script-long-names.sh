@@ -34,7 +34,8 @@ check "perf script exit 0" test $? -eq 0
 check "500-character name: lines with it" grep -q "${top}xxxx" "$TMP/g500.vt"
 "$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/g500.perf" "$TMP/g500.vt" "$TMP/rec.branches" \
 	>"$TMP/g500.cmp" 2>&1
-check "500-character name: vmtrace = perf = ground truth ($(head -1 "$TMP/g500.cmp"))" test $? -eq 0 ||
+ck_rc=$?
+check "500-character name: vmtrace = perf = ground truth ($(head -1 "$TMP/g500.cmp"))" test $ck_rc -eq 0 ||
 	sed 's/^/#   /' "$TMP/g500.cmp"
 for mode in b i; do
 	opt=

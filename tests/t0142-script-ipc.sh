@@ -106,7 +106,8 @@ for line in open(sys.argv[1]):
 assert begins > 0 and before > 0, (begins, before)
 print(begins, "trace begins,", before, "branches before them in the truth")
 PY
-check "overflows: the branch before each and its trace begin = synth's truth ($(cat "$TMP/ovf.check"))" test $? -eq 0
+ck_rc=$?
+check "overflows: the branch before each and its trace begin = synth's truth ($(cat "$TMP/ovf.check"))" test $ck_rc -eq 0
 
 # --time: perf makes no sample outside the range - the lines with an IPC
 # count from the last one inside it; but perf also starts decoding at a
@@ -151,7 +152,8 @@ for line in open(sys.argv[1]):
 assert n > 20, n
 print(n, "ratios")
 PY
-check "IPC's x.yy is insns*100/cycles cut, as perf's ($(cat "$TMP/ratio.check"))" test $? -eq 0
+ck_rc=$?
+check "IPC's x.yy is insns*100/cycles cut, as perf's ($(cat "$TMP/ratio.check"))" test $ck_rc -eq 0
 
 "$VMTRACE" script "$TMP/thread-2vcpu-cyc.data" $G --call-trace -F +sym >"$TMP/out" 2>&1
 check "--call-trace -F +sym: usage error (only +ipc goes with call traces)" test $? -eq 2

@@ -48,7 +48,8 @@ while read -r name opts; do
 	# shellcheck disable=SC2086
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.perf" "$TMP/$name.vt" "$TMP/$name.branches" $pc \
 		>"$TMP/$name.cmp" 2>&1
-	check "$name --itrace=b: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name --itrace=b: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.cmp"
 	[ "$name" = thread-2vcpu-timed-alt ] && asan_build && continue
 	# shellcheck disable=SC2086
@@ -58,7 +59,8 @@ while read -r name opts; do
 	# shellcheck disable=SC2086
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call $nd "$TMP/$name.call.perf" "$TMP/$name.call.vt" \
 		"$TMP/$name.branches" $pc >"$TMP/$name.call.cmp" 2>&1
-	check "$name --call-trace: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.call.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "$name --call-trace: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.call.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.call.cmp"
 done <<'CONFIGS'
 thread-1vcpu-timeless   --vcpus 1 --timeless
@@ -77,7 +79,8 @@ if ! asan_build; then
 	"$VMTRACE" script "$r.data" $GV --insn-trace >"$r.insn.vt" 2>/dev/null
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --insns "$r.insn.perf" "$r.insn.vt" "$r.branches" \
 		>"$r.insn.cmp" 2>&1
-	check "--insn-trace: vmtrace = perf = ground truth ($(head -1 "$r.insn.cmp"))" test $? -eq 0 ||
+	ck_rc=$?
+	check "--insn-trace: vmtrace = perf = ground truth ($(head -1 "$r.insn.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$r.insn.cmp"
 fi
 
@@ -135,7 +138,8 @@ check "init code: vmtrace --guestvmlinux exit 0 (no decode error)" test $? -eq 0
 check "init code: named [guest.kernel.kallsyms].init.text ($(grep -c 'kallsyms].init.text' "$i.vt") lines)" \
 	grep -q '[0-9a-f] [a-z_].*+0x[0-9a-f]* (\[guest.kernel.kallsyms\].init.text)' "$i.vt"
 "$PYTHON3" "$top_srcdir/tests/script-compare.py" "$i.vt" "$i.vt" "$i.branches" >"$i.cmp" 2>&1
-check "init code: vmtrace --guestvmlinux = ground truth ($(head -1 "$i.cmp"))" test $? -eq 0 ||
+ck_rc=$?
+check "init code: vmtrace --guestvmlinux = ground truth ($(head -1 "$i.cmp"))" test $ck_rc -eq 0 ||
 	sed 's/^/#   /' "$i.cmp"
 "$VMTRACE" script "$i.data" $GV --call-trace >"$i.call" 2>/dev/null
 "$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call "$i.call" "$i.call" "$i.branches" >"$i.call.cmp" 2>&1
@@ -171,7 +175,8 @@ for line in open(sys.argv[1]):
 assert errors > 0 and named > 0, (errors, named)
 print(errors, "perf errors, all 'Failed to get instruction' in init code;", lines, "lines,", named, "naming init.text, all vmtrace's")
 PY
-check "perf --guestvmlinux: $(tail -1 "$i.perf.cmp")" test $? -eq 0 || sed 's/^/#   /' "$i.perf.cmp"
+ck_rc=$?
+check "perf --guestvmlinux: $(tail -1 "$i.perf.cmp")" test $ck_rc -eq 0 || sed 's/^/#   /' "$i.perf.cmp"
 
 # a kernel MMAP record without an address (pgoff 0: kptr_restrict hid it)
 # moves nothing, in perf as here: a vmlinux linked where the guest ran

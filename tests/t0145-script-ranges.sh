@@ -20,6 +20,8 @@ need_python
 make_code_dirs
 
 G="--guestkallsyms $GUEST_CODE/kallsyms"
+# --jobs 16 counts as 16 CPUs on any machine (else up to the CPUs there are)
+export VMTRACE_CPUS=16
 # same NAME ARGS...: the text in ranges of 4 KiB equals the text of one
 # decoder per queue; the ranges were cut
 same() {

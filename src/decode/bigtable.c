@@ -1,6 +1,7 @@
 /* bigtable.c - zeroed memory for the decoder's large lookup tables (the
  * walk's block table, the disassembly and symbol caches, script's side
- * texts): tables that are read where nothing was written yet.
+ * texts): tables that are read where nothing was written yet; and buffers
+ * about to be filled mapped at once (vt_decode_populate, at the end).
  *
  * From calloc such a read maps the kernel's shared zero page, and the first
  * write to that page then faults again to copy it - and in a process with
@@ -14,7 +15,9 @@
  * transparent huge pages the table behaves as calloc'd memory. */
 #include "config.h"
 
+#include <errno.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "src/decode/decode.h"
 
@@ -67,17 +70,27 @@ void vt_decode_table_free_small(void *table, gsize bytes)
  * call.  Measured on this project's machine (a VM, 4 MiB of new memory,
  * medians of 3): written page by page 13 us a page - an exception and
  * hypervisor exit each - populated 0.6 us a page.  A short `vmtrace script`
- * took 4,000 such faults (its buffers: formatted text, batches, AUX
- * windows, symbol tables), a third of its CPU time in the kernel. */
+ * took 3,700 such faults (its buffers: formatted text, batches, AUX
+ * windows, symbol tables), a third of its CPU time in the kernel.  A
+ * kernel without it (EINVAL) is not asked again; errno is kept (callers
+ * may report an earlier one). */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23           /* (Linux's value; older C libraries' headers lack it) */
+#endif
 void vt_decode_populate(void *p, gsize len)
 {
-#ifdef MADV_POPULATE_WRITE
-	guintptr a = ((guintptr)p + 4095) & ~(guintptr)4095, e = ((guintptr)p + len) & ~(guintptr)4095;
+	static gsize page;
+	static gint refused;
+	guintptr a, e;
+	int saved = errno;
 
-	if (p && e > a)
-		(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-#else
-	(void)p;
-	(void)len;
-#endif
+	if (!p || g_atomic_int_get(&refused))
+		return;
+	if (g_once_init_enter(&page))
+		g_once_init_leave(&page, (gsize)MAX(sysconf(_SC_PAGESIZE), 4096L));
+	a = ((guintptr)p + page - 1) & ~(guintptr)(page - 1);
+	e = ((guintptr)p + len) & ~(guintptr)(page - 1);
+	if (e > a && madvise((void *)a, e - a, MADV_POPULATE_WRITE) && errno == EINVAL)
+		g_atomic_int_set(&refused, 1);
+	errno = saved;
 }

@@ -268,13 +268,15 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	fend = fend ? fend : text + len;
 	/* room for all at once (a 64-bit kernel's line is 20 bytes or more -
 	 * shorter ones grow it; names are shorter than the file), written in
-	 * place: no call per symbol */
+	 * place: no call per symbol.  Not cleared; what a usual file fills -
+	 * lines of ~40 bytes, names half of them - mapped at once
+	 * (vt_decode_populate), the rest as it is touched. */
 	all = g_array_sized_new(FALSE, FALSE, sizeof(Symbol), (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));
-	g_array_set_size(all, (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));   /* (not cleared: not touched) */
+	g_array_set_size(all, (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));
 	g_string_set_size(img->names, len);      /* names are shorter than their lines */
 	g_string_truncate(img->names, 0);
-	vt_decode_populate(img->names->str, len);
-	vt_decode_populate(all->data, (gsize)all->len * sizeof(Symbol));
+	vt_decode_populate(img->names->str, len / 2);
+	vt_decode_populate(all->data, (gsize)(all->len / 2) * sizeof(Symbol));
 	for (cur = text; cur && cur < fend; cur = nl < fend ? nl + 1 : NULL) {
 		const char *end, *name, *name_end;
 		Symbol s;

@@ -1132,8 +1132,8 @@ static gboolean window_open(Dec *d, guint64 start, gboolean mute, GError **error
 		g_free(d->buf);           /* (grown by half at least: a range's decoder reads window after window) */
 		d->buf_size = MAX(d->len + 16, d->buf_size + d->buf_size / 2);
 		d->buf = g_malloc(d->buf_size);
-		vt_decode_populate(d->buf, d->buf_size);
 	}
+	vt_decode_populate(d->buf, d->len + 16);   /* (what this window reads; mapped ones cost a look) */
 	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
 	memset(d->buf + d->len, 0, 16);
 	if (!d->read(d->read_ctx, warm, d->buf, d->len, error))

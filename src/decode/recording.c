@@ -120,7 +120,7 @@ struct VtDecodeResult {
 	GError *error;            /* a queue that could not be read to its end (lock) */
 	guint64 ranges;           /* decoded apart (lock) */
 	guint ahead_max;          /* vt_decode_result_ahead_max (0: no limit) */
-	guint cpus;               /* threads that decode ahead, at most (all queues: ahead_threads) */
+	guint cpus;               /* CPUs --jobs counts up to when threads decode ahead (ahead_threads) */
 	guint ahead_most;         /* the most that decoded one queue ahead (lock) */
 
 	/* the reader's */
@@ -379,6 +379,16 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 	return more;
 }
 
+/* The CPUs there are (VMTRACE_CPUS=N: N, so that tests run the paths
+ * of any machine). */
+static guint cpus(void)
+{
+	const char *e = g_getenv("VMTRACE_CPUS");
+	guint64 n = e ? g_ascii_strtoull(e, NULL, 10) : 0;
+
+	return n ? (guint)MIN(n, (guint64)G_MAXUINT) : (guint)MAX(1, g_get_num_processors());
+}
+
 /* Threads decoding each queue ahead of its reading thread (0: none, the
  * reading thread decodes): where --jobs leaves two or more a queue - a
  * timed recording's queues are read at once (merged in time order), a
@@ -386,7 +396,8 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
  * queue was read, the second decoded a few batches ahead and waited, and
  * a CPU idled; now the queue read has both) - --jobs counted up to the
  * CPUs there are (threads beyond them only took turns: 4 vCPUs, --jobs 8
- * on 2 CPUs, a 1 MiB cyc call trace took 0.169 s, 0.115 s with --jobs 4). */
+ * on 2 CPUs, a 1 MiB cyc call trace took 0.169 s, 0.12 s with --jobs 4;
+ * VMTRACE_CPUS=N: N CPUs, for tests). */
 static guint ahead_threads(const VtDecodeResult *r)
 {
 	guint n = MIN(r->jobs, r->cpus) / (r->timed ? r->n : 1);
@@ -1363,8 +1374,7 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	 * queues on 2 CPUs: idle core-seconds 0.080 -> 0.032 in a call trace,
 	 * 0.090 -> 0.043 in --insn-trace; wall -14% and -6%) */
 	r->tokens = r->jobs = opts->jobs ? opts->jobs : MAX(r->n, (guint)MAX(1, g_get_num_processors()));
-	/* (VMTRACE_SEGMENT set, for tests and tuning: --jobs as given) */
-	r->cpus = g_getenv("VMTRACE_SEGMENT") ? G_MAXUINT : (guint)MAX(1, g_get_num_processors());
+	r->cpus = cpus();
 	r->timed = s->have_tsc;
 	r->per_cpu = s->per_cpu;
 	r->tcg = is_tcg(s);
