@@ -119,6 +119,26 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 	done
 	check "one vCPU, 2 CPUs: --jobs 8 decodes ahead in $(cat "$TMP/ahead.8") threads, --jobs 2 in $(cat "$TMP/ahead.2")" \
 		sh -c "test \"\$(cat '$TMP/ahead.2')\" = 2 && test \"\$(cat '$TMP/ahead.8')\" = 2"
+	# the machine's own CPUs (VMTRACE_CPUS unset; a bad value is ignored):
+	# --jobs 4 times them decodes ahead in no more threads than there are
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	for v in unset x; do
+		e="VMTRACE_CPUS=$v"
+		[ $v = x ] || e="-u VMTRACE_CPUS"
+		# shellcheck disable=SC2086
+		env $e VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --call-trace --jobs $((cpus * 4)) 2>&1 \
+			>/dev/null | sed -n 's/.*by at most \([0-9]*\) threads a queue$/\1/p' >"$TMP/ahead.$v"
+	done
+	check "one vCPU, this machine's $cpus CPUs: --jobs $((cpus * 4)) decodes ahead in $(cat "$TMP/ahead.unset") threads (VMTRACE_CPUS=x: $(cat "$TMP/ahead.x"))" \
+		sh -c "test -s '$TMP/ahead.unset' && test \"\$(cat '$TMP/ahead.unset')\" -le $cpus &&
+			cmp -s '$TMP/ahead.unset' '$TMP/ahead.x'"
+	# --insn-trace: one thread decodes each queue ahead, no ranges (its
+	# formatting is the work; VMTRACE_SEGMENT set lifts that: t0145)
+	# shellcheck disable=SC2086
+	VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 8 2>&1 >/dev/null |
+		grep '^vmtrace script: .* ranges decoded apart' >"$TMP/insn.stats"
+	check "one vCPU, --insn-trace --jobs 8: one thread ahead, no ranges ($(cat "$TMP/insn.stats"))" \
+		grep -qx 'vmtrace script: 0 ranges decoded apart, by at most 1 threads a queue' "$TMP/insn.stats"
 	# the reader gone after a line: both threads stop, exit at once
 	# shellcheck disable=SC2086
 	(timeout 60 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 2; echo "rc $?" >"$TMP/one.rc") 2>/dev/null |

@@ -5,7 +5,10 @@
 #include "config.h"
 
 #include <elf.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <intel-pt.h>
 #include <glib/gstdio.h>
 
@@ -917,6 +920,42 @@ static void test_ranges_user_gap(void)
 
 /* Bad data: random bytes with PSBs in between end with errors, never a
  * crash or a hang. */
+/* vt_decode_populate maps the pages wholly inside its range - no more -
+ * without a write, and keeps errno; NULL and ranges of no whole page are
+ * nothing to do.  Skipped where the kernel has no MADV_POPULATE_WRITE. */
+static void test_populate(void)
+{
+	gsize page = (gsize)sysconf(_SC_PAGESIZE), n = 64;
+	guint8 *p = mmap(NULL, n * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	guint8 *probe = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char in[64];
+
+	g_assert_true(p != MAP_FAILED && probe != MAP_FAILED);
+	if (madvise(probe, page, 23 /* MADV_POPULATE_WRITE */)) {
+		g_test_skip("the kernel has no MADV_POPULATE_WRITE (Linux 5.14)");
+		munmap(p, n * page);
+		munmap(probe, page);
+		return;
+	}
+	g_assert_cmpint(mincore(p, n * page, in), ==, 0);
+	for (gsize i = 0; i < n; i++)
+		g_assert_cmpint(in[i] & 1, ==, 0);            /* nothing mapped yet */
+	vt_decode_populate(NULL, n * page);
+	vt_decode_populate(p + 100, page - 200);          /* no whole page */
+	errno = EDOM;
+	vt_decode_populate(p + 100, n * page - 200);      /* pages 1 .. n - 2 */
+	g_assert_cmpint(errno, ==, EDOM);
+	g_assert_cmpint(mincore(p, n * page, in), ==, 0);
+	g_assert_cmpint(in[0] & 1, ==, 0);
+	g_assert_cmpint(in[n - 1] & 1, ==, 0);
+	for (gsize i = 1; i + 1 < n; i++)
+		g_assert_cmpint(in[i] & 1, ==, 1);
+	for (gsize i = 0; i < n * page; i++)              /* zeroed, as any new page */
+		g_assert_cmpint(p[i], ==, 0);
+	munmap(p, n * page);
+	munmap(probe, page);
+}
+
 static void test_garbage(void)
 {
 	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
@@ -1741,6 +1780,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/join", test_join);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
+	g_test_add_func("/decode/populate", test_populate);
 	g_test_add_data_func("/decode/ranges", GINT_TO_POINTER(FALSE), test_ranges);
 	g_test_add_data_func("/decode/ranges-ovf", GINT_TO_POINTER(TRUE), test_ranges);
 	g_test_add_func("/decode/ranges-user-gap", test_ranges_user_gap);

@@ -379,14 +379,16 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 	return more;
 }
 
-/* The CPUs there are (VMTRACE_CPUS=N: N, so that tests run the paths
- * of any machine). */
+/* The CPUs there are (VMTRACE_CPUS=N, 1 to 4096: N, so that tests run the
+ * paths of any machine; anything else is ignored). */
 static guint cpus(void)
 {
 	const char *e = g_getenv("VMTRACE_CPUS");
-	guint64 n = e ? g_ascii_strtoull(e, NULL, 10) : 0;
+	guint64 n = 0;
 
-	return n ? (guint)MIN(n, (guint64)G_MAXUINT) : (guint)MAX(1, g_get_num_processors());
+	if (e && g_ascii_string_to_unsigned(e, 10, 1, 4096, &n, NULL))
+		return (guint)n;
+	return (guint)MAX(1, g_get_num_processors());
 }
 
 /* Threads decoding each queue ahead of its reading thread (0: none, the
