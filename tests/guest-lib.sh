@@ -62,6 +62,10 @@ start_sshd() {
 	{
 		printf 'ListenAddress 127.0.0.1\nPort %s\nHostKey %s\nPidFile %s\n' "$2" "$1/host_ed25519" "$1/sshd.pid"
 		printf 'AuthorizedKeysFile %s\nStrictModes no\n' "$1/authorized_keys"
+		# bash run by sshd reads ~/.bashrc (Debian builds it so) unless
+		# SHLVL says it is not the first shell: a user's .bashrc (pyenv
+		# init here: 0.7 s) would delay every command of a fetch
+		printf 'SetEnv SHLVL=1\n'
 		[ -z "${3:-}" ] || printf '%s\n' "$3"
 		"$top_srcdir/tests/guest-image.sh" --sshd-config
 	} > "$1/sshd_config"
