@@ -5,7 +5,8 @@
 # share grows to 100% at the end, the output is the same as without it
 # (text, call trace, JSON).  report's, timeline's and correlate's the same
 # way (timeline and correlate -o write OUT: on a terminal whatever stdout
-# is); correlate's counts the AUX bytes its decoders read.  $VMTRACE_PROGRESS_MS=1: an update every
+# is); correlate's counts the AUX bytes its decoders read; inject's, the
+# AUX bytes of its offsets' search, then REC's bytes it merged.  $VMTRACE_PROGRESS_MS=1: an update every
 # millisecond, so a short run shows several.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
@@ -37,6 +38,15 @@ assert len(p) >= 3 and pct == sorted(pct) and pct[-1] == 100 and any(0 < x < 100
 assert p[-1][1].strip().endswith('KiB') and abs(float(p[-1][1].split()[0]) - size) < size / 4, (p[-1], size)
 data = open('$2', newline='').read()
 assert data.endswith(' ]\n') and data.count('\n') == 1, repr(data[-80:])
+"
+}
+# grows_lines PCT: the updates in PCT (of a 32 MiB file) grow to a last 100%
+grows_lines() {
+	"$PYTHON3" -c "
+p = [l.split(None, 1) for l in open('$1')]
+pct = [int(a) for a, _ in p]
+assert len(p) >= 2 and pct == sorted(pct) and pct[-1] == 100, pct
+assert p[-1][1].strip() == '32.0 MiB', p[-1]
 "
 }
 for mode in "" --call-trace --json; do
@@ -92,6 +102,40 @@ check "correlate -o --progress: the same corrected file, a last line at 100%" sh
 	cmp -s '$TMP/fixed1' '$TMP/fixed2' && tr '\r' '\n' <'$TMP/err' | grep -q '^\[ vmtrace correlate: 100% of'"
 rm -f "$TMP/big.data" "$TMP/fixed1" "$TMP/fixed2"
 
+# inject: a line while it searches the TSC offsets (the AUX data decoded),
+# then one while it merges (REC's bytes written); a stand-in guest file
+# (tests/lib.sh), a 32 MiB host recording with switch records
+if [ "$(nproc)" -ge 2 ] && [ -n "$PERF" ] &&
+   "$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- sleep 0.01 \
+	>/dev/null 2>&1; then
+	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
+	"$VMTRACE" synth -o "$TMP/h.data" --dir --per-cpu --vcpus 2 --cpus 2 --size 32M 2>/dev/null
+	r=$TMP/h.data
+	"$VMTRACE" inject "$r" --guest-data "$TMP/g.data" -o "$TMP/i1" --json >"$TMP/i1.json" 2>"$TMP/i1.err"
+	check "inject: exit 0, no progress line without --progress (no terminal)" \
+		sh -c "[ $? = 0 ] && ! grep -q '\[ vmtrace inject' '$TMP/i1.err'"
+	VMTRACE_PROGRESS_MS=1 "$VMTRACE" inject "$r" --guest-data "$TMP/g.data" -o "$TMP/i2" --json --progress \
+		>"$TMP/i2.json" 2>"$TMP/i2.err"
+	check "inject --progress: exit 0, the same recording written" sh -c "[ $? = 0 ] && cmp -s '$TMP/i1/data' '$TMP/i2/data'"
+	# (the report names its OUT)
+	check "... and the same report" sh -c "sed 's|/i2|/i1|g' '$TMP/i2.json' | cmp -s - '$TMP/i1.json'"
+	grep -v '^vmtrace inject: ' "$TMP/i2.err" >"$TMP/i2.p"    # (a warning: the stand-in's times)
+	tr '\r' '\n' <"$TMP/i2.p" | grep '^\[ vmtrace inject (TSC offsets):' | sed 's/inject (TSC offsets):/inject-offsets:/' \
+		>"$TMP/i2.a"
+	tr '\r' '\n' <"$TMP/i2.p" | grep '^\[ vmtrace inject:' >"$TMP/i2.b"
+	updates "$TMP/i2.a" inject-offsets >"$TMP/pct"
+	check "inject --progress: the offsets' search, $(wc -l <"$TMP/pct") updates growing to 100%" \
+		grows_lines "$TMP/pct"
+	updates "$TMP/i2.b" inject >"$TMP/pct"
+	check "inject --progress: the merge, $(wc -l <"$TMP/pct") updates growing to 100%" grows_lines "$TMP/pct"
+	check "inject --progress: two lines, each ended" sh -c "
+		[ \$(grep -c . '$TMP/i2.p') = 2 ] && tail -c 3 '$TMP/i2.p' | grep -q ' ]'"
+	rm -rf "$TMP/i1" "$TMP/i2"
+	r=$TMP/rec.data
+else
+	echo "# SKIP inject's progress: needs perf record -a on 2 CPUs (a stand-in guest file)"
+fi
+
 # on a terminal: stderr a pty (python's pty module)
 pty_run() {
 	"$PYTHON3" - "$@" <<'PY'
@@ -139,4 +183,10 @@ check "stderr and output on terminals: no progress line" sh -c "[ $? = 0 ] && ! 
 pty_run tty "$TMP/out" "$TMP/err" "$VMTRACE" timeline "$r" $G -o "$TMP/t2.html"
 check "timeline, stderr and stdout terminals (its output is OUT): a progress line" sh -c "
 	[ $? = 0 ] && tr '\r' '\n' <'$TMP/err' | grep -q '^\[ vmtrace timeline: 100% of'"
+if [ -d "$TMP/h.data" ]; then
+	pty_run tty "$TMP/out" "$TMP/err" "$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g.data" -o "$TMP/i3"
+	check "inject, stderr and stdout terminals (its output is OUT): both progress lines" sh -c "
+		[ $? = 0 ] && tr '\r' '\n' <'$TMP/err' | grep -q '^\[ vmtrace inject (TSC offsets): 100% of' &&
+		tr '\r' '\n' <'$TMP/err' | grep -q '^\[ vmtrace inject: 100% of'"
+fi
 finish

@@ -116,6 +116,9 @@ void vt_cmd_images_warn(const char *cmd, const char *rec, const VtDecodeImage *h
 /* The progress line of a decoding command (src/cli/progress.h): the share
  * of r's trace decoded, when due (final: now, the last line). */
 void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final);
+/* The size of recording rec's data file (rec itself, or rec/data for a
+ * directory): a progress line's total; 0 if it cannot be read. */
+guint64 vt_cmd_data_size(const char *rec);
 /* After option parsing: exactly one argument left, the recording (*rec,
  * newly allocated); else a usage error. */
 gboolean vt_cmd_take_rec(int argc, char **argv, char **rec, GError **error);

@@ -430,12 +430,8 @@ static void apply_report(const CorrOpts *o, const VmcorrResult *r, const VmcorrO
  * *done is what opt->progress counts into. */
 static VtProgressTicker *corr_progress(const CorrOpts *o, VtProgress *p, guint64 *done)
 {
-	g_autofree char *data = g_file_test(o->path, G_FILE_TEST_IS_DIR) ? g_build_filename(o->path, "data", NULL)
-									 : g_strdup(o->path);
-	GStatBuf st;
-
 	vt_progress_init(p, "correlate", o->progress, o->dry_run);   /* (-o, -i: the output is a file) */
-	return vt_progress_ticker_start(p, done, g_stat(data, &st) == 0 ? (guint64)st.st_size : 0);
+	return vt_progress_ticker_start(p, done, vt_cmd_data_size(o->path));
 }
 
 static int corr_apply(const CorrOpts *o)

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <glib/gstdio.h>
 
 #include "src/cmd/cmd.h"
 #include "src/fs/fs.h"
@@ -160,6 +161,15 @@ void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final)
 		return;
 	vt_decode_result_progress(r, &done, &total);
 	vt_progress_show(p, done, total, final);
+}
+
+guint64 vt_cmd_data_size(const char *rec)
+{
+	g_autofree char *data = g_file_test(rec, G_FILE_TEST_IS_DIR) ? g_build_filename(rec, "data", NULL)
+								     : g_strdup(rec);
+	GStatBuf st;
+
+	return g_stat(data, &st) == 0 ? (guint64)st.st_size : 0;
 }
 
 /* seconds[.fraction] -> ns */

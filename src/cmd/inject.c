@@ -26,6 +26,8 @@ typedef struct {
 	guint from_meta;         /* vCPU offsets taken from it */
 	gboolean to_stderr;      /* the report on stderr (record --guest-ssh) */
 	gboolean quiet;          /* no report (record --guest-ssh --quiet) */
+	gboolean progress;       /* --progress */
+	guint64 size;            /* REC's data file's (the progress lines') */
 } InjOpts;
 
 static void inj_opts_clear(InjOpts *o)
@@ -192,6 +194,7 @@ static gboolean inj_parse(InjOpts *o, int *argc, char ***argv, GError **err)
 		{ "offset", 0, 0, G_OPTION_ARG_STRING_ARRAY, &o->offsets, "The VMX TSC offset of these vCPUs (or of all others if none are listed) instead of discovering it in REC; repeatable", "OFF[:VCPU[,VCPU...]]" },
 		{ "tsc-scale", 0, 0, G_OPTION_ARG_STRING, &o->scale, "VMX TSC scaling: guest TSC = (host TSC * RATIO >> FRAC) + offset (FRAC default 48; default: REC's KVM metadata)", "RATIO[/FRAC]" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "Report as JSON", NULL },
+		{ "progress", 0, 0, G_OPTION_ARG_NONE, &o->progress, "Progress lines on stderr even when it is no terminal (by default: on a terminal) - the search for the TSC offsets, then the merge", NULL },
 		G_OPTION_ENTRY_NULL
 	};
 	gboolean ok = vt_cli_parse("REC - merge a guest's perf.data into a host recording", inj_summary,
@@ -395,6 +398,17 @@ static int inj_pick_pid(InjOpts *o)
 	return VT_EXIT_OK;    /* none: the merge says what is missing */
 }
 
+/* A progress line of `vmtrace inject` (src/cli/progress.h) while a phase
+ * (what) runs: *done of REC's data file's bytes; NULL when off - never for
+ * record --guest-ssh's merge (o->to_stderr), which shows its own. */
+static VtProgressTicker *inj_progress(const InjOpts *o, VtProgress *p, const char *what, const guint64 *done)
+{
+	if (o->to_stderr)
+		return NULL;
+	vt_progress_init(p, what, o->progress, FALSE);    /* (the output is OUT) */
+	return vt_progress_ticker_start(p, done, o->size);
+}
+
 /* Every vCPU's TSC offset, as `vmtrace correlate` finds it in REC. */
 static int inj_discover(InjOpts *o)
 {
@@ -404,13 +418,19 @@ static int inj_discover(InjOpts *o)
 	uint32_t pid = o->opt.machine_pid;
 	int rc = VT_EXIT_OK;
 	gboolean dry_run_failed;
+	guint64 done = 0;
+	VtProgress progress;
+	VtProgressTicker *ticker;
 
 	vmcorr_options_init(&vo);
 	if (o->have_scale) {
 		vo.scales = g_array_new(FALSE, FALSE, sizeof(VmcorrScale));
 		g_array_append_val(vo.scales, ((VmcorrScale){ 0, o->ratio, o->frac }));
 	}
+	vo.progress = &done;      /* the AUX bytes decoded */
+	ticker = inj_progress(o, &progress, "inject (TSC offsets)", &done);
 	r = vmcorr_dry_run(o->rec, &vo, &err);
+	vt_progress_ticker_stop(ticker, r != NULL);
 	if (vo.scales)
 		g_array_free(vo.scales, TRUE);
 	if (!r && err->domain != VMCORR_ERROR) {    /* unreadable or malformed */
@@ -539,8 +559,13 @@ static int inj_run(InjOpts *o)
 	g_autoptr(GError) err = NULL;
 	VtInjectResult r;
 	int rc = VT_EXIT_OK;
+	guint64 done = 0;
+	VtProgress progress;
+	VtProgressTicker *ticker;
+	gboolean ok;
 
 	inj_meta_load(o);
+	o->size = vt_cmd_data_size(o->rec);
 	o->source = "given with --offset";
 	if (!vt_inject_one_data_file(o->guest, &err) || !vt_inject_one_data_file(o->rec, &err) ||
 	    !vt_inject_guest_check(o->guest, &err)) {    /* before a long discovery */
@@ -555,7 +580,12 @@ static int inj_run(InjOpts *o)
 	if (rc != VT_EXIT_OK)
 		return rc;
 	inj_apply_scale(o);
-	if (!vt_inject_guest_data(o->rec, o->guest, o->out, &o->opt, &r, &err)) {
+	o->opt.progress = &done;
+	ticker = inj_progress(o, &progress, "inject", &done);
+	ok = vt_inject_guest_data(o->rec, o->guest, o->out, &o->opt, &r, &err);
+	vt_progress_ticker_stop(ticker, ok);
+	o->opt.progress = NULL;
+	if (!ok) {
 		vt_err("inject", "%s", err->message);
 		return exit_code_for(err);
 	}

@@ -400,6 +400,10 @@ static gboolean write_records(Merge *m, GError **error)
 								  : vt_perf_writer_write_record(m->w, rec.data, error);
 		if (!ok)
 			return FALSE;
+		if (m->opt->progress)    /* (copy_auxtrace left the payload's size in m->aux) */
+			__atomic_add_fetch(m->opt->progress,
+					   rec.size + (rec.type == VT_PERF_RECORD_AUXTRACE ? m->aux->len : 0),
+					   __ATOMIC_RELAXED);
 	}
 	if (latest) {
 		m->res->host_first = first;

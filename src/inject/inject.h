@@ -63,6 +63,8 @@ typedef struct {
 typedef struct {
 	uint32_t machine_pid;    /* the QEMU process; 0: the recording's only one */
 	GArray *clocks;          /* VtInjectClock; every vCPU needs one (or a -1 entry) */
+	guint64 *progress;       /* bytes of REC's records written to OUT (with AUX data) are added
+				  * here as they are (atomically; NULL: not counted) */
 } VtInjectOptions;
 
 typedef struct {
