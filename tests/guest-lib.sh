@@ -65,7 +65,10 @@ start_sshd() {
 		# bash run by sshd reads ~/.bashrc (Debian builds it so) unless
 		# SHLVL says it is not the first shell: a user's .bashrc (pyenv
 		# init here: 0.7 s) would delay every command of a fetch
-		printf 'SetEnv SHLVL=1\n'
+		# (SetEnv: OpenSSH 7.8 and later; sshd -t says whether this one
+		# has it)
+		! /usr/sbin/sshd -t -f /dev/null -o SetEnv=SHLVL=1 -h "$1/host_ed25519" 2>/dev/null ||
+			printf 'SetEnv SHLVL=1\n'
 		[ -z "${3:-}" ] || printf '%s\n' "$3"
 		"$top_srcdir/tests/guest-image.sh" --sshd-config
 	} > "$1/sshd_config"

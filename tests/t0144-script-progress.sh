@@ -45,7 +45,7 @@ grows_lines() {
 	"$PYTHON3" -c "
 p = [l.split(None, 1) for l in open('$1')]
 pct = [int(a) for a, _ in p]
-assert len(p) >= 2 and pct == sorted(pct) and pct[-1] == 100, pct
+assert len(p) >= 3 and pct == sorted(pct) and pct[-1] == 100 and any(0 < x < 100 for x in pct), pct
 assert p[-1][1].strip() == '32.0 MiB', p[-1]
 "
 }
@@ -130,7 +130,32 @@ if [ "$(nproc)" -ge 2 ] && [ -n "$PERF" ] &&
 	check "inject --progress: the merge, $(wc -l <"$TMP/pct") updates growing to 100%" grows_lines "$TMP/pct"
 	check "inject --progress: two lines, each ended" sh -c "
 		[ \$(grep -c . '$TMP/i2.p') = 2 ] && tail -c 3 '$TMP/i2.p' | grep -q ' ]'"
-	rm -rf "$TMP/i1" "$TMP/i2"
+	# --offset: no search, no line for it
+	VMTRACE_PROGRESS_MS=1 "$VMTRACE" inject "$r" --guest-data "$TMP/g.data" -o "$TMP/i3" --progress \
+		--offset 0xfffffe3c8291b532 >/dev/null 2>"$TMP/i3.err"
+	check "inject --offset --progress: the merge's line only" sh -c "[ $? = 0 ] &&
+		! grep -q 'TSC offsets' '$TMP/i3.err' && tr '\r' '\n' <'$TMP/i3.err' | grep -q '^\[ vmtrace inject: 100% of'"
+	# a trace without timing packets: the search finds no offset (its line
+	# ends short of 100%), KVM's metadata has them, the merge goes on
+	"$VMTRACE" synth -o "$TMP/ht" --dir --per-cpu --vcpus 2 --cpus 2 --size 1M --timeless 2>/dev/null
+	printf '[vmtrace-kvm]\nversion=1\ndomain=synth\nqemu_pid=4000\n' >"$TMP/ht/vmtrace-kvm.ini"
+	for v in 0 1; do
+		printf '\n[vcpu%s]\ntid=401%s\nstart.tsc_offset=-2000000\nend.tsc_offset=-2000000\n' $v $v \
+			>>"$TMP/ht/vmtrace-kvm.ini"
+	done
+	VMTRACE_PROGRESS_MS=1 "$VMTRACE" inject "$TMP/ht" --guest-data "$TMP/g.data" -o "$TMP/i4" --progress \
+		>/dev/null 2>"$TMP/i4.err"
+	ck_rc=$?
+	grep -v '^vmtrace inject: ' "$TMP/i4.err" >"$TMP/i4.p"
+	check "inject --progress, offsets from KVM's metadata (exit $ck_rc): the search's line ended before the merge's" \
+		"$PYTHON3" -c "
+d = open('$TMP/i4.p', newline='').read()
+assert $ck_rc == 0
+i = d.index('\r[ vmtrace inject:')
+assert 'TSC offsets' in d[:i] and d[i - 1] == '\n', repr(d[:i][-120:])
+assert d.endswith(' ]\n') and d.count('\n') == 2, repr(d[-200:])
+"
+	rm -rf "$TMP/i1" "$TMP/i2" "$TMP/i3" "$TMP/i4" "$TMP/ht"
 	r=$TMP/rec.data
 else
 	echo "# SKIP inject's progress: needs perf record -a on 2 CPUs (a stand-in guest file)"

@@ -47,6 +47,11 @@ static void line_close(void)
 		fputc('\n', stderr);
 }
 
+void vt_cli_line_end(void)
+{
+	line_close();
+}
+
 void vt_err(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;

@@ -58,6 +58,9 @@ void vt_warn(const char *cmd, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /* A line without its end is open on stderr (a progress line): the next
  * vt_err/vt_warn ends it first. */
 void vt_cli_line_open(gboolean open);
+/* Ends a line left open on stderr, if one is (a progress line of a phase
+ * that stopped short, when the command goes on). */
+void vt_cli_line_end(void);
 /* JSON errors on or off; a command sets it from its parsed --json. */
 void vt_cli_set_json(gboolean on);
 gboolean vt_cli_json(void);

@@ -400,7 +400,7 @@ static int inj_pick_pid(InjOpts *o)
 
 /* A progress line of `vmtrace inject` (src/cli/progress.h) while a phase
  * (what) runs: *done of REC's data file's bytes; NULL when off - never for
- * record --guest-ssh's merge (o->to_stderr), which shows its own. */
+ * record --guest-ssh's merge (o->to_stderr), which stays silent. */
 static VtProgressTicker *inj_progress(const InjOpts *o, VtProgress *p, const char *what, const guint64 *done)
 {
 	if (o->to_stderr)
@@ -431,6 +431,7 @@ static int inj_discover(InjOpts *o)
 	ticker = inj_progress(o, &progress, "inject (TSC offsets)", &done);
 	r = vmcorr_dry_run(o->rec, &vo, &err);
 	vt_progress_ticker_stop(ticker, r != NULL);
+	vt_cli_line_end();        /* (no offsets found: KVM's metadata may have them, the merge goes on) */
 	if (vo.scales)
 		g_array_free(vo.scales, TRUE);
 	if (!r && err->domain != VMCORR_ERROR) {    /* unreadable or malformed */
