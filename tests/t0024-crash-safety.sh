@@ -1,6 +1,6 @@
 #!/bin/sh
 # Crash safety of `vmtrace correlate --in-place`: SIGKILL at 50+ random
-# moments on a 256 MiB trace; afterwards, and after the documented
+# moments on a 128 MiB trace; afterwards, and after the documented
 # `vmtrace correlate --recover FILE`, the file's digest is either the
 # original's or the fully corrected one's - never a mix.
 # VMTRACE_TEST_APPLY_DELAY_US (test hook) slows the patch writes in half
@@ -16,7 +16,7 @@ export SOURCE_DATE_EPOCH=1700000000
 KILLS=${VMTRACE_CRASH_KILLS:-50}
 [ -z "${VMTRACE_CRASH_KILLS:-}" ] && asan_build && KILLS=16
 
-"$VMTRACE" synth -o "$TMP/orig.data" --size 256M --per-cpu --vcpus 8 --cpus 2 2>/dev/null
+"$VMTRACE" synth -o "$TMP/orig.data" --size 128M --per-cpu --vcpus 8 --cpus 2 2>/dev/null
 orig=$(sha256sum <"$TMP/orig.data" | cut -d' ' -f1)
 cp "$TMP/orig.data" "$TMP/ref.data"
 "$VMTRACE" correlate --in-place "$TMP/ref.data" >"$TMP/ref.out" 2>&1 || { cat "$TMP/ref.out"; fail "reference correction"; finish; }
