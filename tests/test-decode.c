@@ -918,8 +918,6 @@ static void test_ranges_user_gap(void)
 	remove_dir(dir);
 }
 
-/* Bad data: random bytes with PSBs in between end with errors, never a
- * crash or a hang. */
 /* vt_decode_populate maps the pages wholly inside its range - no more -
  * without a write, and keeps errno; NULL and ranges of no whole page are
  * nothing to do.  Skipped where the kernel has no MADV_POPULATE_WRITE. */
@@ -956,6 +954,8 @@ static void test_populate(void)
 	munmap(probe, page);
 }
 
+/* Bad data: random bytes with PSBs in between end with errors, never a
+ * crash or a hang. */
 static void test_garbage(void)
 {
 	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };

@@ -90,19 +90,12 @@ static gboolean fsync_dir_of(const char *path, GError **error)
 	return TRUE;
 }
 
-/* perf.data directory -> DIR/data */
-static char *data_file(const char *path)
-{
-	if (g_file_test(path, G_FILE_TEST_IS_DIR))
-		return g_build_filename(path, "data", NULL);
-	return g_strdup(path);
-}
 
 /* ------------------------------------------------------------ marker */
 
 char *vmcorr_marker_read(const char *path, GError **error)
 {
-	g_autofree char *file = data_file(path);
+	g_autofree char *file = vt_perf_data_path(path);
 	int fd = vt_fs_open_regular(file, O_RDONLY, error);
 	struct stat st;
 	uint8_t tail[24];
@@ -393,7 +386,7 @@ static gboolean journal_replay(const char *file, gboolean *found, uint64_t *npat
 
 gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, GError **error)
 {
-	g_autofree char *file = data_file(path);
+	g_autofree char *file = vt_perf_data_path(path);
 
 	*npatches = 0;
 	return journal_replay(file, found, npatches, error);
@@ -401,7 +394,7 @@ gboolean vmcorr_recover(const char *path, gboolean *found, uint64_t *npatches, G
 
 gboolean vmcorr_journal_pending(const char *path)
 {
-	g_autofree char *file = data_file(path);
+	g_autofree char *file = vt_perf_data_path(path);
 	g_autofree char *jp = journal_path(file);
 	struct stat st;
 
@@ -412,7 +405,7 @@ gboolean vmcorr_journal_pending(const char *path)
 
 int vmcorr_hold(const char *path, gboolean exclusive, GError **error)
 {
-	g_autofree char *file = data_file(path);
+	g_autofree char *file = vt_perf_data_path(path);
 	int fd = vt_fs_lock_open(file, exclusive ? O_RDWR : O_RDONLY, exclusive, error);
 
 	if (fd < 0 && error && *error && (*error)->domain == VT_FS_LOCK_ERROR) {
@@ -536,7 +529,7 @@ static gboolean apply_to_dir(const char *path, int in, const char *in_file, cons
 gboolean vmcorr_apply_patches(const char *path, int fd, const char *out, gboolean replace, const VmcorrResult *r,
 			      const GArray *offsets, GError **error)
 {
-	g_autofree char *in_file = data_file(path);
+	g_autofree char *in_file = vt_perf_data_path(path);
 	/* a pipe-mode stream has no sections: a trailer would be read as records */
 	GBytes *marker = r->pipe ? g_bytes_new_static("", 0) : marker_build(path, r, offsets);
 	gboolean ok;

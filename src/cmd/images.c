@@ -165,8 +165,7 @@ void vt_cmd_progress(VtProgress *p, const VtDecodeResult *r, gboolean final)
 
 guint64 vt_cmd_data_size(const char *rec)
 {
-	g_autofree char *data = g_file_test(rec, G_FILE_TEST_IS_DIR) ? g_build_filename(rec, "data", NULL)
-								     : g_strdup(rec);
+	g_autofree char *data = vt_perf_data_path(rec);
 	GStatBuf st;
 
 	return g_stat(data, &st) == 0 ? (guint64)st.st_size : 0;

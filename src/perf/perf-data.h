@@ -225,6 +225,9 @@ typedef enum {
  * stored in a regular file are accepted; their attrs come from
  * HEADER_ATTR records. */
 VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **error);
+/* The file vt_perf_file_open() reads for path: DIR/data for a directory,
+ * else path itself (newly allocated). */
+char *vt_perf_data_path(const char *path);
 void vt_perf_file_close(VtPerfFile *f);
 
 const char *vt_perf_file_path(const VtPerfFile *f);     /* the file actually opened */

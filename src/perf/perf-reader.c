@@ -653,6 +653,15 @@ static gboolean open_pipe(VtPerfFile *f, GError **error)
 	return ok;
 }
 
+char *vt_perf_data_path(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return g_build_filename(path, "data", NULL);
+	return g_strdup(path);
+}
+
 VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **error)
 {
 	VtPerfFile *f = g_new0(VtPerfFile, 1);
@@ -665,10 +674,7 @@ VtPerfFile *vt_perf_file_open(const char *path, VtPerfOpenFlags flags, GError **
 	f->fd = -1;
 	f->owned = g_ptr_array_new_with_free_func(g_free);
 	g_mutex_init(&f->lock);
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		f->path = g_build_filename(path, "data", NULL);
-	else
-		f->path = g_strdup(path);
+	f->path = vt_perf_data_path(path);
 	f->rdwr = rdwr;
 	f->fd = vt_fs_open_regular(f->path, rdwr ? O_RDWR : O_RDONLY, &e);   /* never blocks on a FIFO */
 	if (f->fd < 0) {
