@@ -8,7 +8,8 @@
 # first error), exit 3, no crash and no hang (120 s limit); each thread's
 # error perf script prints with the same image, vmtrace prints too, at the
 # same ip and tid (the address that cannot be read; tests/first-errors.py),
-# the first one first.  perf prints fewer: once a DSO's code could not be
+# the first one first and as perf names it ("code 5: Failed to get
+# instruction").  perf prints fewer: once a DSO's code could not be
 # read it marks the DSO (dso__data_status_seen) and, from its third failed
 # walk on, resumes without an error line (intel_pt_walk_next_insn returns
 # -ENOENT, then -ENOLINK: no error) - perf 2-4 errors here (2 per image),
@@ -35,9 +36,9 @@ wrong() {
 	check "$1: error lines ($nerr; perf $nperf), each with its thread" test "$nerr" -gt 0 -a "$notid" -eq 0
 	check "$1: every error perf prints, vmtrace prints (ip, tid: $pfound of $nperf)" \
 		test "$pfound" -eq "$nperf" -a "$nperf" -gt 0
-	vfirst=$(grep -m1 'trace error' "$TMP/$1.vt" | sed 's/.* tid \([0-9]*\) ip \([0-9a-fx]*\) .*/\1 \2/')
-	pfirst=$(grep -m1 'trace error' "$TMP/$1.perf" | sed 's/.* tid \([0-9]*\) ip \([0-9a-fx]*\) .*/\1 \2/')
-	check "$1: the first error is perf's (tid, ip: $vfirst; perf $pfirst)" test -n "$vfirst" -a "$vfirst" = "$pfirst"
+	vfirst=$(grep -m1 'trace error' "$TMP/$1.vt" | sed 's/.* tid \([0-9]*\) ip \([0-9a-fx]*\) \(.*\)/\1 \2 \3/')
+	pfirst=$(grep -m1 'trace error' "$TMP/$1.perf" | sed 's/.* tid \([0-9]*\) ip \([0-9a-fx]*\) \(.*\)/\1 \2 \3/')
+	check "$1: the first error is perf's (tid, ip, code: $vfirst; perf $pfirst)" test -n "$vfirst" -a "$vfirst" = "$pfirst"
 }
 
 for rec in timed timeless; do

@@ -119,9 +119,12 @@ check "missing file: exit 3 (decode errors), no crash (rc $rc)" test "$rc" -eq 3
 # line is not printed) and resyncs at the next PSB: more errors, fewer lines
 check "missing file: perf names the dso with '[unknown]' on the VM entry line" \
 	grep -q '=>  *40[0-9a-f]* \[unknown\] (/opt/gbin/gtool)' "$TMP/n.perf"
-nvt=$(grep -c 'instruction trace error .*code 13: no memory mapped' "$TMP/m.vt")
-check "missing file: vmtrace's errors are libipt's 'no memory mapped' ($nvt), at the VM entries into it" \
+nvt=$(grep -c 'instruction trace error .*code 5: Failed to get instruction' "$TMP/m.vt")
+check "missing file: vmtrace's errors are perf's kind, 'code 5: Failed to get instruction' ($nvt), at the VM entries into it" \
 	test "$nvt" -ge 1
+HOME=$TMP/empty "$VMTRACE" script "$TMP/n.data" --json >"$TMP/m.json" 2>/dev/null
+check "missing file: --json has perf's code and message and libipt's (no memory mapped)" \
+	grep -q '"code": 5, "message": "Failed to get instruction", "libipt": "no memory mapped at this address"' "$TMP/m.json"
 echo "# missing file: perf $nerr errors, $(wc -l <"$TMP/n.perf") lines (resyncs at the next IP packet);" \
 	"vmtrace $nvt errors, $(wc -l <"$TMP/m.vt") lines (libipt resyncs at the next PSB)"
 

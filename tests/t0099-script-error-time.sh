@@ -3,10 +3,13 @@
 # recordings with corrupt AUX data (seeds 1-4; exit 3), every error line of
 # `vmtrace script --itrace=e` names its vCPU thread and a time, and each
 # thread's first error is one perf prints at the same ip and tid, within
-# 10 us of perf's time (before: time 0, pid -1, tid 0 - the error's time
-# was never set; and where corruption sent the flow to code that cannot be
-# read, vmtrace named the last branch it decoded, perf the address it could
-# not read: the corrupt TIP's target - seeds 1-3 had such a first error).
+# 10 us of perf's time, with perf's code and message (until session 26
+# libipt's: "code 13: no memory mapped at this address" where perf says
+# "code 5: Failed to get instruction"; before that: time 0, pid -1, tid 0 -
+# the error's time was never set; and where corruption sent the flow to
+# code that cannot be read, vmtrace named the last branch it decoded, perf
+# the address it could not read: the corrupt TIP's target - seeds 1-3 had
+# such a first error).
 #
 # perf 6.1's error ip (intel-pt-decoder.c: state.from_ip = decoder->ip at
 # the error), by libipt's error kind:
@@ -50,7 +53,7 @@ for seed in 1 2 3 4; do
 	check "seed $seed: exit 3 (got $rc)" test "$rc" -eq 3
 	check "seed $seed: no error line has time 0 ($zero of $nerr)" test "$zero" -eq 0
 	check "seed $seed: every error line names its vCPU thread ($notid of $nerr without)" test "$notid" -eq 0
-	check "seed $seed: each thread's first error is one perf prints (ip, tid) within 10 us ($near of $threads; not: $missed)" \
+	check "seed $seed: each thread's first error is one perf prints (ip, tid, code and message) within 10 us ($near of $threads; not: $missed)" \
 		test "$near" -eq "$threads"
 done
 finish

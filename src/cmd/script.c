@@ -966,6 +966,7 @@ static void print_error(const Script *s, const VtDecodeEvent *e)
 {
 	VtTextBuf *t = s->out;
 	const VtBranch *b = &e->b;
+	const char *msg;
 
 	if (!s->o->errors)
 		return;
@@ -986,9 +987,9 @@ static void print_error(const Script *s, const VtDecodeEvent *e)
 	put_lit(t, " ip ");
 	put_hex_alt(t, b->from);
 	put_lit(t, " code ");
-	vt_textbuf_int(t, b->code, 0, ' ');
+	vt_textbuf_int(t, vt_decode_perf_error(b->code, &msg), 0, ' ');
 	put_lit(t, ": ");
-	vt_textbuf_str(t, pt_errstr(b->code));
+	vt_textbuf_str(t, msg);
 	vt_textbuf_c(t, '\n');
 }
 
@@ -1603,6 +1604,7 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 {
 	VtJson *j = s->json;
 	const VtBranch *b = &e->b;
+	const char *msg;
 
 	vt_json_begin_object(j);
 	vt_json_kv_string(j, "kind", vt_branch_kind_name(b->kind));
@@ -1627,8 +1629,9 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_uint(j, "depth", vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, b));
 	if (b->kind == VT_BRANCH_ERROR) {
 		vt_json_kv_hex(j, "ip", b->from);
-		vt_json_kv_int(j, "code", b->code);
-		vt_json_kv_string(j, "message", pt_errstr(b->code));
+		vt_json_kv_int(j, "code", vt_decode_perf_error(b->code, &msg));
+		vt_json_kv_string(j, "message", msg);
+		vt_json_kv_string(j, "libipt", pt_errstr(b->code));
 	} else if (b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR) {
 		json_side(j, s, "ip", b->from, b->from_guest);
 		if (b->kind == VT_BRANCH_CBR)

@@ -290,6 +290,12 @@ typedef enum {
 } VtBranchKind;
 
 const char *vt_branch_kind_name(VtBranchKind k);  /* "jump", "call", ... */
+/* perf's error kind for libipt's error `code` (a positive pte_*, as
+ * VtBranch.code): perf script --itrace=e's "code N: MESSAGE" - 5 "Failed to
+ * get instruction" for code that cannot be read or decoded, 6 "Trace
+ * doesn't match instruction" for trace that does not fit the code, 3 "Bad
+ * packet", and perf's others; *message (if not NULL): its text. */
+guint vt_decode_perf_error(int code, const char **message);
 
 typedef struct {
 	guint64 from, to;

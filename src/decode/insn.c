@@ -137,6 +137,41 @@ const char *vt_branch_kind_name(VtBranchKind k)
 	return (guint)k < G_N_ELEMENTS(names) && names[k] ? names[k] : "?";
 }
 
+/* perf's kinds (intel-pt-decoder's INTEL_PT_ERR_*, 1-10) and which of
+ * libipt's errors is which: what the error means for the walk, as perf's
+ * own decoder meets the same trouble (a failed read of the code -EILSEQ,
+ * trace that does not fit the code -ENOENT, a packet it cannot parse or
+ * place -EBADMSG). */
+guint vt_decode_perf_error(int code, const char **message)
+{
+	static const char *const perf[] = {
+		[1] = "Memory allocation failed", [2] = "Internal error", [3] = "Bad packet",
+		[4] = "No more data", [5] = "Failed to get instruction",
+		[6] = "Trace doesn't match instruction", [7] = "Overflow packet", [8] = "Lost trace data",
+		[9] = "Unknown error!", [10] = "Never-ending loop",
+	};
+	guint k;
+
+	switch (code) {
+	case pte_nomem: k = 1; break;
+	case pte_internal: case pte_invalid: case pte_bad_config: case pte_bad_image: case pte_bad_lock:
+		k = 2;
+		break;
+	case pte_bad_opc: case pte_bad_packet: case pte_bad_context: case pte_bad_status_update: k = 3; break;
+	case pte_eos: k = 4; break;
+	case pte_nomap: case pte_bad_insn: k = 5; break;
+	case pte_bad_query: case pte_bad_retcomp: case pte_retstack_empty: case pte_noip: case pte_ip_suppressed:
+	case pte_no_enable: case pte_event_ignored:
+		k = 6;
+		break;
+	case pte_overflow: k = 7; break;
+	default: k = 9; break;
+	}
+	if (message)
+		*message = perf[k];
+	return k;
+}
+
 /* The length of a ModRM operand (ModRM, SIB, displacement) at m. */
 static guint modrm_len(const guint8 *m, gsize avail)
 {
