@@ -10,7 +10,9 @@
 # --guestvmlinux = synth's ground truth: branches, call traces,
 # instructions.  --vmlinux (host): its module code (the KVM stand-in) is no
 # part of a vmlinux, so both decoders err there - at the same address -
-# and everything else vmtrace prints is what it prints from kcore_dir.
+# and both name its addresses after the module's MMAP record
+# ("[kvm_intel]"); everything else vmtrace prints is what it prints from
+# kcore_dir.
 # Init code: perf maps a vmlinux's other sections that hold symbols as
 # DSOs of their own ("[guest.kernel.kallsyms].init.text") and vmtrace names
 # them so, but perf cannot read their code ("Failed to get instruction")
@@ -117,6 +119,17 @@ if in_module "$r.host.vt" && in_module "$r.host.perf"; then
 else
 	fail "--vmlinux: errors only in the module's code: $(grep -m1 'trace error' "$r.host.vt")"
 fi
+# the module's code is no part of the vmlinux, but perf maps it from its
+# MMAP record (/lib/modules/vmtrace-synth/kvm_intel.ko) and names it
+# "[kvm_intel]"; vmtrace names it so (until session 26: "[unknown]"), in
+# text and in --json's "dso"
+modline='=> *ffffffffc0a00[0-9a-f]* \[unknown\] (\[kvm_intel\])'
+check "--vmlinux: module addresses name perf's DSO [kvm_intel] ($(grep -c "$modline" "$r.host.vt") lines; perf $(grep -c "$modline" "$r.host.perf"))" \
+	sh -c "grep -q '$modline' '$r.host.vt' && grep -q '$modline' '$r.host.perf' &&
+	       ! grep -q 'ffffffffc0a00[0-9a-f]* \[unknown\] (\[unknown\])' '$r.host.vt'"
+check "--vmlinux --json: \"dso\": \"[kvm_intel]\" on module addresses" sh -c "
+	'$VMTRACE' script '$r.data' --vmlinux '$VMLINUX' $GV --json 2>/dev/null |
+	grep -q '\"ip\": \"0xffffffffc0a00[0-9a-f]*\", \"guest\": false, \"dso\": \"\[kvm_intel\]\"'"
 # every branch it decodes is one the kcore_dir decode has (addresses: the
 # symbols' names may differ where two share an address, as above)
 "$VMTRACE" script "$r.data" --vmlinux "$VMLINUX" $GV -F comm,tid,time,ip,addr 2>/dev/null |

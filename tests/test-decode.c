@@ -1767,9 +1767,54 @@ static void test_disasm_threads(void)
 	remove_dir(dir);
 }
 
+/* perf's module DSO names from module file paths (kmod_path__parse_name) */
+static void test_module_name(void)
+{
+	static const char *const cases[][2] = {
+		{ "/lib/modules/6.1.0-13-amd64/kernel/arch/x86/kvm/kvm-intel.ko", "[kvm_intel]" },
+		{ "/lib/modules/6.1.0/kernel/drivers/net/virtio_net.ko.xz", "[virtio_net]" },
+		{ "/lib/modules/6.1.0/extra/snd-hda-codec.ko.zst", "[snd_hda_codec]" },
+		{ "kvm.ko", "[kvm]" },
+		{ "/lib/modules/x/weird", "[weird]" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree char *name = vt_decode_module_name(cases[i][0]);
+
+		g_assert_cmpstr(name, ==, cases[i][1]);
+	}
+}
+
+/* libipt's errors as perf's kinds (perf's code and message) */
+static void test_perf_error(void)
+{
+	static const struct {
+		int code;
+		guint perf;
+		const char *msg;
+	} cases[] = {
+		{ pte_nomap, 5, "Failed to get instruction" }, { pte_bad_insn, 5, "Failed to get instruction" },
+		{ pte_bad_query, 6, "Trace doesn't match instruction" },
+		{ pte_bad_retcomp, 6, "Trace doesn't match instruction" }, { pte_bad_opc, 3, "Bad packet" },
+		{ pte_bad_packet, 3, "Bad packet" }, { pte_overflow, 7, "Overflow packet" },
+		{ pte_eos, 4, "No more data" }, { pte_nomem, 1, "Memory allocation failed" },
+		{ pte_internal, 2, "Internal error" }, { 99, 9, "Unknown error!" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		const char *msg = NULL;
+
+		g_assert_cmpuint(vt_decode_perf_error(cases[i].code, &msg), ==, cases[i].perf);
+		g_assert_cmpstr(msg, ==, cases[i].msg);
+	}
+	g_assert_cmpuint(vt_decode_perf_error(pte_nomap, NULL), ==, 5);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/decode/module-name", test_module_name);
+	g_test_add_func("/decode/perf-error", test_perf_error);
 	g_test_add_func("/decode/image", test_image);
 	g_test_add_func("/decode/kallsyms-forms", test_kallsyms_forms);
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);

@@ -517,7 +517,7 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	gboolean vmlinux = vt_decode_image_vmlinux(img);
 	const char *suffix = vmlinux ? vt_decode_image_dso_suffix(img, addr) : "";
 	gboolean known;
-	const char *name, *dso;
+	const char *name, *dso, *module;
 	gsize name_len, dso_len, suffix_len = suffix ? strlen(suffix) : 0;
 	gsize most;
 	char *p, *start;
@@ -532,6 +532,10 @@ static void put_side(const Script *s, guint64 addr, gboolean guest, guint f, con
 	dso_len = !known ? 9 : guest ? s->guest_dso_len : 17;
 	if (!known)
 		suffix_len = 0;
+	if (!known && vmlinux && (module = vt_decode_image_module(img, addr))) {
+		dso = module;          /* a module perf maps from its MMAP record: "[unknown] ([kvm_intel])" */
+		dso_len = strlen(module);
+	}
 	/* ADDR (and hex junk), " NAME", "+0x" OFF (and junk), " (DSO)" */
 	most = 24 + 1 + name_len + 3 + 24 + 3 + dso_len + suffix_len;
 
@@ -1231,10 +1235,8 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 
 /* The "(DSO)\t" of a call line in a vmlinux section perf maps on its own
  * (suffix: its name) or in none (NULL: [unknown]). */
-static void call_dso_put(Script *s, int dso, const char *suffix)
+static void call_dso_put(Script *s, const char *name)
 {
-	g_autofree char *name = suffix ? g_strconcat(dso ? s->guest_dso : "[kernel.kallsyms]", suffix, NULL)
-				: g_strdup("[unknown]");
 	g_autofree char *text = g_strdup_printf("(%-*s)\t", s->o->call_trace ? 50 : 0, name);
 
 	vt_textbuf_str(s->out, text);
@@ -1256,9 +1258,12 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 	const char *sym;              /* at's name: none in no section perf maps of a vmlinux */
 	int len = 0;
 
-	if (G_UNLIKELY(!suffix || *suffix))   /* a vmlinux's other section, or no map */
-		call_dso_put(s, dso, suffix);
-	else
+	if (G_UNLIKELY(!suffix || *suffix)) {  /* a vmlinux's other section, or no map */
+		g_autofree char *name = suffix ? g_strconcat(dso ? s->guest_dso : "[kernel.kallsyms]", suffix, NULL)
+					: g_strdup("[unknown]");
+
+		call_dso_put(s, name);
+	} else
 		put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
 	sym = y->sym && (dso == 2 || !vt_decode_image_vmlinux(img) || vt_decode_image_dso_suffix(img, at)) ? y->sym : NULL;
@@ -1592,6 +1597,12 @@ static void json_side(VtJson *j, const Script *s, const char *key, guint64 addr,
 			vt_json_kv_string(j, "sym", sym);
 			vt_json_kv_uint(j, "symoff", off);
 		}
+	}
+	if (!ksym && !code && vt_decode_image_vmlinux(guest ? s->guest : s->host)) {
+		const char *module = vt_decode_image_module(guest ? s->guest : s->host, addr);
+
+		if (module)              /* a module's map (--vmlinux): its DSO, as perf names it */
+			vt_json_kv_string(j, "dso", module);
 	}
 	if (ksym) {
 		vt_json_kv_string(j, "sym", ksym);

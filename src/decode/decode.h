@@ -74,6 +74,19 @@ const char *vt_decode_image_path(const VtDecodeImage *img);
  * as a DSO of its own (".init.text": a section other than .text that
  * holds a symbol), NULL where a vmlinux has no map (perf: no DSO). */
 const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr);
+/* A kernel module's map, as perf makes one of a kernel MMAP record of a
+ * module file (PATH, e.g. /lib/modules/V/kernel/arch/x86/kvm/kvm-intel.ko,
+ * at [start, start + len)): named "[kvm_intel]" (the file's name without
+ * .ko and compression suffixes, '-' as '_').  Only a vmlinux image keeps
+ * them (a kcore maps the module area as the kernel's own); before
+ * decoders are made. */
+void vt_decode_image_add_module(VtDecodeImage *img, guint64 start, guint64 len, const char *path);
+/* perf's DSO name of a module file's path (kmod_path__parse_name):
+ * "[NAME]", NAME its file name up to ".ko" (".ko.xz" and the other
+ * compressed forms alike), '-' as '_'.  Free with g_free. */
+char *vt_decode_module_name(const char *path);
+/* The module map's DSO name at addr ("[kvm_intel]"), NULL: none. */
+const char *vt_decode_image_module(const VtDecodeImage *img, guint64 addr);
 void vt_decode_image_free(VtDecodeImage *img);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeImage, vt_decode_image_free)
 

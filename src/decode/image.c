@@ -75,6 +75,7 @@ struct VtDecodeImage {
 	gboolean placed;         /* ... and placed by the recording's kernel MMAP */
 	char *build_id;          /* its GNU build id, hex (vmlinux; NULL: none) */
 	GArray *maps;            /* DsoMap, ascending: a vmlinux's sections as perf maps them */
+	GArray *modules;         /* DsoMap (suffix: the DSO's name): perf's module maps (vmlinux), in order */
 	guint gen;               /* unique per image loaded (symbol_hint) */
 	guint32 limit;           /* 0: libipt reads through read_code() */
 	GMutex lock;             /* iscache's creation */
@@ -466,6 +467,8 @@ static VtDecodeImage *image_new(const char *what, const char *path)
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->maps = g_array_new(FALSE, FALSE, sizeof(DsoMap));
 	g_array_set_clear_func(img->maps, map_clear);
+	img->modules = g_array_new(FALSE, FALSE, sizeof(DsoMap));
+	g_array_set_clear_func(img->modules, map_clear);
 	img->names = g_string_new(NULL);
 	g_mutex_init(&img->lock);
 	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
@@ -656,6 +659,7 @@ void vt_decode_image_free(VtDecodeImage *img)
 	g_array_free(img->shadowed, TRUE);
 	g_array_free(img->funcs, TRUE);
 	g_array_free(img->maps, TRUE);
+	g_array_free(img->modules, TRUE);
 	g_free(img->build_id);
 	g_string_free(img->names, TRUE);
 	g_free(img->what);
@@ -915,6 +919,41 @@ const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr)
 	}
 	if (lo && addr < g_array_index(img->maps, DsoMap, lo - 1).hi)
 		return g_array_index(img->maps, DsoMap, lo - 1).suffix;
+	return NULL;
+}
+
+char *vt_decode_module_name(const char *path)
+{
+	const char *base = strrchr(path, '/'), *ko;
+	g_autofree char *name = NULL;
+
+	base = base ? base + 1 : path;
+	ko = strstr(base, ".ko");
+	name = g_strndup(base, ko ? (gsize)(ko - base) : strlen(base));
+	g_strdelimit(name, "-", '_');
+	return g_strdup_printf("[%s]", name);
+}
+
+void vt_decode_image_add_module(VtDecodeImage *img, guint64 start, guint64 len, const char *path)
+{
+	DsoMap m = { start, start + len, NULL };
+
+	if (!img || !img->vmlinux || !len || m.hi < start)
+		return;
+	m.suffix = vt_decode_module_name(path);
+	g_array_append_val(img->modules, m);   /* in the recording's order */
+}
+
+const char *vt_decode_image_module(const VtDecodeImage *img, guint64 addr)
+{
+	/* the latest map holding addr (as perf, whose newer map replaces
+	 * the part of an older one it overlaps) */
+	for (guint i = img ? img->modules->len : 0; i-- > 0;) {
+		const DsoMap *m = &g_array_index(img->modules, DsoMap, i);
+
+		if (addr >= m->lo && addr < m->hi)
+			return m->suffix;
+	}
 	return NULL;
 }
 

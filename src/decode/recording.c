@@ -1157,6 +1157,21 @@ static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gbool
 		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
 }
 
+/* A host kernel MMAP record of a module file ("/lib/modules/.../X.ko"):
+ * perf's module map "[X]" in a vmlinux host image. */
+static void module_map(const VtPerfRecord *rec, const VtDecodeOptions *opts)
+{
+	gsize fixed = rec->type == PERF_RECORD_MMAP2 ? 72 : 40;
+	const char *name = (const char *)rec->data + fixed;
+	guint64 start, len;
+
+	if ((rec->misc & 7) != 1 || rec->size <= fixed || name[0] != '/' || !memchr(name, 0, rec->size - fixed))
+		return;
+	memcpy(&start, rec->data + 16, 8);   /* (after the header, pid and tid) */
+	memcpy(&len, rec->data + 24, 8);
+	vt_decode_image_add_module(opts->host, start, len, name);
+}
+
 /* Is the recorded build id (hex theirs, of n bytes) the vmlinux's (hex
  * mine)?  As perf's dso__build_id_equal with the vmlinux's cut to 20 bytes:
  * the same bytes, or a 20-byte record of a shorter id padded with zeros
@@ -1231,8 +1246,10 @@ static gboolean images_prepare(const VmcorrSession *s, const VtDecodeOptions *op
 		GBytes *b;
 		GByteArray *a;
 
-		if (rec.type == PERF_RECORD_MMAP || rec.type == PERF_RECORD_MMAP2)
+		if (rec.type == PERF_RECORD_MMAP || rec.type == PERF_RECORD_MMAP2) {
 			relocate(&rec, opts, moved);
+			module_map(&rec, opts);
+		}
 		if (rec.type != PERF_RECORD_TEXT_POKE || !vt_perf_record_sample_id(s->f, &rec, &sid) || !sid.has_time)
 			continue;
 		tsc = s->have_tc ? vt_perf_time_to_tsc(sid.time, &s->tc) : sid.time;
