@@ -18,6 +18,14 @@ BRANCHES: `vmtrace synth --branches` (QUEUE TID KIND FROM TO WHERE VCPU).
    vmtrace's, and a difference names both).
 Decode errors count as differences.  Exit 0 when all agree.
 
+--time: the time is compared too - each branch, call, return and power
+event line's time the same as perf's, to the digit it prints (since
+session 26 vmtrace times every branch as perf does); instruction lines
+(--insns, and --lines' lines without " => ") and error lines keep their
+time aside (vmtrace gives a block's instructions its branch's time, perf
+the ones before the branch the time before the branch's packet; errors:
+each decoder's own).
+
 --calls (perf script --call-trace), --calls=ret (--call-ret-trace):
 1. the same per thread, time and the trailing padding aside (perf pads to
    a column that follows the lines of all threads in print order), and
@@ -50,6 +58,7 @@ sys.dont_write_bytecode = True   # no tests/__pycache__ in the source tree
 from branch_lists import joined, load_truth  # noqa: E402
 
 HEAD = re.compile(r'^.{16} +(-?\d+) \[\s*(-?\d+)\]$')
+KEEP_TIME = '--time' in sys.argv
 
 
 def load(path, per_cpu, with_pairs=True):
@@ -74,7 +83,8 @@ def load(path, per_cpu, with_pairs=True):
         rest = raw[i:]
         j = rest.find(':')
         if j > 0 and rest[:j].strip().replace('.', '', 1).isdigit():
-            rest = rest[j + 1:]   # the time set aside
+            head += rest[:j + 1] if KEEP_TIME else ''
+            rest = rest[j + 1:]   # the time set aside (--time: kept in the line)
         lines[key].append(head + rest)
         if with_pairs:
             a, sep, b = rest.partition(' => ')
@@ -85,7 +95,7 @@ def load(path, per_cpu, with_pairs=True):
     return lines, pairs, errors
 
 
-CALL_LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) (?:\[\s*(?P<cpu>-?\d+)\] )?(?: *\d+\.\d+: )?(?P<rest>.*)$')
+CALL_LINE = re.compile(r'^(?P<comm>.{16}) +(?P<tid>-?\d+) (?:\[\s*(?P<cpu>-?\d+)\] )?(?P<time> *\d+\.\d+: )?(?P<rest>.*)$')
 SHOWN = {'call': {'call': ['call'], 'vmentry': ['vmentry'] * 2, 'vmexit': ['bcyh'] * 2, 'trace-end': ['tr end  async'],
                   'syscall': ['syscall'], 'async': ['hw int'], 'int': ['int']}}
 SHOWN['ret'] = dict(SHOWN['call'], **{'return': ['return'], 'trace-begin': ['tr strt'], 'sysret': ['sysret'],
@@ -109,7 +119,7 @@ def load_calls(path, per_cpu, depth):
             raise SystemExit('%s: unexpected line: %s' % (path, raw))
         key = (int(m['cpu']) if per_cpu else -1, int(m['tid']))
         rest = m['rest'] if depth else PAD.sub('\t', m['rest'])
-        lines[key].append(m['comm'] + ' ' + rest)
+        lines[key].append(m['comm'] + ' ' + (m['time'] or '' if KEEP_TIME else '') + rest)
         flags[key].append(m['rest'].split('(')[0].strip())
     return lines, flags, errors
 
@@ -258,7 +268,9 @@ def load_lines(path, per_cpu):
             raise SystemExit('%s: unexpected line: %s' % (path, raw))
         if ' time ' in raw:
             raw = TIME_FIELD.sub(' time T ', raw)
-        lines[key].append(time_aside(raw))
+        keep = KEEP_TIME and 'instruction trace error' not in raw and (
+            ' => ' in raw or 'psb offs:' in raw or 'cbr:' in raw)
+        lines[key].append(raw if keep else time_aside(raw))
     return lines
 
 

@@ -13,7 +13,10 @@
 # that needs no packet (a direct call) is its walk step's, while a decoder
 # can only place it between the packets around it; the longest packet-free
 # stretch synth writes is before a VM exit's FUP (400..655 ticks plus a
-# step): 800 ticks from the truth and from perf.
+# step): 800 ticks from the truth; and perf's time to the nanosecond
+# (since session 26; with --cbr-vary within 800 ticks of perf's: libipt
+# and perf estimate time from cycles their own ways when the ratio
+# changes).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_perf

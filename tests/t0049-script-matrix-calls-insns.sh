@@ -27,7 +27,7 @@ compare() {
 	"$VMTRACE" script "$TMP/$cn.data" --guestkallsyms "$gc/kallsyms" "$copt" >"$TMP/$cn.$cm.vt" 2>"$TMP/$cn.$cm.vt.err"
 	check "$cn $copt: vmtrace script exit 0" test $? -eq 0
 	# shellcheck disable=SC2086
-	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$@" "$TMP/$cn.$cm.perf" "$TMP/$cn.$cm.vt" \
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time "$@" "$TMP/$cn.$cm.perf" "$TMP/$cn.$cm.vt" \
 		"$TMP/$cn.branches" $cpc >"$TMP/$cn.$cm.cmp" 2>&1
 	ck_rc=$?
 	check "$cn $copt: vmtrace = perf = ground truth ($(head -1 "$TMP/$cn.$cm.cmp"))" test $ck_rc -eq 0 ||

@@ -58,7 +58,7 @@ for seed in 1 2; do
 		-F comm,tid,cpu,ip,sym,symoff,dso,addr >"$TMP/rec$seed.perf" 2>"$TMP/rec$seed.perf.err"
 	"$VMTRACE" script "$f" --guest "$snap" >"$TMP/rec$seed.vt" 2>"$TMP/rec$seed.vt.err"
 	check "seed $seed: vmtrace script --guest SNAPSHOT: exit 0" test $? -eq 0
-	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/rec$seed.perf" "$TMP/rec$seed.vt" "$TMP/rec$seed.branches" \
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time "$TMP/rec$seed.perf" "$TMP/rec$seed.vt" "$TMP/rec$seed.branches" \
 		>"$TMP/rec$seed.cmp" 2>&1
 	ck_rc=$?
 	check "seed $seed: vmtrace = perf = ground truth ($(head -1 "$TMP/rec$seed.cmp"))" test $ck_rc -eq 0 ||

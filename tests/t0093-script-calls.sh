@@ -29,7 +29,7 @@ while read -r name opts; do
 		"$VMTRACE" script "$f" $G $opt >"$TMP/$name.$mode.vt" 2>"$TMP/$name.$mode.vt.err"
 		check "$name $opt: vmtrace script exit 0" test $? -eq 0
 		# shellcheck disable=SC2086
-		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=$mode $nd "$TMP/$name.$mode.perf" \
+		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --calls=$mode $nd "$TMP/$name.$mode.perf" \
 			"$TMP/$name.$mode.vt" "$TMP/$name.branches" $pc >"$TMP/$name.$mode.cmp" 2>&1
 		ck_rc=$?
 		check "$name $opt: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $ck_rc -eq 0 ||

@@ -31,8 +31,12 @@ while read -r name opts; do
 			# shellcheck disable=SC2086
 			"$VMTRACE" script "$f" $G --itrace=$it $fl >"$TMP/vt.out" 2>"$TMP/vt.err"
 			check "$name --itrace=$it ${fl:-(default fields)}: vmtrace exit 0" test $? -eq 0
+			# (--time but with CYC and changing ratios: libipt converts
+			# cycles to time a nanosecond apart from perf, now and then)
+			tm=--time
+			case $name in *cbr*) tm= ;; esac
 			# shellcheck disable=SC2086
-			"$PYTHON3" "$top_srcdir/tests/script-compare.py" --lines "$TMP/perf.out" "$TMP/vt.out" $pc \
+			"$PYTHON3" "$top_srcdir/tests/script-compare.py" $tm --lines "$TMP/perf.out" "$TMP/vt.out" $pc \
 				>"$TMP/cmp" 2>&1
 			ck_rc=$?
 			check "$name --itrace=$it ${fl:-(default fields)}: vmtrace = perf ($(head -1 "$TMP/cmp"))" \

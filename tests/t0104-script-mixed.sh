@@ -27,7 +27,7 @@ while read -r name opts; do
 		"$VMTRACE" script "$f" $G --itrace="$it" -F "$fl" >"$TMP/vt.out" 2>"$TMP/vt.err"
 		check "$name --itrace=$it -F $fl: vmtrace exit 0" test $? -eq 0
 		# shellcheck disable=SC2086
-		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --lines "$TMP/perf.out" "$TMP/vt.out" $pc >"$TMP/cmp" 2>&1
+		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --lines "$TMP/perf.out" "$TMP/vt.out" $pc >"$TMP/cmp" 2>&1
 		ck_rc=$?
 		check "$name --itrace=$it: vmtrace = perf ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||
 			sed 's/^/#   /' "$TMP/cmp"

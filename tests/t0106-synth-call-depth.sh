@@ -26,7 +26,7 @@ check "perf script --call-trace exit 0" test $? -eq 0
 # shellcheck disable=SC2086
 "$VMTRACE" script "$TMP/bounded.data" $G --call-trace >"$TMP/vt.out" 2>/dev/null
 check "vmtrace script --call-trace exit 0" test $? -eq 0
-"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call "$TMP/perf.out" "$TMP/vt.out" \
+"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --calls=call "$TMP/perf.out" "$TMP/vt.out" \
 	"$TMP/bounded.branches" >"$TMP/cmp" 2>&1
 ck_rc=$?
 check "--call-depth recording: vmtrace = perf = ground truth ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||

@@ -4,7 +4,8 @@
 # vmtrace/perf pair of one small recording they agree, and each kind of
 # difference - a branch's address, a missing line, a line the ground truth
 # does not have, a time out of bounds, a line they cannot read - makes them
-# fail; a time that differs alone (each decoder estimates its own) does not.
+# fail; a time that differs alone does not - unless --time asks for equal
+# times (branches: vmtrace's are perf's since session 26).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 code_vs_perf
@@ -35,6 +36,18 @@ check "...perf and vmtrace wrong alike: both differ from the truth" \
 sed -E 's/ [0-9]+\.[0-9]+: / 1.000000001: /' "$TMP/v" >"$TMP/v.time"
 check "...times differing alone: still agree" sh -c "! cmp -s '$TMP/v' '$TMP/v.time' &&
 	[ $(cmp_rc "$TMP/p" "$TMP/v.time" "$TMP/r.branches") = 0 ]"
+# --time (since session 26 vmtrace times branches as perf does): the times
+# are compared too - equal here; one line's time 1 us later differs
+check "--time: vmtrace's times = perf's" test "$(cmp_rc --time "$TMP/p" "$TMP/v" "$TMP/r.branches")" = 0
+"$PYTHON3" -c 'import re, sys
+l = open(sys.argv[1]).read().split("\n")
+l[99] = re.sub(r" (\d+)\.(\d{6}): ", lambda m: " %s.%06d: " % (m[1], int(m[2]) + 1), l[99], count=1)
+sys.stdout.write("\n".join(l))' "$TMP/v" >"$TMP/v.late"
+check "--time: one branch 1 us later: exit 1" sh -c "! cmp -s '$TMP/v' '$TMP/v.late' &&
+	[ $(cmp_rc --time "$TMP/p" "$TMP/v.late" "$TMP/r.branches") = 1 ] &&
+	[ $(cmp_rc "$TMP/p" "$TMP/v.late" "$TMP/r.branches") = 0 ]"
+check "--lines --time: equal, and the later one differs" sh -c "[ $(cmp_rc --lines --time "$TMP/p" "$TMP/v") = 0 ] &&
+	[ $(cmp_rc --lines --time "$TMP/p" "$TMP/v.late") = 1 ]"
 { head -5 "$TMP/v"; echo "not a line of either tool"; } >"$TMP/v.bad"
 check "...an unreadable line: refused, named" sh -c "[ $(cmp_rc "$TMP/p" "$TMP/v.bad" "$TMP/r.branches") != 0 ] &&
 	grep -q 'unexpected line: not a line' '$TMP/out'"

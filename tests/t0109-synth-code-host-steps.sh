@@ -45,7 +45,7 @@ for name in exits cpus; do
 	"$VMTRACE" script "$TMP/$name.data" $G >"$TMP/$name.b.vt" 2>"$TMP/$name.b.err"
 	check "$name: vmtrace script exit 0" test $? -eq 0
 	# shellcheck disable=SC2086
-	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.b.perf" "$TMP/$name.b.vt" "$TMP/$name.branches" \
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time "$TMP/$name.b.perf" "$TMP/$name.b.vt" "$TMP/$name.branches" \
 		$pc >"$TMP/$name.b.cmp" 2>&1
 	ck_rc=$?
 	check "$name branches: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.b.cmp"))" test $ck_rc -eq 0 ||
@@ -57,7 +57,7 @@ for name in exits cpus; do
 		"$VMTRACE" script "$TMP/$name.data" $G --$mode >"$TMP/$name.$mode.vt" 2>/dev/null
 		case $mode in call-trace) how="--calls=call $nd" ;; *) how=--insns ;; esac
 		# shellcheck disable=SC2086
-		"$PYTHON3" "$top_srcdir/tests/script-compare.py" $how "$TMP/$name.$mode.perf" "$TMP/$name.$mode.vt" \
+		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time $how "$TMP/$name.$mode.perf" "$TMP/$name.$mode.vt" \
 			"$TMP/$name.branches" $pc >"$TMP/$name.$mode.cmp" 2>&1
 		ck_rc=$?
 		check "$name --$mode: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $ck_rc -eq 0 ||

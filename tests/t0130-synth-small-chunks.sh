@@ -53,7 +53,7 @@ sys.exit(got != want and "%r != %r" % (got, want))' "$TMP/$name.dry" "$TMP/$name
 	check "$name: perf script: no decode error" sh -c "! grep -q 'instruction trace error' '$TMP/$name.perf'"
 	"$VMTRACE" script "$f" --guestkallsyms "$GUEST_CODE/kallsyms" >"$TMP/$name.vt" 2>"$TMP/$name.vt.err"
 	check "$name: vmtrace script exit 0" test $? -eq 0
-	"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/$name.perf" "$TMP/$name.vt" "$TMP/$name.branches" \
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time "$TMP/$name.perf" "$TMP/$name.vt" "$TMP/$name.branches" \
 		--per-cpu >"$TMP/$name.cmp" 2>&1
 	ck_rc=$?
 	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||

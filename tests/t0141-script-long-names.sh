@@ -32,7 +32,7 @@ timeout 300 "$PERF" script -i "$TMP/rec.data" --guestkallsyms "$TMP/g500/kallsym
 check "perf script exit 0" test $? -eq 0
 "$VMTRACE" script "$TMP/rec.data" --guestkallsyms "$TMP/g500/kallsyms" >"$TMP/g500.vt" 2>/dev/null
 check "500-character name: lines with it" grep -q "${top}xxxx" "$TMP/g500.vt"
-"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$TMP/g500.perf" "$TMP/g500.vt" "$TMP/rec.branches" \
+"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time "$TMP/g500.perf" "$TMP/g500.vt" "$TMP/rec.branches" \
 	>"$TMP/g500.cmp" 2>&1
 ck_rc=$?
 check "500-character name: vmtrace = perf = ground truth ($(head -1 "$TMP/g500.cmp"))" test $ck_rc -eq 0 ||

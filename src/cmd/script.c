@@ -29,7 +29,8 @@ typedef struct {
 	/* what they make of it */
 	gboolean branches, errors;         /* --itrace b/c/r, e */
 	gboolean power;                    /* --itrace p: perf's psb and cbr events */
-	gboolean nsecs;                    /* --insn-trace: times in nanoseconds, as perf's */
+	gboolean nsecs;                    /* --insn-trace, --ns: times in nanoseconds, as perf's */
+	gboolean ns;                       /* --ns */
 	guint32 branch_flags;              /* --itrace c/r: perf flags shown (0: all) */
 	guint field_mask;                  /* -F: F_* of branch lines */
 	guint insn_mask, power_mask;       /* -F: of instruction and power event lines */
@@ -198,6 +199,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		{ "insn-trace", 0, 0, G_OPTION_ARG_NONE, &o->insn_trace, "Every instruction, its bytes and its disassembly (perf script --insn-trace)", NULL },
 		{ "itrace", 0, 0, G_OPTION_ARG_STRING, &o->itrace, "What to print, perf's letters: b branches, c calls, r returns, i0ns every instruction, p power events (psb, cbr), e errors (default: be)", "OPTS" },
 		{ "fields", 'F', 0, G_OPTION_ARG_STRING, &o->fields, "Fields of a line: comm,tid,cpu,time,period,event,flags,ip,sym,symoff,dso,addr,insn,disasm,synth,machine_pid,vcpu,ipc; +F/-F add to/remove from the default", "FIELDS" },
+		{ "ns", 0, 0, G_OPTION_ARG_NONE, &o->ns, "Times with nanoseconds, 9 decimals (perf script --ns; --insn-trace and the call traces always)", NULL },
 		{ "time", 0, 0, G_OPTION_ARG_STRING, &o->time, "Only events from START to END (perf time, seconds.nanoseconds; either may be empty)", "START,END" },
 		{ "json", 'j', 0, G_OPTION_ARG_NONE, &o->json, "One JSON object per branch (and per decode error)", NULL },
 		{ "host-only", 0, 0, G_OPTION_ARG_NONE, &o->host_only, "Only branches in host code", NULL },
@@ -230,7 +232,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"does with those options: flags, call depth (perf's thread stack) and padding;\n"
 		"perf's psb/cbr power-event lines are left out.  --insn-trace prints every\n"
 		"instruction as perf script --insn-trace does, then its AT&T disassembly.\n\n"
-		"Decode errors print as perf's --itrace=e lines (libipt's codes and messages);\n"
+		"Decode errors print as perf's --itrace=e lines (perf's codes and messages);\n"
 		"decoding resumes at the next PSB.  Timed recordings come in time order over\n"
 		"all queues (correct guest time first: vmtrace correlate), timeless ones queue\n"
 		"by queue in trace order.\n\n"
@@ -331,7 +333,7 @@ static const char *parse_selection(ScriptOptions *o)
 
 	o->branches = !o->insn_trace;
 	o->errors = TRUE;
-	o->nsecs = o->insn_trace;
+	o->nsecs = o->insn_trace || o->ns;
 	if (o->itrace && (o->call_trace || o->call_ret_trace || o->insn_trace))
 		return "--itrace does not go with --call-trace, --call-ret-trace or --insn-trace";
 	if (o->itrace)

@@ -227,6 +227,11 @@ int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun 
 gboolean vt_walk_last_branch(const VtWalk *w, guint64 ip, guint8 *kind, guint8 *len);
 int vt_walk_event(VtWalk *w, struct pt_event *ev);
 int vt_walk_time(VtWalk *w, uint64_t *tsc);
+/* The time at the trace packet that decided the last vt_walk_next()'s
+ * last branch, where that step went on to read events after it (whose
+ * packets moved the time on): TRUE and *tsc; FALSE: vt_walk_time() is
+ * that time (and always with libipt's block decoder). */
+gboolean vt_walk_branch_time(const VtWalk *w, guint64 *tsc);
 /* Where the walk stands: the next instruction's IP (after a branch whose
  * trace was read, its target; 0 with libipt's block decoder). */
 guint64 vt_walk_ip(const VtWalk *w);

@@ -122,6 +122,7 @@ struct VtWalk {
 	ZSlot zcache[1 << ZCACHE_BITS];
 	gboolean check;                  /* VMTRACE_WALK_CHECK */
 	gboolean joinable;               /* the last block: no_event()'s, nothing pending after it */
+	guint64 event_before;            /* the time before the event in process was read */
 };
 
 gboolean vt_walk_use_blk(void)
@@ -473,6 +474,14 @@ static int fetch_event(VtWalk *w)
 		return 1;
 	if (!(w->status & pts_event_pending))
 		return 0;
+	{
+		uint32_t lost_mtc, lost_cyc;
+
+		/* the time of the branches until the event applies: its packets
+		 * move libipt's on (vt_walk_branch_time) */
+		if (pt_qry_time(w->qry, &w->event_before, &lost_mtc, &lost_cyc) < 0)
+			w->event_before = 0;
+	}
 	status = pt_qry_event(w->qry, &w->event, sizeof(w->event));
 	if (status < 0)
 		return status;
@@ -1135,6 +1144,14 @@ gboolean vt_walk_last_branch(const VtWalk *w, guint64 ip, guint8 *kind, guint8 *
 	default: return FALSE;
 	}
 	*len = in->size;
+	return TRUE;
+}
+
+gboolean vt_walk_branch_time(const VtWalk *w, guint64 *tsc)
+{
+	if (w->blk || !w->process_event || w->bound_paging || w->bound_vmcs || w->bound_ptwrite)
+		return FALSE;            /* (an event bound to the instruction decides it: its time) */
+	*tsc = w->event_before;
 	return TRUE;
 }
 
