@@ -18,7 +18,7 @@ BRANCHES: `vmtrace synth --branches` (QUEUE TID KIND FROM TO WHERE VCPU).
    vmtrace's, and a difference names both).
 Decode errors count as differences.  Exit 0 when all agree.
 
---time: the time is compared too - each branch, call, return and power
+--time (not with --insns, where it does nothing): the time is compared too - each branch, call, return and power
 event line's time the same as perf's, to the digit it prints (since
 session 26 vmtrace times every branch as perf does); instruction lines
 (--insns, and --lines' lines without " => ") and error lines keep their

@@ -7,9 +7,9 @@
 #    its calibration; it runs ahead and the next MTC sets it back (blind
 #    query decoding of a --cyc-thresh 8 queue: ~1100 backward steps of up
 #    to ~130 ticks).  vmtrace: none, and still within 800 ticks of the
-#    truth and of perf (tests/time-check.py; not perf's to the nanosecond,
-#    as without a threshold: libipt and perf estimate from cycles their
-#    own ways).
+#    truth and of perf (tests/time-check.py; with a threshold not perf's to
+#    the nanosecond, as CYC without one is, t0046: libipt and perf then
+#    estimate from cycles their own ways).
 # 2. A timed recording not corrected (vmtrace correlate not run): the guest
 #    TSC in a PSB+ is the guest's, far below host time; libipt takes it, so
 #    vmtrace stepped back by ~650 s (perf: "Suppressing bad timestamp").

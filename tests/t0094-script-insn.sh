@@ -22,7 +22,7 @@ while read -r name opts; do
 	"$VMTRACE" script "$f" $G --insn-trace >"$TMP/$name.vt" 2>"$TMP/$name.vt.err"
 	check "$name: vmtrace script --insn-trace exit 0" test $? -eq 0
 	# shellcheck disable=SC2086
-	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --insns "$TMP/$name.perf" "$TMP/$name.vt" \
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --insns "$TMP/$name.perf" "$TMP/$name.vt" \
 		"$TMP/$name.branches" $pc >"$TMP/$name.cmp" 2>&1
 	ck_rc=$?
 	check "$name: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||

@@ -46,6 +46,11 @@ sys.stdout.write("\n".join(l))' "$TMP/v" >"$TMP/v.late"
 check "--time: one branch 1 us later: exit 1" sh -c "! cmp -s '$TMP/v' '$TMP/v.late' &&
 	[ $(cmp_rc --time "$TMP/p" "$TMP/v.late" "$TMP/r.branches") = 1 ] &&
 	[ $(cmp_rc "$TMP/p" "$TMP/v.late" "$TMP/r.branches") = 0 ]"
+# --ns: nine decimals on branch lines, as perf script --ns prints them
+timeout 120 "$PERF" script -i "$TMP/r.data" $G --itrace=be --ns -F $F >"$TMP/p.ns" 2>/dev/null
+"$VMTRACE" script "$TMP/r.data" $G --ns >"$TMP/v.ns" 2>/dev/null
+check "--ns: vmtrace's lines = perf script --ns's, nanoseconds included" sh -c "
+	grep -q ' [0-9]*\.[0-9]\{9\}: ' '$TMP/v.ns' && [ $(cmp_rc --lines --time "$TMP/p.ns" "$TMP/v.ns") = 0 ]"
 check "--lines --time: equal, and the later one differs" sh -c "[ $(cmp_rc --lines --time "$TMP/p" "$TMP/v") = 0 ] &&
 	[ $(cmp_rc --lines --time "$TMP/p" "$TMP/v.late") = 1 ]"
 { head -5 "$TMP/v"; echo "not a line of either tool"; } >"$TMP/v.bad"

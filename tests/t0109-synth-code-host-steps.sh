@@ -55,9 +55,9 @@ for name in exits cpus; do
 		timeout 300 "$PERF" script -i "$TMP/$name.data" $G --$mode >"$TMP/$name.$mode.perf" 2>/dev/null
 		# shellcheck disable=SC2086
 		"$VMTRACE" script "$TMP/$name.data" $G --$mode >"$TMP/$name.$mode.vt" 2>/dev/null
-		case $mode in call-trace) how="--calls=call $nd" ;; *) how=--insns ;; esac
+		case $mode in call-trace) how="--time --calls=call $nd" ;; *) how=--insns ;; esac
 		# shellcheck disable=SC2086
-		"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time $how "$TMP/$name.$mode.perf" "$TMP/$name.$mode.vt" \
+		"$PYTHON3" "$top_srcdir/tests/script-compare.py" $how "$TMP/$name.$mode.perf" "$TMP/$name.$mode.vt" \
 			"$TMP/$name.branches" $pc >"$TMP/$name.$mode.cmp" 2>&1
 		ck_rc=$?
 		check "$name --$mode: vmtrace = perf = ground truth ($(head -1 "$TMP/$name.$mode.cmp"))" test $ck_rc -eq 0 ||

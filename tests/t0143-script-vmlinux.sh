@@ -81,7 +81,7 @@ if ! asan_build; then
 	timeout 300 "$PERF" script -i "$r.data" $GV --insn-trace >"$r.insn.perf" 2>/dev/null
 	# shellcheck disable=SC2086
 	"$VMTRACE" script "$r.data" $GV --insn-trace >"$r.insn.vt" 2>/dev/null
-	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --insns "$r.insn.perf" "$r.insn.vt" "$r.branches" \
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --insns "$r.insn.perf" "$r.insn.vt" "$r.branches" \
 		>"$r.insn.cmp" 2>&1
 	ck_rc=$?
 	check "--insn-trace: vmtrace = perf = ground truth ($(head -1 "$r.insn.cmp"))" test $ck_rc -eq 0 ||
@@ -152,12 +152,12 @@ F=comm,tid,cpu,ip,sym,symoff,dso,addr
 check "init code: vmtrace --guestvmlinux exit 0 (no decode error)" test $? -eq 0
 check "init code: named [guest.kernel.kallsyms].init.text ($(grep -c 'kallsyms].init.text' "$i.vt") lines)" \
 	grep -q '[0-9a-f] [a-z_].*+0x[0-9a-f]* (\[guest.kernel.kallsyms\].init.text)' "$i.vt"
-"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time "$i.vt" "$i.vt" "$i.branches" >"$i.cmp" 2>&1
+"$PYTHON3" "$top_srcdir/tests/script-compare.py" "$i.vt" "$i.vt" "$i.branches" >"$i.cmp" 2>&1
 ck_rc=$?
 check "init code: vmtrace --guestvmlinux = ground truth ($(head -1 "$i.cmp"))" test $ck_rc -eq 0 ||
 	sed 's/^/#   /' "$i.cmp"
 "$VMTRACE" script "$i.data" $GV --call-trace >"$i.call" 2>/dev/null
-"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --calls=call "$i.call" "$i.call" "$i.branches" >"$i.call.cmp" 2>&1
+"$PYTHON3" "$top_srcdir/tests/script-compare.py" --calls=call "$i.call" "$i.call" "$i.branches" >"$i.call.cmp" 2>&1
 echo $? >"$i.call.rc"
 check "init code: --call-trace = ground truth ($(head -1 "$i.call.cmp")), its DSO named" sh -c "
 	[ \$(cat '$i.call.rc') = 0 ] && grep -q '(\[guest.kernel.kallsyms\].init.text *)' '$i.call'" ||

@@ -1767,15 +1767,77 @@ static void test_disasm_threads(void)
 	remove_dir(dir);
 }
 
+/* A branch's time is the time of the packet that decided it: a TIP after
+ * a TSC gives the indirect jump the new time, with a MODE.Exec (an event
+ * the walk reads first, bound to the branch) between them as without one
+ * (the walker's time of branches before an event is the time before the
+ * event's packets - not when a packet after the event decided it). */
+static void test_branch_time(void)
+{
+	guint8 code[64] = { 0x74, 0x02, 0x90, 0x90, 0xff, 0xe0, [0x10] = 0x74, 0x00, 0xeb, 0xfc };
+	g_autofree char *dir = g_dir_make_tmp("vmtrace-test-XXXXXX", NULL);
+	VtDecodeImage *h = code_image(dir, "host", code, sizeof(code));
+
+	for (int mode = 0; mode < 2; mode++) {
+		struct pt_packet tnt = { .type = ppt_tnt_8, .payload.tnt = { .bit_size = 1, .payload = 1 } };
+		VtDecodeCpu cpu = { 0 };
+		g_autoptr(GError) err = NULL;
+		GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+		guint8 trace[4096];
+		struct pt_config cfg;
+		gboolean seen = FALSE;
+		Enc e;
+		gsize len;
+
+		pt_config_init(&cfg);
+		cfg.begin = e.buf;
+		cfg.end = e.buf + sizeof(e.buf);
+		e.enc = pt_alloc_encoder(&cfg);
+		put(&e, (struct pt_packet){ .type = ppt_psb });
+		put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 1000000 });
+		put_mode64(&e);
+		put_pip(&e, HOST_CR3, FALSE);
+		put_ip(&e, ppt_fup, CODE);
+		put(&e, (struct pt_packet){ .type = ppt_psbend });
+		put(&e, tnt);                      /* jz taken */
+		put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 2000000 });
+		if (mode)
+			put_mode64(&e);            /* MODE.Exec bound to the jmp's TIP */
+		put_ip(&e, ppt_tip, CODE + 0x10);  /* jmp *%rax */
+		put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 3000000 });
+		put(&e, tnt);
+		len = enc_finish(&e, trace, sizeof(trace));
+		g_assert_true(vt_decode_buffer(trace, len, &cpu, h, h, out, &err));
+		g_assert_no_error(err);
+		for (guint i = 0; i < out->len; i++) {
+			const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+			if (b->from == CODE + 4 && b->to == CODE + 0x10) {
+				g_assert_cmpuint(b->tsc, ==, 2000000);
+				seen = TRUE;
+			} else if (b->from == CODE && b->to == CODE + 4) {
+				g_assert_cmpuint(b->tsc, ==, 1000000);
+			}
+		}
+		g_assert_true(seen);
+		g_array_free(out, TRUE);
+	}
+	vt_decode_image_free(h);
+	remove_dir(dir);
+}
+
 /* perf's module DSO names from module file paths (kmod_path__parse_name) */
 static void test_module_name(void)
 {
 	static const char *const cases[][2] = {
 		{ "/lib/modules/6.1.0-13-amd64/kernel/arch/x86/kvm/kvm-intel.ko", "[kvm_intel]" },
 		{ "/lib/modules/6.1.0/kernel/drivers/net/virtio_net.ko.xz", "[virtio_net]" },
-		{ "/lib/modules/6.1.0/extra/snd-hda-codec.ko.zst", "[snd_hda_codec]" },
+		{ "/lib/modules/6.1.0/kernel/fs/xfs/xfs.ko.gz", "[xfs]" },
+		{ "/lib/modules/6.1.0/extra/snd-hda-codec.ko.zst", "snd-hda-codec.ko.zst" },   /* perf 6.1: no zstd */
 		{ "kvm.ko", "[kvm]" },
-		{ "/lib/modules/x/weird", "[weird]" },
+		{ "/lib/modules/x/weird", "weird" },
+		{ "[kvm_intel]", "[kvm_intel]" },
+		{ "/lib/modules/x/a.b.ko", "[a.b]" },
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1799,6 +1861,7 @@ static void test_perf_error(void)
 		{ pte_bad_packet, 3, "Bad packet" }, { pte_overflow, 7, "Overflow packet" },
 		{ pte_eos, 4, "No more data" }, { pte_nomem, 1, "Memory allocation failed" },
 		{ pte_internal, 2, "Internal error" }, { 99, 9, "Unknown error!" },
+		{ VT_DECODE_ERR_LOOP, 10, "Never-ending loop (refer perf config intel-pt.max-loops)" },
 	};
 
 	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -1814,6 +1877,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/decode/module-name", test_module_name);
+	g_test_add_func("/decode/branch-time", test_branch_time);
 	g_test_add_func("/decode/perf-error", test_perf_error);
 	g_test_add_func("/decode/image", test_image);
 	g_test_add_func("/decode/kallsyms-forms", test_kallsyms_forms);

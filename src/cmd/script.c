@@ -1644,7 +1644,8 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", vt_decode_perf_error(b->code, &msg));
 		vt_json_kv_string(j, "message", msg);
-		vt_json_kv_string(j, "libipt", pt_errstr(b->code));
+		vt_json_kv_string(j, "libipt", vt_decode_error_detail(b->code));
+		vt_json_kv_int(j, "libipt_code", b->code);
 	} else if (b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR) {
 		json_side(j, s, "ip", b->from, b->from_guest);
 		if (b->kind == VT_BRANCH_CBR)

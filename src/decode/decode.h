@@ -75,15 +75,16 @@ const char *vt_decode_image_path(const VtDecodeImage *img);
  * holds a symbol), NULL where a vmlinux has no map (perf: no DSO). */
 const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr);
 /* A kernel module's map, as perf makes one of a kernel MMAP record of a
- * module file (PATH, e.g. /lib/modules/V/kernel/arch/x86/kvm/kvm-intel.ko,
- * at [start, start + len)): named "[kvm_intel]" (the file's name without
- * .ko and compression suffixes, '-' as '_').  Only a vmlinux image keeps
+ * module (PATH, e.g. /lib/modules/V/kernel/arch/x86/kvm/kvm-intel.ko, or
+ * "[kvm_intel]", at [start, start + len)): named vt_decode_module_name's
+ * way ("[kvm_intel]").  Only a vmlinux image keeps
  * them (a kcore maps the module area as the kernel's own); before
  * decoders are made. */
 void vt_decode_image_add_module(VtDecodeImage *img, guint64 start, guint64 len, const char *path);
-/* perf's DSO name of a module file's path (kmod_path__parse_name):
- * "[NAME]", NAME its file name up to ".ko" (".ko.xz" and the other
- * compressed forms alike), '-' as '_'.  Free with g_free. */
+/* perf 6.1's DSO name of a module's path (kmod_path__parse_name): "[NAME]"
+ * for a file NAME.ko, NAME.ko.gz or NAME.ko.xz ('-' as '_'); other files
+ * by their file name as it is (perf 6.1 does not know .zst); a "[NAME]"
+ * perf record wrote as it is.  Free with g_free. */
 char *vt_decode_module_name(const char *path);
 /* The module map's DSO name at addr ("[kvm_intel]"), NULL: none. */
 const char *vt_decode_image_module(const VtDecodeImage *img, guint64 addr);
@@ -309,6 +310,12 @@ const char *vt_branch_kind_name(VtBranchKind k);  /* "jump", "call", ... */
  * doesn't match instruction" for trace that does not fit the code, 3 "Bad
  * packet", and perf's others; *message (if not NULL): its text. */
 guint vt_decode_perf_error(int code, const char **message);
+/* VtBranch.code of a walk that made no progress (a million steps without
+ * reading trace: code looping on itself) - no libipt code; perf's 10,
+ * "Never-ending loop". */
+#define VT_DECODE_ERR_LOOP 64
+/* libipt's message for `code` (VT_DECODE_ERR_LOOP: vmtrace's own). */
+const char *vt_decode_error_detail(int code);
 
 typedef struct {
 	guint64 from, to;

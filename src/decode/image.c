@@ -924,12 +924,19 @@ const char *vt_decode_image_dso_suffix(const VtDecodeImage *img, guint64 addr)
 
 char *vt_decode_module_name(const char *path)
 {
-	const char *base = strrchr(path, '/'), *ko;
+	const char *base = strrchr(path, '/'), *ext;
 	g_autofree char *name = NULL;
 
+	if (path[0] == '[')
+		return g_strdup(path);   /* perf record's own "[kvm_intel]" */
 	base = base ? base + 1 : path;
-	ko = strstr(base, ".ko");
-	name = g_strndup(base, ko ? (gsize)(ko - base) : strlen(base));
+	ext = strrchr(base, '.');
+	/* perf 6.1 knows gz and xz: "x.ko.xz" is a module, "x.ko.zst" not */
+	if (ext && (!strcmp(ext, ".gz") || !strcmp(ext, ".xz")) && ext - base >= 3)
+		ext -= 3;
+	if (!ext || ext == base || strncmp(ext, ".ko", 3))
+		return g_strdup(base);
+	name = g_strndup(base, (gsize)(ext - base));
 	g_strdelimit(name, "-", '_');
 	return g_strdup_printf("[%s]", name);
 }

@@ -148,7 +148,8 @@ guint vt_decode_perf_error(int code, const char **message)
 		[1] = "Memory allocation failed", [2] = "Internal error", [3] = "Bad packet",
 		[4] = "No more data", [5] = "Failed to get instruction",
 		[6] = "Trace doesn't match instruction", [7] = "Overflow packet", [8] = "Lost trace data",
-		[9] = "Unknown error!", [10] = "Never-ending loop",
+		[9] = "Unknown error!", [10] = "Never-ending loop (refer perf config intel-pt.max-loops)",
+		[11] = "Broken emulated ptwrite",
 	};
 	guint k;
 
@@ -165,11 +166,17 @@ guint vt_decode_perf_error(int code, const char **message)
 		k = 6;
 		break;
 	case pte_overflow: k = 7; break;
+	case VT_DECODE_ERR_LOOP: k = 10; break;
 	default: k = 9; break;
 	}
 	if (message)
 		*message = perf[k];
 	return k;
+}
+
+const char *vt_decode_error_detail(int code)
+{
+	return code == VT_DECODE_ERR_LOOP ? "no progress: the walk loops without reading trace" : pt_errstr(code);
 }
 
 /* The length of a ModRM operand (ModRM, SIB, displacement) at m. */

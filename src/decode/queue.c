@@ -167,7 +167,7 @@ struct VtDecodeQueue {
 	uint64_t prev_sync, last_off;
 	guint stuck;
 	gboolean time_known;             /* libipt's time is still d->now_tsc (step()) */
-	guint64 now_tsc;
+	guint64 now_tsc;                 /* libipt's time as last read */
 	gboolean use_blk;                /* VMTRACE_DECODER=blk: libipt's block decoder */
 };
 
@@ -907,7 +907,7 @@ static int step(Dec *d, int status)
 	d->stuck = off == d->last_off ? d->stuck + 1 + run.blocks : 0;
 	d->joined += run.blocks;
 	d->last_off = off;
-	return d->stuck > NO_PROGRESS_LIMIT ? -pte_internal : status;
+	return d->stuck > NO_PROGRESS_LIMIT ? -VT_DECODE_ERR_LOOP : status;
 }
 
 /* Synchronise at the next PSB; FALSE when there is none (or no progress). */

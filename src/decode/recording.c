@@ -1157,15 +1157,17 @@ static void relocate(const VtPerfRecord *rec, const VtDecodeOptions *opts, gbool
 		vt_decode_image_relocate(g ? opts->guest : opts->host, end + 1, pgoff);
 }
 
-/* A host kernel MMAP record of a module file ("/lib/modules/.../X.ko"):
- * perf's module map "[X]" in a vmlinux host image. */
+/* A host kernel MMAP record of a module ("/lib/modules/.../X.ko", or a
+ * "[X]" perf record wrote - any but the kernel's own "[kernel.kallsyms]"):
+ * perf's module map in a vmlinux host image. */
 static void module_map(const VtPerfRecord *rec, const VtDecodeOptions *opts)
 {
 	gsize fixed = rec->type == PERF_RECORD_MMAP2 ? 72 : 40;
 	const char *name = (const char *)rec->data + fixed;
 	guint64 start, len;
 
-	if ((rec->misc & 7) != 1 || rec->size <= fixed || name[0] != '/' || !memchr(name, 0, rec->size - fixed))
+	if ((rec->misc & 7) != 1 || rec->size <= fixed || !memchr(name, 0, rec->size - fixed) ||
+	    (name[0] != '/' && (name[0] != '[' || g_str_has_prefix(name, "[kernel.kallsyms]"))))
 		return;
 	memcpy(&start, rec->data + 16, 8);   /* (after the header, pid and tid) */
 	memcpy(&len, rec->data + 24, 8);

@@ -468,20 +468,17 @@ static int status_flags(const VtWalk *w, int flags)
 
 static int fetch_event(VtWalk *w)
 {
+	uint32_t lost_mtc, lost_cyc;
 	int status;
 
 	if (w->process_event)
 		return 1;
 	if (!(w->status & pts_event_pending))
 		return 0;
-	{
-		uint32_t lost_mtc, lost_cyc;
-
-		/* the time of the branches until the event applies: its packets
-		 * move libipt's on (vt_walk_branch_time) */
-		if (pt_qry_time(w->qry, &w->event_before, &lost_mtc, &lost_cyc) < 0)
-			w->event_before = 0;
-	}
+	/* the time of the branches until the event applies: its packets move
+	 * libipt's on (vt_walk_branch_time) */
+	if (pt_qry_time(w->qry, &w->event_before, &lost_mtc, &lost_cyc) < 0)
+		w->event_before = 0;
 	status = pt_qry_event(w->qry, &w->event, sizeof(w->event));
 	if (status < 0)
 		return status;
@@ -529,6 +526,15 @@ static inline int proceed_with_trace(VtWalk *w, const WInsn *in)
 
 	if (status < 0)
 		return status;
+	if (G_UNLIKELY(w->process_event)) {
+		uint32_t lost_mtc, lost_cyc;
+
+		/* decided by a packet after the event in process (MODE.Exec,
+		 * then the TIP of the far branch it binds to): that packet's
+		 * time is the branch's */
+		if (pt_qry_time(w->qry, &w->event_before, &lost_mtc, &lost_cyc) < 0)
+			w->event_before = 0;
+	}
 	w->status = status;
 	return status & pts_ip_suppressed ? -pte_noip : 0;
 }
