@@ -1237,8 +1237,10 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 
 /* The "(DSO)\t" of a call line in a vmlinux section perf maps on its own
  * (suffix: its name) or in none (NULL: [unknown]). */
-static void call_dso_put(Script *s, const char *name)
+static void call_dso_put(Script *s, int dso, const char *suffix)
 {
+	g_autofree char *name = suffix ? g_strconcat(dso ? s->guest_dso : "[kernel.kallsyms]", suffix, NULL)
+				: g_strdup("[unknown]");
 	g_autofree char *text = g_strdup_printf("(%-*s)\t", s->o->call_trace ? 50 : 0, name);
 
 	vt_textbuf_str(s->out, text);
@@ -1260,12 +1262,9 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 	const char *sym;              /* at's name: none in no section perf maps of a vmlinux */
 	int len = 0;
 
-	if (G_UNLIKELY(!suffix || *suffix)) {  /* a vmlinux's other section, or no map */
-		g_autofree char *name = suffix ? g_strconcat(dso ? s->guest_dso : "[kernel.kallsyms]", suffix, NULL)
-					: g_strdup("[unknown]");
-
-		call_dso_put(s, name);
-	} else
+	if (G_UNLIKELY(!suffix || *suffix))   /* a vmlinux's other section, or no map */
+		call_dso_put(s, dso, suffix);
+	else
 		put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
 	sym = y->sym && (dso == 2 || !vt_decode_image_vmlinux(img) || vt_decode_image_dso_suffix(img, at)) ? y->sym : NULL;

@@ -137,7 +137,7 @@ const char *vt_branch_kind_name(VtBranchKind k)
 	return (guint)k < G_N_ELEMENTS(names) && names[k] ? names[k] : "?";
 }
 
-/* perf's kinds (intel-pt-decoder's INTEL_PT_ERR_*, 1-10) and which of
+/* perf's kinds (intel-pt-decoder's INTEL_PT_ERR_*, 1-11) and which of
  * libipt's errors is which: what the error means for the walk, as perf's
  * own decoder meets the same trouble (a failed read of the code -EILSEQ,
  * trace that does not fit the code -ENOENT, a packet it cannot parse or
