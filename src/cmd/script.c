@@ -2088,6 +2088,10 @@ int cmd_script(int argc, char **argv)
 		vt_err("script", "%s: %u decode errors (decoding resumed at the next PSB each time)", o.rec,
 		       vt_decode_result_n_errors(s.result));
 out:
+	if (!vt_cli_free_at_exit()) {      /* the process ends now: its memory goes back whole */
+		vt_decode_result_join(s.result);
+		return rc;
+	}
 	vt_decode_result_free(s.result);    /* the printers, which read the tables */
 	vt_decode_disasm_table_free(s.tables[0]);
 	vt_decode_disasm_table_free(s.tables[1]);

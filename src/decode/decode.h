@@ -436,6 +436,10 @@ VtDecodeResult *vt_decode_recording(const VtDecodeOptions *opts, GError **error)
 VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean power, GError **error);
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
+/* Stops r's threads and waits for them (vt_decode_result_free does it
+ * first): a command about to exit without freeing r (vt_cli_free_at_exit)
+ * leaves no thread running into its exit.  r stays valid to free. */
+void vt_decode_result_join(VtDecodeResult *r);
 
 /* The same, its threads not started yet: vt_decode_result_start. */
 VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean power, GError **error);

@@ -1409,7 +1409,7 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	return r;
 }
 
-void vt_decode_result_free(VtDecodeResult *r)
+void vt_decode_result_join(VtDecodeResult *r)
 {
 	if (!r)
 		return;
@@ -1417,12 +1417,19 @@ void vt_decode_result_free(VtDecodeResult *r)
 	r->stop = TRUE;
 	g_cond_broadcast(&r->cond);
 	g_mutex_unlock(&r->lock);
+	for (guint i = 0; i < r->n; i++)
+		g_clear_pointer(&r->qs[i].thread, g_thread_join);
+}
+
+void vt_decode_result_free(VtDecodeResult *r)
+{
+	if (!r)
+		return;
+	vt_decode_result_join(r);
 	for (guint i = 0; i < r->n; i++) {
 		Queue *q = &r->qs[i];
 		GArray *b;
 
-		if (q->thread)
-			g_thread_join(q->thread);
 		if (q->ready) {
 			while ((b = g_async_queue_try_pop(q->ready))) {
 				if (r->formatting)
