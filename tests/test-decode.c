@@ -954,6 +954,84 @@ static void test_populate(void)
 	munmap(probe, page);
 }
 
+/* The AnonHugePages of the mapping holding p (/proc/self/smaps), in KiB;
+ * -1 if not found. */
+static long huge_kib_at(const void *p)
+{
+	g_autofree char *text = NULL;
+	g_auto(GStrv) lines = NULL;
+	gboolean in = FALSE;
+
+	if (!g_file_get_contents("/proc/self/smaps", &text, NULL, NULL))
+		return -1;
+	lines = g_strsplit(text, "\n", -1);
+	for (guint i = 0; lines[i]; i++) {
+		guint64 lo, hi;
+
+		if (sscanf(lines[i], "%" G_GINT64_MODIFIER "x-%" G_GINT64_MODIFIER "x ", &lo, &hi) == 2 &&
+		    strchr(lines[i], ' ') && strchr(lines[i], '-') < strchr(lines[i], ' '))
+			in = (guintptr)p >= lo && (guintptr)p < hi;
+		else if (in && g_str_has_prefix(lines[i], "AnonHugePages:"))
+			return atol(lines[i] + strlen("AnonHugePages:"));
+	}
+	return -1;
+}
+
+/* vt_decode_buf_*: sizes are powers of two from 64 KiB to 2 MiB (larger:
+ * as asked; under ASan or valgrind always as asked), all of a buffer's size
+ * usable; a freed buffer is the next of its size; buffers held at once do
+ * not overlap; renew keeps the text; and - where the kernel gives
+ * transparent huge pages - a written buffer is in one. */
+static void test_buf_pool(void)
+{
+	gsize sizes[] = { 1, 5000, 65536, 65537, 256 << 10, (1 << 20) + 16, 2 << 20, (2 << 20) + 1, 5 << 20 };
+	guint8 *held[24];
+	guint8 *p, *q;
+	g_autofree char *thp = NULL;
+
+	for (guint i = 0; i < G_N_ELEMENTS(sizes); i++) {
+		gsize n = sizes[i], size = vt_decode_buf_size(n);
+
+		if (vt_decode_memcheck())
+			g_assert_cmpuint(size, ==, n);
+		else if (n <= (2 << 20))
+			g_assert_cmpuint(size, ==, MAX((gsize)65536, (gsize)1 << g_bit_storage(n - 1)));
+		else
+			g_assert_cmpuint(size, ==, n);
+		p = vt_decode_buf_new(n);
+		memset(p, 0xa5, size);                    /* all of it is ours */
+		vt_decode_buf_free(p, n);
+		q = vt_decode_buf_new(size);              /* the same size: the same buffer back */
+		if (!vt_decode_memcheck() && n <= (2 << 20))
+			g_assert_true(q == p);
+		vt_decode_buf_free(q, size);
+	}
+	/* 24 buffers of 256 KiB (200 KiB asked) held at once: three huge pages' worth, none overlapping */
+	for (guint i = 0; i < G_N_ELEMENTS(held); i++) {
+		held[i] = vt_decode_buf_new(200 << 10);
+		memset(held[i], (int)i, vt_decode_buf_size(200 << 10));
+	}
+	for (guint i = 0; i < G_N_ELEMENTS(held); i++) {
+		for (gsize k = 0; k < vt_decode_buf_size(200 << 10); k += 4093)
+			g_assert_cmpint(held[i][k], ==, (int)i);
+	}
+	if (!vt_decode_memcheck() && g_file_get_contents("/sys/kernel/mm/transparent_hugepage/enabled", &thp, NULL, NULL) &&
+	    !strstr(thp, "[never]"))
+		g_assert_cmpint(huge_kib_at(held[0]), >=, 2048);
+	for (guint i = 0; i < G_N_ELEMENTS(held); i++)
+		vt_decode_buf_free(held[i], 200 << 10);
+	/* grown: the text kept, up to the smaller size */
+	p = vt_decode_buf_new(100);
+	memcpy(p, "vmtrace", 8);
+	p = vt_decode_buf_renew(p, 100, 3 << 20);
+	g_assert_cmpstr((char *)p, ==, "vmtrace");
+	p[(3 << 20) - 1] = 1;
+	p = vt_decode_buf_renew(p, 3 << 20, 70000);
+	g_assert_cmpstr((char *)p, ==, "vmtrace");
+	vt_decode_buf_free(p, 70000);
+	vt_decode_buf_free(NULL, 5);
+}
+
 /* Bad data: random bytes with PSBs in between end with errors, never a
  * crash or a hang. */
 static void test_garbage(void)
@@ -1890,6 +1968,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/populate", test_populate);
+	g_test_add_func("/decode/buf-pool", test_buf_pool);
 	g_test_add_data_func("/decode/ranges", GINT_TO_POINTER(FALSE), test_ranges);
 	g_test_add_data_func("/decode/ranges-ovf", GINT_TO_POINTER(TRUE), test_ranges);
 	g_test_add_func("/decode/ranges-user-gap", test_ranges_user_gap);

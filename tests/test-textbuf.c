@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "src/cli/textbuf.h"
+#include "src/decode/decode.h"
 
 typedef struct {
 	char *data;
@@ -202,14 +203,14 @@ static void test_memory(void)
 {
 	g_autoptr(VtTextBuf) t = vt_textbuf_new_mem(16);
 	g_autofree char *big = g_strnfill(10000, 'x');
-	char *old, *spare = g_malloc(5000);
+	char *old, *spare = vt_decode_buf_new(5000);
 	gsize len, cap;
 
 	vt_textbuf_str(t, "abc ");
 	vt_textbuf_int(t, -42, 6, ' ');
 	vt_textbuf_mem(t, big, 10000);          /* past its first size: grows */
 	g_assert_cmpuint(vt_textbuf_pos(t), ==, 10010);
-	old = vt_textbuf_swap(t, spare, 5000, &len, &cap);
+	old = vt_textbuf_swap(t, spare, vt_decode_buf_size(5000), &len, &cap);
 	g_assert_cmpuint(len, ==, 10010);
 	g_assert_cmpuint(cap, >=, 10010);
 	g_assert_cmpmem(old, 10, "abc    -42", 10);
@@ -218,12 +219,13 @@ static void test_memory(void)
 	g_assert_cmpuint(vt_textbuf_pos(t), ==, 10011);
 	g_assert_true(t->buf == spare);
 	g_assert_cmpmem(t->buf, 1, "y", 1);
-	g_free(old);
+	vt_decode_buf_free(old, cap);
 	old = vt_textbuf_swap(t, NULL, 0, &len, &cap);   /* a new buffer of its own */
 	g_assert_cmpuint(len, ==, 1);
 	g_assert_true(old == spare);
+	g_assert_cmpuint(cap, ==, vt_decode_buf_size(5000));
 	g_assert_true(vt_textbuf_flush(t));
-	g_free(old);
+	vt_decode_buf_free(old, cap);
 }
 
 /* A pipe's buffer grows to the buffer's size (up to the system's limit);

@@ -150,8 +150,8 @@ VtTextBuf *vt_textbuf_new(FILE *f, gsize cap)
 		t->cap = HUGE_BYTES / 2;
 		t->splice = TRUE;
 	} else {
-		t->buf = g_malloc(t->cap);
-		vt_decode_populate(t->buf, t->cap);   /* (filled before it is written out) */
+		t->buf = vt_decode_buf_new(t->cap);   /* (huge pages: filled before it is written out) */
+		t->cap = vt_decode_buf_size(t->cap);
 	}
 	if (f)
 		pipe_grow(f, t->cap);
@@ -172,11 +172,9 @@ char *vt_textbuf_swap(VtTextBuf *t, char *buf, gsize cap, gsize *len, gsize *old
 	*old_cap = t->cap;
 	t->flushed += t->len;
 	t->len = 0;
-	t->cap = buf ? cap : MAX(*old_cap, (gsize)VT_TEXTBUF_PIECE);
-	if (!buf) {
-		buf = g_malloc(t->cap);
-		vt_decode_populate(buf, t->cap);
-	}
+	t->cap = buf ? cap : vt_decode_buf_size(MAX(*old_cap, (gsize)VT_TEXTBUF_PIECE));
+	if (!buf)
+		buf = vt_decode_buf_new(t->cap);
 	t->buf = buf;
 	return old;
 }
@@ -190,7 +188,7 @@ void vt_textbuf_free(VtTextBuf *t)
 	if (t->region)
 		vt_decode_table_free(t->region, HUGE_BYTES);
 	else
-		g_free(t->buf);
+		vt_decode_buf_free(t->buf, t->cap);
 	g_free(t);
 }
 
@@ -224,9 +222,8 @@ void vt_textbuf_make_room(VtTextBuf *t, gsize n)
 	if (!t->f) {                  /* in memory: grows */
 		gsize old = t->cap;
 
-		t->cap = MAX(t->cap * 2, t->len + n);
-		t->buf = g_realloc(t->buf, t->cap);
-		vt_decode_populate(t->buf + old, t->cap - old);
+		t->buf = vt_decode_buf_renew(t->buf, old, MAX(t->cap * 2, t->len + n));
+		t->cap = vt_decode_buf_size(MAX(old * 2, t->len + n));
 		return;
 	}
 	g_return_if_fail(n <= t->cap);

@@ -44,11 +44,13 @@ typedef struct {
  * without a copy (a 2 MiB buffer given to it with vmsplice: textbuf.c). */
 VtTextBuf *vt_textbuf_new(FILE *f, gsize cap);
 /* A buffer in memory (no FILE): it grows instead of being written out;
- * vt_textbuf_swap takes its text. */
+ * vt_textbuf_swap takes its text.  Its buffers are vt_decode_buf_new's
+ * (huge pages: decode.h). */
 VtTextBuf *vt_textbuf_new_mem(gsize cap);
 /* The text of a memory buffer (*len bytes; the buffer is *old_cap bytes,
- * the caller's to g_free or to give back here), and it goes on in buf of
- * cap bytes (NULL: a new one); vt_textbuf_pos goes on counting. */
+ * the caller's to give back with vt_decode_buf_free(text, *old_cap) or
+ * here), and it goes on in buf of cap bytes (vt_decode_buf_new's, cap its
+ * vt_decode_buf_size; NULL: a new one); vt_textbuf_pos goes on counting. */
 char *vt_textbuf_swap(VtTextBuf *t, char *buf, gsize cap, gsize *len, gsize *old_cap);
 /* Flushes, then frees. */
 void vt_textbuf_free(VtTextBuf *t);

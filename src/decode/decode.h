@@ -147,6 +147,25 @@ void vt_decode_table_free_small(void *table, gsize bytes);
  * costly one (see bigtable.c).  Advice: where the kernel cannot, the
  * writes fault as before. */
 void vt_decode_populate(void *p, gsize len);
+/* Buffers written as soon as they are had (formatted text, its marks, AUX
+ * windows, symbol tables) in transparent huge pages: on a virtual machine
+ * the first write to each 4 KiB page costs a hypervisor exit, to a 2 MiB
+ * page one for all (see bigtable.c).  vt_decode_buf_new: at least n
+ * bytes, not zeroed - its capacity is vt_decode_buf_size(n), all of it
+ * usable; from a pool shared by all threads, where vt_decode_buf_free
+ * (with the same n, or any n of the same size) returns it for reuse, so the
+ * memory held is the most ever used at once.  Aborts when memory is
+ * exhausted, as g_malloc.  Under AddressSanitizer or valgrind plain
+ * g_malloc (vt_decode_memcheck), so that they see overruns. */
+void *vt_decode_buf_new(gsize n);
+gsize vt_decode_buf_size(gsize n);
+void vt_decode_buf_free(void *p, gsize n);
+/* vt_decode_buf_new's buffer grown to n bytes (at most n of its first
+ * old_n bytes kept), as g_realloc; old_n its size when it was had. */
+void *vt_decode_buf_renew(void *p, gsize old_n, gsize n);
+/* Is memory checked: an AddressSanitizer build, or a run under valgrind?
+ * (Then frees and overruns must be seen: no pool, free at exit.) */
+gboolean vt_decode_memcheck(void);
 
 /* The symbols of addresses, cached per (image, address) in a table of
  * 2^slots_log2 entries of 32 bytes (direct-mapped: bounded, never stale -

@@ -1148,11 +1148,10 @@ static gboolean window_open(Dec *d, guint64 start, gboolean mute, GError **error
 	d->len = (gsize)(end - warm);
 	d->seam = seam < d->total ? seam - warm : G_MAXUINT64;
 	if (d->buf_size < d->len + 16) {
-		g_free(d->buf);           /* (grown by half at least: a range's decoder reads window after window) */
-		d->buf_size = MAX(d->len + 16, d->buf_size + d->buf_size / 2);
-		d->buf = g_malloc(d->buf_size);
+		vt_decode_buf_free(d->buf, d->buf_size);   /* (grown by half at least: a range's decoder reads window after window) */
+		d->buf_size = vt_decode_buf_size(MAX(d->len + 16, d->buf_size + d->buf_size / 2));
+		d->buf = vt_decode_buf_new(d->buf_size);   /* (huge pages: written at once) */
 	}
-	vt_decode_populate(d->buf, d->len + 16);   /* (what this window reads; mapped ones cost a look) */
 	/* libipt 2.0.5 reads a byte past a PSB cut at the end: keep 16 zeros */
 	memset(d->buf + d->len, 0, 16);
 	if (!d->read(d->read_ctx, warm, d->buf, d->len, error))
@@ -1371,7 +1370,7 @@ void vt_decode_queue_free(VtDecodeQueue *d)
 	if (d->read_free)
 		d->read_free(d->read_ctx);
 	g_clear_error(&d->error);
-	g_free(d->buf);
+	vt_decode_buf_free(d->buf, d->buf_size);
 	g_free(d);
 }
 

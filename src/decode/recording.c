@@ -620,8 +620,7 @@ static Chunk *chunk_get(Queue *q, GAsyncQueue *spare)
 		return c;
 	}
 	c = g_new0(Chunk, 1);
-	c->marks = g_new(Mark, CHUNK_MARKS);
-	vt_decode_populate(c->marks, CHUNK_MARKS * sizeof(Mark));
+	c->marks = vt_decode_buf_new(CHUNK_MARKS * sizeof(Mark));   /* (huge pages: written at once) */
 	return c;
 }
 
@@ -631,8 +630,8 @@ static void chunk_free(gpointer p)
 
 	if (!c)
 		return;
-	g_free(c->text);
-	g_free(c->marks);
+	vt_decode_buf_free(c->text, c->cap);
+	vt_decode_buf_free(c->marks, CHUNK_MARKS * sizeof(Mark));
 	g_free(c);
 }
 
