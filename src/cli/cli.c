@@ -10,22 +10,6 @@
 #include "src/cli/cli.h"
 #include "src/cli/json.h"
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0      /* (no header: valgrind runs free nothing less than others) */
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define VT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define VT_ASAN 1
-#endif
-#endif
-
 /* Under --json errors are kept and printed as one JSON object at the end. */
 static gboolean json_errors;
 static GPtrArray *error_messages;
@@ -145,15 +129,6 @@ int vt_cli_finish(int rc)
 	vt_json_end_object(j);
 	g_clear_pointer(&error_messages, g_ptr_array_unref);
 	return rc;
-}
-
-gboolean vt_cli_free_at_exit(void)
-{
-#ifdef VT_ASAN
-	return TRUE;
-#else
-	return RUNNING_ON_VALGRIND || g_strcmp0(g_getenv("VMTRACE_FREE_AT_EXIT"), "1") == 0;
-#endif
 }
 
 gboolean vt_parse_u64(const char *s, guint64 *out)

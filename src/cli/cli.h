@@ -73,14 +73,6 @@ int vt_cli_close_stdout(const char *cmd, int rc);
 /* After the command: print the kept errors as JSON; returns the exit
  * status (a command that reported an error never exits 0). */
 int vt_cli_finish(int rc);
-/* Should a command free what it holds before it returns from main?  FALSE
- * in a normal build: the process ends right after, and the kernel takes its
- * memory back in one go (vmtrace script's frees were 6-7 ms of a 150-250
- * ms run of the 1 MiB bench recordings, chunk by chunk and table by
- * table).  TRUE under AddressSanitizer (its leak check at exit), under
- * valgrind, and with VMTRACE_FREE_AT_EXIT=1 (other leak checkers), so
- * those see every free path run. */
-gboolean vt_cli_free_at_exit(void);
 /* Parse sizes like 512M, 4K, 1G, 123 (bytes). */
 gboolean vt_parse_size(const char *s, guint64 *out);
 /* Parse an unsigned 64-bit number (0x.. hex or decimal), the whole string. */
