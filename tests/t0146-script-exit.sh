@@ -1,5 +1,5 @@
 #!/bin/sh
-# vmtrace script ends without freeing what it holds (vt_cli_free_at_exit:
+# vmtrace script ends without freeing what it holds (script.c free_at_exit:
 # the kernel takes the memory back whole; the frees were 6-7 ms of a
 # 150-250 ms bench run) - but only after its decoding threads ended, and
 # with nothing of its output or its messages lost: the text (into a file

@@ -456,7 +456,7 @@ VtDecodeResult *vt_decode_recording_power(const VtDecodeOptions *opts, gboolean 
 void vt_decode_result_free(VtDecodeResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(VtDecodeResult, vt_decode_result_free)
 /* Stops r's threads and waits for them (vt_decode_result_free does it
- * first): a command about to exit without freeing r (vt_cli_free_at_exit)
+ * first): a command about to exit without freeing r (script.c free_at_exit)
  * leaves no thread running into its exit.  r stays valid to free. */
 void vt_decode_result_join(VtDecodeResult *r);
 
