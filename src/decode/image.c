@@ -57,15 +57,24 @@ typedef struct {
 	char type;
 } Symbol;
 
+/* A growable array in vt_decode_buf_new's memory: huge pages, where a
+ * kallsyms file's symbols and names are written at once (on the test VM
+ * the first write to each new 4 KiB page costs ~9 us: 4 ms of the 7 ms
+ * that loading a 2 MB kallsyms took, in 4 KiB pages). */
+typedef struct {
+	guint8 *data;
+	gsize len, cap;          /* bytes */
+} Pool;
+
 struct VtDecodeImage {
 	char *what, *kcore_path;
 	guint8 *map;
 	gsize map_len;
 	GArray *segs;            /* Segment, ascending vaddr */
-	GArray *syms;            /* Symbol, ascending addr, one per address */
+	Pool syms;               /* Symbol, ascending addr, one per address (SYMS, N_SYMS) */
 	GArray *fence;           /* guint64: every 2^FENCE_LOG2-th symbol's address (fence_build) */
 	GArray *shadowed;        /* Symbol: those another at their address hides (lookups by name) */
-	GString *names;          /* NUL-separated symbol names */
+	Pool names;              /* NUL-separated symbol names (NAMES) */
 	GArray *funcs;           /* guint64: made on first use (funcs_made), or given */
 	gsize funcs_made;
 	gboolean funcs_given;
@@ -85,6 +94,35 @@ struct VtDecodeImage {
 	VtDecodePokes *pokes;    /* its pages: a section per version (textpoke.c) */
 	VtWalkTable *walk;       /* its decoded blocks (walk.c), made on first use */
 };
+
+#define SYMS(img) ((Symbol *)(void *)(img)->syms.data)
+#define N_SYMS(img) ((guint)((img)->syms.len / sizeof(Symbol)))
+#define NAMES(img) ((char *)(img)->names.data)
+
+/* Room for n more bytes in p. */
+static void pool_reserve(Pool *p, gsize n)
+{
+	gsize want;
+
+	if (p->cap - p->len >= n)
+		return;
+	want = MAX(p->len + n, p->cap * 2);
+	p->data = vt_decode_buf_renew(p->data, p->cap, want);
+	p->cap = vt_decode_buf_size(want);
+}
+
+static void pool_append(Pool *p, const void *data, gsize n)
+{
+	pool_reserve(p, n);
+	memcpy(p->data + p->len, data, n);
+	p->len += n;
+}
+
+static void pool_clear(Pool *p)
+{
+	vt_decode_buf_free(p->data, p->cap);
+	*p = (Pool){ NULL, 0, 0 };
+}
 
 /* perf's kernel maps of a vmlinux: .text, and each other allocated
  * section that holds a symbol, as a DSO of its own named after it
@@ -149,7 +187,7 @@ static gboolean parse_core(VtDecodeImage *img, GError **error)
 	return TRUE;
 }
 
-static gint cmp_sym(gconstpointer a, gconstpointer b)
+static gint cmp_sym(gconstpointer a, gconstpointer b, G_GNUC_UNUSED gpointer data)
 {
 	const Symbol *x = a, *y = b;
 
@@ -207,34 +245,55 @@ static guint64 kallsyms_addr(const char *cur, const char *le, const char **end)
 	return v;
 }
 
-/* a's symbols in ascending address order: kallsyms files mostly are */
-static gboolean syms_sorted(const GArray *a)
+/* n symbols in ascending address order: kallsyms files mostly are */
+static gboolean syms_sorted(const Symbol *v, guint n)
 {
-	for (guint i = 1; i < a->len; i++)
-		if (g_array_index(a, Symbol, i - 1).addr > g_array_index(a, Symbol, i).addr)
+	for (guint i = 1; i < n; i++)
+		if (v[i - 1].addr > v[i].addr)
 			return FALSE;
 	return TRUE;
 }
 
-/* The kallsyms file mapped (no copy of it), or read where it cannot be
- * (/proc/kallsyms: a size of 0). */
-static GBytes *kallsyms_read(const char *path, GError **error)
+/* The kallsyms file's text (*len bytes, NUL-ended) in f (vt_decode_buf_new's:
+ * read(), a copy by the kernel into huge pages - mapped, each 4 KiB page
+ * of it cost a hypervisor exit at its first read), or read where its size
+ * is unknown (/proc/kallsyms: 0) with g_file_get_contents into f->data. */
+static gboolean kallsyms_read(const char *path, Pool *f, GError **error)
 {
-	GMappedFile *m = g_mapped_file_new(path, FALSE, NULL);
-	char *text;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
 	gsize len;
 
-	if (m && g_mapped_file_get_length(m)) {
-		GBytes *b = g_mapped_file_get_bytes(m);   /* holds the mapping */
+	if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size) {
+		char *text;
 
-		g_mapped_file_unref(m);
-		return b;
+		if (fd >= 0)
+			close(fd);
+		if (!g_file_get_contents(path, &text, &len, error))
+			return FALSE;
+		pool_append(f, text, len + 1);
+		g_free(text);
+		f->len = len;
+		return TRUE;
 	}
-	if (m)
-		g_mapped_file_unref(m);
-	if (!g_file_get_contents(path, &text, &len, error))
-		return NULL;
-	return g_bytes_new_take(text, len);
+	len = (gsize)st.st_size;
+	pool_reserve(f, len + 1);
+	while (f->len < len) {
+		ssize_t r = pread(fd, f->data + f->len, len - f->len, (off_t)f->len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read %s: %s", path,
+				    r ? g_strerror(errno) : "it got shorter while being read");
+			close(fd);
+			return FALSE;
+		}
+		f->len += (gsize)r;
+	}
+	close(fd);
+	f->data[len] = '\0';
+	return TRUE;
 }
 
 #define FENCE_LOG2 4
@@ -248,37 +307,36 @@ static GBytes *kallsyms_read(const char *path, GError **error)
  * cmov, was slower: 4.3%). */
 static void fence_build(VtDecodeImage *img)
 {
-	guint n = (img->syms->len + (1u << FENCE_LOG2) - 1) >> FENCE_LOG2;
+	guint n = (N_SYMS(img) + (1u << FENCE_LOG2) - 1) >> FENCE_LOG2;
 
 	g_array_set_size(img->fence, n);
 	for (guint i = 0; i < n; i++)
-		g_array_index(img->fence, guint64, i) = g_array_index(img->syms, Symbol, i << FENCE_LOG2).addr;
+		g_array_index(img->fence, guint64, i) = SYMS(img)[i << FENCE_LOG2].addr;
 }
 
 static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **error)
 {
-	g_autoptr(GBytes) file = kallsyms_read(path, error);
-	gsize len;
-	const char *text = file ? g_bytes_get_data(file, &len) : NULL, *cur, *nl, *fend;
+	Pool file = { NULL, 0, 0 }, all = { NULL, 0, 0 };
+	const char *text, *cur, *nl, *fend;
 	guint lineno = 0, n = 0;
-	GArray *all;
+	Symbol *v;
+	gsize len;
 
-	if (!file)
+	if (!kallsyms_read(path, &file, error)) {
+		pool_clear(&file);
 		return FALSE;
-	fend = text ? memchr(text, '\0', len) : NULL;   /* up to a NUL, as a C string is read */
+	}
+	text = (const char *)file.data;
+	len = file.len;
+	fend = memchr(text, '\0', len);   /* up to a NUL, as a C string is read */
 	fend = fend ? fend : text + len;
 	/* room for all at once (a 64-bit kernel's line is 20 bytes or more -
 	 * shorter ones grow it; names are shorter than the file), written in
-	 * place: no call per symbol.  Not cleared; what a usual file fills -
-	 * lines of ~40 bytes, names half of them - mapped at once
-	 * (vt_decode_populate), the rest as it is touched. */
-	all = g_array_sized_new(FALSE, FALSE, sizeof(Symbol), (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));
-	g_array_set_size(all, (guint)MIN(len / 20 + 1, (gsize)G_MAXUINT));
-	g_string_set_size(img->names, len);      /* names are shorter than their lines */
-	g_string_truncate(img->names, 0);
-	vt_decode_populate(img->names->str, len / 2);
-	vt_decode_populate(all->data, (gsize)(all->len / 2) * sizeof(Symbol));
-	for (cur = text; cur && cur < fend; cur = nl < fend ? nl + 1 : NULL) {
+	 * place: no call per symbol */
+	pool_reserve(&all, (len / 20 + 1) * sizeof(Symbol));
+	img->names.len = 0;
+	pool_reserve(&img->names, len + 1);      /* names are shorter than their lines */
+	for (cur = text; cur < fend; cur = nl + 1) {
 		const char *end, *name, *name_end;
 		Symbol s;
 
@@ -291,7 +349,8 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		if (end == cur || nl - end < 4 || end[0] != ' ' || end[2] != ' ') {   /* "ADDR T NAME" */
 			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kallsyms %s: line %u is malformed",
 				    img->what, path, lineno);
-			g_array_free(all, TRUE);
+			pool_clear(&all);
+			pool_clear(&file);
 			return FALSE;
 		}
 		s.type = end[1];
@@ -303,26 +362,28 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 			img->text = s.addr;
 		if (!wanted_type(s.type) || !s.addr)
 			continue;
-		s.name = img->names->len;
+		s.name = (guint32)img->names.len;
 		s.len = (guint16)MIN(name_end - name, G_MAXUINT16);
-		memcpy(img->names->str + img->names->len, name, name_end - name);
-		img->names->len += name_end - name;
-		img->names->str[img->names->len++] = '\0';
-		if (G_UNLIKELY(n == all->len))   /* shorter lines (addresses of fewer digits) */
-			g_array_set_size(all, all->len * 2);
-		g_array_index(all, Symbol, n++) = s;
+		memcpy(img->names.data + img->names.len, name, name_end - name);
+		img->names.len += name_end - name;
+		img->names.data[img->names.len++] = '\0';
+		if (G_UNLIKELY(all.cap - all.len < sizeof(Symbol)))   /* shorter lines (addresses of fewer digits) */
+			pool_reserve(&all, sizeof(Symbol));
+		((Symbol *)(void *)all.data)[n++] = s;
+		all.len += sizeof(Symbol);
 	}
-	g_array_set_size(all, n);
-	img->names->str[img->names->len] = '\0';
+	pool_clear(&file);
+	img->names.data[img->names.len] = '\0';
 	/* sort; of the symbols at one address keep the last in the file (the
 	 * largest name offset) */
-	if (!syms_sorted(all))     /* a stable sort: sorted input stays as it is */
-		g_array_sort(all, cmp_sym);
+	v = (Symbol *)(void *)all.data;
+	if (!syms_sorted(v, n))     /* a stable sort: sorted input stays as it is */
+		g_qsort_with_data(v, (gint)n, sizeof(Symbol), cmp_sym, NULL);
 	/* in place: the kept symbols move down over those shadowed */
-	n = 0;
-	for (guint i = 0; i < all->len; i++) {
-		Symbol s = g_array_index(all, Symbol, i);
-		Symbol *last = n ? &g_array_index(all, Symbol, n - 1) : NULL;
+	all.len = 0;
+	for (guint i = 0, k = 0; i < n; i++) {
+		Symbol s = v[i];
+		Symbol *last = k ? &v[k - 1] : NULL;
 
 		if (last && last->addr == s.addr) {
 			if (s.name > last->name) {   /* later in the file */
@@ -332,11 +393,11 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 				g_array_append_val(img->shadowed, s);
 			}
 		} else {
-			g_array_index(all, Symbol, n++) = s;
+			v[k++] = s;
+			all.len += sizeof(Symbol);
 		}
 	}
-	g_array_set_size(all, n);
-	g_array_free(img->syms, TRUE);
+	pool_clear(&img->syms);
 	img->syms = all;
 	fence_build(img);
 	if (!img->nsyms_file) {
@@ -442,9 +503,9 @@ static void collect_functions(VtDecodeImage *img)
 {
 	guint n = 0;
 
-	g_array_set_size(img->funcs, img->syms->len);   /* as large as it can get: filled in place */
-	for (guint i = 0; i < img->syms->len; i++) {
-		const Symbol *s = &g_array_index(img->syms, Symbol, i);
+	g_array_set_size(img->funcs, N_SYMS(img));   /* as large as it can get: filled in place */
+	for (guint i = 0; i < N_SYMS(img); i++) {
+		const Symbol *s = &SYMS(img)[i];
 		gsize avail;
 
 		if ((s->type == 'T' || s->type == 't') && vt_decode_image_code(img, s->addr, &avail) && avail >= 16)
@@ -461,7 +522,6 @@ static VtDecodeImage *image_new(const char *what, const char *path)
 	img->what = g_strdup(what);
 	img->kcore_path = g_strdup(path);
 	img->segs = g_array_new(FALSE, FALSE, sizeof(Segment));
-	img->syms = g_array_new(FALSE, FALSE, sizeof(Symbol));
 	img->fence = g_array_new(FALSE, FALSE, sizeof(guint64));
 	img->shadowed = g_array_new(FALSE, FALSE, sizeof(Symbol));
 	img->funcs = g_array_new(FALSE, FALSE, sizeof(guint64));
@@ -469,7 +529,6 @@ static VtDecodeImage *image_new(const char *what, const char *path)
 	g_array_set_clear_func(img->maps, map_clear);
 	img->modules = g_array_new(FALSE, FALSE, sizeof(DsoMap));
 	g_array_set_clear_func(img->modules, map_clear);
-	img->names = g_string_new(NULL);
 	g_mutex_init(&img->lock);
 	img->gen = (guint)g_atomic_int_add(&image_gen, 1) + 1;
 	return img;
@@ -557,33 +616,31 @@ static void vmlinux_maps(VtDecodeImage *img, const VtElfFile *f)
  * another hid, for lookups by name; and the maps. */
 static void vmlinux_symbols(VtDecodeImage *img, const VtElfFile *f)
 {
-	GArray *a = img->syms;
-
-	g_array_set_size(a, 0);
-	g_string_truncate(img->names, 0);
+	img->syms.len = 0;
+	img->names.len = 0;
 	for (guint i = 0; i < f->syms->len; i++) {
 		const VtElfSym *e = &g_array_index(f->syms, VtElfSym, i);
 		gboolean func = e->type != STT_OBJECT;
 		gsize len = strlen(e->name);
-		Symbol y = { e->start, (guint32)img->names->len, (guint16)MIN(len, (gsize)G_MAXUINT16),
+		Symbol y = { e->start, (guint32)img->names.len, (guint16)MIN(len, (gsize)G_MAXUINT16),
 			     e->bind == STB_WEAK ? (func ? 'W' : 'V') : e->bind == STB_GLOBAL ? (func ? 'T' : 'D')
 			     : (func ? 't' : 'd') };
 
 		if (!strcmp(e->name, "_text") && !img->text)
 			img->text = e->start;
-		g_string_append_len(img->names, e->name, (gssize)len + 1);
-		g_array_append_val(a, y);
+		pool_append(&img->names, e->name, len + 1);
+		pool_append(&img->syms, &y, sizeof(y));
 		if (e->end > e->start && (i + 1 == f->syms->len || g_array_index(f->syms, VtElfSym, i + 1).start > e->end)) {
 			Symbol gap = { e->end, GAP, 0, 0 };
 
-			g_array_append_val(a, gap);
+			pool_append(&img->syms, &gap, sizeof(gap));
 		}
 	}
 	for (guint i = 0; i < f->hidden->len; i++) {   /* for lookups by name (relocation: _text) */
 		const VtElfSym *e = &g_array_index(f->hidden, VtElfSym, i);
-		Symbol y = { e->start, (guint32)img->names->len, (guint16)MIN(strlen(e->name), (gsize)G_MAXUINT16), 't' };
+		Symbol y = { e->start, (guint32)img->names.len, (guint16)MIN(strlen(e->name), (gsize)G_MAXUINT16), 't' };
 
-		g_string_append_len(img->names, e->name, (gssize)strlen(e->name) + 1);
+		pool_append(&img->names, e->name, strlen(e->name) + 1);
 		g_array_append_val(img->shadowed, y);
 	}
 	img->nsyms_file = f->syms->len + f->hidden->len;
@@ -624,8 +681,8 @@ gint64 vt_decode_image_relocate(VtDecodeImage *img, const char *name, guint64 ad
 		return 0;
 	for (guint i = 0; i < img->segs->len; i++)
 		g_array_index(img->segs, Segment, i).vaddr += (guint64)delta;
-	for (guint i = 0; i < img->syms->len; i++)
-		g_array_index(img->syms, Symbol, i).addr += (guint64)delta;
+	for (guint i = 0; i < N_SYMS(img); i++)
+		SYMS(img)[i].addr += (guint64)delta;
 	for (guint i = 0; i < img->shadowed->len; i++)
 		g_array_index(img->shadowed, Symbol, i).addr += (guint64)delta;
 	if (img->text)
@@ -654,14 +711,14 @@ void vt_decode_image_free(VtDecodeImage *img)
 	if (img->map)
 		munmap(img->map, img->map_len);
 	g_array_free(img->segs, TRUE);
-	g_array_free(img->syms, TRUE);
+	pool_clear(&img->syms);
 	g_array_free(img->fence, TRUE);
 	g_array_free(img->shadowed, TRUE);
 	g_array_free(img->funcs, TRUE);
 	g_array_free(img->maps, TRUE);
 	g_array_free(img->modules, TRUE);
 	g_free(img->build_id);
-	g_string_free(img->names, TRUE);
+	pool_clear(&img->names);
 	g_free(img->what);
 	g_free(img->kcore_path);
 	g_mutex_clear(&img->lock);
@@ -787,14 +844,14 @@ static __thread struct {
 /* The name of symbol i and its length (NULL and 0: a gap). */
 static const char *symbol_name(const VtDecodeImage *img, guint i, gsize *len)
 {
-	const Symbol *y = &g_array_index(img->syms, Symbol, i);
+	const Symbol *y = &SYMS(img)[i];
 	const char *name;
 
 	if (G_UNLIKELY(y->name == GAP)) {
 		*len = 0;
 		return NULL;
 	}
-	name = img->names->str + y->name;
+	name = NAMES(img) + y->name;
 	*len = y->len < G_MAXUINT16 ? y->len : strlen(name);
 	return name;
 }
@@ -818,20 +875,20 @@ const char *vt_decode_image_symbol_len(const VtDecodeImage *img, guint64 addr, g
 	}
 	if (!lo)
 		return NULL;
-	hi = MIN(lo << FENCE_LOG2, img->syms->len);
+	hi = MIN(lo << FENCE_LOG2, N_SYMS(img));
 	lo = (lo - 1) << FENCE_LOG2;
 	while (lo < hi) {         /* its last symbol at or below addr (its first is) */
 		guint mid = (lo + hi) / 2;
 
-		if (g_array_index(img->syms, Symbol, mid).addr <= addr)
+		if (SYMS(img)[mid].addr <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	symbol_hint.gen = img->gen;
 	symbol_hint.idx = lo - 1;
-	symbol_hint.lo = g_array_index(img->syms, Symbol, lo - 1).addr;
-	symbol_hint.hi = lo < img->syms->len ? g_array_index(img->syms, Symbol, lo).addr : G_MAXUINT64;
+	symbol_hint.lo = SYMS(img)[lo - 1].addr;
+	symbol_hint.hi = lo < N_SYMS(img) ? SYMS(img)[lo].addr : G_MAXUINT64;
 	*offset = addr - symbol_hint.lo;
 	return symbol_name(img, lo - 1, len);
 }
@@ -843,14 +900,14 @@ const char *vt_decode_image_symbol(const VtDecodeImage *img, guint64 addr, guint
 	return vt_decode_image_symbol_len(img, addr, offset, &len);
 }
 
-/* The first in file order (the smallest name offset) of arr's symbols
+/* The first in file order (the smallest name offset) of the n symbols v
  * named name, if it comes before *best. */
-static void lookup_in(const VtDecodeImage *img, const GArray *arr, const char *name, const Symbol **best)
+static void lookup_in(const VtDecodeImage *img, const Symbol *v, guint n, const char *name, const Symbol **best)
 {
-	for (guint i = 0; i < arr->len; i++) {
-		const Symbol *s = &g_array_index(arr, Symbol, i);
+	for (guint i = 0; i < n; i++) {
+		const Symbol *s = &v[i];
 
-		if (s->name != GAP && (!*best || s->name < (*best)->name) && !strcmp(img->names->str + s->name, name))
+		if (s->name != GAP && (!*best || s->name < (*best)->name) && !strcmp(NAMES(img) + s->name, name))
 			*best = s;
 	}
 }
@@ -859,8 +916,8 @@ guint64 vt_decode_image_lookup(const VtDecodeImage *img, const char *name)
 {
 	const Symbol *best = NULL;
 
-	lookup_in(img, img->syms, name, &best);
-	lookup_in(img, img->shadowed, name, &best);   /* names another symbol's address hides */
+	lookup_in(img, SYMS(img), N_SYMS(img), name, &best);
+	lookup_in(img, (const Symbol *)(const void *)img->shadowed->data, img->shadowed->len, name, &best);   /* names another symbol's address hides */
 	return best ? best->addr : 0;
 }
 
