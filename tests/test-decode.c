@@ -142,6 +142,29 @@ static void test_kallsyms_forms(void)
 		g_assert_cmphex(vt_decode_image_lookup(img, "s1"), ==, 0x1010);   /* shadowed, still found by name */
 		vt_decode_image_free(img);
 	}
+	/* long names (most of each line: more than the half of the file the
+	 * names' room is made for, which then grows) */
+	{
+		GString *t = g_string_new(NULL);
+		g_autoptr(GError) err = NULL;
+		g_autofree char *ks = NULL, *pad = g_strnfill(300, 'n');
+		VtDecodeImage *img;
+		guint64 off;
+
+		for (guint i = 0; i < 3000; i++)
+			g_string_append_printf(t, "ffffffff%08x T %s%u\n", 0x81000000 + 32 * i, pad, i);
+		ks = write_text(dir, "kallsyms", t->str);
+		g_string_free(t, TRUE);
+		img = vt_decode_image_load_dir(dir, "host", &err);
+		g_assert_no_error(err);
+		for (guint i = 0; i < 3000; i += 7) {
+			g_autofree char *want = g_strdup_printf("%s%u", pad, i);
+
+			g_assert_cmpstr(vt_decode_image_symbol(img, 0xffffffff81000000ULL + 32 * i + 3, &off), ==, want);
+			g_assert_cmpuint(off, ==, 3);
+		}
+		vt_decode_image_free(img);
+	}
 	/* a byte next to the hex digits' ranges (or one that looks like a digit
 	 * in another case) among 16: a malformed line, not a number */
 	for (const char *c = "/:@G`g\x10\x16\xc6 "; *c; c++) {

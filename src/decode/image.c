@@ -254,46 +254,27 @@ static gboolean syms_sorted(const Symbol *v, guint n)
 	return TRUE;
 }
 
-/* The kallsyms file's text (*len bytes, NUL-ended) in f (vt_decode_buf_new's:
- * read(), a copy by the kernel into huge pages - mapped, each 4 KiB page
- * of it cost a hypervisor exit at its first read), or read where its size
- * is unknown (/proc/kallsyms: 0) with g_file_get_contents into f->data. */
-static gboolean kallsyms_read(const char *path, Pool *f, GError **error)
+/* The kallsyms file mapped (no copy of it: its pages are the page cache's,
+ * where a copy's were new memory - after an idle second on the test VM
+ * ~2 ms a MiB even in huge pages, the hypervisor's), or read where it
+ * cannot be (/proc/kallsyms: a size of 0). */
+static GBytes *kallsyms_read(const char *path, GError **error)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
+	GMappedFile *m = g_mapped_file_new(path, FALSE, NULL);
+	char *text;
 	gsize len;
 
-	if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size) {
-		char *text;
+	if (m && g_mapped_file_get_length(m)) {
+		GBytes *b = g_mapped_file_get_bytes(m);   /* holds the mapping */
 
-		if (fd >= 0)
-			close(fd);
-		if (!g_file_get_contents(path, &text, &len, error))
-			return FALSE;
-		pool_append(f, text, len + 1);
-		g_free(text);
-		f->len = len;
-		return TRUE;
+		g_mapped_file_unref(m);
+		return b;
 	}
-	len = (gsize)st.st_size;
-	pool_reserve(f, len + 1);
-	while (f->len < len) {
-		ssize_t r = pread(fd, f->data + f->len, len - f->len, (off_t)f->len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_IO, "cannot read %s: %s", path,
-				    r ? g_strerror(errno) : "it got shorter while being read");
-			close(fd);
-			return FALSE;
-		}
-		f->len += (gsize)r;
-	}
-	close(fd);
-	f->data[len] = '\0';
-	return TRUE;
+	if (m)
+		g_mapped_file_unref(m);
+	if (!g_file_get_contents(path, &text, &len, error))
+		return NULL;
+	return g_bytes_new_take(text, len);
 }
 
 #define FENCE_LOG2 4
@@ -316,27 +297,25 @@ static void fence_build(VtDecodeImage *img)
 
 static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **error)
 {
-	Pool file = { NULL, 0, 0 }, all = { NULL, 0, 0 };
-	const char *text, *cur, *nl, *fend;
+	g_autoptr(GBytes) file = kallsyms_read(path, error);
+	Pool all = { NULL, 0, 0 };
+	const char *text = file ? g_bytes_get_data(file, NULL) : NULL, *cur, *nl, *fend;
+	gsize len = file ? g_bytes_get_size(file) : 0;
 	guint lineno = 0, n = 0;
 	Symbol *v;
-	gsize len;
 
-	if (!kallsyms_read(path, &file, error)) {
-		pool_clear(&file);
+	if (!file)
 		return FALSE;
-	}
-	text = (const char *)file.data;
-	len = file.len;
-	fend = memchr(text, '\0', len);   /* up to a NUL, as a C string is read */
+	fend = text ? memchr(text, '\0', len) : NULL;   /* up to a NUL, as a C string is read */
 	fend = fend ? fend : text + len;
-	/* room for all at once (a 64-bit kernel's line is 20 bytes or more -
-	 * shorter ones grow it; names are shorter than the file), written in
-	 * place: no call per symbol */
-	pool_reserve(&all, (len / 20 + 1) * sizeof(Symbol));
+	/* room for what a usual file holds (lines of ~40 bytes, names half of
+	 * them: a 2 MB file's are 1 MiB buffers, half a huge page each - room
+	 * for all, 2 MiB each, was two), grown where a file holds more;
+	 * written in place: no call per symbol */
+	pool_reserve(&all, (len / 40 + 1) * sizeof(Symbol));
 	img->names.len = 0;
-	pool_reserve(&img->names, len + 1);      /* names are shorter than their lines */
-	for (cur = text; cur < fend; cur = nl + 1) {
+	pool_reserve(&img->names, len / 2 + 1);
+	for (cur = text; cur && cur < fend; cur = nl < fend ? nl + 1 : NULL) {
 		const char *end, *name, *name_end;
 		Symbol s;
 
@@ -350,7 +329,6 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 			g_set_error(error, VT_DECODE_ERROR, VT_DECODE_ERROR_BAD_IMAGE, "%s kallsyms %s: line %u is malformed",
 				    img->what, path, lineno);
 			pool_clear(&all);
-			pool_clear(&file);
 			return FALSE;
 		}
 		s.type = end[1];
@@ -364,6 +342,8 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 			continue;
 		s.name = (guint32)img->names.len;
 		s.len = (guint16)MIN(name_end - name, G_MAXUINT16);
+		if (G_UNLIKELY(img->names.cap - img->names.len < (gsize)(name_end - name) + 2))   /* (+ the last NUL) */
+			pool_reserve(&img->names, (gsize)(name_end - name) + 2);
 		memcpy(img->names.data + img->names.len, name, name_end - name);
 		img->names.len += name_end - name;
 		img->names.data[img->names.len++] = '\0';
@@ -372,7 +352,6 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 		((Symbol *)(void *)all.data)[n++] = s;
 		all.len += sizeof(Symbol);
 	}
-	pool_clear(&file);
 	img->names.data[img->names.len] = '\0';
 	/* sort; of the symbols at one address keep the last in the file (the
 	 * largest name offset) */

@@ -20,8 +20,12 @@
 				   * recording's length up to every batch doubled) */
 #define AHEAD 4                   /* batches a queue's thread decodes ahead */
 #define WINDOW (2u << 20)         /* AUX bytes a queue's decoder reads at a time */
-#define CHUNK_TEXT (256u << 10)   /* formatting in threads: text per chunk, about */
-#define CHUNK_MARKS 8192          /* and events with text, at most */
+#define CHUNK_TEXT (224u << 10)   /* formatting in threads: text per chunk, about - pushed
+				   * before it fills script's 256 KiB buffer (CHUNK_BYTES):
+				   * at 256 KiB every buffer doubled, and ~32 chunks in
+				   * flight (4 queues) held 16 MiB of memory, half unused */
+#define CHUNK_MARKS 4096          /* and events with text, at most (a 224 KiB chunk of
+				   * branch lines has ~1,600) */
 #define FORMAT_AHEAD 4            /* the formatter's ahead(): this many branches ahead */
 
 /* Formatting in threads: one event's text ends at `end` of its chunk. */
