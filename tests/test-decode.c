@@ -180,6 +180,66 @@ static void test_kallsyms_forms(void)
 	}
 }
 
+static void remove_dir(const char *dir);
+
+/* Symbol lookups (the fence's search, then its run's, and the thread's
+ * hint) against a search of every symbol: random symbols - several on a
+ * page, pages without one, the first one past its page's start, a few far
+ * above (modules) - and addresses in, between, before and after them. */
+static void test_symbol_index(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static const guint8 text[64] = { 0x90, 0xc3 };
+	const Seg segs[] = { { 0xffffffff81000000ULL, PF_R | PF_X, text, sizeof(text) } };
+	g_autofree char *core = write_core(dir, "kcore", segs, 1, FALSE);
+	GRand *rnd = g_rand_new_with_seed(27);
+	GArray *addrs = g_array_new(FALSE, FALSE, sizeof(guint64));
+	GString *t = g_string_new(NULL);
+	g_autofree char *ks = NULL;
+	g_autoptr(GError) err = NULL;
+	VtDecodeImage *img;
+	guint64 a = 0xffffffff81000123ULL;
+
+	(void)core;
+	for (guint i = 0; i < 4000; i++) {
+		g_array_append_val(addrs, a);
+		a += g_rand_boolean(rnd) ? (guint64)g_rand_int_range(rnd, 1, 600) : (guint64)g_rand_int_range(rnd, 1, 40000);
+	}
+	for (guint i = 0; i < 20; i++) {                  /* far above: modules */
+		a = 0xffffffffc0000000ULL + (guint64)i * 0x5000 + (guint64)g_rand_int_range(rnd, 0, 0x4000);
+		g_array_append_val(addrs, a);
+	}
+	for (guint i = 0; i < addrs->len; i++)
+		g_string_append_printf(t, "%016" G_GINT64_MODIFIER "x t f%u\n", g_array_index(addrs, guint64, i), i);
+	ks = write_text(dir, "kallsyms", t->str);
+	img = vt_decode_image_load_dir(dir, "host", &err);
+	g_assert_no_error(err);
+	for (guint n = 0; n < 200000; n++) {
+		guint64 q, off = 0, want_off = 0;
+		const char *got;
+		g_autofree char *want = NULL;
+		guint k = g_rand_int_range(rnd, 0, (gint)addrs->len);
+
+		q = g_array_index(addrs, guint64, k) + (guint64)g_rand_int_range(rnd, -700, 45000);
+		for (guint i = addrs->len; i-- > 0;) {       /* the last at or below q */
+			if (g_array_index(addrs, guint64, i) <= q) {
+				want = g_strdup_printf("f%u", i);
+				want_off = q - g_array_index(addrs, guint64, i);
+				break;
+			}
+		}
+		got = vt_decode_image_symbol(img, q, &off);
+		g_assert_cmpstr(got, ==, want);
+		if (want)
+			g_assert_cmphex(off, ==, want_off);
+	}
+	vt_decode_image_free(img);
+	g_string_free(t, TRUE);
+	g_array_free(addrs, TRUE);
+	g_rand_free(rnd);
+	remove_dir(dir);
+}
+
 static void test_image(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
@@ -1982,6 +2042,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/perf-error", test_perf_error);
 	g_test_add_func("/decode/image", test_image);
 	g_test_add_func("/decode/kallsyms-forms", test_kallsyms_forms);
+	g_test_add_func("/decode/symbol-index", test_symbol_index);
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);
 	g_test_add_func("/decode/segment-hint", test_segment_hint);
 	g_test_add_func("/decode/segment-overlap", test_segment_overlap);
