@@ -136,7 +136,9 @@ gboolean vt_decode_memcheck(void)
  * the AUX windows) were ~20 MiB of 4 KiB pages on a 1 MiB bench
  * recording; from huge pages its wall time went down 6% (exit-heavy,
  * --itrace=b) to 15% (cyc, --call-trace: 138 -> 118 ms; medians of 9
- * alternating runs), peak RSS up 2-8 MiB (a huge page per size in use).
+ * alternating runs).  (After an idle second new memory costs ~2 ms a MiB
+ * even in huge pages - the hypervisor's: use less of it, recording.c's
+ * CHUNK_TEXT.)
  * Sizes are powers of two from 64 KiB to 2 MiB, carved from 2 MiB huge
  * pages; a freed buffer waits on its size's list for the next (never
  * unmapped: the memory held is the most ever held at once, rounded up).
