@@ -1113,6 +1113,23 @@ static void test_buf_pool(void)
 	g_assert_cmpstr((char *)p, ==, "vmtrace");
 	vt_decode_buf_free(p, 70000);
 	vt_decode_buf_free(NULL, 5);
+	/* freed as larger than it is: refused (in the pool a 64 KiB piece at an
+	 * odd 64 KiB is no 128 KiB piece; with exact sizes, its size says so) */
+	{
+		guint8 *four[4], *odd = NULL;
+
+		for (guint i = 0; i < 4; i++) {   /* (of 4 pieces of a huge page's 32, one is at an odd 64 KiB) */
+			four[i] = vt_decode_buf_new(65536);
+			if (!odd && (vt_decode_memcheck() || ((guintptr)four[i] & 131071)))
+				odd = four[i];
+		}
+		g_assert_nonnull(odd);
+		g_test_expect_message(NULL, G_LOG_LEVEL_CRITICAL, "*vt_decode_buf_free*");
+		vt_decode_buf_free(odd, 100000);
+		g_test_assert_expected_messages();
+		for (guint i = 0; i < 4; i++)
+			vt_decode_buf_free(four[i], 65536);
+	}
 }
 
 /* Bad data: random bytes with PSBs in between end with errors, never a

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -208,8 +209,14 @@ void vt_decode_buf_free(void *p, gsize n)
 	if (!p)
 		return;
 	if (vt_decode_memcheck() || c == BUF_CLASSES) {
+		/* (a size larger than it was had: in the pool, a piece in a
+		 * list of larger ones - caught here where sizes are exact) */
+		g_return_if_fail(!vt_decode_memcheck() || malloc_usable_size(p) >= size);
 		g_free(p);
 	} else {
+		/* a piece of this size starts at a multiple of it (most of those
+		 * freed with another size do not) */
+		g_return_if_fail(((guintptr)p & (size - 1)) == 0);
 		g_mutex_lock(&buf_lock);
 		g_ptr_array_add(buf_free[c], p);
 		g_mutex_unlock(&buf_lock);
