@@ -9,7 +9,7 @@
  * "%*d" and "%0*d" do (tests/test-textbuf compares them), two digits at a
  * time from tables, straight into the buffer.
  *
- * May call: glib, stdio, vt_decode_table_new (the huge page for a pipe).  No printing besides the FILE given; a failed
+ * May call: glib, stdio, vt_decode_table_new (the huge page for a pipe), vt_decode_buf_* (other buffers).  No printing besides the FILE given; a failed
  * write is kept (vt_textbuf_failed) and the FILE's error flag set, so
  * vt_cli_close_stdout reports it. */
 #ifndef VT_TEXTBUF_H

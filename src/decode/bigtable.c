@@ -16,7 +16,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -142,7 +141,8 @@ gboolean vt_decode_memcheck(void)
  * CHUNK_TEXT.)
  * Sizes are powers of two from 64 KiB to 2 MiB, carved from 2 MiB huge
  * pages; a freed buffer waits on its size's list for the next (never
- * unmapped: the memory held is the most ever held at once, rounded up).
+ * unmapped: the memory held is, size by size, the most of that size ever
+ * held at once, rounded up to huge pages).
  * Larger ones (a long AUX window) come from g_malloc, mapped at once
  * (vt_decode_populate): a huge page's worth of slack each is too much
  * there.  Under ASan or valgrind all come from g_malloc, which they check. */
@@ -152,6 +152,7 @@ gboolean vt_decode_memcheck(void)
 
 static GMutex buf_lock;
 static GPtrArray *buf_free[BUF_CLASSES];   /* free buffers, by size */
+static GHashTable *buf_had;                /* memcheck: each buffer's n (buf_track) */
 
 /* The size class of n bytes (BUF_CLASSES: larger than a huge page). */
 static guint buf_class(gsize n)
@@ -163,15 +164,40 @@ static guint buf_class(gsize n)
 	return c;
 }
 
-gsize vt_decode_buf_size(gsize n)
+/* n's size in the pool. */
+static gsize pool_size(gsize n)
 {
 	guint c;
 
 	n = MAX(n, (gsize)1);
-	if (vt_decode_memcheck())
-		return n;
 	c = buf_class(n);
 	return c < BUF_CLASSES ? (gsize)1 << (BUF_MIN_LOG2 + c) : n;
+}
+
+gsize vt_decode_buf_size(gsize n)
+{
+	return vt_decode_memcheck() ? MAX(n, (gsize)1) : pool_size(n);
+}
+
+/* Where memory is checked (g_malloc's buffers of n bytes, exactly): p had
+ * with n (had), or given back with n - which must have the pool size of
+ * the n it was had with, or it would go to another size's list in the pool
+ * (FALSE: refused). */
+static gboolean buf_track(void *p, gsize n, gboolean had)
+{
+	gpointer was;
+	gboolean ok = TRUE;
+
+	g_mutex_lock(&buf_lock);
+	if (!buf_had)
+		buf_had = g_hash_table_new(NULL, NULL);
+	if (had)
+		g_hash_table_insert(buf_had, p, GSIZE_TO_POINTER(n));
+	else if ((ok = g_hash_table_lookup_extended(buf_had, p, NULL, &was) &&
+		       pool_size(GPOINTER_TO_SIZE(was)) == pool_size(n)))
+		g_hash_table_remove(buf_had, p);
+	g_mutex_unlock(&buf_lock);
+	return ok;
 }
 
 void *vt_decode_buf_new(gsize n)
@@ -180,8 +206,11 @@ void *vt_decode_buf_new(gsize n)
 	guint c = buf_class(size);
 	guint8 *p;
 
-	if (vt_decode_memcheck())
-		return g_malloc(size);
+	if (vt_decode_memcheck()) {
+		p = g_malloc(size);
+		buf_track(p, n, TRUE);
+		return p;
+	}
 	if (c == BUF_CLASSES) {
 		p = g_malloc(size);
 		vt_decode_populate(p, size);
@@ -208,16 +237,18 @@ void vt_decode_buf_free(void *p, gsize n)
 
 	if (!p)
 		return;
-	if (vt_decode_memcheck() || c == BUF_CLASSES) {
-		/* (a size larger than it was had: in the pool, a piece in a
-		 * list of larger ones - caught here where sizes are exact) */
-		g_return_if_fail(!vt_decode_memcheck() || malloc_usable_size(p) >= size);
+	if (vt_decode_memcheck()) {
+		g_return_if_fail(buf_track(p, n, FALSE));   /* another size: refused */
+		g_free(p);
+	} else if (c == BUF_CLASSES) {
 		g_free(p);
 	} else {
 		/* a piece of this size starts at a multiple of it (most of those
-		 * freed with another size do not) */
+		 * given back with another size do not: refused) */
 		g_return_if_fail(((guintptr)p & (size - 1)) == 0);
 		g_mutex_lock(&buf_lock);
+		if (!buf_free[c])
+			buf_free[c] = g_ptr_array_new();
 		g_ptr_array_add(buf_free[c], p);
 		g_mutex_unlock(&buf_lock);
 	}
@@ -227,8 +258,12 @@ void *vt_decode_buf_renew(void *p, gsize old_n, gsize n)
 {
 	void *q;
 
-	if (vt_decode_memcheck())
-		return g_realloc(p, vt_decode_buf_size(n));
+	if (vt_decode_memcheck()) {
+		g_return_val_if_fail(!p || buf_track(p, old_n, FALSE), p);
+		q = g_realloc(p, vt_decode_buf_size(n));
+		buf_track(q, n, TRUE);
+		return q;
+	}
 	if (p && vt_decode_buf_size(old_n) == vt_decode_buf_size(n))
 		return p;
 	q = vt_decode_buf_new(n);

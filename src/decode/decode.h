@@ -153,10 +153,12 @@ void vt_decode_populate(void *p, gsize len);
  * page one for all (see bigtable.c).  vt_decode_buf_new: at least n
  * bytes, not zeroed - its capacity is vt_decode_buf_size(n), all of it
  * usable; from a pool shared by all threads, where vt_decode_buf_free
- * (with the same n, or any n of the same size) returns it for reuse, so the
- * memory held is the most ever used at once.  Aborts when memory is
- * exhausted, as g_malloc.  Under AddressSanitizer or valgrind plain
- * g_malloc (vt_decode_memcheck), so that they see overruns. */
+ * (with the same n, or any n of the same size: another is refused where it
+ * can be told) returns it for reuse, so the memory held is, size by size,
+ * the most of that size ever held at once (2 MiB at least for each size
+ * used).  Aborts when memory is exhausted, as g_malloc.  Under
+ * AddressSanitizer or valgrind plain g_malloc (vt_decode_memcheck; valgrind
+ * where its headers were there at the build), so that they see overruns. */
 void *vt_decode_buf_new(gsize n);
 gsize vt_decode_buf_size(gsize n);
 void vt_decode_buf_free(void *p, gsize n);
@@ -469,14 +471,16 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
  * text; the reader gets it with vt_decode_result_next_text, merged as
  * vt_decode_result_next would return the events (timed: by time, ties in
  * queue order; timeless: queue after queue).  The threads hold a few
- * chunks of text each (about 256 KiB) ahead of the reader, no more. */
+ * chunks of text each (about 224 KiB) ahead of the reader, no more. */
 typedef struct {
 	gpointer (*open)(gpointer data, guint queue);
 	/* one event, in the queue's thread: its text appended; returns the
 	 * length of the formatter's text now */
 	gsize (*format)(gpointer ctx, const VtDecodeEvent *e);
-	/* the formatter's text (*len bytes, in a g_malloc'd buffer of *cap),
-	 * going on in buf of cap bytes (NULL: a new buffer) */
+	/* the formatter's text (*len bytes, in a vt_decode_buf_new buffer of
+	 * *cap, its vt_decode_buf_size - freed with vt_decode_buf_free(text,
+	 * *cap) or handed back here), going on in buf of cap bytes (another
+	 * such; NULL: a new buffer) */
 	char *(*take)(gpointer ctx, char *buf, gsize cap, gsize *len, gsize *old_cap);
 	void (*close)(gpointer ctx);
 	gpointer data;

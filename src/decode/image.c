@@ -357,7 +357,11 @@ static gboolean parse_kallsyms(VtDecodeImage *img, const char *path, GError **er
 	 * largest name offset) */
 	v = (Symbol *)(void *)all.data;
 	if (!syms_sorted(v, n))     /* a stable sort: sorted input stays as it is */
+	{
+		G_GNUC_BEGIN_IGNORE_DEPRECATIONS   /* (GLib 2.82's g_sort_array: the same stable sort) */
 		g_qsort_with_data(v, (gint)n, sizeof(Symbol), cmp_sym, NULL);
+		G_GNUC_END_IGNORE_DEPRECATIONS
+	}
 	/* in place: the kept symbols move down over those shadowed */
 	all.len = 0;
 	for (guint i = 0, k = 0; i < n; i++) {
