@@ -126,7 +126,7 @@ gboolean vt_decode_memcheck(void)
 }
 
 /* ------------------------------------------- buffers in huge pages */
-/* Measured on this project's machine (a VM with shadow paging, session
+/* Measured on this project's machine (a virtual machine, session
  * 27): the first write to each 4 KiB page of new anonymous memory costs
  * ~9 us - a hypervisor exit per page, also after MADV_POPULATE_WRITE (it
  * spares the guest's fault, not the hypervisor's), also for pages just
