@@ -86,7 +86,10 @@ void vt_decode_table_free_small(void *table, gsize bytes)
 /* MADV_POPULATE_WRITE (Linux 5.14): the pages mapped, writable, in one
  * call.  Measured on this project's machine (a VM, 4 MiB of new memory,
  * medians of 3): written page by page 13 us a page - an exception and
- * hypervisor exit each - populated 0.6 us a page.  A short `vmtrace script`
+ * hypervisor exit each - populated 0.6 us a page.  (Session 27: but the
+ * first write to each populated page still costs ~9 us, the hypervisor's
+ * exit without the guest's fault - huge pages spare both: the buffers
+ * below.)  A short `vmtrace script`
  * took 3,700 such faults (its buffers: formatted text, batches, AUX
  * windows, symbol tables), a third of its CPU time in the kernel.  A
  * kernel without it (EINVAL) is not asked again; errno is kept (callers
