@@ -46,8 +46,8 @@
 # at each, as a matrix - a 1 MiB recording weighs vmtrace's start (loading
 # the images, first touches of code and of new memory: ~40 ms warm here,
 # ~75 ms after an idle 2 s, extrapolated from 64 KiB and 256 KiB runs)
-# against perf's; at 4 MiB the ratio is nearer what longer traces get.  tcg-boot is one size (TCG_LIMIT), run at
-# the first size only.
+# against perf's; at 4 MiB the ratio is nearer what longer traces get.
+# tcg-boot is one size (TCG_LIMIT), run at the first size only.
 #   scripts/bench-script.sh [--size 1M,4M] [--runs N] [--dir DIR] [--keep] [--no-floor] [--no-tcg] [--mix NAME]...
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
