@@ -130,6 +130,7 @@ measure() {
 	awk '{printf "%.3f %s %.3f\n", $1, $2, $3 + $4}' "$dir/t" >>"$dir/$out.times"
 }
 IFS=, read -r -a SIZES <<<"$sizes"
+[ ${#SIZES[@]} -gt 0 ] || { echo "--size: no size given (e.g. 1M,4M)" >&2; exit 2; }
 for size in "${SIZES[@]}"; do
 	[[ "$size" =~ ^[0-9]+[KMG]?$ ]] || { echo "--size: not a size list: $sizes (e.g. 1M,4M)" >&2; exit 2; }
 done
