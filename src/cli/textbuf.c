@@ -49,7 +49,20 @@ static void pipe_grow(FILE *f, gsize cap)
  * instructions 0..-5% (their text is copied here from the threads'
  * chunks; into a file or with write() the kernel copies it).  A test
  * program writing the same 571 MB: 0.34 s CPU for writer and reader with
- * write(), 0.14 s with vmsplice.  Without huge pages (4 KiB faults and
+ * write(), 0.14 s with vmsplice.  Text that is already in memory of
+ * its own - the threads' chunks of branch and instruction lines, given as
+ * pieces (vt_textbuf_write_pieces) - is not copied here to be spliced
+ * but written with writev (one copy, by the kernel, into pages the pipe
+ * reuses): copying it into fresh huge pages cost more, most where memory
+ * is cold - here a page the process has not touched costs ~1.7 ms per
+ * 2 MiB the first time, ~0.1 ms again (the hypervisor takes back free
+ * memory: virtio balloon free page reporting, likely), and the bench
+ * runs vmtrace after perf's seconds.  Measured (session 29, the bench
+ * recordings, each run after 2.5 s idle, medians of 3, wall): 1 MiB
+ * branches -20..-23%, instructions -10..-17%; 4 MiB branches -2..-13%,
+ * instructions -4..-12%; tcg-boot the same (within its noise).  Call traces (their lines
+ * padded by the reader into this buffer) still splice: with write() their
+ * 4 MiB runs took up to 26% longer.  Without huge pages (4 KiB faults and
  * zeroing) it cost as much as write, so it is used only where the kernel
  * has them (transparent_hugepage not "never") and stdout is a pipe;
  * VMTRACE_NO_SPLICE=1 turns it off.  Any vmsplice error but EINTR and
@@ -255,24 +268,24 @@ static void pieces_fwrite(VtTextBuf *t, const struct iovec *iov, int n)
 	}
 }
 
-void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
+/* iov[0..*n) to fd with writev (a non-blocking pipe waited for); after
+ * an error *iov and *n are what is left. */
+static void writev_all(int fd, struct iovec **iovp, int *np)
 {
-	int fd = t->f ? fileno(t->f) : -1;
-	gsize total = 0;
+	struct iovec *iov = *iovp;
+	int n = *np;
 
-	if (!t->f || t->splice) {    /* in memory; into the pipe's page (no writev: see splice_out) */
-		for (int i = 0; i < n; i++)
-			vt_textbuf_mem_long(t, iov[i].iov_base, iov[i].iov_len);
-		return;
-	}
-	for (int i = 0; i < n; i++)
-		total += iov[i].iov_len;
-	/* t's text and the FILE's first; no descriptor (fmemopen): fwrite */
-	while (vt_textbuf_flush(t) && fd >= 0 && n > 0) {
+	while (n > 0) {
 		ssize_t w = writev(fd, iov, MIN(n, IOV_MAX));
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) {   /* a non-blocking pipe */
+			struct pollfd pfd = { fd, POLLOUT, 0 };
+
+			(void)poll(&pfd, 1, -1);
+			continue;
+		}
 		if (w <= 0)
 			break;
 		for (; n > 0 && (gsize)w >= iov->iov_len; iov++, n--)
@@ -282,6 +295,48 @@ void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
 			iov->iov_len -= (gsize)w;
 		}
 	}
+	*iovp = iov;
+	*np = n;
+}
+
+/* Before pieces, t's text into the pipe copied, not given (vmsplice): its
+ * page stays t's to write again, and the text shares the pipe's pages
+ * with the pieces' (a few lines spliced on their own took a page of the
+ * pipe's each: a pipe of 1 MiB held less than 100 KiB). */
+static void splice_copy(VtTextBuf *t, int fd)
+{
+	struct iovec own = { t->buf, t->len }, *p = &own;
+	int left = 1;
+
+	if (!t->len || t->failed)
+		return;
+	if (fflush(t->f) != 0) {
+		t->failed = TRUE;
+		return;
+	}
+	writev_all(fd, &p, &left);
+	pieces_fwrite(t, p, left);
+	t->flushed += t->len;
+	t->len = 0;
+}
+
+void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
+{
+	int fd = t->f ? fileno(t->f) : -1;
+	gsize total = 0;
+
+	if (!t->f) {                 /* in memory */
+		for (int i = 0; i < n; i++)
+			vt_textbuf_mem_long(t, iov[i].iov_base, iov[i].iov_len);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (t->splice && fd >= 0)
+		splice_copy(t, fd);
+	/* t's text and the FILE's first; no descriptor (fmemopen): fwrite */
+	if (vt_textbuf_flush(t) && fd >= 0)
+		writev_all(fd, &iov, &n);
 	pieces_fwrite(t, iov, n);
 	t->flushed += total;
 }

@@ -79,12 +79,13 @@ static inline void vt_textbuf_commit(VtTextBuf *t, gsize n)
 }
 
 void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n);
-/* The n pieces iov[] after t's text, without a copy: t flushed, then the
- * pieces written to its FILE's descriptor with writev (its stdio buffer
- * bypassed: no copy into it).  A failed write is kept as any other (the
- * rest goes through fwrite, which fails as well and sets the FILE's error
- * flag).  iov[] is changed (a partial write advances it).  In memory (no
- * FILE): appended. */
+/* The n pieces iov[] after t's text, without a copy of ours: t flushed
+ * (into a pipe t splices to: copied by write, not given), then the pieces
+ * written to its FILE's descriptor with writev - its stdio buffer
+ * bypassed, a non-blocking pipe waited for.  A failed write is kept as
+ * any other (the rest goes through fwrite, which fails as well and sets
+ * the FILE's error flag).  iov[] is changed (a partial write advances
+ * it).  In memory (no FILE): appended. */
 void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n);
 static inline void vt_textbuf_mem(VtTextBuf *t, const void *p, gsize n)
 {
