@@ -35,7 +35,7 @@ thread-4vcpu-timed      --vcpus 4 --psb-period 1
 cpu-4vcpu-2cpu-timed    --vcpus 4 --per-cpu --cpus 2 --psb-period 0
 cpu-1vcpu-timed         --vcpus 1 --per-cpu --cpus 1
 cpu-2vcpu-mtc0          --vcpus 2 --per-cpu --cpus 2 --mtc-period 0 --psb-period 0 --seed 3
-thread-8vcpu-timed      --vcpus 8 --psb-period 1 --size 512K
+thread-8vcpu-timed      --vcpus 8 --psb-period 1 --size 256K
 thread-2vcpu-timed-alt  --vcpus 2 --psb-period 1
 cpu-8vcpu-4cpu-timed    --vcpus 8 --per-cpu --cpus 4 --psb-period 0 --size 512K
 CONFIGS

@@ -67,7 +67,7 @@ cpu-1vcpu-timed         --vcpus 1 --per-cpu --cpus 1
 thread-2vcpu-timeless   --vcpus 2 --timeless --seed 7
 thread-2vm-cyc          --vcpus 2 --vms 2 --cyc --psb-period 0
 cpu-2vcpu-mtc0          --vcpus 2 --per-cpu --cpus 2 --mtc-period 0 --psb-period 0 --seed 3
-thread-8vcpu-timed      --vcpus 8 --psb-period 1 --size 512K
+thread-8vcpu-timed      --vcpus 8 --psb-period 1 --size 256K
 thread-1vcpu-cyc-mtc0   --vcpus 1 --cyc --mtc-period 0
 thread-2vcpu-timed-alt  --vcpus 2 --psb-period 1
 thread-4vcpu-timeless-cyc-alt --vcpus 4 --timeless --cyc
