@@ -378,9 +378,9 @@ static gpointer reader_run(gpointer data)
 }
 
 /* 5 MiB of lines through vt_textbuf into a pipe read by a thread (every
- * 4000th line as a piece: the text before it is copied into the pipe,
- * not given, and the ~1.4 MB after it are spliced half by half); the
- * text read is the text written. */
+ * 4000th line as a piece: of the ~1.4 MB of lines between two pieces the
+ * full 1 MiB halves are spliced, the rest is copied into the pipe before
+ * the piece); the text read is the text written. */
 static void splice_through(gboolean tee, gboolean slow, gboolean nonblock)
 {
 	int fds[2];
@@ -474,6 +474,35 @@ static void test_splice_errors(void)
 	fclose(f);
 }
 
+/* The same where text waits before pieces (copied, not spliced): failed,
+ * the pieces not written, every byte counted. */
+static void test_splice_errors_pieces(void)
+{
+	int fds[2];
+	FILE *f;
+	VtTextBuf *t;
+	g_autofree char *big = g_strnfill(100000, 'y');
+	struct iovec iov[2] = { { big, 70000 }, { big, 30000 } };
+
+	signal(SIGPIPE, SIG_IGN);
+	g_assert_cmpint(pipe(fds), ==, 0);
+	close(fds[0]);
+	f = fdopen(fds[1], "w");
+	t = vt_textbuf_new(f, 1 << 20);
+	if (!t->splice) {
+		g_test_skip("no vmsplice output here (no transparent huge pages)");
+	} else {
+		vt_textbuf_mem_long(t, big, 5000);
+		vt_textbuf_write_pieces(t, iov, 2);
+		g_assert_true(vt_textbuf_failed(t));
+		g_assert_cmpuint(vt_textbuf_pos(t), ==, 5000 + 100000);
+		g_assert_false(vt_textbuf_flush(t));
+		g_assert_true(ferror(f));
+	}
+	vt_textbuf_free(t);
+	fclose(f);
+}
+
 /* VMTRACE_NO_SPLICE=1: no vmsplice (before any test's threads: setenv) */
 static void test_splice_off(void)
 {
@@ -531,5 +560,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/textbuf/splice-tee", test_splice_tee);
 	g_test_add_func("/textbuf/splice-nonblock", test_splice_nonblock);
 	g_test_add_func("/textbuf/splice-errors", test_splice_errors);
+	g_test_add_func("/textbuf/splice-errors-pieces", test_splice_errors_pieces);
 	return g_test_run();
 }

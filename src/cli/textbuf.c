@@ -46,7 +46,7 @@ static void pipe_grow(FILE *f, gsize cap)
  * (session 16, the 1 MiB bench recordings into `wc -l`, 9 runs of each,
  * alternating, medians): call traces -9..-22% wall and CPU (tnt-dense's
  * 571 MB of text: 0.329 -> 0.260 s wall), branches -4..-8% wall,
- * instructions 0..-5% (their text is copied here from the threads'
+ * instructions 0..-5% (their text was then copied here from the threads'
  * chunks; into a file or with write() the kernel copies it).  A test
  * program writing the same 571 MB: 0.34 s CPU for writer and reader with
  * write(), 0.14 s with vmsplice.  Text that is already in memory of
@@ -60,9 +60,9 @@ static void pipe_grow(FILE *f, gsize cap)
  * runs vmtrace after perf's seconds.  Measured (session 29, the bench
  * recordings, each run after 2.5 s idle, medians of 3, wall): 1 MiB
  * branches -20..-23%, instructions -10..-17%; 4 MiB branches -2..-13%,
- * instructions -4..-12%; tcg-boot the same (within its noise).  Call traces (their lines
- * padded by the reader into this buffer) still splice: with write() their
- * 4 MiB runs took up to 26% longer.  Without huge pages (4 KiB faults and
+ * instructions -4..-12%; tcg-boot the same (within its noise).  Call
+ * traces (their lines padded by the reader into this buffer) still
+ * splice: with write() their 4 MiB runs took up to 26% longer.  Without huge pages (4 KiB faults and
  * zeroing) it cost as much as write, so it is used only where the kernel
  * has them (transparent_hugepage not "never") and stdout is a pipe;
  * VMTRACE_NO_SPLICE=1 turns it off.  Any vmsplice error but EINTR and

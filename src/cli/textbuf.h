@@ -2,7 +2,8 @@
  * the million (vmtrace script): bytes, strings, padding and numbers go
  * straight into one buffer, written to its FILE with fwrite when full and
  * at vt_textbuf_flush/free (into a pipe: given to it with vmsplice, no
- * copy - textbuf.c).  No printf, no allocation per line: printf's
+ * copy - textbuf.c - but for the text before pieces, which write copies).
+ * No printf, no allocation per line: printf's
  * padding (%*s) and its field parsing were most of script's time.
  *
  * Numbers and padding format exactly as printf's "%*s", "%-*s", "%*x",
