@@ -1,9 +1,10 @@
 #!/bin/sh
 # vmtrace script's output into a pipe goes by vmsplice from 2 MiB huge
-# pages dropped after use (src/cli/textbuf.c): what a pipe's reader gets
-# is byte for byte what a file gets - for call traces (printed in the main
-# thread), branches and instructions (the threads' text, copied into the
-# pipe's pages) - through `cat`, through a slow reader that sleeps between
+# pages dropped after use (src/cli/textbuf.c), branch and instruction
+# lines (the threads' text) by writev from the threads' chunks since
+# session 29: what a pipe's reader gets is byte for byte what a file gets
+# - for call traces (printed in the main thread), branches and
+# instructions - through `cat`, through a slow reader that sleeps between
 # small reads for its first 8 MiB (the writer blocks), with
 # VMTRACE_NO_SPLICE=1 (write) and into `head -n 3` (the reader gone:
 # vmtrace ends, as perf does, and the first lines are the file's).  The

@@ -60,11 +60,13 @@ static void pipe_grow(FILE *f, gsize cap)
  * runs vmtrace after perf's seconds.  Measured (session 29, the bench
  * recordings, each run after 2.5 s idle, medians of 3, wall): 1 MiB
  * branches -20..-23%, instructions -10..-17%; 4 MiB branches -2..-13%,
- * instructions -4..-12%; tcg-boot the same (within its noise).  Call
- * traces (their lines padded by the reader into this buffer) still
- * splice: with write() their 4 MiB runs took up to 26% longer.  Without huge pages (4 KiB faults and
- * zeroing) it cost as much as write, so it is used only where the kernel
- * has them (transparent_hugepage not "never") and stdout is a pipe;
+ * instructions -4..-12%; tcg-boot's branches 0..-19%, but its
+ * instructions (one queue, ~6 GB of text) +25% cold, +8% warm - not
+ * understood yet.  Call traces (their lines padded by the reader into
+ * this buffer) still splice: with write() their 4 MiB runs took up to
+ * 26% longer.  Without huge pages (4 KiB faults and zeroing) it cost
+ * as much as write, so it is used only where the kernel has them
+ * (transparent_hugepage not "never") and stdout is a pipe;
  * VMTRACE_NO_SPLICE=1 turns it off.  Any vmsplice error but EINTR and
  * EAGAIN turns it off for good: the rest goes through fwrite (where a
  * real error - EPIPE - fails again and sets the FILE's error flag). */
