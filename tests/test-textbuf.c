@@ -381,7 +381,7 @@ static gpointer reader_run(gpointer data)
  * 4000th line as a piece: of the ~1.4 MB of lines between two pieces the
  * full 1 MiB halves are spliced, the rest is copied into the pipe before
  * the piece); the text read is the text written. */
-static void splice_through(gboolean tee, gboolean slow, gboolean nonblock)
+static void splice_through(gboolean tee, gboolean slow, gboolean nonblock, gboolean nosplice)
 {
 	int fds[2];
 	FILE *f;
@@ -395,8 +395,11 @@ static void splice_through(gboolean tee, gboolean slow, gboolean nonblock)
 	if (nonblock)
 		g_assert_cmpint(fcntl(fds[1], F_SETFL, O_NONBLOCK), ==, 0);
 	f = fdopen(fds[1], "w");
+	if (nosplice)
+		g_setenv("VMTRACE_NO_SPLICE", "1", TRUE);
 	t = vt_textbuf_new(f, 1 << 20);
-	if (!t->splice) {
+	g_unsetenv("VMTRACE_NO_SPLICE");
+	if (!t->splice && !nosplice) {
 		g_test_skip("no vmsplice output here (no transparent huge pages)");
 		vt_textbuf_free(t);
 		fclose(f);
@@ -438,18 +441,25 @@ static void splice_through(gboolean tee, gboolean slow, gboolean nonblock)
 
 static void test_splice(void)
 {
-	splice_through(FALSE, FALSE, FALSE);
+	splice_through(FALSE, FALSE, FALSE, FALSE);
 }
 
 static void test_splice_tee(void)
 {
-	splice_through(TRUE, FALSE, FALSE);
+	splice_through(TRUE, FALSE, FALSE, FALSE);
 }
 
 /* a slow reader of a non-blocking pipe: vmsplice's EAGAIN waited out */
 static void test_splice_nonblock(void)
 {
-	splice_through(FALSE, TRUE, TRUE);
+	splice_through(FALSE, TRUE, TRUE, FALSE);
+}
+
+/* the same with write (VMTRACE_NO_SPLICE=1): the buffer's EAGAIN waited
+ * out as the pieces' (its fwrite failed on it before session 29) */
+static void test_write_nonblock(void)
+{
+	splice_through(FALSE, TRUE, TRUE, TRUE);
 }
 
 /* The reader gone: the write fails (EPIPE, SIGPIPE ignored), kept as
@@ -559,6 +569,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/textbuf/splice", test_splice);
 	g_test_add_func("/textbuf/splice-tee", test_splice_tee);
 	g_test_add_func("/textbuf/splice-nonblock", test_splice_nonblock);
+	g_test_add_func("/textbuf/write-nonblock", test_write_nonblock);
 	g_test_add_func("/textbuf/splice-errors", test_splice_errors);
 	g_test_add_func("/textbuf/splice-errors-pieces", test_splice_errors_pieces);
 	return g_test_run();

@@ -207,14 +207,80 @@ void vt_textbuf_free(VtTextBuf *t)
 	g_free(t);
 }
 
-static void write_out(VtTextBuf *t)
+/* iov[0..n) with fwrite: after a failed writev the rest, which fails the
+ * same way and sets the FILE's error flag. */
+static void pieces_fwrite(VtTextBuf *t, const struct iovec *iov, int n)
 {
-	if (t->len && !t->failed && t->splice)
+	for (int i = 0; i < n; i++) {
+		if (!t->failed && fwrite(iov[i].iov_base, 1, iov[i].iov_len, t->f) != iov[i].iov_len)
+			t->failed = TRUE;
+	}
+}
+
+/* iov[0..*n) to fd with writev (a non-blocking pipe waited for); after
+ * an error *iov and *n are what is left. */
+static void writev_all(int fd, struct iovec **iovp, int *np)
+{
+	struct iovec *iov = *iovp;
+	int n = *np;
+
+	while (n > 0) {
+		ssize_t w = writev(fd, iov, MIN(n, IOV_MAX));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {   /* a non-blocking pipe */
+			struct pollfd pfd = { fd, POLLOUT, 0 };
+
+			(void)poll(&pfd, 1, -1);
+			continue;
+		}
+		if (w <= 0)
+			break;
+		for (; n > 0 && (gsize)w >= iov->iov_len; iov++, n--)
+			w -= (ssize_t)iov->iov_len;
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (gsize)w;
+		}
+	}
+	*iovp = iov;
+	*np = n;
+}
+
+/* t's text copied into its FILE's descriptor (stdio's buffer first; a
+ * non-blocking pipe waited for; no descriptor - fmemopen - or after an
+ * error: fwrite, which fails as well and sets the FILE's error flag). */
+static void copy_out(VtTextBuf *t)
+{
+	int fd = fileno(t->f);
+	struct iovec own = { t->buf, t->len }, *p = &own;
+	int left = 1;
+
+	if (fd >= 0) {
+		if (fflush(t->f) != 0) {
+			t->failed = TRUE;
+			return;
+		}
+		writev_all(fd, &p, &left);
+	}
+	pieces_fwrite(t, p, left);
+}
+
+/* t's text out: spliced (where t splices and !copy) or copied. */
+static void write_out_as(VtTextBuf *t, gboolean copy)
+{
+	if (t->len && !t->failed && t->splice && !copy)
 		splice_out(t);
-	else if (t->len && !t->failed && fwrite(t->buf, 1, t->len, t->f) != t->len)
-		t->failed = TRUE;
+	else if (t->len && !t->failed)
+		copy_out(t);
 	t->flushed += t->len;
 	t->len = 0;
+}
+
+static void write_out(VtTextBuf *t)
+{
+	write_out_as(t, FALSE);
 }
 
 gboolean vt_textbuf_flush(VtTextBuf *t)
@@ -260,68 +326,6 @@ void vt_textbuf_mem_long(VtTextBuf *t, const void *p, gsize n)
 	}
 }
 
-/* iov[0..n) with fwrite: after a failed writev the rest, which fails the
- * same way and sets the FILE's error flag. */
-static void pieces_fwrite(VtTextBuf *t, const struct iovec *iov, int n)
-{
-	for (int i = 0; i < n; i++) {
-		if (!t->failed && fwrite(iov[i].iov_base, 1, iov[i].iov_len, t->f) != iov[i].iov_len)
-			t->failed = TRUE;
-	}
-}
-
-/* iov[0..*n) to fd with writev (a non-blocking pipe waited for); after
- * an error *iov and *n are what is left. */
-static void writev_all(int fd, struct iovec **iovp, int *np)
-{
-	struct iovec *iov = *iovp;
-	int n = *np;
-
-	while (n > 0) {
-		ssize_t w = writev(fd, iov, MIN(n, IOV_MAX));
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno == EAGAIN) {   /* a non-blocking pipe */
-			struct pollfd pfd = { fd, POLLOUT, 0 };
-
-			(void)poll(&pfd, 1, -1);
-			continue;
-		}
-		if (w <= 0)
-			break;
-		for (; n > 0 && (gsize)w >= iov->iov_len; iov++, n--)
-			w -= (ssize_t)iov->iov_len;
-		if (n > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (gsize)w;
-		}
-	}
-	*iovp = iov;
-	*np = n;
-}
-
-/* Before pieces, t's text into the pipe copied, not given (vmsplice): its
- * page stays t's to write again, and the text shares the pipe's pages
- * with the pieces' (a few lines spliced on their own took a page of the
- * pipe's each: a pipe of 1 MiB held less than 100 KiB). */
-static void splice_copy(VtTextBuf *t, int fd)
-{
-	struct iovec own = { t->buf, t->len }, *p = &own;
-	int left = 1;
-
-	if (!t->len || t->failed)
-		return;
-	if (fflush(t->f) != 0) {
-		t->failed = TRUE;
-		return;
-	}
-	writev_all(fd, &p, &left);
-	pieces_fwrite(t, p, left);
-	t->flushed += t->len;
-	t->len = 0;
-}
-
 void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
 {
 	int fd = t->f ? fileno(t->f) : -1;
@@ -334,9 +338,11 @@ void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
 	}
 	for (int i = 0; i < n; i++)
 		total += iov[i].iov_len;
-	if (t->splice && fd >= 0)
-		splice_copy(t, fd);
-	/* t's text and the FILE's first; no descriptor (fmemopen): fwrite */
+	/* t's text first, copied even where t splices: its page stays t's to
+	 * write again, and the text shares the pipe's pages with the pieces'
+	 * (a few lines spliced on their own took a page of the pipe's each: a
+	 * pipe of 1 MiB held less than 100 KiB); no descriptor: fwrite */
+	write_out_as(t, TRUE);
 	if (vt_textbuf_flush(t) && fd >= 0)
 		writev_all(fd, &iov, &n);
 	pieces_fwrite(t, iov, n);
