@@ -340,8 +340,9 @@ void vt_textbuf_write_pieces(VtTextBuf *t, struct iovec *iov, int n)
 		total += iov[i].iov_len;
 	/* t's text first, copied even where t splices: its page stays t's to
 	 * write again, and the text shares the pipe's pages with the pieces'
-	 * (a few lines spliced on their own took a page of the pipe's each: a
-	 * pipe of 1 MiB held less than 100 KiB); no descriptor: fwrite */
+	 * (a few lines spliced on their own took a page of the pipe's each:
+	 * test-textbuf's reader, waiting for 256 KiB in a pipe of 1 MiB
+	 * filled so, waited for good); no descriptor: fwrite */
 	write_out_as(t, TRUE);
 	if (vt_textbuf_flush(t) && fd >= 0)
 		writev_all(fd, &iov, &n);
