@@ -96,10 +96,10 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 		threads_vs_serial "one vCPU $mode --jobs 2 (decoded ahead)" "$TMP/one.data" $G $mode --jobs 2
 	done
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
-	# main + the queue's formatting thread + its two decoding ones (ranges of
-	# the queue: t0145; ranges of 4 KiB, so that both have ranges to decode
-	# while it is sampled), two fewer with --jobs 1 (the normal build only:
-	# LeakSanitizer's thread at exit)
+	# main + the queue's thread + its two decoding ones (ranges of the queue:
+	# t0145; ranges of 4 KiB, so that both have ranges to decode while it is
+	# sampled) + its two formatting ones (t0147), four fewer with --jobs 1
+	# (the normal build only: LeakSanitizer's thread at exit)
 	for j in 1 2; do
 		! asan_build || break
 		# shellcheck disable=SC2086
@@ -107,15 +107,15 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 			--jobs $j
 	done
 	asan_build ||
-		check "one vCPU: --jobs 2 runs two decoding threads more than --jobs 1 ($(cat "$TMP/threads.1") -> $(cat "$TMP/threads.2") threads)" \
-			test "$(cat "$TMP/threads.2")" -eq "$(($(cat "$TMP/threads.1") + 2))"
+		check "one vCPU: --jobs 2 runs two decoding and two formatting threads more than --jobs 1 ($(cat "$TMP/threads.1") -> $(cat "$TMP/threads.2") threads)" \
+			test "$(cat "$TMP/threads.2")" -eq "$(($(cat "$TMP/threads.1") + 4))"
 	# --jobs counts up to the CPUs there are (VMTRACE_CPUS=2: two, on any
 	# machine): --jobs 8 decodes the queue ahead in two threads, as --jobs 2
 	# (VMTRACE_RANGES_STATS says how many did; without the cap: 8)
 	for j in 2 8; do
 		# shellcheck disable=SC2086
 		VMTRACE_CPUS=2 VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --call-trace --jobs $j \
-			2>&1 >/dev/null | sed -n 's/.*by at most \([0-9]*\) threads a queue$/\1/p' >"$TMP/ahead.$j"
+			2>&1 >/dev/null | sed -n 's/.*ranges decoded apart, by at most \([0-9]*\) threads a queue$/\1/p' >"$TMP/ahead.$j"
 	done
 	check "one vCPU, 2 CPUs: --jobs 8 decodes ahead in $(cat "$TMP/ahead.8") threads, --jobs 2 in $(cat "$TMP/ahead.2")" \
 		sh -c "test \"\$(cat '$TMP/ahead.2')\" = 2 && test \"\$(cat '$TMP/ahead.8')\" = 2"
@@ -127,7 +127,7 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 		[ $v = x ] || e="-u VMTRACE_CPUS"
 		# shellcheck disable=SC2086
 		env $e VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --call-trace --jobs $((cpus * 4)) 2>&1 \
-			>/dev/null | sed -n 's/.*by at most \([0-9]*\) threads a queue$/\1/p' >"$TMP/ahead.$v"
+			>/dev/null | sed -n 's/.*ranges decoded apart, by at most \([0-9]*\) threads a queue$/\1/p' >"$TMP/ahead.$v"
 	done
 	check "one vCPU, this machine's $cpus CPUs: --jobs $((cpus * 4)) decodes ahead in $(cat "$TMP/ahead.unset") threads (VMTRACE_CPUS=x: $(cat "$TMP/ahead.x"))" \
 		sh -c "test -s '$TMP/ahead.unset' && test \"\$(cat '$TMP/ahead.unset')\" -le $cpus &&

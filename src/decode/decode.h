@@ -487,6 +487,15 @@ typedef struct {
 	/* optional: a branch that format() gets a few events later (its
 	 * batch's), so that what it will read can be fetched meanwhile */
 	void (*ahead)(gpointer ctx, const VtBranch *b);
+	/* optional: a queue formatted in several threads where --jobs leaves
+	 * it CPUs (each thread a formatter of its own, open() again, taking
+	 * every n-th job of ~1,024 events): the formatter's state after
+	 * events e[0..n), from any state before, as if it had formatted them
+	 * - with no text.  e[0] moves the flow (a branch or an error; n 0: the
+	 * queue's start), the others come within the flow after it (PSB, CBR,
+	 * flow end).  NULL: an event's text depends on more (call stacks,
+	 * IPC counts) - each queue formatted in one thread. */
+	void (*replay)(gpointer ctx, const VtDecodeEvent *e, guint n);
 } VtDecodeFormatter;
 
 /* Before vt_decode_result_start (branches, not text): only the branches
@@ -550,6 +559,10 @@ void vt_decode_result_ahead_max(VtDecodeResult *r, guint n);
  * VMTRACE_SEGMENT; 0 where no queue was cut); *threads (if not NULL): the
  * most threads that decoded one queue ahead (0: none did). */
 guint64 vt_decode_result_ranges(const VtDecodeResult *r, guint *threads);
+/* Jobs of events formatted apart so far (VtDecodeFormatter.replay; 0
+ * where no queue was); *formers (if not NULL): the most threads that
+ * formatted one queue. */
+guint64 vt_decode_result_formed(const VtDecodeResult *r, guint *formers);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);

@@ -41,7 +41,18 @@ typedef struct {
 	Mark *marks;              /* CHUNK_MARKS (no append call per event) */
 	guint nmarks;
 	gboolean last;            /* the queue's end (no marks) */
+	gboolean job_end;         /* a former's job ends with it (formatting a queue in threads) */
 } Chunk;
+
+/* A thread that hands its work to the reader, at most AHEAD pieces ahead
+ * (r->lock): it waits on a condition of its own (waiter_wait). */
+typedef struct {
+	gint ahead;               /* pieces handed and not yet read */
+	GCond wake;               /* it waits here, */
+	gboolean waits;           /* and does now */
+} Waiter;
+
+typedef struct Former Former;
 
 /* The code hook's context (guest_user_code): a decoder's own (it keeps
  * the process it found last). */
@@ -68,12 +79,13 @@ typedef struct Queue {
 	GStringChunk *strings;    /* comm names (the queue's thread names events) */
 	guint64 done_off;         /* AUX bytes decoded so far, from its start (progress; atomic) */
 	/* formatting in threads (vt_decode_result_start with a formatter) */
-	gpointer fctx;            /* the queue's formatter */
+	gpointer fctx;            /* the queue's formatter (formers: the first's) */
+	Former *formers;          /* formatting the queue in several threads (NULL: in its own) */
+	guint nformers;
+	GAsyncQueue *jobs_free;   /* formers: jobs done, for reuse */
 
 	/* the decoding thread's */
-	_Alignas(64) gint ahead;  /* batches decoded and not yet read (r->lock) */
-	GCond wake;               /* its thread waits here (queue_wait), */
-	gboolean waits;           /* and does now (r->lock) */
+	_Alignas(64) Waiter w;    /* batches decoded (chunks formatted) and not yet read (r->lock) */
 	guint nerrors;            /* decode errors its thread formatted */
 	CodeCtx code;             /* guest_user_code()'s for the queue's decoder */
 	/* the thread of the branch last named (name_event()): a queue's branches
@@ -93,6 +105,7 @@ typedef struct Queue {
 	guint pos;
 	gboolean ended;
 	Chunk *ccur;              /* the reader's chunk */
+	guint rf;                 /* formers: the one whose chunks come next */
 	guint cmark;              /* its next mark */
 	GPtrArray *held;          /* Chunk: read, kept for the reader (vt_decode_result_hold_text) */
 	/* next_queue(): its next branch's time as last peeked (head_known),
@@ -100,6 +113,25 @@ typedef struct Queue {
 	guint64 head_tsc;
 	gboolean head_known, head_end;
 } Queue;
+
+/* Where a formatting thread's text goes: its formatter's, its waiter
+ * (r->lock), the reader's queue of its chunks and the spare ones. */
+typedef struct {
+	gpointer fctx;
+	Waiter *w;
+	GAsyncQueue *ready, *spare;
+} Sink;
+
+/* A thread formatting every n-th job of a queue (formers_start). */
+struct Former {
+	struct VtDecodeResult *r;
+	struct Queue *q;
+	Sink sink;                /* its formatter, &w, its chunks for the reader, q->spare */
+	GAsyncQueue *jobs;        /* Job, in the queue's order */
+	GThread *thread;
+	_Alignas(64) Waiter w;    /* chunks formatted and not read (r->lock) */
+	guint pending;            /* jobs handed and not taken (r->lock) */
+};
 
 /* Set up before the threads start and read by all of them; then the lock's
  * fields and the reader's, each on lines of their own (as Queue's). */
@@ -127,6 +159,9 @@ struct VtDecodeResult {
 	guint ahead_max;          /* vt_decode_result_ahead_max (0: no limit) */
 	guint cpus;               /* CPUs --jobs counts up to when threads decode ahead (ahead_threads) */
 	guint ahead_most;         /* the most that decoded one queue ahead (lock) */
+	guint job_events;         /* formers: events a job (JOB_EVENTS; VMTRACE_FORMAT_JOB) */
+	guint64 jobs_formed;      /* handed to formers (lock) */
+	guint formers_most;       /* the most formers of a queue (lock) */
 
 	/* the reader's */
 	_Alignas(64) guint at;    /* timeless: the queue being read */
@@ -438,23 +473,23 @@ static gboolean batch_fill_ahead(VtDecodeResult *r, Queue *q, Ahead *a, GArray *
 	return TRUE;
 }
 
-/* The queue's thread waits (r->lock held) until queue_wake(q), a token
+/* A queue's thread waits (r->lock held) until waiter_wake(w), a token
  * back when there were none (tokens_back) or the stop: each thread has a
  * condition of its own, signalled only while it waits.  With one for all,
  * broadcast at every batch and chunk, every thread woke at each (and
  * GLib's broadcast is a futex call even with none waiting): 25,089 futex
  * calls for 4 MiB exit-heavy --itrace=b. */
-static void queue_wait(VtDecodeResult *r, Queue *q)
+static void waiter_wait(VtDecodeResult *r, Waiter *w)
 {
-	q->waits = TRUE;
-	g_cond_wait(&q->wake, &r->lock);
-	q->waits = FALSE;
+	w->waits = TRUE;
+	g_cond_wait(&w->wake, &r->lock);
+	w->waits = FALSE;
 }
 
-static void queue_wake(Queue *q)
+static void waiter_wake(Waiter *w)
 {
-	if (q->waits)
-		g_cond_signal(&q->wake);
+	if (w->waits)
+		g_cond_signal(&w->wake);
 }
 
 /* A token back (r->lock held): threads wait for one only while there are
@@ -462,8 +497,11 @@ static void queue_wake(Queue *q)
 static void tokens_back(VtDecodeResult *r)
 {
 	if (!r->tokens++) {
-		for (guint i = 0; i < r->n; i++)
-			queue_wake(&r->qs[i]);
+		for (guint i = 0; i < r->n; i++) {
+			waiter_wake(&r->qs[i].w);
+			for (guint k = 0; k < r->qs[i].nformers; k++)
+				waiter_wake(&r->qs[i].formers[k].w);
+		}
 	}
 }
 
@@ -484,8 +522,8 @@ static gpointer produce(gpointer data)
 		GArray *b = batch_get(q);
 
 		g_mutex_lock(&r->lock);
-		while (!r->stop && (q->ahead >= AHEAD || !r->tokens))
-			queue_wait(r, q);
+		while (!r->stop && (q->w.ahead >= AHEAD || !r->tokens))
+			waiter_wait(r, &q->w);
 		if (r->stop) {
 			g_mutex_unlock(&r->lock);
 			g_array_free(b, TRUE);
@@ -495,12 +533,12 @@ static gpointer produce(gpointer data)
 			return NULL;
 		}
 		r->tokens--;
-		q->ahead++;
+		q->w.ahead++;
 		g_mutex_unlock(&r->lock);
 		more = ahead ? batch_fill_ahead(r, q, ahead, &araw, &apos, b) : batch_fill(r, q, raw, b);
 		g_mutex_lock(&r->lock);
 		tokens_back(r);
-		q->ahead -= !b->len;      /* not for the reader (only q's thread waits on it) */
+		q->w.ahead -= !b->len;      /* not for the reader (only q's thread waits on it) */
 		g_mutex_unlock(&r->lock);
 		g_async_queue_push(b->len ? q->ready : q->spare, b);
 	}
@@ -523,8 +561,8 @@ static const VtBranch *peek_wait(VtDecodeResult *r, Queue *q)
 		q->pos = 0;
 		q->ended = q->cur->len == 0;
 		g_mutex_lock(&r->lock);
-		q->ahead--;
-		queue_wake(q);
+		q->w.ahead--;
+		waiter_wake(&q->w);
 		g_mutex_unlock(&r->lock);
 	}
 	return q->ended ? NULL : &g_array_index(q->cur, VtDecodeEvent, q->pos).b;
@@ -641,15 +679,15 @@ const VtDecodeEvent *vt_decode_result_peek(const VtDecodeResult *r, guint k)
  * event's text marked with its time; the reader merges the chunks' text
  * as vt_decode_result_next merges branches: by time, ties in queue order
  * (timeless: queue after queue). */
-static Chunk *chunk_get(Queue *q, GAsyncQueue *spare)
+static Chunk *chunk_get(GAsyncQueue *spare)
 {
 	Chunk *c = g_async_queue_try_pop(spare);
 
-	(void)q;
 	if (c) {
 		c->nmarks = 0;
 		c->len = 0;
 		c->last = FALSE;
+		c->job_end = FALSE;
 		return c;
 	}
 	c = g_new0(Chunk, 1);
@@ -669,19 +707,19 @@ static void chunk_free(gpointer p)
 }
 
 /* The token (--jobs) back while waiting for the reader, then again. */
-static gboolean token_wait(VtDecodeResult *r, Queue *q, gboolean have, gboolean ahead)
+static gboolean token_wait(VtDecodeResult *r, Waiter *w, gboolean have, gboolean ahead)
 {
 	gboolean ok;
 
 	g_mutex_lock(&r->lock);
 	if (have)
 		tokens_back(r);
-	while (!r->stop && ((ahead && q->ahead >= AHEAD) || !r->tokens))
-		queue_wait(r, q);
+	while (!r->stop && ((ahead && w->ahead >= AHEAD) || !r->tokens))
+		waiter_wait(r, w);
 	ok = !r->stop;
 	if (ok) {
 		r->tokens--;
-		q->ahead += ahead;
+		w->ahead += ahead;
 	}
 	g_mutex_unlock(&r->lock);
 	return ok;
@@ -696,46 +734,54 @@ static void token_put(VtDecodeResult *r)
 
 /* The text of chunk c so far goes to the reader; the formatter goes on in
  * the buffer of a spare chunk, which is returned.  NULL: stopped. */
-static Chunk *chunk_push(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, Chunk *c)
+static Chunk *chunk_push(VtDecodeResult *r, const Sink *k, Chunk *c)
 {
-	Chunk *next = chunk_get(q, spare);
+	Chunk *next = chunk_get(k->spare);
 	gsize cap;
 
-	c->text = r->fmt.take(q->fctx, next->text, next->cap, &c->len, &cap);
+	c->text = r->fmt.take(k->fctx, next->text, next->cap, &c->len, &cap);
 	c->cap = cap;
 	next->text = NULL;
 	next->cap = 0;
-	if (!token_wait(r, q, TRUE, TRUE)) {
+	if (!token_wait(r, k->w, TRUE, TRUE)) {
 		chunk_free(c);
 		chunk_free(next);
 		return NULL;
 	}
-	g_async_queue_push(q->ready, c);
+	g_async_queue_push(k->ready, c);
 	return next;
 }
 
+/* One named event formatted into *c (its text so far *end bytes; pushed
+ * when full); FALSE: stopped. */
+static gboolean format_one(VtDecodeResult *r, const Sink *k, const VtDecodeEvent *ev, Chunk **c, gsize *end)
+{
+	gsize now = r->fmt.format(k->fctx, ev);
+
+	if (now == *end)
+		return TRUE;
+	(*c)->marks[(*c)->nmarks++] = (Mark){ ev->b.tsc, now };
+	*end = now;
+	if (now >= CHUNK_TEXT || (*c)->nmarks >= CHUNK_MARKS) {
+		if (!(*c = chunk_push(r, k, *c)))
+			return FALSE;
+		*end = 0;
+	}
+	return TRUE;
+}
+
 /* One batch of branches named and formatted into *c (pushed when full). */
-static gboolean format_batch(VtDecodeResult *r, Queue *q, GAsyncQueue *spare, GArray *b, Chunk **c, gsize *end)
+static gboolean format_batch(VtDecodeResult *r, Queue *q, const Sink *k, GArray *b, Chunk **c, gsize *end)
 {
 	VtDecodeEvent ev;
 
 	for (guint i = 0; i < b->len; i++) {
-		gsize now;
-
 		if (r->fmt.ahead && i + FORMAT_AHEAD < b->len)
 			r->fmt.ahead(q->fctx, &g_array_index(b, VtBranch, i + FORMAT_AHEAD));
 		event_of(r, q, &g_array_index(b, VtBranch, i), &ev);
 		q->nerrors += ev.b.kind == VT_BRANCH_ERROR;
-		now = r->fmt.format(q->fctx, &ev);
-		if (now == *end)
-			continue;
-		(*c)->marks[(*c)->nmarks++] = (Mark){ ev.b.tsc, now };
-		*end = now;
-		if (now >= CHUNK_TEXT || (*c)->nmarks >= CHUNK_MARKS) {
-			if (!(*c = chunk_push(r, q, spare, *c)))
-				return FALSE;
-			*end = 0;
-		}
+		if (!format_one(r, k, &ev, c, end))
+			return FALSE;
 	}
 	note_done(q, b);
 	return TRUE;
@@ -1019,12 +1065,12 @@ static gpointer produce_text(Queue *q)
 	VtDecodeResult *r = q->r;
 	GArray *b = NULL;
 	Ahead *ahead = NULL;
-	GAsyncQueue *spare = q->spare;
-	Chunk *c = chunk_get(q, spare);
+	const Sink k = { q->fctx, &q->w, q->ready, q->spare };
+	Chunk *c = chunk_get(q->spare);
 	gboolean more = TRUE, ok = TRUE;
 	gsize end = 0;
 
-	if (!token_wait(r, q, FALSE, FALSE)) {
+	if (!token_wait(r, &q->w, FALSE, FALSE)) {
 		chunk_free(c);
 		return NULL;
 	}
@@ -1035,7 +1081,7 @@ static gpointer produce_text(Queue *q)
 	while (ok && more) {
 		more = next_batch(q, ahead, &b);
 		if (b)
-			ok = format_batch(r, q, spare, b, &c, &end) && token_wait(r, q, TRUE, FALSE);
+			ok = format_batch(r, q, &k, b, &c, &end) && token_wait(r, &q->w, TRUE, FALSE);
 		/* (the other threads' turn between batches) */
 	}
 	if (b)
@@ -1045,7 +1091,7 @@ static gpointer produce_text(Queue *q)
 		chunk_free(c);
 		return NULL;
 	}
-	if (c->nmarks && !(c = chunk_push(r, q, spare, c)))
+	if (c->nmarks && !(c = chunk_push(r, &k, c)))
 		return NULL;
 	token_put(r);
 	g_mutex_lock(&r->lock);
@@ -1055,6 +1101,285 @@ static gpointer produce_text(Queue *q)
 	c->last = TRUE;
 	g_async_queue_push(q->ready, c);
 	return NULL;
+}
+
+/* ------------------------------------- formatting a queue in threads */
+/* Where --jobs leaves a queue two CPUs or more and its formatter can take
+ * up its state from the events before (VtDecodeFormatter.replay): one
+ * thread formatted a queue's instruction trace - the work of it - while
+ * another CPU idled (a single-vCPU recording: the bench's tcg-boot).  Now
+ * the queue's thread names its events into jobs of JOB_EVENTS and hands
+ * job k to former k % n, each with a formatter of its own; a former
+ * replays the job's seed - the events its formatter's state depends on,
+ * the last branch or error before the job and the events within the flow
+ * after it (PSB, CBR, flow end) - formats the job into chunks of its own
+ * and marks the job's last one; the reader takes the formers' chunks job
+ * after job: the text is the same as from one thread. */
+#define JOB_EVENTS 1024           /* events a job (--insn-trace of real code: ~5 instructions each) */
+#define JOBS_AHEAD 2              /* jobs handed to a former and not yet taken */
+#define MAX_FORMERS 8
+
+typedef struct {
+	GArray *events;           /* VtDecodeEvent, named (empty: no more - the end) */
+	GArray *seed;             /* VtDecodeEvent: replayed first */
+	gboolean last;            /* the end, and this former's turn: the queue's last chunk */
+} Job;
+
+/* Events a job: JOB_EVENTS, or VMTRACE_FORMAT_JOB's 1 to 65536 (tests:
+ * seeds at every event). */
+static guint job_events(void)
+{
+	const char *e = g_getenv("VMTRACE_FORMAT_JOB");
+	guint64 n = 0;
+
+	if (e && g_ascii_string_to_unsigned(e, 10, 1, 65536, &n, NULL))
+		return (guint)n;
+	return JOB_EVENTS;
+}
+
+/* Formers a queue has: where --jobs leaves it two CPUs or more (as
+ * ahead_threads() counts them), with a formatter that replays. */
+static guint formers_for(const VtDecodeResult *r, const VtDecodeFormatter *fmt)
+{
+	guint n = MIN(r->jobs, r->cpus) / (r->timed ? r->n : 1);
+
+	return n < 2 || !fmt || !fmt->replay ? 0 : MIN(n, MAX_FORMERS);
+}
+
+static Job *job_get(Queue *q)
+{
+	Job *j = g_async_queue_try_pop(q->jobs_free);
+
+	if (!j) {
+		j = g_new0(Job, 1);
+		j->events = g_array_sized_new(FALSE, FALSE, sizeof(VtDecodeEvent), JOB_EVENTS);
+		j->seed = g_array_new(FALSE, FALSE, sizeof(VtDecodeEvent));
+	}
+	j->last = FALSE;
+	g_array_set_size(j->events, 0);
+	g_array_set_size(j->seed, 0);
+	return j;
+}
+
+static void job_free(gpointer p)
+{
+	Job *j = p;
+
+	g_array_free(j->events, TRUE);
+	g_array_free(j->seed, TRUE);
+	g_free(j);
+}
+
+/* Does e move the flow (a branch, an error), or come within it (PSB, CBR,
+ * flow end: their text depends on where it went before)? */
+static gboolean moves_flow(const VtDecodeEvent *e)
+{
+	return e->b.kind != VT_BRANCH_PSB && e->b.kind != VT_BRANCH_CBR && e->b.kind != VT_BRANCH_FLOW_END;
+}
+
+/* The seed after events ev: from its last event that moves the flow on,
+ * else the seed before and all of them. */
+static void seed_after(GArray *seed, const GArray *ev)
+{
+	guint i = ev->len;
+
+	while (i && !moves_flow(&g_array_index(ev, VtDecodeEvent, i - 1)))
+		i--;
+	if (i)
+		g_array_set_size(seed, 0);
+	i = i ? i - 1 : 0;
+	g_array_append_vals(seed, &g_array_index(ev, VtDecodeEvent, i), ev->len - i);
+}
+
+/* Job j to former f, once f has fewer than JOBS_AHEAD; FALSE: stopped. */
+static gboolean job_hand(Queue *q, Former *f, Job *j)
+{
+	VtDecodeResult *r = q->r;
+	gboolean ok;
+
+	g_mutex_lock(&r->lock);
+	while (!r->stop && f->pending >= JOBS_AHEAD)
+		waiter_wait(r, &q->w);
+	ok = !r->stop;
+	f->pending += ok;
+	g_mutex_unlock(&r->lock);
+	if (ok)
+		g_async_queue_push(f->jobs, j);
+	else
+		job_free(j);
+	return ok;
+}
+
+/* Branches b[from, to) named into the queue's job k (seed: the events
+ * before it its formatter depends on, then after it); FALSE: stopped. */
+static gboolean job_make(Queue *q, guint64 k, const GArray *b, guint from, guint to, GArray *seed)
+{
+	Job *j = job_get(q);
+
+	g_array_append_vals(j->seed, seed->data, seed->len);
+	g_array_set_size(j->events, to - from);
+	for (guint i = from; i < to; i++) {
+		VtDecodeEvent *e = &g_array_index(j->events, VtDecodeEvent, i - from);
+
+		event_of(q->r, q, &g_array_index(b, VtBranch, i), e);
+		q->nerrors += e->b.kind == VT_BRANCH_ERROR;
+	}
+	seed_after(seed, j->events);
+	return job_hand(q, &q->formers[k % q->nformers], j);
+}
+
+/* One job formatted into *c, the chunk pushed at its end marked so;
+ * FALSE: stopped. */
+static gboolean former_job(Former *f, const Job *j, Chunk **c)
+{
+	VtDecodeResult *r = f->r;
+	const GArray *ev = j->events;
+	gsize end = 0;
+
+	if (!token_wait(r, &f->w, FALSE, FALSE))
+		return FALSE;
+	r->fmt.replay(f->sink.fctx, (const VtDecodeEvent *)(gconstpointer)j->seed->data, j->seed->len);
+	for (guint i = 0; i < ev->len; i++) {
+		if (r->fmt.ahead && i + FORMAT_AHEAD < ev->len)
+			r->fmt.ahead(f->sink.fctx, &g_array_index(ev, VtDecodeEvent, i + FORMAT_AHEAD).b);
+		if (!format_one(r, &f->sink, &g_array_index(ev, VtDecodeEvent, i), c, &end))
+			return FALSE;
+	}
+	(*c)->job_end = TRUE;
+	if (!(*c = chunk_push(r, &f->sink, *c)))
+		return FALSE;
+	token_put(r);
+	return TRUE;
+}
+
+/* A former: jobs until the end (stopped: taken and dropped). */
+static gpointer former_run(gpointer data)
+{
+	Former *f = data;
+	VtDecodeResult *r = f->r;
+	Chunk *c = chunk_get(f->q->spare);
+	gboolean ok = TRUE, last;
+
+	for (;;) {
+		Job *j = g_async_queue_pop(f->jobs);
+
+		g_mutex_lock(&r->lock);
+		f->pending--;
+		waiter_wake(&f->q->w);
+		g_mutex_unlock(&r->lock);
+		if (!j->events->len) {
+			last = j->last;
+			g_async_queue_push(f->q->jobs_free, j);
+			break;
+		}
+		ok = ok && former_job(f, j, &c);
+		g_async_queue_push(f->q->jobs_free, j);
+	}
+	if (ok && last) {
+		c->last = TRUE;
+		g_async_queue_push(f->sink.ready, c);
+	} else {
+		chunk_free(c);
+	}
+	return NULL;
+}
+
+/* The queue's thread with formers: its batches named into jobs, job k to
+ * former k % n, then the end to each - the last chunk from the one whose
+ * turn is next. */
+static gpointer produce_jobs(Queue *q)
+{
+	VtDecodeResult *r = q->r;
+	Ahead *ahead = ahead_threads(r) ? ahead_start(q, ahead_threads(r)) : NULL;
+	GArray *b = ahead ? NULL : batch_new(sizeof(VtBranch));
+	g_autoptr(GArray) seed = g_array_new(FALSE, FALSE, sizeof(VtDecodeEvent));
+	gboolean more = TRUE, ok = TRUE;
+	guint64 k = 0;
+
+	while (ok && more) {
+		more = next_batch(q, ahead, &b);
+		for (guint i = 0; ok && b && i < b->len; i += r->job_events)
+			ok = job_make(q, k++, b, i, MIN(b->len, i + r->job_events), seed);
+		if (b)
+			note_done(q, b);
+	}
+	if (b)
+		g_array_unref(b);
+	ahead_stop(r, ahead);
+	g_mutex_lock(&r->lock);
+	if (vt_decode_queue_error(q->dec) && !r->error)
+		r->error = g_error_copy(vt_decode_queue_error(q->dec));
+	r->jobs_formed += k;
+	r->formers_most = MAX(r->formers_most, q->nformers);
+	g_mutex_unlock(&r->lock);
+	for (guint i = 0; i < q->nformers; i++) {
+		Former *f = &q->formers[(k + i) % q->nformers];
+		Job *j = job_get(q);
+
+		j->last = ok && i == 0;
+		g_mutex_lock(&r->lock);
+		f->pending++;             /* (past JOBS_AHEAD: the end is taken at once) */
+		g_mutex_unlock(&r->lock);
+		g_async_queue_push(f->jobs, j);
+	}
+	for (guint i = 0; i < q->nformers; i++)
+		g_clear_pointer(&q->formers[i].thread, g_thread_join);
+	return NULL;
+}
+
+/* q's formers (n of them; the first with q's formatter), their threads
+ * started. */
+static void formers_start(VtDecodeResult *r, Queue *q, guint n)
+{
+	q->formers = g_aligned_alloc0(n, sizeof(Former), 64);
+	q->nformers = n;
+	q->jobs_free = g_async_queue_new_full(job_free);
+	for (guint i = 0; i < n; i++) {
+		Former *f = &q->formers[i];
+
+		f->r = r;
+		f->q = q;
+		f->jobs = g_async_queue_new_full(job_free);
+		g_cond_init(&f->w.wake);
+		f->sink = (Sink){ i ? r->fmt.open(r->fmt.data, q->q->idx) : q->fctx, &f->w, g_async_queue_new_full(chunk_free),
+				  q->spare };
+	}
+	for (guint i = 0; i < n; i++)
+		q->formers[i].thread = g_thread_new("vmtrace-format", former_run, &q->formers[i]);
+}
+
+static void formers_free(VtDecodeResult *r, Queue *q)
+{
+	for (guint i = 0; i < q->nformers; i++) {
+		Former *f = &q->formers[i];
+
+		g_async_queue_unref(f->jobs);
+		g_async_queue_unref(f->sink.ready);
+		if (i)
+			r->fmt.close(f->sink.fctx);
+		g_cond_clear(&f->w.wake);
+	}
+	g_aligned_free(q->formers);
+	if (q->jobs_free)
+		g_async_queue_unref(q->jobs_free);
+}
+
+/* The queue's next chunk for the reader (formers: job after job). */
+static Chunk *chunk_next(VtDecodeResult *r, Queue *q)
+{
+	Former *f = q->nformers ? &q->formers[q->rf] : NULL;
+	Waiter *w = f ? &f->w : &q->w;
+	Chunk *c = g_async_queue_pop(f ? f->sink.ready : q->ready);
+
+	if (c->last)
+		return c;
+	if (f && c->job_end)
+		q->rf = (q->rf + 1) % q->nformers;
+	g_mutex_lock(&r->lock);
+	w->ahead--;
+	waiter_wake(w);
+	g_mutex_unlock(&r->lock);
+	return c;
 }
 
 /* The queue's next mark, waiting for its thread; NULL at its end. */
@@ -1067,15 +1392,9 @@ static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
 			g_ptr_array_add(q->held, q->ccur);
 		else if (q->ccur)
 			g_async_queue_push(q->spare, q->ccur);
-		q->ccur = g_async_queue_pop(q->ready);
+		q->ccur = chunk_next(r, q);
 		q->cmark = 0;
 		q->ended = q->ccur->last;
-		if (q->ended)
-			break;
-		g_mutex_lock(&r->lock);
-		q->ahead--;
-		queue_wake(q);
-		g_mutex_unlock(&r->lock);
 	}
 	return q->ended ? NULL : &q->ccur->marks[q->cmark];
 }
@@ -1342,7 +1661,7 @@ static gpointer produce_any(gpointer data)
 {
 	Queue *q = data;
 
-	return q->r->formatting ? produce_text(q) : produce(q);
+	return !q->r->formatting ? produce(q) : q->nformers ? produce_jobs(q) : produce_text(q);
 }
 
 void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data)
@@ -1378,6 +1697,7 @@ void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 	g_return_if_fail(!r->started);
 	r->started = TRUE;
 	r->formatting = fmt != NULL;
+	r->job_events = job_events();
 	if (fmt)
 		r->fmt = *fmt;
 	for (guint i = 0; i < r->n; i++) {
@@ -1386,6 +1706,8 @@ void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 		q->spare = g_async_queue_new_full(fmt ? chunk_free : (GDestroyNotify)g_array_unref);
 		if (fmt)
 			q->fctx = fmt->open(fmt->data, i);
+		if (formers_for(r, fmt))
+			formers_start(r, q, formers_for(r, fmt));
 	}
 	for (guint i = 0; i < r->n; i++)
 		r->qs[i].thread = g_thread_new("vmtrace-decode", produce_any, &r->qs[i]);
@@ -1418,7 +1740,7 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	r->qs = g_aligned_alloc0(MAX(r->n, 1u), sizeof(Queue), _Alignof(Queue));
 	g_mutex_init(&r->lock);
 	for (guint i = 0; i < r->n; i++)
-		g_cond_init(&r->qs[i].wake);
+		g_cond_init(&r->qs[i].w.wake);
 	/* by default every queue may decode at once: a timed merge needs
 	 * each queue's next batch, and a queue waiting for a token while the
 	 * others wait for the reader left a CPU idle (1 MiB exit-heavy, 4
@@ -1445,8 +1767,11 @@ void vt_decode_result_join(VtDecodeResult *r)
 		return;
 	g_mutex_lock(&r->lock);
 	r->stop = TRUE;
-	for (guint i = 0; i < r->n; i++)
-		g_cond_broadcast(&r->qs[i].wake);
+	for (guint i = 0; i < r->n; i++) {
+		g_cond_broadcast(&r->qs[i].w.wake);
+		for (guint k = 0; k < r->qs[i].nformers; k++)
+			g_cond_broadcast(&r->qs[i].formers[k].w.wake);
+	}
 	g_mutex_unlock(&r->lock);
 	for (guint i = 0; i < r->n; i++)
 		g_clear_pointer(&r->qs[i].thread, g_thread_join);
@@ -1479,13 +1804,14 @@ void vt_decode_result_free(VtDecodeResult *r)
 			chunk_free(g_ptr_array_index(q->held, k));
 		if (q->held)
 			g_ptr_array_free(q->held, TRUE);
+		formers_free(r, q);
 		if (q->fctx)
 			r->fmt.close(q->fctx);
 		if (q->strings)
 			g_string_chunk_free(q->strings);
 		vt_decode_queue_free(q->dec);
 		g_free(q->starts);
-		g_cond_clear(&q->wake);
+		g_cond_clear(&q->w.wake);
 	}
 	g_clear_error(&r->error);
 	g_aligned_free(r->qs);
@@ -1566,6 +1892,18 @@ guint64 vt_decode_result_ranges(const VtDecodeResult *r, guint *threads)
 	n = r->ranges;
 	if (threads)
 		*threads = r->ahead_most;
+	g_mutex_unlock((GMutex *)&r->lock);
+	return n;
+}
+
+guint64 vt_decode_result_formed(const VtDecodeResult *r, guint *formers)
+{
+	guint64 n;
+
+	g_mutex_lock((GMutex *)&r->lock);
+	n = r->jobs_formed;
+	if (formers)
+		*formers = r->formers_most;
 	g_mutex_unlock((GMutex *)&r->lock);
 	return n;
 }

@@ -1,0 +1,73 @@
+#!/bin/sh
+# Where --jobs leaves a queue two CPUs or more, vmtrace script --insn-trace
+# formats the queue's instructions in several threads ("formers",
+# src/decode/recording.c): job k of the queue's events to former k % n,
+# each former first replaying the job's seed - the last branch or error
+# before it and the events within the flow after it - for where the
+# instruction walk goes on.  With jobs of 1 and 3 events
+# (VMTRACE_FORMAT_JOB: a seed at every event) the text and the exit status
+# are exactly those of one thread per queue (VMTRACE_CPUS=1) - timed and
+# timeless, per thread and per CPU, cyc, VM-exit heavy, two VMs, filters
+# (--vcpu, --guest-only, --host-only: lines not shown, the walk going on),
+# corrupt AUX (errors in the seeds); VMTRACE_RANGES_STATS=1 says the jobs
+# were formatted apart.  Modes with state beyond the walk (call traces,
+# -F ipc, power events) stay in one thread a queue: no jobs.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+. "$top_srcdir/tests/code-lib.sh"
+need_python
+make_code_dirs
+
+G="--guestkallsyms $GUEST_CODE/kallsyms"
+# same NAME JOB ARGS...: jobs of JOB events in formers (--jobs 16 as 16
+# CPUs on any machine) print what one thread a queue prints; they ran
+same() {
+	sn=$1 sj=$2
+	shift 2
+	same_text "$sn" VMTRACE_CPUS=1 "VMTRACE_CPUS=16 VMTRACE_RANGES_STATS=1 VMTRACE_FORMAT_JOB=$sj" \
+		"the same from formers, jobs of $sj" --jobs 16 "$@"
+	nj=$(sed -n 's/^vmtrace script: \([0-9]*\) jobs formatted apart, by at most \([0-9]*\) threads.*/\1 \2/p' \
+		"$TMP/$sn.b.err")
+	set -- $nj
+	check "$sn: ${1:-no} jobs formatted apart by ${2:-no} threads a queue" \
+		sh -c "test ${1:-0} -ge 4 && test ${2:-0} -ge 2"
+}
+while read -r name size opts; do
+	[ -n "$name" ] || continue
+	# shellcheck disable=SC2086
+	config_recording "$name" "$size" $opts || continue
+	f=$TMP/$name.data
+	same "$name-1" 1 "$f" $G --insn-trace
+	# the sanitizer suite: one job size (the same code paths)
+	asan_build && continue
+	same "$name-3" 3 "$f" $G --insn-trace
+done <<'CONFIGS'
+thread-timeless     64K  --vcpus 1 --timeless
+thread-timeless-2   64K  --vcpus 2 --timeless
+thread-timed        64K  --vcpus 1
+cpu-timed           128K --vcpus 4 --per-cpu --cpus 2 --psb-period 0
+thread-cyc          64K  --vcpus 1 --cyc
+exit-heavy          64K  --vcpus 1 --host-steps 6
+two-vms             64K  --vcpus 2 --vms 2 --timeless
+CONFIGS
+
+same vcpu 2 "$TMP/thread-timeless-2.data" $G --insn-trace --vcpu 1
+f=$TMP/thread-timed.data
+same guest-only 1 "$f" $G --insn-trace --guest-only
+same host-only 1 "$f" $G --insn-trace --host-only
+same fields 2 "$f" $G --insn-trace -F +flags,+addr,+cpu
+
+# corrupt AUX: the same error lines, resyncs and exit status
+cp -r "$TMP/thread-timed.data" "$TMP/bad.data"
+"$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/bad.data/data"
+same corrupt 1 "$TMP/bad.data" $G --itrace=i0nse
+check "corrupt: decode errors printed" grep -q 'instruction trace error' "$TMP/corrupt.a"
+
+# state beyond the walk: each queue in one thread
+for m in "--call-trace" "--insn-trace -F +ipc" "--itrace=i0nsp"; do
+	# shellcheck disable=SC2086
+	VMTRACE_CPUS=16 VMTRACE_RANGES_STATS=1 "$VMTRACE" script --jobs 16 "$TMP/thread-cyc.data" $G $m \
+		>/dev/null 2>"$TMP/one.err"
+	check "$m: no jobs formatted apart" \
+		grep -q '^vmtrace script: 0 jobs formatted apart, by at most 0 threads a queue' "$TMP/one.err"
+done
+finish
