@@ -1138,12 +1138,16 @@ static guint job_events(void)
 }
 
 /* Formers a queue has: where --jobs leaves it two CPUs or more (as
- * ahead_threads() counts them), with a formatter that replays. */
+ * ahead_threads() counts them), with a formatter that replays - at most
+ * MAX_FORMERS in all (each holds a formatter and up to AHEAD + 1 chunks:
+ * ~2 MB; 4 queues with 4 formers each, 1 MiB exit-heavy --insn-trace
+ * --jobs 16, peaked at 127 MiB, 94 MiB without formers). */
 static guint formers_for(const VtDecodeResult *r, const VtDecodeFormatter *fmt)
 {
 	guint n = MIN(r->jobs, r->cpus) / (r->timed ? r->n : 1);
 
-	return n < 2 || !fmt || !fmt->replay ? 0 : MIN(n, MAX_FORMERS);
+	n = MIN(n, MAX_FORMERS / MAX(r->n, 1u));
+	return n < 2 || !fmt || !fmt->replay ? 0 : n;
 }
 
 static Job *job_get(Queue *q)
