@@ -8,7 +8,8 @@
 # (VMTRACE_FORMAT_JOB: a seed at every event) the text and the exit status
 # are exactly those of one thread per queue (VMTRACE_CPUS=1) - timed and
 # timeless, per thread and per CPU, cyc, VM-exit heavy, two VMs, filters
-# (--vcpu, --guest-only, --host-only: lines not shown, the walk going on),
+# (--vcpu, --guest-only, --host-only, --time, --tid: lines not shown, the
+# walk going on; a job without text holds no text: peak RSS flat),
 # corrupt AUX (errors in the seeds); VMTRACE_RANGES_STATS=1 says the jobs
 # were formatted apart.  Modes with state beyond the walk (call traces,
 # -F ipc, power events) stay in one thread a queue: no jobs.
@@ -55,6 +56,23 @@ f=$TMP/thread-timed.data
 same guest-only 1 "$f" $G --insn-trace --guest-only
 same host-only 1 "$f" $G --insn-trace --host-only
 same fields 2 "$f" $G --insn-trace -F +flags,+addr,+cpu
+# --time: a window of the trace (times of its 20,000th and 60,000th lines)
+t1=$(grep -o ' [0-9]*\.[0-9]\{9\}:' "$TMP/thread-timed-1.a" | sed -n 20000p | tr -d ' :')
+t2=$(grep -o ' [0-9]*\.[0-9]\{9\}:' "$TMP/thread-timed-1.a" | sed -n 60000p | tr -d ' :')
+same time 1 "$f" $G --insn-trace --time "$t1,$t2"
+# --tid: one vCPU thread of a per-CPU recording (the first line's)
+tid=$(awk '{ print $3; exit }' "$TMP/cpu-timed-1.a")
+same tid 1 "$TMP/cpu-timed.data" $G --insn-trace --tid "$tid"
+
+# jobs without text (vCPU 0's queue filtered out) hold no chunks of text,
+# and jobs of a few lines hold at most 16: peak RSS flat (each held one:
+# 456 MB on such a recording, 102 MB now)
+if ! asan_build; then
+	rss=$(VMTRACE_CPUS=16 VMTRACE_FORMAT_JOB=1 peak_rss "$VMTRACE" script --jobs 16 "$TMP/thread-timeless-2.data" \
+		$G --insn-trace --vcpu 1)
+	check "--vcpu 1, jobs of one event: peak RSS $rss KiB, at most 128 MiB" \
+		sh -c "test $rss -gt 0 && test $rss -le 131072"
+fi
 
 # corrupt AUX: the same error lines, resyncs and exit status
 cp -r "$TMP/thread-timed.data" "$TMP/bad.data"

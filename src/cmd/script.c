@@ -1823,8 +1823,8 @@ static gsize printer_format(gpointer ctx, const VtDecodeEvent *e)
 /* A printer that formats every n-th job of a queue (the decoder's
  * formers): its state after events e[0..n), printing nothing, from any
  * state before - where each queue's instruction walk goes on (branch
- * lines keep no state from one event to the next; call traces and IPC
- * do, and have no replay). */
+ * lines keep no state from one event to the next; call traces, IPC and
+ * power events' instructions do, and have no replay). */
 static void printer_replay(gpointer ctx, const VtDecodeEvent *e, guint n)
 {
 	Script *s = ctx;
@@ -1935,6 +1935,9 @@ static gboolean print_in_threads(const Script *s)
  * average, 5 KB on tnt-dense and exit-heavy). */
 #define PIECES 1024
 #define OUT_BYTES (1u << 20)
+#define HELD 16                   /* chunks held, at most (small pieces: formers' jobs
+				   * of a few lines each held a chunk each - 449 MB
+				   * peak for 82 MB with jobs of one event, t0147) */
 
 static void report_threads(Script *s)
 {
@@ -1976,7 +1979,7 @@ static void report_threads(Script *s)
 		else
 			iov[n++] = (struct iovec){ (void *)text, len };
 		bytes += len;
-		if (n == PIECES || bytes >= OUT_BYTES) {
+		if (n == PIECES || bytes >= OUT_BYTES || vt_decode_result_n_held(s->result) >= HELD) {
 			vt_textbuf_write_pieces(s->out, iov, n);
 			vt_decode_result_release_text(s->result);
 			n = 0;

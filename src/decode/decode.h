@@ -493,7 +493,8 @@ typedef struct {
 	 * events e[0..n), from any state before, as if it had formatted them
 	 * - with no text.  e[0] moves the flow (a branch or an error; n 0: the
 	 * queue's start), the others come within the flow after it (PSB, CBR,
-	 * flow end).  NULL: an event's text depends on more (call stacks,
+	 * flow end) - or, before the queue's first event that moves it, all
+	 * its events so far.  NULL: an event's text depends on more (call stacks,
 	 * IPC counts) - each queue formatted in one thread. */
 	void (*replay)(gpointer ctx, const VtDecodeEvent *e, guint n);
 } VtDecodeFormatter;
@@ -529,6 +530,9 @@ const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len);
  * the threads meanwhile take new chunks (their memory grows by what is held). */
 void vt_decode_result_hold_text(VtDecodeResult *r);
 void vt_decode_result_release_text(VtDecodeResult *r);
+/* Chunks of text held now (each a buffer of ~256 KiB: a reader that
+ * holds many small pieces releases before it holds too many). */
+guint vt_decode_result_n_held(const VtDecodeResult *r);
 
 /* The next branch (valid until the next call), NULL at the end. */
 const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r);

@@ -149,6 +149,7 @@ struct VtDecodeResult {
 	VtDecodeKeep keep;        /* branches the reader wants (NULL: all) */
 	gpointer keep_data;
 	gboolean hold;            /* read chunks wait in their queue's held, not spare */
+	guint nheld;              /* (the reader's) so many, in all */
 
 	_Alignas(64) GMutex lock;
 	guint tokens;             /* threads that may decode now (--jobs) */
@@ -1345,7 +1346,7 @@ static void formers_start(VtDecodeResult *r, Queue *q, guint n)
 		f->q = q;
 		f->jobs = g_async_queue_new_full(job_free);
 		g_cond_init(&f->w.wake);
-		f->sink = (Sink){ i ? r->fmt.open(r->fmt.data, q->q->idx) : q->fctx, &f->w, g_async_queue_new_full(chunk_free),
+		f->sink = (Sink){ i ? r->fmt.open(r->fmt.data, (guint)(q - r->qs)) : q->fctx, &f->w, g_async_queue_new_full(chunk_free),
 				  q->spare };
 	}
 	for (guint i = 0; i < n; i++)
@@ -1392,8 +1393,10 @@ static const Mark *mark_peek(VtDecodeResult *r, Queue *q)
 	if (G_LIKELY(q->ccur && q->cmark < q->ccur->nmarks))
 		return &q->ccur->marks[q->cmark];
 	while (!q->ended && (!q->ccur || q->cmark >= q->ccur->nmarks)) {
-		if (q->ccur && r->hold)
+		if (q->ccur && r->hold && q->ccur->nmarks) {   /* (an empty one has no text to hold) */
 			g_ptr_array_add(q->held, q->ccur);
+			r->nheld++;
+		}
 		else if (q->ccur)
 			g_async_queue_push(q->spare, q->ccur);
 		q->ccur = chunk_next(r, q);
@@ -1420,6 +1423,12 @@ void vt_decode_result_release_text(VtDecodeResult *r)
 			g_async_queue_push(q->spare, g_ptr_array_index(q->held, k));
 		g_ptr_array_set_size(q->held, 0);
 	}
+	r->nheld = 0;
+}
+
+guint vt_decode_result_n_held(const VtDecodeResult *r)
+{
+	return r->nheld;
 }
 
 const char *vt_decode_result_next_text(VtDecodeResult *r, gsize *len)
