@@ -2038,12 +2038,13 @@ static void report(Script *s)
 	s->out = NULL;
 	vt_cmd_progress(&s->progress, s->result, TRUE);
 	if (g_getenv("VMTRACE_RANGES_STATS")) {   /* (tests, tuning: vmtrace(1)) */
-		guint threads = 0;
-		guint64 n = vt_decode_result_ranges(s->result, &threads);
+		VtDecodeApart a;
 
-		vt_warn("script", "%" G_GUINT64_FORMAT " ranges decoded apart, by at most %u threads a queue", n, threads);
-		n = vt_decode_result_formed(s->result, &threads);
-		vt_warn("script", "%" G_GUINT64_FORMAT " jobs formatted apart, by at most %u threads a queue", n, threads);
+		vt_decode_result_apart(s->result, &a);
+		vt_warn("script", "%" G_GUINT64_FORMAT " ranges decoded apart, by at most %u threads a queue", a.ranges,
+			a.decoders);
+		vt_warn("script", "%" G_GUINT64_FORMAT " jobs formatted apart, by at most %u threads a queue", a.jobs,
+			a.formers);
 	}
 	if (s->json)
 		vt_json_free(s->json);

@@ -559,14 +559,18 @@ guint vt_decode_result_n_errors(const VtDecodeResult *r);
  * from the formatting thread, ~10% more time).  VMTRACE_SEGMENT set: no
  * limit (tests). */
 void vt_decode_result_ahead_max(VtDecodeResult *r, guint n);
-/* Ranges of queues decoded apart so far (decode ahead in several threads:
- * VMTRACE_SEGMENT; 0 where no queue was cut); *threads (if not NULL): the
- * most threads that decoded one queue ahead (0: none did). */
-guint64 vt_decode_result_ranges(const VtDecodeResult *r, guint *threads);
-/* Jobs of events formatted apart so far (VtDecodeFormatter.replay; 0
- * where no queue was); *formers (if not NULL): the most threads that
- * formatted one queue. */
-guint64 vt_decode_result_formed(const VtDecodeResult *r, guint *formers);
+/* Work done apart so far: ranges of queues decoded apart (decode ahead
+ * in several threads: VMTRACE_SEGMENT; 0 where no queue was cut) and the
+ * most threads that decoded one queue ahead (0: none did); jobs of events
+ * formatted apart (VtDecodeFormatter.replay; 0 where no queue was) and
+ * the most threads that formatted one queue. */
+typedef struct {
+	guint64 ranges;
+	guint decoders;
+	guint64 jobs;
+	guint formers;
+} VtDecodeApart;
+void vt_decode_result_apart(const VtDecodeResult *r, VtDecodeApart *a);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */
 gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);

@@ -1897,28 +1897,11 @@ void vt_decode_result_progress(const VtDecodeResult *r, guint64 *done, guint64 *
 	}
 }
 
-guint64 vt_decode_result_ranges(const VtDecodeResult *r, guint *threads)
+void vt_decode_result_apart(const VtDecodeResult *r, VtDecodeApart *a)
 {
-	guint64 n;
-
 	g_mutex_lock((GMutex *)&r->lock);
-	n = r->ranges;
-	if (threads)
-		*threads = r->ahead_most;
+	*a = (VtDecodeApart){ r->ranges, r->ahead_most, r->jobs_formed, r->formers_most };
 	g_mutex_unlock((GMutex *)&r->lock);
-	return n;
-}
-
-guint64 vt_decode_result_formed(const VtDecodeResult *r, guint *formers)
-{
-	guint64 n;
-
-	g_mutex_lock((GMutex *)&r->lock);
-	n = r->jobs_formed;
-	if (formers)
-		*formers = r->formers_most;
-	g_mutex_unlock((GMutex *)&r->lock);
-	return n;
 }
 
 guint vt_decode_result_n_errors(const VtDecodeResult *r)
