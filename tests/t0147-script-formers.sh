@@ -29,8 +29,8 @@ same() {
 	nj=$(sed -n 's/^vmtrace script: \([0-9]*\) jobs formatted apart, by at most \([0-9]*\) threads.*/\1 \2/p' \
 		"$TMP/$sn.b.err")
 	set -- $nj
-	check "$sn: ${1:-no} jobs formatted apart by ${2:-no} threads a queue" \
-		sh -c "test ${1:-0} -ge 4 && test ${2:-0} -ge 2"
+	check "$sn: ${1:-no} jobs formatted apart by ${2:-no} threads a queue (2 to 8)" \
+		sh -c "test ${1:-0} -ge 4 && test ${2:-0} -ge 2 && test ${2:-0} -le 8"
 }
 while read -r name size opts; do
 	[ -n "$name" ] || continue

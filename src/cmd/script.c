@@ -1936,8 +1936,9 @@ static gboolean print_in_threads(const Script *s)
 #define PIECES 1024
 #define OUT_BYTES (1u << 20)
 #define HELD 16                   /* chunks held, at most (small pieces: formers' jobs
-				   * of a few lines each held a chunk each - 449 MB
-				   * peak for 82 MB with jobs of one event, t0147) */
+				   * of a few lines each held a chunk each - 64 KiB
+				   * exit-heavy, jobs of one event, --vcpu 3: 449 MB
+				   * peak, 95 MB now; t0147 checks such a run) */
 
 static void report_threads(Script *s)
 {
