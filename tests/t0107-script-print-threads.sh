@@ -98,12 +98,13 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
 	# main + the queue's thread + its two decoding ones (ranges of the queue:
 	# t0145; ranges of 4 KiB, so that both have ranges to decode while it is
-	# sampled) + its two formatting ones (t0147), four fewer with --jobs 1
+	# sampled) + its two formatting ones (t0147; at 64 KiB only with
+	# VMTRACE_FORMAT_JOB), four fewer with --jobs 1
 	# (the normal build only: LeakSanitizer's thread at exit)
 	for j in 1 2; do
 		! asan_build || break
 		# shellcheck disable=SC2086
-		threads_most "$TMP/threads.$j" env VMTRACE_SEGMENT=4096 "$VMTRACE" script "$TMP/one.data" $G --insn-trace \
+		threads_most "$TMP/threads.$j" env VMTRACE_SEGMENT=4096 VMTRACE_FORMAT_JOB=1024 "$VMTRACE" script "$TMP/one.data" $G --insn-trace \
 			--jobs $j
 	done
 	asan_build ||

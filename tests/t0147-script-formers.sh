@@ -12,7 +12,9 @@
 # walk going on; a job without text holds no text: peak RSS flat),
 # corrupt AUX (errors in the seeds); VMTRACE_RANGES_STATS=1 says the jobs
 # were formatted apart.  Modes with state beyond the walk (call traces,
-# -F ipc, power events) stay in one thread a queue: no jobs.
+# -F ipc, power events) stay in one thread a queue: no jobs.  By default
+# only queues of 256 KiB of AUX or more have formers (VMTRACE_FORMAT_JOB:
+# any).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_python
@@ -82,12 +84,34 @@ cp -r "$TMP/thread-timed.data" "$TMP/bad.data"
 same corrupt 1 "$TMP/bad.data" $G --itrace=i0nse
 check "corrupt: decode errors printed" grep -q 'instruction trace error' "$TMP/corrupt.a"
 
-# state beyond the walk: each queue in one thread
+# state beyond the walk: each queue in one thread (VMTRACE_FORMAT_JOB: at
+# any size, as below)
 for m in "--call-trace" "--insn-trace -F +ipc" "--itrace=i0nsp"; do
 	# shellcheck disable=SC2086
-	VMTRACE_CPUS=16 VMTRACE_RANGES_STATS=1 "$VMTRACE" script --jobs 16 "$TMP/thread-cyc.data" $G $m \
-		>/dev/null 2>"$TMP/one.err"
+	VMTRACE_CPUS=16 VMTRACE_FORMAT_JOB=1024 VMTRACE_RANGES_STATS=1 "$VMTRACE" script --jobs 16 "$TMP/thread-cyc.data" \
+		$G $m >/dev/null 2>"$TMP/one.err"
 	check "$m: no jobs formatted apart" \
 		grep -q '^vmtrace script: 0 jobs formatted apart, by at most 0 threads a queue' "$TMP/one.err"
 done
+
+# without VMTRACE_FORMAT_JOB only a queue of 256 KiB of AUX or more has
+# formers (on less they cost more than they won): not thread-timed's 64
+# KiB, but its stream from PSB+ to PSB+ seven times over (aux-repeat.py
+# --seamless: ~340 KiB) - the text the same as from one thread
+cp -r "$TMP/thread-timed.data" "$TMP/x7.data" &&
+	"$PYTHON3" "$top_srcdir/tests/aux-repeat.py" --seamless "$TMP/thread-timed.data/data" "$TMP/x7.data/data" 7 \
+		>/dev/null || fail "aux-repeat"
+for r in thread-timed x7; do
+	VMTRACE_CPUS=16 VMTRACE_RANGES_STATS=1 "$VMTRACE" script --jobs 16 "$TMP/$r.data" $G --insn-trace \
+		>"$TMP/$r.def" 2>"$TMP/$r.def.err"
+	sed -n 's/^vmtrace script: \([0-9]*\) jobs formatted apart, by at most \([0-9]*\) threads.*/\1 \2/p' \
+		"$TMP/$r.def.err" >"$TMP/$r.jobs"
+done
+check "64 KiB a queue: no formers by default ($(cat "$TMP/thread-timed.jobs"))" \
+	test "$(cat "$TMP/thread-timed.jobs")" = "0 0"
+read -r nj nf <"$TMP/x7.jobs"
+check "~340 KiB a queue: $nj jobs formatted apart by $nf threads by default" sh -c "test ${nj:-0} -ge 4 && test ${nf:-0} -ge 2"
+VMTRACE_CPUS=1 "$VMTRACE" script --jobs 16 "$TMP/x7.data" $G --insn-trace >"$TMP/x7.one" 2>/dev/null
+check "~340 KiB a queue: the same text as from one thread ($(wc -l <"$TMP/x7.one") lines)" \
+	sh -c "test -s '$TMP/x7.one' && cmp -s '$TMP/x7.one' '$TMP/x7.def'"
 finish

@@ -161,6 +161,7 @@ struct VtDecodeResult {
 	guint cpus;               /* CPUs --jobs counts up to when threads decode ahead (ahead_threads) */
 	guint ahead_most;         /* the most that decoded one queue ahead (lock) */
 	guint job_events;         /* formers: events a job (JOB_EVENTS; VMTRACE_FORMAT_JOB) */
+	gboolean job_forced;      /* VMTRACE_FORMAT_JOB: formers at any size */
 	guint64 jobs_formed;      /* handed to formers (lock) */
 	guint formers_most;       /* the most formers of a queue (lock) */
 
@@ -1119,6 +1120,7 @@ static gpointer produce_text(Queue *q)
 #define JOB_EVENTS 1024           /* events a job (--insn-trace of real code: ~5 instructions each) */
 #define JOBS_AHEAD 2              /* jobs handed to a former and not yet taken */
 #define MAX_FORMERS 8
+#define FORMERS_MIN_AUX (256u << 10)   /* AUX bytes a queue has formers from (VMTRACE_FORMAT_JOB: any) */
 
 typedef struct {
 	GArray *events;           /* VtDecodeEvent, named (empty: no more - the end) */
@@ -1127,7 +1129,7 @@ typedef struct {
 } Job;
 
 /* Events a job: JOB_EVENTS, or VMTRACE_FORMAT_JOB's 1 to 65536 (tests:
- * seeds at every event). */
+ * seeds at every event; 0: not set). */
 static guint job_events(void)
 {
 	const char *e = g_getenv("VMTRACE_FORMAT_JOB");
@@ -1135,19 +1137,24 @@ static guint job_events(void)
 
 	if (e && g_ascii_string_to_unsigned(e, 10, 1, 65536, &n, NULL))
 		return (guint)n;
-	return JOB_EVENTS;
+	return 0;
 }
 
 /* Formers a queue has: where --jobs leaves it two CPUs or more (as
  * ahead_threads() counts them), with a formatter that replays - at most
  * MAX_FORMERS in all (each holds a formatter and up to AHEAD + 1 chunks:
  * ~2 MB; 4 queues with 4 formers each, 1 MiB exit-heavy --insn-trace
- * --jobs 16, peaked at 127 MiB, 94 MiB without formers). */
-static guint formers_for(const VtDecodeResult *r, const VtDecodeFormatter *fmt)
+ * --jobs 16, peaked at 127 MiB, 94 MiB without formers) - and only for a
+ * queue of FORMERS_MIN_AUX or more: on less, starting them cost more than
+ * they won (a 64 KiB timeless 2-vCPU recording: +12% wall time, +14..+26%
+ * CPU).  VMTRACE_FORMAT_JOB gives every queue formers (tests). */
+static guint formers_for(const VtDecodeResult *r, const Queue *q, const VtDecodeFormatter *fmt)
 {
 	guint n = MIN(r->jobs, r->cpus) / (r->timed ? r->n : 1);
 
 	n = MIN(n, MAX_FORMERS / MAX(r->n, 1u));
+	if (!r->job_forced && q->starts[q->q->nbufs] < FORMERS_MIN_AUX)
+		return 0;
 	return n < 2 || !fmt || !fmt->replay ? 0 : n;
 }
 
@@ -1711,6 +1718,9 @@ void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 	r->started = TRUE;
 	r->formatting = fmt != NULL;
 	r->job_events = job_events();
+	r->job_forced = r->job_events != 0;
+	if (!r->job_forced)
+		r->job_events = JOB_EVENTS;
 	if (fmt)
 		r->fmt = *fmt;
 	for (guint i = 0; i < r->n; i++) {
@@ -1719,8 +1729,8 @@ void vt_decode_result_start(VtDecodeResult *r, const VtDecodeFormatter *fmt)
 		q->spare = g_async_queue_new_full(fmt ? chunk_free : (GDestroyNotify)g_array_unref);
 		if (fmt)
 			q->fctx = fmt->open(fmt->data, i);
-		if (formers_for(r, fmt))
-			formers_start(r, q, formers_for(r, fmt));
+		if (formers_for(r, q, fmt))
+			formers_start(r, q, formers_for(r, q, fmt));
 	}
 	for (guint i = 0; i < r->n; i++)
 		r->qs[i].thread = g_thread_new("vmtrace-decode", produce_any, &r->qs[i]);
