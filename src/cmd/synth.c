@@ -208,7 +208,7 @@ static gboolean synth_parse(SynthOpts *o, int *argc, char ***argv, GError **err)
 		{ "user-exit-percent", 0, 0, G_OPTION_ARG_INT, &o->user_exit_pct, "Packet mix: VM exits handled in user space, traced as TIP.PGD...TIP.PGE, 0..100 (default 0)", "PCT" },
 		{ "ovf-every", 0, 0, G_OPTION_ARG_INT, &o->ovf_every, "Lost trace, with real code: an OVF packet and a FUP after every N-th flow decision of a queue running a vCPU (default 0: none)", "N" },
 		{ "aux-truncated-every", 0, 0, G_OPTION_ARG_INT, &o->aux_trunc, "Lost trace: a PERF_RECORD_AUX flagged TRUNCATED after every N-th AUXTRACE chunk of a queue running a vCPU (default 0: none)", "N" },
-		{ "call-depth", 0, 0, G_OPTION_ARG_INT, &o->call_depth, "With real code: keep the host's call depth near N (its stack survives VM exits; at depth N it heads for returns); default 0: unbounded", "N" },
+		{ "call-depth", 0, 0, G_OPTION_ARG_INT, &o->call_depth, "With real code: keep call depths near N (at depth N a walk heads for returns; the guest's stack survives injected events); default 0: unbounded", "N" },
 		{ "host-code", 0, 0, G_OPTION_ARG_FILENAME, &o->host_code, "Walk the real kernel code of DIR (kcore + kallsyms + modules, as in a kcore_dir) in the host; needs --guest-code", "DIR" },
 		{ "guest-code", 0, 0, G_OPTION_ARG_FILENAME, &o->guest_code, "Walk the real kernel code of DIR (a kcore_dir or a guest fetch snapshot) in the guests", "DIR" },
 		{ "branches", 0, 0, G_OPTION_ARG_FILENAME, &o->branches, "With real code: write every branch taken (the ground truth of decoding) to FILE", "FILE" },

@@ -932,7 +932,14 @@ static guint code_host_budget(Gen *g, Queue *q)
 
 /* FUP(guest IP) PIP(NR=0) TIP(vmx_vmexit); the guest goes on at `resume`
  * next time (its IP for asynchronous exits, past an emulated instruction,
- * elsewhere after an injected event). */
+ * elsewhere after an injected event).  Elsewhere, the guest's call stack
+ * is dropped - but with --call-depth kept: the event's handler runs on the
+ * interrupted code's stack and its last return goes to a caller that waits
+ * there, as a real guest's handlers end in the code they interrupted; a
+ * stack dropped at every event left its entries on a decoder's call stack
+ * (perf's --call-trace indentation) for good (session 32: the guest depth
+ * of a 1 MiB tnt-dense recording, as perf counts it, 286 on average and
+ * growing along the trace; 40 with the stack kept). */
 static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 {
 	VtSynthCtx *gc = guest_ctx(g, q->vcpu);
@@ -943,7 +950,7 @@ static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 	pkt_pip(g, q, HOST_CR3, FALSE);
 	pkt_ip(g, q, ppt_tip, g->vmexit_ip);
 	truth_branch(g, q, VT_BRANCH_VMEXIT, gc->ip, g->vmexit_ip, TRUE);
-	if (resume != gc->ip && resume != gc->ip + 1)
+	if (!g->cfg->call_depth && resume != gc->ip && resume != gc->ip + 1)
 		g_array_set_size(gc->stack, 0);
 	gc->ip = resume;
 	g_array_set_size(q->host.stack, 0);

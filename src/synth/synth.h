@@ -62,10 +62,11 @@ typedef struct VtSynthConfig {
 	 * (the AUX area was full).  The truth counts both per vCPU. */
 	guint ovf_every;
 	guint aux_truncated_every;
-	/* With real code: the host's call depth stays near call_depth (0:
-	 * unbounded) - its call stack survives VM exits (KVM's exit returns up
-	 * the stack VMRESUME ran on) and at that depth its walk heads for
-	 * returns only, so call traces' indentation stays shallow. */
+	/* With real code: call depths stay near call_depth (0: unbounded) -
+	 * at that depth a walk heads for returns only, it avoids calls of code
+	 * that never returns, and the guest's call stack survives injected
+	 * events (their handlers return to the code they interrupted) - so
+	 * call traces' indentation stays shallow. */
 	guint call_depth;
 	/* TSC scaling per VM: guest = (host * ratio >> frac) + offset; ratio 0: none */
 	guint64 vm_ratio[VT_SYNTH_MAX_VMS];
