@@ -10,7 +10,8 @@
 # timed per thread with CYC and a ratio that changes (synth --cbr-vary),
 # timed per CPU with threads switching, small AUX buffers (offsets count
 # over a queue's buffers), and decode windows of 4 KiB print what one
-# window prints.
+# window prints.  A PSB+ right before a VM exit, a disable or the end of
+# the trace: its lines where perf puts them.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 code_vs_perf
@@ -65,4 +66,21 @@ check "4 KiB decode windows: the same power events and instructions" cmp -s "$TM
 check "--itrace=p --json: psb and cbr objects" "$PYTHON3" -c 'import json, sys
 k = [json.loads(l)["kind"] for l in open(sys.argv[1])]
 assert k and set(k) == {"psb", "cbr"}, set(k)' "$TMP/p.json"
+
+# a PSB+ with no instruction before the next event that moves the flow:
+# its psb and cbr lines at the PSB+'s IP, in the machine the PSB+ names,
+# as perf prints them - before a VM exit (vmtrace said the host's
+# vmx_vmexit; seed 3), before a TIP.PGD (IP 0; seed 9), at a queue's very
+# end (left out; seed 12): exit-heavy recordings with a PSB every 2 KiB
+for s in 3 9 12; do
+	code_recording "psb-$s" 128K --vcpus 2 --host-steps 6 --psb-period 0 --call-depth 16 --seed "$s" || continue
+	# shellcheck disable=SC2086
+	timeout 300 "$PERF" script -i "$TMP/psb-$s.data" $G --itrace=pe >"$TMP/perf.out" 2>/dev/null
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$TMP/psb-$s.data" $G --itrace=pe >"$TMP/vt.out" 2>/dev/null
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --lines "$TMP/perf.out" "$TMP/vt.out" >"$TMP/cmp" 2>&1
+	ck_rc=$?
+	check "psb-$s (PSB+ right before an event) --itrace=pe: vmtrace = perf ($(head -1 "$TMP/cmp"))" \
+		test $ck_rc -eq 0 || sed 's/^/#   /' "$TMP/cmp"
+done
 finish

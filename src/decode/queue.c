@@ -560,6 +560,18 @@ static void flush_power(Dec *d, guint64 ip)
 	}
 }
 
+/* Power events pending at an asynchronous branch or disable at ip with
+ * no instruction since their PSB+: at the PSB+'s IP (ip), in the machine
+ * it names - as perf - not where the trace goes on (a VM exit's target,
+ * the host's vmx_vmexit; nowhere after a disable). */
+static void flush_power_at(Dec *d, guint64 ip)
+{
+	if (!d->npsb && !d->have_cbr)
+		return;
+	d->src_mode = d->mode_now;
+	flush_power(d, ip);
+}
+
 /* The TSC of the PSB+ at buffer offset psb (0: none, timeless). */
 static guint64 psb_tsc(const Dec *d, guint64 psb)
 {
@@ -657,6 +669,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 	case ptev_async_disabled:
 		flush_async(d);
 		resolve(d, ev->variant.async_disabled.at);
+		flush_power_at(d, ev->variant.async_disabled.at);
 		d->async_mode = d->mode_now;
 		source(d, TRUE, NULL);
 		emit_at(d, VT_BRANCH_TRACE_END, ev->variant.async_disabled.at, 0, d->guest, d->guest, FALSE,
@@ -665,6 +678,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 	case ptev_async_branch:
 		flush_async(d);
 		resolve(d, ev->variant.async_branch.from);
+		flush_power_at(d, ev->variant.async_branch.from);
 		d->have_async = TRUE;
 		d->async_from = ev->variant.async_branch.from;
 		d->async_to = ev->variant.async_branch.to;
@@ -870,6 +884,7 @@ static int step(Dec *d, int status)
 		if (vt_walk_next(d->dec, &blk) >= 0 || blk.ninsn) {
 			flush_async(d);
 			resolve(d, blk.ip);
+			flush_power_at(d, blk.ip);   /* (a PSB+ at the very end: perf's psb) */
 		}
 		return -pte_eos;
 	}
