@@ -157,10 +157,10 @@ guest_data_dir() {
 time_decode() {
 	td_g=${2:-$GUEST_CODE}/kallsyms
 	"$VMTRACE" script "$TMP/$1.data" --guestkallsyms "$td_g" --itrace=b --json >"$TMP/$1.json" 2>"$TMP/$1.err"
-	check "$1: vmtrace script exit 0" test $? -eq 0
+	check "$1: vmtrace script --itrace=b --json (for its times) exit 0" test $? -eq 0
 	timeout 300 "$PERF" script -i "$TMP/$1.data" --guestkallsyms "$td_g" --itrace=be --ns -F tid,cpu,time,ip,addr \
 		>"$TMP/$1.perf" 2>"$TMP/$1.perf.err"
-	check "$1: perf script exit 0" test $? -eq 0
+	check "$1: perf script --ns (for its times) exit 0" test $? -eq 0
 }
 
 # time_rows: for each line "NAME OPTS..." of stdin, code_recording NAME

@@ -95,6 +95,12 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 		# shellcheck disable=SC2086
 		threads_vs_serial "one vCPU $mode --jobs 2 (decoded ahead)" "$TMP/one.data" $G $mode --jobs 2
 	done
+	# formers at any size (VMTRACE_FORMAT_JOB; by default a queue of 256 KiB
+	# or more), jobs of 3 events: the text printed in the main thread
+	export VMTRACE_FORMAT_JOB=3
+	# shellcheck disable=SC2086
+	threads_vs_serial "one vCPU --insn-trace --jobs 2, formers (jobs of 3)" "$TMP/one.data" $G --insn-trace --jobs 2
+	unset VMTRACE_FORMAT_JOB
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
 	# main + the queue's thread + its two decoding ones (ranges of the queue:
 	# t0145; ranges of 4 KiB, so that both have ranges to decode while it is
