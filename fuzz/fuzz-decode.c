@@ -115,7 +115,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    .family = 6, .model = 85, .stepping = 4 };
 	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
 	/* the first byte's low bits: jumps dropped (the walker joins blocks),
-	 * cycles counted (cycles.c reads the packets again), a CYC threshold */
+	 * cycles counted (cycles.c reads the packets again), a CYC threshold;
+	 * bits 4-5 the range size (with bit 3: ranges), bit 6 power events
+	 * (perf's psb and cbr: --itrace=p) */
 	guint8 how = size ? data[0] : 0;
 	VtDecodeQueue *q;
 
@@ -125,6 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	vt_decode_queue_set_drop_jumps(q, (how & 1) != 0);
 	vt_decode_queue_set_cycles(q, (how & 2) != 0);
+	vt_decode_queue_set_power(q, (how & 64) != 0);
 	if ((how & 8) && vt_decode_queue_splits(q))
 		decode_ranges(q, size, 256u << ((how >> 4) & 3), out);
 	else
@@ -134,7 +137,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (guint i = 0; i < out->len; i++) {
 		const VtBranch *b = &g_array_index(out, VtBranch, i);
 
-		if (b->kind > VT_BRANCH_ERROR || (b->kind == VT_BRANCH_ERROR && b->code <= 0) ||
+		gboolean power = b->kind == VT_BRANCH_PSB || b->kind == VT_BRANCH_CBR;
+
+		if ((b->kind > VT_BRANCH_ERROR && !(power && (how & 64))) ||
+		    (b->kind == VT_BRANCH_ERROR && b->code <= 0) ||
 		    b->offset > size || (b->ipc && !(how & 2)) || ((how & 1) && b->kind == VT_BRANCH_JUMP))
 			abort();
 	}
