@@ -100,6 +100,10 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 	export VMTRACE_FORMAT_JOB=3
 	# shellcheck disable=SC2086
 	threads_vs_serial "one vCPU --insn-trace --jobs 2, formers (jobs of 3)" "$TMP/one.data" $G --insn-trace --jobs 2
+	# shellcheck disable=SC2086
+	VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 2 2>"$TMP/formers.err" >/dev/null
+	check "... formers ran there (jobs formatted apart by 2 threads)" \
+		grep -q 'jobs formatted apart, by at most 2 threads a queue' "$TMP/formers.err"
 	unset VMTRACE_FORMAT_JOB
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
 	# main + the queue's thread + its two decoding ones (ranges of the queue:

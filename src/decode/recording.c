@@ -1110,8 +1110,9 @@ static gpointer produce_text(Queue *q)
  * up its state from the events before (VtDecodeFormatter.replay): one
  * thread formatted a queue's instruction trace - the work of it - while
  * another CPU idled (a single-vCPU recording: the bench's tcg-boot).  Now
- * (a queue of FORMERS_MIN_AUX or more: formers_for()) the queue's thread names its events into jobs of JOB_EVENTS and hands
- * job k to former k % n, each with a formatter of its own; a former
+ * (a queue of FORMERS_MIN_AUX or more: formers_for()) the queue's thread
+ * names its events into jobs of JOB_EVENTS and hands job k to former
+ * k % n, each with a formatter of its own; a former
  * replays the job's seed - the events its formatter's state depends on,
  * the last branch or error before the job and the events within the flow
  * after it (PSB, CBR, flow end) - formats the job into chunks of its own
