@@ -72,12 +72,44 @@ assert k and set(k) == {"psb", "cbr"}, set(k)' "$TMP/p.json"
 # as perf prints them - before a VM exit (vmtrace said the host's
 # vmx_vmexit; seed 3), before a TIP.PGD (IP 0; seed 9), at a queue's very
 # end (left out; seed 12): exit-heavy recordings with a PSB every 2 KiB
-for s in 3 9 12; do
+# (each recording checked to hold its case: perf -D's packets)
+psb_case() {
+	"$PERF" script -i "$1" -D 2>/dev/null | "$PYTHON3" -c 'import re, sys
+want, seq, tid = sys.argv[1], {}, None
+for l in sys.stdin:
+    m = re.search(r"PERF_RECORD_AUXTRACE .*tid: (\d+)", l)
+    if m:
+        tid = m.group(1)
+        continue
+    if "raw event" in l:
+        tid = None
+    m = re.match(r"\.\s+[0-9a-f]{8}:\s+(?:[0-9a-f]{2} )+\s*(\S.*)$", l)
+    if m and tid and not m.group(1).startswith("PAD"):
+        seq.setdefault(tid, []).append(m.group(1))
+def case(d, i):
+    if d[i] != "PSBEND":
+        return None
+    if i + 1 == len(d):
+        return "end"
+    if i + 2 < len(d) and d[i + 1].startswith("FUP"):
+        if d[i + 2].startswith("TIP.PGD"):
+            return "pgd"
+        if d[i + 2].startswith("PIP") and "NR=0" in d[i + 2]:
+            return "exit"
+    return None
+sys.exit(0 if any(case(d, i) == want for d in seq.values() for i in range(len(d))) else 1)' "$2"
+}
+for sc in 3:exit 9:pgd 12:end; do
+	s=${sc%:*} c=${sc#*:}
 	code_recording "psb-$s" 128K --vcpus 2 --host-steps 6 --psb-period 0 --call-depth 16 --seed "$s" || continue
+	psb_case "$TMP/psb-$s.data" "$c"
+	check "psb-$s: a PSB+ right before a VM exit, a TIP.PGD or the end ($c) is there" test $? -eq 0
 	# shellcheck disable=SC2086
 	timeout 300 "$PERF" script -i "$TMP/psb-$s.data" $G --itrace=pe >"$TMP/perf.out" 2>/dev/null
+	check "psb-$s: perf script exit 0" test $? -eq 0
 	# shellcheck disable=SC2086
 	"$VMTRACE" script "$TMP/psb-$s.data" $G --itrace=pe >"$TMP/vt.out" 2>/dev/null
+	check "psb-$s: vmtrace script exit 0" test $? -eq 0
 	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --lines "$TMP/perf.out" "$TMP/vt.out" >"$TMP/cmp" 2>&1
 	ck_rc=$?
 	check "psb-$s (PSB+ right before an event) --itrace=pe: vmtrace = perf ($(head -1 "$TMP/cmp"))" \

@@ -103,7 +103,7 @@ if code_recording one 64K --vcpus 1 --seed 21 --psb-period 0; then
 	# shellcheck disable=SC2086
 	VMTRACE_RANGES_STATS=1 "$VMTRACE" script "$TMP/one.data" $G --insn-trace --jobs 2 2>"$TMP/formers.err" >/dev/null
 	check "... formers ran there (jobs formatted apart by 2 threads)" \
-		grep -q 'jobs formatted apart, by at most 2 threads a queue' "$TMP/formers.err"
+		grep -q '^vmtrace script: [1-9][0-9]* jobs formatted apart, by at most 2 threads a queue' "$TMP/formers.err"
 	unset VMTRACE_FORMAT_JOB
 	# the threads that run at most while it prints (/proc/PID/status, sampled):
 	# main + the queue's thread + its two decoding ones (ranges of the queue:

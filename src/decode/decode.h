@@ -487,16 +487,16 @@ typedef struct {
 	/* optional: a branch that format() gets a few events later (its
 	 * batch's), so that what it will read can be fetched meanwhile */
 	void (*ahead)(gpointer ctx, const VtBranch *b);
-	/* optional: a queue of 256 KiB of AUX or more formatted in several
-	 * threads where --jobs leaves it CPUs (each thread a formatter of its
-	 * own, open() again, taking every n-th job of ~1,024 events): the
-	 * formatter's state after events e[0..n), from any state before, as
-	 * if it had formatted them - with no text.  e[0] moves the flow (a
-	 * branch or an error; n 0: the queue's start), the others come within
-	 * the flow after it (PSB, CBR, flow end) - or, before the queue's first
-	 * event that moves it, all its events so far.  NULL: an event's text
-	 * depends on more (call stacks, IPC counts) - each queue formatted in
-	 * one thread. */
+	/* optional: a queue of 256 KiB of AUX or more (VMTRACE_FORMAT_JOB: any)
+	 * formatted in several threads where --jobs leaves it CPUs (each thread
+	 * a formatter of its own, open() again, taking every n-th job of ~1,024
+	 * events): the formatter's state after events e[0..n), from any state
+	 * before, as if it had formatted them - with no text.  e[0] moves the
+	 * flow (a branch or an error; n 0: the queue's start), the others come
+	 * within the flow after it (PSB, CBR, flow end) - or, before the
+	 * queue's first event that moves it, all its events so far.  NULL: an
+	 * event's text depends on more (call stacks, IPC counts) - each queue
+	 * formatted in one thread. */
 	void (*replay)(gpointer ctx, const VtDecodeEvent *e, guint n);
 } VtDecodeFormatter;
 

@@ -560,8 +560,9 @@ static void flush_power(Dec *d, guint64 ip)
 	}
 }
 
-/* Power events pending at an asynchronous branch or disable at ip with
- * no instruction since their PSB+: at the PSB+'s IP (ip), in the machine
+/* Power events pending at an asynchronous branch or disable at ip, or at
+ * the trace's end, with no instruction since they were read (on_block()
+ * flushes them at every block): at the PSB+'s IP (ip), in the machine
  * it names - as perf - not where the trace goes on (a VM exit's target,
  * the host's vmx_vmexit; nowhere after a disable). */
 static void flush_power_at(Dec *d, guint64 ip)
@@ -881,11 +882,13 @@ static int step(Dec *d, int status)
 	if ((status & pts_eos) && !d->warming) {
 		/* the trace has ended: the next block only tells where the last
 		 * branch went (like perf, nothing after it) */
+		memset(&blk, 0, sizeof(blk));
 		if (vt_walk_next(d->dec, &blk) >= 0 || blk.ninsn) {
 			flush_async(d);
 			resolve(d, blk.ip);
-			flush_power_at(d, blk.ip);   /* (a PSB+ at the very end: perf's psb) */
 		}
+		/* (a PSB+ at the very end: perf's psb, at its IP) */
+		flush_power_at(d, blk.ip ? blk.ip : vt_walk_ip(d->dec));
 		return -pte_eos;
 	}
 	/* libipt's time (its last_time: at the packet that decided its last

@@ -937,8 +937,9 @@ static guint code_host_budget(Gen *g, Queue *q)
  * interrupted code's stack and its last return goes to a caller that waits
  * there, as a real guest's handlers end in the code they interrupted; a
  * stack dropped at every event left its entries on a decoder's call stack
- * (perf's --call-trace indentation) for good (session 32: the guest depth
- * of a 1 MiB tnt-dense recording, as perf counts it, 286 on average and
+ * (perf's --call-trace indentation) for good (session 32: the guest's
+ * depth in the ground truth of a 1 MiB tnt-dense recording, returns
+ * popping to the frame they match as perf's do, 286 on average and
  * growing along the trace; 40 with the stack kept). */
 static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 {
