@@ -120,4 +120,13 @@ if ! asan_build; then
 		sh -c "test $x7rc -eq 0 && test \"\$(cat '$TMP/x7.rc')\" -eq 0 && test -s '$TMP/x7.one' &&
 		       cmp -s '$TMP/x7.one' '$TMP/x7.def'"
 fi
+# VMTRACE_FORMAT_JOB that is not a number from 1 to 65536: as unset (64
+# KiB a queue: no formers)
+for v in 0 65537 abc; do
+	VMTRACE_CPUS=16 VMTRACE_FORMAT_JOB=$v VMTRACE_RANGES_STATS=1 "$VMTRACE" script --jobs 16 "$TMP/thread-timed.data" \
+		$G --insn-trace >/dev/null 2>"$TMP/inv.err"
+	inv_rc=$?
+	check "VMTRACE_FORMAT_JOB=$v: counts as unset (exit $inv_rc, no jobs formatted apart)" sh -c "test $inv_rc -eq 0 &&
+		grep -q '^vmtrace script: 0 jobs formatted apart, by at most 0 threads a queue' '$TMP/inv.err'"
+done
 finish
