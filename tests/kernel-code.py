@@ -38,8 +38,13 @@ DSO "[guest.kernel.kallsyms].init.text").
 
 --kvm-stub adds a 4 KiB module "kvm_intel" at 0xffffffffc0a00000 standing in
 for KVM's VM-entry code (the Debian kernel has KVM as modules, not in
-vmlinux): vmx_vmexit: `call *%rax` (the exit handler, a real kernel
-function) then `vmresume`.  Only symbols of type T/t/W/w/A and the markers
+vmlinux), shaped as Linux 6.1's: vmx_vcpu_run: `call *%rax` (the exit
+handler, a real kernel function), `call __vmx_vcpu_run`, `jmp
+vmx_vcpu_run`; __vmx_vcpu_run: `vmresume`; vmx_vmexit (the VMCS's host
+RIP, a label inside __vmx_vcpu_run as in vmenter.S): `ret` - back to
+__vmx_vcpu_run's caller, as the real one returns after a VM exit (a
+decoder's call stack - perf's --call-trace indentation - then drops the
+guest's frames at every exit, as it does on real recordings).  Only symbols of type T/t/W/w/A and the markers
 are kept for the text; relocated code is exact because x86-64 direct
 branches are relative.
 """
@@ -47,9 +52,14 @@ import struct
 import sys
 
 KVM_BASE = 0xffffffffc0a00000
-KVM_CODE = bytes([0xff, 0xd0,            # vmx_vmexit: call *%rax
-                  0x0f, 0x01, 0xc3,      # vmx_vmresume: vmresume
-                  0x0f, 0x0b])           # ud2
+KVM_CODE = bytes([0xff, 0xd0,                    # 0x00 vmx_vcpu_run: call *%rax
+                  0xe8, 0x03, 0x00, 0x00, 0x00,  # 0x02 call __vmx_vcpu_run
+                  0xeb, 0xf7,                    # 0x07 jmp vmx_vcpu_run
+                  0xcc,                          # 0x09 int3
+                  0x0f, 0x01, 0xc3,              # 0x0a __vmx_vcpu_run: vmresume
+                  0x0f, 0x0b,                    # 0x0d ud2
+                  0xc3])                         # 0x0f vmx_vmexit: ret
+KVM_SYMS = ((0x00, 'vmx_vcpu_run'), (0x0a, '__vmx_vcpu_run'), (0x0f, 'vmx_vmexit'))
 
 
 def a8(x):
@@ -247,8 +257,7 @@ def main():
     segs = [(v + slide, t) for v, t in (exec_segments(d) if init else [text_segment(d)])]
     mods = ''
     if stub:
-        lines.append('%016x t vmx_vmexit\t[kvm_intel]\n' % KVM_BASE)
-        lines.append('%016x t vmx_vmresume\t[kvm_intel]\n' % (KVM_BASE + 2))
+        lines.extend('%016x t %s\t[kvm_intel]\n' % (KVM_BASE + off, name) for off, name in KVM_SYMS)
         segs.append((KVM_BASE, KVM_CODE + b'\xcc' * (4096 - len(KVM_CODE))))
         mods = 'kvm_intel 4096 0 - Live 0x%x\n' % KVM_BASE
     with open(out + '/kallsyms', 'w') as f:

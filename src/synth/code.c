@@ -92,6 +92,13 @@ static const VtInsn *insn_at(VtSynthCode *c, guint64 ip)
 	return &code_insn_at(c, ip)->in;
 }
 
+guint64 vt_synth_code_after_call(VtSynthCode *c, guint64 ip)
+{
+	const VtInsn *in = insn_at(c, ip);
+
+	return in->kind == VT_INSN_CALL || in->kind == VT_INSN_CALL_IND ? ip + in->len : 0;
+}
+
 void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip)
 {
 	ctx->ip = ip;

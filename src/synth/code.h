@@ -54,6 +54,8 @@ VtSynthCode *vt_synth_code_new(VtDecodeImage *img);
 void vt_synth_code_bound_depth(VtSynthCode *c, guint depth);
 void vt_synth_code_free(VtSynthCode *c);
 
+/* The return address of the call at ip (0: no call there). */
+guint64 vt_synth_code_after_call(VtSynthCode *c, guint64 ip);
 void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip);
 void vt_synth_ctx_clear(VtSynthCtx *ctx);
 /* Forget what compressed returns may use (PSB, VM entry and exit). */

@@ -171,6 +171,7 @@ typedef struct {
 	/* real code (cfg->host_code): the host's walk on this CPU, TNT bits
 	 * not yet written, a VMPTRLD to report */
 	VtSynthCtx host;
+	GArray *host_at_entry;       /* the host's call stack at the last VM entry (guint64) */
 	guint32 tnt_bits;
 	guint tnt_n;
 	gboolean vmcs_dirty;
@@ -213,6 +214,8 @@ typedef struct {
 	gboolean in_user[VT_SYNTH_MAX_VCPUS];
 	guint64 user_start[VT_SYNTH_MAX_USER], user_len[VT_SYNTH_MAX_USER], user_pgoff[VT_SYNTH_MAX_USER];
 	guint64 vmexit_ip;           /* host RIP after a VM exit: vmx_vmexit */
+	guint64 host_start;          /* where the host's walk starts: vmx_vcpu_run, else vmx_vmexit */
+	guint64 host_home;           /* ... and restarts: where the exit handler it calls returns to */
 	FILE *branches;
 	VtFsOutput *branches_out;    /* where the branch list is built (src/fs/output.h) */
 	guint64 nbranches;
@@ -847,8 +850,15 @@ static void code_advance(Gen *g, Queue *q, guint64 dt)
 	advance(g, q, dt, TRUE);
 }
 
-/* The host cannot go on from its IP (ud2, hlt, ...): tracing stops there
- * (FUP + TIP.PGD) and starts again at the VM-exit handler (TIP.PGE). */
+/* The host cannot go on from its IP (ud2, hlt, ...) or lost its way back
+ * (a loop it does not leave; a return whose address was replaced took
+ * the handler's own): tracing stops there (FUP + TIP.PGD) and starts
+ * again where the exit handler returns to (TIP.PGE at host_home: the
+ * stub's VMRESUME path) - a decoder's call stack pops to that return
+ * address at the trace's begin (perf's, vmtrace's), so the lost walk's
+ * frames do not stay on it (restarting at the handler's call left them
+ * there for good: 129 restarts in 1 MiB exit-heavy, the deepest call
+ * 484 frames at its end). */
 static void code_host_restart(Gen *g, Queue *q)
 {
 	struct pt_packet p = { .type = ppt_tip_pgd };
@@ -861,7 +871,7 @@ static void code_host_restart(Gen *g, Queue *q)
 	code_advance(g, q, 500);
 	g_array_set_size(q->host.stack, 0);
 	vt_synth_ctx_flush_comp(&q->host);
-	q->host.ip = g->vmexit_ip;
+	q->host.ip = g->host_home;
 	pkt_mode64(g, q);
 	pkt_ip(g, q, ppt_tip_pge, q->host.ip);
 	truth_branch(g, q, VT_BRANCH_TRACE_BEGIN, 0, q->host.ip, FALSE);
@@ -910,6 +920,8 @@ static void code_vm_entry(Gen *g, Queue *q)
 		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
 	q->vmcs_dirty = FALSE;
 	q->in_guest = TRUE;
+	g_array_set_size(q->host_at_entry, 0);
+	g_array_append_vals(q->host_at_entry, q->host.stack->data, q->host.stack->len);
 	vt_synth_ctx_flush_comp(&q->host);
 	vt_synth_ctx_flush_comp(gc);
 	pkt_pip(g, q, cur_cr3(g, q), TRUE);
@@ -954,7 +966,8 @@ static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 	if (!g->cfg->call_depth && resume != gc->ip && resume != gc->ip + 1)
 		g_array_set_size(gc->stack, 0);
 	gc->ip = resume;
-	g_array_set_size(q->host.stack, 0);
+	g_array_set_size(q->host.stack, 0);   /* as at the entry: the VMCS's host RSP */
+	g_array_append_vals(q->host.stack, q->host_at_entry->data, q->host_at_entry->len);
 	q->host.top_replaced = FALSE;
 	q->host.ip = g->vmexit_ip;
 	vt_synth_ctx_flush_comp(&q->host);
@@ -1364,7 +1377,13 @@ static gboolean code_open(Gen *g, GError **error)
 			    "entry, kvm_intel): a VM exit needs somewhere to go", c->host_code);
 		return FALSE;
 	}
+	g->host_start = vt_decode_image_lookup(g->host_img, "vmx_vcpu_run");
+	if (!g->host_start)
+		g->host_start = g->vmexit_ip;
 	g->hc = vt_synth_code_new(g->host_img);
+	g->host_home = vt_synth_code_after_call(g->hc, g->host_start);
+	if (!g->host_home)
+		g->host_home = g->host_start;
 	g->gc = vt_synth_code_new(g->guest_img);
 	if (c->call_depth) {
 		vt_synth_code_bound_depth(g->hc, c->call_depth);
@@ -1528,7 +1547,8 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->fix = g_array_new(FALSE, FALSE, sizeof(Fix));
 		q->slice = 0;
 		if (code_mode(&g)) {
-			vt_synth_ctx_init(&q->host, g.vmexit_ip);
+			vt_synth_ctx_init(&q->host, g.host_start);
+			q->host_at_entry = g_array_new(FALSE, FALSE, sizeof(guint64));
 			q->host_budget = code_host_budget(&g, q);
 		}
 		if (!q->enc) {
@@ -1731,6 +1751,8 @@ out_free:
 			if (qs[i].fix)
 				g_array_free(qs[i].fix, TRUE);
 			vt_synth_ctx_clear(&qs[i].host);
+			if (qs[i].host_at_entry)
+				g_array_free(qs[i].host_at_entry, TRUE);
 		}
 		g_free(qs);
 		g_free(pt_ids);
