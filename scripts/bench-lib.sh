@@ -1,7 +1,18 @@
 # Sourced by the benchmarks (bench.sh, bench-script.sh, bench-report.sh).
 # bench_code_dirs (needs $top, $TRIM_KCORE and $dir): $dir/host-code and $dir/guest-code from the Debian
-# kernel's vmlinux (made once per --dir); sets G, the guest image option.
+# kernel's vmlinux (made once per --dir and kernel-code.py: a --dir kept from before a change of it -
+# session 33's KVM stub - gets new ones, and loses the synth recordings made from the old);
+# sets G, the guest image option.
 bench_code_dirs() {
+	local stamp
+	stamp=$(cksum <"$top/tests/kernel-code.py")
+	if [ -f "$dir/guest-code/kcore" ] && [ "$(cat "$dir/code.stamp" 2>/dev/null)" != "$stamp" ]; then
+		echo "tests/kernel-code.py changed since $dir's code directories were made: making them and the recordings anew" >&2
+		rm -rf "$dir/host-code" "$dir/guest-code"
+		for f in "$dir"/*-*.data; do   # (tcg-boot's is a real boot's: kept)
+			[ "$f" = "$dir/tcg-boot.data" ] || rm -rf "$f"
+		done
+	fi
 	if [ ! -f "$dir/guest-code/kcore" ]; then
 		sh "$top/tests/guest-image.sh" --vmlinux "$dir/kernel" >"$dir/kernel.log" 2>&1 ||
 			{ echo "no Debian kernel package: $(tail -1 "$dir/kernel.log")" >&2; exit 1; }
@@ -9,6 +20,7 @@ bench_code_dirs() {
 		python3 "$top/tests/kernel-code.py" "$dir/kernel/vmlinux" 0xe00000 "$dir/host-code" --kvm-stub
 		python3 "$top/tests/kernel-code.py" "$dir/kernel/vmlinux" 0x2000000 "$dir/guest-code"
 		"$TRIM_KCORE" "$dir/host-code" && "$TRIM_KCORE" "$dir/guest-code"
+		echo "$stamp" >"$dir/code.stamp"
 	fi
 	G="--guestkallsyms $dir/guest-code/kallsyms"
 }

@@ -3,7 +3,9 @@
 # --itrace=e error lines compared: each thread's first vmtrace error
 # against perf's errors at the same ip and tid with the same code and
 # message (the closest one's time within 10 us: timeless recordings have
-# time 0 in both).  Prints one line:
+# time 0 in both; a "Bad packet" at any ip: perf names where its walk
+# stands when it reads the bad packet, libipt - reading ahead - the branch
+# whose packet came before it, t0099's table).  Prints one line:
 #   NERR ZERO NOTID THREADS NEAR NPERF PFOUND MISSED
 # vmtrace's error lines, those with time 0, those without a thread (tid 0
 # or -1), threads with an error, threads whose first error perf prints,
@@ -25,7 +27,8 @@ for e in vt:
     firsts.setdefault(e[3], e)
 near, missed = 0, []
 for t, _, _, tid, ip, code in firsts.values():
-    d = [abs(float(pt) - float(t)) for pt, _, _, ptid, pip, pcode in perf if pip == ip and ptid == tid and pcode == code]
+    d = [abs(float(pt) - float(t)) for pt, _, _, ptid, pip, pcode in perf
+         if (pip == ip or code.startswith('3:')) and ptid == tid and pcode == code]
     if d and min(d) < 10e-6:
         near += 1
     else:

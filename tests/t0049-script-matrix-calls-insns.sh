@@ -8,7 +8,10 @@
 # returns) and --insn-trace equal perf script's line for line per thread
 # (per CPU and thread; time aside) and synth's ground truth
 # (tests/script-compare.py, as t0093 and t0094 use it; per CPU the call
-# depth aside).  The sanitizer build runs two rows.
+# depth aside).  The sanitizer build runs two rows.  8 vCPUs in 128 KiB:
+# a vCPU may have no PSB+ in the guest (no guest TSC packet: correlate
+# cannot learn its offset - exit 5); seed 5 gives each one (session 33's
+# synth: seeds 1, 3, 4 and 6 leave one or two without).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_perf
@@ -49,7 +52,7 @@ while read -r name opts; do
 	compare "$name" ret --call-ret-trace "$pc" --calls=ret $nd
 	compare "$name" insn --insn-trace "$pc" --insns
 done <<'CONFIGS'
-thread-8vcpu-timed            --vcpus 8 --psb-period 1 --size 128K
+thread-8vcpu-timed            --vcpus 8 --psb-period 1 --size 128K --seed 5
 thread-2vcpu-timed-alt        --vcpus 2 --psb-period 1
 thread-1vcpu-cyc-mtc0         --vcpus 1 --cyc --mtc-period 0
 cpu-2vcpu-mtc0                --vcpus 2 --per-cpu --cpus 2 --mtc-period 0 --psb-period 0 --seed 3

@@ -20,7 +20,9 @@
 #   bad opcode        perf code 3 "Bad packet" where its walk stands when
 #                     it reads the packet (after the last good one); libipt
 #                     reads ahead and fails at the branch whose packet came
-#                     before it: vmtrace names that branch (differs)
+#                     before it: vmtrace names that branch (differs:
+#                     first-errors.py matches a Bad packet at any ip -
+#                     seed 4's thread 4010 since session 33's stub)
 #   overflow          perf code 7 "Overflow packet" at the ip before the
 #                     OVF; vmtrace prints no error line (counts OVFs only)
 #   lost              perf code 8 "Lost trace data", ip 0, for a truncated

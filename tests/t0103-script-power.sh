@@ -70,9 +70,10 @@ assert k and set(k) == {"psb", "cbr"}, set(k)' "$TMP/p.json"
 # a PSB+ with no instruction before the next event that moves the flow:
 # its psb and cbr lines at the PSB+'s IP, in the machine the PSB+ names,
 # as perf prints them - before a VM exit (vmtrace said the host's
-# vmx_vmexit; seed 3), before a TIP.PGD (IP 0; seed 9), at a queue's very
-# end (left out; seed 12): exit-heavy recordings with a PSB every 2 KiB
-# (each recording checked to hold its case: perf -D's packets)
+# vmx_vmexit), before a TIP.PGD (IP 0), at a queue's very end (left out):
+# exit-heavy recordings with a PSB every 2 KiB (each recording checked to
+# hold its case: perf -D's packets; seeds 2, 71 and 32 since session 33's
+# KVM stub - 3, 9 and 12 before)
 psb_case() {
 	"$PERF" script -i "$1" -D 2>/dev/null | "$PYTHON3" -c 'import re, sys
 want, seq, tid = sys.argv[1], {}, None
@@ -99,7 +100,7 @@ def case(d, i):
     return None
 sys.exit(0 if any(case(d, i) == want for d in seq.values() for i in range(len(d))) else 1)' "$2"
 }
-for sc in 3:exit 9:pgd 12:end; do
+for sc in 2:exit 71:pgd 32:end; do
 	s=${sc%:*} c=${sc#*:}
 	code_recording "psb-$s" 128K --vcpus 2 --host-steps 6 --psb-period 0 --call-depth 16 --seed "$s" || continue
 	psb_case "$TMP/psb-$s.data" "$c"

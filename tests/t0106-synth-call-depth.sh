@@ -76,8 +76,9 @@ for i, r in enumerate(rows):
 print(exits, returns, begins, bad)
 sys.exit(not (exits > 100 and returns >= exits - 1 and begins > 0 and not bad))
 PY
+shape_rc=$?
 check "synth's exits return from vmx_vmexit, restarts begin at vmx_vcpu_run+2 (exits, returns, restarts, other: $(cat "$TMP/shape"))" \
-	test $? -eq 0
+	test $shape_rc -eq 0
 # shellcheck disable=SC2086
 timeout 300 "$PERF" script -i "$TMP/exits.data" $G --call-trace >"$TMP/exits.perf" 2>/dev/null
 check "perf script --call-trace on it: exit 0" test $? -eq 0
