@@ -30,17 +30,22 @@ code_recording long 256K --vcpus 1 --host-steps 2000 --seed 4 --call-depth 16 ||
 long=$(max_depth "$TMP/long.data")
 check "--call-depth 16, 256 KiB of one vCPU: deepest $long frames at any point of the trace, under 300" \
 	test "$long" -lt 300
-# shellcheck disable=SC2086
-timeout 300 "$PERF" script -i "$TMP/bounded.data" $G --call-trace >"$TMP/perf.out" 2>/dev/null
-check "perf script --call-trace exit 0" test $? -eq 0
-# shellcheck disable=SC2086
-"$VMTRACE" script "$TMP/bounded.data" $G --call-trace >"$TMP/vt.out" 2>/dev/null
-check "vmtrace script --call-trace exit 0" test $? -eq 0
-"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --calls=call "$TMP/perf.out" "$TMP/vt.out" \
-	"$TMP/bounded.branches" >"$TMP/cmp" 2>&1
-ck_rc=$?
-check "--call-depth recording: vmtrace = perf = ground truth ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||
-	sed 's/^/#   /' "$TMP/cmp"
+# calls_agree NAME WHAT: NAME's --call-trace by perf and vmtrace (exit 0
+# each), equal to each other and to synth's ground truth
+calls_agree() {
+	# shellcheck disable=SC2086
+	timeout 300 "$PERF" script -i "$TMP/$1.data" $G --call-trace >"$TMP/$1.perf" 2>/dev/null
+	check "$2: perf script --call-trace exit 0" test $? -eq 0
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$TMP/$1.data" $G --call-trace >"$TMP/$1.vt" 2>/dev/null
+	check "$2: vmtrace script --call-trace exit 0" test $? -eq 0
+	"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --calls=call "$TMP/$1.perf" "$TMP/$1.vt" \
+		"$TMP/$1.branches" >"$TMP/cmp" 2>&1
+	ck_rc=$?
+	check "$2: vmtrace = perf = ground truth ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||
+		sed 's/^/#   /' "$TMP/cmp"
+}
+calls_agree bounded "--call-depth recording"
 # VM exits: the host code's KVM stub is shaped as Linux 6.1's (kernel-code.py
 # --kvm-stub: vmx_vcpu_run calls the exit handler, then __vmx_vcpu_run,
 # whose VMRESUME exits to vmx_vmexit, a `ret` to vmx_vcpu_run), and synth
@@ -79,17 +84,7 @@ PY
 shape_rc=$?
 check "synth's exits return from vmx_vmexit, restarts begin at vmx_vcpu_run+2 (exits, returns, restarts, other: $(cat "$TMP/shape"))" \
 	test $shape_rc -eq 0
-# shellcheck disable=SC2086
-timeout 300 "$PERF" script -i "$TMP/exits.data" $G --call-trace >"$TMP/exits.perf" 2>/dev/null
-check "perf script --call-trace on it: exit 0" test $? -eq 0
-# shellcheck disable=SC2086
-"$VMTRACE" script "$TMP/exits.data" $G --call-trace >"$TMP/exits.vt" 2>/dev/null
-check "vmtrace script --call-trace on it: exit 0" test $? -eq 0
-"$PYTHON3" "$top_srcdir/tests/script-compare.py" --time --calls=call "$TMP/exits.perf" "$TMP/exits.vt" \
-	"$TMP/exits.branches" >"$TMP/cmp" 2>&1
-ck_rc=$?
-check "exit-heavy recording: vmtrace = perf = ground truth ($(head -1 "$TMP/cmp"))" test $ck_rc -eq 0 ||
-	sed 's/^/#   /' "$TMP/cmp"
+calls_agree exits "exit-heavy recording"
 "$VMTRACE" synth -o "$TMP/x.data" --size 64K --call-depth 4 >/dev/null 2>&1
 check "--call-depth without real code: usage error (exit 2)" test $? -eq 2
 check "... nothing written" test ! -e "$TMP/x.data"
