@@ -16,7 +16,9 @@
 #               symbols from /proc/kallsyms of a second boot, as t0121).
 #               perf 6.1 ignores guest-kernel TEXT_POKE: it errs where the
 #               boot patched code and skips to the next PSB each time, so
-#               it decodes less than vmtrace (ERRS: perf's decode errors).
+#               it decodes less than vmtrace (ERRS: perf's decode errors) -
+#               little less: 41,572,853 instructions to vmtrace's
+#               41,586,667 (--itrace=i0ns -F ip, session 33).
 #               Needs qemu-system-x86_64, cpio and a static busybox;
 #               --no-tcg leaves it out.
 # made with `vmtrace synth --host-code --guest-code --call-depth 16` (the
