@@ -857,8 +857,8 @@ static void code_advance(Gen *g, Queue *q, guint64 dt)
  * stub's VMRESUME path) - a decoder's call stack pops to that return
  * address at the trace's begin (perf's, vmtrace's), so the lost walk's
  * frames do not stay on it (restarting at the handler's call left them
- * there for good: 129 restarts in 1 MiB exit-heavy, the deepest call
- * 484 frames at its end). */
+ * there for good: 129 restarts on one vCPU of 1 MiB exit-heavy, its
+ * deepest call 484 frames at its end). */
 static void code_host_restart(Gen *g, Queue *q)
 {
 	struct pt_packet p = { .type = ppt_tip_pgd };
