@@ -1,8 +1,8 @@
 # tests/code-lib.sh - real kernel code for the decoding tests (sourced after
 # lib.sh).  make_code_dirs sets HOST_CODE and GUEST_CODE: kcore_dir-style
 # directories (kcore, kallsyms, modules) with the Debian kernel's code
-# relocated twice (host at +0xe00000 plus a 7-byte stand-in for KVM's
-# VM-entry code, guest at +0x2000000: the two kernels overlap, so a decoder
+# relocated twice (host at +0xe00000 plus a 16-byte stand-in for KVM's
+# run loop and VM-entry code, guest at +0x2000000: the two kernels overlap, so a decoder
 # that walks guest code with the host's image fails), built with
 # tests/guest-image.sh --vmlinux (the kernel package, cached),
 # tests/kernel-code.py (symbols from the kernel's own kallsyms tables) and

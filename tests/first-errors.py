@@ -9,7 +9,8 @@
 #   NERR ZERO NOTID THREADS NEAR NPERF PFOUND MISSED
 # vmtrace's error lines, those with time 0, those without a thread (tid 0
 # or -1), threads with an error, threads whose first error perf prints,
-# perf's error lines, those of them vmtrace prints too (ip and tid), and
+# perf's error lines, those of them vmtrace prints too (ip and tid, exactly -
+# a Bad packet's too), and
 # the threads whose first error perf does not print ("tid T ip IP code N,
 # ..." or -).
 import re, sys

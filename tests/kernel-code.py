@@ -38,14 +38,16 @@ DSO "[guest.kernel.kallsyms].init.text").
 
 --kvm-stub adds a 4 KiB module "kvm_intel" at 0xffffffffc0a00000 standing in
 for KVM's VM-entry code (the Debian kernel has KVM as modules, not in
-vmlinux), shaped as Linux 6.1's: vmx_vcpu_run: `call *%rax` (the exit
-handler, a real kernel function), `call __vmx_vcpu_run`, `jmp
-vmx_vcpu_run`; __vmx_vcpu_run: `vmresume`; vmx_vmexit (the VMCS's host
-RIP, a label inside __vmx_vcpu_run as in vmenter.S): `ret` - back to
-__vmx_vcpu_run's caller, as the real one returns after a VM exit (a
-decoder's call stack - perf's --call-trace indentation - then drops the
-guest's frames at every exit, as it does on real recordings).  Only symbols of type T/t/W/w/A and the markers
-are kept for the text; relocated code is exact because x86-64 direct
+vmlinux), after Linux 6.1's __vmx_vcpu_run, with the run loop (6.1's
+vcpu_run, vcpu_enter_guest) folded into one function: vmx_vcpu_run:
+`call *%rax` (the exit handler, a real kernel function), `call
+__vmx_vcpu_run`, `jmp vmx_vcpu_run`; __vmx_vcpu_run: `vmresume`;
+vmx_vmexit (the VMCS's host RIP, a label inside __vmx_vcpu_run as in
+vmenter.S): `ret` - back to __vmx_vcpu_run's caller, as the real one
+returns after a VM exit (a decoder's call stack - perf's --call-trace
+indentation - then drops the guest's frames at every exit, as it does
+on real recordings).  Only symbols of type T/t/W/w/A and the markers are
+kept for the text; relocated code is exact because x86-64 direct
 branches are relative.
 """
 import struct

@@ -28,7 +28,7 @@ make_code_dirs --alt
 # vmtrace takes the lower queue first: recording.c next_queue), and perf's
 # error time can be 1 ns later
 first_errors() {
-	grep 'trace error' "$1" | sed 's/.* time \([0-9.]*\) .* tid \([0-9]*\) ip \([0-9a-fx]*\) \(.*\)/\1 \2 \3 \4/' |
+	grep 'trace error' "$1" | sed 's/.* time \([0-9.]*\) .* tid \([-0-9]*\) ip \([0-9a-fx]*\) \(.*\)/\1 \2 \3 \4/' |
 		awk 'NR == 1 {t = substr($1, 1, index($1, ".") ? index($1, ".") + 6 : 0)}
 		     NR == 1 || (t != "" && substr($1, 1, length(t)) == t) {$1 = ""; print}' | sort | tr '\n' ';'
 }

@@ -6,7 +6,8 @@
 # thousands of frames before session 33, when exits still left frames on
 # it: the calls rows of scripts/bench-script.sh measured the pipe).  With
 # it the deepest call is a fraction of that, and perf, vmtrace and
-# synth's ground truth still agree on the calls (64 KiB, timeless).
+# synth's ground truth still agree on the calls (64 KiB, timeless; and on
+# the exit-heavy recording below, 256 KiB, timed).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 code_vs_perf
@@ -57,7 +58,8 @@ calls_agree bounded "--call-depth recording"
 # 256 KiB of one exit-heavy vCPU (seeds 1..3), 17..20 now.  A host walk
 # that lost its way restarts (TIP.PGE) where the handler returns to, and a
 # decoder's stack pops to it there (restarting at the handler's call left
-# the lost walk's frames: 2,075..2,220 deep with the new stub).
+# the lost walk's frames: 393..467 deep; the old synth - the host's stack
+# emptied at exits, restarts at vmx_vmexit - with the new stub 2,075..2,220).
 code_recording exits 256K --vcpus 1 --host-steps 6 --seed 1 --call-depth 16 || finish
 exits=$(max_depth "$TMP/exits.data")
 check "exit-heavy, 256 KiB of one vCPU: deepest $exits frames, under 60" test "$exits" -lt 60

@@ -38,6 +38,8 @@ struct VtSynthCode {
 	guint depth_limit;       /* from this call depth on, paths without calls first (0: none) */
 	const guint64 *funcs;
 	guint nfuncs;
+	guint64 excluded[4];     /* never picked (vt_synth_code_exclude) */
+	guint nexcluded;
 	/* per level: the current distance search and its frontiers (CodeInsn*,
 	 * reused; a search at level L asks only level L - 1 meanwhile) */
 	guint32 search[NOCALL + 1];
@@ -137,6 +139,29 @@ void vt_synth_code_bound_depth(VtSynthCode *c, guint depth)
 	c->depth_limit = depth;
 }
 
+gboolean vt_synth_code_exclude(VtSynthCode *c, guint64 f)
+{
+	if (c->nexcluded == G_N_ELEMENTS(c->excluded))
+		return FALSE;
+	c->excluded[c->nexcluded++] = f;
+	return TRUE;
+}
+
+/* A random function start (0: none but excluded ones). */
+static guint64 pick_one(VtSynthCode *c, GRand *rng)
+{
+	for (guint tries = 0; tries < 64; tries++) {
+		guint64 f = c->funcs[g_rand_int_range(rng, 0, (gint32)c->nfuncs)];
+		guint k = 0;
+
+		while (k < c->nexcluded && c->excluded[k] != f)
+			k++;
+		if (k == c->nexcluded)
+			return f;
+	}
+	return 0;
+}
+
 /* A function start from which a return is reachable (not a halt loop,
  * not a BUG()), if one turns up within a few tries. */
 guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng)
@@ -144,8 +169,8 @@ guint64 vt_synth_code_pick(VtSynthCode *c, GRand *rng)
 	guint64 f = 0;
 
 	for (int i = 0; i < 20 && c->nfuncs; i++) {
-		f = c->funcs[g_rand_int_range(rng, 0, (gint32)c->nfuncs)];
-		if (dist_to_return(c, f) != DIST_INF)
+		f = pick_one(c, rng);
+		if (f && dist_to_return(c, f) != DIST_INF)
 			break;
 	}
 	return f;
@@ -157,8 +182,8 @@ guint64 vt_synth_code_pick_short(VtSynthCode *c, GRand *rng, guint insns)
 	int best_d = DIST_INF;
 
 	for (int i = 0; i < 64 && c->nfuncs; i++) {
-		guint64 f = c->funcs[g_rand_int_range(rng, 0, (gint32)c->nfuncs)];
-		int d = dist_level(c, f, NOCALL);
+		guint64 f = pick_one(c, rng);
+		int d = f ? dist_level(c, f, NOCALL) : DIST_INF;
 
 		if (d < best_d) {
 			best = f;

@@ -54,6 +54,9 @@ VtSynthCode *vt_synth_code_new(VtDecodeImage *img);
 void vt_synth_code_bound_depth(VtSynthCode *c, guint depth);
 void vt_synth_code_free(VtSynthCode *c);
 
+/* Function start f is never a random pick (an indirect branch's target, a
+ * replaced return's): FALSE when no more can be excluded (4). */
+gboolean vt_synth_code_exclude(VtSynthCode *c, guint64 f);
 /* The return address of the call at ip (0: no call there). */
 guint64 vt_synth_code_after_call(VtSynthCode *c, guint64 ip);
 void vt_synth_ctx_init(VtSynthCtx *ctx, guint64 ip);

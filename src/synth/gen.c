@@ -171,7 +171,6 @@ typedef struct {
 	/* real code (cfg->host_code): the host's walk on this CPU, TNT bits
 	 * not yet written, a VMPTRLD to report */
 	VtSynthCtx host;
-	GArray *host_at_entry;       /* the host's call stack at the last VM entry (guint64) */
 	guint32 tnt_bits;
 	guint tnt_n;
 	gboolean vmcs_dirty;
@@ -920,8 +919,6 @@ static void code_vm_entry(Gen *g, Queue *q)
 		pkt_vmcs(g, q, vt_synth_vmcs(q->vcpu));
 	q->vmcs_dirty = FALSE;
 	q->in_guest = TRUE;
-	g_array_set_size(q->host_at_entry, 0);
-	g_array_append_vals(q->host_at_entry, q->host.stack->data, q->host.stack->len);
 	vt_synth_ctx_flush_comp(&q->host);
 	vt_synth_ctx_flush_comp(gc);
 	pkt_pip(g, q, cur_cr3(g, q), TRUE);
@@ -966,8 +963,8 @@ static void code_vm_exit(Gen *g, Queue *q, guint64 resume)
 	if (!g->cfg->call_depth && resume != gc->ip && resume != gc->ip + 1)
 		g_array_set_size(gc->stack, 0);
 	gc->ip = resume;
-	g_array_set_size(q->host.stack, 0);   /* as at the entry: the VMCS's host RSP */
-	g_array_append_vals(q->host.stack, q->host_at_entry->data, q->host_at_entry->len);
+	/* the host's call stack as at the entry (the VMCS's host RSP: nothing
+	 * ran on it meanwhile), so vmx_vmexit's return finds its caller */
 	q->host.top_replaced = FALSE;
 	q->host.ip = g->vmexit_ip;
 	vt_synth_ctx_flush_comp(&q->host);
@@ -1384,6 +1381,13 @@ static gboolean code_open(Gen *g, GError **error)
 	g->host_home = vt_synth_code_after_call(g->hc, g->host_start);
 	if (!g->host_home)
 		g->host_home = g->host_start;
+	/* KVM's own code is entered only from the run loop: never a random
+	 * function (an indirect call into vmx_vcpu_run nested a run loop that
+	 * never returned, one into __vmx_vcpu_run entered the guest from any
+	 * depth) */
+	vt_synth_code_exclude(g->hc, g->vmexit_ip);
+	vt_synth_code_exclude(g->hc, g->host_start);
+	vt_synth_code_exclude(g->hc, vt_decode_image_lookup(g->host_img, "__vmx_vcpu_run"));
 	g->gc = vt_synth_code_new(g->guest_img);
 	if (c->call_depth) {
 		vt_synth_code_bound_depth(g->hc, c->call_depth);
@@ -1548,7 +1552,6 @@ gboolean vt_synth_generate(const VtSynthConfig *cfg, const char *out, gboolean a
 		q->slice = 0;
 		if (code_mode(&g)) {
 			vt_synth_ctx_init(&q->host, g.host_start);
-			q->host_at_entry = g_array_new(FALSE, FALSE, sizeof(guint64));
 			q->host_budget = code_host_budget(&g, q);
 		}
 		if (!q->enc) {
@@ -1751,8 +1754,6 @@ out_free:
 			if (qs[i].fix)
 				g_array_free(qs[i].fix, TRUE);
 			vt_synth_ctx_clear(&qs[i].host);
-			if (qs[i].host_at_entry)
-				g_array_free(qs[i].host_at_entry, TRUE);
 		}
 		g_free(qs);
 		g_free(pt_ids);
