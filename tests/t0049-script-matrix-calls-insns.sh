@@ -11,7 +11,7 @@
 # depth aside).  The sanitizer build runs two rows.  8 vCPUs in 128 KiB:
 # a vCPU may have no PSB+ in the guest (no guest TSC packet: correlate
 # cannot learn its offset - exit 5); seed 5 gives each one (session 33's
-# synth: seeds 1, 3, 4 and 6 leave one or two without).
+# synth: seeds 1, 3, 4 and 6 left one or two without when it was chosen).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_perf
