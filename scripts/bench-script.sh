@@ -24,12 +24,13 @@
 # made with `vmtrace synth --host-code --guest-code --call-depth 16` (the
 # Debian kernel, as the tests build it: tests/guest-image.sh,
 # kernel-code.py, trim-kcore; a shallow call stack as a real kernel's -
-# without it the walk's calls pile up and the calls rows measured kilobytes
-# of indentation per line through the pipe, not decoding; since session 33
-# a KVM stub shaped as Linux 6.1's, whose vmx_vmexit returns to its caller
-# as the real one does, so that perf's call stack drops the guest's frames
-# at every exit - before it, exits left them there for good and exit-heavy
-# 4 MiB printed 1.3 KB a call-trace line) and corrected; for each mix and mode - branches (--itrace=b), calls
+# before session 33 the walk's calls piled up without it and the calls
+# rows measured kilobytes of indentation per line through the pipe, not
+# decoding; since session 33 a KVM stub after Linux 6.1's __vmx_vcpu_run,
+# whose vmx_vmexit returns to its caller as the real one does, so that
+# perf's call stack drops the guest's frames at every exit - before it,
+# exits left them there for good and exit-heavy 4 MiB printed 1.3 KB a
+# call-trace line) and corrected; for each mix and mode - branches (--itrace=b), calls
 # (--call-trace), instructions (--insn-trace) - both run RUNS times
 # (default 1) in the same run, timed by wait4's resource usage (RUSAGE_PY
 # in bench-lib.sh: milliseconds, where /usr/bin/time gives 10 ms - a cyc

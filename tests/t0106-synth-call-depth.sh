@@ -103,6 +103,24 @@ sys.exit(not (len(rows) > 1000 and into == 0))
 PY
 picks_rc=$?
 check "no branch from outside the stub into its functions (branches, such: $(cat "$TMP/picks"))" test $picks_rc -eq 0
+# host code without vmx_vcpu_run (an older stub's symbols): the walk
+# starts at vmx_vmexit, and - no call there - restarts there too
+mkdir "$TMP/nostart" && cp "$HOST_CODE"/* "$TMP/nostart/" &&
+	grep -v ' vmx_vcpu_run\|__vmx_vcpu_run' "$HOST_CODE/kallsyms" >"$TMP/nostart/kallsyms"
+"$VMTRACE" synth -o "$TMP/nostart.data" --size 64K --vcpus 1 --host-code "$TMP/nostart" \
+	--guest-code "$GUEST_CODE" --branches "$TMP/nostart.branches" >/dev/null 2>&1
+check "without vmx_vcpu_run: synth exit 0" test $? -eq 0
+"$PYTHON3" - "$TMP/nostart.branches" >"$TMP/nostart.out" 2>&1 <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if not l.startswith('#')]
+first = int(rows[0][3], 16) if rows else None
+begins = [int(r[4], 16) for r in rows if r[2] == 'trace-begin']
+print('%#x' % first if first else '-', len(begins), len(set(begins)))
+sys.exit(not (first == 0xffffffffc0a0000f and begins and set(begins) == {0xffffffffc0a0000f}))
+PY
+nostart_rc=$?
+check "... the walk starts and restarts at vmx_vmexit (first branch's source, restarts, their targets: $(cat "$TMP/nostart.out"))" \
+	test $nostart_rc -eq 0
 "$VMTRACE" synth -o "$TMP/x.data" --size 64K --call-depth 4 >/dev/null 2>&1
 check "--call-depth without real code: usage error (exit 2)" test $? -eq 2
 check "... nothing written" test ! -e "$TMP/x.data"
