@@ -445,6 +445,85 @@ static void remove_dir(const char *dir)
 	g_rmdir(dir);
 }
 
+/* vt_decode_pokes_code() through its memo as queue.c's walker reads
+ * poked pages: the memo alone answers (vt_decode_pokes_code_memo) only for
+ * its page, within its version's times and where the image has code on
+ * the whole page - never on a page a segment ends in - and every answer
+ * equals a fresh lookup's. */
+static void test_poke_memo(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	static guint8 whole[4096], part[100];
+	const guint64 w = 0xffffffff81000000ULL, pp = w + 0x1000, t0 = 1000;
+	const Seg segs[] = { { w, PF_R | PF_X, whole, sizeof(whole) }, { pp, PF_R | PF_X, part, sizeof(part) } };
+	g_autofree char *core = NULL, *ks = NULL;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(VtDecodeImage) img = NULL;
+	VtDecodePokes *p = vt_decode_pokes_new();
+	const guint8 nop = 0x90, int3 = 0xcc;
+	const struct {
+		guint64 addr, tsc;
+		gboolean from_memo;      /* the memo answers alone */
+	} reads[] = {
+		{ w + 1, t0 + 99, FALSE },      /* fills the memo: version 0 */
+		{ w + 2, t0 + 50, TRUE },
+		{ w, t0 + 99, TRUE },
+		{ w + 4095, t0, TRUE },
+		{ w + 1, t0 + 100, FALSE },     /* the next version's time */
+		{ w + 1, t0 + 150, TRUE },
+		{ w + 1, t0 + 10, FALSE },      /* back in version 0 */
+		{ pp + 1, t0 + 500, FALSE },    /* another page */
+		{ pp + 2, t0 + 500, FALSE },    /* never alone: no code on most of it */
+		{ w + 0x2000, t0 + 500, FALSE },   /* no code */
+		{ w + 1, t0 + 500, FALSE },
+		{ w + 7, t0 + 600, TRUE },
+	};
+	VtDecodePokeMemo memo = { .page = G_MAXUINT64 };
+	gsize avail = 0;
+	guint64 tag = 0;
+
+	memset(whole, 0x90, sizeof(whole));
+	memset(part, 0xc3, sizeof(part));
+	core = write_core(dir, "kcore", segs, G_N_ELEMENTS(segs), FALSE);
+	ks = write_text(dir, "kallsyms", "ffffffff81000000 T code\n");
+	img = vt_decode_image_load_dir(dir, "host", &err);
+	g_assert_no_error(err);
+	vt_decode_pokes_add(p, w + 1, &nop, &int3, 1, t0 + 100);
+	vt_decode_pokes_add(p, pp + 1, &part[0], &int3, 1, t0 + 300);
+	g_assert_true(vt_decode_image_set_pokes(img, p, &err));
+	g_assert_no_error(err);
+	for (guint i = 0; i < G_N_ELEMENTS(reads); i++) {
+		guint64 t_memo = 1, t_look = 3;
+		gsize a_memo = 0, a_look = 0;
+		VtDecodePokeMemo fresh = { .page = G_MAXUINT64 };
+		const guint8 *m = vt_decode_pokes_code_memo(&memo, reads[i].addr, reads[i].tsc, &a_memo, &t_memo);
+		const guint8 *c = vt_decode_pokes_code(p, img, reads[i].addr, reads[i].tsc, &avail, &tag, &memo);
+		const guint8 *l = vt_decode_pokes_code(p, img, reads[i].addr, reads[i].tsc, &a_look, &t_look, &fresh);
+
+		g_test_message("read %u at %#" G_GINT64_MODIFIER "x, time %" G_GUINT64_FORMAT, i, reads[i].addr,
+			       reads[i].tsc);
+		g_assert_cmpint(m != NULL, ==, reads[i].from_memo);
+		g_assert_true(c == l);
+		g_assert_cmpuint(avail, ==, a_look);
+		g_assert_cmphex(tag, ==, t_look);
+		if (m) {
+			g_assert_true(m == c);
+			g_assert_cmpuint(a_memo, ==, avail);
+			g_assert_cmphex(t_memo, ==, tag);
+		}
+	}
+	/* each version's bytes, through the memo; a page's code to its end */
+	g_assert_cmphex(vt_decode_pokes_code(p, img, w + 1, t0 + 99, &avail, &tag, &memo)[0], ==, 0x90);
+	g_assert_cmphex(vt_decode_pokes_code_memo(&memo, w + 1, t0 + 98, &avail, &tag)[0], ==, 0x90);
+	g_assert_null(vt_decode_pokes_code_memo(&memo, w + 1, t0 + 100, &avail, &tag));
+	g_assert_cmphex(vt_decode_pokes_code(p, img, w + 1, t0 + 100, &avail, &tag, &memo)[0], ==, 0xcc);
+	g_assert_cmphex(vt_decode_pokes_code_memo(&memo, w + 1, G_MAXUINT64 - 1, &avail, &tag)[0], ==, 0xcc);
+	g_assert_cmpuint(avail, ==, 4095);
+	g_assert_cmphex(vt_decode_pokes_code(p, img, pp + 1, t0 + 300, &avail, &tag, &memo)[0], ==, 0xcc);
+	g_assert_cmpuint(avail, ==, 99);
+	remove_dir(dir);
+}
+
 static VtDecodeImage *code_image(const char *dir, const char *name, const guint8 *code, gsize len)
 {
 	g_autofree char *sub = g_build_filename(dir, name, NULL);
@@ -2058,6 +2137,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/branch-time", test_branch_time);
 	g_test_add_func("/decode/perf-error", test_perf_error);
 	g_test_add_func("/decode/image", test_image);
+	g_test_add_func("/decode/poke-memo", test_poke_memo);
 	g_test_add_func("/decode/kallsyms-forms", test_kallsyms_forms);
 	g_test_add_func("/decode/symbol-index", test_symbol_index);
 	g_test_add_func("/decode/symbol-hint", test_symbol_hint);

@@ -60,6 +60,11 @@ typedef struct VtDecodeQueue Dec;
 
 #define MAX_PSB 8
 
+/* Poked pages whose version walk_code() keeps at hand, per image: a real
+ * boot's blocks on poked pages (more than half of them) hop between a
+ * few pages - with one, 10% of the reads looked the version up again. */
+#define POKE_MEMOS 8
+
 /* The instructions that end blocks, decoded once: a direct-mapped cache
  * (bounded: a trace that visits the whole kernel does not grow it). */
 #define CACHE_SIZE (1u << 15)
@@ -76,7 +81,7 @@ struct VtDecodeQueue {
 	VtDecodeImage *img[2];
 	VtDecodePokeView *view[2];       /* poked pages done with their pokes, in pi[] */
 	struct PokeCtx { Dec *d; const VtDecodeImage *img; } poke[2];   /* poke_read()'s */
-	VtDecodePokeMemo memo[2];        /* walk_code()'s poked page read last (host, guest) */
+	VtDecodePokeMemo memo[2][POKE_MEMOS];   /* walk_code()'s poked pages read last (host, guest; by page) */
 	VtDecodeCodeFunc code;           /* guest code not in img[1] (vt_decode_queue_set_code) */
 	gpointer code_ctx;
 	Cached *cache[2];                /* CACHE_SIZE instructions each, by ip */
@@ -953,6 +958,14 @@ static gboolean sync_next(Dec *d)
 	return TRUE;
 }
 
+/* walk_code()'s memos emptied. */
+static void memo_clear(Dec *d)
+{
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < POKE_MEMOS; k++)
+			d->memo[i][k].page = G_MAXUINT64;
+}
+
 /* The walker's code (walk.c): the bytes libipt's block decoder reads
  * through this queue's images (image.c's callback, guest_read(),
  * poke_read() and the poked pages' sections) at time tsc; *tag: 0 for an
@@ -967,12 +980,16 @@ static const guint8 *walk_code(gpointer ctx, int src, guint64 ip, guint64 tsc, g
 	*tag = 0;
 	*avail = 0;
 	if (d->view[src]) {
-		const VtDecodePokes *p = vt_decode_image_pokes(img);
+		const VtDecodePokes *p;
+		VtDecodePokeMemo *memo = &d->memo[src][(ip / 4096) % POKE_MEMOS];
 
 		/* a poked page: its version's bytes where they are kept, to the
 		 * page's end (a copy of 16 bytes and a hash lookup per block and
 		 * per instruction walked were a third of a real boot's decode) */
-		if ((code = vt_decode_pokes_code(p, img, ip, tsc, avail, tag, &d->memo[src])) || *tag)
+		if ((code = vt_decode_pokes_code_memo(memo, ip, tsc, avail, tag)))
+			return code;
+		p = vt_decode_image_pokes(img);
+		if ((code = vt_decode_pokes_code(p, img, ip, tsc, avail, tag, memo)) || *tag)
 			return code;
 		if ((code = vt_decode_image_code(img, ip, avail))) {
 			guint64 next = vt_decode_pokes_next_page(p, ip / 4096 + 1, (ip + *avail - 1) / 4096);
@@ -1194,7 +1211,7 @@ static Dec *dec_new(VtDecodeReadFunc read, gpointer ctx, GDestroyNotify ctx_free
 	d->cpu = *cpu;
 	d->img[0] = host;
 	d->img[1] = guest ? guest : host;
-	d->memo[0].page = d->memo[1].page = G_MAXUINT64;
+	memo_clear(d);
 	d->pi[0] = vt_decode_image_new_pt(host, error);
 	d->pi[1] = d->pi[0] ? vt_decode_image_new_pt(d->img[1], error) : NULL;
 	for (int i = 0; i < 2 && d->pi[1]; i++)
@@ -1260,7 +1277,7 @@ static void state_reset(Dec *d)
 	memcpy(d->view, k.view, sizeof(d->view));
 	memcpy(d->poke, k.poke, sizeof(d->poke));
 	memcpy(d->cache, k.cache, sizeof(d->cache));
-	d->memo[0].page = d->memo[1].page = G_MAXUINT64;
+	memo_clear(d);
 	d->last_psb = G_MAXUINT64;
 	d->power = k.power;
 	d->flow_end = k.flow_end;

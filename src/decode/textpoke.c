@@ -492,6 +492,8 @@ const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *
 		memo->hi = v + 1 < pg->n ? g_array_index(p->vers, Version, pg->v0 + v + 1).tsc : G_MAXUINT64;
 		memo->tag = pg->v0 + v + 1;
 		memo->bytes = p->mem->data + g_array_index(p->vers, Version, pg->v0 + v).off;
+		memo->whole = vt_decode_image_code(img, page * PAGE, avail) && *avail >= PAGE;
+		*avail = 0;
 	}
 	if (!(code = vt_decode_image_code(img, addr, avail)))
 		return NULL;
