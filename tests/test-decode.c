@@ -453,9 +453,13 @@ static void remove_dir(const char *dir)
 static void test_poke_memo(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
-	static guint8 whole[4096], part[100];
-	const guint64 w = 0xffffffff81000000ULL, pp = w + 0x1000, t0 = 1000;
-	const Seg segs[] = { { w, PF_R | PF_X, whole, sizeof(whole) }, { pp, PF_R | PF_X, part, sizeof(part) } };
+	static guint8 whole[4096], part[100], mid[4096];
+	/* pages: w whole, pp with code on its first 100 bytes, mp from
+	 * 0x800 on (and the next page), w8 whole (the same slot of
+	 * queue.c's 8 memos as w) */
+	const guint64 w = 0xffffffff81000000ULL, pp = w + 0x1000, mp = w + 0x3000, w8 = w + 0x8000, t0 = 1000;
+	const Seg segs[] = { { w, PF_R | PF_X, whole, sizeof(whole) }, { pp, PF_R | PF_X, part, sizeof(part) },
+			     { mp + 0x800, PF_R | PF_X, mid, sizeof(mid) }, { w8, PF_R | PF_X, whole, sizeof(whole) } };
 	g_autofree char *core = NULL, *ks = NULL;
 	g_autoptr(GError) err = NULL;
 	g_autoptr(VtDecodeImage) img = NULL;
@@ -470,6 +474,7 @@ static void test_poke_memo(void)
 		{ w, t0 + 99, TRUE },
 		{ w + 4095, t0, TRUE },
 		{ w + 1, t0 + 100, FALSE },     /* the next version's time */
+		{ w + 3, t0 + 100, TRUE },      /* (its first) */
 		{ w + 1, t0 + 150, TRUE },
 		{ w + 1, t0 + 10, FALSE },      /* back in version 0 */
 		{ pp + 1, t0 + 500, FALSE },    /* another page */
@@ -477,19 +482,30 @@ static void test_poke_memo(void)
 		{ w + 0x2000, t0 + 500, FALSE },   /* no code */
 		{ w + 1, t0 + 500, FALSE },
 		{ w + 7, t0 + 600, TRUE },
+		{ w + 0x2000, t0 + 600, FALSE },   /* another page, its time in the memo's */
+		{ w8 + 1, t0 + 600, FALSE },    /* another whole poked page */
+		{ w8 + 2, t0 + 600, TRUE },
+		{ w + 1, t0 + 600, FALSE },     /* not the memo's page */
+		{ mp + 0x900, t0 + 600, FALSE },   /* a page whose code starts in it */
+		{ mp + 0x901, t0 + 600, FALSE },
+		{ mp + 0x10, t0 + 600, FALSE },
 	};
 	VtDecodePokeMemo memo = { .page = G_MAXUINT64 };
+	const guint8 *code;
 	gsize avail = 0;
 	guint64 tag = 0;
 
 	memset(whole, 0x90, sizeof(whole));
 	memset(part, 0xc3, sizeof(part));
+	memset(mid, 0x90, sizeof(mid));
 	core = write_core(dir, "kcore", segs, G_N_ELEMENTS(segs), FALSE);
 	ks = write_text(dir, "kallsyms", "ffffffff81000000 T code\n");
 	img = vt_decode_image_load_dir(dir, "host", &err);
 	g_assert_no_error(err);
 	vt_decode_pokes_add(p, w + 1, &nop, &int3, 1, t0 + 100);
 	vt_decode_pokes_add(p, pp + 1, &part[0], &int3, 1, t0 + 300);
+	vt_decode_pokes_add(p, w8 + 1, &nop, &int3, 1, t0 + 300);
+	vt_decode_pokes_add(p, mp + 0x900, &nop, &int3, 1, t0 + 300);
 	g_assert_true(vt_decode_image_set_pokes(img, p, &err));
 	g_assert_no_error(err);
 	for (guint i = 0; i < G_N_ELEMENTS(reads); i++) {
@@ -513,14 +529,25 @@ static void test_poke_memo(void)
 		}
 	}
 	/* each version's bytes, through the memo; a page's code to its end */
-	g_assert_cmphex(vt_decode_pokes_code(p, img, w + 1, t0 + 99, &avail, &tag, &memo)[0], ==, 0x90);
-	g_assert_cmphex(vt_decode_pokes_code_memo(&memo, w + 1, t0 + 98, &avail, &tag)[0], ==, 0x90);
+	code = vt_decode_pokes_code(p, img, w + 1, t0 + 99, &avail, &tag, &memo);
+	g_assert_nonnull(code);
+	g_assert_cmphex(code[0], ==, 0x90);
+	code = vt_decode_pokes_code_memo(&memo, w + 1, t0 + 98, &avail, &tag);
+	g_assert_nonnull(code);
+	g_assert_cmphex(code[0], ==, 0x90);
 	g_assert_null(vt_decode_pokes_code_memo(&memo, w + 1, t0 + 100, &avail, &tag));
-	g_assert_cmphex(vt_decode_pokes_code(p, img, w + 1, t0 + 100, &avail, &tag, &memo)[0], ==, 0xcc);
-	g_assert_cmphex(vt_decode_pokes_code_memo(&memo, w + 1, G_MAXUINT64 - 1, &avail, &tag)[0], ==, 0xcc);
+	code = vt_decode_pokes_code(p, img, w + 1, t0 + 100, &avail, &tag, &memo);
+	g_assert_nonnull(code);
+	g_assert_cmphex(code[0], ==, 0xcc);
+	code = vt_decode_pokes_code_memo(&memo, w + 1, G_MAXUINT64 - 1, &avail, &tag);
+	g_assert_nonnull(code);
+	g_assert_cmphex(code[0], ==, 0xcc);
 	g_assert_cmpuint(avail, ==, 4095);
-	g_assert_cmphex(vt_decode_pokes_code(p, img, pp + 1, t0 + 300, &avail, &tag, &memo)[0], ==, 0xcc);
+	code = vt_decode_pokes_code(p, img, pp + 1, t0 + 300, &avail, &tag, &memo);
+	g_assert_nonnull(code);
+	g_assert_cmphex(code[0], ==, 0xcc);
 	g_assert_cmpuint(avail, ==, 99);
+	g_assert_null(vt_decode_pokes_code(p, img, mp + 0x10, t0 + 300, &avail, &tag, &memo));
 	remove_dir(dir);
 }
 

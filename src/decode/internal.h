@@ -128,27 +128,29 @@ gboolean vt_decode_pokes_add_sections(VtDecodePokes *p, const VtDecodeImage *img
 /* The bytes at addr on a poked page at time tsc, where its version keeps
  * them (no copy): up to the page's end, *avail of them, *tag the version
  * (as vt_decode_pokes_read_tag names a read of one page); NULL (*tag 0)
- * when the page is not poked or has no code at addr.  memo: the caller's
- * (one per thread, image and page: page G_MAXUINT64 at first) - reads of
- * a page within one version's times skip its lookup. */
+ * when the page is not poked or has no code at addr.  memo: one of the
+ * caller's (per thread and image - queue.c keeps 8 per image, by page;
+ * zeroed, page G_MAXUINT64, at first) - reads of its page within one
+ * version's times skip the lookup.  The image must not change (attach,
+ * relocate) while memos of it are in use. */
 typedef struct {
 	guint64 page;            /* the poked page read last (G_MAXUINT64: none), */
 	guint64 lo, hi;          /* the times its version holds, [lo, hi), */
 	guint64 tag;             /* that version */
 	const guint8 *bytes;     /* and its bytes */
-	gboolean whole;          /* the image has code on all of the page (one segment) */
+	gboolean whole;          /* the image has code on all of the page (one segment, its own or an attached image's) */
 } VtDecodePokeMemo;
 const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *img, guint64 addr, guint64 tsc,
 				   gsize *avail, guint64 *tag, VtDecodePokeMemo *memo);
 
 /* vt_decode_pokes_code() where memo answers alone (its page, the time in
  * its version's, code on all of the page), else NULL: what the walker
- * asks for at nearly every block on a poked page - a real boot's are
- * more than half of its blocks - without a call. */
+ * asks for at every block on a poked page without a call (the real
+ * boot's --call-trace: 6.99 M such reads for 12.2 M blocks). */
 static inline const guint8 *vt_decode_pokes_code_memo(const VtDecodePokeMemo *memo, guint64 addr, guint64 tsc,
 						      gsize *avail, guint64 *tag)
 {
-	if (!memo->whole || memo->page != addr / 4096 || tsc < memo->lo || tsc >= memo->hi)
+	if (memo->page != addr / 4096 || !memo->whole || tsc < memo->lo || tsc >= memo->hi)
 		return NULL;
 	*avail = 4096 - addr % 4096;
 	*tag = memo->tag;

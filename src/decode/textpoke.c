@@ -482,6 +482,7 @@ const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *
 	*tag = 0;
 	if (memo->page != page || tsc < memo->lo || tsc >= memo->hi) {
 		const Page *pg = page_get(p, page);
+		gsize page_avail = 0;
 		guint v;
 
 		if (!pg)
@@ -492,8 +493,7 @@ const guint8 *vt_decode_pokes_code(const VtDecodePokes *p, const VtDecodeImage *
 		memo->hi = v + 1 < pg->n ? g_array_index(p->vers, Version, pg->v0 + v + 1).tsc : G_MAXUINT64;
 		memo->tag = pg->v0 + v + 1;
 		memo->bytes = p->mem->data + g_array_index(p->vers, Version, pg->v0 + v).off;
-		memo->whole = vt_decode_image_code(img, page * PAGE, avail) && *avail >= PAGE;
-		*avail = 0;
+		memo->whole = vt_decode_image_code(img, page * PAGE, &page_avail) && page_avail >= PAGE;
 	}
 	if (!(code = vt_decode_image_code(img, addr, avail)))
 		return NULL;
