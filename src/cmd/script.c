@@ -1915,6 +1915,24 @@ static gboolean call_keep_applies(const Script *s)
 	       vt_decode_result_threads_apart(s->result);
 }
 
+/* Do no lines need plain jumps (VT_BRANCH_JUMP: flags BRANCH and
+ * CONDITIONAL at most)?  --itrace=e, c, r and their mixes without b
+ * print none, and nothing else reads them there (instruction lines,
+ * IPC's counts and power events' places do): the decoder then drops
+ * them, joining the blocks between them - the real boot's --itrace=e
+ * took more CPU than its call trace (720 vs 669 ms), every jump handed
+ * to a formatter that printed nothing.  (Call traces drop them where
+ * each thread is one queue's - call_keep_applies(): a thread's stack is
+ * cut where its branches come from another queue, jumps too.) */
+static gboolean jumps_unseen(const Script *s)
+{
+	const guint32 jump = VT_PERF_FLAG_BRANCH | VT_PERF_FLAG_CONDITIONAL;
+
+	if (s->stacks || s->o->insn_trace || s->o->power || (s->o->field_mask & F_IPC))
+		return FALSE;
+	return !s->o->branches || (s->show_flags && !(s->show_flags & jump));
+}
+
 /* Printing in the decoding threads, unless something prints across
  * queues (call traces can where each host thread is one queue's: its
  * stack is then the queue's printer's, and only the padding is left for
@@ -2017,6 +2035,8 @@ static void report(Script *s)
 		vt_decode_result_cycles(s->result);
 	if (s->o->insn_trace)         /* (formatting is the work: ranges cost more than they gave) */
 		vt_decode_result_ahead_max(s->result, 1);
+	if (jumps_unseen(s))
+		vt_decode_result_drop_jumps(s->result);
 	if (print_in_threads(s)) {
 		s->out = vt_textbuf_new(stdout, 1 << 20);
 		s->records = s->stacks != NULL;
@@ -2046,6 +2066,8 @@ static void report(Script *s)
 			a.decoders);
 		vt_warn("script", "%" G_GUINT64_FORMAT " jobs formatted apart, by at most %u threads a queue", a.jobs,
 			a.formers);
+		vt_warn("script", "plain jumps %s", vt_decode_result_drops_jumps(s->result) ?
+			"dropped in the decoders" : "made");
 	}
 	if (s->json)
 		vt_json_free(s->json);

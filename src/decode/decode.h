@@ -512,6 +512,8 @@ void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
  * decoder's state (times, counts) moves on as if they were made and
  * dropped. */
 void vt_decode_result_drop_jumps(VtDecodeResult *r);
+/* Were jumps dropped (vt_decode_result_drop_jumps)? */
+gboolean vt_decode_result_drops_jumps(const VtDecodeResult *r);
 /* Before vt_decode_result_start: branches where perf takes an IPC sample
  * get VtBranch.ipc and the queue's CYC cycles (cycles.c; none in traces
  * without CYC packets). */

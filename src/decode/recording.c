@@ -144,6 +144,7 @@ struct VtDecodeResult {
 	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
 	const VtDecodeGuestUser *guest_user;   /* its user code per process (options) */
 	gboolean started;         /* the queues' threads run */
+	gboolean drops_jumps;     /* vt_decode_result_drop_jumps */
 	gboolean formatting;      /* started with a formatter: text, not branches */
 	VtDecodeFormatter fmt;
 	VtDecodeKeep keep;        /* branches the reader wants (NULL: all) */
@@ -1704,6 +1705,12 @@ void vt_decode_result_drop_jumps(VtDecodeResult *r)
 	g_return_if_fail(!r->started);
 	for (guint i = 0; i < r->n; i++)
 		vt_decode_queue_set_drop_jumps(r->qs[i].dec, TRUE);
+	r->drops_jumps = TRUE;
+}
+
+gboolean vt_decode_result_drops_jumps(const VtDecodeResult *r)
+{
+	return r->drops_jumps;
 }
 
 void vt_decode_result_cycles(VtDecodeResult *r)
