@@ -872,6 +872,150 @@ static void test_join(void)
 	remove_dir(dir);
 }
 
+/* A PSB+ inside test_join's loop, in each of its walks: after its jz
+ * (not taken; its bit read with the walk before's ret), one nop on, with
+ * its status packets - MODE.Exec, PIP (NR: host and guest by turns), FUP
+ * at the second nop - and no CBR.  The PSB+'s events bind to the middle of
+ * a block the table has; libipt hands them out but the last without
+ * moving on in the trace, so a joined run must stop where an event waits,
+ * as the walk without joins stops there (it went on, applying the PIP
+ * blocks later: the call after it in the wrong machine): the same
+ * branches less the jumps, every field but the instruction counts (and
+ * the flow end's AUX offset: the step after the PSB+ joins further), and
+ * no error. */
+static void test_join_psb(void)
+{
+	static const guint8 code[0x30] = {
+		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
+		0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
+		[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
+	};
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	guint8 trace[4096];
+	gsize len;
+	guint64 joined_kept, joined;
+	GArray *kept, *dropped;
+	guint n = 0, errors = 0, rets = 0;
+	Enc e;
+	struct pt_config cfg;
+	guint32 seed = 777;
+
+	pt_config_init(&cfg);
+	cfg.begin = e.buf;
+	cfg.end = e.buf + sizeof(e.buf);
+	e.enc = pt_alloc_encoder(&cfg);
+	put(&e, (struct pt_packet){ .type = ppt_psb });
+	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 1000000 });
+	put_mode64(&e);
+	put_pip(&e, HOST_CR3, FALSE);
+	put_ip(&e, ppt_fup, CODE);
+	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	for (guint walk = 0; walk < 8; walk++) {
+		struct pt_packet tnt = { .type = ppt_tnt_8 }, rest = { .type = ppt_tnt_8 };
+
+		/* the last walk's ret (compressed, taken) and this one's jz (not
+		 * taken) in one packet: libipt reads on to the PSB+ at the ret */
+		tnt.payload.tnt.bit_size = walk ? 2 : 1;
+		tnt.payload.tnt.payload = walk ? 2 : 0;
+		put(&e, tnt);
+		put(&e, (struct pt_packet){ .type = ppt_psb });
+		put_mode64(&e);
+		put_pip(&e, HOST_CR3, walk % 2);   /* (host, guest by turns: where the branches are) */
+		put_ip(&e, ppt_fup, CODE + 5);
+		put(&e, (struct pt_packet){ .type = ppt_psbend });
+		rest.payload.tnt.bit_size = 3;   /* jnz; g: jz, jnz */
+		for (guint k = 0; k < 3; k++) {
+			seed = seed * 1103515245u + 12345u;
+			rest.payload.tnt.payload = rest.payload.tnt.payload << 1 | ((seed >> 20) & 1);
+		}
+		put(&e, rest);
+	}
+	put(&e, (struct pt_packet){ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 1, .payload = 1 } });   /* the ret */
+	len = enc_finish(&e, trace, sizeof(trace));
+	kept = decode_join(trace, len, img, FALSE, &joined_kept);
+	dropped = decode_join(trace, len, img, TRUE, &joined);
+	g_assert_cmpuint(joined, >, 8);
+	for (guint i = 0; i < kept->len; i++) {
+		VtBranch a = g_array_index(kept, VtBranch, i), b;
+
+		if (a.kind == VT_BRANCH_JUMP)
+			continue;
+		g_assert_cmpuint(n, <, dropped->len);
+		b = g_array_index(dropped, VtBranch, n++);
+		g_test_message("branch %u: %s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER "x tsc %" G_GUINT64_FORMAT
+			       " off %" G_GUINT64_FORMAT " kind %u/%u; joined: %s %#" G_GINT64_MODIFIER "x -> %#"
+			       G_GINT64_MODIFIER "x tsc %" G_GUINT64_FORMAT " off %" G_GUINT64_FORMAT " kind %u/%u", i,
+			       vt_branch_kind_name(a.kind), a.from, a.to, a.tsc, a.offset, a.insn_kind, a.insn_len,
+			       vt_branch_kind_name(b.kind), b.from, b.to, b.tsc, b.offset, b.insn_kind, b.insn_len);
+		a.insns = b.insns = 0;   /* (a dropped jump's go to the next record) */
+		if (a.kind == VT_BRANCH_FLOW_END)
+			a.offset = b.offset = 0;   /* (the step's that follows the PSB+: one joined further) */
+		g_assert_cmpmem(&a, sizeof(a), &b, sizeof(b));
+		errors += a.kind == VT_BRANCH_ERROR;
+		rets += a.kind == VT_BRANCH_RETURN;
+	}
+	g_assert_cmpuint(n, ==, dropped->len);
+	g_assert_cmpuint(errors, ==, 0);
+	g_assert_cmpuint(rets, ==, 8);
+	g_array_free(kept, TRUE);
+	g_array_free(dropped, TRUE);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
+/* A walk that never ends (a ring of three direct jumps after a PSB+,
+ * nothing more in the trace) is perf's error 10 after NO_PROGRESS_LIMIT
+ * blocks - at the same block, so the same ip, whether blocks are joined
+ * or not, the block table cold or warm. */
+static void test_join_loop(void)
+{
+	static const guint8 code[0x10] = { 0xeb, 0x00, 0xeb, 0x00, 0xeb, 0xfa };   /* 0x1000: jmp; 0x1002: jmp; 0x1004: jmp 0x1000 */
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	guint8 trace[256];
+	gsize len;
+	Enc e;
+	struct pt_config cfg;
+	guint64 ip[4] = { 0 };
+
+	pt_config_init(&cfg);
+	cfg.begin = e.buf;
+	cfg.end = e.buf + sizeof(e.buf);
+	e.enc = pt_alloc_encoder(&cfg);
+	put(&e, (struct pt_packet){ .type = ppt_psb });
+	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 1000000 });
+	put_mode64(&e);
+	put_pip(&e, HOST_CR3, FALSE);
+	put_ip(&e, ppt_fup, CODE);
+	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	put_ip(&e, ppt_tip, CODE);       /* (trace that the walk never asks for: not its end) */
+	len = enc_finish(&e, trace, sizeof(trace));
+	for (guint k = 0; k < 4; k++) {   /* kept, dropped (cold and warm), kept (warm) */
+		guint64 joined;
+		GArray *out = decode_join(trace, len, img, k == 1 || k == 2, &joined);
+		guint errs = 0;
+
+		for (guint i = 0; i < out->len; i++) {
+			const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+			if (b->kind != VT_BRANCH_ERROR)
+				continue;
+			g_assert_cmpint(b->code, ==, VT_DECODE_ERR_LOOP);
+			ip[k] = b->from;
+			errs++;
+		}
+		g_test_message("decode %u: error at %#" G_GINT64_MODIFIER "x, %" G_GUINT64_FORMAT " blocks joined", k,
+			       ip[k], joined);
+		g_assert_cmpuint(errs, ==, 1);
+		g_array_free(out, TRUE);
+	}
+	for (guint k = 1; k < 4; k++)
+		g_assert_cmphex(ip[k], ==, ip[0]);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
 /* A queue decoded in ranges (vt_decode_queue_range: each range's decoder
  * warms up on the PSB segment before it, muted) gives what its decoder
  * from the start gives, branch for branch, every field - once the times
@@ -2173,6 +2317,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/nr-switch", test_nr_switch);
 	g_test_add_func("/decode/insns", test_insns);
 	g_test_add_func("/decode/join", test_join);
+	g_test_add_func("/decode/join-psb", test_join_psb);
+	g_test_add_func("/decode/join-loop", test_join_loop);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);
 	g_test_add_func("/decode/populate", test_populate);

@@ -1916,11 +1916,12 @@ static gboolean call_keep_applies(const Script *s)
 }
 
 /* Do no lines need plain jumps (VT_BRANCH_JUMP: flags BRANCH and
- * CONDITIONAL at most)?  --itrace=e, c, r and their mixes without b
- * print none, and nothing else reads them there (instruction lines,
- * IPC's counts and power events' places do): the decoder then drops
+ * CONDITIONAL at most)?  --itrace=e, c, r and their mixes, with b or not
+ * (b with c or r shows calls and returns only), print none, and nothing
+ * else reads them there (instruction lines, IPC's counts and power
+ * events' places do - IPC left out to be safe): the decoder then drops
  * them, joining the blocks between them - the real boot's --itrace=e
- * took more CPU than its call trace (720 vs 669 ms), every jump handed
+ * took more CPU than its call trace (730 vs 700 ms), every jump handed
  * to a formatter that printed nothing.  (Call traces drop them where
  * each thread is one queue's - call_keep_applies(): a thread's stack is
  * cut where its branches come from another queue, jumps too.) */

@@ -508,9 +508,9 @@ typedef gboolean (*VtDecodeKeep)(gpointer data, const VtBranch *b);
 void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
 /* Before vt_decode_result_start: plain jumps (VT_BRANCH_JUMP - jumps and
  * taken conditional jumps, synchronous) are not even made, for a reader
- * whose keep() drops them all (call traces: 3 of 4 branches); the
- * decoder's state (times, counts) moves on as if they were made and
- * dropped. */
+ * that would drop them all (call traces: 3 of 4 branches; --itrace
+ * without jump lines); the decoder's state (times, counts) moves on as
+ * if they were made and dropped. */
 void vt_decode_result_drop_jumps(VtDecodeResult *r);
 /* Were jumps dropped (vt_decode_result_drop_jumps)? */
 gboolean vt_decode_result_drops_jumps(const VtDecodeResult *r);

@@ -928,7 +928,13 @@ static int step(Dec *d, int status)
 		error_ip(d, &blk, status);
 		return status;
 	}
-	d->stuck = off == d->last_off ? d->stuck + 1 + run.blocks : 0;
+	/* blocks walked since the trace last moved on, as one block a step
+	 * counts them: the blocks joined to the first began where it did
+	 * (run.off: the walker joins only while libipt stays there) */
+	if (run.blocks)
+		d->stuck = off == run.off ? (run.off == d->last_off ? d->stuck + 1 : 0) + run.blocks : 0;
+	else
+		d->stuck = off == d->last_off ? d->stuck + 1 : 0;
 	d->joined += run.blocks;
 	d->last_off = off;
 	return d->stuck > NO_PROGRESS_LIMIT ? -VT_DECODE_ERR_LOOP : status;

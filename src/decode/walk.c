@@ -1132,7 +1132,7 @@ static int proceed(VtWalk *w, struct pt_block *block)
 	if (status < 0)
 		return status;
 	status = trailing_event(w);
-	w->joinable = status == 0;
+	w->joinable = status == 0 && !w->process_event;   /* (an event waits for an IP ahead: walk to it) */
 	return status;
 }
 
@@ -1232,7 +1232,7 @@ int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun 
 		status = block_end(w, &w->last, tag);
 		if (status == 0)
 			status = trailing_event(w);
-		w->joinable = status == 0;
+		w->joinable = status == 0 && !w->process_event;
 	}
 	return status;
 }
