@@ -352,6 +352,17 @@ static gsize enc_finish(Enc *e, guint8 *out, gsize cap)
 	return (gsize)off;
 }
 
+/* An encoder into e->buf. */
+static void enc_start(Enc *e)
+{
+	struct pt_config cfg;
+
+	pt_config_init(&cfg);
+	cfg.begin = e->buf;
+	cfg.end = e->buf + sizeof(e->buf);
+	e->enc = pt_alloc_encoder(&cfg);
+}
+
 static void put(Enc *e, struct pt_packet p)
 {
 	g_assert_cmpint(pt_enc_next(e->enc, &p), >, 0);
@@ -814,15 +825,17 @@ static GArray *decode_join(const guint8 *trace, gsize len, VtDecodeImage *img, g
 	return out;
 }
 
+/* test_join's loop (above) */
+static const guint8 join_code[0x30] = {
+	0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
+	0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
+	[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
+};
+
 static void test_join(void)
 {
-	static const guint8 code[0x30] = {
-		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
-		0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
-		[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
-	};
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
-	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	VtDecodeImage *img = code_image(dir, "host", join_code, sizeof(join_code));
 	guint8 trace[4096];
 	gsize len = write_join_trace(trace, sizeof(trace));
 	guint64 joined_kept, joined;
@@ -872,45 +885,43 @@ static void test_join(void)
 	remove_dir(dir);
 }
 
+/* A PSB+ with a TSC (tsc 0: none), MODE.Exec 64-bit, a PIP (nr: in a
+ * guest) and a FUP at fup - no CBR. */
+static void put_psb_plus(Enc *e, guint64 tsc, gboolean nr, guint64 fup)
+{
+	put(e, (struct pt_packet){ .type = ppt_psb });
+	if (tsc)
+		put(e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	put_mode64(e);
+	put_pip(e, HOST_CR3, nr);
+	put_ip(e, ppt_fup, fup);
+	put(e, (struct pt_packet){ .type = ppt_psbend });
+}
+
 /* A PSB+ inside test_join's loop, in each of its walks: after its jz
  * (not taken; its bit read with the walk before's ret), one nop on, with
  * its status packets - MODE.Exec, PIP (NR: host and guest by turns), FUP
  * at the second nop - and no CBR.  The PSB+'s events bind to the middle of
  * a block the table has; libipt hands them out but the last without
- * moving on in the trace, so a joined run must stop where an event waits,
- * as the walk without joins stops there (it went on, applying the PIP
- * blocks later: the call after it in the wrong machine): the same
- * branches less the jumps, every field but the instruction counts (and
- * the flow end's AUX offset: the step after the PSB+ joins further), and
- * no error. */
+ * moving on in the trace: a joined run went on past such an event (the
+ * walk without joins stops at its IP), and stops now - no output that
+ * differed was found either way.  The same branches less the jumps,
+ * every field but the instruction counts (and the flow end's AUX offset:
+ * the step after the PSB+ joins further), and no error. */
 static void test_join_psb(void)
 {
-	static const guint8 code[0x30] = {
-		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
-		0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
-		[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
-	};
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
-	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	VtDecodeImage *img = code_image(dir, "host", join_code, sizeof(join_code));
 	guint8 trace[4096];
 	gsize len;
 	guint64 joined_kept, joined;
 	GArray *kept, *dropped;
 	guint n = 0, errors = 0, rets = 0;
 	Enc e;
-	struct pt_config cfg;
 	guint32 seed = 777;
 
-	pt_config_init(&cfg);
-	cfg.begin = e.buf;
-	cfg.end = e.buf + sizeof(e.buf);
-	e.enc = pt_alloc_encoder(&cfg);
-	put(&e, (struct pt_packet){ .type = ppt_psb });
-	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 1000000 });
-	put_mode64(&e);
-	put_pip(&e, HOST_CR3, FALSE);
-	put_ip(&e, ppt_fup, CODE);
-	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	enc_start(&e);
+	put_psb_plus(&e, 1000000, FALSE, CODE);
 	for (guint walk = 0; walk < 8; walk++) {
 		struct pt_packet tnt = { .type = ppt_tnt_8 }, rest = { .type = ppt_tnt_8 };
 
@@ -919,11 +930,7 @@ static void test_join_psb(void)
 		tnt.payload.tnt.bit_size = walk ? 2 : 1;
 		tnt.payload.tnt.payload = walk ? 2 : 0;
 		put(&e, tnt);
-		put(&e, (struct pt_packet){ .type = ppt_psb });
-		put_mode64(&e);
-		put_pip(&e, HOST_CR3, walk % 2);   /* (host, guest by turns: where the branches are) */
-		put_ip(&e, ppt_fup, CODE + 5);
-		put(&e, (struct pt_packet){ .type = ppt_psbend });
+		put_psb_plus(&e, 0, walk % 2, CODE + 5);   /* (host, guest by turns: where the branches are) */
 		rest.payload.tnt.bit_size = 3;   /* jnz; g: jz, jnz */
 		for (guint k = 0; k < 3; k++) {
 			seed = seed * 1103515245u + 12345u;
@@ -976,19 +983,10 @@ static void test_join_loop(void)
 	guint8 trace[256];
 	gsize len;
 	Enc e;
-	struct pt_config cfg;
 	guint64 ip[4] = { 0 };
 
-	pt_config_init(&cfg);
-	cfg.begin = e.buf;
-	cfg.end = e.buf + sizeof(e.buf);
-	e.enc = pt_alloc_encoder(&cfg);
-	put(&e, (struct pt_packet){ .type = ppt_psb });
-	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 1000000 });
-	put_mode64(&e);
-	put_pip(&e, HOST_CR3, FALSE);
-	put_ip(&e, ppt_fup, CODE);
-	put(&e, (struct pt_packet){ .type = ppt_psbend });
+	enc_start(&e);
+	put_psb_plus(&e, 1000000, FALSE, CODE);
 	put_ip(&e, ppt_tip, CODE);       /* (trace that the walk never asks for: not its end) */
 	len = enc_finish(&e, trace, sizeof(trace));
 	for (guint k = 0; k < 4; k++) {   /* kept, dropped (cold and warm), kept (warm) */
@@ -1129,14 +1127,9 @@ static void windows_compare(const guint8 *trace, gsize len, VtDecodeImage *img)
  * (errors, resyncs): ranges of 1 byte (one per PSB) to 32 KiB. */
 static void test_ranges(gconstpointer data)
 {
-	static const guint8 code[0x30] = {
-		0x85, 0xc0, 0x74, 0x02, 0x90, 0x90, 0xeb, 0x00, 0x75, 0x03, 0x90, 0x90, 0x90,
-		0xe8, 0x0e, 0x00, 0x00, 0x00, 0xeb, 0xec,
-		[0x20] = 0x74, 0x01, 0x90, 0x75, 0x01, 0x90, 0xc3,
-	};
 	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
-	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	VtDecodeImage *img = code_image(dir, "host", join_code, sizeof(join_code));
 	VtDecodeImage *h = code_image(dir, "host2", host, sizeof(host));
 	GRand *rng = g_rand_new_with_seed(7);
 	guint8 trace[12 * 2048], good[4096], buf[64 * 1024];
