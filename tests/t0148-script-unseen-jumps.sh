@@ -4,7 +4,8 @@
 # and returns) - have the decoders drop the jumps and join the blocks
 # between them, as per-thread call traces do (the real boot's --itrace=e
 # took more CPU than its call trace before: every jump was handed to a
-# formatter that printed nothing).  What they print must not change:
+# formatter that printed nothing), and the branches no line shows are
+# neither named nor formatted.  What they print must not change:
 #  - VMTRACE_RANGES_STATS names the modes that drop them; b alone,
 #    instructions, -F ipc and power events keep them (they read every
 #    branch), and so do per-CPU call traces (a thread's stack is cut where
@@ -15,6 +16,7 @@
 #    per CPU (guest time not corrected: times that go back), in text with
 #    ns times and instruction bytes, in JSON (AUX offsets, VMCS), printed
 #    in the decoding threads and from the main thread;
+#  - errors not printed are counted in the summary still;
 #  - --itrace=cr equals perf's, thread by thread (ties of one microsecond
 #    between threads are ordered differently), where perf is installed.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -84,6 +86,13 @@ compare raw-percpu-ns raw-percpu
 F="-F tid,time,flags,ip,sym,symoff,dso,addr"
 compare bad-clean-serial bad-clean VMTRACE_SCRIPT_SERIAL=1
 check "bad-clean, bad-tl: errors to compare" sh -c "test -s '$TMP/bad-clean.e' && test -s '$TMP/bad-tl.e'"
+# errors not printed (--itrace=c) are counted still: the summary on stderr
+for m in be c; do
+	# shellcheck disable=SC2086
+	"$VMTRACE" script "$TMP/bad-clean.data" $G --itrace=$m 2>&1 >/dev/null | grep 'decode errors' >"$TMP/sum.$m"
+done
+check "bad-clean: --itrace=c counts the errors it does not print ($(cat "$TMP/sum.c"))" \
+	sh -c "test -s '$TMP/sum.be' && cmp -s '$TMP/sum.be' '$TMP/sum.c'"
 check "clean: no error" test ! -s "$TMP/clean.e"
 
 # shellcheck disable=SC2086

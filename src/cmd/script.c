@@ -1934,6 +1934,17 @@ static gboolean jumps_unseen(const Script *s)
 	return !s->o->branches || (s->show_flags && !(s->show_flags & jump));
 }
 
+/* The branches that jumps_unseen()'s modes may print - errors (counted
+ * if not printed) and those whose flags show: the others are not named
+ * nor formatted (the real boot's --itrace=e named and looked ahead at
+ * every call and return it never printed). */
+static gboolean unseen_keep(gpointer data, const VtBranch *b)
+{
+	const Script *s = data;
+
+	return b->kind == VT_BRANCH_ERROR || (s->o->branches && (vt_decode_perf_flags(b) & s->show_flags));
+}
+
 /* Printing in the decoding threads, unless something prints across
  * queues (call traces can where each host thread is one queue's: its
  * stack is then the queue's printer's, and only the padding is left for
@@ -2036,8 +2047,10 @@ static void report(Script *s)
 		vt_decode_result_cycles(s->result);
 	if (s->o->insn_trace)         /* (formatting is the work: ranges cost more than they gave) */
 		vt_decode_result_ahead_max(s->result, 1);
-	if (jumps_unseen(s))
+	if (jumps_unseen(s)) {
 		vt_decode_result_drop_jumps(s->result);
+		vt_decode_result_keep(s->result, unseen_keep, s);
+	}
 	if (print_in_threads(s)) {
 		s->out = vt_textbuf_new(stdout, 1 << 20);
 		s->records = s->stacks != NULL;

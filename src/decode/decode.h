@@ -500,10 +500,11 @@ typedef struct {
 	void (*replay)(gpointer ctx, const VtDecodeEvent *e, guint n);
 } VtDecodeFormatter;
 
-/* Before vt_decode_result_start (branches, not text): only the branches
- * keep(data, b) is TRUE for come to vt_decode_result_next - the others are
- * dropped in the decoding threads (keep runs there, on several at once: it
- * may only read data).  NULL: all (the default). */
+/* Before vt_decode_result_start: only the branches keep(data, b) is TRUE
+ * for come to vt_decode_result_next, or to the formatter (text: not with
+ * VtDecodeFormatter.replay) - the others are dropped in the decoding
+ * threads (keep runs there, on several at once: it may only read data),
+ * counted as errors still.  NULL: all (the default). */
 typedef gboolean (*VtDecodeKeep)(gpointer data, const VtBranch *b);
 void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
 /* Before vt_decode_result_start: plain jumps (VT_BRANCH_JUMP - jumps and

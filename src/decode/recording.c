@@ -779,10 +779,14 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, const Sink *k, GArray 
 	VtDecodeEvent ev;
 
 	for (guint i = 0; i < b->len; i++) {
+		const VtBranch *br = &g_array_index(b, VtBranch, i);
+
+		q->nerrors += br->kind == VT_BRANCH_ERROR;
+		if (r->keep && !r->keep(r->keep_data, br))
+			continue;        /* (nothing to print: not named, not formatted) */
 		if (r->fmt.ahead && i + FORMAT_AHEAD < b->len)
 			r->fmt.ahead(q->fctx, &g_array_index(b, VtBranch, i + FORMAT_AHEAD));
-		event_of(r, q, &g_array_index(b, VtBranch, i), &ev);
-		q->nerrors += ev.b.kind == VT_BRANCH_ERROR;
+		event_of(r, q, br, &ev);
 		if (!format_one(r, k, &ev, c, end))
 			return FALSE;
 	}
