@@ -1934,15 +1934,17 @@ static gboolean jumps_unseen(const Script *s)
 	return !s->o->branches || (s->show_flags && !(s->show_flags & jump));
 }
 
-/* The branches that jumps_unseen()'s modes may print - errors (counted
- * if not printed) and those whose flags show: the others are not named
- * nor formatted (the real boot's --itrace=e named and looked ahead at
- * every call and return it never printed). */
+/* The branches that jumps_unseen()'s modes may print - errors with e
+ * (the others are counted all the same) and those whose flags show: the
+ * rest are not named nor formatted (the real boot's --itrace=e named and
+ * looked ahead at every call and return it never printed). */
 static gboolean unseen_keep(gpointer data, const VtBranch *b)
 {
 	const Script *s = data;
 
-	return b->kind == VT_BRANCH_ERROR || (s->o->branches && (vt_decode_perf_flags(b) & s->show_flags));
+	if (b->kind == VT_BRANCH_ERROR)
+		return s->o->errors;
+	return (vt_decode_perf_flags(b) & s->show_flags) != 0;   /* (show_flags: 0 without b, c or r) */
 }
 
 /* Printing in the decoding threads, unless something prints across

@@ -484,8 +484,9 @@ typedef struct {
 	char *(*take)(gpointer ctx, char *buf, gsize cap, gsize *len, gsize *old_cap);
 	void (*close)(gpointer ctx);
 	gpointer data;
-	/* optional: a branch that format() gets a few events later (its
-	 * batch's), so that what it will read can be fetched meanwhile */
+	/* optional: a branch that format() may get a few events later (its
+	 * batch's; not if keep drops it), so that what it will read can be
+	 * fetched meanwhile */
 	void (*ahead)(gpointer ctx, const VtBranch *b);
 	/* optional: a queue of 256 KiB of AUX or more (VMTRACE_FORMAT_JOB: any)
 	 * formatted in several threads where --jobs leaves it CPUs (each thread
@@ -501,10 +502,11 @@ typedef struct {
 } VtDecodeFormatter;
 
 /* Before vt_decode_result_start: only the branches keep(data, b) is TRUE
- * for come to vt_decode_result_next, or to the formatter (text: not with
- * VtDecodeFormatter.replay) - the others are dropped in the decoding
- * threads (keep runs there, on several at once: it may only read data),
- * counted as errors still.  NULL: all (the default). */
+ * for come to vt_decode_result_next, or to the formatter (text; a queue
+ * then has no formers: VtDecodeFormatter.replay is not used) - the others
+ * are dropped in the decoding threads (keep runs there, on several at
+ * once: it may only read data), errors among them counted still
+ * (vt_decode_result_n_errors).  NULL: all (the default). */
 typedef gboolean (*VtDecodeKeep)(gpointer data, const VtBranch *b);
 void vt_decode_result_keep(VtDecodeResult *r, VtDecodeKeep keep, gpointer data);
 /* Before vt_decode_result_start: plain jumps (VT_BRANCH_JUMP - jumps and

@@ -86,7 +86,7 @@ typedef struct Queue {
 
 	/* the decoding thread's */
 	_Alignas(64) Waiter w;    /* batches decoded (chunks formatted) and not yet read (r->lock) */
-	guint nerrors;            /* decode errors its thread formatted */
+	guint nerrors;            /* decode errors its thread formatted, or dropped (keep) */
 	CodeCtx code;             /* guest_user_code()'s for the queue's decoder */
 	/* the thread of the branch last named (name_event()): a queue's branches
 	 * mostly stay on one thread, so no lookups per branch */
@@ -390,6 +390,8 @@ static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, guint fro
 
 		if (!r->keep || r->keep(r->keep_data, b))
 			event_of(r, q, b, &g_array_index(ev, VtDecodeEvent, n++));
+		else
+			q->nerrors += b->kind == VT_BRANCH_ERROR;   /* (the reader counts those it gets) */
 	}
 	g_array_set_size(ev, n);
 }
@@ -417,8 +419,8 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 		g_array_set_size(raw, 0);
 		more = vt_decode_queue_next(q->dec, raw, BATCH - BATCH_ROOM - ev->len);
 		batch_name(r, q, raw, 0, raw->len, ev);
+		note_done(q, raw);       /* (progress while keep drops nearly all) */
 	} while (more && r->keep && ev->len < (BATCH - BATCH_ROOM) / 2);
-	note_done(q, raw);
 	return more;
 }
 
@@ -1161,7 +1163,7 @@ static guint formers_for(const VtDecodeResult *r, const Queue *q, const VtDecode
 	n = MIN(n, MAX_FORMERS / MAX(r->n, 1u));
 	if (!r->job_forced && q->starts[q->q->nbufs] < FORMERS_MIN_AUX)
 		return 0;
-	return n < 2 || !fmt || !fmt->replay ? 0 : n;
+	return n < 2 || !fmt || !fmt->replay || r->keep ? 0 : n;   /* (formers' jobs see every event) */
 }
 
 static Job *job_get(Queue *q)
