@@ -405,13 +405,9 @@ static void put_mode64(Enc *e)
 static gsize write_trace_tail(guint8 *out, gsize cap, gboolean tail)
 {
 	Enc e;
-	struct pt_config cfg;
 	struct pt_packet tnt = { .type = ppt_tnt_8 }, vmcs = { .type = ppt_vmcs };
 
-	pt_config_init(&cfg);
-	cfg.begin = e.buf;
-	cfg.end = e.buf + sizeof(e.buf);
-	e.enc = pt_alloc_encoder(&cfg);
+	enc_start(&e);
 	put(&e, (struct pt_packet){ .type = ppt_psb });
 	put_mode64(&e);
 	vmcs.payload.vmcs.base = VMCS_BASE;
@@ -738,6 +734,19 @@ static void test_insns(void)
 	remove_dir(dir);
 }
 
+/* A PSB+ with a TSC (tsc 0: none), MODE.Exec 64-bit, a PIP (nr: in a
+ * guest) and a FUP at fup - no CBR. */
+static void put_psb_plus(Enc *e, guint64 tsc, gboolean nr, guint64 fup)
+{
+	put(e, (struct pt_packet){ .type = ppt_psb });
+	if (tsc)
+		put(e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	put_mode64(e);
+	put_pip(e, HOST_CR3, nr);
+	put_ip(e, ppt_fup, fup);
+	put(e, (struct pt_packet){ .type = ppt_psbend });
+}
+
 /* Blocks joined where jumps are dropped (call traces: the walker goes on
  * through conditional and direct jumps whose trace it has read, queue.c
  * does in one step what each jump did): the branches are those of a
@@ -755,7 +764,6 @@ static void test_insns(void)
 static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 tsc, gboolean whole, gboolean ovf)
 {
 	Enc e;
-	struct pt_config cfg;
 	guint8 bits[40 * 5];
 	guint nbits = whole ? 40 * 5 : 40 * 5 - 1;
 
@@ -767,20 +775,14 @@ static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 t
 		bits[nbits - 2] = 1;
 		bits[nbits - 1] = 0;
 	}
-	pt_config_init(&cfg);
-	cfg.begin = e.buf;
-	cfg.end = e.buf + sizeof(e.buf);
-	e.enc = pt_alloc_encoder(&cfg);
-	put(&e, (struct pt_packet){ .type = ppt_psb });
-	put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
+	enc_start(&e);
 	if (ovf) {                        /* an overflow cuts the PSB+ short: no status event, no PSBEND */
+		put(&e, (struct pt_packet){ .type = ppt_psb });
+		put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
 		put(&e, (struct pt_packet){ .type = ppt_ovf });
 		put_ip(&e, ppt_fup, CODE);
 	} else {
-		put_mode64(&e);
-		put_pip(&e, HOST_CR3, FALSE);
-		put_ip(&e, ppt_fup, CODE);
-		put(&e, (struct pt_packet){ .type = ppt_psbend });
+		put_psb_plus(&e, tsc, FALSE, CODE);
 	}
 	for (guint pos = 0; pos < nbits;) {
 		guint n, left = nbits - pos;
@@ -883,19 +885,6 @@ static void test_join(void)
 	g_array_free(dropped, TRUE);
 	vt_decode_image_free(img);
 	remove_dir(dir);
-}
-
-/* A PSB+ with a TSC (tsc 0: none), MODE.Exec 64-bit, a PIP (nr: in a
- * guest) and a FUP at fup - no CBR. */
-static void put_psb_plus(Enc *e, guint64 tsc, gboolean nr, guint64 fup)
-{
-	put(e, (struct pt_packet){ .type = ppt_psb });
-	if (tsc)
-		put(e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
-	put_mode64(e);
-	put_pip(e, HOST_CR3, nr);
-	put_ip(e, ppt_fup, fup);
-	put(e, (struct pt_packet){ .type = ppt_psbend });
 }
 
 /* A PSB+ inside test_join's loop, in each of its walks: after its jz
@@ -1178,13 +1167,9 @@ static gsize write_user_gap_trace(guint8 *out, gsize cap)
 {
 	struct pt_packet vmcs = { .type = ppt_vmcs, .payload.vmcs.base = VMCS_BASE >> 12 };
 	struct pt_packet cbr = { .type = ppt_cbr, .payload.cbr.ratio = 30 };
-	struct pt_config cfg;
 	Enc e;
 
-	pt_config_init(&cfg);
-	cfg.begin = e.buf;
-	cfg.end = e.buf + sizeof(e.buf);
-	e.enc = pt_alloc_encoder(&cfg);
+	enc_start(&e);
 	for (int round = 0; round < 3; round++) {
 		put(&e, (struct pt_packet){ .type = ppt_psb });
 		put(&e, cbr);
@@ -1451,14 +1436,10 @@ static void test_offsets_within(void)
 static gsize write_loop_trace(guint8 *out, gsize cap, guint64 *second_tnt)
 {
 	Enc e;
-	struct pt_config cfg;
 	struct pt_packet tnt = { .type = ppt_tnt_8 };
 	uint64_t off = 0;
 
-	pt_config_init(&cfg);
-	cfg.begin = e.buf;
-	cfg.end = e.buf + sizeof(e.buf);
-	e.enc = pt_alloc_encoder(&cfg);
+	enc_start(&e);
 	put(&e, (struct pt_packet){ .type = ppt_psb });
 	put_mode64(&e);
 	put_ip(&e, ppt_fup, CODE + 5);
@@ -2205,15 +2186,11 @@ static void test_branch_time(void)
 		g_autoptr(GError) err = NULL;
 		GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
 		guint8 trace[4096];
-		struct pt_config cfg;
 		gboolean seen = FALSE;
 		Enc e;
 		gsize len;
 
-		pt_config_init(&cfg);
-		cfg.begin = e.buf;
-		cfg.end = e.buf + sizeof(e.buf);
-		e.enc = pt_alloc_encoder(&cfg);
+		enc_start(&e);
 		put(&e, (struct pt_packet){ .type = ppt_psb });
 		put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = 1000000 });
 		put_mode64(&e);
