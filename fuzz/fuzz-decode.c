@@ -4,7 +4,9 @@
  * hang, no sanitizer report - and every branch record must be well formed;
  * the first byte picks jumps dropped, IPC cycles counted, a CYC threshold
  * and (without cycles) decoding in ranges of 256 to 4096 bytes as several
- * threads decode a queue (vt_decode_queue_range).
+ * threads decode a queue (vt_decode_queue_range).  vmtrace's own query
+ * decoder runs beside libipt's (VMTRACE_QRY_CHECK): an answer that differs
+ * aborts, so every input is a differential test of the two as well.
  *
  * Build: make fuzz (clang); without libFuzzer, link fuzz/standalone.c for a
  * main() that decodes the files named on the command line. */
@@ -77,6 +79,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
+	g_setenv("VMTRACE_QRY_CHECK", "1", FALSE);
 	g[0x10] = 0x74;
 	g[0x11] = 0xee;
 	g[0x12] = 0x0f;

@@ -312,7 +312,7 @@ same_text() {
 	env $st_b "$VMTRACE" script "$@" >"$TMP/$st_name.b" 2>"$TMP/$st_name.b.err"
 	st_r2=$?
 	for st_e in a b; do
-		grep -v '^vmtrace script: \([0-9]* \(ranges decoded\|jobs formatted\) apart\|plain jumps \)' \
+		grep -v '^vmtrace script: \([0-9]* \(ranges decoded\|jobs formatted\) apart\|plain jumps \|query decoder: \)' \
 			"$TMP/$st_name.$st_e.err" >"$TMP/$st_name.$st_e.err2"
 	done
 	check "$st_name: $(wc -l <"$TMP/$st_name.a") lines, exit $st_r1, $st_what" \

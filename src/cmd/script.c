@@ -2076,6 +2076,7 @@ static void report(Script *s)
 	vt_cmd_progress(&s->progress, s->result, TRUE);
 	if (g_getenv("VMTRACE_RANGES_STATS")) {   /* (tests, tuning: vmtrace(1)) */
 		VtDecodeApart a;
+		guint64 own, lib;
 
 		vt_decode_result_apart(s->result, &a);
 		vt_warn("script", "%" G_GUINT64_FORMAT " ranges decoded apart, by at most %u threads a queue", a.ranges,
@@ -2084,6 +2085,9 @@ static void report(Script *s)
 			a.formers);
 		vt_warn("script", "plain jumps %s", vt_decode_result_drops_jumps(s->result) ?
 			"dropped in the decoders" : "made");
+		vt_decode_query_decoders(&own, &lib);
+		vt_warn("script", "query decoder: %s (%" G_GUINT64_FORMAT " ours, %" G_GUINT64_FORMAT " libipt's)",
+			own && !lib ? "ours" : lib && !own ? "libipt's" : "both", own, lib);
 	}
 	if (s->json)
 		vt_json_free(s->json);

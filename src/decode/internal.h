@@ -202,8 +202,51 @@ static inline gboolean vt_decode_mnemonic_is_cond(ZydisMnemonic m)
 }
 gboolean vt_decode_insn_writes_stack_top(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op);
 
-/* walk.c: our own block walker on libipt's query decoder, in place of its
- * block decoder (pt_blk_*) with the same blocks, events and statuses; or
+/* qry.c: a query decoder of our own, answering as libipt 2.0.5's
+ * pt_qry_* do (the same statuses, errors, events and time).  NULL for a
+ * CPU with the errata SKD010, APL11 or APL12 (libipt's decoder takes
+ * those). */
+typedef struct VtQry VtQry;
+/* What the answers leave for the asker, read inline (a VtQry begins with
+ * it): where the decoder stands, and the time at the packet that answered
+ * the last query (pt_qry_time's). */
+typedef struct {
+	const guint8 *pos, *begin;       /* pos NULL: not synchronised */
+	guint64 tsc;
+	guint32 lost_mtc, lost_cyc;
+	gboolean have_tsc;
+} VtQryNow;
+VtQry *vt_qry_new(const struct pt_config *config);
+void vt_qry_free(VtQry *q);
+int vt_qry_sync_forward(VtQry *q, uint64_t *ip);
+int vt_qry_cond_branch(VtQry *q, int *taken);
+int vt_qry_indirect_branch(VtQry *q, uint64_t *ip);
+int vt_qry_event(VtQry *q, struct pt_event *ev);
+static inline int vt_qry_time(const VtQry *q, uint64_t *tsc, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	const VtQryNow *now = (const VtQryNow *)(const void *)q;
+
+	*tsc = now->tsc;
+	if (lost_mtc)
+		*lost_mtc = now->lost_mtc;
+	if (lost_cyc)
+		*lost_cyc = now->lost_cyc;
+	return now->have_tsc ? 0 : -pte_no_time;
+}
+static inline int vt_qry_get_offset(const VtQry *q, uint64_t *off)
+{
+	const VtQryNow *now = (const VtQryNow *)(const void *)q;
+
+	if (!now->pos)
+		return -pte_nosync;
+	*off = (uint64_t)(now->pos - now->begin);
+	return 0;
+}
+int vt_qry_get_sync_offset(const VtQry *q, uint64_t *off);
+
+/* walk.c: our own block walker on a query decoder (qry.c's, or libipt's),
+ * in place of libipt's block decoder (pt_blk_*) with the same blocks,
+ * events and statuses; or
  * libipt's block decoder itself (blk: VMTRACE_DECODER=blk, for the
  * differential test).  The code at ip of source src (0 host, 1 guest) at
  * time tsc comes from code(): NULL if none, *avail bytes; *tag names the

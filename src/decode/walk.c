@@ -1,4 +1,4 @@
-/* walk.c - our own block walker on libipt's query decoder: what queue.c
+/* walk.c - our own block walker on a query decoder: what queue.c
  * used of libipt's block decoder (pt_blk_*), with the same blocks and
  * events, but the code between two decisions decoded once per (code
  * source, ip, mode) and kept in a bounded table.
@@ -6,8 +6,10 @@
  * libipt's block decoder read every instruction it walked through the
  * read-memory callback and decoded it anew (no block cache without
  * sections; with sections its caches cost more than they saved - image.c).
- * Here the query decoder (pt_qry_*) still does the packets, the timing and
- * the events and their order; this file walks the code: a block is the run
+ * Here a query decoder does the packets, the timing and the events and
+ * their order - our own (qry.c), which answers as libipt's pt_qry_* do
+ * (VMTRACE_DECODER=qry: libipt's; VMTRACE_QRY_CHECK=1: both, compared) -
+ * and this file walks the code: a block is the run
  * of instructions from an IP up to the first that needs trace (conditional
  * branch, indirect branch, return, far transfer) or a direct call or jump,
  * and it ends there as pt_blk's does (end_on_call, end_on_jump).  Events
@@ -100,7 +102,9 @@ struct VtWalkTable {
 
 struct VtWalk {
 	struct pt_block_decoder *blk;    /* libipt's walker (VMTRACE_DECODER=blk) */
-	struct pt_query_decoder *qry;    /* else ours on this */
+	VtQry *own;                      /* else ours on our query decoder (qry.c), */
+	struct pt_query_decoder *qry;    /* or libipt's (VMTRACE_DECODER=qry, or the buffer has an OVF) */
+	gboolean qry_check;              /* VMTRACE_QRY_CHECK: both, answers compared */
 	struct pt_errata errata;
 	VtWalkCodeFunc code;
 	gpointer ctx;
@@ -132,6 +136,142 @@ gboolean vt_walk_use_blk(void)
 	return e && !strcmp(e, "blk");
 }
 
+/* ------------------------------------------------- the query decoders */
+/* VMTRACE_QRY_CHECK=1: ours and libipt's side by side, every answer
+ * compared - the first that differs aborts with both. */
+static void G_GNUC_NORETURN qry_differs(VtWalk *w, const char *what, int own, int lib, guint64 a, guint64 b)
+{
+	uint64_t off = 0;
+
+	(void)pt_qry_get_offset(w->qry, &off);
+	g_error("query decoders differ: %s at offset %#" G_GINT64_MODIFIER "x: ours %d %#" G_GINT64_MODIFIER
+		"x, libipt's %d %#" G_GINT64_MODIFIER "x", what, off, own, a, lib, b);
+}
+
+static int check_cond_branch(VtWalk *w, int *taken)
+{
+	int t = 0, status = vt_qry_cond_branch(w->own, taken), lib = pt_qry_cond_branch(w->qry, &t);
+
+	if (status != lib || (status >= 0 && *taken != t))
+		qry_differs(w, "cond_branch", status, lib, (guint64)*taken, (guint64)t);
+	return status;
+}
+
+static int check_indirect_branch(VtWalk *w, uint64_t *ip)
+{
+	uint64_t a = *ip, b = *ip;
+	int status = vt_qry_indirect_branch(w->own, &a), lib = pt_qry_indirect_branch(w->qry, &b);
+
+	if (status != lib || a != b)
+		qry_differs(w, "indirect_branch", status, lib, a, b);
+	*ip = a;
+	return status;
+}
+
+static int check_event(VtWalk *w, struct pt_event *ev)
+{
+	struct pt_event lib_ev;
+	int status, lib;
+
+	memset(ev, 0, sizeof(*ev));
+	memset(&lib_ev, 0, sizeof(lib_ev));
+	status = vt_qry_event(w->own, ev);
+	lib = pt_qry_event(w->qry, &lib_ev, sizeof(lib_ev));
+	if (status != lib || (status >= 0 && memcmp(ev, &lib_ev, sizeof(lib_ev))))
+		qry_differs(w, "event", status, lib, ev->type, lib_ev.type);
+	return status;
+}
+
+static int check_sync_forward(VtWalk *w, uint64_t *ip)
+{
+	uint64_t a = 0, b = 0;
+	int status = vt_qry_sync_forward(w->own, &a), lib = pt_qry_sync_forward(w->qry, &b);
+
+	if (status != lib || a != b)
+		qry_differs(w, "sync_forward", status, lib, a, b);
+	*ip = a;
+	return status;
+}
+
+static int check_time(const VtWalk *w, uint64_t *tsc, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	uint64_t b = 0;
+	uint32_t mtc = 0, cyc = 0;
+	int status = vt_qry_time(w->own, tsc, lost_mtc, lost_cyc), lib = pt_qry_time(w->qry, &b, &mtc, &cyc);
+
+	if (status != lib || *tsc != b || *lost_mtc != mtc || *lost_cyc != cyc)
+		qry_differs((VtWalk *)w, "time", status, lib, *tsc, b);
+	return status;
+}
+
+static int check_offset(const VtWalk *w, uint64_t *off, gboolean sync)
+{
+	uint64_t b = 0;
+	int status = sync ? vt_qry_get_sync_offset(w->own, off) : vt_qry_get_offset(w->own, off);
+	int lib = sync ? pt_qry_get_sync_offset(w->qry, &b) : pt_qry_get_offset(w->qry, &b);
+
+	if (status != lib || (status >= 0 && *off != b))
+		qry_differs((VtWalk *)w, sync ? "sync offset" : "offset", status, lib, *off, b);
+	return status;
+}
+
+static inline int qry_cond_branch(VtWalk *w, int *taken)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_cond_branch(w, taken);
+	return w->own ? vt_qry_cond_branch(w->own, taken) : pt_qry_cond_branch(w->qry, taken);
+}
+
+static inline int qry_indirect_branch(VtWalk *w, uint64_t *ip)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_indirect_branch(w, ip);
+	return w->own ? vt_qry_indirect_branch(w->own, ip) : pt_qry_indirect_branch(w->qry, ip);
+}
+
+static int qry_event(VtWalk *w, struct pt_event *ev)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_event(w, ev);
+	return w->own ? vt_qry_event(w->own, ev) : pt_qry_event(w->qry, ev, sizeof(*ev));
+}
+
+static int qry_sync_forward(VtWalk *w, uint64_t *ip)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_sync_forward(w, ip);
+	return w->own ? vt_qry_sync_forward(w->own, ip) : pt_qry_sync_forward(w->qry, ip);
+}
+
+static inline int qry_time(const VtWalk *w, uint64_t *tsc, uint32_t *lost_mtc, uint32_t *lost_cyc)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_time(w, tsc, lost_mtc, lost_cyc);
+	return w->own ? vt_qry_time(w->own, tsc, lost_mtc, lost_cyc) : pt_qry_time(w->qry, tsc, lost_mtc, lost_cyc);
+}
+
+static inline int qry_get_offset(const VtWalk *w, uint64_t *off)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_offset(w, off, FALSE);
+	return w->own ? vt_qry_get_offset(w->own, off) : pt_qry_get_offset(w->qry, off);
+}
+
+static int qry_get_sync_offset(const VtWalk *w, uint64_t *off)
+{
+	if (G_UNLIKELY(w->qry_check))
+		return check_offset(w, off, TRUE);
+	return w->own ? vt_qry_get_sync_offset(w->own, off) : pt_qry_get_sync_offset(w->qry, off);
+}
+
+static guint64 walks_own, walks_libipt;   /* query decoders made (all threads) */
+
+void vt_decode_query_decoders(guint64 *own, guint64 *libipt)
+{
+	*own = __atomic_load_n(&walks_own, __ATOMIC_RELAXED);
+	*libipt = __atomic_load_n(&walks_libipt, __ATOMIC_RELAXED);
+}
+
 VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc code, gpointer ctx)
 {
 	VtWalk *w = g_new0(VtWalk, 1);
@@ -140,13 +280,21 @@ VtWalk *vt_walk_new(const struct pt_config *config, gboolean blk, VtWalkCodeFunc
 	if (blk) {
 		w->blk = pt_blk_alloc_decoder(&cfg);
 	} else {
+		const char *e = g_getenv("VMTRACE_DECODER");
+		gboolean lib = e && !strcmp(e, "qry");
+
 		memset(&cfg.flags, 0, sizeof(cfg.flags));   /* the query decoder's: none */
-		w->qry = pt_qry_alloc_decoder(&cfg);
+		w->own = lib ? NULL : vt_qry_new(&cfg);
+		w->qry_check = w->own && g_getenv("VMTRACE_QRY_CHECK") != NULL;
+		if (!w->own || w->qry_check)
+			w->qry = pt_qry_alloc_decoder(&cfg);
 	}
-	if (!w->blk && !w->qry) {
+	if (!w->blk && !w->own && !w->qry) {
 		g_free(w);
 		return NULL;
 	}
+	if (!blk)
+		__atomic_fetch_add(w->own ? &walks_own : &walks_libipt, 1, __ATOMIC_RELAXED);
 	w->errata = config->errata;
 	w->check = g_getenv("VMTRACE_WALK_CHECK") != NULL;
 	w->plain_from[0] = w->plain_from[1] = G_MAXUINT64;
@@ -170,6 +318,7 @@ void vt_walk_free(VtWalk *w)
 		pt_blk_free_decoder(w->blk);
 	if (w->qry)
 		pt_qry_free_decoder(w->qry);
+	vt_qry_free(w->own);
 	g_free(w);
 }
 
@@ -181,19 +330,19 @@ int vt_walk_set_source(VtWalk *w, int src, struct pt_image *pi)
 
 int vt_walk_get_offset(const VtWalk *w, uint64_t *off)
 {
-	return w->blk ? pt_blk_get_offset(w->blk, off) : pt_qry_get_offset(w->qry, off);
+	return w->blk ? pt_blk_get_offset(w->blk, off) : qry_get_offset(w, off);
 }
 
 int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off)
 {
-	return w->blk ? pt_blk_get_sync_offset(w->blk, off) : pt_qry_get_sync_offset(w->qry, off);
+	return w->blk ? pt_blk_get_sync_offset(w->blk, off) : qry_get_sync_offset(w, off);
 }
 
 int vt_walk_time(VtWalk *w, uint64_t *tsc)
 {
 	uint32_t lost_mtc, lost_cyc;
 
-	return w->blk ? pt_blk_time(w->blk, tsc, &lost_mtc, &lost_cyc) : pt_qry_time(w->qry, tsc, &lost_mtc, &lost_cyc);
+	return w->blk ? pt_blk_time(w->blk, tsc, &lost_mtc, &lost_cyc) : qry_time(w, tsc, &lost_mtc, &lost_cyc);
 }
 
 guint64 vt_walk_ip(const VtWalk *w)
@@ -477,9 +626,9 @@ static int fetch_event(VtWalk *w)
 		return 0;
 	/* the time of the branches until the event applies: its packets move
 	 * libipt's on (vt_walk_branch_time) */
-	if (pt_qry_time(w->qry, &w->event_before, &lost_mtc, &lost_cyc) < 0)
+	if (qry_time(w, &w->event_before, &lost_mtc, &lost_cyc) < 0)
 		w->event_before = 0;
-	status = pt_qry_event(w->qry, &w->event, sizeof(w->event));
+	status = qry_event(w, &w->event);
 	if (status < 0)
 		return status;
 	w->process_event = TRUE;
@@ -494,12 +643,12 @@ static inline int next_ip_trace(VtWalk *w, const WInsn *in, guint64 *ip)
 
 	switch (in->iclass) {
 	case ptic_cond_jump:
-		status = pt_qry_cond_branch(w->qry, &taken);
+		status = qry_cond_branch(w, &taken);
 		if (status >= 0)
 			*ip = taken ? in->target : in->ip + in->size;
 		return status;
 	case ptic_return:
-		status = pt_qry_cond_branch(w->qry, &taken);   /* a compressed return? */
+		status = qry_cond_branch(w, &taken);   /* a compressed return? */
 		if (status < 0) {
 			if (status != -pte_bad_query)
 				return status;
@@ -517,7 +666,7 @@ static inline int next_ip_trace(VtWalk *w, const WInsn *in, guint64 *ip)
 	default:
 		return -pte_internal;
 	}
-	return pt_qry_indirect_branch(w->qry, ip);
+	return qry_indirect_branch(w, ip);
 }
 
 static inline int proceed_with_trace(VtWalk *w, const WInsn *in)
@@ -532,7 +681,7 @@ static inline int proceed_with_trace(VtWalk *w, const WInsn *in)
 		/* decided by a packet after the event in process (MODE.Exec,
 		 * then the TIP of the far branch it binds to): that packet's
 		 * time is the branch's */
-		if (pt_qry_time(w->qry, &w->event_before, &lost_mtc, &lost_cyc) < 0)
+		if (qry_time(w, &w->event_before, &lost_mtc, &lost_cyc) < 0)
 			w->event_before = 0;
 	}
 	w->status = status;
@@ -1186,7 +1335,7 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 
 	if (in->iclass != ptic_cond_jump && !(in->iclass == ptic_jump && in->direct))
 		return FALSE;
-	if (pt_qry_get_offset(w->qry, &off) < 0 || off != run->off)
+	if (qry_get_offset(w, &off) < 0 || off != run->off)
 		return FALSE;
 	*tag = 0;                        /* as no_event() finds it */
 	if (!is_plain(w, w->ip) && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, tag) || !avail || *tag == TAG_MIXED))
@@ -1222,7 +1371,7 @@ int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun 
 	int status;
 
 	memset(run, 0, sizeof(*run));
-	if (w->blk || !max || pt_qry_get_offset(w->qry, &off) < 0)
+	if (w->blk || !max || qry_get_offset(w, &off) < 0)
 		return vt_walk_next(w, block);
 	run->off = off;
 	w->joinable = FALSE;
@@ -1250,7 +1399,7 @@ int vt_walk_sync_forward(VtWalk *w)
 	clear_postponed(w);
 	memset(&w->event, 0, sizeof(w->event));
 	w->top = w->bottom = 0;
-	status = pt_qry_sync_forward(w->qry, &w->ip);
+	status = qry_sync_forward(w, &w->ip);
 	if (status < 0)
 		return status;
 	w->status = status;
