@@ -129,7 +129,7 @@ PY
 need_user_standin() {
 	[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
 	command -v "${CC:-cc}" >/dev/null 2>&1 || skip "no C compiler"
-	"$PERF" record -q -e cpu-clock -F 2000 -a -C 0-1 --sample-identifier --switch-events -o "$1" -- \
+	"$PERF" record -q -N -e cpu-clock -F 2000 -a -C 0-1 --sample-identifier --switch-events -o "$1" -- \
 		sh -c 'sleep 0.01' >/dev/null 2>&1 ||
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }

@@ -176,7 +176,7 @@ need_guest_standin() {
 	gs_out=$1
 	shift
 	[ $# -gt 0 ] || set -- sleep 0.01
-	"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$gs_out" -- "$@" >/dev/null 2>&1 ||
+	"$PERF" record -q -N -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$gs_out" -- "$@" >/dev/null 2>&1 ||
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }
 

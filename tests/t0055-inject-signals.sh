@@ -13,7 +13,7 @@ need_perf
 need_python
 cd "$TMP" || exit 1
 
-"$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o g0.data -- sleep 0.01 >/dev/null 2>&1 ||
+"$PERF" record -q -N -e dummy -a -C 0-1 --sample-identifier --switch-events -o g0.data -- sleep 0.01 >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" g0.data g.data time-conv 10 341 0 1
 "$VMTRACE" synth -o h.data --size 128M --per-cpu --vcpus 2 --cpus 2 2>/dev/null

@@ -14,7 +14,7 @@ if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
 	skip "needs root and unshare -m for a tmpfs of its own"
 fi
 NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
-"$PERF" record -q -e dummy -a -C "0-$((NV - 1))" --sample-identifier -o "$TMP/g0.data" -- sleep 0.01 >/dev/null 2>&1 ||
+"$PERF" record -q -N -e dummy -a -C "0-$((NV - 1))" --sample-identifier -o "$TMP/g0.data" -- sleep 0.01 >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
 "$VMTRACE" synth -o "$TMP/h.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 4M 2>/dev/null

@@ -29,7 +29,7 @@ need_perf
 need_python
 
 NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
-"$PERF" record -q -e dummy -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/g0.data" -- \
+"$PERF" record -q -N -e dummy -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/g0.data" -- \
 	sh -c 'ls / >/dev/null; sh -c "printf \"CPU 0/KVM\" >/proc/self/comm; sleep 0.01"; sleep 0.02' >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
@@ -106,7 +106,7 @@ refused3() {
 		sed 's/^/#   /' "$TMP/e"
 	fi
 }
-if "$PERF" record -q --threads -e dummy -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/gt0" -- \
+if "$PERF" record -q -N --threads -e dummy -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/gt0" -- \
 	sh -c 'ls / >/dev/null; sleep 0.02' >/dev/null 2>&1 && ls "$TMP/gt0" | grep -q '^data\.[0-9]'; then
 	mkdir "$TMP/gt"
 	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gt0/data" "$TMP/gt/data" time-conv 10 341 0 1

@@ -23,7 +23,7 @@ need_perf
 need_python
 
 NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
-"$PERF" record -q -e cpu-clock -F 2000 -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/g0.data" -- \
+"$PERF" record -q -N -e cpu-clock -F 2000 -a -C "0-$((NV - 1))" --sample-identifier --switch-events -o "$TMP/g0.data" -- \
 	sh -c 'sleep 0.02; ls / >/dev/null; cat /proc/version >/dev/null; sleep 0.02' >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1

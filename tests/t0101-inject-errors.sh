@@ -11,7 +11,7 @@ need_python
 edit() { "$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$@"; }
 
 NV=$(nproc); [ "$NV" -gt 2 ] && NV=2
-"$PERF" record -q -e dummy -a -C "0-$((NV - 1))" --sample-identifier -o "$TMP/g0.data" -- sleep 0.01 >/dev/null 2>&1 ||
+"$PERF" record -q -N -e dummy -a -C "0-$((NV - 1))" --sample-identifier -o "$TMP/g0.data" -- sleep 0.01 >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 edit "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
 "$VMTRACE" synth -o "$TMP/h.data" --per-cpu --vcpus "$NV" --cpus "$NV" --size 1M 2>/dev/null
@@ -28,7 +28,7 @@ edit "$TMP/g.data" "$TMP/g-noall.data" no-sample-id-all
 refused "$TMP/g-noall.data" "$TMP/h.data" 17 "no sample_id_all" "guest events without sample_id_all"
 edit "$TMP/g.data" "$TMP/g-noidx.data" drop 69
 refused "$TMP/g-noidx.data" "$TMP/h.data" 17 "no ID_INDEX" "guest file without ID_INDEX"
-"$PERF" record -q -e dummy --per-thread --sample-identifier -o "$TMP/t0.data" -- sleep 0.01 >/dev/null 2>&1
+"$PERF" record -q -N -e dummy --per-thread --sample-identifier -o "$TMP/t0.data" -- sleep 0.01 >/dev/null 2>&1
 edit "$TMP/t0.data" "$TMP/g-thread.data" time-conv 10 341 0 1
 refused "$TMP/g-thread.data" "$TMP/h.data" 17 "has CPU -1" "guest recorded --per-thread (a real perf record file: its id has CPU -1)"
 edit "$TMP/g.data" "$TMP/g-cpu.data" id-index-cpu -1

@@ -27,7 +27,7 @@
 need_perf
 need_python
 [ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs for a 2-vCPU stand-in guest file"
-"$PERF" record -q -e cpu-clock -F 2000 -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- \
+"$PERF" record -q -N -e cpu-clock -F 2000 -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- \
 	sh -c 'sleep 0.01' >/dev/null 2>&1 ||
 	skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 make_code_dirs

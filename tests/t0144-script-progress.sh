@@ -106,7 +106,7 @@ rm -f "$TMP/big.data" "$TMP/fixed1" "$TMP/fixed2"
 # then one while it merges (REC's bytes written); a stand-in guest file
 # (tests/lib.sh), a 32 MiB host recording with switch records
 if [ "$(nproc)" -ge 2 ] && [ -n "$PERF" ] &&
-   "$PERF" record -q -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- sleep 0.01 \
+   "$PERF" record -q -N -e dummy -a -C 0-1 --sample-identifier --switch-events -o "$TMP/g0.data" -- sleep 0.01 \
 	>/dev/null 2>&1; then
 	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/g.data" time-conv 10 341 0 1
 	"$VMTRACE" synth -o "$TMP/h.data" --dir --per-cpu --vcpus 2 --cpus 2 --size 32M 2>/dev/null
