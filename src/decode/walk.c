@@ -46,6 +46,7 @@
 #define RET_SIZE 64                      /* libipt's return stack */
 #define TAG_MIXED G_MAXUINT64            /* bytes from two sources, or a process's: not kept */
 #define ZCACHE_BITS 4                    /* Zydis's decodings kept per walker */
+#define NEAR_BITS 10                     /* blocks kept per walker (besides the image's table) */
 
 enum { F_CR3 = 1, F_VMPTRLD = 2, F_VMENTRY = 4, F_DIRECT = 8 /* (WSlot.flags only) */ };
 
@@ -87,6 +88,19 @@ typedef struct {
 	WInsn in;
 } ZSlot;
 
+/* The blocks a walker found last, its own (no other thread writes them,
+ * unpacked): real code runs through a few thousand blocks again and again,
+ * and the shared table's lookup (hash, seqlock copy, unpacking) was ~80
+ * instructions a block of the real boot's 540.  Same key as the table's
+ * (src, ip, tag, mode): a kept block is right for its bytes whatever the
+ * table did with it since; emptied when the tables change. */
+typedef struct {
+	guint64 ip, tag;                 /* ip 0: empty */
+	WInsn last;
+	guint16 ninsn;
+	guint8 mode, src;
+} NearSlot;
+
 /* Beside the slots, a 16-bit hash of each slot's block (0: empty) in an
  * array small enough to stay in the cache (256 KiB): a lookup reads its
  * set only where a way's hash matches.  A block seen for the first time
@@ -124,6 +138,7 @@ struct VtWalk {
 	guint8 top, bottom;
 	ZydisDecoder zy[4];
 	ZSlot zcache[1 << ZCACHE_BITS];
+	NearSlot *near;                  /* 2^NEAR_BITS (made on first use) */
 	gboolean check;                  /* VMTRACE_WALK_CHECK */
 	gboolean joinable;               /* the last block: no_event()'s, nothing pending after it */
 	guint64 event_before;            /* the time before the event in process was read */
@@ -319,6 +334,7 @@ void vt_walk_free(VtWalk *w)
 	if (w->qry)
 		pt_qry_free_decoder(w->qry);
 	vt_qry_free(w->own);
+	g_free(w->near);
 	g_free(w);
 }
 
@@ -962,6 +978,7 @@ void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint6
 	w->tables[1] = guest;
 	w->plain_from[0] = host_plain;
 	w->plain_from[1] = guest_plain;
+	g_clear_pointer(&w->near, g_free);   /* (other images' blocks) */
 }
 
 void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes)
@@ -1052,6 +1069,45 @@ static void table_put(VtWalkTable *t, const WBlock *b)
 	memcpy((guint8 *)s + sizeof(s->seq), (const guint8 *)&in + sizeof(in.seq), sizeof(in) - sizeof(in.seq));
 	vt_seq_unlock(&s->seq, seq);
 	__atomic_store_n(&t->hashes[i + k], hash_of(b->ip, b->tag), __ATOMIC_RELAXED);
+}
+
+static inline NearSlot *near_slot(VtWalk *w, guint64 ip, guint64 tag)
+{
+	return &w->near[(ip ^ (ip >> NEAR_BITS) ^ tag) & ((1u << NEAR_BITS) - 1)];
+}
+
+static void near_put(VtWalk *w, guint64 ip, guint64 tag, int mode, guint16 ninsn, const WInsn *last)
+{
+	NearSlot *s;
+
+	if (!w->near)
+		w->near = g_new0(NearSlot, 1u << NEAR_BITS);
+	s = near_slot(w, ip, tag);
+	s->ip = ip;
+	s->tag = tag;
+	s->mode = (guint8)mode;
+	s->src = (guint8)w->src;
+	s->ninsn = ninsn;
+	s->last = *last;
+}
+
+/* The block at ip (bytes tagged tag) in mode: the walker's own, else the
+ * image's table (and then the walker's). */
+static inline gboolean block_get(VtWalk *w, guint64 ip, guint64 tag, int mode, guint16 *ninsn, WInsn *last)
+{
+	if (w->near) {
+		const NearSlot *s = near_slot(w, ip, tag);
+
+		if (s->ip == ip && s->tag == tag && s->mode == mode && s->src == w->src && ip) {
+			*ninsn = s->ninsn;
+			*last = s->last;
+			return TRUE;
+		}
+	}
+	if (!w->tables[w->src] || !table_get(w->tables[w->src], ip, tag, mode, ninsn, last))
+		return FALSE;
+	near_put(w, ip, tag, mode, *ninsn, last);
+	return TRUE;
 }
 
 /* The set of the block at ip (bytes tagged tag) on its way into the
@@ -1162,6 +1218,7 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0, const guint8 *c
 		WBlock b = { .ip = start, .tag = tag0, .ninsn = block->ninsn, .mode = (guint8)w->mode, .last = in };
 
 		table_put(w->tables[w->src], &b);
+		near_put(w, start, tag0, w->mode, block->ninsn, &in);
 	}
 	return block_end(w, &in, tag0);
 }
@@ -1177,8 +1234,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 	if (!is_plain(w, w->ip) &&
 	    (!(code = w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag)) || !avail))
 		return -pte_nomap;
-	if (tag != TAG_MIXED && w->tables[w->src] &&
-	    table_get(w->tables[w->src], w->ip, tag, w->mode, &ninsn, &w->last)) {
+	if (tag != TAG_MIXED && block_get(w, w->ip, tag, w->mode, &ninsn, &w->last)) {
 		block->ninsn = ninsn;
 		block->end_ip = w->last.ip;
 		block->iclass = w->last.iclass;
@@ -1340,8 +1396,7 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 	*tag = 0;                        /* as no_event() finds it */
 	if (!is_plain(w, w->ip) && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, tag) || !avail || *tag == TAG_MIXED))
 		return FALSE;
-	if (!w->tables[w->src] || !table_get(w->tables[w->src], w->ip, *tag, w->mode, &ninsn, &last) ||
-	    *insns + ninsn > G_MAXUINT16)
+	if (!block_get(w, w->ip, *tag, w->mode, &ninsn, &last) || *insns + ninsn > G_MAXUINT16)
 		return FALSE;
 	taken = in->iclass == ptic_jump || w->ip != in->ip + in->size;
 	if (taken) {
