@@ -306,6 +306,10 @@ void vt_walk_table_free(VtWalkTable *t);
  * code function gives by time. */
 void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint64 host_plain, guint64 guest_plain);
 void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes);
+/* The code function's memos of poked pages (n of each source, by page;
+ * NULL: none): where one holds a block's start at its time the walker
+ * takes it without calling the code function (which must give the same). */
+void vt_walk_set_memos(VtWalk *w, const VtDecodePokeMemo *host, const VtDecodePokeMemo *guest, guint n);
 VtWalkTable *vt_decode_image_walk_table(VtDecodeImage *img);
 
 /* elfsym.c: an ELF file's PT_LOADs and symbols as perf reads them. */

@@ -1032,6 +1032,7 @@ static void walk_tables(Dec *d)
 			   plain_from(d, 0), plain_from(d, 1));
 	vt_walk_set_pokes(d->dec, d->view[0] ? vt_decode_image_pokes(d->img[0]) : NULL,
 			  d->view[1] ? vt_decode_image_pokes(d->img[1]) : NULL);
+	vt_walk_set_memos(d->dec, d->view[0] ? d->memo[0] : NULL, d->view[1] ? d->memo[1] : NULL, POKE_MEMOS);
 }
 
 static gboolean decoder_new(Dec *d, GError **error)

@@ -126,6 +126,8 @@ struct VtWalk {
 	VtWalkTable *tables[2];          /* host, guest */
 	guint64 plain_from[2];           /* code at or above: the image's own, never changed, */
 	VtDecodePokedPages poked[2];     /* but on these pages */
+	const VtDecodePokeMemo *memos[2];   /* the code function's memos of poked pages (vt_walk_set_memos) */
+	guint nmemos;
 	/* the decoder's state (pt_blk's) */
 	guint64 ip;
 	int mode, status;
@@ -366,10 +368,12 @@ guint64 vt_walk_ip(const VtWalk *w)
 	return w->blk ? 0 : w->ip;
 }
 
-static guint64 now(VtWalk *w)
+static inline guint64 now(VtWalk *w)
 {
 	uint64_t tsc = 0;
 
+	if (G_LIKELY(w->own && !w->qry_check))
+		return vt_qry_time(w->own, &tsc, NULL, NULL) < 0 ? 0 : tsc;
 	return vt_walk_time(w, &tsc) < 0 ? 0 : tsc;
 }
 
@@ -981,6 +985,13 @@ void vt_walk_set_tables(VtWalk *w, VtWalkTable *host, VtWalkTable *guest, guint6
 	g_clear_pointer(&w->near, g_free);   /* (other images' blocks) */
 }
 
+void vt_walk_set_memos(VtWalk *w, const VtDecodePokeMemo *host, const VtDecodePokeMemo *guest, guint n)
+{
+	w->memos[0] = host;
+	w->memos[1] = guest;
+	w->nmemos = n;
+}
+
 void vt_walk_set_pokes(VtWalk *w, const VtDecodePokes *host_pokes, const VtDecodePokes *guest_pokes)
 {
 	w->poked[0] = vt_decode_pokes_pages(host_pokes);
@@ -1223,6 +1234,19 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0, const guint8 *c
 	return block_end(w, &in, tag0);
 }
 
+/* The code function's answer for a block's start at ip now, from its
+ * memo of the page without a call where it has one. */
+static inline const guint8 *code_at(VtWalk *w, guint64 ip, gsize *avail, guint64 *tag)
+{
+	const VtDecodePokeMemo *m = w->memos[w->src];
+	guint64 tsc = now(w);
+	const guint8 *code;
+
+	if (m && (code = vt_decode_pokes_code_memo(&m[(ip / 4096) % w->nmemos], ip, tsc, avail, tag)))
+		return code;
+	return w->code(w->ctx, w->src, ip, tsc, avail, tag);
+}
+
 static int no_event(VtWalk *w, struct pt_block *block)
 {
 	gsize avail = 0;
@@ -1231,8 +1255,7 @@ static int no_event(VtWalk *w, struct pt_block *block)
 	const guint8 *code = NULL;
 
 	/* a kept block of plain code was read from the image (no need to ask) */
-	if (!is_plain(w, w->ip) &&
-	    (!(code = w->code(w->ctx, w->src, w->ip, now(w), &avail, &tag)) || !avail))
+	if (!is_plain(w, w->ip) && (!(code = code_at(w, w->ip, &avail, &tag)) || !avail))
 		return -pte_nomap;
 	if (tag != TAG_MIXED && block_get(w, w->ip, tag, w->mode, &ninsn, &w->last)) {
 		block->ninsn = ninsn;
@@ -1394,7 +1417,7 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 	if (qry_get_offset(w, &off) < 0 || off != run->off)
 		return FALSE;
 	*tag = 0;                        /* as no_event() finds it */
-	if (!is_plain(w, w->ip) && (!w->code(w->ctx, w->src, w->ip, now(w), &avail, tag) || !avail || *tag == TAG_MIXED))
+	if (!is_plain(w, w->ip) && (!code_at(w, w->ip, &avail, tag) || !avail || *tag == TAG_MIXED))
 		return FALSE;
 	if (!block_get(w, w->ip, *tag, w->mode, &ninsn, &last) || *insns + ninsn > G_MAXUINT16)
 		return FALSE;
