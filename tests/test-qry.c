@@ -4,7 +4,9 @@
  * exits, enables and disables, PSB+ with its status packets, overflows),
  * with random payloads and random bytes corrupted, under configurations
  * with and without the errata qry.c handles and with and without the
- * timing parameters.  A driver asks both decoders the same random
+ * timing parameters; bytes libipt's encoder does not write go in as raw
+ * bytes (packets only the decode callback knows, SKD007's CYC before an
+ * OVF).  A driver asks both decoders the same random
  * questions - events while one is pending, conditional and indirect
  * branches, and now and then the wrong one - and every answer must be the
  * same: status, direction, target, the whole event, time, offsets. */
@@ -20,14 +22,17 @@
 
 typedef struct {
 	struct pt_encoder *enc;
+	guint8 *buf;                     /* the encoder's */
 	GRand *rand;
 	guint64 ip;                      /* the last IP written (for compressed ones) */
+	guint64 tsc;                     /* the last TSC written */
 	gboolean full;                   /* the buffer is full */
 } Gen;
 
 typedef struct {
 	guint answers, events, branches, errors, resyncs;
 	guint event_types[ptev_mnt + 1];
+	guint codes[pte_bad_retcomp + 1];   /* errors answered, by code */
 } Seen;
 
 /* ------------------------------------------------------------ streams */
@@ -40,6 +45,21 @@ static void put(Gen *g, struct pt_packet p)
 		if (off + 64 > BUF_SIZE)
 			g->full = TRUE;  /* (else a packet the encoder refused: left out) */
 	}
+}
+
+/* n raw bytes (written as PADs, then overwritten) */
+static void put_raw(Gen *g, const guint8 *bytes, gsize n)
+{
+	uint64_t off = 0;
+
+	(void)pt_enc_get_offset(g->enc, &off);
+	if (g->full || off + n + 64 > BUF_SIZE) {
+		g->full = TRUE;
+		return;
+	}
+	for (gsize i = 0; i < n; i++)
+		put(g, (struct pt_packet){ .type = ppt_pad });
+	memcpy(g->buf + off, bytes, n);
 }
 
 static guint64 rnd64(Gen *g)
@@ -112,14 +132,14 @@ static void put_mode(Gen *g, gboolean tsx)
 static void put_timing(Gen *g)
 {
 	struct pt_packet p = { .type = ppt_pad };
-	static guint64 tsc = 1000000;
 
 	switch (g_rand_int_range(g->rand, 0, 8)) {
 	case 0:
 		p.type = ppt_tsc;
-		tsc += g_rand_int_range(g->rand, 0, 100000);
-		p.payload.tsc.tsc = g_rand_int_range(g->rand, 0, 50) ? tsc : rnd64(g) & 0xffffffffffffffULL;
-		put(g, p);
+		g->tsc += g_rand_int_range(g->rand, 0, 100000);
+		p.payload.tsc.tsc = g_rand_int_range(g->rand, 0, 50) ? g->tsc : rnd64(g) & 0xffffffffffffffULL;
+		if (g_rand_int_range(g->rand, 0, 12))   /* (now and then a TMA without its TSC) */
+			put(g, p);
 		if (g_rand_int_range(g->rand, 0, 3)) {
 			p.type = ppt_tma;
 			p.payload.tma.ctc = (uint16_t)g_rand_int(g->rand);
@@ -145,7 +165,8 @@ static void put_timing(Gen *g)
 
 static void put_psb_plus(Gen *g)
 {
-	guint n = g_rand_int_range(g->rand, 0, 7);
+	/* (now and then more status events than libipt queues: 6) */
+	guint n = g_rand_int_range(g->rand, 0, 10) ? g_rand_int_range(g->rand, 0, 7) : g_rand_int_range(g->rand, 6, 12);
 
 	put(g, (struct pt_packet){ .type = ppt_psb });
 	for (guint i = 0; i < n; i++) {
@@ -258,8 +279,22 @@ static void put_piece(Gen *g)
 		put_pip(g, g_rand_boolean(g->rand));
 	} else if (r < 84) {
 		put_vmcs(g);
-	} else if (r < 88) {
+	} else if (r < 86) {
 		put_ip(g, ppt_fup);
+	} else if (r < 88) {                       /* what only the decode callback knows */
+		static const guint8 cfe[4] = { 0x02, 0x13, 0x81, 0x00 }, bad[2] = { 0x02, 0xee };
+		guint8 evd[11] = { 0x02, 0x53 };
+
+		switch (g_rand_int_range(g->rand, 0, 4)) {
+		case 0: put_raw(g, cfe, sizeof(cfe)); break;
+		case 1: put_raw(g, evd, sizeof(evd)); break;
+		case 2: put_raw(g, bad, sizeof(bad)); break;
+		default:                           /* SKD007: CYC, OVF */
+			put_raw(g, (const guint8 *)"\x07", 1);
+			put(g, (struct pt_packet){ .type = ppt_ovf });
+			put_ip(g, ppt_fup);
+			break;
+		}
 	} else if (r < 90) {
 		put_ip(g, g_rand_boolean(g->rand) ? ppt_tip_pge : ppt_tip_pgd);
 	} else {
@@ -270,7 +305,7 @@ static void put_piece(Gen *g)
 /* A random stream into buf (BUF_SIZE + 16 bytes, the rest zero): its length. */
 static gsize gen_stream(guint32 seed, guint8 *buf, struct pt_config *cfg)
 {
-	Gen g = { .rand = g_rand_new_with_seed(seed), .ip = 0xffffffff81000000ULL };
+	Gen g = { .rand = g_rand_new_with_seed(seed), .ip = 0xffffffff81000000ULL, .buf = buf, .tsc = 1000000 };
 	guint pieces = g_rand_int_range(g.rand, 1, 400), flips;
 	uint64_t len = 0;
 
@@ -298,6 +333,8 @@ static gsize gen_stream(guint32 seed, guint8 *buf, struct pt_config *cfg)
 	cfg->errata.skd007 = g_rand_boolean(g.rand);
 	cfg->errata.skl168 = g_rand_boolean(g.rand);
 	cfg->errata.skz84 = g_rand_boolean(g.rand);
+	if (g_rand_int_range(g.rand, 0, 4))
+		cfg->decode.callback = vt_decode_unknown_packet;   /* (as queue.c decodes) */
 	if (g_rand_int_range(g.rand, 0, 4)) {
 		cfg->cpuid_0x15_eax = g_rand_boolean(g.rand) ? 2 : 1;
 		cfg->cpuid_0x15_ebx = g_rand_boolean(g.rand) ? 168 : 100;
@@ -409,6 +446,8 @@ static void drive(guint32 seed, const guint8 *buf, const struct pt_config *cfg, 
 		same_state(&p);
 		if (status < 0) {
 			seen->errors += status != -pte_eos;
+			if ((guint)-status < G_N_ELEMENTS(seen->codes))
+				seen->codes[-status]++;
 			if (status == -pte_eos && g_rand_int_range(r, 0, 4))
 				break;
 			seen->resyncs++;
@@ -438,6 +477,8 @@ static void drive(guint32 seed, const guint8 *buf, const struct pt_config *cfg, 
 static void test_random_streams(void)
 {
 	guint8 *buf = g_malloc(BUF_SIZE + 16);
+	static const guint want_codes[] = { pte_bad_opc, pte_bad_packet, pte_bad_context, pte_bad_query,
+					    pte_nomem, pte_noip, pte_ip_suppressed };
 	guint streams = g_test_slow() ? 200000 : 20000;
 	Seen seen = { 0 };
 
@@ -459,6 +500,14 @@ static void test_random_streams(void)
 			g_error("no event of type %d in %u streams", t, streams);
 	}
 	g_assert_cmpuint(seen.event_types[ptev_cbr], >, 0);
+	for (guint i = 0; i < G_N_ELEMENTS(seen.codes); i++)
+		if (seen.codes[i])
+			g_test_message("error %d (%s): %u", -(int)i, pt_errstr((enum pt_error_code)i), seen.codes[i]);
+	/* and the errors of every kind a decoder's packets give */
+	for (guint i = 0; i < G_N_ELEMENTS(want_codes); i++)
+		if (!seen.codes[want_codes[i]])
+			g_error("no error %d (%s) in %u streams", -(int)want_codes[i],
+				pt_errstr((enum pt_error_code)want_codes[i]), streams);
 	g_free(buf);
 }
 

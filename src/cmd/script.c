@@ -2087,7 +2087,7 @@ static void report(Script *s)
 			"dropped in the decoders" : "made");
 		vt_decode_query_decoders(&own, &lib);
 		vt_warn("script", "query decoder: %s (%" G_GUINT64_FORMAT " ours, %" G_GUINT64_FORMAT " libipt's)",
-			own && !lib ? "ours" : lib && !own ? "libipt's" : "both", own, lib);
+			own && !lib ? "ours" : lib && !own ? "libipt's" : own ? "both" : "none", own, lib);
 	}
 	if (s->json)
 		vt_json_free(s->json);

@@ -117,7 +117,7 @@ struct VtWalkTable {
 struct VtWalk {
 	struct pt_block_decoder *blk;    /* libipt's walker (VMTRACE_DECODER=blk) */
 	VtQry *own;                      /* else ours on our query decoder (qry.c), */
-	struct pt_query_decoder *qry;    /* or libipt's (VMTRACE_DECODER=qry, or the buffer has an OVF) */
+	struct pt_query_decoder *qry;    /* or libipt's (VMTRACE_DECODER=qry, or vt_qry_new() refused the config) */
 	gboolean qry_check;              /* VMTRACE_QRY_CHECK: both, answers compared */
 	struct pt_errata errata;
 	VtWalkCodeFunc code;
