@@ -100,6 +100,22 @@ code_recording() {
 	esac
 }
 
+# row_recording NAME SIZE GUESTCODE OPTS...: $TMP/NAME.data of real code
+# (the guest's from GUESTCODE) as the decoder comparisons make it (t0105,
+# t0149): corrected unless timeless, a VMCS left unresolved no matter
+# (both sides read the same file)
+row_recording() {
+	rr_name=$1 rr_size=$2 rr_gc=$3
+	shift 3
+	"$VMTRACE" synth -o "$TMP/$rr_name.data" --size "$rr_size" --host-code "$HOST_CODE" --guest-code "$rr_gc" \
+		"$@" 2>/dev/null || { fail "$rr_name: synth"; return 1; }
+	case " $* " in
+	*" --timeless "*) ;;
+	*) "$VMTRACE" correlate --in-place "$TMP/$rr_name.data" >/dev/null 2>&1 ;;
+	esac
+	return 0
+}
+
 # config_recording NAME SIZE OPTS...: $TMP/NAME.data as code_recording
 # makes it, but for names raw-*: straight from synth, guest time not
 # corrected (times that go back)

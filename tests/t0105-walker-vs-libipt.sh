@@ -62,12 +62,7 @@ while read -r name size opts; do
 	gc=$GUEST_CODE
 	case $name in *-alt) gc=$GUEST_CODE2 ;; esac
 	# shellcheck disable=SC2086
-	"$VMTRACE" synth -o "$TMP/$name.data" --size "$size" --host-code "$HOST_CODE" --guest-code "$gc" \
-		$opts 2>/dev/null || { fail "$name: synth"; continue; }
-	case $opts in
-	*--timeless*) ;;
-	*) "$VMTRACE" correlate --in-place "$TMP/$name.data" >/dev/null 2>&1 ;;   # (a VMCS unresolved: no matter here)
-	esac
+	row_recording "$name" "$size" "$gc" $opts || continue
 	same "$name" "$TMP/$name.data" --guestkallsyms "$gc/kallsyms"
 	rm -rf "$TMP/$name.data"
 done <<'CONFIGS'

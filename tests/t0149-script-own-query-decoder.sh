@@ -35,12 +35,7 @@ while read -r name size opts; do
 	[ -n "$name" ] || continue
 	asan_skip "$name" thread-4vcpu-timed cpu-2vcpu-mtc0 thread-2vm-cyc thread-2vcpu-ovf cpu-2vcpu-ovf && continue
 	# shellcheck disable=SC2086
-	"$VMTRACE" synth -o "$TMP/$name.data" --size "$size" --host-code "$HOST_CODE" --guest-code "$GUEST_CODE" \
-		$opts 2>/dev/null || { fail "$name: synth"; continue; }
-	case $opts in
-	*--timeless*) ;;
-	*) "$VMTRACE" correlate --in-place "$TMP/$name.data" >/dev/null 2>&1 ;;   # (a VMCS unresolved: no matter here)
-	esac
+	row_recording "$name" "$size" "$GUEST_CODE" $opts || continue
 	same "$name" "$TMP/$name.data" --guestkallsyms "$GUEST_CODE/kallsyms"
 	rm -rf "$TMP/$name.data"
 done <<'CONFIGS'

@@ -687,78 +687,6 @@ static void test_nr_switch(void)
  * vmresume from the PSB+'s IP on (2), each guest jump its own (1), the VM
  * exit the jz not taken before the cpuid (which does not run: 1); with the
  * trace ending after the TNT, the flow end counts that jz. */
-/* Plain blocks of host and guest at one address, by turns - each walk
- * finds its own (the walker keeps the blocks it found last: keyed by
- * source too, or the guest's jnz would be the host's jz):
- *   host  0x1000: jz 0x1004; nop; nop; 0x1004: vmresume; 0x1007: jmp 0x1000
- *   guest 0x1000: jnz 0x1010 ... 0x1010: cpuid
- * Trace: the host's jz taken, VM entry, the guest's jnz taken, VM exit at
- * the cpuid to 0x1007, the host's jz not taken, VM entry, the guest's jnz
- * taken, VM exit. */
-static void test_near_sources(void)
-{
-	static const guint8 host[16] = { 0x74, 0x02, 0x90, 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xf7 };
-	guint8 guest[32] = { 0x75, 0x0e };
-	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
-	struct pt_packet tnt = { .type = ppt_tnt_8 }, vmcs = { .type = ppt_vmcs };
-	guint8 trace[4096];
-	VtDecodeCpu cpu = { 0 };
-	g_autoptr(GError) err = NULL;
-	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
-	guint host_jz = 0, guest_jnz = 0, exits = 0;
-	VtDecodeImage *h, *g;
-	Enc e;
-	gsize len;
-
-	guest[0x10] = 0x0f;        /* cpuid */
-	guest[0x11] = 0xa2;
-	h = code_image(dir, "host", host, sizeof(host));
-	g = code_image(dir, "guest", guest, sizeof(guest));
-	enc_start(&e);
-	put(&e, (struct pt_packet){ .type = ppt_psb });
-	put_mode64(&e);
-	vmcs.payload.vmcs.base = VMCS_BASE;
-	put(&e, vmcs);
-	put_pip(&e, HOST_CR3, FALSE);
-	put_ip(&e, ppt_fup, CODE);
-	put(&e, (struct pt_packet){ .type = ppt_psbend });
-	tnt.payload.tnt.bit_size = 1;
-	for (int round = 0; round < 2; round++) {
-		tnt.payload.tnt.payload = round ? 0 : 1;   /* the host's jz: taken, then not */
-		put(&e, tnt);
-		put_pip(&e, GUEST_CR3, TRUE);             /* VM entry at the vmresume */
-		put_mode64(&e);
-		put_ip(&e, ppt_tip, CODE);
-		tnt.payload.tnt.payload = 1;              /* the guest's jnz taken */
-		put(&e, tnt);
-		put_ip(&e, ppt_fup, CODE + 0x10);         /* VM exit at the cpuid */
-		put_pip(&e, HOST_CR3, FALSE);
-		put_ip(&e, ppt_tip, CODE + 7);
-	}
-	len = enc_finish(&e, trace, sizeof(trace));
-
-	g_assert_true(vt_decode_buffer(trace, len, &cpu, h, g, out, &err));
-	g_assert_no_error(err);
-	for (guint i = 0; i < out->len; i++) {
-		const VtBranch *b = &g_array_index(out, VtBranch, i);
-
-		if (g_test_verbose())
-			g_test_message("%s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER "x guest %d",
-				       vt_branch_kind_name(b->kind), b->from, b->to, b->from_guest);
-		g_assert_cmpuint(b->kind, !=, VT_BRANCH_ERROR);
-		host_jz += b->kind == VT_BRANCH_JUMP && !b->from_guest && b->from == CODE && b->to == CODE + 4;
-		guest_jnz += b->kind == VT_BRANCH_JUMP && b->from_guest && b->from == CODE && b->to == CODE + 0x10;
-		exits += b->kind == VT_BRANCH_VMEXIT && b->from == CODE + 0x10 && b->to == CODE + 7;
-	}
-	g_assert_cmpuint(host_jz, ==, 1);
-	g_assert_cmpuint(guest_jnz, ==, 2);
-	g_assert_cmpuint(exits, ==, 2);
-	g_array_free(out, TRUE);
-	vt_decode_image_free(h);
-	vt_decode_image_free(g);
-	remove_dir(dir);
-}
-
 static void test_insns(void)
 {
 	static const guint8 host[32] = { 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xfa };
@@ -817,6 +745,72 @@ static void put_psb_plus(Enc *e, guint64 tsc, gboolean nr, guint64 fup)
 	put_pip(e, HOST_CR3, nr);
 	put_ip(e, ppt_fup, fup);
 	put(e, (struct pt_packet){ .type = ppt_psbend });
+}
+
+/* Plain blocks of host and guest at one address, by turns - each walk
+ * finds its own (the walker keeps the blocks it found last: keyed by
+ * source too, or the guest's jnz would be the host's jz):
+ *   host  0x1000: jz 0x1004; nop; nop; 0x1004: vmresume; 0x1007: jmp 0x1000
+ *   guest 0x1000: jnz 0x1010 ... 0x1010: cpuid
+ * Trace: the host's jz taken, VM entry, the guest's jnz taken, VM exit at
+ * the cpuid to 0x1007, the host's jz not taken, VM entry, the guest's jnz
+ * taken, VM exit. */
+static void test_near_sources(void)
+{
+	static const guint8 host[16] = { 0x74, 0x02, 0x90, 0x90, 0x0f, 0x01, 0xc3, 0xeb, 0xf7 };
+	guint8 guest[32] = { 0x75, 0x0e };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	struct pt_packet tnt = { .type = ppt_tnt_8 };
+	guint8 trace[4096];
+	VtDecodeCpu cpu = { 0 };
+	g_autoptr(GError) err = NULL;
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	guint host_jz = 0, guest_jnz = 0, exits = 0;
+	VtDecodeImage *h, *g;
+	Enc e;
+	gsize len;
+
+	guest[0x10] = 0x0f;        /* cpuid */
+	guest[0x11] = 0xa2;
+	h = code_image(dir, "host", host, sizeof(host));
+	g = code_image(dir, "guest", guest, sizeof(guest));
+	enc_start(&e);
+	put_psb_plus(&e, 0, FALSE, CODE);
+	tnt.payload.tnt.bit_size = 1;
+	for (int round = 0; round < 2; round++) {
+		tnt.payload.tnt.payload = round ? 0 : 1;   /* the host's jz: taken, then not */
+		put(&e, tnt);
+		put_pip(&e, GUEST_CR3, TRUE);             /* VM entry at the vmresume */
+		put_mode64(&e);
+		put_ip(&e, ppt_tip, CODE);
+		tnt.payload.tnt.payload = 1;              /* the guest's jnz taken */
+		put(&e, tnt);
+		put_ip(&e, ppt_fup, CODE + 0x10);         /* VM exit at the cpuid */
+		put_pip(&e, HOST_CR3, FALSE);
+		put_ip(&e, ppt_tip, CODE + 7);
+	}
+	len = enc_finish(&e, trace, sizeof(trace));
+
+	g_assert_true(vt_decode_buffer(trace, len, &cpu, h, g, out, &err));
+	g_assert_no_error(err);
+	for (guint i = 0; i < out->len; i++) {
+		const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+		if (g_test_verbose())
+			g_test_message("%s %#" G_GINT64_MODIFIER "x -> %#" G_GINT64_MODIFIER "x guest %d",
+				       vt_branch_kind_name(b->kind), b->from, b->to, b->from_guest);
+		g_assert_cmpuint(b->kind, !=, VT_BRANCH_ERROR);
+		host_jz += b->kind == VT_BRANCH_JUMP && !b->from_guest && b->from == CODE && b->to == CODE + 4;
+		guest_jnz += b->kind == VT_BRANCH_JUMP && b->from_guest && b->from == CODE && b->to == CODE + 0x10;
+		exits += b->kind == VT_BRANCH_VMEXIT && b->from == CODE + 0x10 && b->to == CODE + 7;
+	}
+	g_assert_cmpuint(host_jz, ==, 1);
+	g_assert_cmpuint(guest_jnz, ==, 2);
+	g_assert_cmpuint(exits, ==, 2);
+	g_array_free(out, TRUE);
+	vt_decode_image_free(h);
+	vt_decode_image_free(g);
+	remove_dir(dir);
 }
 
 /* Blocks joined where jumps are dropped (call traces: the walker goes on

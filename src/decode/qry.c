@@ -880,6 +880,32 @@ static int decode_fup(VtQry *q)
 	return 0;
 }
 
+/* A PIP's paging event (paging or async_paging) from its payload v */
+static void paging_event(struct pt_event *ev, enum pt_event_type type, guint64 v)
+{
+	ev->type = type;
+	if (type == ptev_paging) {
+		ev->variant.paging.cr3 = v >> 1 << 5;
+		ev->variant.paging.non_root = v & 1;
+	} else {
+		ev->variant.async_paging.cr3 = v >> 1 << 5;
+		ev->variant.async_paging.non_root = v & 1;
+	}
+}
+
+/* A MODE's event: the exec mode or TSX state */
+static void mode_event(struct pt_event *ev, const struct pt_packet_mode *p)
+{
+	if (p->leaf == pt_mol_exec) {
+		ev->type = ptev_exec_mode;
+		ev->variant.exec_mode.mode = pt_get_exec_mode(&p->bits.exec);
+	} else {
+		ev->type = ptev_tsx;
+		ev->variant.tsx.speculative = p->bits.tsx.intx;
+		ev->variant.tsx.aborted = p->bits.tsx.abrt;
+	}
+}
+
 static int decode_pip(VtQry *q)
 {
 	const guint8 *pos = q->now.pos;
@@ -892,16 +918,12 @@ static int decode_pip(VtQry *q)
 	v = le(pos + 2, 6);
 	if (!find(q, B_TIP, ptev_async_branch)) {
 		ev = standalone(q);
-		ev->type = ptev_paging;
-		ev->variant.paging.cr3 = v >> 1 << 5;
-		ev->variant.paging.non_root = v & 1;
+		paging_event(ev, ptev_paging, v);
 		q->event = ev;
 	} else {
 		if (!(ev = enqueue(q, B_TIP)))
 			return -pte_nomem;
-		ev->type = ptev_async_paging;
-		ev->variant.async_paging.cr3 = v >> 1 << 5;
-		ev->variant.async_paging.non_root = v & 1;
+		paging_event(ev, ptev_async_paging, v);
 	}
 	event_time(ev, &q->time);
 	q->now.pos += size;
@@ -919,21 +941,14 @@ static int decode_mode(VtQry *q)
 	if (p.leaf == pt_mol_exec) {
 		if (!(ev = enqueue(q, B_TIP)))
 			return -pte_nomem;
-		ev->type = ptev_exec_mode;
-		ev->variant.exec_mode.mode = pt_get_exec_mode(&p.bits.exec);
-	} else {
-		if (!q->enabled) {
-			ev = standalone(q);
-			ev->variant.tsx.ip = 0;
-			ev->ip_suppressed = 1;
-			q->event = ev;
-		} else if (!(ev = enqueue(q, B_FUP))) {
-			return -pte_nomem;
-		}
-		ev->type = ptev_tsx;
-		ev->variant.tsx.speculative = p.bits.tsx.intx;
-		ev->variant.tsx.aborted = p.bits.tsx.abrt;
+	} else if (!q->enabled) {        /* (TSX while off: now, without an IP) */
+		ev = standalone(q);
+		ev->ip_suppressed = 1;
+		q->event = ev;
+	} else if (!(ev = enqueue(q, B_FUP))) {
+		return -pte_nomem;
 	}
+	mode_event(ev, &p);
 	event_time(ev, &q->time);
 	q->now.pos += size;
 	return 0;
@@ -1372,9 +1387,7 @@ static int header_pip(VtQry *q)
 	if (!(ev = enqueue(q, B_PSBEND)))
 		return -pte_nomem;
 	v = le(q->now.pos + 2, 6);
-	ev->type = ptev_async_paging;
-	ev->variant.async_paging.cr3 = v >> 1 << 5;
-	ev->variant.async_paging.non_root = v & 1;
+	paging_event(ev, ptev_async_paging, v);
 	q->now.pos += size;
 	return 0;
 }
@@ -1389,14 +1402,7 @@ static int header_mode(VtQry *q)
 		return size;
 	if (!(ev = enqueue(q, B_PSBEND)))
 		return -pte_nomem;
-	if (p.leaf == pt_mol_exec) {
-		ev->type = ptev_exec_mode;
-		ev->variant.exec_mode.mode = pt_get_exec_mode(&p.bits.exec);
-	} else {
-		ev->type = ptev_tsx;
-		ev->variant.tsx.speculative = p.bits.tsx.intx;
-		ev->variant.tsx.aborted = p.bits.tsx.abrt;
-	}
+	mode_event(ev, &p);
 	q->now.pos += size;
 	return 0;
 }
