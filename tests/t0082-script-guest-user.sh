@@ -82,7 +82,7 @@ same_as() {
 	for c in 000 001; do
 		grep -F "[$c]" "$1" | sed -E 's/ [0-9]+\.[0-9]+: / T: /' >"$1.$c"
 		grep -F "[$c]" "$2" | sed -E 's/ [0-9]+\.[0-9]+: / T: /' >"$2.$c"
-		cmp -s "$1.$c" "$2.$c" || return 1
+		cmp -s "$1.$c" "$2.$c" || { diff "$1.$c" "$2.$c" | head -6 | sed "s/^/# cpu $c: /"; return 1; }
 	done
 }
 check "vmtrace script = perf script, guest user dso and symbols included ($(wc -l <"$TMP/b.vt") lines; time aside)" \
