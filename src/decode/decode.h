@@ -579,7 +579,8 @@ typedef struct {
 void vt_decode_result_apart(const VtDecodeResult *r, VtDecodeApart *a);
 /* How many query decoders this process made for the walker: ours (qry.c)
  * and libipt's (VMTRACE_DECODER=qry, a CPU with OVF errata qry.c does
- * not handle; VMTRACE_QRY_CHECK=1: both, counted as ours). */
+ * not handle, an MTC period over 15; VMTRACE_QRY_CHECK=1: both, counted
+ * as ours). */
 void vt_decode_query_decoders(guint64 *own, guint64 *libipt);
 /* After the last branch: FALSE (and why) when a queue's AUX data could not
  * be read to its end (the file shrank or failed), TRUE otherwise. */

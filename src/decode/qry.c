@@ -906,7 +906,9 @@ static void mode_event(struct pt_event *ev, const struct pt_packet_mode *p)
 	}
 }
 
-static int decode_pip(VtQry *q)
+/* A PIP: paging now, or with the asynchronous branch it follows, or (in
+ * a PSB+: header) at its PSBEND. */
+static int decode_pip(VtQry *q, gboolean header)
 {
 	const guint8 *pos = q->now.pos;
 	struct pt_event *ev;
@@ -916,6 +918,13 @@ static int decode_pip(VtQry *q)
 	if (size < 0)
 		return size;
 	v = le(pos + 2, 6);
+	if (header) {
+		if (!(ev = enqueue(q, B_PSBEND)))
+			return -pte_nomem;
+		paging_event(ev, ptev_async_paging, v);
+		q->now.pos += size;
+		return 0;        /* (its time: the PSBEND's) */
+	}
 	if (!find(q, B_TIP, ptev_async_branch)) {
 		ev = standalone(q);
 		paging_event(ev, ptev_paging, v);
@@ -930,7 +939,9 @@ static int decode_pip(VtQry *q)
 	return 0;
 }
 
-static int decode_mode(VtQry *q)
+/* A MODE: the exec mode at the next TIP, TSX at the next FUP (now while
+ * tracing is off), or (header) at its PSBEND. */
+static int decode_mode(VtQry *q, gboolean header)
 {
 	struct pt_packet_mode p;
 	struct pt_event *ev;
@@ -938,6 +949,13 @@ static int decode_mode(VtQry *q)
 
 	if (size < 0)
 		return size;
+	if (header) {
+		if (!(ev = enqueue(q, B_PSBEND)))
+			return -pte_nomem;
+		mode_event(ev, &p);
+		q->now.pos += size;
+		return 0;
+	}
 	if (p.leaf == pt_mol_exec) {
 		if (!(ev = enqueue(q, B_TIP)))
 			return -pte_nomem;
@@ -1314,8 +1332,8 @@ static int decode(VtQry *q, int kind)
 	case K_PGD: return decode_pgd(q);
 	case K_FUP: return decode_fup(q);
 	case K_TNT8: case K_TNT64: return decode_tnt(q, kind);
-	case K_PIP: return decode_pip(q);
-	case K_MODE: return decode_mode(q);
+	case K_PIP: return decode_pip(q, FALSE);
+	case K_MODE: return decode_mode(q, FALSE);
 	case K_TSC: return decode_tsc(q, FALSE);
 	case K_TMA: return decode_tma(q);
 	case K_MTC: return decode_mtc(q);
@@ -1376,37 +1394,6 @@ static int header_fup(VtQry *q)
 	return 0;
 }
 
-static int header_pip(VtQry *q)
-{
-	struct pt_event *ev;
-	int size = fixed(q, q->now.pos, 8);
-	guint64 v;
-
-	if (size < 0)
-		return size;
-	if (!(ev = enqueue(q, B_PSBEND)))
-		return -pte_nomem;
-	v = le(q->now.pos + 2, 6);
-	paging_event(ev, ptev_async_paging, v);
-	q->now.pos += size;
-	return 0;
-}
-
-static int header_mode(VtQry *q)
-{
-	struct pt_packet_mode p;
-	struct pt_event *ev;
-	int size = read_mode(q, q->now.pos, &p);
-
-	if (size < 0)
-		return size;
-	if (!(ev = enqueue(q, B_PSBEND)))
-		return -pte_nomem;
-	mode_event(ev, &p);
-	q->now.pos += size;
-	return 0;
-}
-
 /* A packet inside a PSB+: 0, an error; -pte_bad_context for one that has
  * no place there. */
 static int header(VtQry *q, int kind)
@@ -1415,8 +1402,8 @@ static int header(VtQry *q, int kind)
 	case K_UNKNOWN: return decode_unknown(q);
 	case K_PAD: q->now.pos += 1; return 0;
 	case K_FUP: return header_fup(q);
-	case K_PIP: return header_pip(q);
-	case K_MODE: return header_mode(q);
+	case K_PIP: return decode_pip(q, TRUE);
+	case K_MODE: return decode_mode(q, TRUE);
 	case K_TSC: return decode_tsc(q, TRUE);
 	case K_CBR: return decode_cbr(q, TRUE);
 	case K_TMA: return decode_tma(q);
@@ -1539,8 +1526,7 @@ VtQry *vt_qry_new(const struct pt_config *config)
 	}
 	q = g_new0(VtQry, 1);
 	q->cfg = *config;
-	q->now.begin = config->begin;
-	memset(&q->cfg.flags, 0, sizeof(q->cfg.flags));
+	q->now.begin = config->begin;    /* (cfg.flags: none of them the query decoder's) */
 	tcal_init(&q->tcal);
 	return q;
 }
