@@ -70,7 +70,7 @@ static inline guint vt_fast_insn_modrm(const guint8 *m, gsize avail)
  * branches with prefixes, far and invalid ones, too few bytes).  Not for
  * 16- or 32-bit code.  Bytes Zydis refuses as an instruction (a lock
  * prefix where none may be) can still get an answer. */
-static inline gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFastInsn *in)
+static inline __attribute__((always_inline)) gboolean vt_fast_insn_decode(const guint8 *code, gsize avail, VtFastInsn *in)
 {
 	gsize p = 0, n;
 	gboolean osz, rexw = FALSE, other_prefix, modrm = FALSE;
