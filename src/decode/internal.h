@@ -264,23 +264,30 @@ int vt_walk_get_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_get_sync_offset(const VtWalk *w, uint64_t *off);
 int vt_walk_next(VtWalk *w, struct pt_block *block);
 /* What a block vt_walk_next_joined() returns joined: blocks that ended in
- * a conditional or direct jump, each followed by the next one without a
- * trace packet read in between (the decoder's position, and so its time,
- * unchanged), the last block the one those jumps led to.  For a caller
- * that drops jumps (call traces): what the jumps between the blocks did. */
+ * a conditional or direct jump, each followed by the next one with the
+ * decoder's time unchanged - no trace packet read in between (its
+ * position unchanged), or with cross, packets that did not move the time
+ * on (the next TNT packet after one whose bits ran out) - the last block
+ * the one those jumps led to.  For a caller that drops jumps (call
+ * traces): what the jumps between the blocks did. */
 typedef struct {
 	guint blocks;                    /* blocks before the last one: 0, nothing joined */
-	guint64 off;                     /* the decoder's position through them */
+	guint64 off;                     /* the decoder's position before the first */
+	guint64 first_off;               /* and after it (blocks > 0) */
 	gboolean taken;                  /* one of their jumps was taken */
 	gboolean have_nt;                /* a conditional jump not taken after it */
 	guint64 nt_ip;                   /* the last such: where it went on */
+	guint64 nt_off;                  /* the decoder's position after its packet */
 	guint32 nt_insns;                /* instructions up to it */
 	guint8 nt_len;                   /* its length */
 	gboolean last_nt;                /* the last jump between them was that one */
+	guint64 tsc;                     /* (the decoder's time through them: 0 none) */
 } VtWalkRun;
 /* vt_walk_next(), and up to max more blocks joined to it (*run) where
- * they are plain code the image's table has. */
-int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun *run);
+ * they are plain code the image's table has; cross: also across trace
+ * packets that leave the time as it was (not for a caller that counts
+ * cycles per packet). */
+int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, gboolean cross, VtWalkRun *run);
 /* The near branch (VT_INSN_COND, CALL, CALL_IND, JUMP, JUMP_IND, RETURN)
  * that ended the last block at ip, as the walker decoded it: its kind and
  * length; FALSE for anything else or with libipt's block decoder. */

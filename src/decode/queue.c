@@ -769,7 +769,7 @@ static void joined(Dec *d, const VtWalkRun *run, const struct pt_block *b)
 		d->nt_ip = run->nt_ip;
 		d->nt_guest = d->guest;
 		d->nt_tsc = d->before;
-		d->nt_off = d->base + MIN(run->off, (guint64)d->len);
+		d->nt_off = d->base + MIN(run->nt_off, (guint64)d->len);
 		d->nt_mode = (guint8)b->mode;
 		d->nt_insns = d->insns + run->nt_insns;
 	}
@@ -801,7 +801,8 @@ static void on_block(Dec *d, const struct pt_block *b, const VtWalkRun *run, gui
 		 * is read as of then (the plugin writes a PSB+ at a poke) */
 		d->flow_psb = FALSE;
 		d->src_mode = d->mode_now;
-		emit_at(d, VT_BRANCH_FLOW_END, b->ip, 0, d->guest, d->guest, FALSE, MAX(d->last_tsc, d->flow_tsc), off);
+		emit_at(d, VT_BRANCH_FLOW_END, b->ip, 0, d->guest, d->guest, FALSE, MAX(d->last_tsc, d->flow_tsc),
+			run->blocks ? d->base + MIN(run->first_off, (guint64)d->len) : off);   /* (its block's) */
 		d->flow_tsc = d->flow_psb_ip == b->ip ? d->flow_psb_tsc : 0;
 	}
 	if (!b->ninsn)
@@ -912,7 +913,7 @@ static int step(Dec *d, int status)
 	if (!d->time_known || events)
 		d->now_tsc = now(d);
 	d->before = d->now_tsc;
-	status = vt_walk_next_joined(d->dec, &blk, join, &run);
+	status = vt_walk_next_joined(d->dec, &blk, join, !d->cycles, &run);
 	vt_walk_get_offset(d->dec, &off);  /* position(), once */
 	if (d->time_before_event && vt_walk_branch_time(d->dec, &d->after)) {
 		d->time_known = FALSE;   /* (libipt's is the event's) */
@@ -930,7 +931,7 @@ static int step(Dec *d, int status)
 	}
 	/* blocks walked since the trace last moved on, as one block a step
 	 * counts them: the blocks joined to the first began where it did
-	 * (run.off: the walker joins only while libipt stays there) */
+	 * (run.off) - unless the run read on (crossed a packet: progress) */
 	if (run.blocks)
 		d->stuck = off == run.off ? (run.off == d->last_off ? d->stuck + 1 : 0) + run.blocks : 0;
 	else

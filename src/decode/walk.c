@@ -1441,11 +1441,22 @@ int vt_walk_next(VtWalk *w, struct pt_block *block)
 	return proceed(w, block);
 }
 
+/* The decoder's time as the queue reads it (0: none yet). */
+static guint64 walk_tsc(const VtWalk *w)
+{
+	uint64_t tsc;
+	uint32_t lost_mtc, lost_cyc;
+
+	return qry_time(w, &tsc, &lost_mtc, &lost_cyc) < 0 ? 0 : tsc;
+}
+
 /* The block after the last one (a conditional or direct jump, taken or
  * not), joined to block (its bytes' tag: *tag): FALSE when it may not be -
  * the jump is another branch, the decoder read trace for it (its time may
- * have changed), or the table does not have the next block. */
-static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guint32 *insns, guint64 *tag)
+ * have changed; with cross: did change), or the table does not have the
+ * next block. */
+static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, gboolean cross, guint32 *insns,
+			 guint64 *tag)
 {
 	const WInsn *in = &w->last;
 	uint64_t off = 0;
@@ -1456,7 +1467,7 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 
 	if (in->iclass != ptic_cond_jump && !(in->iclass == ptic_jump && in->direct))
 		return FALSE;
-	if (qry_get_offset(w, &off) < 0 || off != run->off)
+	if (qry_get_offset(w, &off) < 0 || (off != run->off && (!cross || walk_tsc(w) != run->tsc)))
 		return FALSE;
 	*tag = 0;                        /* as no_event() finds it */
 	if (!is_plain(w, w->ip) && (!code_at(w, w->ip, &avail, tag) || !avail || *tag == TAG_MIXED))
@@ -1470,11 +1481,13 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 	} else {
 		run->have_nt = TRUE;
 		run->nt_ip = w->ip;
+		run->nt_off = off;
 		run->nt_insns = *insns;
 		run->nt_len = in->size;
 	}
 	run->last_nt = !taken;
-	run->blocks++;
+	if (!run->blocks++)
+		run->first_off = off;
 	*insns += ninsn;
 	w->last = last;
 	block->ninsn = (uint16_t)*insns;
@@ -1483,7 +1496,7 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, guin
 	return TRUE;
 }
 
-int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun *run)
+int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, gboolean cross, VtWalkRun *run)
 {
 	uint64_t off = 0;
 	guint64 tag;
@@ -1494,10 +1507,12 @@ int vt_walk_next_joined(VtWalk *w, struct pt_block *block, guint max, VtWalkRun 
 	if (w->blk || !max || qry_get_offset(w, &off) < 0)
 		return vt_walk_next(w, block);
 	run->off = off;
+	if (cross)
+		run->tsc = walk_tsc(w);
 	w->joinable = FALSE;
 	status = vt_walk_next(w, block);
 	/* (w->last: the last block's last instruction, no event pending) */
-	for (insns = block->ninsn; w->joinable && run->blocks < max && join_one(w, block, run, &insns, &tag);) {
+	for (insns = block->ninsn; w->joinable && run->blocks < max && join_one(w, block, run, cross, &insns, &tag);) {
 		status = block_end(w, &w->last, tag);
 		if (status == 0)
 			status = trailing_event(w);
