@@ -860,6 +860,10 @@ const char *vt_decode_image_symbol_len(const VtDecodeImage *img, guint64 addr, g
 		return NULL;
 	hi = MIN(lo << FENCE_LOG2, N_SYMS(img));
 	lo = (lo - 1) << FENCE_LOG2;
+	/* the run's 2^FENCE_LOG2 symbols (4 cache lines) asked for at once:
+	 * the search's loads one after the other waited for each */
+	for (guint i = lo; i < hi; i += 64 / sizeof(Symbol))
+		__builtin_prefetch(&SYMS(img)[i]);
 	while (lo < hi) {         /* its last symbol at or below addr (its first is) */
 		guint mid = (lo + hi) / 2;
 
