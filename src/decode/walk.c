@@ -1273,6 +1273,13 @@ static int fill(VtWalk *w, struct pt_block *block, guint64 tag0, const guint8 *c
 		table_put(w->tables[w->src], &b);
 		near_put(w, start, tag0, w->mode, block->ninsn, &in);
 	}
+	/* a block seen for the first time mostly leads to others: their first
+	 * code bytes on their way (the same read's bytes at their offsets -
+	 * prefetching never faults, wherever it points) */
+	if (piece && has_target(&in))
+		__builtin_prefetch((const void *)((guintptr)piece + (in.target - start)));
+	if (piece && in.iclass == ptic_cond_jump)
+		__builtin_prefetch((const void *)((guintptr)piece + (in.ip + in.size - start)));
 	return block_end(w, &in, tag0);
 }
 
