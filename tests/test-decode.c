@@ -828,7 +828,7 @@ static void test_near_sources(void)
  * jz taken and jnz not taken, its last loop's bits in one packet: the
  * flow end counts both (the jz's jump dropped). */
 static gsize write_join_trace_bits(guint8 *out, gsize cap, guint32 seed, guint64 tsc, gboolean whole, gboolean ovf,
-				   guint bits_per_packet)
+				   guint bits_per_packet, gboolean tscs)
 {
 	Enc e;
 	guint8 bits[40 * 5];
@@ -866,7 +866,7 @@ static gsize write_join_trace_bits(guint8 *out, gsize cap, guint32 seed, guint64
 			tnt.payload.tnt.payload = tnt.payload.tnt.payload << 1 | bits[pos + k];
 		put(&e, tnt);
 		pos += n;
-		if (!bits_per_packet && ((seed >> 8) & 1)) {   /* now and then back in time (a queue's times never go back) */
+		if ((!bits_per_packet || tscs) && ((seed >> 8) & 1)) {   /* now and then back in time (a queue's times never go back) */
 			tsc = (seed >> 9) & 3 ? tsc + 1000 : tsc - 1500;
 			put(&e, (struct pt_packet){ .type = ppt_tsc, .payload.tsc.tsc = tsc });
 		}
@@ -876,7 +876,7 @@ static gsize write_join_trace_bits(guint8 *out, gsize cap, guint32 seed, guint64
 
 static gsize write_join_trace_at(guint8 *out, gsize cap, guint32 seed, guint64 tsc, gboolean whole, gboolean ovf)
 {
-	return write_join_trace_bits(out, cap, seed, tsc, whole, ovf, 0);
+	return write_join_trace_bits(out, cap, seed, tsc, whole, ovf, 0, TRUE);
 }
 
 static gsize write_join_trace(guint8 *out, gsize cap)
@@ -978,17 +978,73 @@ static void test_join(void)
  * conditional jump's bit is a packet of its own, and within one packet it
  * would join only at the two direct jumps (at most 80) - and the branches
  * are the same, offsets included (a PSB+'s flow end has its own block's,
- * not the run's). */
+ * not the run's).  With TSCs between half the packets (on, and now and
+ * then back) it joins fewer, and the branches are the same: a run that
+ * went on where the time changed - on and then back in one run - gave
+ * its dropped jumps the time before it, a later branch an earlier time. */
 static void test_join_cross(void)
 {
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
 	VtDecodeImage *img = code_image(dir, "host", join_code, sizeof(join_code));
 	guint8 trace[8192];
-	gsize len = write_join_trace_bits(trace, sizeof(trace), 777, 1000000, FALSE, FALSE, 1);
-	guint64 joined;
+	gsize len = write_join_trace_bits(trace, sizeof(trace), 777, 1000000, FALSE, FALSE, 1, FALSE);
+	guint64 joined, joined_timed;
 
 	check_join(trace, len, img, &joined);
 	g_assert_cmpuint(joined, >, 150);
+	len = write_join_trace_bits(trace, sizeof(trace), 777, 1000000, FALSE, FALSE, 1, TRUE);
+	check_join(trace, len, img, &joined_timed);
+	g_assert_cmpuint(joined_timed, <, joined - 20);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
+/* An instruction that cannot be decoded after plain ones the walker
+ * counts in one run (walk.c plain_run): three nops, then 0x06 (push es,
+ * invalid in 64-bit code: Zydis refuses it; libipt's length decoder takes
+ * it for an instruction).  The error is at the bad instruction, after 3
+ * instructions, as the walk instruction by instruction (VMTRACE_WALK_CHECK
+ * mode, without the run) gives it - the run leaves the block's end at its
+ * last nop (session 36's first plain_run left it at 0: the error at 0). */
+static void test_bad_insn_run(void)
+{
+	static const guint8 code[32] = { 0x90, 0x90, 0x90, 0x06 };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	guint8 trace[1024];
+	gsize len;
+	Enc e;
+
+	enc_start(&e);
+	put_psb_plus(&e, 1000000, FALSE, CODE);
+	put(&e, (struct pt_packet){ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 1, .payload = 1 } });
+	len = enc_finish(&e, trace, sizeof(trace));
+	for (int check = 0; check < 2; check++) {
+		VtDecodeCpu cpu = { 0 };
+		g_autoptr(GError) err = NULL;
+		GArray *out = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+		guint errors = 0;
+
+		if (check)
+			g_setenv("VMTRACE_WALK_CHECK", "1", TRUE);
+		g_assert_true(vt_decode_buffer(trace, len, &cpu, img, img, out, &err));
+		g_unsetenv("VMTRACE_WALK_CHECK");
+		g_assert_no_error(err);
+		for (guint i = 0; i < out->len; i++) {
+			const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+			if (b->kind != VT_BRANCH_ERROR)
+				continue;
+			g_test_message("%s: error %d at %#" G_GINT64_MODIFIER "x, %u instructions", check ? "checked" : "run",
+				       b->code, b->from, b->insns);
+			g_assert_cmpint(b->code, ==, pte_bad_insn);
+			g_assert_cmphex(b->from, ==, CODE + 3);
+			g_assert_cmpuint(b->insns, ==, 3);
+			errors++;
+		}
+		g_assert_cmpuint(errors, ==, 1);
+		g_array_free(out, TRUE);
+	}
 	vt_decode_image_free(img);
 	remove_dir(dir);
 }
@@ -1069,18 +1125,20 @@ static void test_join_psb(void)
  * nothing more in the trace) is perf's error 10 after NO_PROGRESS_LIMIT
  * blocks - at the same block, so the same ip, whether blocks are joined
  * or not, the block table cold or warm. */
-static void test_join_loop(void)
+static void join_loop_check(const guint8 *code, gsize size, gboolean crossed)
 {
-	static const guint8 code[0x10] = { 0xeb, 0x00, 0xeb, 0x00, 0xeb, 0xfa };   /* 0x1000: jmp; 0x1002: jmp; 0x1004: jmp 0x1000 */
 	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
-	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	VtDecodeImage *img = code_image(dir, "host", code, size);
 	guint8 trace[256];
 	gsize len;
 	Enc e;
-	guint64 ip[4] = { 0 };
+	guint64 ip[4] = { 0 }, insns[4] = { 0 };
 
 	enc_start(&e);
 	put_psb_plus(&e, 1000000, FALSE, CODE);
+	if (crossed)                     /* the two jz's bits, a packet each */
+		for (int i = 0; i < 2; i++)
+			put(&e, (struct pt_packet){ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 1, .payload = 1 } });
 	put_ip(&e, ppt_tip, CODE);       /* (trace that the walk never asks for: not its end) */
 	len = enc_finish(&e, trace, sizeof(trace));
 	for (guint k = 0; k < 4; k++) {   /* kept, dropped (cold and warm), kept (warm) */
@@ -1091,21 +1149,38 @@ static void test_join_loop(void)
 		for (guint i = 0; i < out->len; i++) {
 			const VtBranch *b = &g_array_index(out, VtBranch, i);
 
+			insns[k] += b->insns;
 			if (b->kind != VT_BRANCH_ERROR)
 				continue;
 			g_assert_cmpint(b->code, ==, VT_DECODE_ERR_LOOP);
 			ip[k] = b->from;
 			errs++;
 		}
-		g_test_message("decode %u: error at %#" G_GINT64_MODIFIER "x, %" G_GUINT64_FORMAT " blocks joined", k,
-			       ip[k], joined);
+		g_test_message("decode %u: error at %#" G_GINT64_MODIFIER "x after %" G_GUINT64_FORMAT
+			       " instructions, %" G_GUINT64_FORMAT " blocks joined", k, ip[k], insns[k], joined);
 		g_assert_cmpuint(errs, ==, 1);
 		g_array_free(out, TRUE);
 	}
-	for (guint k = 1; k < 4; k++)
+	for (guint k = 1; k < 4; k++) {
 		g_assert_cmphex(ip[k], ==, ip[0]);
+		g_assert_cmpuint(insns[k], ==, insns[0]);   /* (a dropped jump's count goes to the next record) */
+	}
 	vt_decode_image_free(img);
 	remove_dir(dir);
+}
+
+static void test_join_loop(void)
+{
+	static const guint8 ring[0x10] = { 0xeb, 0x00, 0xeb, 0x00, 0xeb, 0xfa };   /* 0x1000: jmp; 0x1002: jmp; 0x1004: jmp 0x1000 */
+	/* 0x1000: jz 0x1004; nop; nop; 0x1004: jz 0x1008; nop; nop; then the
+	 * ring at 0x1008: the run that enters it crossed two packets, and the
+	 * blocks after the last count towards the loop (session 36's first
+	 * crossing counted none: the error 254 blocks later) */
+	static const guint8 crossed[0x20] = { 0x74, 0x02, 0x90, 0x90, 0x74, 0x02, 0x90, 0x90,
+					      0xeb, 0x00, 0xeb, 0x00, 0xeb, 0xfa };
+
+	join_loop_check(ring, sizeof(ring), FALSE);
+	join_loop_check(crossed, sizeof(crossed), TRUE);
 }
 
 /* A queue decoded in ranges (vt_decode_queue_range: each range's decoder
@@ -2395,6 +2470,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/join", test_join);
 	g_test_add_func("/decode/join-cross", test_join_cross);
 	g_test_add_func("/decode/join-psb", test_join_psb);
+	g_test_add_func("/decode/bad-insn-run", test_bad_insn_run);
 	g_test_add_func("/decode/join-loop", test_join_loop);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
 	g_test_add_func("/decode/garbage", test_garbage);

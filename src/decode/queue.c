@@ -756,7 +756,8 @@ static void block_end(Dec *d, guint64 ip, guint8 mode)
  * resolve() does with each - the taken ones dropped (drop_jump()), the
  * last conditional one not taken after them kept for the flow end - and
  * the instructions they ran, counted as on_block() counts them.  (No
- * cycles: none of them was the first its packet decided.) */
+ * cycles: where the queue counts them the walker joins only within a
+ * packet, and none of the jumps was the first its packet decided.) */
 static void joined(Dec *d, const VtWalkRun *run, const struct pt_block *b)
 {
 	if (run->taken) {
@@ -930,10 +931,15 @@ static int step(Dec *d, int status)
 		return status;
 	}
 	/* blocks walked since the trace last moved on, as one block a step
-	 * counts them: the blocks joined to the first began where it did
-	 * (run.off) - unless the run read on (crossed a packet: progress) */
-	if (run.blocks)
-		d->stuck = off == run.off ? (run.off == d->last_off ? d->stuck + 1 : 0) + run.blocks : 0;
+	 * counts them: none if the run's last block read on, those after the
+	 * last that did (a run crosses packets), else all of them and the
+	 * count before if the run began where the last step ended */
+	if (run.blocks && off != run.last_off)
+		d->stuck = 0;
+	else if (run.blocks && run.moved)
+		d->stuck = run.blocks - run.moved_at;
+	else if (run.blocks)
+		d->stuck = (run.off == d->last_off ? d->stuck + 1 : 0) + run.blocks;
 	else
 		d->stuck = off == d->last_off ? d->stuck + 1 : 0;
 	d->joined += run.blocks;

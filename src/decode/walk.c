@@ -1200,17 +1200,19 @@ static const guint8 *plain_piece(VtWalk *w, guint64 ip, gsize *len)
 /* The instructions from w->ip on (at piece + off, len bytes from the
  * block's start) that the fast decoder knows and that only lead to the
  * next (ptic_other: no flags, fastinsn.h never gives any), counted into
- * block, w->ip after them - what fill() does with each, less the WInsn it
- * makes and drops (a third of a fresh block's cost: synth's mixes walk
- * ~160,000 of them a MiB) - and TRUE with *in if the fast decoder knows
- * the one after them too (as insn_bytes() gives it).  Stops a block
- * short of full: the general path ends it.  Not in VMTRACE_WALK_CHECK
- * mode (each instruction checked there). */
+ * block, w->ip after them, the last of them block's end and w->last -
+ * what fill() does with each, but for the WInsn it made and dropped each
+ * time (a third of a fresh block's cost: synth's mixes walk ~160,000 of
+ * them a MiB) - and TRUE with *in if the fast decoder knows the one
+ * after them too (as insn_bytes() gives it).  Stops a block short of
+ * full: the general path ends it.  Not in VMTRACE_WALK_CHECK mode (each
+ * instruction checked there). */
 static inline gboolean plain_run(VtWalk *w, struct pt_block *block, const guint8 *piece, gsize len, guint64 off,
 				 WInsn *in)
 {
 	guint64 ip = w->ip;
-	guint16 n = block->ninsn;
+	guint16 n = block->ninsn, n0 = n;
+	guint8 last_len = 0;
 	VtFastInsn f;
 	gboolean known = FALSE;
 
@@ -1218,11 +1220,18 @@ static inline gboolean plain_run(VtWalk *w, struct pt_block *block, const guint8
 	       (known = vt_fast_insn_decode(piece + off, ZYDIS_MAX_INSTRUCTION_LENGTH, &f)) && f.iclass == ptic_other) {
 		ip += f.len;
 		off += f.len;
+		last_len = f.len;
 		n++;
 		known = FALSE;
 	}
 	w->ip = ip;
 	block->ninsn = n;
+	if (n != n0) {               /* the last one counted, as fill() leaves it (where the next fails) */
+		memset(&w->last, 0, sizeof(w->last));
+		w->last.ip = block->end_ip = ip - last_len;
+		w->last.size = last_len;
+		w->last.iclass = block->iclass = ptic_other;
+	}
 	if (known)
 		fast_insn(&f, ip, in);
 	return known;
@@ -1493,6 +1502,11 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, gboo
 		run->nt_len = in->size;
 	}
 	run->last_nt = !taken;
+	if (off != (run->blocks ? run->last_off : run->off)) {
+		run->moved = TRUE;       /* (the trace read for the block before: a step's progress) */
+		run->moved_at = run->blocks;
+	}
+	run->last_off = off;
 	if (!run->blocks++)
 		run->first_off = off;
 	*insns += ninsn;
