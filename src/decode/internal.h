@@ -274,9 +274,8 @@ typedef struct {
 	guint blocks;                    /* blocks before the last one: 0, nothing joined */
 	guint64 off;                     /* the decoder's position before the first */
 	guint64 first_off;               /* and after it (blocks > 0) */
-	guint64 last_off;                /* and after the one before the last (blocks > 0) */
-	gboolean moved;                  /* it moved on after one of them but the last, */
-	guint moved_at;                  /* the last such: blocks before it */
+	guint64 last_off;                /* where it last moved on before the last one (off: never), */
+	guint moved_at;                  /* with this many of them joined (last_off != off) */
 	gboolean taken;                  /* one of their jumps was taken */
 	gboolean have_nt;                /* a conditional jump not taken after it */
 	guint64 nt_ip;                   /* the last such: where it went on */

@@ -936,7 +936,7 @@ static int step(Dec *d, int status)
 	 * count before if the run began where the last step ended */
 	if (run.blocks && off != run.last_off)
 		d->stuck = 0;
-	else if (run.blocks && run.moved)
+	else if (run.blocks && run.last_off != run.off)
 		d->stuck = run.blocks - run.moved_at;
 	else if (run.blocks)
 		d->stuck = (run.off == d->last_off ? d->stuck + 1 : 0) + run.blocks;
