@@ -1488,9 +1488,8 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, gboo
 	if (off != run->off) {           /* the trace moved on: a packet crossed */
 		if (!cross || walk_tsc(w) != run->tsc)
 			return FALSE;
-		/* where it moved on (by the block before: a step's progress) -
-		 * without a branch, whose way the trace decides (mispredicted,
-		 * it cost more than the join) */
+		/* where it moved on (by the block before: a step's progress;
+		 * written without a branch - the trace decides its way) */
 		run->moved_at = off != run->last_off ? run->blocks : run->moved_at;
 		run->last_off = off;
 	}
