@@ -999,6 +999,56 @@ static void test_join_cross(void)
 	remove_dir(dir);
 }
 
+/* A not-taken jump a run joined across packets, at the trace's end: its
+ * flow end (the conditional jumps not taken after the last branch) has
+ * the AUX offset after that jump's packet, as without joins.
+ *   0x1000: jz 0x1004; nop; nop; 0x1004: jnz 0x1008; nop; nop;
+ *   0x1008: jz 0x3000 (rel32: outside the image)
+ * One TNT bit a packet: the jz taken, the jnz not taken, the last jz
+ * taken into no code - the walk ends there without a branch, the flow end
+ * names the jnz's way on.  Decoded keeping the jumps first (the blocks
+ * then in the image's table: a run joins only blocks the table has). */
+static void test_join_flow_end(void)
+{
+	static const guint8 code[0x20] = { 0x74, 0x02, 0x90, 0x90, 0x75, 0x02, 0x90, 0x90,
+					   0x0f, 0x84, 0xf2, 0x1f, 0x00, 0x00 };
+	g_autofree char *dir = g_dir_make_tmp("test-decode-XXXXXX", NULL);
+	VtDecodeImage *img = code_image(dir, "host", code, sizeof(code));
+	guint8 trace[256];
+	gsize len;
+	Enc e;
+	VtBranch ends[2];
+	guint64 joined[2];
+
+	enc_start(&e);
+	put_psb_plus(&e, 1000000, FALSE, CODE);
+	for (int i = 0; i < 3; i++)
+		put(&e, (struct pt_packet){ .type = ppt_tnt_8, .payload.tnt = { .bit_size = 1, .payload = i != 1 } });
+	len = enc_finish(&e, trace, sizeof(trace));
+	for (int k = 0; k < 2; k++) {     /* kept, dropped */
+		GArray *out = decode_join(trace, len, img, k == 1, &joined[k]);
+		guint n = 0;
+
+		for (guint i = 0; i < out->len; i++) {
+			const VtBranch *b = &g_array_index(out, VtBranch, i);
+
+			g_test_message("%s: %s %#" G_GINT64_MODIFIER "x off %" G_GUINT64_FORMAT " insns %u",
+				       k ? "dropped" : "kept", vt_branch_kind_name(b->kind), b->from, b->offset, b->insns);
+			if (b->kind == VT_BRANCH_FLOW_END && b->from == CODE + 6) {
+				ends[k] = *b;
+				n++;
+			}
+		}
+		g_assert_cmpuint(n, ==, 1);
+		g_array_free(out, TRUE);
+	}
+	g_assert_cmpuint(joined[1], ==, 2);      /* the jnz's block and the last jz's, across two packets */
+	g_assert_cmpuint(ends[1].offset, ==, ends[0].offset);
+	g_assert_cmpuint(ends[1].tsc, ==, ends[0].tsc);
+	vt_decode_image_free(img);
+	remove_dir(dir);
+}
+
 /* An instruction that cannot be decoded after plain ones the walker
  * counts in one run (walk.c plain_run): three nops, then 0x06 (push es,
  * invalid in 64-bit code: Zydis refuses it; libipt's length decoder takes
@@ -2470,6 +2520,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/decode/join", test_join);
 	g_test_add_func("/decode/join-cross", test_join_cross);
 	g_test_add_func("/decode/join-psb", test_join_psb);
+	g_test_add_func("/decode/join-flow-end", test_join_flow_end);
 	g_test_add_func("/decode/bad-insn-run", test_bad_insn_run);
 	g_test_add_func("/decode/join-loop", test_join_loop);
 	g_test_add_func("/decode/exec-modes", test_exec_modes);
