@@ -116,6 +116,17 @@ row_recording() {
 	return 0
 }
 
+# same_in_windows: the decoder comparisons' row of 4 KiB windows (t0105,
+# t0149): a fresh decoder at every seam, warmed up on the segment before -
+# the test's own `same NAME REC ARGS...` on a recording made for it
+same_in_windows() {
+	code_recording win 128K --vcpus 2 --seed 11 || return 0
+	VMTRACE_DECODE_WINDOW=4096
+	export VMTRACE_DECODE_WINDOW
+	same "4 KiB windows" "$TMP/win.data" --guestkallsyms "$GUEST_CODE/kallsyms"
+	unset VMTRACE_DECODE_WINDOW
+}
+
 # config_recording NAME SIZE OPTS...: $TMP/NAME.data as code_recording
 # makes it, but for names raw-*: straight from synth, guest time not
 # corrected (times that go back)

@@ -54,13 +54,7 @@ thread-2vcpu-aux-lost   96K  --vcpus 2 --aux-truncated-every 3 --seed 21
 thread-2vcpu-cbr        96K  --vcpus 2 --cbr-vary --cyc --seed 21
 CONFIGS
 
-# windows of 4 KiB: a fresh decoder at every seam
-code_recording win 128K --vcpus 2 --seed 11 && {
-	VMTRACE_DECODE_WINDOW=4096
-	export VMTRACE_DECODE_WINDOW
-	same "4 KiB windows" "$TMP/win.data" --guestkallsyms "$GUEST_CODE/kallsyms"
-	unset VMTRACE_DECODE_WINDOW
-}
+same_in_windows
 
 # corrupt AUX data: decode errors, resynchronisation (and they happen)
 if code_recording err 256K --vcpus 2 --seed 4 && "$PYTHON3" "$top_srcdir/tests/aux-corrupt.py" "$TMP/err.data/data"; then

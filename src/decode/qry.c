@@ -855,11 +855,11 @@ static int decode_fup(VtQry *q)
 		case ptev_mwait: q->consume = TRUE; event_ip(q, ev, &ev->variant.mwait.ip); break;
 		case ptev_ptwrite: q->consume = TRUE; event_ip(q, ev, &ev->variant.ptwrite.ip); break;
 		case ptev_overflow:
-		q->consume = TRUE;
-		if ((status = ip_query(&ev->variant.overflow.ip, &q->ip)) < 0)
-			return status;
-		break;
-	default: return -pte_internal;
+			q->consume = TRUE;
+			if ((status = ip_query(&ev->variant.overflow.ip, &q->ip)) < 0)
+				return status;
+			break;
+		default: return -pte_internal;
 		}
 		q->event = ev;
 		if (pending(q, B_FUP) || !q->consume)

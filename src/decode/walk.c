@@ -1485,12 +1485,10 @@ static gboolean join_one(VtWalk *w, struct pt_block *block, VtWalkRun *run, gboo
 		return FALSE;
 	if (qry_get_offset(w, &off) < 0)
 		return FALSE;
-	if (off != run->off) {           /* the trace moved on: a packet crossed */
+	if (off != run->last_off) {      /* the trace moved on (by the block before): a packet crossed */
 		if (!cross || walk_tsc(w) != run->tsc)
-			return FALSE;
-		/* where it moved on (by the block before: a step's progress;
-		 * written without a branch - the trace decides its way) */
-		run->moved_at = off != run->last_off ? run->blocks : run->moved_at;
+			return FALSE;    /* (the time asked once a position: at last_off it was the same) */
+		run->moved_at = run->blocks;   /* (a step's progress) */
 		run->last_off = off;
 	}
 	*tag = 0;                        /* as no_event() finds it */
