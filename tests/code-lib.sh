@@ -161,20 +161,30 @@ need_user_standin() {
 		skip "perf record -a does not work here (perf_event_paranoid? not root?)"
 }
 
-# guest_data_dir NAME SIDEBAND: $TMP/NAME, a guest's perf.data directory
-# for vmtrace inject: $TMP/g0.data (need_user_standin's stand-in) with
-# synth's time conversion, the records of the perf-edit.py sideband file
-# SIDEBAND at guest time 0x100000000000 + $OFF, the guest kernel's MMAP
-# (_text of $GUEST_CODE) and $GUEST_CODE as its kcore_dir.  Exits when it
-# cannot be built.
+# guest_data_dir NAME SIDEBAND [kernel-build-id]: $TMP/NAME, a guest's
+# perf.data directory for vmtrace inject: $TMP/g0.data (need_user_standin's
+# stand-in) with synth's time conversion, the records of the perf-edit.py
+# sideband file SIDEBAND at guest time 0x100000000000 + $OFF, the guest
+# kernel's MMAP (_text of $GUEST_CODE) and $GUEST_CODE as its kcore_dir.
+# Its build id table is emptied - perf record writes the kernel's entry
+# only when a sample hit the kernel, and the entry decides how perf names
+# the guest kernel (t0102 failed in CI when none did) - or, with
+# kernel-build-id, has only a "[kernel.kallsyms]" entry, as a guest's perf
+# record with kernel samples writes it.  Exits when it cannot be built.
 guest_data_dir() {
 	gd_text=0x$(awk '$3 == "_text" {print $1; exit}' "$GUEST_CODE/kallsyms")
 	mkdir -p "$TMP/$1" &&
 		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g0.data" "$TMP/$1.1" time-conv 10 341 0 1 &&
 		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.1" "$TMP/$1.2" sideband "$2" \
 			$((0x100000000000 + OFF)) &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.2" "$TMP/$1/data" kernel-mmap "$gd_text" 0x7cffffff &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.2" "$TMP/$1.3" kernel-mmap "$gd_text" 0x7cffffff &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.3" "$TMP/$1/data" no-build-ids &&
 		cp -r "$GUEST_CODE" "$TMP/$1/kcore_dir" || { echo "cannot build the guest directory"; exit 1; }
+	[ "${3:-}" = kernel-build-id ] || return 0
+	mv "$TMP/$1/data" "$TMP/$1.4" &&
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$1.4" "$TMP/$1/data" build-id 1 -1 \
+			00112233445566778899aabbccddeeff00112233 "[kernel.kallsyms]" ||
+		{ echo "cannot give the guest directory a build id"; exit 1; }
 }
 
 # time_decode NAME [GUESTDIR]: time_check's inputs - vmtrace script

@@ -23,6 +23,9 @@ Operations (one per run):
                                   "[guest.kernel.kallsyms]"); nosize: without
                                   MISC_BUILD_ID_SIZE (perf before it: 20
                                   bytes, zero-padded)
+  no-build-ids                    remove the HEADER_BUILD_ID feature (a
+                                  real perf record has the kernel's entry
+                                  only when a sample hit the kernel)
   sideband SCRIPT BASE            the guest's task sideband (COMM, FORK,
                                   EXIT, SWITCH, MMAP2) and samples replaced
                                   by SCRIPT's records, in its order: lines
@@ -253,6 +256,10 @@ def main():
         feats[2] = bytes(feats.get(2, b"")) + entry
         p["feats"] = sorted(feats.items())
         bits = int.from_bytes(p["feat"], "little") | 1 << 2
+        p["feat"] = bits.to_bytes(32, "little")
+    elif op == "no-build-ids":
+        p["feats"] = [(bit, f) for bit, f in p["feats"] if bit != 2]
+        bits = int.from_bytes(p["feat"], "little") & ~(1 << 2)
         p["feat"] = bits.to_bytes(32, "little")
     elif op == "sideband":
         sideband(p, args[0], int(args[1], 0))

@@ -415,11 +415,19 @@ static gboolean open_images(Script *s, ScriptOptions *o, gboolean *usage, GError
 
 /* -------------------------------------------------------------- report */
 /* The guest kernel's DSO as perf names it: with an injected guest sideband
- * the guest machine is the QEMU pid's, whose kernel (REC/kcore_dir__PID)
- * perf calls [kernel.kallsyms]; otherwise perf's default guest. */
+ * the guest machine is the QEMU pid's (its kernel from REC/kcore_dir__PID),
+ * named by the recording's build ids (vt_decode_result_guest_kernel_dso);
+ * otherwise perf's default guest. */
 static const char *guest_dso(const Script *s)
 {
-	return vt_decode_result_machine_pid(s->result) ? "[kernel.kallsyms]" : "[guest.kernel.kallsyms]";
+	const char *d = vt_decode_result_guest_kernel_dso(s->result);
+
+	return d ? d : "[guest.kernel.kallsyms]";
+}
+
+static const char *dso_name(const Script *s, int dso)
+{
+	return dso == 0 ? "[kernel.kallsyms]" : dso == 1 ? s->guest_dso : "[unknown]";
 }
 
 /* Formatting without printf, into one output buffer (src/cli/textbuf.h):
@@ -1236,13 +1244,20 @@ static void call_start(const Script *s, const VtDecodeEvent *e, gboolean guest, 
 		put_flags(s, flags);
 }
 
+/* A call line's "(DSO)\t" as perf prints it: with --call-trace the DSO in
+ * 50 columns, a longer name cut to 49 (perf's pad_output_len_dso). */
+static char *call_dso_text(const Script *s, const char *name)
+{
+	return s->o->call_trace ? g_strdup_printf("(%-50.49s)\t", name) : g_strdup_printf("(%s)\t", name);
+}
+
 /* The "(DSO)\t" of a call line in a vmlinux section perf maps on its own
- * (suffix: its name) or in none (NULL: [unknown]). */
+ * (suffix: its name), in none (NULL: [unknown]), or of a DSO too long for
+ * call_dso_init's texts. */
 static void call_dso_put(Script *s, int dso, const char *suffix)
 {
-	g_autofree char *name = suffix ? g_strconcat(dso ? s->guest_dso : "[kernel.kallsyms]", suffix, NULL)
-				: g_strdup("[unknown]");
-	g_autofree char *text = g_strdup_printf("(%-*s)\t", s->o->call_trace ? 50 : 0, name);
+	g_autofree char *name = suffix ? g_strconcat(dso_name(s, dso), suffix, NULL) : g_strdup("[unknown]");
+	g_autofree char *text = call_dso_text(s, name);
 
 	vt_textbuf_str(s->out, text);
 }
@@ -1263,8 +1278,8 @@ static int call_indent(Script *s, guint64 ip, guint64 addr, gboolean guest, guin
 	const char *sym;              /* at's name: none in no section perf maps of a vmlinux */
 	int len = 0;
 
-	if (G_UNLIKELY(!suffix || *suffix))   /* a vmlinux's other section, or no map */
-		call_dso_put(s, dso, suffix);
+	if (G_UNLIKELY(!suffix || *suffix || !s->call_dso_len[dso]))   /* a vmlinux's other section, no map, */
+		call_dso_put(s, dso, suffix);                             /* a long name */
 	else
 		put_kept(t, s->call_dso[dso], s->call_dso_len[dso], sizeof(s->call_dso[dso]));
 	y = vt_decode_symcache_lookup(s->syms, img, at);
@@ -1354,16 +1369,19 @@ static void put_records(Script *s, const char *p, gsize n)
 	}
 }
 
-/* call_indent()'s "(DSO)\t" of host and guest code and of no code, the
- * DSO left-aligned in 50 columns with --call-trace (as perf) - the same
- * few texts, formatted once. */
+/* call_indent()'s "(DSO)\t" of host and guest code and of no code
+ * (call_dso_text) - the same few texts, formatted once (length 0: too long
+ * to keep, call_dso_put formats it each time). */
 static void call_dso_init(Script *s)
 {
-	const char *dso[3] = { "[kernel.kallsyms]", s->guest_dso, "[unknown]" };
+	for (int i = 0; i < 3; i++) {
+		g_autofree char *text = call_dso_text(s, dso_name(s, i));
+		gsize n = strlen(text);
 
-	for (int i = 0; i < 3; i++)
-		s->call_dso_len[i] = (guint8)g_snprintf(s->call_dso[i], sizeof(s->call_dso[i]), "(%-*s)\t",
-							s->o->call_trace ? 50 : 0, dso[i]);
+		s->call_dso_len[i] = n < sizeof(s->call_dso[i]) ? (guint8)n : 0;
+		if (s->call_dso_len[i])
+			memcpy(s->call_dso[i], text, n + 1);
+	}
 }
 
 /* One half of a branch (a VM entry or exit is two, each in its machine). */

@@ -588,6 +588,9 @@ gboolean vt_decode_result_check(VtDecodeResult *r, GError **error);
 
 /* The QEMU pid of an injected guest sideband (0: the recording has none). */
 gint32 vt_decode_result_machine_pid(const VtDecodeResult *r);
+/* Its guest kernel's DSO as perf names it (vt_decode_guest_threads_kernel_dso;
+ * NULL without a guest sideband), valid while r is. */
+const char *vt_decode_result_guest_kernel_dso(const VtDecodeResult *r);
 /* A recording's host kcore_dir (DIR/kcore_dir of a perf.data directory), or
  * NULL when it has none. */
 char *vt_decode_recording_kcore_dir(const char *path);
@@ -598,6 +601,11 @@ typedef struct VtDecodeGuestThreads VtDecodeGuestThreads;
 VtDecodeGuestThreads *vt_decode_guest_threads_load(const VtPerfFile *f, GError **error);
 void vt_decode_guest_threads_free(VtDecodeGuestThreads *g);
 gint32 vt_decode_guest_threads_machine_pid(const VtDecodeGuestThreads *g);   /* 0: none */
+/* The guest kernel's DSO as perf names it in that machine: the first kernel
+ * file of the QEMU pid in the recording's build id table ("[kernel.kallsyms]"
+ * when the guest's perf.data had the kernel's build id), else
+ * "[guest.kernel.kallsyms.PID]"; NULL without a guest sideband. */
+const char *vt_decode_guest_threads_kernel_dso(const VtDecodeGuestThreads *g);
 /* The guest thread on vcpu at perf time `time`: FALSE before the vCPU's first
  * switch-in; *comm NULL when the thread has no COMM. */
 gboolean vt_decode_guest_threads_at(const VtDecodeGuestThreads *g, gint32 vcpu, guint64 time, gint32 *pid,

@@ -33,6 +33,7 @@ typedef struct {
 
 struct VtDecodeGuestThreads {
 	gint32 machine_pid;
+	char *kernel_dso;         /* the guest kernel's DSO as perf names it */
 	GHashTable *ids;          /* sample id -> vcpu + 1 */
 	GPtrArray *vcpus;         /* vcpu -> GArray of GuestSwitch */
 	GHashTable *threads;      /* tid -> GuestThread */
@@ -142,6 +143,55 @@ static void add_record(VtDecodeGuestThreads *g, const VtPerfFile *f, const VtPer
 	}
 }
 
+/* Is a HEADER_BUILD_ID entry's file a kernel module, as perf's kmod_path
+ * parse decides: a "[NAME]" other than the kernels' and the vDSOs', or a
+ * file whose extension is .ko (before a compression's). */
+static gboolean is_module_file(const char *path)
+{
+	static const char *const kernels[] = { "[kernel.kallsyms]", "[guest.kernel.kallsyms", "[vdso]", "[vdso32]",
+					       "[vdsox32]", "[vsyscall]" };
+	static const char *const compressed[] = { ".gz", ".xz", ".zst" };
+	const char *base = strrchr(path, '/'), *ext = strrchr(path, '.');
+
+	base = base ? base + 1 : path;
+	if (base[0] == '[') {
+		for (guint i = 0; i < G_N_ELEMENTS(kernels); i++)
+			if (g_str_has_prefix(base, kernels[i]))
+				return FALSE;
+		return TRUE;
+	}
+	if (!ext)
+		return FALSE;
+	for (guint i = 0; i < G_N_ELEMENTS(compressed); i++)
+		if (!strcmp(ext, compressed[i]) && ext - path >= 3)
+			ext -= 3;
+	return g_str_has_prefix(ext, ".ko");
+}
+
+/* The guest machine's kernel DSO as perf 6.1 names it
+ * (machine__process_kernel_mmap_event): the first kernel file of that
+ * machine in the recording's build id table (cpumode kernel or guest
+ * kernel, pid the QEMU pid: the guest's own entries, which inject copies),
+ * else the machine's own name "[guest.kernel.kallsyms.PID]".  A guest
+ * perf.data has the kernel's build id only when a sample hit the kernel
+ * (perf record marks hit files), so the name differs between recordings. */
+static char *kernel_dso(const VtPerfFile *f, gint32 machine_pid)
+{
+	const guint8 *p;
+	guint64 n, off = 0;
+	VtPerfBuildId e;
+
+	if (vt_perf_file_feature(f, VT_PERF_FEAT_BUILD_ID, &p, &n))
+		while (vt_perf_build_id_next(p, n, &off, &e)) {
+			guint mode = e.misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+			if (e.pid == machine_pid && e.name && *e.name && !is_module_file(e.name) &&
+			    (mode == PERF_RECORD_MISC_KERNEL || mode == PERF_RECORD_MISC_GUEST_KERNEL))
+				return g_strdup(e.name);
+		}
+	return g_strdup_printf("[guest.kernel.kallsyms.%d]", machine_pid);
+}
+
 static gint cmp_switch(gconstpointer a, gconstpointer b)
 {
 	const GuestSwitch *x = a, *y = b;
@@ -173,6 +223,8 @@ VtDecodeGuestThreads *vt_decode_guest_threads_load(const VtPerfFile *f, GError *
 	}
 	for (guint i = 0; i < g->vcpus->len; i++)
 		g_array_sort(g_ptr_array_index(g->vcpus, i), cmp_switch);
+	if (g->machine_pid)
+		g->kernel_dso = kernel_dso(f, g->machine_pid);
 	return g;
 }
 
@@ -184,12 +236,18 @@ void vt_decode_guest_threads_free(VtDecodeGuestThreads *g)
 	g_ptr_array_free(g->vcpus, TRUE);
 	g_hash_table_destroy(g->threads);
 	g_string_chunk_free(g->strings);
+	g_free(g->kernel_dso);
 	g_free(g);
 }
 
 gint32 vt_decode_guest_threads_machine_pid(const VtDecodeGuestThreads *g)
 {
 	return g ? g->machine_pid : 0;
+}
+
+const char *vt_decode_guest_threads_kernel_dso(const VtDecodeGuestThreads *g)
+{
+	return g ? g->kernel_dso : NULL;
 }
 
 gboolean vt_decode_guest_threads_at(const VtDecodeGuestThreads *g, gint32 vcpu, guint64 time, gint32 *pid,

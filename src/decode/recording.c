@@ -1889,6 +1889,11 @@ gint32 vt_decode_result_machine_pid(const VtDecodeResult *r)
 	return vt_decode_guest_threads_machine_pid(r->guest);
 }
 
+const char *vt_decode_result_guest_kernel_dso(const VtDecodeResult *r)
+{
+	return vt_decode_guest_threads_kernel_dso(r->guest);
+}
+
 /* perf: the TSC frequency from the AUX info's time conversion (ns to
  * ticks of one second), the maximum non-turbo ratio from the AUX info or
  * else the TSC frequency in units of 100 MHz, rounded. */
