@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PKGS="build-essential autoconf automake libtool pkg-config libipt-dev libzydis-dev libvirt-dev libelf-dev
       libssh-dev libglib2.0-dev linux-perf python3 clang time qemu-system-x86 valgrind strace
       libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt-daemon-system
-      openssh-server openssh-client sshfs fuse3 busybox-static cpio xz-utils
+      openssh-server openssh-client sshfs fuse3 busybox-static cpio xz-utils zstd
       libprotobuf-c-dev protobuf-c-compiler protobuf-compiler chromium"
 missing=$(for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"

@@ -59,6 +59,21 @@ make_code_dirs() {
 # guest-code (with --alt guest-code2, with --vmlinux the vmlinux, with
 # --init guest-init) unless it exists already; built aside and renamed into
 # place, so tests running at once never see half of it.
+# make_k2_dirs (after make_code_dirs): HOST_CODE_K2 and GUEST_CODE_K2, the
+# same directories of a second kernel - Debian 12's 6.12 (guest-image.sh
+# --vmlinux2), another version's code at the same slides (host +0xe00000
+# with the KVM stand-in, guest +0x2000000).  Skips when it cannot be had.
+make_k2_dirs() {
+	sh "$top_srcdir/tests/guest-image.sh" --vmlinux2 "$TMP/kernel2" >"$TMP/kernel2.log" 2>&1 ||
+		skip "no second Debian kernel package (6.12): $(tail -1 "$TMP/kernel2.log")"
+	k2_dir=$(dirname "$VMTRACE")/tests/code-cache/$(cat "$TMP/kernel2/vmlinux" "$top_srcdir/tests/kernel-code.py" \
+		"$TRIM_KCORE" | cksum | tr ' ' -)
+	code_cached "$k2_dir/main" "$TMP/kernel2/vmlinux" || { echo "cannot build the second kernel's directories"; exit 1; }
+	HOST_CODE_K2=$TMP/host-code-k2 GUEST_CODE_K2=$TMP/guest-code-k2
+	cp -r "$k2_dir/main/host-code" "$HOST_CODE_K2" && cp -r "$k2_dir/main/guest-code" "$GUEST_CODE_K2" || exit 1
+	rm -f "$TMP/kernel2/vmlinux"
+}
+
 code_cached() {
 	[ -d "$1" ] && return 0
 	mkdir -p "$(dirname "$1")"

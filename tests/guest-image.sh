@@ -39,12 +39,16 @@ EOF
 }
 [ "${1:-}" = --sshd-config ] && { sshd_common; exit 0; }
 
-kernel_only= with_perf=
+kernel_only= with_perf= second=
 [ "${1:-}" = --perf ] && { with_perf=1; shift; }
 if [ "${1:-}" = --vmlinux ] && [ $# -eq 2 ]; then
 	kernel_only=1 out=$2
+elif [ "${1:-}" = --vmlinux2 ] && [ $# -eq 2 ]; then
+	# a second kernel: Debian 12's newest 6.12 (cloud flavour: 34 MB),
+	# OUTDIR/vmlinux only - another version's code and kallsyms layout
+	kernel_only=1 second=1 out=$2
 else
-	[ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY | --vmlinux OUTDIR" >&2; exit 2; }
+	[ $# -eq 3 ] || { echo "usage: $0 OUTDIR AUTHORIZED_KEYS HOST_KEY | --vmlinux OUTDIR | --vmlinux2 OUTDIR" >&2; exit 2; }
 	out=$1 authkeys=$2 hostkey=$3
 fi
 # real_perf: the perf binary itself (Debian's /usr/bin/perf may be a shell
@@ -58,7 +62,7 @@ real_perf() {
 	fi
 	echo "$p"
 }
-for t in dpkg-deb xz cpio gzip ldd; do
+for t in dpkg-deb xz cpio gzip ldd ${second:+zstd}; do
 	command -v $t >/dev/null || { echo "$0: $t not found" >&2; exit 1; }
 done
 busybox=$(command -v busybox || true)
@@ -78,31 +82,53 @@ mkdir -p "$cache" "$out"
 # its name, kept in the cache until apt's lists change: apt-cache costs 1.5 s
 # of CPU a call where apt keeps no binary cache (Debian's container images),
 # and every test that needs the kernel asks
-kname=$cache/kpkg.txt
+if [ -n "$second" ]; then
+	kname=$cache/kpkg2.txt
+	# shellcheck disable=SC2016
+	ask='apt-cache pkgnames linux-image-6.12 | grep -- "-cloud-amd64-unsigned\$" | sort -V | tail -1'
+else
+	kname=$cache/kpkg.txt
+	ask="apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print \$2; exit}'"
+fi
 if [ -s "$kname" ] && [ -z "$(find /var/lib/apt/lists -maxdepth 1 -newer "$kname" 2>/dev/null | head -1)" ]; then
 	kpkg=$(cat "$kname")
 else
-	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+	kpkg=$(sh -c "$ask" 2>/dev/null)
 	[ -z "$kpkg" ] || { echo "$kpkg" >"$kname.$$" && mv -f "$kname.$$" "$kname"; }
 fi
-[ -n "$kpkg" ] || kpkg=$(cd "$cache" && ls -d kernel-* 2>/dev/null | sed 's/^kernel-//' | tail -1)
-[ -n "$kpkg" ] || { echo "$0: cannot find the Debian kernel package (apt-get update?)" >&2; exit 1; }
+if [ -z "$kpkg" ] && [ -z "$second" ]; then
+	kpkg=$(cd "$cache" && ls -d kernel-* 2>/dev/null | sed 's/^kernel-//' | grep -v -- -cloud- | tail -1)
+fi
+[ -n "$kpkg" ] || { echo "$0: cannot find the Debian kernel package${second:+ (6.12)} (apt-get update?)" >&2; exit 1; }
 kdir=$cache/kernel-$kpkg
-if [ ! -s "$kdir/vmlinux" ] || [ ! -s "$kdir/e1000.ko" ]; then
+if [ ! -s "$kdir/vmlinux" ] || { [ -z "$second" ] && [ ! -s "$kdir/e1000.ko" ]; }; then
 	work=$(mktemp -d "$cache/tmp.XXXXXX")
 	(cd "$work" && apt-get download "$kpkg" >/dev/null 2>&1) || { rm -rf "$work"; echo "$0: apt-get download $kpkg failed" >&2; exit 1; }
-	(cd "$work" && dpkg-deb --fsys-tarfile "$kpkg"_*.deb | tar -x --wildcards './boot/vmlinuz-*' './lib/modules/*/e1000.ko*')
+	if [ -n "$second" ]; then
+		(cd "$work" && dpkg-deb --fsys-tarfile "$kpkg"_*.deb | tar -x --wildcards './boot/vmlinuz-*')
+	else
+		(cd "$work" && dpkg-deb --fsys-tarfile "$kpkg"_*.deb | tar -x --wildcards './boot/vmlinuz-*' './lib/modules/*/e1000.ko*')
+	fi
 	vmlinuz=$(ls "$work"/boot/vmlinuz-*)
+	# the compressed kernel inside: xz (6.1) or zstd (6.12)
 	off=$(LC_ALL=C grep -abo "$(printf '\3757zXZ')" "$vmlinuz" | head -1 | cut -d: -f1)
-	tail -c +$((off + 1)) "$vmlinuz" | xz -dc > "$work/vmlinux" 2>/dev/null || true
-	ko=$(find "$work/lib" -name 'e1000.ko*' | head -1)
-	case $ko in
-	*.xz) xz -dc "$ko" > "$work/e1000.ko" ;;
-	*) cp "$ko" "$work/e1000.ko" ;;
-	esac
+	if [ -n "$off" ]; then
+		tail -c +$((off + 1)) "$vmlinuz" | xz -dc > "$work/vmlinux" 2>/dev/null || true
+	else
+		off=$(LC_ALL=C grep -abo "$(printf '\050\265\057\375')" "$vmlinuz" | head -1 | cut -d: -f1)
+		[ -z "$off" ] || tail -c +$((off + 1)) "$vmlinuz" | zstd -dcq > "$work/vmlinux" 2>/dev/null || true
+	fi
 	[ "$(head -c 4 "$work/vmlinux" | od -An -c | tr -d ' ')" = "177ELF" ] || { rm -rf "$work"; echo "$0: could not unpack vmlinux" >&2; exit 1; }
+	if [ -z "$second" ]; then
+		ko=$(find "$work/lib" -name 'e1000.ko*' | head -1)
+		case $ko in
+		*.xz) xz -dc "$ko" > "$work/e1000.ko" ;;
+		*) cp "$ko" "$work/e1000.ko" ;;
+		esac
+	fi
 	mkdir -p "$kdir"
-	mv "$work/vmlinux" "$work/e1000.ko" "$kdir/"
+	mv "$work/vmlinux" "$kdir/"
+	[ -n "$second" ] || mv "$work/e1000.ko" "$kdir/"
 	rm -rf "$work"
 fi
 cp "$kdir/vmlinux" "$out/vmlinux"

@@ -8,8 +8,10 @@ Debian ships a stripped vmlinux and a stub System.map, so the symbols come
 from the kernel's own kallsyms tables inside .rodata (the ones /proc/kallsyms
 reads): the token table is found by its run of one-character digit tokens,
 its index right after it, then num_syms, names, markers and the
-base-relative offsets around them (layout of 6.1 kernels with
-kallsyms_seqs_of_names).  Writes, for the kernel relocated by SLIDE (a
+base-relative offsets around them - before the token table (6.1, with
+kallsyms_seqs_of_names) or the offsets and base after its index (6.12:
+num_syms, names, markers, token table and index, offsets, base, seqs).
+Writes, for the kernel relocated by SLIDE (a
 KASLR-like shift, e.g. 0x2000000):
 
   OUTDIR/kallsyms   what /proc/kallsyms of that kernel shows (text symbols
@@ -92,28 +94,72 @@ def find_tokens(d):
                 return t, [d[t + i:d.index(b'\0', t + i)] for i in idx]
 
 
+def markers_fit(d, ms, n):
+    """Are the ceil(n / 256) u32 at ms kallsyms_markers (0, rising)?"""
+    m = (n + 255) // 256
+    if ms < 0:
+        return None
+    mk = struct.unpack_from('<%dI' % m, d, ms)
+    if mk[0] != 0 or any(mk[i] >= mk[i + 1] for i in range(m - 1)):
+        return None
+    return mk
+
+
+def token_index_end(d, t):
+    """The end of the token index (256 u16, 8-aligned after the table)."""
+    e = t
+    for _ in range(256):
+        e = d.index(b'\0', e) + 1
+    return a8(e) + 512
+
+
 def find_tables(d, t):
-    """markers, seqs_of_names (3 bytes per symbol) and the token table are
-    adjacent: try every symbol count until the markers fit."""
+    """6.1: markers, seqs_of_names (3 bytes per symbol) and the token
+    table are adjacent: try every symbol count until the markers fit.
+    Returns the symbol count, where the names and the offsets start, and
+    where the base is."""
     for n in range(1000, 1000000):
         seqs = t - a8(3 * n)
-        m = (n + 255) // 256
-        ms = seqs - a8(4 * m)
-        mk = struct.unpack_from('<%dI' % m, d, ms)
-        if mk[0] != 0 or any(mk[i] >= mk[i + 1] for i in range(m - 1)):
+        ms = seqs - a8(4 * ((n + 255) // 256))
+        mk = markers_fit(d, ms, n)
+        if not mk:
             continue
         for nn in (n, n + 1):            # num_syms (u64) precedes names
             p = d.rfind(nn.to_bytes(8, 'little'), ms - 8 * mk[-1] - 4096, ms)
             if p > 0 and p % 8 == 0 and ms - (p + 8) >= mk[-1]:
-                return nn, p + 8, p - 8
-    raise SystemExit("kernel-code.py: kallsyms tables not found")
+                return nn, p + 8, p - 8 - a8(4 * nn), p - 8
+    return None
+
+
+def find_tables_612(d, t, idx_end):
+    """6.12: the offsets (4 bytes a symbol) right after the token index,
+    then the base (u64, 8-aligned, a kernel address); the markers right
+    before the token table; num_syms (u32) before the names (8-aligned)."""
+    at = idx_end
+    while True:
+        at = d.find(b'\xff\xff\xff\xff', at, idx_end + 4 * 1000000 + 8)
+        if at < 0:
+            return None
+        base_at, at = at - 4, at + 1
+        n = (base_at - idx_end) // 4
+        if base_at % 8 or n < 1000 or d[base_at] or d[base_at + 1] & 0xf:
+            continue                     # (a base is page-aligned)
+        for nn in (n, n - 1):            # (the base's alignment after the offsets)
+            ms = t - a8(4 * ((nn + 255) // 256))   # (both 8-aligned)
+            mk = markers_fit(d, ms, nn)
+            p = mk and d.rfind(nn.to_bytes(4, 'little'), ms - 8 * mk[-1] - 4096, ms - mk[-1])
+            if p and p > 0 and p % 4 == 0:
+                return nn, a8(p + 4), idx_end, base_at
 
 
 def symbols(d):
     t, tokens = find_tokens(d)
-    n, names, base_at = find_tables(d, t)
+    found = find_tables_612(d, t, token_index_end(d, t)) or find_tables(d, t)
+    if not found:
+        raise SystemExit("kernel-code.py: kallsyms tables not found")
+    n, names, offs_at, base_at = found
     base = struct.unpack_from('<Q', d, base_at)[0]
-    offs = struct.unpack_from('<%di' % n, d, base_at - a8(4 * n))
+    offs = struct.unpack_from('<%di' % n, d, offs_at)
     out = []
     p = names
     for i in range(n):
