@@ -238,7 +238,8 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"all queues (correct guest time first: vmtrace correlate), timeless ones queue\n"
 		"by queue in trace order.\n\n"
 		"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
-		"3 bad input (unreadable recording or image, or decode errors in the trace).\n");
+		"3 bad input (unreadable recording or image, or decode errors in the trace;\n"
+		"an OVF's \"Overflow packet\" line - trace the processor lost - is none).\n");
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, argc, argv, error))
 		return FALSE;

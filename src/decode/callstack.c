@@ -244,7 +244,7 @@ guint vt_decode_stacks_event(VtDecodeStacks *st, gint32 tid, gint32 cpu, guint32
 	if (trace != stack->trace)
 		stack_cut(stack, 0);
 	stack->trace = trace;
-	if (b->kind == VT_BRANCH_ERROR) {
+	if (vt_branch_is_decode_error(b)) {
 		stack_cut(stack, 0);
 	} else if (flags & VT_PERF_FLAG_CALL) {
 		Frame f = { b->from + b->insn_len, (flags & VT_PERF_FLAG_TRACE_END) != 0 };

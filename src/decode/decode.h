@@ -335,7 +335,12 @@ guint vt_decode_perf_error(int code, const char **message);
  * reading trace: code looping on itself) - no libipt code; perf's 10,
  * "Never-ending loop". */
 #define VT_DECODE_ERR_LOOP 64
-/* libipt's message for `code` (VT_DECODE_ERR_LOOP: vmtrace's own). */
+/* VtBranch.code of an OVF's error line (perf's 7, "Overflow packet", at
+ * the IP where tracing resumed, before the trace begins there): the
+ * processor lost trace, nothing went wrong in decoding - not counted as a
+ * decode error (vt_branch_is_overflow). */
+#define VT_DECODE_ERR_OVERFLOW 65
+/* libipt's message for `code` (VT_DECODE_ERR_LOOP, _OVERFLOW: vmtrace's own). */
 const char *vt_decode_error_detail(int code);
 
 typedef struct {
@@ -374,6 +379,21 @@ typedef struct {
 } VtBranch;
 
 G_STATIC_ASSERT(sizeof(VtBranch) == 64);
+
+/* An OVF's error line (VT_DECODE_ERR_OVERFLOW): printed as perf prints it,
+ * but no decode error (exit status, their count), no break in a call
+ * stack or in report's flow - the OVFs are counted on the branch after
+ * them (VtBranch.overflows). */
+static inline gboolean vt_branch_is_overflow(const VtBranch *b)
+{
+	return b->kind == VT_BRANCH_ERROR && b->code == VT_DECODE_ERR_OVERFLOW;
+}
+
+/* A decode error: an error line that is no overflow's. */
+static inline gboolean vt_branch_is_decode_error(const VtBranch *b)
+{
+	return b->kind == VT_BRANCH_ERROR && b->code != VT_DECODE_ERR_OVERFLOW;
+}
 
 /* --------------------------------------------------- perf's view of branches */
 /* perf's sample flags (PERF_IP_FLAG_*, the ABI of perf's scripting) */

@@ -165,7 +165,7 @@ guint vt_decode_perf_error(int code, const char **message)
 	case pte_no_enable: case pte_event_ignored:
 		k = 6;
 		break;
-	case pte_overflow: k = 7; break;
+	case pte_overflow: case VT_DECODE_ERR_OVERFLOW: k = 7; break;
 	case VT_DECODE_ERR_LOOP: k = 10; break;
 	default: k = 9; break;
 	}
@@ -176,6 +176,8 @@ guint vt_decode_perf_error(int code, const char **message)
 
 const char *vt_decode_error_detail(int code)
 {
+	if (code == VT_DECODE_ERR_OVERFLOW)
+		return "overflow: the processor lost trace data";
 	return code == VT_DECODE_ERR_LOOP ? "no progress: the walk loops without reading trace" : pt_errstr(code);
 }
 

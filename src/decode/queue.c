@@ -447,6 +447,23 @@ static void emit_at(Dec *d, VtBranchKind kind, guint64 from, guint64 to, gboolea
 	}
 }
 
+/* An OVF's error line (VT_DECODE_ERR_OVERFLOW), as perf prints it: at the
+ * IP where tracing resumed (0: none), at the OVF's time; the OVF count and
+ * the instructions before it stay for the branch after it. */
+static void emit_overflow(Dec *d, const struct pt_event *ev)
+{
+	VtBranch b = { 0 };
+
+	b.kind = VT_BRANCH_ERROR;
+	b.code = VT_DECODE_ERR_OVERFLOW;
+	b.tsc = monotonic(d, event_time(d, ev));
+	b.from = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+	b.from_guest = b.to_guest = d->guest;
+	b.offset = position(d);
+	b.vmcs = d->vmcs;
+	*out_add(d) = b;
+}
+
 static void emit_error(Dec *d, int status)
 {
 	VtBranch b = { 0 };
@@ -716,6 +733,7 @@ static void on_event(Dec *d, const struct pt_event *ev)
 			resolve(d, d->walk_ip);
 		d->ovf++;
 		d->have_pend = FALSE;
+		emit_overflow(d, ev);
 		if (!ev->ip_suppressed) {
 			d->resuming = TRUE;
 			emit_at(d, VT_BRANCH_TRACE_BEGIN, 0, ev->variant.overflow.ip, d->guest, d->guest, FALSE,

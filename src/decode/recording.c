@@ -391,7 +391,7 @@ static void batch_name(VtDecodeResult *r, Queue *q, const GArray *raw, guint fro
 		if (!r->keep || r->keep(r->keep_data, b))
 			event_of(r, q, b, &g_array_index(ev, VtDecodeEvent, n++));
 		else
-			q->nerrors += b->kind == VT_BRANCH_ERROR;   /* (the reader counts those it gets) */
+			q->nerrors += vt_branch_is_decode_error(b);   /* (the reader counts those it gets) */
 	}
 	g_array_set_size(ev, n);
 }
@@ -665,7 +665,7 @@ const VtDecodeEvent *vt_decode_result_next(VtDecodeResult *r)
 	e = &g_array_index(q->cur, VtDecodeEvent, q->pos);
 take:
 	q->pos++;
-	r->nerrors += e->b.kind == VT_BRANCH_ERROR;
+	r->nerrors += vt_branch_is_decode_error(&e->b);
 	return e;
 }
 
@@ -783,7 +783,7 @@ static gboolean format_batch(VtDecodeResult *r, Queue *q, const Sink *k, GArray 
 	for (guint i = 0; i < b->len; i++) {
 		const VtBranch *br = &g_array_index(b, VtBranch, i);
 
-		q->nerrors += br->kind == VT_BRANCH_ERROR;
+		q->nerrors += vt_branch_is_decode_error(br);
 		if (r->keep && !r->keep(r->keep_data, br))
 			continue;        /* (nothing to print: not named, not formatted) */
 		if (r->fmt.ahead && i + FORMAT_AHEAD < b->len)
@@ -1242,7 +1242,7 @@ static gboolean job_make(Queue *q, guint64 k, const GArray *b, guint from, guint
 		VtDecodeEvent *e = &g_array_index(j->events, VtDecodeEvent, i - from);
 
 		event_of(q->r, q, &g_array_index(b, VtBranch, i), e);
-		q->nerrors += e->b.kind == VT_BRANCH_ERROR;
+		q->nerrors += vt_branch_is_decode_error(&e->b);
 	}
 	seed_after(seed, j->events);
 	return job_hand(q, &q->formers[k % q->nformers], j);
