@@ -55,10 +55,6 @@ make_code_dirs() {
 	rm -f "$TMP/kernel/vmlinux"
 }
 
-# code_cached DIR VMLINUX [--alt|--vmlinux|--init]: DIR holds host-code and
-# guest-code (with --alt guest-code2, with --vmlinux the vmlinux, with
-# --init guest-init) unless it exists already; built aside and renamed into
-# place, so tests running at once never see half of it.
 # make_k2_dirs (after make_code_dirs): HOST_CODE_K2 and GUEST_CODE_K2, the
 # same directories of a second kernel - Debian 12's 6.12 (guest-image.sh
 # --vmlinux2), another version's code at the same slides (host +0xe00000
@@ -74,6 +70,10 @@ make_k2_dirs() {
 	rm -f "$TMP/kernel2/vmlinux"
 }
 
+# code_cached DIR VMLINUX [--alt|--vmlinux|--init]: DIR holds host-code and
+# guest-code (with --alt guest-code2, with --vmlinux the vmlinux, with
+# --init guest-init) unless it exists already; built aside and renamed into
+# place, so tests running at once never see half of it.
 code_cached() {
 	[ -d "$1" ] && return 0
 	mkdir -p "$(dirname "$1")"

@@ -96,8 +96,12 @@ else
 	kpkg=$(sh -c "$ask" 2>/dev/null)
 	[ -z "$kpkg" ] || { echo "$kpkg" >"$kname.$$" && mv -f "$kname.$$" "$kname"; }
 fi
-if [ -z "$kpkg" ] && [ -z "$second" ]; then
-	kpkg=$(cd "$cache" && ls -d kernel-* 2>/dev/null | sed 's/^kernel-//' | grep -v -- -cloud- | tail -1)
+if [ -z "$kpkg" ]; then              # (no apt lists: a kernel cached before)
+	if [ -n "$second" ]; then
+		kpkg=$(cd "$cache" && ls -d kernel-linux-image-6.12* 2>/dev/null | sed 's/^kernel-//' | sort -V | tail -1)
+	else
+		kpkg=$(cd "$cache" && ls -d kernel-* 2>/dev/null | sed 's/^kernel-//' | grep -v -- -cloud- | tail -1)
+	fi
 fi
 [ -n "$kpkg" ] || { echo "$0: cannot find the Debian kernel package${second:+ (6.12)} (apt-get update?)" >&2; exit 1; }
 kdir=$cache/kernel-$kpkg

@@ -125,7 +125,7 @@ def find_tables(d, t):
         if not mk:
             continue
         for nn in (n, n + 1):            # num_syms (u64) precedes names
-            p = d.rfind(nn.to_bytes(8, 'little'), ms - 8 * mk[-1] - 4096, ms)
+            p = d.rfind(nn.to_bytes(8, 'little'), max(0, ms - 8 * mk[-1] - 4096), ms)
             if p > 0 and p % 8 == 0 and ms - (p + 8) >= mk[-1]:
                 return nn, p + 8, p - 8 - a8(4 * nn), p - 8
     return None
@@ -147,7 +147,7 @@ def find_tables_612(d, t, idx_end):
         for nn in (n, n - 1):            # (the base's alignment after the offsets)
             ms = t - a8(4 * ((nn + 255) // 256))   # (both 8-aligned)
             mk = markers_fit(d, ms, nn)
-            p = mk and d.rfind(nn.to_bytes(4, 'little'), ms - 8 * mk[-1] - 4096, ms - mk[-1])
+            p = mk and d.rfind(nn.to_bytes(4, 'little'), max(0, ms - 8 * mk[-1] - 4096), ms - mk[-1])
             if p and p > 0 and p % 4 == 0:
                 return nn, a8(p + 4), idx_end, base_at
 

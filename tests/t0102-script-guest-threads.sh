@@ -157,6 +157,23 @@ done
 check "m: perf names the guest kernel after the first kernel file in the build ids: $(tr '\n' ' ' <"$TMP/m.perf")" \
 	grep -qx "(\[$LONG\])" "$TMP/m.perf"
 check "m: vmtrace names the guest kernel as perf" cmp -s "$TMP/m.perf" "$TMP/m.vt" || diff "$TMP/m.perf" "$TMP/m.vt"
+# z: a .ko.zst file is no module to perf 6.1 (it reads .gz and .xz ones):
+# its entry, first, names the guest kernel
+guest_data_dir gz "$TMP/sideband0"
+mv "$TMP/gz/data" "$TMP/gz.5" &&
+	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gz.5" "$TMP/gz.6" build-id 1 -1 \
+		00112233445566778899aabbccddeeff00112233 /lib/modules/6.1.0/kernel/fs/foo.ko.zst &&
+	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gz.6" "$TMP/gz/data" build-id 1 -1 \
+		00112233445566778899aabbccddeeff00112233 "[kernel.kallsyms]"
+"$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/gz" -o "$TMP/z.data" --offset "$OFF" >/dev/null 2>&1 &&
+	"$VMTRACE" correlate --in-place "$TMP/z.data" >/dev/null 2>&1
+"$PERF" script -i "$TMP/z.data" --itrace=b -F $F 2>/dev/null | grep '^VM: 4000' | head -2000 | grep -o '([^)]*)$' |
+	sort -u >"$TMP/z.perf"
+"$VMTRACE" script "$TMP/z.data" -F $F 2>/dev/null | grep '^VM: 4000' | head -2000 | grep -o '([^)]*)$' |
+	sort -u >"$TMP/z.vt"
+check "z: a .ko.zst entry first names the guest kernel, in perf's lines and vmtrace's: $(tr '\n' ' ' <"$TMP/z.vt")" \
+	sh -c "grep -q 'foo.ko.zst' '$TMP/z.perf' && cmp -s '$TMP/z.perf' '$TMP/z.vt'"
+
 # call lines of the long name (perf's: cut to 49 columns in --call-trace),
 # spacing after the name aside (perf's column depends on the lines before,
 # and perf loses thread -1's)

@@ -69,7 +69,14 @@ PY
 		check "$name: vmtrace script --itrace=e: exit 0, nothing on stderr, $ovf 'Overflow packet' lines ($(wc -l <"$TMP/$name.vovf")), perf's $perf_ovf among them" \
 			sh -c "test $rc -eq 0 && ! test -s '$TMP/$name.e.err' && test \$(wc -l <'$TMP/$name.vovf') -eq $ovf &&
 				test -z \"\$(comm -23 '$TMP/$name.povf' '$TMP/$name.vovf')\"" ||
-			comm -23 "$TMP/$name.povf" "$TMP/$name.vovf" | head -5 | sed 's/^/#   perf only: /' ;;
+			comm -23 "$TMP/$name.povf" "$TMP/$name.vovf" | head -5 | sed 's/^/#   perf only: /'
+		# shellcheck disable=SC2086
+		"$VMTRACE" script "$TMP/$name.data" $G --itrace=e --json >"$TMP/$name.ej" 2>/dev/null
+		check "$name: --json: $ovf objects with overflow true, code 7, no libipt code (none is libipt's error)" \
+			"$PYTHON3" -c "
+import json, sys
+o = [j for j in map(json.loads, open('$TMP/$name.ej')) if j.get('overflow')]
+sys.exit(0 if len(o) == $ovf and all(j['kind'] == 'error' and j['code'] == 7 and 'libipt_code' not in j for j in o) else 1)" ;;
 	esac
 done <<'CONFIGS'
 thread-2vcpu-timeless 128K --vcpus 2 --timeless --ovf-every 400 --aux-truncated-every 3 --buffer-size 8K

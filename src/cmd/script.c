@@ -1659,7 +1659,12 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_hex(j, "vmcs", b->vmcs);
 	if (s->stacks && b->kind != VT_BRANCH_ERROR)
 		vt_json_kv_uint(j, "depth", vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, b));
-	if (b->kind == VT_BRANCH_ERROR) {
+	if (vt_branch_is_overflow(b)) {
+		vt_json_kv_hex(j, "ip", b->from);
+		vt_json_kv_int(j, "code", vt_decode_perf_error(b->code, &msg));
+		vt_json_kv_string(j, "message", msg);
+		vt_json_kv_bool(j, "overflow", TRUE);   /* trace lost, no decode error */
+	} else if (b->kind == VT_BRANCH_ERROR) {
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", vt_decode_perf_error(b->code, &msg));
 		vt_json_kv_string(j, "message", msg);

@@ -143,14 +143,15 @@ static void add_record(VtDecodeGuestThreads *g, const VtPerfFile *f, const VtPer
 	}
 }
 
-/* Is a HEADER_BUILD_ID entry's file a kernel module, as perf's kmod_path
- * parse decides: a "[NAME]" other than the kernels' and the vDSOs', or a
- * file whose extension is .ko (before a compression's). */
+/* Is a HEADER_BUILD_ID entry's file a kernel module, as perf 6.1's
+ * kmod_path parse decides: a "[NAME]" other than the kernels' and the
+ * vDSOs', or a file whose extension is .ko (before a compression's perf
+ * reads: .gz, .xz - not .zst). */
 static gboolean is_module_file(const char *path)
 {
 	static const char *const kernels[] = { "[kernel.kallsyms]", "[guest.kernel.kallsyms", "[vdso]", "[vdso32]",
 					       "[vdsox32]", "[vsyscall]" };
-	static const char *const compressed[] = { ".gz", ".xz", ".zst" };
+	static const char *const compressed[] = { ".gz", ".xz" };
 	const char *base = strrchr(path, '/'), *ext = strrchr(path, '.');
 
 	base = base ? base + 1 : path;
@@ -160,12 +161,12 @@ static gboolean is_module_file(const char *path)
 				return FALSE;
 		return TRUE;
 	}
-	if (!ext)
+	if (!ext || ext <= base)           /* (a dot in a directory's name, or ".ko" alone) */
 		return FALSE;
 	for (guint i = 0; i < G_N_ELEMENTS(compressed); i++)
-		if (!strcmp(ext, compressed[i]) && ext - path >= 3)
+		if (!strcmp(ext, compressed[i]) && ext - base >= 3)
 			ext -= 3;
-	return g_str_has_prefix(ext, ".ko");
+	return ext > base && g_str_has_prefix(ext, ".ko");
 }
 
 /* The guest machine's kernel DSO as perf 6.1 names it
