@@ -8,7 +8,8 @@
 # (the vCPU from the thread the switch sideband names); perf sees the same
 # OVFs (but one in a thousand: not yet understood)
 # ("Overflow packet" errors), and vmtrace script prints them as perf does
-# (no decode error); a recording without lost data counts none.
+# (no decode error), as it prints perf's "Lost trace data" line of each
+# truncated record; a recording without lost data counts none.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 . "$top_srcdir/tests/code-lib.sh"
 need_python
@@ -50,6 +51,47 @@ PY
 	ck_rc=$?
 	check "$name: lost data per vCPU = ground truth ($(head -1 "$TMP/$name.cmp"))" test $ck_rc -eq 0 ||
 		sed 's/^/#   /' "$TMP/$name.cmp"
+	# truncated AUX records: perf's "Lost trace data" lines (since session
+	# 37), in perf's order, one per record of the truth - where perf puts
+	# them: by the record's time among the branches, before all on a
+	# timeless recording - no decode error
+	if [ -n "$PERF" ]; then
+		ft=comm,tid,cpu,time,ip,sym,symoff,dso,addr
+		case " $opts " in *" --timeless "*) ft=comm,tid,cpu,ip,sym,symoff,dso,addr ;; esac
+		# shellcheck disable=SC2086
+		"$PERF" script -i "$TMP/$name.data" $G --itrace=be -F $ft >"$TMP/$name.pbe" 2>/dev/null
+		# shellcheck disable=SC2086
+		"$VMTRACE" script "$TMP/$name.data" $G --itrace=be -F $ft >"$TMP/$name.vbe" 2>"$TMP/$name.vbe.err"
+		rc=$?
+		trunc=$("$PYTHON3" -c 'import json,sys; print(sum(v["aux_truncated"] for v in json.load(open(sys.argv[1]))["vcpus"]))' \
+			"$TMP/$name.json")
+		check "$name: $trunc 'Lost trace data' lines, perf's in its order; exit 0, nothing on stderr" \
+			sh -c "test $rc -eq 0 && ! test -s '$TMP/$name.vbe.err' &&
+				grep 'Lost trace data' '$TMP/$name.pbe' >'$TMP/$name.plost'; grep 'Lost trace data' '$TMP/$name.vbe' >'$TMP/$name.vlost';
+				test \$(wc -l <'$TMP/$name.vlost') -eq $trunc && cmp -s '$TMP/$name.plost' '$TMP/$name.vlost'" ||
+			diff "$TMP/$name.plost" "$TMP/$name.vlost" | head -5 | sed 's/^/#   /'
+		check "$name: each where perf puts it (by its time among the branches; timeless: all first)" \
+			"$PYTHON3" - "$TMP/$name.vbe" "$trunc" "$ft" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+lost = [i for i, l in enumerate(lines) if 'Lost trace data' in l]
+bad = []
+if ',time,' not in sys.argv[3]:
+    bad = [i for k, i in enumerate(lost) if i != k]           # timeless: before every branch
+else:
+    def t(l):
+        m = re.search(r' (\d+\.\d{6}): ', l)
+        return float(m.group(1)) if m else None
+    for i in lost:
+        lt = float(re.search(r' time (\d+\.\d+) ', lines[i]).group(1))
+        before = next((t(l) for l in reversed(lines[:i]) if t(l) is not None), 0)
+        after = next((t(l) for l in lines[i + 1:] if t(l) is not None), 1e18)
+        if not (before <= lt + 1e-6 and lt < after + 1e-6):
+            bad.append(i)
+print(len(lost), 'lines,', len(bad), 'misplaced', bad[:3])
+sys.exit(1 if bad or len(lost) != int(sys.argv[2]) else 0)
+PY
+	fi
 	case " $opts " in
 	*" --ovf-every "*)
 		[ -n "$PERF" ] || continue

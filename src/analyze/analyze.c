@@ -809,8 +809,8 @@ void vt_analyze_event(VtAnalyze *a, const VtDecodeEvent *e)
 	SymEntry *se;
 	gboolean unresolved;
 
-	if ((a->o.vcpu >= 0 && e->vcpu != a->o.vcpu) || vt_branch_is_overflow(&e->b))
-		return;                 /* (an OVF's line: its branch after it counts it) */
+	if ((a->o.vcpu >= 0 && e->vcpu != a->o.vcpu) || vt_branch_is_overflow(&e->b) || vt_branch_is_lost(&e->b))
+		return;                 /* (an OVF's line: its branch after it counts it; lost.c the AUX records) */
 	if (e->b.kind >= VT_BRANCH_PSB) {
 		if (e->b.overflows)                       /* those before it are its */
 			vcpu_health(a, e->vcpu)->overflows += e->b.overflows;

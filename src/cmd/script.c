@@ -239,7 +239,7 @@ static gboolean parse(int *argc, char ***argv, ScriptOptions *o, GError **error)
 		"by queue in trace order.\n\n"
 		"Exit status: 0 ok; 1 failure; 2 usage error (also: a kernel image missing);\n"
 		"3 bad input (unreadable recording or image, or decode errors in the trace;\n"
-		"an OVF's \"Overflow packet\" line - trace the processor lost - is none).\n");
+		"lost trace - perf's \"Overflow packet\" and \"Lost trace data\" lines - is none).\n");
 	g_option_context_add_main_entries(ctx, entries, NULL);
 	if (!g_option_context_parse(ctx, argc, argv, error))
 		return FALSE;
@@ -987,7 +987,7 @@ static void print_error(const Script *s, const VtDecodeEvent *e)
 	if (!s->o->errors)
 		return;
 	put_lit(t, " instruction trace error type 1 time ");
-	if (vt_decode_result_timed(s->result)) {
+	if ((vt_decode_result_timed(s->result) || vt_branch_is_lost(b)) && e->time) {   /* (perf: its record's) */
 		vt_textbuf_int(t, (gint64)(e->time / 1000000000), 0, ' ');
 		vt_textbuf_c(t, '.');
 		vt_textbuf_int(t, (gint64)(e->time % 1000000000), 9, '0');
@@ -1640,7 +1640,7 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 
 	vt_json_begin_object(j);
 	vt_json_kv_string(j, "kind", vt_branch_kind_name(b->kind));
-	if (vt_decode_result_timed(s->result))
+	if (vt_decode_result_timed(s->result) || (vt_branch_is_lost(b) && e->time))
 		vt_json_kv_uint(j, "time", e->time);
 	vt_json_kv_int(j, "cpu", e->cpu);
 	vt_json_kv_int(j, "pid", e->pid);
@@ -1659,11 +1659,12 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		vt_json_kv_hex(j, "vmcs", b->vmcs);
 	if (s->stacks && b->kind != VT_BRANCH_ERROR)
 		vt_json_kv_uint(j, "depth", vt_decode_stacks_depth(s->stacks, e->tid, e->cpu, b));
-	if (vt_branch_is_overflow(b)) {
+	if (vt_branch_is_overflow(b) || vt_branch_is_lost(b)) {
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", vt_decode_perf_error(b->code, &msg));
 		vt_json_kv_string(j, "message", msg);
-		vt_json_kv_bool(j, "overflow", TRUE);   /* trace lost, no decode error */
+		/* trace lost, no decode error: by the processor, or the AUX buffer was full */
+		vt_json_kv_bool(j, vt_branch_is_overflow(b) ? "overflow" : "truncated", TRUE);
 	} else if (b->kind == VT_BRANCH_ERROR) {
 		vt_json_kv_hex(j, "ip", b->from);
 		vt_json_kv_int(j, "code", vt_decode_perf_error(b->code, &msg));

@@ -340,6 +340,13 @@ guint vt_decode_perf_error(int code, const char **message);
  * processor lost trace, nothing went wrong in decoding - not counted as a
  * decode error (vt_branch_is_overflow). */
 #define VT_DECODE_ERR_OVERFLOW 65
+/* VtBranch.code of a PERF_RECORD_AUX flagged TRUNCATED (the ring buffer
+ * was full: trace lost between two pieces of AUX data): perf's 8, "Lost
+ * trace data", at ip 0, with the record's time, CPU, pid and tid - where
+ * perf prints it: among the branches by that time, and on a timeless
+ * recording all of them before the first queue.  No decode error either
+ * (vt_branch_is_lost). */
+#define VT_DECODE_ERR_LOST 66
 /* libipt's message for `code` (VT_DECODE_ERR_LOOP, _OVERFLOW: vmtrace's own). */
 const char *vt_decode_error_detail(int code);
 
@@ -389,10 +396,17 @@ static inline gboolean vt_branch_is_overflow(const VtBranch *b)
 	return b->kind == VT_BRANCH_ERROR && b->code == VT_DECODE_ERR_OVERFLOW;
 }
 
-/* A decode error: an error line that is no overflow's. */
+/* A truncated AUX record's error line (VT_DECODE_ERR_LOST): the same (the
+ * health counts those records from the recording itself). */
+static inline gboolean vt_branch_is_lost(const VtBranch *b)
+{
+	return b->kind == VT_BRANCH_ERROR && b->code == VT_DECODE_ERR_LOST;
+}
+
+/* A decode error: an error line that is no overflow's nor lost data's. */
 static inline gboolean vt_branch_is_decode_error(const VtBranch *b)
 {
-	return b->kind == VT_BRANCH_ERROR && b->code != VT_DECODE_ERR_OVERFLOW;
+	return b->kind == VT_BRANCH_ERROR && b->code != VT_DECODE_ERR_OVERFLOW && b->code != VT_DECODE_ERR_LOST;
 }
 
 /* --------------------------------------------------- perf's view of branches */

@@ -166,6 +166,7 @@ guint vt_decode_perf_error(int code, const char **message)
 		k = 6;
 		break;
 	case pte_overflow: case VT_DECODE_ERR_OVERFLOW: k = 7; break;
+	case VT_DECODE_ERR_LOST: k = 8; break;
 	case VT_DECODE_ERR_LOOP: k = 10; break;
 	default: k = 9; break;
 	}
@@ -178,6 +179,8 @@ const char *vt_decode_error_detail(int code)
 {
 	if (code == VT_DECODE_ERR_OVERFLOW)
 		return "overflow: the processor lost trace data";
+	if (code == VT_DECODE_ERR_LOST)
+		return "a PERF_RECORD_AUX flagged TRUNCATED: the AUX buffer was full, trace data lost";
 	return code == VT_DECODE_ERR_LOOP ? "no progress: the walk loops without reading trace" : pt_errstr(code);
 }
 

@@ -62,6 +62,14 @@ typedef struct {
 	gint32 pid;
 } CodeCtx;
 
+/* A PERF_RECORD_AUX flagged TRUNCATED: perf's "Lost trace data" line
+ * (VT_DECODE_ERR_LOST) with its sample's time, CPU, pid and tid. */
+typedef struct {
+	guint64 time;             /* perf time (0: none) */
+	guint64 tsc;              /* for the merge of a timed recording */
+	gint32 cpu, pid, tid;
+} Lost;
+
 /* A queue: what its decoding thread writes and what the reader (the main
  * thread) writes are on cache lines of their own - the reader's q->pos,
  * written at every branch, shared a line with what the thread read at
@@ -99,6 +107,8 @@ typedef struct Queue {
 	 * so the thread and time lookups run once per time, not per branch */
 	gboolean have_named_at;
 	VtDecodeEvent named_at;
+	GArray *lost;             /* guint: indexes into r->lost due in this queue, in order */
+	guint lost_next;          /* the next of them to splice in (lost_splice) */
 
 	/* the reader's */
 	_Alignas(64) GArray *cur; /* the reader's batch */
@@ -142,6 +152,7 @@ struct VtDecodeResult {
 	gboolean timed, per_cpu;
 	gboolean tcg;             /* written by record --source tcg: "CPU n/TCG" are vCPUs */
 	VtDecodeGuestThreads *guest;   /* an injected guest sideband's threads */
+	GArray *lost;             /* Lost, in file order */
 	const VtDecodeGuestUser *guest_user;   /* its user code per process (options) */
 	gboolean started;         /* the queues' threads run */
 	gboolean drops_jumps;     /* vt_decode_result_drop_jumps */
@@ -322,12 +333,74 @@ static void name_event(VtDecodeResult *r, Queue *queue, VtDecodeEvent *e)
 	name_copy(e, &queue->named_at);
 }
 
+/* A lost-data line's names: its record's (b.cycles: its index in r->lost). */
+static void lost_name(const VtDecodeResult *r, VtDecodeEvent *e)
+{
+	const Lost *l = &g_array_index(r->lost, Lost, e->b.cycles);
+
+	e->time = l->time;        /* (a timeless recording's records have theirs too) */
+	e->cpu = l->cpu;
+	e->pid = l->pid;
+	e->tid = l->tid;
+	e->vcpu = -1;
+	e->comm = NULL;
+	e->machine_pid = e->guest_pid = e->guest_tid = 0;
+	e->guest_comm = NULL;
+	e->b.cycles = 0;
+}
+
 /* Branch b of the queue as an event, named. */
 static void event_of(VtDecodeResult *r, Queue *q, const VtBranch *b, VtDecodeEvent *e)
 {
 	e->b = *b;
 	e->queue = q->q->idx;
 	name_event(r, q, e);
+	if (G_UNLIKELY(vt_branch_is_lost(b)))
+		lost_name(r, e);
+}
+
+/* The queue's lost-data lines due among the branches of b, spliced in
+ * where perf prints them: on a timed recording before the first branch
+ * after the record's time, on a timeless one all at the start (of the
+ * first queue: lost_load); with end (b is the queue's last) the rest after
+ * them. */
+static void lost_splice(const VtDecodeResult *r, Queue *q, GArray *b, gboolean end)
+{
+	guint i = 0;
+
+	while (q->lost && q->lost_next < q->lost->len) {
+		guint k = g_array_index(q->lost, guint, q->lost_next);
+		const Lost *l = &g_array_index(r->lost, Lost, k);
+		VtBranch x = { 0 };
+
+		if (i == b->len && !end)
+			return;
+		if (i < b->len && r->timed && g_array_index(b, VtBranch, i).tsc <= l->tsc) {
+			i++;
+			continue;
+		}
+		x.kind = VT_BRANCH_ERROR;
+		x.code = VT_DECODE_ERR_LOST;
+		x.tsc = r->timed ? l->tsc : 0;
+		x.offset = i < b->len ? g_array_index(b, VtBranch, i).offset
+			   : i ? g_array_index(b, VtBranch, i - 1).offset : 0;
+		x.cycles = k;
+		g_array_insert_val(b, i, x);
+		i++;
+		q->lost_next++;
+	}
+}
+
+/* The queue's lost-data lines left at its end, as a batch (NULL: none). */
+static GArray *lost_rest(const VtDecodeResult *r, Queue *q)
+{
+	GArray *b;
+
+	if (!q->lost || q->lost_next >= q->lost->len)
+		return NULL;
+	b = g_array_new(FALSE, FALSE, sizeof(VtBranch));
+	lost_splice(r, q, b, TRUE);
+	return b;
 }
 
 /* A queue decoder's guest user code (queue.c's code hook): that of the
@@ -418,6 +491,7 @@ static gboolean batch_fill(VtDecodeResult *r, Queue *q, GArray *raw, GArray *ev)
 	do {
 		g_array_set_size(raw, 0);
 		more = vt_decode_queue_next(q->dec, raw, BATCH - BATCH_ROOM - ev->len);
+		lost_splice(r, q, raw, !more);
 		batch_name(r, q, raw, 0, raw->len, ev);
 		note_done(q, raw);       /* (progress while keep drops nearly all) */
 	} while (more && r->keep && ev->len < (BATCH - BATCH_ROOM) / 2);
@@ -466,8 +540,14 @@ static gboolean batch_fill_ahead(VtDecodeResult *r, Queue *q, Ahead *a, GArray *
 		guint n;
 
 		if (!*raw || *pos >= (*raw)->len) {
-			if (!ahead_next(a, raw))
+			if (!ahead_next(a, raw)) {
+				g_autoptr(GArray) rest = lost_rest(r, q);
+
+				if (rest)
+					batch_name(r, q, rest, 0, rest->len, ev);
 				return FALSE;
+			}
+			lost_splice(r, q, *raw, FALSE);
 			*pos = 0;
 		}
 		n = MIN((*raw)->len - *pos, BATCH - BATCH_ROOM - ev->len);
@@ -1062,11 +1142,20 @@ static void ahead_stop(VtDecodeResult *r, Ahead *a)
  * NULL at the end); FALSE when there is none after it. */
 static gboolean next_batch(Queue *q, Ahead *ahead, GArray **b)
 {
+	gboolean more;
+
 	if (!ahead) {
 		g_array_set_size(*b, 0);
-		return vt_decode_queue_next(q->dec, *b, BATCH);
+		more = vt_decode_queue_next(q->dec, *b, BATCH);
+		lost_splice(q->r, q, *b, !more);
+		return more;
 	}
-	return ahead_next(ahead, b);
+	if (ahead_next(ahead, b)) {
+		lost_splice(q->r, q, *b, FALSE);
+		return TRUE;
+	}
+	*b = lost_rest(q->r, q);      /* (NULL: none) */
+	return FALSE;
 }
 
 static gpointer produce_text(Queue *q)
@@ -1685,6 +1774,74 @@ static gboolean open_queues(VtDecodeResult *r, const VtDecodeOptions *opts, gboo
 	return TRUE;
 }
 
+/* The queue a lost-data line goes with: on a timed recording its record's
+ * (per CPU: of the CPU, per thread: of the thread; else the first - the
+ * merge puts it by its time anyway), on a timeless one the first (perf
+ * prints them all before the queues' branches). */
+static Queue *lost_queue(VtDecodeResult *r, const Lost *l)
+{
+	for (guint i = 0; r->timed && i < r->n; i++) {
+		const VmcorrQueue *q = r->qs[i].q;
+
+		if (r->per_cpu ? l->cpu >= 0 && q->cpu == (guint32)l->cpu : l->tid >= 0 && q->tid == (guint32)l->tid)
+			return &r->qs[i];
+	}
+	return &r->qs[0];
+}
+
+static gint cmp_lost(gconstpointer a, gconstpointer b, gpointer data)
+{
+	const GArray *lost = data;
+	guint64 x = g_array_index(lost, Lost, *(const guint *)a).time, y = g_array_index(lost, Lost, *(const guint *)b).time;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The recording's PERF_RECORD_AUX records flagged TRUNCATED (u64
+ * aux_offset, aux_size, flags; PERF_AUX_FLAG_TRUNCATED 1), each queue's
+ * in time order (perf delivers the records so, timeless recordings' too). */
+static gboolean lost_load(VtDecodeResult *r, GError **error)
+{
+	const VmcorrSession *s = r->s;
+	g_autofree VtPerfIter *it = g_new(VtPerfIter, 1);
+	VtPerfRecord rec;
+	int rc;
+
+	r->lost = g_array_new(FALSE, FALSE, sizeof(Lost));
+	vt_perf_iter_init(it, s->f);
+	while ((rc = vt_perf_iter_next(it, &rec, error)) == 1) {
+		VtPerfSampleId sid = { 0 };
+		guint64 flags;
+		Lost l;
+
+		if (rec.type != PERF_RECORD_AUX || rec.size < sizeof(struct perf_event_header) + 24)
+			continue;
+		memcpy(&flags, rec.data + sizeof(struct perf_event_header) + 16, 8);
+		if (!(flags & 1))
+			continue;
+		(void)vt_perf_record_sample_id(s->f, &rec, &sid);
+		l.time = sid.has_time ? sid.time : 0;
+		l.tsc = r->timed && s->have_tc && l.time ? vt_perf_time_to_tsc(l.time, &s->tc) : 0;
+		l.cpu = sid.has_cpu ? (gint32)sid.cpu : -1;
+		l.pid = sid.has_tid ? (gint32)sid.pid : -1;
+		l.tid = sid.has_tid ? (gint32)sid.tid : -1;
+		g_array_append_val(r->lost, l);
+	}
+	if (rc < 0)
+		return FALSE;
+	for (guint k = 0; r->n && k < r->lost->len; k++) {
+		Queue *q = lost_queue(r, &g_array_index(r->lost, Lost, k));
+
+		if (!q->lost)
+			q->lost = g_array_new(FALSE, FALSE, sizeof(guint));
+		g_array_append_val(q->lost, k);
+	}
+	for (guint i = 0; i < r->n; i++)
+		if (r->qs[i].lost)
+			g_array_sort_with_data(r->qs[i].lost, cmp_lost, r->lost);
+	return TRUE;
+}
+
 static gpointer produce_any(gpointer data)
 {
 	Queue *q = data;
@@ -1791,7 +1948,7 @@ VtDecodeResult *vt_decode_recording_open(const VtDecodeOptions *opts, gboolean p
 	r->guest = vt_decode_guest_threads_load(s->f, error);
 	r->guest_user = opts->guest_user;
 	if (!r->guest || !images_prepare(s, opts, vt_decode_guest_threads_machine_pid(r->guest), error) ||
-	    !open_queues(r, opts, power, error)) {
+	    !open_queues(r, opts, power, error) || !lost_load(r, error)) {
 		vt_decode_result_free(r);
 		return NULL;
 	}
@@ -1848,12 +2005,16 @@ void vt_decode_result_free(VtDecodeResult *r)
 			g_string_chunk_free(q->strings);
 		vt_decode_queue_free(q->dec);
 		g_free(q->starts);
+		if (q->lost)
+			g_array_free(q->lost, TRUE);
 		g_cond_clear(&q->w.wake);
 	}
 	g_clear_error(&r->error);
 	g_aligned_free(r->qs);
 	g_mutex_clear(&r->lock);
 	vt_decode_guest_threads_free(r->guest);
+	if (r->lost)
+		g_array_free(r->lost, TRUE);
 	vmcorr_session_free(r->s);
 	g_aligned_free(r);
 }
