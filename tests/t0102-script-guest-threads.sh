@@ -136,41 +136,38 @@ guest_dso b guest.kernel.kallsyms.4000
 check "b: a vCPU with no guest records - no VM: 4000 VCPU:001 line, its guest code as thread -1" \
 	sh -c "! grep -q '^VM: 4000 VCPU:001' '$TMP/b.vt' && grep -q '^ *:-1  *-1 ' '$TMP/b.vt'"
 
+# bid_variant X "MODE FILE"...: X.data, b.data's host trace with a guest file
+# whose build id table has these entries (cpumode MODE: 1 kernel, 2 user),
+# in order; X.perf and X.vt: the DSOs of the first 2000 guest lines
+bid_variant() {
+	bv=$1
+	shift
+	guest_data_dir "g$bv" "$TMP/sideband0"
+	for e in "$@"; do
+		mv "$TMP/g$bv/data" "$TMP/g$bv.5" &&
+			"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/g$bv.5" "$TMP/g$bv/data" build-id "${e%% *}" -1 \
+				00112233445566778899aabbccddeeff00112233 "${e#* }"
+	done
+	"$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/g$bv" -o "$TMP/$bv.data" --offset "$OFF" >/dev/null 2>&1 &&
+		"$VMTRACE" correlate --in-place "$TMP/$bv.data" >/dev/null 2>&1
+	"$PERF" script -i "$TMP/$bv.data" --itrace=b -F $F 2>/dev/null | grep '^VM: 4000' | head -2000 |
+		grep -o '([^)]*)$' | sort -u >"$TMP/$bv.perf"
+	"$VMTRACE" script "$TMP/$bv.data" -F $F 2>/dev/null | grep '^VM: 4000' | head -2000 | grep -o '([^)]*)$' |
+		sort -u >"$TMP/$bv.vt"
+}
+
 # m: build ids of two modules (a .ko file, a "[NAME]") and a user file
 # before the kernel's entries: the first kernel entry names the guest
 # kernel, here a name longer than --call-trace's DSO column
 LONG=guest.kernel.kallsyms-named-longer-than-the-call-trace-column-of-fifty
-guest_data_dir gm "$TMP/sideband0"
-for e in "1 /lib/modules/6.1.0-13-amd64/kernel/arch/x86/kvm/kvm.ko.xz" "1 [kvm_intel]" "2 /usr/bin/gshell" \
-	"1 [$LONG]" "1 [kernel.kallsyms]"; do
-	mv "$TMP/gm/data" "$TMP/gm.5" &&
-		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gm.5" "$TMP/gm/data" build-id "${e%% *}" -1 \
-			00112233445566778899aabbccddeeff00112233 "${e#* }"
-done
-"$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/gm" -o "$TMP/m.data" --offset "$OFF" >/dev/null 2>&1 &&
-	"$VMTRACE" correlate --in-place "$TMP/m.data" >/dev/null 2>&1
-# the first 3000 guest lines' DSOs
-"$PERF" script -i "$TMP/m.data" --itrace=b -F $F 2>/dev/null | grep '^VM: 4000' | head -3000 | grep -o '([^)]*)$' |
-	sort -u >"$TMP/m.perf"
-"$VMTRACE" script "$TMP/m.data" -F $F 2>/dev/null | grep '^VM: 4000' | head -3000 | grep -o '([^)]*)$' |
-	sort -u >"$TMP/m.vt"
+bid_variant m "1 /lib/modules/6.1.0-13-amd64/kernel/arch/x86/kvm/kvm.ko.xz" "1 [kvm_intel]" "2 /usr/bin/gshell" \
+	"1 [$LONG]" "1 [kernel.kallsyms]"
 check "m: perf names the guest kernel after the first kernel file in the build ids: $(tr '\n' ' ' <"$TMP/m.perf")" \
 	grep -qx "(\[$LONG\])" "$TMP/m.perf"
 check "m: vmtrace names the guest kernel as perf" cmp -s "$TMP/m.perf" "$TMP/m.vt" || diff "$TMP/m.perf" "$TMP/m.vt"
 # z: a .ko.zst file is no module to perf 6.1 (it reads .gz and .xz ones):
 # its entry, first, names the guest kernel
-guest_data_dir gz "$TMP/sideband0"
-mv "$TMP/gz/data" "$TMP/gz.5" &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gz.5" "$TMP/gz.6" build-id 1 -1 \
-		00112233445566778899aabbccddeeff00112233 /lib/modules/6.1.0/kernel/fs/foo.ko.zst &&
-	"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/gz.6" "$TMP/gz/data" build-id 1 -1 \
-		00112233445566778899aabbccddeeff00112233 "[kernel.kallsyms]"
-"$VMTRACE" inject "$TMP/h.data" --guest-data "$TMP/gz" -o "$TMP/z.data" --offset "$OFF" >/dev/null 2>&1 &&
-	"$VMTRACE" correlate --in-place "$TMP/z.data" >/dev/null 2>&1
-"$PERF" script -i "$TMP/z.data" --itrace=b -F $F 2>/dev/null | grep '^VM: 4000' | head -2000 | grep -o '([^)]*)$' |
-	sort -u >"$TMP/z.perf"
-"$VMTRACE" script "$TMP/z.data" -F $F 2>/dev/null | grep '^VM: 4000' | head -2000 | grep -o '([^)]*)$' |
-	sort -u >"$TMP/z.vt"
+bid_variant z "1 /lib/modules/6.1.0/kernel/fs/foo.ko.zst" "1 [kernel.kallsyms]"
 check "z: a .ko.zst entry first names the guest kernel, in perf's lines and vmtrace's: $(tr '\n' ' ' <"$TMP/z.vt")" \
 	sh -c "grep -q 'foo.ko.zst' '$TMP/z.perf' && cmp -s '$TMP/z.perf' '$TMP/z.vt'"
 
