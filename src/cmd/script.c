@@ -987,7 +987,7 @@ static void print_error(const Script *s, const VtDecodeEvent *e)
 	if (!s->o->errors)
 		return;
 	put_lit(t, " instruction trace error type 1 time ");
-	if ((vt_decode_result_timed(s->result) || vt_branch_is_lost(b)) && e->time) {   /* (perf: its record's) */
+	if (vt_decode_result_timed(s->result) || (vt_branch_is_lost(b) && e->time)) {   /* (lost: its record's) */
 		vt_textbuf_int(t, (gint64)(e->time / 1000000000), 0, ' ');
 		vt_textbuf_c(t, '.');
 		vt_textbuf_int(t, (gint64)(e->time % 1000000000), 9, '0');

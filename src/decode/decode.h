@@ -347,7 +347,7 @@ guint vt_decode_perf_error(int code, const char **message);
  * recording all of them before the first queue.  No decode error either
  * (vt_branch_is_lost). */
 #define VT_DECODE_ERR_LOST 66
-/* libipt's message for `code` (VT_DECODE_ERR_LOOP, _OVERFLOW: vmtrace's own). */
+/* libipt's message for `code` (VT_DECODE_ERR_LOOP, _OVERFLOW, _LOST: vmtrace's own). */
 const char *vt_decode_error_detail(int code);
 
 typedef struct {
