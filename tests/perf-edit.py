@@ -23,6 +23,9 @@ Operations (one per run):
                                   "[guest.kernel.kallsyms]"); nosize: without
                                   MISC_BUILD_ID_SIZE (perf before it: 20
                                   bytes, zero-padded)
+  aux-untruncate                  clear PERF_AUX_FLAG_TRUNCATED in every
+                                  PERF_RECORD_AUX (the same data, no loss
+                                  said)
   no-build-ids                    remove the HEADER_BUILD_ID feature (a
                                   real perf record has the kernel's entry
                                   only when a sample hit the kernel)
@@ -257,6 +260,11 @@ def main():
         p["feats"] = sorted(feats.items())
         bits = int.from_bytes(p["feat"], "little") | 1 << 2
         p["feat"] = bits.to_bytes(32, "little")
+    elif op == "aux-untruncate":
+        for r in p["recs"]:
+            if struct.unpack_from("<I", r)[0] == 11:
+                flags = struct.unpack_from("<Q", r, 24)[0]
+                struct.pack_into("<Q", r, 24, flags & ~1)
     elif op == "no-build-ids":
         p["feats"] = [(bit, f) for bit, f in p["feats"] if bit != 2]
         bits = int.from_bytes(p["feat"], "little") & ~(1 << 2)

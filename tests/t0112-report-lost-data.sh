@@ -92,6 +92,22 @@ print(len(lost), 'lines,', len(bad), 'misplaced', bad[:3])
 sys.exit(1 if bad or len(lost) != int(sys.argv[2]) else 0)
 PY
 	fi
+	# ... and nothing else: the instruction flow and call stacks go on
+	# across them (the same recording without the TRUNCATED flags prints
+	# the same, those lines aside)
+	case " $opts " in *" --aux-truncated-every "*)
+		rm -rf "$TMP/$name.u" && cp -r "$TMP/$name.data" "$TMP/$name.u"
+		"$PYTHON3" "$top_srcdir/tests/perf-edit.py" "$TMP/$name.data/data" "$TMP/$name.u/data" aux-untruncate
+		for o in --insn-trace --call-ret-trace; do
+			# shellcheck disable=SC2086
+			"$VMTRACE" script "$TMP/$name.data" $G $o 2>/dev/null | grep -v 'Lost trace data' >"$TMP/$name.t$o"
+			# shellcheck disable=SC2086
+			"$VMTRACE" script "$TMP/$name.u" $G $o >"$TMP/$name.u$o" 2>/dev/null
+			check "$name $o: the lines of the same recording without TRUNCATED flags ($(wc -l <"$TMP/$name.u$o"))" \
+				sh -c "test -s '$TMP/$name.u$o' && ! grep -q 'Lost trace data' '$TMP/$name.u$o' &&
+					cmp -s '$TMP/$name.t$o' '$TMP/$name.u$o'"
+		done ;;
+	esac
 	case " $opts " in
 	*" --ovf-every "*)
 		[ -n "$PERF" ] || continue

@@ -1679,7 +1679,8 @@ static void print_json(const Script *s, const VtDecodeEvent *e)
 		json_side(j, s, "from", b->from, b->from_guest);
 		json_side(j, s, "to", b->to, b->to_guest);
 	}
-	vt_json_kv_hex(j, "aux_offset", b->offset);
+	if (!vt_branch_is_lost(b))     /* (its record's data is no branch's) */
+		vt_json_kv_hex(j, "aux_offset", b->offset);
 	vt_json_end_object(j);
 }
 
@@ -1732,6 +1733,17 @@ static gboolean selected(const Script *s, const VtDecodeEvent *e)
  * instruction walk; only some are shown). */
 static void script_event(Script *s, const VtDecodeEvent *e)
 {
+	if (G_UNLIKELY(vt_branch_is_lost(&e->b))) {   /* as perf: printed, nothing else - no flow, stack or IPC */
+		if (!selected(s, e))
+			return;
+		if (s->json)
+			print_json(s, e);
+		else if (s->stacks)
+			print_call(s, e);
+		else
+			print_text(s, e);
+		return;
+	}
 	if (s->o->field_mask & F_IPC)
 		ipc_event(s, e);
 	s->guest_pid = e->machine_pid ? e->guest_pid : -1;    /* whose user mappings a guest address is in */

@@ -361,9 +361,9 @@ static void event_of(VtDecodeResult *r, Queue *q, const VtBranch *b, VtDecodeEve
 
 /* The queue's lost-data lines due among the branches of b, spliced in
  * where perf prints them: on a timed recording before the first branch
- * after the record's time, on a timeless one all at the start (of the
- * first queue: lost_load); with end (b is the queue's last) the rest after
- * them. */
+ * not before the record's time (perf decodes up to a record's time, not
+ * the branch at it), on a timeless one all at the start (of the first
+ * queue: lost_load); with end (b is the queue's last) the rest after them. */
 static void lost_splice(const VtDecodeResult *r, Queue *q, GArray *b, gboolean end)
 {
 	guint i = 0;
@@ -375,15 +375,15 @@ static void lost_splice(const VtDecodeResult *r, Queue *q, GArray *b, gboolean e
 
 		if (i == b->len && !end)
 			return;
-		if (i < b->len && r->timed && g_array_index(b, VtBranch, i).tsc <= l->tsc) {
+		if (i < b->len && r->timed && g_array_index(b, VtBranch, i).tsc < l->tsc) {   /* (perf: before a tie) */
 			i++;
 			continue;
 		}
 		x.kind = VT_BRANCH_ERROR;
 		x.code = VT_DECODE_ERR_LOST;
 		x.tsc = r->timed ? l->tsc : 0;
-		x.offset = i < b->len ? g_array_index(b, VtBranch, i).offset
-			   : i ? g_array_index(b, VtBranch, i - 1).offset : 0;
+		x.offset = i < b->len ? g_array_index(b, VtBranch, i).offset    /* (progress: note_done) */
+			   : i ? g_array_index(b, VtBranch, i - 1).offset : __atomic_load_n(&q->done_off, __ATOMIC_RELAXED);
 		x.cycles = k;
 		g_array_insert_val(b, i, x);
 		i++;
@@ -1283,7 +1283,8 @@ static void job_free(gpointer p)
  * flow end: their text depends on where it went before)? */
 static gboolean moves_flow(const VtDecodeEvent *e)
 {
-	return e->b.kind != VT_BRANCH_PSB && e->b.kind != VT_BRANCH_CBR && e->b.kind != VT_BRANCH_FLOW_END;
+	return e->b.kind != VT_BRANCH_PSB && e->b.kind != VT_BRANCH_CBR && e->b.kind != VT_BRANCH_FLOW_END &&
+	       !vt_branch_is_lost(&e->b);
 }
 
 /* The seed after events ev: from its last event that moves the flow on,
