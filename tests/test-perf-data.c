@@ -1176,6 +1176,33 @@ static void test_bad_attr(void)
 	g_free(b);
 }
 
+/* PERF_RECORD_AUX: its three fields; a short one or another type refused */
+static void test_aux_record(void)
+{
+	guint8 buf[40] = { 0 };
+	struct perf_event_header h = { PERF_RECORD_AUX, 0, 32 };
+	const guint64 f[3] = { 0x1000, 0x2345, VT_PERF_AUX_FLAG_TRUNCATED | VT_PERF_AUX_FLAG_COLLISION };
+	VtPerfRecord rec = { .file_offset = 64, .data = buf, .type = PERF_RECORD_AUX, .size = 32 };
+	g_autoptr(GError) err = NULL;
+	VtPerfAux aux;
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + 8, f, sizeof(f));
+	g_assert_true(vt_perf_record_aux(&rec, &aux, &err));
+	g_assert_no_error(err);
+	g_assert_cmpuint(aux.aux_offset, ==, 0x1000);
+	g_assert_cmpuint(aux.aux_size, ==, 0x2345);
+	g_assert_cmpuint(aux.flags, ==, 0x09);
+	rec.size = 24;
+	g_assert_false(vt_perf_record_aux(&rec, &aux, &err));
+	g_assert_error(err, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT);
+	g_clear_error(&err);
+	rec.size = 32;
+	rec.type = PERF_RECORD_LOST;
+	g_assert_false(vt_perf_record_aux(&rec, &aux, &err));
+	g_assert_error(err, VT_PERF_ERROR, VT_PERF_ERROR_FORMAT);
+}
+
 static void test_bad_records(void)
 {
 	SampleInfo info;
@@ -1251,6 +1278,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/perf-data/bad/truncated", test_bad_truncated);
 	g_test_add_func("/perf-data/bad/attr", test_bad_attr);
 	g_test_add_func("/perf-data/bad/records", test_bad_records);
+	g_test_add_func("/perf-data/aux-record", test_aux_record);
 
 	ret = g_test_run();
 	rm_rf(tmpdir);

@@ -707,9 +707,9 @@ static void lost_add(VtAnalyzeHealth *h, gboolean aux, guint64 flags, guint64 n)
 		return;
 	}
 	h->aux_records++;
-	h->aux_truncated += !!(flags & 0x01);   /* PERF_AUX_FLAG_TRUNCATED */
-	h->aux_partial += !!(flags & 0x04);     /* PERF_AUX_FLAG_PARTIAL */
-	h->aux_collision += !!(flags & 0x08);   /* PERF_AUX_FLAG_COLLISION */
+	h->aux_truncated += !!(flags & VT_PERF_AUX_FLAG_TRUNCATED);
+	h->aux_partial += !!(flags & VT_PERF_AUX_FLAG_PARTIAL);
+	h->aux_collision += !!(flags & VT_PERF_AUX_FLAG_COLLISION);
 }
 
 void vt_analyze_lost(VtAnalyze *a, gint32 tid, gboolean aux, guint64 flags, guint64 n)

@@ -12,7 +12,6 @@
 #include "src/perf/perf-data.h"
 
 #define RECORD_LOST 2   /* PERF_RECORD_LOST: u64 id, u64 lost */
-#define RECORD_AUX 11   /* PERF_RECORD_AUX: u64 aux_offset, aux_size, flags */
 
 static guint64 field(const VtPerfRecord *rec, guint i)
 {
@@ -25,14 +24,16 @@ static guint64 field(const VtPerfRecord *rec, guint i)
 static void count(VtAnalyze *a, const VtPerfFile *f, const VtPerfRecord *rec)
 {
 	VtPerfSampleId sid = { 0 };
+	VtPerfAux aux;
 	gint32 tid = -1;
 
-	if (rec->size < sizeof(struct perf_event_header) + (rec->type == RECORD_AUX ? 24 : 16))
+	if (rec->type == PERF_RECORD_AUX ? !vt_perf_record_aux(rec, &aux, NULL)
+					 : rec->size < sizeof(struct perf_event_header) + 16)
 		return;
 	if (vt_perf_record_sample_id(f, rec, &sid) && sid.has_tid)
 		tid = (gint32)sid.tid;
-	if (rec->type == RECORD_AUX)
-		vt_analyze_lost(a, tid, TRUE, field(rec, 2), 0);
+	if (rec->type == PERF_RECORD_AUX)
+		vt_analyze_lost(a, tid, TRUE, aux.flags, 0);
 	else
 		vt_analyze_lost(a, tid, FALSE, 0, field(rec, 1));
 }
@@ -49,7 +50,7 @@ gboolean vt_analyze_read_lost(VtAnalyze *a, const char *path, GError **error)
 	it = g_new(VtPerfIter, 1);
 	vt_perf_iter_init(it, f);
 	while ((r = vt_perf_iter_next(it, &rec, error)) > 0)
-		if (rec.type == RECORD_AUX || rec.type == RECORD_LOST)
+		if (rec.type == PERF_RECORD_AUX || rec.type == RECORD_LOST)
 			count(a, f, &rec);
 	g_free(it);
 	vt_perf_file_close(f);

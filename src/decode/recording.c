@@ -1798,8 +1798,7 @@ static gint cmp_lost(gconstpointer a, gconstpointer b, gpointer data)
 	return x < y ? -1 : x > y;
 }
 
-/* The recording's PERF_RECORD_AUX records flagged TRUNCATED (u64
- * aux_offset, aux_size, flags; PERF_AUX_FLAG_TRUNCATED 1), each queue's
+/* The recording's PERF_RECORD_AUX records flagged TRUNCATED, each queue's
  * in time order (perf delivers the records so, timeless recordings' too). */
 static gboolean lost_load(VtDecodeResult *r, GError **error)
 {
@@ -1812,13 +1811,11 @@ static gboolean lost_load(VtDecodeResult *r, GError **error)
 	vt_perf_iter_init(it, s->f);
 	while ((rc = vt_perf_iter_next(it, &rec, error)) == 1) {
 		VtPerfSampleId sid = { 0 };
-		guint64 flags;
+		VtPerfAux aux;
 		Lost l;
 
-		if (rec.type != PERF_RECORD_AUX || rec.size < sizeof(struct perf_event_header) + 24)
-			continue;
-		memcpy(&flags, rec.data + sizeof(struct perf_event_header) + 16, 8);
-		if (!(flags & 1))
+		if (rec.type != PERF_RECORD_AUX || !vt_perf_record_aux(&rec, &aux, NULL) ||
+		    !(aux.flags & VT_PERF_AUX_FLAG_TRUNCATED))
 			continue;
 		(void)vt_perf_record_sample_id(s->f, &rec, &sid);
 		l.time = sid.has_time ? sid.time : 0;

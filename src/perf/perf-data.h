@@ -192,6 +192,17 @@ typedef struct {
 	uint32_t pid, tid;
 } VtPerfItraceStart;
 
+/* PERF_RECORD_AUX: a piece of AUX data the kernel handed out, and whether
+ * data was lost (flags: PERF_AUX_FLAG_*). */
+enum {
+	VT_PERF_AUX_FLAG_TRUNCATED = 0x01,   /* the AUX buffer was full: data lost */
+	VT_PERF_AUX_FLAG_PARTIAL = 0x04,
+	VT_PERF_AUX_FLAG_COLLISION = 0x08,
+};
+typedef struct {
+	uint64_t aux_offset, aux_size, flags;
+} VtPerfAux;
+
 typedef struct {
 	uint32_t pid, tid;
 	uint64_t addr, len, pgoff;
@@ -382,6 +393,7 @@ gboolean vt_perf_record_auxtrace_info(const VtPerfRecord *rec, VtPerfAuxtraceInf
 gboolean vt_perf_record_time_conv(const VtPerfRecord *rec, VtPerfTimeConv *out, GError **error);
 gboolean vt_perf_record_comm(const VtPerfRecord *rec, VtPerfComm *out, GError **error);
 gboolean vt_perf_record_itrace_start(const VtPerfRecord *rec, VtPerfItraceStart *out, GError **error);
+gboolean vt_perf_record_aux(const VtPerfRecord *rec, VtPerfAux *out, GError **error);
 gboolean vt_perf_record_mmap2(const VtPerfRecord *rec, VtPerfMmap2 *out, GError **error);
 gboolean vt_perf_record_switch(const VtPerfRecord *rec, VtPerfSwitch *out, GError **error);
 /* ID_INDEX: newly allocated entries. */

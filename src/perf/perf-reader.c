@@ -1162,6 +1162,18 @@ gboolean vt_perf_record_auxtrace(const VtPerfRecord *rec, VtPerfAuxtrace *out, G
 	return TRUE;
 }
 
+gboolean vt_perf_record_aux(const VtPerfRecord *rec, VtPerfAux *out, GError **error)
+{
+	const uint8_t *p = rec->data;
+
+	if (!check_rec(rec, PERF_RECORD_AUX, PERF_RECORD_AUX, 32, error))
+		return FALSE;
+	out->aux_offset = rd64(p + 8);
+	out->aux_size = rd64(p + 16);
+	out->flags = rd64(p + 24);
+	return TRUE;
+}
+
 gboolean vt_perf_record_auxtrace_info(const VtPerfRecord *rec, VtPerfAuxtraceInfo *out,
 				      GError **error)
 {
